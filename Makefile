@@ -1,0 +1,153 @@
+# opdoctor: venv, reference operator, fixtures, tests, demo.
+#   make demo   — check the bundled reference operator (clean) and one broken fixture (fails)
+#   make test   — build everything needed and run the test suite
+# Builds are incremental and parallel (make -jN); objects are shared between fixture variants.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BUILD ?= build
+OBJ := $(BUILD)/obj
+FIX := $(BUILD)/fixtures
+SKIP := $(FIX)/skipped
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/lib64/),/usr/local/cuda,$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))))
+AARCH64_AS ?= $(shell command -v aarch64-linux-gnu-as 2>/dev/null)
+AARCH64_LD ?= $(shell command -v aarch64-linux-gnu-ld 2>/dev/null)
+CC ?= gcc
+CXX ?= g++
+SRC := native/myop
+IFX := tests/fixtures/integrity
+
+.DEFAULT_GOAL := all
+.PHONY: all venv reference fixtures test demo lint bench clean distclean
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# Facts about the torch we build against (include dirs, lib dir, CXX11 ABI), as make variables.
+$(BUILD)/config.mk: $(VENV)/.installed native/torch_config.py
+	mkdir -p $(BUILD)
+	$(PY) native/torch_config.py > $@.tmp 2>/dev/null && mv $@.tmp $@
+
+ifeq ($(filter clean distclean,$(MAKECMDGOALS)),)
+include $(BUILD)/config.mk
+endif
+
+CXXFLAGS_TORCH := -O2 -fPIC -std=c++20 -D_GLIBCXX_USE_CXX11_ABI=$(TORCH_ABI) $(TORCH_INCLUDES)
+LDFLAGS_TORCH := -shared -L$(TORCH_LIBDIR) -lc10 -ltorch_cpu
+NVCC_ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+
+# ---------------------------------------------------------------- reference operator
+ifneq ($(NVCC),)
+REF_OBJS := $(OBJ)/weighted_sum.o $(OBJ)/weighted_sum_cuda.o $(OBJ)/weighted_sum_kernel.o
+REF_LIBS := -L$(CUDA_HOME)/lib64 -lcudart
+CUDA_NOTE :=
+else
+REF_OBJS := $(OBJ)/weighted_sum.o
+REF_LIBS :=
+CUDA_NOTE := nvcc not found: the reference operator is built CPU-only (no CUDA kernel)
+endif
+
+$(OBJ)/%.o: $(SRC)/%.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) -c $< -o $@
+
+$(OBJ)/weighted_sum_kernel.o: $(SRC)/weighted_sum_kernel.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -Xcompiler -fPIC $(NVCC_ARCH) -c $< -o $@
+
+$(BUILD)/myop/libmyop.so: $(REF_OBJS)
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $^ $(LDFLAGS_TORCH) $(REF_LIBS)
+
+# The importable package: myop/__init__.py loads libmyop.so from its own directory.
+$(BUILD)/pkg/myop/libmyop.so: $(BUILD)/myop/libmyop.so $(SRC)/python/myop/__init__.py
+	@mkdir -p $(@D)
+	cp $(SRC)/python/myop/__init__.py $(@D)/__init__.py
+	cp $< $@
+
+reference: $(BUILD)/myop/libmyop.so $(BUILD)/pkg/myop/libmyop.so
+
+# ---------------------------------------------------------------- integrity fixtures (cause 4)
+INTEGRITY := empty truncated not_elf lfs_pointer relocatable executable pie textrel \
+             elf32 execstack aarch64
+INTEGRITY_SO := $(patsubst %,$(FIX)/integrity/%.so,$(INTEGRITY))
+
+$(FIX)/integrity/empty.so:
+	@mkdir -p $(@D)
+	: > $@
+# Cut the real reference operator short: headers intact, sections past the end.
+$(FIX)/integrity/truncated.so: $(BUILD)/myop/libmyop.so
+	@mkdir -p $(@D)
+	head -c 4096 $< > $@
+$(FIX)/integrity/not_elf.so: $(IFX)/not_elf.txt
+	@mkdir -p $(@D)
+	cp $< $@
+$(FIX)/integrity/lfs_pointer.so: $(IFX)/lfs_pointer.txt
+	@mkdir -p $(@D)
+	cp $< $@
+$(FIX)/integrity/relocatable.so: $(IFX)/tiny.c
+	@mkdir -p $(@D)
+	$(CC) -c -fPIC $< -o $@
+$(FIX)/integrity/executable.so: $(IFX)/tiny_main.c
+	@mkdir -p $(@D)
+	$(CC) -no-pie $< -o $@
+$(FIX)/integrity/pie.so: $(IFX)/tiny_main.c
+	@mkdir -p $(@D)
+	$(CC) -fPIE -pie $< -o $@
+$(FIX)/integrity/textrel.so: $(IFX)/textrel.S
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-z,notext $< -o $@
+# -nostdlib: no 32-bit libc is needed to link a real ELF32 i386 shared object.
+$(FIX)/integrity/elf32.so: $(IFX)/tiny.c
+	@mkdir -p $(@D)
+	$(CC) -m32 -shared -fPIC -nostdlib $< -o $@ 2>/dev/null \
+	  || { mkdir -p $(SKIP); echo "$(CC) -m32 cannot build a 32-bit object here" > $(SKIP)/elf32.so.txt; }
+$(FIX)/integrity/execstack.so: $(IFX)/tiny.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -Wl,-z,execstack $< -o $@
+$(FIX)/integrity/aarch64.so: $(IFX)/aarch64.S
+	@mkdir -p $(@D) $(SKIP)
+ifneq ($(AARCH64_AS),)
+	$(AARCH64_AS) $< -o $(@:.so=.o) && $(AARCH64_LD) -shared $(@:.so=.o) -o $@ && rm -f $(@:.so=.o)
+else
+	echo "aarch64-linux-gnu-as not installed (apt-get install binutils-aarch64-linux-gnu)" > $(SKIP)/aarch64.so.txt
+endif
+
+# ---------------------------------------------------------------- top-level targets
+fixtures: reference $(INTEGRITY_SO)
+	@mkdir -p $(SKIP)
+	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
+	  else rm -f $(SKIP)/cuda.txt; fi
+
+all: venv reference
+
+test: venv
+	$(MAKE) -j$(NPROC) fixtures
+	$(PY) -m pytest -q
+
+demo: venv
+	$(MAKE) -j$(NPROC) reference $(FIX)/integrity/truncated.so
+	@echo "== opdoctor check on the reference operator (expect: clean, exit 0)"
+	$(VENV)/bin/opdoctor check $(BUILD)/myop/libmyop.so
+	@echo "== opdoctor check on a truncated copy of it (expect: OD406, exit 1)"
+	$(VENV)/bin/opdoctor check $(FIX)/integrity/truncated.so; rc=$$?; \
+	  if [ $$rc -ne 1 ]; then echo "demo: expected exit 1, got $$rc"; exit 1; fi
+
+lint: venv
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(BUILD)
+
+distclean: clean
+	rm -rf $(VENV)

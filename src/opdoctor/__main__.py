@@ -1,0 +1,7 @@
+"""``python -m opdoctor``."""
+
+import sys
+
+from opdoctor.cli import main
+
+sys.exit(main())

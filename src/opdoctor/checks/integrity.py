@@ -1,0 +1,223 @@
+"""File integrity (cause 4): is this file a loadable shared object for this machine at all?
+
+The loader's own messages for these faults are terse and sometimes misleading (a library for
+another architecture gives "cannot open shared object file: No such file or directory"; a
+truncated one can kill the process with SIGBUS), so each fault gets its own code and evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.elf import PF_X
+from opdoctor.facts import Facts
+from opdoctor.inputfile import sniff
+from opdoctor.model import Cause, Finding, Severity
+
+_LDSO = "glibc ld.so, dl-load.c"
+
+OD401 = CodeDoc(
+    "OD401", "path not found", Severity.ERROR,
+    what="The path given to opdoctor (or to the loader) exists.",
+    why="dlopen reports a missing file as 'cannot open shared object file: No such file or "
+    "directory' — the same words it uses for a dependency that is not found, and for a library "
+    "built for another architecture, so the message alone does not tell which one it is.",
+    example="opdoctor check build/libmyop.so → 'build/libmyop.so: no such file' (exit 2)",
+    fix="Build the library first, or pass the path the build actually wrote (check the build "
+    "log or `find . -name '*.so'`).",
+    references=("dlopen(3)",),
+)
+OD402 = CodeDoc(
+    "OD402", "not a regular file", Severity.ERROR,
+    what="The input is a regular file, not a directory, FIFO, socket or device.",
+    why="Only a regular file can be mapped by the loader; reading a FIFO or a device would block "
+    "or never end, so opdoctor refuses it without reading.",
+    example="opdoctor check /dev/zero → '/dev/zero: is a character device, not a library file'",
+    fix="Pass the path of the .so file itself.",
+    references=("stat(2)",),
+)
+OD403 = CodeDoc(
+    "OD403", "file not readable", Severity.ERROR,
+    what="The file can be opened for reading by the current user.",
+    why="The loader opens the file with the caller's permissions: 'Permission denied' at load "
+    "time means the job's user cannot read it.",
+    example="chmod 000 libmyop.so; opdoctor check libmyop.so → 'permission denied' (exit 2)",
+    fix="chmod a+r the library (and a+x every directory above it) or run as a user who can.",
+    references=("open(2)",),
+)
+OD404 = CodeDoc(
+    "OD404", "empty file", Severity.ERROR,
+    what="The file has at least the bytes of an ELF header.",
+    why="A zero-byte .so is what an interrupted build, a full disk or a failed copy leaves "
+    "behind; dlopen says 'file too short'.",
+    example="OSError: build/libmyop.so: file too short",
+    fix="Delete the file and rebuild (`make clean && make`); check the disk is not full.",
+    references=(_LDSO,),
+)
+OD405 = CodeDoc(
+    "OD405", "not an ELF file", Severity.ERROR,
+    what="The file starts with the ELF magic bytes \\x7fELF.",
+    why="Anything else is refused by the loader with 'invalid ELF header'. Common culprits: a "
+    "Git LFS pointer that was never fetched, an HTML error page saved by a download, a static "
+    "archive (.a) or a linker script named .so, a macOS or Windows binary.",
+    example="OSError: libmyop.so: invalid ELF header",
+    fix="Replace it with the real shared object: `git lfs pull`, re-download, or rebuild; "
+    "`file <path>` shows what it really is.",
+    references=("elf(5)", _LDSO),
+)
+OD406 = CodeDoc(
+    "OD406", "truncated ELF file", Severity.ERROR,
+    what="Every section, segment and header table the ELF headers describe lies inside the file.",
+    why="A file cut short (interrupted copy or download, full disk, partial artifact upload) "
+    "passes the magic check, and dlopen may fail with 'file too short' or even crash the "
+    "process with SIGBUS when it touches a mapped page past the end of the file.",
+    example="python -c 'import ctypes; ctypes.CDLL(\"libmyop.so\")' → Bus error",
+    fix="Copy or download the library again and compare its size/checksum with the build "
+    "output; rebuild if the original is gone.",
+    references=("elf(5)",),
+)
+OD407 = CodeDoc(
+    "OD407", "wrong ELF class", Severity.ERROR,
+    what="The library's ELF class (32 or 64 bit) matches the process that will load it.",
+    why="A 64-bit Python cannot load a 32-bit library; dlopen says 'wrong ELF class: "
+    "ELFCLASS32'.",
+    example="OSError: libmyop.so: wrong ELF class: ELFCLASS32",
+    fix="Rebuild for the host (drop -m32 / use the 64-bit toolchain); install the wheel built "
+    "for this platform.",
+    references=("elf(5)", _LDSO),
+)
+OD408 = CodeDoc(
+    "OD408", "built for another architecture", Severity.ERROR,
+    what="The library's e_machine matches the host CPU architecture.",
+    why="An aarch64 library on x86-64 (or the reverse) is skipped by the loader, which then "
+    "reports 'cannot open shared object file: No such file or directory' — a misleading "
+    "message for a file that plainly exists.",
+    example="OSError: libmyop.so: cannot open shared object file: No such file or directory",
+    fix="Build on (or cross-compile for) the machine that runs the job; install the wheel whose "
+    "platform tag matches `python -c 'import sysconfig; print(sysconfig.get_platform())'`.",
+    references=("elf(5)", _LDSO),
+)
+OD409 = CodeDoc(
+    "OD409", "not a shared object", Severity.ERROR,
+    what="The file is a shared library (ET_DYN without the PIE-executable flag).",
+    why="Object files (ET_REL), executables (ET_EXEC) and position-independent executables "
+    "cannot be dlopen'ed: 'only ET_DYN and ET_EXEC can be loaded', 'cannot dynamically load "
+    "executable', 'cannot dynamically load position-independent executable'.",
+    example="OSError: libmyop.so: only ET_DYN and ET_EXEC can be loaded",
+    fix="Link with `-shared` (and compile with -fPIC): `g++ -shared -fPIC ... -o libmyop.so`; "
+    "with CMake use add_library(myop SHARED ...).",
+    references=("elf(5)", _LDSO),
+)
+OD410 = CodeDoc(
+    "OD410", "text relocations (built without -fPIC)", Severity.WARNING,
+    what="The library has no DT_TEXTREL / DF_TEXTREL: its code pages need no writes at load.",
+    why="Code compiled without -fPIC forces the loader to make code pages writable while "
+    "relocating: slower loads, no sharing between processes, and refused outright under "
+    "SELinux or hardened kernels ('cannot restore segment prot after reloc').",
+    example="readelf -d libmyop.so | grep TEXTREL → 0x16 (TEXTREL) 0x0",
+    fix="Compile every object (including static libraries linked in) with -fPIC; "
+    "set(CMAKE_POSITION_INDEPENDENT_CODE ON) in CMake.",
+    references=("https://wiki.gentoo.org/wiki/Hardened/Textrels_Guide",),
+)
+OD411 = CodeDoc(
+    "OD411", "malformed ELF structure", Severity.ERROR,
+    what="The ELF headers are internally consistent (entry sizes, string table index) and "
+    "the file can be parsed.",
+    why="A corrupt or deliberately forged header makes the loader fail unpredictably.",
+    example="e_shentsize is 7, ELF64 needs 64",
+    fix="Rebuild the library; if it came from elsewhere, treat the file as corrupt.",
+    references=("elf(5)",),
+)
+OD412 = CodeDoc(
+    "OD412", "requires an executable stack", Severity.WARNING,
+    what="The PT_GNU_STACK segment does not ask for an executable stack.",
+    why="Since glibc 2.41 dlopen refuses such libraries: 'cannot enable executable stack as "
+    "shared object requires: Invalid argument'. Older glibc makes every thread stack of the "
+    "process executable. Usually caused by one assembly file without a .note.GNU-stack section.",
+    example="readelf -lW libmyop.so | grep GNU_STACK → RWE",
+    fix="Add `.section .note.GNU-stack,\"\",@progbits` to assembly sources, or link with "
+    "-Wl,-z,noexecstack; `patchelf --clear-execstack` fixes an existing file.",
+    references=("https://sourceware.org/glibc/wiki/Release/2.41",),
+)
+
+CODES = (OD401, OD402, OD403, OD404, OD405, OD406, OD407, OD408, OD409, OD410, OD411, OD412)
+
+
+def _hex(n: int) -> str:
+    return f"{n:#x}"
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Yield integrity findings for the target; stop at the first fault that blocks loading."""
+    path, size = facts.path, facts.file.size
+    st = facts.structure
+    if st.empty:
+        yield OD404.finding(path, "the file is empty (0 bytes)", ("size: 0 bytes",))
+        return
+    if st.header is None:
+        head = bytes(facts.file.buf[:512])
+        what = sniff(head)
+        preview = head[:40].decode("latin-1").replace("\n", "\\n")
+        yield OD405.finding(path, f"not an ELF file: it is {what}",
+                            (f"first bytes: {preview!r}", f"size: {size} bytes"))
+        return
+    hdr = st.header
+    if st.beyond_eof:
+        worst = max(st.beyond_eof, key=lambda e: e.end)
+        ev = [f"file size: {size} bytes ({_hex(size)})"]
+        ev += [f"{e.what} spans {_hex(e.start)}–{_hex(e.end)}, past the end of the file"
+               for e in sorted(st.beyond_eof, key=lambda e: e.start)[:5]]
+        if len(st.beyond_eof) > 5:
+            ev.append(f"… and {len(st.beyond_eof) - 5} more")
+        yield OD406.finding(path, f"the file is truncated: the headers need at least "
+                            f"{worst.end} bytes, it has {size}", ev)
+        return
+    if st.problems:
+        yield OD411.finding(path, "the ELF structure is malformed", st.problems)
+        return
+    host = facts.host
+    if host.bits is not None and hdr.bits != host.bits:
+        yield OD407.finding(path, f"ELF{hdr.bits} library, but this host ({host.machine}) "
+                            f"loads ELF{host.bits}",
+                            (f"EI_CLASS: ELFCLASS{hdr.bits}", f"e_machine: {hdr.machine_name}"))
+        return
+    if host.e_machine is not None and hdr.e_machine != host.e_machine:
+        yield OD408.finding(path, f"built for {hdr.machine_name}, this host is {host.machine}",
+                            (f"e_machine: {hdr.e_machine} ({hdr.machine_name})",
+                             f"host: {host.machine}"))
+        return
+    img = st.image
+    assert img is not None  # structure guarantees an image when there is no problem
+    if hdr.e_type != 3:
+        yield OD409.finding(path, f"{hdr.describe()}, not a shared object",
+                            (f"e_type: {hdr.type_name}",))
+        return
+    if img.is_pie_executable:
+        yield OD409.finding(path, "a position-independent executable, not a shared library",
+                            ("e_type: ET_DYN", "DT_FLAGS_1: PIE"))
+        return
+    if img.has_textrel:
+        yield OD410.finding(path, "the library has text relocations (code compiled without -fPIC)",
+                            ("dynamic tag: DT_TEXTREL / DF_TEXTREL",))
+    for seg in img.segments_of_type("PT_GNU_STACK"):
+        if seg["p_flags"] & PF_X:
+            refused = host.glibc is not None and host.glibc >= (2, 41)
+            glibc = ".".join(map(str, host.glibc)) if host.glibc else "unknown"
+            yield OD412.finding(
+                path, "the library asks for an executable stack"
+                + (" — this glibc refuses to load it" if refused else ""),
+                ("PT_GNU_STACK flags: RWE", f"host glibc: {glibc}"),
+                severity=Severity.ERROR if refused else None,
+            )
+
+
+CHECK = Check(
+    name="integrity",
+    summary="the file is an intact ELF shared object for this machine, built as PIC",
+    causes=(Cause.BUILD,),
+    codes=CODES,
+    run=run,
+    needs_elf=False,
+)

@@ -1,0 +1,270 @@
+"""Command-line interface. Thin: parse, call the library, render, return an exit code.
+
+Exit codes (also in ``--help`` and the README):
+  0  no finding at or above --fail-on
+  1  findings at or above --fail-on
+  2  input that cannot be analysed (missing, not a regular file, unreadable, analysis timeout)
+  3  usage error
+  4  internal error (a crash of opdoctor or of one of its checks)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from enum import IntEnum
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+
+try:  # typer >= 0.24 vendors its own click; older releases depend on click itself
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import exceptions as click_exc  # type: ignore[no-redef,import-not-found]
+
+from opdoctor import __version__
+from opdoctor.codes import CodeDoc
+from opdoctor.model import Severity
+
+EXIT_HELP = (
+    "Exit codes: 0 clean (nothing at or above --fail-on) · 1 findings · 2 input cannot be "
+    "analysed · 3 usage error · 4 internal error."
+)
+
+
+class Exit(IntEnum):
+    """Documented exit codes."""
+
+    OK = 0
+    FINDINGS = 1
+    BAD_INPUT = 2
+    USAGE = 3
+    INTERNAL = 4
+
+
+class AnalysisTimeout(Exception):
+    """The static analysis ran past its time limit (a hostile or pathological file)."""
+
+
+app = typer.Typer(
+    name="opdoctor",
+    help="Tells you why your custom operator is 'not registered', and what to do about it.\n\n"
+    + EXIT_HELP,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"opdoctor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """opdoctor: diagnose custom operators that fail to register."""
+
+
+def _color(stream: Any) -> bool:
+    """Colour only on a terminal and never when NO_COLOR is set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    raise AnalysisTimeout()
+
+
+@app.command()
+def check(
+    paths: Annotated[list[str] | None, typer.Argument(help="Shared libraries to check.",
+                                                      show_default=False)] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+    output: Annotated[str | None, typer.Option("--output", "-o",
+                                               help="Write the report to this file.")] = None,
+    fail_on: Annotated[str, typer.Option(help="Lowest severity that fails: error | warning "
+                                         "| info.")] = "error",
+    select: Annotated[list[str] | None, typer.Option(help="Only these codes (prefixes: OD4).")]
+    = None,
+    ignore: Annotated[list[str] | None, typer.Option(help="Drop these codes (prefixes).")]
+    = None,
+    list_checks: Annotated[bool, typer.Option("--list-checks",
+                                              help="List the checks and exit.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All evidence, timings.")]
+    = False,
+    timeout: Annotated[float, typer.Option(help="Seconds allowed for the static analysis.")]
+    = 120.0,
+) -> int:
+    """Check shared libraries; the report names which cause applies, with evidence and fix.
+
+    Exit codes: 0 clean · 1 findings · 2 input cannot be analysed · 3 usage · 4 internal.
+    """
+    from opdoctor.checks import load_registry
+    from opdoctor.inputfile import InputError
+    from opdoctor.report import Format, RenderContext, renderer
+    from opdoctor.runner import Selection, run_check
+
+    registry = load_registry()
+    for problem in registry.problems:
+        typer.echo(f"opdoctor: warning: plugin {problem.name!r} not loaded: {problem.reason}",
+                   err=True)
+    if list_checks:
+        for c in registry.checks:
+            codes = ", ".join(d.code for d in c.codes)
+            causes = ",".join(str(int(x)) for x in c.causes)
+            typer.echo(f"{c.name:<14} cause {causes:<5} {c.summary}\n{'':<14}       codes: {codes}")
+        return Exit.OK
+    if not paths:
+        raise click_exc.UsageError("give at least one library to check (or --list-checks)")
+    try:
+        form = Format(fmt)
+        threshold = Severity(fail_on)
+    except ValueError as exc:
+        raise click_exc.UsageError(str(exc)) from None
+    unknown = [c for c in (select or []) + (ignore or [])
+               if not any(code.startswith(c) for code in registry.catalog)]
+    if unknown:
+        raise click_exc.UsageError(f"no code matches {', '.join(unknown)} (see `opdoctor codes`)")
+    selection = Selection(tuple(select or ()), tuple(ignore or ()))
+
+    reports = []
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        for path in paths:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                reports.append(run_check(path, selection=selection, registry=registry))
+            except InputError as exc:
+                typer.echo(f"opdoctor: error: {exc} [{exc.code}]", err=True)
+                return Exit.BAD_INPUT
+            except AnalysisTimeout:
+                typer.echo(f"opdoctor: error: {path}: analysis exceeded {timeout:g} s "
+                           "(pathological or hostile file?)", err=True)
+                return Exit.BAD_INPUT
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+
+    code = Exit.OK
+    if any(r.fails(threshold) for r in reports):
+        code = Exit.FINDINGS
+    elif any(c.status.value == "failed" for r in reports for c in r.checks):
+        code = Exit.INTERNAL
+    out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    try:
+        ctx = RenderContext(registry.catalog, threshold, int(code),
+                            color=form is Format.TEXT and not output and _color(out),
+                            verbose=verbose)
+        renderer(form)(reports, ctx, out)
+    finally:
+        if output:
+            out.close()
+    return code
+
+
+def _render_doc(doc: CodeDoc) -> str:
+    from opdoctor.codes import SECTION_TITLES
+
+    lines = [f"{doc.code} — {doc.title}",
+             f"cause {int(doc.cause)} ({doc.cause.title}) · default severity {doc.severity.value}",
+             ""]
+    for key, title in SECTION_TITLES.items():
+        value = getattr(doc, key)
+        lines.append(f"{title}:")
+        items = value if isinstance(value, tuple) else (value,)
+        lines += [f"  {v}" for v in items]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+@app.command()
+def explain(
+    what: Annotated[str, typer.Argument(help="A code such as OD401.")],
+) -> int:
+    """Explain a finding code: what it checks, why it matters, example, fix, references."""
+    from opdoctor.checks import load_registry
+
+    catalog = load_registry().catalog
+    doc = catalog.get(what.strip().upper())
+    if doc is None:
+        raise click_exc.UsageError(f"unknown code {what!r} (see `opdoctor codes`)")
+    typer.echo(_render_doc(doc), nl=False)
+    return Exit.OK
+
+
+@app.command()
+def codes(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+) -> int:
+    """List every finding code with its cause, severity and title."""
+    import json
+
+    from opdoctor.checks import load_registry
+
+    catalog = load_registry().catalog
+    if fmt == "json":
+        rows = [{"code": d.code, "cause": int(d.cause), "severity": d.severity.value,
+                 "title": d.title, "what": d.what, "why": d.why, "example": d.example,
+                 "fix": d.fix, "references": list(d.references)} for d in catalog.values()]
+        typer.echo(json.dumps(rows, indent=2))
+    elif fmt == "text":
+        for d in catalog.values():
+            typer.echo(f"{d.code}  cause {int(d.cause)}  {d.severity.value:<7}  {d.title}")
+    else:
+        raise click_exc.UsageError(f"unknown format {fmt!r} (text | json)")
+    return Exit.OK
+
+
+def _crash(exc: BaseException, debug: bool) -> int:
+    import tempfile
+    import traceback
+
+    text = "".join(traceback.format_exception(exc))
+    log = os.path.join(tempfile.gettempdir(), "opdoctor-crash.log")
+    try:
+        with open(log, "w", encoding="utf-8") as fh:
+            fh.write(f"opdoctor {__version__}, Python {sys.version}\nargv: {sys.argv}\n\n{text}")
+    except OSError:
+        log = ""
+    if debug:
+        sys.stderr.write(text)
+    where = f"; details in {log}" if log else ""
+    sys.stderr.write(
+        f"opdoctor: internal error: {type(exc).__name__}: {exc}{where}\n"
+        f"  this is a bug in opdoctor {__version__}: please report it with that file "
+        "(rerun with --debug to print the traceback)\n")
+    return int(Exit.INTERNAL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``opdoctor`` script; returns the exit code instead of raising."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    try:
+        rv = app(args=args, prog_name="opdoctor", standalone_mode=False)
+    except click_exc.UsageError as exc:
+        exc.show()
+        return int(Exit.USAGE)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        sys.stderr.write("opdoctor: aborted\n")
+        return 130
+    except click_exc.ClickException as exc:
+        exc.show()
+        return int(Exit.USAGE)
+    except BrokenPipeError:
+        return int(Exit.OK)
+    except Exception as exc:  # the crash handler: one message, traceback only on --debug
+        return _crash(exc, debug)
+    return int(rv) if isinstance(rv, int) else int(Exit.OK)

@@ -1,0 +1,94 @@
+"""Finding codes and their documentation.
+
+Each code is declared once, next to the check that emits it, as a :class:`CodeDoc` with fixed
+sections (What it checks · Why it matters · Example · Fix · References). The catalog is the union
+of what the registered checks declare; ``opdoctor explain OD401`` renders one entry, and a test
+fails when a section is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from opdoctor.model import Cause, Finding, Severity
+
+CODE_RE = re.compile(r"^OD([1-5])\d\d$")
+
+SECTIONS = ("what", "why", "example", "fix", "references")
+SECTION_TITLES = {
+    "what": "What it checks",
+    "why": "Why it matters",
+    "example": "Example",
+    "fix": "Fix",
+    "references": "References",
+}
+
+
+class CodeError(ValueError):
+    """A code declaration is malformed (bad number, wrong cause, missing section)."""
+
+
+@dataclass(frozen=True)
+class CodeDoc:
+    """A stable finding code with its documentation."""
+
+    code: str
+    title: str
+    severity: Severity
+    what: str
+    why: str
+    example: str
+    fix: str
+    references: tuple[str, ...]
+
+    @property
+    def cause(self) -> Cause:
+        """The cause is the code's first digit: OD3xx is a version mismatch."""
+        return Cause(int(self.code[2]))
+
+    def validate(self) -> None:
+        """Raise :class:`CodeError` unless the code is well-formed and fully documented."""
+        if not CODE_RE.match(self.code):
+            raise CodeError(f"{self.code!r} is not of the form OD[1-5]NN")
+        if not self.title.strip():
+            raise CodeError(f"{self.code}: empty title")
+        for name in SECTIONS:
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                if not value or not all(str(v).strip() for v in value):
+                    raise CodeError(f"{self.code}: section {SECTION_TITLES[name]!r} is empty")
+            elif not str(value).strip():
+                raise CodeError(f"{self.code}: section {SECTION_TITLES[name]!r} is empty")
+
+    def finding(
+        self,
+        subject: str,
+        message: str,
+        evidence: Sequence[str] = (),
+        fix: str | None = None,
+        severity: Severity | None = None,
+    ) -> Finding:
+        """Make a finding of this code; cause and default severity come from the declaration."""
+        return Finding(
+            code=self.code,
+            severity=severity or self.severity,
+            cause=self.cause,
+            subject=subject,
+            message=message,
+            evidence=tuple(evidence),
+            fix=self.fix if fix is None else fix,
+        )
+
+
+def build_catalog(groups: Iterable[Iterable[CodeDoc]]) -> dict[str, CodeDoc]:
+    """Validate every declaration and index them by code; a duplicate code is an error."""
+    catalog: dict[str, CodeDoc] = {}
+    for group in groups:
+        for doc in group:
+            doc.validate()
+            if doc.code in catalog:
+                raise CodeError(f"{doc.code} is declared twice")
+            catalog[doc.code] = doc
+    return dict(sorted(catalog.items()))

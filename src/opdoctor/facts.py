@@ -1,0 +1,140 @@
+"""Facts: everything a check may read, computed lazily once per run and shared.
+
+Checks never open the file or parse the ELF themselves; they read these properties. Expensive
+facts are ``cached_property`` so the first check that needs one pays for it and every later
+check reuses it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from opdoctor.elf import (
+    HOST_MACHINES,
+    ElfFormatError,
+    ElfHeader,
+    ElfImage,
+    Extent,
+    header_extents,
+    parse_header,
+)
+from opdoctor.inputfile import FileData, open_input
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What the user asked for that checks may need (grows with the check families)."""
+
+    expect_ops: tuple[str, ...] = ()
+    expect_symbols: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """The machine the library is meant to be loaded on."""
+
+    machine: str
+    bits: int | None
+    e_machine: int | None
+    glibc: tuple[int, int] | None
+
+
+def detect_host() -> HostInfo:
+    """Describe this machine: architecture and glibc version (None on non-glibc systems)."""
+    machine = platform.machine().lower()
+    bits, em = HOST_MACHINES.get(machine, (None, None))
+    glibc: tuple[int, int] | None = None
+    try:
+        ver = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
+        major, minor = ver.split()[1].split(".")[:2]
+        glibc = (int(major), int(minor))
+    except (ValueError, IndexError, OSError):
+        glibc = None
+    return HostInfo(machine, bits, em, glibc)
+
+
+@dataclass
+class Structure:
+    """What the file is, structurally: the input to the integrity check and the gate for others."""
+
+    empty: bool = False
+    header: ElfHeader | None = None
+    not_elf: str = ""  # why it is not ELF (empty when it is)
+    beyond_eof: list[Extent] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    image: ElfImage | None = None
+
+
+class Facts:
+    """Lazily computed, shared facts about one target."""
+
+    def __init__(self, path: str, options: CheckOptions | None = None,
+                 host: HostInfo | None = None) -> None:
+        self.path = path
+        self.options = options or CheckOptions()
+        self._host = host
+
+    @cached_property
+    def file(self) -> FileData:
+        """The target's bytes (memory-mapped). Raises InputError when it cannot be read."""
+        return open_input(self.path)
+
+    @cached_property
+    def host(self) -> HostInfo:
+        """The machine the library will be loaded on (this one, unless given)."""
+        return self._host or detect_host()
+
+    @cached_property
+    def structure(self) -> Structure:
+        """Header, layout and pyelftools image, with every structural problem recorded."""
+        data = self.file
+        st = Structure()
+        if data.size == 0:
+            st.empty = True
+            return st
+        try:
+            st.header = parse_header(data.buf)
+        except ElfFormatError as exc:
+            st.not_elf = str(exc)
+            return st
+        extents, st.problems = header_extents(st.header, data.buf)
+        st.beyond_eof = [e for e in extents if e.end > data.size]
+        if st.problems or st.beyond_eof:
+            return st
+        try:
+            st.image = ElfImage.open(data)
+        except ElfFormatError as exc:
+            st.problems.append(str(exc))
+        return st
+
+    @cached_property
+    def blocker(self) -> str:
+        """Why checks that need a loadable ELF shared object cannot run ("" when they can)."""
+        st = self.structure
+        if st.empty:
+            return "the file is empty"
+        if st.header is None:
+            return "the file is not ELF"
+        if st.beyond_eof:
+            return "the file is truncated"
+        if st.problems or st.image is None:
+            return "the ELF structure is malformed"
+        host = self.host
+        if host.bits is not None and st.header.bits != host.bits:
+            return f"the file is ELF{st.header.bits}, this host loads ELF{host.bits}"
+        if host.e_machine is not None and st.header.e_machine != host.e_machine:
+            return f"the file is for {st.header.machine_name}, not {host.machine}"
+        if st.header.e_type != 3 or st.image.is_pie_executable:
+            return "the file is not a shared library"
+        return ""
+
+    @property
+    def image(self) -> ElfImage:
+        """The parsed image; only valid for checks that run (the runner gates on blocker)."""
+        img = self.structure.image
+        if img is None:
+            raise RuntimeError("facts.image used although the file is not a sound ELF")
+        return img

@@ -1,0 +1,45 @@
+"""Report formats: one module per format, one ``render`` signature, chosen by :class:`Format`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TextIO
+
+from opdoctor.codes import CodeDoc
+from opdoctor.model import Report, Severity
+
+
+class Format(str, Enum):
+    """Output formats of ``opdoctor check``."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What a renderer needs besides the report itself."""
+
+    catalog: dict[str, CodeDoc]
+    fail_on: Severity
+    exit_code: int
+    color: bool = False
+    verbose: bool = False
+    width: int | None = None
+
+
+Renderer = Callable[[list[Report], RenderContext, TextIO], None]
+
+
+def renderer(fmt: Format) -> Renderer:
+    """The render function for ``fmt``."""
+    # Imported lazily: rich is only needed for the text format.
+    if fmt is Format.JSON:
+        from opdoctor.report import json_format
+
+        return json_format.render
+    from opdoctor.report import text
+
+    return text.render

@@ -1,0 +1,94 @@
+"""Human report: verdict per cause first, evidence a person can verify, a fix they can paste."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.markup import escape
+
+from opdoctor import __version__
+from opdoctor.model import CheckStatus, Finding, Report, Severity
+from opdoctor.report import RenderContext
+from opdoctor.summary import CauseState, cause_statuses, severity_counts
+
+_SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_MARK = {CauseState.FOUND: "✗", CauseState.CLEAN: "✓", CauseState.NOT_CHECKED: "–"}
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.0f} {unit}"
+        n = n / 1024  # type: ignore[assignment]
+    return f"{n}"
+
+
+def _finding(console: Console, f: Finding, ctx: RenderContext) -> None:
+    doc = ctx.catalog.get(f.code)
+    style = _SEV_STYLE[f.severity]
+    title = f" ({escape(doc.title)})" if doc and ctx.verbose else ""
+    console.print(f"  [{style}]{f.code}[/] {escape(f.message)}{title}")
+    limit = None if ctx.verbose else 6
+    ev = list(f.evidence)
+    shown = ev if limit is None else ev[:limit]
+    for i, line in enumerate(shown):
+        label = "evidence:" if i == 0 else "         "
+        console.print(f"    [dim]{label}[/] {escape(line)}")
+    if limit is not None and len(ev) > limit:
+        console.print(f"    [dim]          … {len(ev) - limit} more (-v shows all)[/]")
+    if f.fix:
+        console.print(f"    [green]fix:[/]      {escape(f.fix)}")
+
+
+def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
+    """Print one target's report."""
+    t = report.target
+    kind = f"{t.kind}, " if t.kind else ""
+    console.print(f"[bold]opdoctor {__version__}[/] — {escape(t.path)} ({kind}{_size(t.size)})")
+    console.print()
+    for row in cause_statuses(report):
+        head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
+        if row.state is CauseState.FOUND:
+            worst = max(row.findings, key=lambda f: f.severity.rank).severity
+            console.print(f"[{_SEV_STYLE[worst]}]{head}[/]")
+            for f in row.findings:
+                _finding(console, f, ctx)
+        elif row.state is CauseState.CLEAN:
+            console.print(f"[green]{head}[/]: no problem found ({escape(row.reason)})")
+        else:
+            console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
+    failed = [c for c in report.checks if c.status is CheckStatus.FAILED]
+    for c in failed:
+        console.print(f"[bold red]! check {c.name} failed:[/] {escape(c.reason)} — "
+                      "the report is incomplete; please report this")
+    if ctx.verbose:
+        console.print()
+        for c in report.checks:
+            why = f" ({escape(c.reason)})" if c.reason else ""
+            console.print(f"[dim]  check {c.name}: {c.status.value} in {c.seconds * 1000:.1f} ms"
+                          f"{why}[/]")
+
+
+def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
+    """Print every report, then one summary line with the exit code."""
+    console = Console(file=out, force_terminal=ctx.color, no_color=not ctx.color,
+                      highlight=False, width=ctx.width or (None if ctx.color else 100),
+                      soft_wrap=not ctx.color)
+    totals = dict.fromkeys(Severity, 0)
+    codes: list[str] = []
+    for i, report in enumerate(reports):
+        if i:
+            console.print()
+        render_one(console, report, ctx)
+        for sev, n in severity_counts(report).items():
+            totals[sev] += n
+        codes += [f.code for f in report.findings if f.code not in codes]
+    console.print()
+    line = (f"{totals[Severity.ERROR]} error(s) · {totals[Severity.WARNING]} warning(s) · "
+            f"{totals[Severity.INFO]} info · exit {ctx.exit_code}")
+    if codes:
+        line += f"          explain a code: opdoctor explain {codes[0]}"
+    console.print(line)

@@ -1,0 +1,80 @@
+"""Runs the registered checks over one target and assembles the report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from opdoctor.checks import Registry, load_registry
+from opdoctor.checks.base import Check
+from opdoctor.facts import CheckOptions, Facts, HostInfo
+from opdoctor.model import CheckRun, CheckStatus, Finding, Report, TargetInfo
+
+
+@dataclass(frozen=True)
+class Selection:
+    """``--select`` / ``--ignore``: code prefixes, as in ruff (``OD4`` selects all of cause 4)."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    def wants(self, code: str) -> bool:
+        """True when findings of ``code`` should be reported."""
+        if self.select and not any(code.startswith(p) for p in self.select):
+            return False
+        return not any(code.startswith(p) for p in self.ignore)
+
+
+def _run_one(check: Check, facts: Facts, selection: Selection) -> tuple[CheckRun, list[Finding]]:
+    wanted = [d.code for d in check.codes if selection.wants(d.code)]
+    if not wanted:
+        return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
+                        reason="none of its codes is selected"), []
+    if check.needs_elf and facts.blocker:
+        return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
+                        reason=f"{facts.blocker}"), []
+    declared = {d.code for d in check.codes}
+    start = time.perf_counter()
+    try:
+        found = list(check.run(facts))
+    except Exception as exc:  # a crashing check is reported, the others still run
+        return CheckRun(check.name, check.causes, CheckStatus.FAILED,
+                        time.perf_counter() - start, f"crashed: {type(exc).__name__}: {exc}"), []
+    seconds = time.perf_counter() - start
+    stray = sorted({f.code for f in found} - declared)
+    if stray:
+        return CheckRun(check.name, check.causes, CheckStatus.FAILED, seconds,
+                        f"emitted undeclared code(s) {', '.join(stray)}"), []
+    return (CheckRun(check.name, check.causes, CheckStatus.RAN, seconds),
+            [f for f in found if selection.wants(f.code)])
+
+
+def run_check(
+    path: str,
+    options: CheckOptions | None = None,
+    selection: Selection | None = None,
+    registry: Registry | None = None,
+    host: HostInfo | None = None,
+) -> Report:
+    """Check one library. Raises :class:`~opdoctor.inputfile.InputError` if it cannot be read."""
+    registry = registry or load_registry()
+    selection = selection or Selection()
+    start = time.perf_counter()
+    facts = Facts(path, options, host)
+    data = facts.file  # raises InputError before any check runs
+    header = facts.structure.header
+    report = Report(TargetInfo(path, data.size, header.describe() if header else ""))
+    for check in registry.checks:
+        run, found = _run_one(check, facts, selection)
+        report.checks.append(run)
+        report.findings.extend(found)
+    report.seconds = time.perf_counter() - start
+    data.close()
+    return report
+
+
+def select_checks(registry: Registry, names: Sequence[str]) -> Registry:
+    """A registry restricted to the named checks (used by tests and ``--check``)."""
+    keep = tuple(c for c in registry.checks if c.name in names)
+    return Registry(keep, registry.catalog, registry.problems)

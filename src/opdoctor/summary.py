@@ -1,0 +1,58 @@
+"""Per-cause status of a report: found / clean / not checked (and why), shared by all formats."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
+
+from opdoctor.model import Cause, CheckStatus, Finding, Report, Severity
+
+
+class CauseState(str, Enum):
+    """What the run established about one cause."""
+
+    FOUND = "found"  # at least one finding of this cause
+    CLEAN = "clean"  # at least one check of this cause ran and found nothing
+    NOT_CHECKED = "not_checked"  # no check of this cause ran
+
+
+@dataclass(frozen=True)
+class CauseStatus:
+    """One row of the ✓/✗/– table."""
+
+    cause: Cause
+    state: CauseState
+    findings: tuple[Finding, ...]
+    reason: str  # for NOT_CHECKED: why; for CLEAN: which checks ran
+
+
+def cause_statuses(report: Report) -> list[CauseStatus]:
+    """One status per cause, worst first: found (by severity), clean, not checked."""
+    rows: list[CauseStatus] = []
+    for cause in Cause:
+        found = tuple(f for f in report.findings if f.cause == cause)
+        runs = [c for c in report.checks if cause in c.causes]
+        ran = [c.name for c in runs if c.status == CheckStatus.RAN]
+        if found:
+            rows.append(CauseStatus(cause, CauseState.FOUND, found, ""))
+        elif ran:
+            rows.append(CauseStatus(cause, CauseState.CLEAN, (), "checked by " + ", ".join(ran)))
+        else:
+            why = "; ".join(f"{c.name}: {c.status.value}"
+                            + (f" ({c.reason})" if c.reason else "") for c in runs)
+            rows.append(CauseStatus(cause, CauseState.NOT_CHECKED, (),
+                                    why or "no check for this cause is installed"))
+    order = {CauseState.FOUND: 0, CauseState.CLEAN: 1, CauseState.NOT_CHECKED: 2}
+
+    def key(r: CauseStatus) -> tuple[int, int, int]:
+        worst = max((f.severity.rank for f in r.findings), default=0)
+        return (order[r.state], -worst, int(r.cause))
+
+    return sorted(rows, key=key)
+
+
+def severity_counts(report: Report) -> dict[Severity, int]:
+    """Number of findings per severity (every severity present, possibly 0)."""
+    counts = Counter(f.severity for f in report.findings)
+    return {s: counts.get(s, 0) for s in Severity}

@@ -1,0 +1,45 @@
+"""Running the real CLI in-process and as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from opdoctor.cli import main
+
+
+@dataclass
+class Result:
+    """Exit code and captured streams of one CLI run."""
+
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        """stdout parsed as JSON."""
+        return json.loads(self.out)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
+    """Run ``opdoctor ARGS`` in this process (fast) and capture its output."""
+    capsys.readouterr()
+    code = main(list(args))
+    cap = capsys.readouterr()
+    return Result(code, cap.out, cap.err)
+
+
+def cli_proc(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
+             stdin: int | None = subprocess.DEVNULL) -> Result:
+    """Run ``python -m opdoctor ARGS`` as a real subprocess (for hangs, signals, plugins)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    p = subprocess.run([sys.executable, "-m", "opdoctor", *args], capture_output=True,
+                       text=True, timeout=timeout, env=full_env, stdin=stdin)
+    return Result(p.returncode, p.stdout, p.stderr)

@@ -1,0 +1,121 @@
+"""Bad input: one clear line on stderr, exit 2 (or 1 with a finding), never a traceback or hang."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from opdoctor.runner import run_check
+from tests.conftest import reference
+from tests.helpers import cli, cli_proc
+
+
+def _one_clean_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, f"expected one line, got: {err!r}"
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_missing_path_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "check", "/nonexistent/libmyop.so")
+    assert res.code == 2
+    line = _one_clean_line(res.err)
+    assert "no such file" in line and "OD401" in line
+
+
+def test_dangling_symlink(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    link = tmp_path / "libgone.so"
+    link.symlink_to(tmp_path / "nowhere.so")
+    res = cli(capsys, "check", str(link))
+    assert res.code == 2
+    assert "dangling symbolic link" in _one_clean_line(res.err)
+
+
+def test_directory_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "check", str(tmp_path))
+    assert res.code == 2
+    assert "is a directory" in _one_clean_line(res.err)
+
+
+def test_fifo_does_not_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "libfifo.so"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    res = cli_proc("check", str(fifo), timeout=30)
+    assert time.monotonic() - start < 30
+    assert res.code == 2
+    assert "FIFO" in _one_clean_line(res.err)
+
+
+def test_dev_zero_does_not_hang() -> None:
+    res = cli_proc("check", "/dev/zero", timeout=30)
+    assert res.code == 2
+    assert "character device" in _one_clean_line(res.err)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "libsecret.so"
+    shutil.copy(reference(), p)
+    p.chmod(0)
+    res = cli(capsys, "check", str(p))
+    assert res.code == 2
+    assert "permission denied" in _one_clean_line(res.err)
+
+
+def _patched(tmp_path: Path, name: str, offset: int, fmt: str, value: int) -> Path:
+    data = bytearray(reference().read_bytes())
+    struct.pack_into(fmt, data, offset, value)
+    p = tmp_path / name
+    p.write_bytes(bytes(data))
+    return p
+
+
+def test_forged_section_header_offset_is_truncation(tmp_path: Path) -> None:
+    p = _patched(tmp_path, "shoff.so", 0x28, "<Q", 1 << 40)  # e_shoff far past EOF
+    assert [f.code for f in run_check(str(p)).findings] == ["OD406"]
+
+
+def test_forged_entry_size_is_malformed(tmp_path: Path) -> None:
+    p = _patched(tmp_path, "shentsize.so", 0x3A, "<H", 7)  # e_shentsize
+    report = run_check(str(p))
+    assert [f.code for f in report.findings] == ["OD411"]
+    assert "e_shentsize is 7" in report.findings[0].evidence[0]
+
+
+def test_forged_huge_phnum_is_bounded(tmp_path: Path) -> None:
+    p = _patched(tmp_path, "phnum.so", 0x38, "<H", 0xFFFF)  # e_phnum
+    start = time.monotonic()
+    report = run_check(str(p))
+    assert time.monotonic() - start < 5
+    assert report.findings and report.findings[0].code == "OD406"
+
+
+def test_invalid_class_byte_is_not_elf(tmp_path: Path) -> None:
+    p = _patched(tmp_path, "class.so", 4, "<B", 9)
+    report = run_check(str(p))
+    assert [f.code for f in report.findings] == ["OD405"]
+
+
+def test_random_corruption_never_crashes(tmp_path: Path) -> None:
+    """Seeded corruption of a real library: every outcome is a report, never an exception."""
+    base = reference().read_bytes()
+    rng = random.Random(1234)
+    p = tmp_path / "fuzz.so"
+    for _ in range(60):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 8)):
+            off = rng.randrange(0, 0x800 if rng.random() < 0.7 else len(data))
+            data[off:off + 8] = rng.randbytes(8)
+        p.write_bytes(bytes(data[: rng.choice([len(data), rng.randrange(64, len(data))])]))
+        report = run_check(str(p))
+        for f in report.findings:
+            assert f.code.startswith("OD"), f
+        assert all(c.status.value != "failed" for c in report.checks), report.checks
