@@ -40,7 +40,8 @@ ifeq ($(filter clean distclean,$(MAKECMDGOALS)),)
 include $(BUILD)/config.mk
 endif
 
-CXXFLAGS_TORCH := -O2 -fPIC -std=c++20 -D_GLIBCXX_USE_CXX11_ABI=$(TORCH_ABI) $(TORCH_INCLUDES)
+CXXFLAGS_NOABI := -O2 -fPIC -std=c++20 $(TORCH_INCLUDES)
+CXXFLAGS_TORCH := $(CXXFLAGS_NOABI) -D_GLIBCXX_USE_CXX11_ABI=$(TORCH_ABI)
 LDFLAGS_TORCH := -shared -L$(TORCH_LIBDIR) -lc10 -ltorch_cpu
 NVCC_ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
@@ -122,8 +123,62 @@ else
 	echo "aarch64-linux-gnu-as not installed (apt-get install binutils-aarch64-linux-gnu)" > $(SKIP)/aarch64.so.txt
 endif
 
+# ---------------------------------------------------------------- loader fixtures (causes 2, 3)
+LSRC := tests/fixtures/loader
+LFX := $(FIX)/loader
+LOADER_SO := $(LFX)/depdir/libmyop_dep.so $(LFX)/uses_dep.so $(LFX)/wrong_runpath.so \
+  $(LFX)/chain_deps/libchain_c.so $(LFX)/chain_deps/libchain_b.so $(LFX)/chain_a_rpath.so \
+  $(LFX)/chain_a_runpath.so $(LFX)/ver_v1/libverdep.so $(LFX)/ver_v2/libverdep.so \
+  $(LFX)/uses_verdep.so $(LFX)/abi0.so $(LFX)/other_torch.so $(LFX)/pybind_mismatch.so
+
+$(LFX)/depdir/libmyop_dep.so: $(LSRC)/dep.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -Wl,-soname,libmyop_dep.so $< -o $@
+# No RPATH/RUNPATH: found only when LD_LIBRARY_PATH names depdir/.
+$(LFX)/uses_dep.so: $(LSRC)/uses_dep.c $(LFX)/depdir/libmyop_dep.so
+	$(CC) -shared -fPIC $< -L$(LFX)/depdir -lmyop_dep -o $@
+# A RUNPATH that points nowhere (a build directory that does not exist here).
+$(LFX)/wrong_runpath.so: $(LSRC)/uses_dep.c $(LFX)/depdir/libmyop_dep.so
+	$(CC) -shared -fPIC $< -L$(LFX)/depdir -lmyop_dep \
+	  -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/no_such_dir' -o $@
+$(LFX)/chain_deps/libchain_c.so: $(LSRC)/chain_c.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -Wl,-soname,libchain_c.so $< -o $@
+$(LFX)/chain_deps/libchain_b.so: $(LSRC)/chain_b.c $(LFX)/chain_deps/libchain_c.so
+	$(CC) -shared -fPIC -Wl,-soname,libchain_b.so $< -L$(LFX)/chain_deps -lchain_c -o $@
+$(LFX)/chain_a_rpath.so: $(LSRC)/chain_a.c $(LFX)/chain_deps/libchain_b.so
+	$(CC) -shared -fPIC $< -L$(LFX)/chain_deps -lchain_b -Wl,-rpath-link,$(LFX)/chain_deps \
+	  -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/chain_deps' -o $@
+$(LFX)/chain_a_runpath.so: $(LSRC)/chain_a.c $(LFX)/chain_deps/libchain_b.so
+	$(CC) -shared -fPIC $< -L$(LFX)/chain_deps -lchain_b -Wl,-rpath-link,$(LFX)/chain_deps \
+	  -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/chain_deps' -o $@
+$(LFX)/ver_v1/libverdep.so: $(LSRC)/verdep.c $(LSRC)/verdep_v1.map
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -Wl,-soname,libverdep.so -Wl,--version-script=$(LSRC)/verdep_v1.map $< -o $@
+$(LFX)/ver_v2/libverdep.so: $(LSRC)/verdep.c $(LSRC)/verdep_v2.map
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -DVERDEP_V2 -Wl,-soname,libverdep.so \
+	  -Wl,--version-script=$(LSRC)/verdep_v2.map $< -o $@
+# Linked against the 2.0 release, run against the 1.0 release its RUNPATH points at.
+$(LFX)/uses_verdep.so: $(LSRC)/uses_verdep.c $(LFX)/ver_v2/libverdep.so $(LFX)/ver_v1/libverdep.so
+	$(CC) -shared -fPIC $< -L$(LFX)/ver_v2 -lverdep -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/ver_v1' -o $@
+# The reference operator compiled with the other C++11 ABI than torch's.
+$(OBJ)/weighted_sum_abi_other.o: $(SRC)/weighted_sum.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_NOABI) -D_GLIBCXX_USE_CXX11_ABI=$(if $(filter 1,$(TORCH_ABI)),0,1) -c $< -o $@
+$(LFX)/abi0.so: $(OBJ)/weighted_sum_abi_other.o
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
+$(LFX)/other_torch.so: $(LSRC)/other_torch.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC $< -L$(TORCH_LIBDIR) -Wl,--no-as-needed -lc10 -o $@
+$(LFX)/pybind_mismatch.so: $(LSRC)/pybind_mismatch.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -O1 -std=c++17 -DPYBIND11_INTERNALS_VERSION=12 $(TORCH_INCLUDES) \
+	  -isystem $(PY_INCLUDE) $< -L$(TORCH_LIBDIR) -Wl,--no-as-needed -lc10 -o $@
+
 # ---------------------------------------------------------------- top-level targets
-fixtures: reference $(INTEGRITY_SO)
+fixtures: reference $(INTEGRITY_SO) $(LOADER_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

@@ -102,12 +102,18 @@ def check(
     = False,
     timeout: Annotated[float, typer.Option(help="Seconds allowed for the static analysis.")]
     = 120.0,
+    python: Annotated[str | None, typer.Option(help="Target interpreter that will load the "
+                                               "library (default: this one).")] = None,
+    env: Annotated[list[str] | None, typer.Option(
+        help="KEY=VALUE of the job's environment, e.g. LD_LIBRARY_PATH=/opt/lib (repeatable; "
+        "KEY= removes it).")] = None,
 ) -> int:
     """Check shared libraries; the report names which cause applies, with evidence and fix.
 
     Exit codes: 0 clean · 1 findings · 2 input cannot be analysed · 3 usage · 4 internal.
     """
     from opdoctor.checks import load_registry
+    from opdoctor.facts import CheckOptions
     from opdoctor.inputfile import InputError
     from opdoctor.report import Format, RenderContext, renderer
     from opdoctor.runner import Selection, run_check
@@ -134,6 +140,7 @@ def check(
     if unknown:
         raise click_exc.UsageError(f"no code matches {', '.join(unknown)} (see `opdoctor codes`)")
     selection = Selection(tuple(select or ()), tuple(ignore or ()))
+    options = CheckOptions(python=python, env=_environment(env))
 
     reports = []
     old = signal.signal(signal.SIGALRM, _on_alarm)
@@ -141,7 +148,7 @@ def check(
         for path in paths:
             signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
-                reports.append(run_check(path, selection=selection, registry=registry))
+                reports.append(run_check(path, options, selection=selection, registry=registry))
             except InputError as exc:
                 typer.echo(f"opdoctor: error: {exc} [{exc.code}]", err=True)
                 return Exit.BAD_INPUT
@@ -169,6 +176,22 @@ def check(
         if output:
             out.close()
     return code
+
+
+def _environment(pairs: list[str] | None) -> tuple[tuple[str, str], ...] | None:
+    """os.environ with the --env overrides applied (None when there are none)."""
+    if not pairs:
+        return None
+    env = dict(os.environ)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click_exc.UsageError(f"--env expects KEY=VALUE, got {pair!r}")
+        if value:
+            env[key] = value
+        else:
+            env.pop(key, None)
+    return tuple(sorted(env.items()))
 
 
 def _render_doc(doc: CodeDoc) -> str:

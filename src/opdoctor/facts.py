@@ -22,6 +22,10 @@ from opdoctor.elf import (
     parse_header,
 )
 from opdoctor.inputfile import FileData, open_input
+from opdoctor.interp import Interpreter, InterpreterError, inspect_interpreter
+from opdoctor.loader.process import Process, emulate, needs_torch
+from opdoctor.loader.search import Environment, Resolver
+from opdoctor.loader.symbols import Binding, SymbolTables, bind
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,9 @@ class CheckOptions:
 
     expect_ops: tuple[str, ...] = ()
     expect_symbols: tuple[str, ...] = ()
+    python: str | None = None  # target interpreter (default: the one opdoctor runs in)
+    # The environment the job will run with; None means opdoctor's own os.environ.
+    env: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,52 @@ class Facts:
         if st.header.e_type != 3 or st.image.is_pie_executable:
             return "the file is not a shared library"
         return ""
+
+    @cached_property
+    def interpreter(self) -> Interpreter | None:
+        """The target interpreter and its torch install (None when it cannot be run)."""
+        try:
+            return inspect_interpreter(self.options.python)
+        except InterpreterError as exc:
+            self.interpreter_error = str(exc)
+            return None
+
+    interpreter_error: str = ""
+
+    @cached_property
+    def environ(self) -> dict[str, str]:
+        """The environment the library will be loaded with."""
+        if self.options.env is None:
+            return dict(os.environ)
+        return dict(self.options.env)
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        """The ld.so emulation for this file's class/machine; images are shared."""
+        return Resolver(self.image.header, Environment.from_env(self.environ),
+                        {os.path.realpath(self.path): self.image})
+
+    @cached_property
+    def torch_context(self) -> bool:
+        """True when the library will be loaded into a process that imported torch."""
+        interp = self.interpreter
+        lib_dir = interp.torch.lib_dir if interp and interp.torch else None
+        return needs_torch(self.image, lib_dir)
+
+    @cached_property
+    def process(self) -> Process:
+        """The emulated process after loading the target (dependency tree included)."""
+        return emulate(self.path, self.resolver, self.interpreter, self.torch_context)
+
+    @cached_property
+    def symbol_tables(self) -> SymbolTables:
+        """Hash-table symbol access per library, shared by every check."""
+        return SymbolTables()
+
+    @cached_property
+    def binding(self) -> Binding:
+        """Version needs and undefined symbols of the target, bound in the emulated process."""
+        return bind(self.image, self.process, self.symbol_tables)
 
     @property
     def image(self) -> ElfImage:

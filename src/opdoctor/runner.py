@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from opdoctor.checks import Registry, load_registry
 from opdoctor.checks.base import Check
@@ -26,7 +27,8 @@ class Selection:
         return not any(code.startswith(p) for p in self.ignore)
 
 
-def _run_one(check: Check, facts: Facts, selection: Selection) -> tuple[CheckRun, list[Finding]]:
+def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[str, Any]
+             ) -> tuple[CheckRun, list[Finding]]:
     wanted = [d.code for d in check.codes if selection.wants(d.code)]
     if not wanted:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
@@ -38,6 +40,8 @@ def _run_one(check: Check, facts: Facts, selection: Selection) -> tuple[CheckRun
     start = time.perf_counter()
     try:
         found = list(check.run(facts))
+        if check.section is not None:
+            sections[check.name] = check.section(facts)
     except Exception as exc:  # a crashing check is reported, the others still run
         return CheckRun(check.name, check.causes, CheckStatus.FAILED,
                         time.perf_counter() - start, f"crashed: {type(exc).__name__}: {exc}"), []
@@ -66,7 +70,7 @@ def run_check(
     header = facts.structure.header
     report = Report(TargetInfo(path, data.size, header.describe() if header else ""))
     for check in registry.checks:
-        run, found = _run_one(check, facts, selection)
+        run, found = _run_one(check, facts, selection, report.sections)
         report.checks.append(run)
         report.findings.extend(found)
     report.seconds = time.perf_counter() - start

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
@@ -16,6 +17,7 @@ class Check:
 
     ``needs_elf``: skip the check (with the reason) when the file is not a loadable ELF shared
     object for this host; only the integrity check itself looks at broken files.
+    ``section``: inventory published under ``report.sections[check.name]`` when the check ran.
     """
 
     name: str
@@ -24,6 +26,8 @@ class Check:
     codes: tuple[CodeDoc, ...]
     run: Callable[[Facts], Iterable[Finding]]
     needs_elf: bool = True
+    # Optional inventory for the report ("dependencies", "registration" …): name → data.
+    section: Callable[[Facts], dict[str, Any]] | None = None
 
     def code(self, code: str) -> CodeDoc:
         """The declaration of one of this check's codes (KeyError when not declared)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -43,6 +43,28 @@ def _finding(console: Console, f: Finding, ctx: RenderContext) -> None:
         console.print(f"    [green]fix:[/]      {escape(f.fix)}")
 
 
+def _clean_detail(report: Report, cause: int) -> str:
+    """A one-line summary of what was verified for a clean cause, from the check sections."""
+    deps = report.sections.get("dependencies")
+    if cause == 2 and deps:
+        kids = deps["tree"].get("needed", [])
+        pre = [k["name"] for k in kids if k["rule"].startswith("already loaded")]
+        line = f"{len(kids)}/{len(kids)} direct dependencies found"
+        if pre:
+            line += f" ({', '.join(pre[:4])}{' …' if len(pre) > 4 else ''}: already loaded by " \
+                    f"{deps['context']})"
+        return line
+    return ""
+
+
+def _tree(console: Console, node: dict[str, Any], depth: int) -> None:
+    for kid in node.get("needed", []):
+        where = kid["path"] or "NOT FOUND"
+        console.print(f"{'  ' * depth}{escape(kid['name'])} => {escape(where)} "
+                      f"[dim]\\[{escape(kid['rule'])}][/]")
+        _tree(console, kid, depth + 1)
+
+
 def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
     """Print one target's report."""
     t = report.target
@@ -57,9 +79,15 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             for f in row.findings:
                 _finding(console, f, ctx)
         elif row.state is CauseState.CLEAN:
-            console.print(f"[green]{head}[/]: no problem found ({escape(row.reason)})")
+            detail = _clean_detail(report, int(row.cause)) or f"no problem found ({row.reason})"
+            console.print(f"[green]{head}[/]: {escape(detail)}")
         else:
             console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
+    deps = report.sections.get("dependencies")
+    if ctx.verbose and deps:
+        console.print()
+        console.print(f"[bold]dependency tree[/] (loaded into {escape(deps['context'])}):")
+        _tree(console, deps["tree"], 1)
     failed = [c for c in report.checks if c.status is CheckStatus.FAILED]
     for c in failed:
         console.print(f"[bold red]! check {c.name} failed:[/] {escape(c.reason)} — "

@@ -1,0 +1,148 @@
+"""C++ ABI against torch (cause 3): _GLIBCXX_USE_CXX11_ABI and pybind11 internals.
+
+* The extension's C++11 ABI is read from its torch-facing undefined symbols: a std::string
+  parameter mangles as ``NSt7__cxx1112basic_string…`` under ABI=1 and as ``Ss`` under ABI=0.
+  torch's own is read from the names libc10.so exports (a byte search of its ``.dynstr``).
+* pybind11 keeps its type registry under a key such as
+  ``__pybind11_internals_v11_system_libstdcpp_gxx_abi_1xxx_use_cxx11_abi_1__`` in ``.rodata``;
+  two modules with different keys do not see each other's types (casting a torch.Tensor fails).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.demangle import demangle_all
+from opdoctor.elf import ElfImage
+from opdoctor.facts import Facts
+from opdoctor.model import Cause, Finding, Severity
+
+OD303 = CodeDoc(
+    "OD303", "C++11 ABI differs from torch's", Severity.ERROR,
+    what="The extension was compiled with the same _GLIBCXX_USE_CXX11_ABI as the installed "
+    "torch (torch._C._GLIBCXX_USE_CXX11_ABI).",
+    why="Under the other ABI every function taking std::string (torch::Library's constructor, "
+    "TORCH_CHECK's failure path …) has another mangled name: the load fails with an undefined "
+    "symbol that looks like a version mismatch but is a compiler flag.",
+    example="undefined symbol: "
+    "_ZN5torch7LibraryC1ENS0_4KindESsSt8optionalIN3c1011DispatchKeyEEPKcj",
+    fix="Compile with the flag torch uses: -D_GLIBCXX_USE_CXX11_ABI=<torch's value> "
+    "(torch.utils.cpp_extension adds it; in CMake take it from TORCH_CXX_FLAGS).",
+    references=("https://gcc.gnu.org/onlinedocs/libstdc++/manual/using_dual_abi.html",),
+)
+OD306 = CodeDoc(
+    "OD306", "pybind11 internals differ from torch's", Severity.WARNING,
+    what="The pybind11 internals key compiled into the extension equals torch's.",
+    why="pybind11 modules share registered types only through an internals object keyed by "
+    "version, compiler and ABI. With another key the extension cannot convert torch.Tensor "
+    "arguments: 'TypeError: incompatible function arguments' / 'Unable to convert function "
+    "return value'.",
+    example="extension: __pybind11_internals_v10_…__, torch: __pybind11_internals_v11_…__",
+    fix="Build against the pybind11 that ships in torch's include directory (torch.utils."
+    "cpp_extension does), not a separately installed pybind11 release.",
+    references=("https://pybind11.readthedocs.io/en/stable/advanced/misc.html",),
+)
+
+CODES = (OD303, OD306)
+
+_PYBIND_KEY = re.compile(rb"__pybind11_internals_v[0-9A-Za-z_]*?__")
+
+
+@dataclass(frozen=True)
+class AbiMismatch:
+    """Extension vs torch C++11 ABI, with the symbols that show the extension's."""
+
+    extension: int
+    torch: int
+    evidence: tuple[str, ...]
+
+
+def extension_abi(facts: Facts) -> tuple[int | None, list[str]]:
+    """(ABI, example symbols) from the target's torch-facing undefined std::string symbols."""
+    table = facts.symbol_tables.of_image(facts.image)
+    undef = [s.name for s in table.undefined() if s.name.startswith("_Z")]
+    names = demangle_all(undef)
+    new, old = [], []
+    for _mangled, d in names.items():
+        if not re.match(r"^(?:c10|at|torch|caffe2)::", d):
+            continue
+        if "std::__cxx11::" in d:
+            new.append(d)
+        elif "std::string" in d or "std::basic_string<" in d:
+            old.append(d)
+    if old and not new:
+        return 0, old
+    if new and not old:
+        return 1, new
+    return None, []
+
+
+def torch_abi(facts: Facts) -> tuple[int | None, str]:
+    """(ABI, evidence) of the installed torch, from libc10.so's exported names."""
+    interp = facts.interpreter
+    if interp is None or interp.torch is None:
+        return None, ""
+    for lib in facts.process.preloaded:
+        if os.path.basename(lib.path).startswith("libc10.so"):
+            table = facts.symbol_tables.of(lib)
+            if table is None:
+                break
+            has_new = table.dynstr_contains(b"St7__cxx11")
+            return (1 if has_new else 0), f"{lib.path} exports " + (
+                "std::__cxx11 names" if has_new else "no std::__cxx11 name")
+    return None, ""
+
+
+def abi_mismatch(facts: Facts) -> AbiMismatch | None:
+    """The mismatch, when both ABIs are known and differ."""
+    ext, ev = extension_abi(facts)
+    tor, tev = torch_abi(facts)
+    if ext is None or tor is None or ext == tor:
+        return None
+    return AbiMismatch(ext, tor, (*[f"extension uses: {e}" for e in ev[:3]], f"torch: {tev}"))
+
+
+def _search_rodata(img: ElfImage, pattern: re.Pattern[bytes]) -> bytes | None:
+    """First match of ``pattern`` in ``.rodata``, searched in place in the mapped file."""
+    for sec in img.elf.iter_sections():
+        if sec.name == ".rodata" and sec["sh_type"] != "SHT_NOBITS":
+            start = sec["sh_offset"]
+            m = pattern.search(img.data.buf, start, start + sec["sh_size"])
+            return bytes(m.group(0)) if m else None
+    return None
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Compare the extension's C++ ABI facts with the installed torch's."""
+    if not facts.torch_context:
+        return
+    mm = abi_mismatch(facts)
+    if mm is not None:
+        yield OD303.finding(
+            facts.path, f"built with _GLIBCXX_USE_CXX11_ABI={mm.extension}, torch uses "
+            f"{mm.torch}", mm.evidence,
+            fix=f"rebuild with -D_GLIBCXX_USE_CXX11_ABI={mm.torch} "
+            "(torch.utils.cpp_extension sets it for you)")
+    key = _search_rodata(facts.image, _PYBIND_KEY)
+    py = next((lib for lib in facts.process.preloaded
+               if os.path.basename(lib.path) == "libtorch_python.so"), None)
+    if key and py and py.image:
+        theirs = _search_rodata(py.image, _PYBIND_KEY)
+        if theirs and theirs != key:
+            yield OD306.finding(facts.path, "the extension's pybind11 internals key differs "
+                                "from torch's: Tensor arguments will not convert",
+                                (f"extension: {key.decode()}",
+                                 f"libtorch_python.so: {theirs.decode()}"))
+
+CHECK = Check(
+    name="cxx-abi",
+    summary="C++11 ABI and pybind11 internals match the installed torch",
+    causes=(Cause.VERSION,),
+    codes=CODES,
+    run=run,
+)

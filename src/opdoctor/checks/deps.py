@@ -1,0 +1,160 @@
+"""Dependencies (cause 2): will the loader find every DT_NEEDED library, and by which rule?
+
+Resolution emulates glibc's search order in the process the library is really loaded into (see
+:mod:`opdoctor.loader.search`), so a torch extension's ``libc10.so`` is "already loaded by
+import torch" — never the false "not found" that ``ldd`` prints.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.facts import Facts
+from opdoctor.loader.search import (
+    RULE_LD_LIBRARY_PATH,
+    RULE_PRELOADED,
+    DepTree,
+    Library,
+    Missing,
+)
+from opdoctor.model import Cause, Finding, Severity
+
+_DLOPEN = "glibc ld.so(8), 'Rpath token expansion' and search order"
+
+OD201 = CodeDoc(
+    "OD201", "dependency not found", Severity.ERROR,
+    what="Every DT_NEEDED library is found by the loader's search (RPATH, LD_LIBRARY_PATH, "
+    "RUNPATH, ld.so.cache, default directories), in the process that will load the library.",
+    why="A missing dependency makes dlopen fail with 'libfoo.so: cannot open shared object "
+    "file: No such file or directory', and the framework then reports the operator as not "
+    "registered.",
+    example="OSError: libmyop_dep.so: cannot open shared object file: No such file or directory",
+    fix="Ship the dependency next to the library and link with -Wl,-rpath,'$ORIGIN' (or "
+    "`patchelf --set-rpath '$ORIGIN' libmyop.so`), install it system-wide and run ldconfig, "
+    "or export LD_LIBRARY_PATH for the job.",
+    references=(_DLOPEN, "https://man7.org/linux/man-pages/man8/ld.so.8.html"),
+)
+OD202 = CodeDoc(
+    "OD202", "dependency found only through LD_LIBRARY_PATH", Severity.WARNING,
+    what="No dependency is found only because of the caller's LD_LIBRARY_PATH.",
+    why="It works in this shell and breaks in the job, the service or the other node whose "
+    "environment does not carry the same variable.",
+    example="libmyop_dep.so => /opt/deps/libmyop_dep.so [LD_LIBRARY_PATH]",
+    fix="Embed the location: -Wl,-rpath,'$ORIGIN/<relative dir>' at link time or "
+    "`patchelf --set-rpath '$ORIGIN/<relative dir>' lib.so`; or install the dependency where "
+    "ld.so.cache finds it.",
+    references=(_DLOPEN,),
+)
+OD203 = CodeDoc(
+    "OD203", "dependency missing because RUNPATH is not inherited", Severity.ERROR,
+    what="A library needed by a dependency is not found, although it sits in a directory "
+    "listed in the DT_RUNPATH of the library that loaded that dependency.",
+    why="Unlike DT_RPATH, DT_RUNPATH only applies to the object's own direct dependencies. "
+    "Modern linkers emit RUNPATH for -rpath (--enable-new-dtags), so a plugin whose own "
+    "dependency has further dependencies in the same folder fails to load.",
+    example="libA (RUNPATH $ORIGIN/deps) → libB → libC: 'libC.so: cannot open shared object file'",
+    fix="Give the intermediate library its own RUNPATH (`patchelf --set-rpath '$ORIGIN' "
+    "deps/libB.so`), or link the top library with -Wl,--disable-new-dtags to get an inherited "
+    "DT_RPATH, or add the top library's own DT_NEEDED on libC.",
+    references=(_DLOPEN, "https://sourceware.org/bugzilla/show_bug.cgi?id=13945"),
+)
+OD204 = CodeDoc(
+    "OD204", "RPATH/RUNPATH entry does not exist", Severity.INFO,
+    what="Every directory in the library's DT_RPATH / DT_RUNPATH exists on this machine.",
+    why="A non-existent entry is usually the build machine's path leaking into the binary "
+    "(/home/ci/build/...): harmless while something else finds the dependencies, the reason "
+    "they are not found when nothing does.",
+    example="RUNPATH /home/builder/myop/build/lib (does not exist)",
+    fix="Use $ORIGIN-relative entries: `patchelf --set-rpath '$ORIGIN/../lib' lib.so`; in "
+    "CMake set INSTALL_RPATH to $ORIGIN-relative paths and BUILD_WITH_INSTALL_RPATH.",
+    references=(_DLOPEN,),
+)
+
+CODES = (OD201, OD202, OD203, OD204)
+
+
+def _attempt_lines(miss: Missing) -> list[str]:
+    lines = [f"needed by {miss.requested_by}"]
+    for a in miss.attempts:
+        lines.append(f"tried {a.path} [{a.rule}]: {a.outcome}")
+    return lines
+
+
+def _fix_for(miss: Missing, facts: Facts) -> str:
+    req = miss.requested_by
+    return (f"find it (`find / -name '{miss.name}*' 2>/dev/null`), then either "
+            f"`patchelf --set-rpath '$ORIGIN/<dir relative to {os.path.basename(req)}>' {req}`, "
+            f"link with -Wl,-rpath,'$ORIGIN/...', or `export LD_LIBRARY_PATH=<its dir>`")
+
+
+def tree_section(tree: DepTree, context: str) -> dict[str, Any]:
+    """The dependency tree as plain data for the report (JSON and text -v)."""
+    def node(lib: Library, depth: int, seen: set[str]) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": lib.name, "path": lib.path, "rule": lib.rule}
+        if lib.preloaded_by:
+            d["rule"] = f"{RULE_PRELOADED} by {lib.preloaded_by}"
+        if lib.path in seen or depth > 12:
+            return d
+        seen = seen | {lib.path}
+        kids = []
+        for name, dep in tree.edges.get(lib.path, []):
+            if isinstance(dep, Missing):
+                kids.append({"name": name, "path": None, "rule": "not found"})
+            elif dep.preloaded_by:
+                kids.append({"name": name, "path": dep.path,
+                             "rule": f"{RULE_PRELOADED} by {dep.preloaded_by}"})
+            else:
+                kids.append(node(dep, depth + 1, seen))
+        d["needed"] = kids
+        return d
+
+    return {"context": context, "tree": node(tree.root, 0, set()),
+            "found": sum(1 for lib in tree.order[1:]), "missing": len(tree.missing)}
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Resolve the dependency tree and report what is missing or fragile."""
+    proc = facts.process
+    tree = proc.tree
+    for miss in tree.missing:
+        ev = _attempt_lines(miss)
+        if miss.exists_in:
+            for path, why in miss.exists_in:
+                ev.append(f"exists at {path} — listed in the {why}, which is not inherited")
+            yield OD203.finding(miss.name, f"{miss.name} (needed by "
+                                f"{os.path.basename(miss.requested_by)}) is not found: it is "
+                                "only in a RUNPATH directory of another library", ev)
+            continue
+        yield OD201.finding(miss.name, f"{miss.name} (needed by "
+                            f"{os.path.basename(miss.requested_by)}) is not found", ev,
+                            fix=_fix_for(miss, facts))
+    for lib in tree.order[1:]:
+        if lib.rule == RULE_LD_LIBRARY_PATH:
+            yield OD202.finding(lib.name, f"{lib.name} is found only through LD_LIBRARY_PATH",
+                                (f"{lib.name} => {lib.path} [LD_LIBRARY_PATH]",
+                                 f"needed by {lib.requested_by}"))
+    for lib in [tree.root, *[x for x in tree.order[1:] if not x.preloaded_by]]:
+        for kind, entries in (("RUNPATH", lib.runpath), ("RPATH", lib.rpath)):
+            for entry in entries:
+                if "$" in entry and "$ORIGIN" not in entry and "${ORIGIN}" not in entry:
+                    continue
+                d = entry.replace("${ORIGIN}", "$ORIGIN").replace(
+                    "$ORIGIN", os.path.dirname(lib.path))
+                if not os.path.isdir(d):
+                    yield OD204.finding(lib.path, f"{kind} entry {entry} of "
+                                        f"{os.path.basename(lib.path)} does not exist",
+                                        (f"{kind}: {':'.join(entries)}", f"{d}: no such directory"))
+
+
+CHECK = Check(
+    name="dependencies",
+    summary="every DT_NEEDED library is found as ld.so would, in the framework's process",
+    causes=(Cause.LIBRARY_PATH,),
+    codes=CODES,
+    run=run,
+    section=lambda facts: tree_section(facts.process.tree, facts.process.context),
+)

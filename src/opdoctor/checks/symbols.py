@@ -1,0 +1,177 @@
+"""Symbols and versions (cause 3): will every symbol bind, in the versions the library asks for?
+
+Binding happens in the emulated process (interpreter + torch + the library's own tree) through
+the ELF hash tables. Unresolved torch symbols get their own code, with what the installed torch
+exports under the same name: that is what "built against another torch" looks like.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.demangle import demangle_all
+from opdoctor.facts import Facts
+from opdoctor.loader.dynsym import Sym
+from opdoctor.model import Cause, Finding, Severity
+
+OD301 = CodeDoc(
+    "OD301", "undefined symbols", Severity.ERROR,
+    what="Every non-weak undefined dynamic symbol is defined by a library in the process "
+    "(global scope, then the library's own dependency tree), as ld.so binds them at load.",
+    why="ctypes and torch.ops.load_library dlopen with RTLD_NOW: a single unresolved symbol "
+    "fails the whole load with 'undefined symbol: …', and no operator gets registered.",
+    example="OSError: libmyop.so: undefined symbol: _Z15helper_functionv",
+    fix="Link the library that defines the symbol (-lfoo) or add the missing source file to the "
+    "build; for C functions called from C++ check the extern \"C\" declarations.",
+    references=("nm -D --undefined-only lib.so", "https://man7.org/linux/man-pages/man3/dlopen.3.html"),
+)
+OD302 = CodeDoc(
+    "OD302", "required symbol version not found", Severity.ERROR,
+    what="Every version the library requires (.gnu.version_r) is defined (.gnu.version_d) by "
+    "the library that is loaded under that name.",
+    why="The library was linked against a newer dependency than the one it runs with — the "
+    "classic case is a compiler newer than the runtime libstdc++ ('GLIBCXX_3.4.32 not found'), "
+    "or a newer glibc on the build machine.",
+    example="ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32' not "
+    "found (required by libmyop.so)",
+    fix="Build with the toolchain of the oldest target system (e.g. the manylinux image), or "
+    "ship/load the newer runtime (conda's libstdcxx-ng, LD_PRELOAD the newer libstdc++.so.6).",
+    references=("https://gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html",
+                "readelf -V lib.so"),
+)
+OD304 = CodeDoc(
+    "OD304", "built against another torch", Severity.ERROR,
+    what="Every c10::/at::/torch:: symbol the extension uses is exported by the installed torch.",
+    why="torch has no stable C++ ABI: an extension compiled against one torch version refers "
+    "to functions whose signatures (and so mangled names) change in the next; the load fails "
+    "with 'undefined symbol: _ZN3c10…'.",
+    example="OSError: libmyop.so: undefined symbol: _ZN3c109alloc_cpuEi",
+    fix="Rebuild the extension against the installed torch (pip install --no-build-isolation "
+    "-e . in the same environment), or install the torch version it was built for.",
+    references=("https://pytorch.org/docs/stable/notes/extending.html",),
+)
+
+CODES = (OD301, OD302, OD304)
+
+TORCH_NS = re.compile(r"^(?:c10|at|torch|caffe2)::")
+
+
+def _signature_prefix(mangled: str) -> str:
+    """The mangled prefix that names the function but not its parameter types."""
+    if not mangled.startswith("_ZN"):
+        return ""
+    i, out = 3, "_ZN"
+    if mangled[i:i + 1] == "K":
+        out += "K"
+        i += 1
+    while i < len(mangled) and mangled[i].isdigit():
+        j = i
+        while j < len(mangled) and mangled[j].isdigit():
+            j += 1
+        n = int(mangled[i:j])
+        out += mangled[i:j + n]
+        i = j + n
+    if mangled[i:i + 1] == "E":
+        return out + "E"
+    return ""
+
+
+def _is_torch(demangled: str) -> bool:
+    return bool(TORCH_NS.match(demangled))
+
+
+def abi_string_symbol(demangled: str) -> bool:
+    """True when a symbol's signature involves std::string / std::__cxx11 types."""
+    return "std::__cxx11::" in demangled or "std::string" in demangled or \
+        "std::basic_string" in demangled
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Bind the target's symbols and report what fails."""
+    binding = facts.binding
+    path = facts.path
+    for mv in binding.missing_versions:
+        have = mv.provider_versions
+        newest = f"; it provides up to {have[-1]}" if have else ""
+        yield OD302.finding(
+            mv.file, f"version {mv.version} not found in {mv.file}{newest}",
+            (f"{os.path.basename(path)} requires {mv.file} version {mv.version} "
+             f"(readelf -V: .gnu.version_r)",
+             f"{mv.provider} defines: {', '.join(have[-6:]) or 'no version of that family'}"))
+    if not binding.unresolved:
+        return
+    # A symbol whose required version is missing is explained by OD302 (the loader stops there).
+    missing_ver = {mv.version for mv in binding.missing_versions}
+    unresolved = [s for s in binding.unresolved if s.version not in missing_ver or not s.version]
+    if not unresolved:
+        return
+    names = demangle_all(s.name for s in unresolved)
+    if facts.process.tree.missing:
+        sev = Severity.WARNING  # the missing library may define them: OD201 is the root
+        note = (" (inconclusive: a dependency is missing and may define them, see "
+                f"{', '.join(m.name for m in facts.process.tree.missing)})")
+    else:
+        sev, note = Severity.ERROR, ""
+    torch_syms = [s for s in unresolved if _is_torch(names[s.name])]
+    other = [s for s in unresolved if not _is_torch(names[s.name])]
+    # Symbols taking std::string in the wrong ABI are explained by the C++11 ABI check (OD303).
+    from opdoctor.checks.abi import abi_mismatch
+
+    if abi_mismatch(facts) is not None:
+        torch_syms = [s for s in torch_syms if not abi_string_symbol(names[s.name])]
+    if torch_syms:
+        yield _torch_finding(facts, torch_syms, names, sev, note)
+    if other:
+        ev = [_sym_line(s, names) for s in other[:20]]
+        if len(other) > 20:
+            ev.append(f"… and {len(other) - 20} more")
+        first = other[0].name
+        yield OD301.finding(
+            path, f"{len(other)} undefined symbol(s) no loaded library defines{note}; the load "
+            f"fails with \"undefined symbol: {first}\"", ev, severity=sev)
+
+
+def _sym_line(s: Sym, names: dict[str, str]) -> str:
+    ver = f"@{s.version}" if s.version else ""
+    d = names[s.name]
+    return f"{d}{ver}  [{s.name}]" if d != s.name else f"{s.name}{ver}"
+
+
+def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Severity,
+                   note: str) -> Finding:
+    interp = facts.interpreter
+    version = interp.torch.version if interp and interp.torch else "none found"
+    ev: list[str] = []
+    torch_libs = [lib for lib in facts.process.preloaded if "torch" in lib.path]
+    for s in syms[:10]:
+        ev.append(_sym_line(s, names))
+        prefix = _signature_prefix(s.name)
+        for lib in torch_libs:
+            table = facts.symbol_tables.of(lib)
+            if table is None or not prefix:
+                continue
+            alts = table.names_with_prefix(prefix, limit=3)
+            alt_names = demangle_all(alts)
+            for a in alts:
+                ev.append(f"    installed torch exports instead: {alt_names[a]} "
+                          f"[{os.path.basename(lib.path)}]")
+    if len(syms) > 10:
+        ev.append(f"… and {len(syms) - 10} more")
+    return OD304.finding(
+        facts.path, f"{len(syms)} torch symbol(s) are not exported by the installed torch "
+        f"{version}: the extension was built against another torch{note}", ev, severity=sev,
+        fix=f"rebuild the extension against torch {version} (in this environment: pip install "
+        "--no-build-isolation .), or install the torch it was built with")
+
+
+CHECK = Check(
+    name="symbols",
+    summary="every undefined symbol binds, with the symbol versions the library requires",
+    causes=(Cause.VERSION,),
+    codes=CODES,
+    run=run,
+)

@@ -1,0 +1,105 @@
+"""Facts about the target interpreter and its torch install — without importing torch.
+
+torch is located with ``importlib.util.find_spec`` (which does not execute the package) in the
+target interpreter; its version and CUDA version are read from ``torch/version.py`` as text and
+its C++11 ABI from the names its libraries export. Importing torch would cost seconds and run
+its initialisers; static checks never do it.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+_SCRIPT = r"""
+import importlib.util, json, os, sys, sysconfig
+try:
+    spec = importlib.util.find_spec("torch")
+except Exception:
+    spec = None
+origin = spec.origin if spec is not None else None
+print(json.dumps({
+    "executable": os.path.realpath(sys.executable),
+    "version": "%d.%d.%d" % sys.version_info[:3],
+    "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or "",
+    "soabi": sysconfig.get_config_var("SOABI") or "",
+    "ldlibrary": sysconfig.get_config_var("LDLIBRARY") or "",
+    "libdir": sysconfig.get_config_var("LIBDIR") or "",
+    "sys_path": sys.path,
+    "torch_dir": os.path.dirname(origin) if origin else None,
+}))
+"""
+
+
+class InterpreterError(Exception):
+    """The target interpreter cannot be run or does not answer."""
+
+
+@dataclass(frozen=True)
+class TorchInstall:
+    """A torch install on disk."""
+
+    directory: str
+    version: str
+    cuda: str | None
+    lib_dir: str
+    c_extension: str | None  # torch/_C.<EXT_SUFFIX>
+    global_deps: str | None  # torch/lib/libtorch_global_deps.so (loaded RTLD_GLOBAL)
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """The Python that will load the library."""
+
+    executable: str
+    version: str
+    ext_suffix: str
+    soabi: str
+    libpython: str | None  # the shared libpython, when the interpreter links one
+    sys_path: tuple[str, ...]
+    torch: TorchInstall | None
+
+
+def _read_torch(directory: str, ext_suffix: str) -> TorchInstall | None:
+    text = ""
+    try:
+        with open(os.path.join(directory, "version.py"), encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        pass
+    ver = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    cuda = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    lib_dir = os.path.join(directory, "lib")
+    c_ext = os.path.join(directory, "_C" + ext_suffix)
+    if not os.path.exists(c_ext):
+        found = sorted(glob.glob(os.path.join(directory, "_C.*.so")))
+        c_ext = found[0] if found else ""
+    deps = os.path.join(lib_dir, "libtorch_global_deps.so")
+    return TorchInstall(directory, ver.group(1) if ver else "unknown",
+                        cuda.group(1) if cuda else None, lib_dir, c_ext or None,
+                        deps if os.path.exists(deps) else None)
+
+
+def inspect_interpreter(python: str | None = None, timeout: float = 30.0) -> Interpreter:
+    """Run a tiny script in ``python`` (default: this interpreter) and describe it."""
+    exe = python or sys.executable
+    try:
+        proc = subprocess.run([exe, "-c", _SCRIPT], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InterpreterError(f"cannot run {exe}: {exc}") from None
+    if proc.returncode != 0:
+        raise InterpreterError(f"{exe} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    info = json.loads(proc.stdout)
+    libpython = None
+    if info["ldlibrary"].endswith(".so") or ".so." in info["ldlibrary"]:
+        cand = os.path.join(info["libdir"], info["ldlibrary"])
+        libpython = cand if os.path.exists(cand) else None
+    torch = _read_torch(info["torch_dir"], info["ext_suffix"]) if info["torch_dir"] else None
+    return Interpreter(info["executable"], info["version"], info["ext_suffix"], info["soabi"],
+                       libpython, tuple(info["sys_path"]), torch)

@@ -1,0 +1,321 @@
+"""Dynamic symbols through the ELF hash tables, with GNU symbol versions.
+
+Looking a name up goes through ``.gnu.hash`` (or the SysV ``.hash``): a bloom-filter test and
+one hash chain, never a walk over the 75k symbols of ``libtorch_cpu.so``. Only the target's own
+(small) list of undefined symbols is iterated. All reads are ``struct.unpack_from`` on the
+memory-mapped file and bounded by the section sizes, so a forged table cannot make us loop.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from opdoctor.elf import ElfImage
+
+SHN_UNDEF = 0
+STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
+STV_HIDDEN, STV_PROTECTED = 2, 3
+VERSYM_HIDDEN = 0x8000
+
+
+@dataclass(frozen=True)
+class Sym:
+    """One dynamic symbol with its version (empty when unversioned)."""
+
+    name: str
+    defined: bool
+    binding: int
+    visibility: int
+    sym_type: int
+    version: str = ""
+    hidden_version: bool = False  # name@VER (non-default) rather than name@@VER
+
+    @property
+    def weak(self) -> bool:
+        """Weak binding: an undefined weak symbol may stay unresolved."""
+        return self.binding == STB_WEAK
+
+
+@dataclass
+class _Sec:
+    offset: int
+    size: int
+    entsize: int = 0
+    link: int = 0
+
+
+@dataclass
+class DynSymbols:
+    """Hash-table access to one library's dynamic symbol table."""
+
+    image: ElfImage
+    _secs: dict[str, _Sec] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        for sec in self.image.elf.iter_sections():
+            kind = sec["sh_type"]
+            if kind in ("SHT_DYNSYM", "SHT_GNU_HASH", "SHT_HASH", "SHT_GNU_versym",
+                        "SHT_GNU_verdef", "SHT_GNU_verneed"):
+                self._secs[kind] = _Sec(sec["sh_offset"], sec["sh_size"], sec["sh_entsize"],
+                                        sec["sh_link"])
+            elif kind == "SHT_STRTAB" and sec.name == ".dynstr":
+                self._secs["dynstr"] = _Sec(sec["sh_offset"], sec["sh_size"])
+
+    # ------------------------------------------------------------------ raw helpers
+    @property
+    def _buf(self) -> Any:
+        return self.image.data.buf
+
+    @property
+    def _end(self) -> str:
+        return "<" if self.image.header.little_endian else ">"
+
+    @property
+    def _is64(self) -> bool:
+        return self.image.header.bits == 64
+
+    @property
+    def present(self) -> bool:
+        """True when the library has a dynamic symbol table at all."""
+        return "SHT_DYNSYM" in self._secs and "dynstr" in self._secs
+
+    def _str(self, off: int) -> str:
+        sec = self._secs["dynstr"]
+        if off >= sec.size:
+            return ""
+        start = sec.offset + off
+        end = self._buf.find(b"\0", start, sec.offset + sec.size)
+        if end < 0:
+            end = sec.offset + sec.size
+        return bytes(self._buf[start:end]).decode("utf-8", "replace")
+
+    @cached_property
+    def count(self) -> int:
+        """Number of entries in ``.dynsym``."""
+        sec = self._secs.get("SHT_DYNSYM")
+        if not sec:
+            return 0
+        ent = 24 if self._is64 else 16
+        return sec.size // ent
+
+    def _raw(self, idx: int) -> tuple[int, int, int, int]:
+        """(st_name, st_info, st_other, st_shndx) of symbol ``idx``."""
+        sec = self._secs["SHT_DYNSYM"]
+        if self._is64:
+            name, info, other, shndx = struct.unpack_from(self._end + "IBBH", self._buf,
+                                                          sec.offset + idx * 24)
+        else:
+            name, _v, _s, info, other, shndx = struct.unpack_from(self._end + "IIIBBH",
+                                                                  self._buf, sec.offset + idx * 16)
+        return name, info, other, shndx
+
+    @cached_property
+    def _verdef_names(self) -> dict[int, str]:
+        """Version index → name for the versions this library defines (``.gnu.version_d``)."""
+        names: dict[int, str] = {}
+        e = self._end
+        vd = self._secs.get("SHT_GNU_verdef")
+        if vd:
+            off, seen = vd.offset, 0
+            while seen < 4096 and off + 20 <= vd.offset + vd.size:
+                _ver, flags, ndx, cnt, _h, aux, nxt = struct.unpack_from(e + "HHHHIII",
+                                                                         self._buf, off)
+                if cnt and aux and not flags & 1:  # VER_FLG_BASE names the file itself
+                    (name_off,) = struct.unpack_from(e + "I", self._buf, off + aux)
+                    names[ndx] = self._str(name_off)
+                if not nxt:
+                    break
+                off, seen = off + nxt, seen + 1
+        return names
+
+    @cached_property
+    def _version_names(self) -> dict[int, str]:
+        """Version index → name, from both verdef (defined) and verneed (required)."""
+        names = dict(self._verdef_names)
+        for _file, vers in self._verneed_raw:
+            for ndx, name in vers:
+                names[ndx] = name
+        return names
+
+    @cached_property
+    def _verneed_raw(self) -> list[tuple[str, list[tuple[int, str]]]]:
+        out: list[tuple[str, list[tuple[int, str]]]] = []
+        vn = self._secs.get("SHT_GNU_verneed")
+        if not vn:
+            return out
+        e = self._end
+        off, seen = vn.offset, 0
+        while seen < 4096 and off + 16 <= vn.offset + vn.size:
+            _ver, cnt, file_off, aux, nxt = struct.unpack_from(e + "HHIII", self._buf, off)
+            vers: list[tuple[int, str]] = []
+            a = off + aux
+            for _ in range(min(cnt, 4096)):
+                if a + 16 > vn.offset + vn.size:
+                    break
+                _h, _flags, other, name_off, anext = struct.unpack_from(e + "IHHII", self._buf, a)
+                vers.append((other, self._str(name_off)))
+                if not anext:
+                    break
+                a += anext
+            out.append((self._str(file_off), vers))
+            if not nxt:
+                break
+            off, seen = off + nxt, seen + 1
+        return out
+
+    @cached_property
+    def defined_versions(self) -> frozenset[str]:
+        """Version names this library defines (``.gnu.version_d``), e.g. GLIBCXX_3.4.30."""
+        return frozenset(self._verdef_names.values())
+
+    @cached_property
+    def needed_versions(self) -> dict[str, list[str]]:
+        """Versions required from each DT_NEEDED file (``.gnu.version_r``)."""
+        return {f: [n for _i, n in vs] for f, vs in self._verneed_raw}
+
+    def _versym(self, idx: int) -> tuple[str, bool]:
+        sec = self._secs.get("SHT_GNU_versym")
+        if not sec or idx * 2 + 2 > sec.size:
+            return "", False
+        (v,) = struct.unpack_from(self._end + "H", self._buf, sec.offset + idx * 2)
+        hidden = bool(v & VERSYM_HIDDEN)
+        v &= 0x7FFF
+        if v <= 1:  # 0 local, 1 global (unversioned)
+            return "", hidden
+        return self._version_names.get(v, f"<version {v}>"), hidden
+
+    def symbol(self, idx: int) -> Sym:
+        """Symbol ``idx`` of ``.dynsym``, fully decoded."""
+        name_off, info, other, shndx = self._raw(idx)
+        version, hidden = self._versym(idx)
+        return Sym(self._str(name_off), shndx != SHN_UNDEF, info >> 4, other & 3, info & 0xF,
+                   version, hidden)
+
+    # ------------------------------------------------------------------ iteration (small libs)
+    def undefined(self) -> list[Sym]:
+        """Undefined dynamic symbols (what this library needs from others)."""
+        if not self.present:
+            return []
+        out = []
+        for i in range(1, self.count):
+            name_off, _info, _other, shndx = self._raw(i)
+            if shndx == SHN_UNDEF and name_off:
+                out.append(self.symbol(i))
+        return out
+
+    # ------------------------------------------------------------------ hash lookups
+    def lookup(self, name: str) -> list[Sym]:
+        """All *defined*, exported symbols called ``name`` (one per version), via the hash table."""
+        if not self.present:
+            return []
+        idxs = self._gnu_lookup(name) if "SHT_GNU_HASH" in self._secs else self._sysv_lookup(name)
+        out = []
+        for i in idxs:
+            s = self.symbol(i)
+            if s.defined and s.binding != STB_LOCAL and s.visibility != STV_HIDDEN:
+                out.append(s)
+        return out
+
+    def _gnu_lookup(self, name: str) -> list[int]:
+        sec = self._secs["SHT_GNU_HASH"]
+        e, buf = self._end, self._buf
+        if sec.size < 16:
+            return []
+        nbuckets, symoffset, bloom_size, bloom_shift = struct.unpack_from(e + "IIII", buf,
+                                                                          sec.offset)
+        word = 8 if self._is64 else 4
+        bits = word * 8
+        bloom_off = sec.offset + 16
+        buckets_off = bloom_off + bloom_size * word
+        chain_off = buckets_off + nbuckets * 4
+        if nbuckets == 0 or bloom_size == 0 or chain_off > sec.offset + sec.size:
+            return []
+        h = 5381
+        for c in name.encode():
+            h = (h * 33 + c) & 0xFFFFFFFF
+        (bword,) = struct.unpack_from(e + ("Q" if word == 8 else "I"), buf,
+                                      bloom_off + ((h // bits) % bloom_size) * word)
+        mask = (1 << (h % bits)) | (1 << ((h >> bloom_shift) % bits))
+        if bword & mask != mask:
+            return []
+        (idx,) = struct.unpack_from(e + "I", buf, buckets_off + (h % nbuckets) * 4)
+        if idx < symoffset:
+            return []
+        want = name.encode()
+        out = []
+        end = sec.offset + sec.size
+        while idx < self.count:
+            pos = chain_off + (idx - symoffset) * 4
+            if pos + 4 > end:
+                break
+            (ch,) = struct.unpack_from(e + "I", buf, pos)
+            if (ch | 1) == (h | 1) and self._name_is(idx, want):
+                out.append(idx)
+            if ch & 1:
+                break
+            idx += 1
+        return out
+
+    def _sysv_lookup(self, name: str) -> list[int]:
+        sec = self._secs.get("SHT_HASH")
+        if not sec or sec.size < 8:
+            return []
+        e, buf = self._end, self._buf
+        nbucket, nchain = struct.unpack_from(e + "II", buf, sec.offset)
+        if nbucket == 0 or 8 + (nbucket + nchain) * 4 > sec.size:
+            return []
+        h = 0
+        for c in name.encode():
+            h = ((h << 4) + c) & 0xFFFFFFFF
+            g = h & 0xF0000000
+            if g:
+                h ^= g >> 24
+            h &= ~g & 0xFFFFFFFF
+        want = name.encode()
+        (idx,) = struct.unpack_from(e + "I", buf, sec.offset + 8 + (h % nbucket) * 4)
+        out, steps = [], 0
+        while idx and idx < nchain and steps < nchain:
+            if self._name_is(idx, want):
+                out.append(idx)
+            (idx,) = struct.unpack_from(e + "I", buf, sec.offset + 8 + (nbucket + idx) * 4)
+            steps += 1
+        return out
+
+    def _name_is(self, idx: int, want: bytes) -> bool:
+        name_off = self._raw(idx)[0]
+        sec = self._secs["dynstr"]
+        start = sec.offset + name_off
+        return bool(self._buf[start:start + len(want) + 1] == want + b"\0")
+
+    def names_with_prefix(self, prefix: str, limit: int = 8) -> list[str]:
+        """Exported names starting with ``prefix``, by a byte search of ``.dynstr``.
+
+        Used to show "the installed torch exports the same function with another signature":
+        one memchr-speed scan of the string table, then hash lookups to keep only defined ones.
+        """
+        sec = self._secs.get("dynstr")
+        if not sec or not prefix:
+            return []
+        buf, want = self._buf, b"\0" + prefix.encode()
+        pos, end = sec.offset, sec.offset + sec.size
+        out: list[str] = []
+        while len(out) < limit * 4:
+            hit = buf.find(want, pos, end)
+            if hit < 0:
+                break
+            stop = buf.find(b"\0", hit + 1, end)
+            name = bytes(buf[hit + 1:stop if stop >= 0 else end]).decode("utf-8", "replace")
+            if name not in out:
+                out.append(name)
+            pos = hit + 1
+        return [n for n in out if self.lookup(n)][:limit]
+
+    def dynstr_contains(self, needle: bytes) -> bool:
+        """True when ``needle`` occurs in ``.dynstr`` (cheap whole-table byte search)."""
+        sec = self._secs.get("dynstr")
+        if sec is None:
+            return False
+        return bool(self._buf.find(needle, sec.offset, sec.offset + sec.size) >= 0)

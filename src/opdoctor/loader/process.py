@@ -1,0 +1,88 @@
+"""The process the library is loaded into: the interpreter, and torch when the library needs it.
+
+A torch extension is loaded after ``import torch``: torch/_C.so has pulled in libtorch_python,
+libtorch, libtorch_cpu, libc10 …, and libtorch_global_deps.so was loaded RTLD_GLOBAL. We learn
+that set from the torch install's own DT_NEEDED closure (read from disk, no import), so the
+emulated load finds those sonames "already loaded" exactly as the real one does.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from opdoctor.elf import ElfImage
+from opdoctor.interp import Interpreter
+from opdoctor.loader.search import RULE_PRELOADED, DepTree, Environment, Library, Resolver
+
+TORCH_NAME_MARKERS = (b"_ZN3c10", b"_ZN5torch", b"_ZN2at", b"_ZNK3c10", b"_ZNK2at")
+
+
+@dataclass
+class Process:
+    """The emulated process after loading the target."""
+
+    context: str  # e.g. "python 3.11.7 + import torch 2.13.0+cpu"
+    preloaded: list[Library]
+    global_scope: list[Library]  # searched before the target's own tree for symbols
+    tree: DepTree
+
+
+def needs_torch(image: ElfImage, torch_lib_dir: str | None) -> bool:
+    """True when the library links torch's libraries or uses c10/at/torch symbols."""
+    needed = [str(n) for n in image.tags.get("DT_NEEDED", [])]
+    if torch_lib_dir and any(os.path.exists(os.path.join(torch_lib_dir, n)) for n in needed):
+        return True
+    if any(n.startswith(("libc10", "libtorch")) for n in needed):
+        return True
+    dynstr = next((s for s in image.elf.iter_sections() if s.name == ".dynstr"), None)
+    if dynstr is None:
+        return False
+    start, end = dynstr["sh_offset"], dynstr["sh_offset"] + dynstr["sh_size"]
+    buf = image.data.buf
+    return any(buf.find(m, start, end) >= 0 for m in TORCH_NAME_MARKERS)
+
+
+def _mark(tree: DepTree, by: str, skip: set[str]) -> list[Library]:
+    out = []
+    for lib in tree.order:
+        if lib.path in skip:
+            continue
+        lib.preloaded_by = lib.preloaded_by or by
+        out.append(lib)
+    return out
+
+
+def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
+            with_torch: bool) -> Process:
+    """Load the interpreter (and torch) first, then ``target``, as the real process would."""
+    preloaded: list[Library] = []
+    global_scope: list[Library] = []
+    context = "a bare process (no interpreter found)"
+    if interp is not None:
+        exe = resolver.load(interp.executable)
+        preloaded = _mark(exe, "python", set())
+        global_scope = list(preloaded)
+        context = f"python {interp.version}"
+        if with_torch and interp.torch is not None:
+            torch = interp.torch
+            seen = {lib.path for lib in preloaded}
+            if torch.global_deps:  # torch/__init__.py loads it with RTLD_GLOBAL
+                gd = resolver.load(torch.global_deps, preloaded)
+                new = _mark(gd, "import torch", seen)
+                preloaded += new
+                global_scope += new
+                seen |= {lib.path for lib in new}
+            if torch.c_extension:
+                c = resolver.load(torch.c_extension, preloaded)
+                preloaded += _mark(c, "import torch", seen)
+            context += f" + import torch {torch.version}"
+    for lib in preloaded:
+        lib.rule = RULE_PRELOADED
+    tree = resolver.load(target, preloaded)
+    return Process(context, preloaded, global_scope, tree)
+
+
+def environment(env: dict[str, str]) -> Environment:
+    """The loader environment from a plain mapping (os.environ or --env overrides)."""
+    return Environment.from_env(env)

@@ -1,0 +1,173 @@
+"""Loader emulation and ABI (causes 2 and 3), each against a real fixture and real ld.so."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from opdoctor.facts import CheckOptions, Facts
+from opdoctor.loader.dynsym import DynSymbols
+from opdoctor.loader.ldcache import load_ld_cache
+from opdoctor.model import Report
+from opdoctor.runner import run_check
+from tests.conftest import fixture, reference
+
+NO_ENV = CheckOptions(env=())  # a job environment without LD_LIBRARY_PATH
+
+
+def codes(report: Report) -> list[str]:
+    return sorted(f.code for f in report.findings)
+
+
+def torch_lib_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    assert spec and spec.origin
+    return Path(spec.origin).parent / "lib"
+
+
+def test_reference_resolves_fully_where_ldd_says_not_found() -> None:
+    """ldd reports libc10.so missing; in torch's process it is already loaded: no finding."""
+    ldd = subprocess.run(["ldd", str(reference())], capture_output=True, text=True)
+    assert "libc10.so => not found" in ldd.stdout
+    facts = Facts(str(reference()), NO_ENV)
+    report = run_check(str(reference()), NO_ENV)
+    assert report.findings == []
+    tree = facts.process.tree
+    assert not tree.missing
+    c10 = next(lib for lib in tree.order if lib.name == "libc10.so")
+    assert c10.preloaded_by == "import torch"
+    assert facts.binding.unresolved == [] and facts.binding.checked > 50
+    deps = report.sections["dependencies"]
+    assert "import torch" in deps["context"]
+
+
+@pytest.mark.parametrize("lib", ["libtorch_cpu.so", "libtorch_python.so", "libc10.so"])
+def test_torch_own_libraries_are_clean(lib: str) -> None:
+    report = run_check(str(torch_lib_dir() / lib), NO_ENV)
+    assert report.findings == [], [f.message for f in report.findings]
+
+
+def test_dependency_found_only_via_ld_library_path() -> None:
+    lib = str(fixture("loader/uses_dep.so"))
+    missing = run_check(lib, NO_ENV)
+    assert codes(missing) == ["OD201", "OD301"]
+    od201 = next(f for f in missing.findings if f.code == "OD201")
+    assert "libmyop_dep.so" in od201.message
+    assert any("[ld.so.cache]: not in /etc/ld.so.cache" in e for e in od201.evidence)
+    # OD301 is inconclusive while the dependency is missing: a warning, not a second error.
+    assert next(f for f in missing.findings if f.code == "OD301").severity.value == "warning"
+    env = CheckOptions(env=(("LD_LIBRARY_PATH", str(fixture("loader/depdir"))),))
+    found = run_check(lib, env)
+    assert codes(found) == ["OD202"]
+    assert "[LD_LIBRARY_PATH]" in found.findings[0].evidence[0]
+
+
+def test_wrong_runpath() -> None:
+    report = run_check(str(fixture("loader/wrong_runpath.so")), NO_ENV)
+    assert "OD201" in codes(report) and "OD204" in codes(report)
+    od201 = next(f for f in report.findings if f.code == "OD201")
+    assert any("no_such_dir/libmyop_dep.so [runpath]: directory does not exist" in e
+               for e in od201.evidence)
+
+
+def test_rpath_is_inherited() -> None:
+    lib = str(fixture("loader/chain_a_rpath.so"))
+    assert run_check(lib, NO_ENV).findings == []
+    tree = Facts(lib, NO_ENV).process.tree
+    c = next(x for x in tree.order if x.name == "libchain_c.so")
+    assert c.rule == "rpath of chain_a_rpath.so"
+
+
+def test_runpath_is_not_inherited() -> None:
+    report = run_check(str(fixture("loader/chain_a_runpath.so")), NO_ENV)
+    assert codes(report) == ["OD203"]
+    f = report.findings[0]
+    assert "libchain_c.so" in f.message and "libchain_b.so" in f.message
+    assert any("DT_RUNPATH of chain_a_runpath.so" in e for e in f.evidence)
+
+
+def test_symbol_version_not_found() -> None:
+    report = run_check(str(fixture("loader/uses_verdep.so")), NO_ENV)
+    assert codes(report) == ["OD302"]  # the unresolved verdep_new@DEP_2.0 is folded into it
+    f = report.findings[0]
+    assert "DEP_2.0" in f.message and "up to DEP_1.0" in f.message
+
+
+def test_cxx11_abi_mismatch() -> None:
+    report = run_check(str(fixture("loader/abi0.so")), NO_ENV)
+    assert codes(report) == ["OD303"]
+    f = report.findings[0]
+    assert "_GLIBCXX_USE_CXX11_ABI=0, torch uses 1" in f.message
+    assert any("torch::Library::Library" in e for e in f.evidence)
+
+
+def test_built_against_another_torch() -> None:
+    report = run_check(str(fixture("loader/other_torch.so")), NO_ENV)
+    assert codes(report) == ["OD304"]
+    ev = "\n".join(report.findings[0].evidence)
+    assert "c10::alloc_cpu(int)" in ev
+    assert "installed torch exports instead: c10::alloc_cpu(unsigned long)" in ev
+
+
+def test_pybind11_internals_mismatch() -> None:
+    report = run_check(str(fixture("loader/pybind_mismatch.so")), NO_ENV)
+    assert codes(report) == ["OD306"]
+    assert "internals_v12" in report.findings[0].evidence[0]
+
+
+# Ground truth: the real loader, in a process that imported torch, fails the same way.
+LOAD = "import ctypes, sys, torch\ntry:\n    ctypes.CDLL(sys.argv[1])\n    print('LOADED')\n" \
+       "except OSError as e:\n    print(e)\n"
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("loader/uses_dep.so", "libmyop_dep.so: cannot open shared object file"),
+    ("loader/wrong_runpath.so", "libmyop_dep.so: cannot open shared object file"),
+    ("loader/chain_a_runpath.so", "libchain_c.so: cannot open shared object file"),
+    ("loader/chain_a_rpath.so", "LOADED"),
+    ("loader/uses_verdep.so", "version `DEP_2.0' not found"),
+    ("loader/abi0.so", "undefined symbol: _ZN5torch7LibraryC1ENS0_4KindESs"),
+    ("loader/other_torch.so", "undefined symbol: _ZN3c109alloc_cpuEi"),
+])
+def test_prediction_matches_real_loader(name: str, words: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    p = subprocess.run([sys.executable, "-c", LOAD, str(fixture(name))], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert words in p.stdout, p.stdout + p.stderr
+    report = run_check(str(fixture(name)), NO_ENV)
+    assert bool(report.fails(__import__("opdoctor.model").model.Severity.ERROR)) == (
+        words != "LOADED")
+
+
+def test_ld_cache_parser_agrees_with_ldconfig() -> None:
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    out = subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout.splitlines()
+    cache = load_ld_cache()
+    total = sum(len(v) for v in cache.values())
+    assert out[0].startswith(f"{total} libs found")
+    for line in out[1:20]:
+        name, _, path = line.strip().partition(" => ")
+        assert path in cache[name.split(" (")[0]]
+
+
+def test_hash_lookup_agrees_with_nm() -> None:
+    c10 = torch_lib_dir() / "libc10.so"
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(c10)], capture_output=True,
+                        text=True).stdout.split()
+    names = [n for n in nm if n.startswith("_ZN3c10")][:200]
+    table = DynSymbols(Facts(str(c10)).image)
+    for n in names:
+        assert table.lookup(n), n
+    assert table.lookup("_ZN3c109alloc_cpuEi") == []
+    libc = Facts("/lib/x86_64-linux-gnu/libc.so.6") if os.path.exists(
+        "/lib/x86_64-linux-gnu/libc.so.6") else None
+    if libc is not None:
+        syms = DynSymbols(libc.image).lookup("memcpy")
+        assert {s.version for s in syms} >= {"GLIBC_2.14", "GLIBC_2.2.5"}
