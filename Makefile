@@ -197,6 +197,10 @@ demo: venv
 	$(VENV)/bin/opdoctor check $(FIX)/integrity/truncated.so; rc=$$?; \
 	  if [ $$rc -ne 1 ]; then echo "demo: expected exit 1, got $$rc"; exit 1; fi
 
+bench: venv
+	$(MAKE) -j$(NPROC) reference
+	$(PY) benchmarks/bench_static.py
+
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 from opdoctor.inputfile import FileData
@@ -177,65 +175,133 @@ def header_extents(hdr: ElfHeader, buf: bytes | Any) -> tuple[list[Extent], list
     return extents, problems
 
 
+DT_NAMES = {1: "DT_NEEDED", 12: "DT_INIT", 13: "DT_FINI", 14: "DT_SONAME", 15: "DT_RPATH",
+            22: "DT_TEXTREL", 25: "DT_INIT_ARRAY", 27: "DT_INIT_ARRAYSZ", 29: "DT_RUNPATH",
+            30: "DT_FLAGS", 0x6FFFFFFB: "DT_FLAGS_1"}
+_DT_STRINGS = {1, 14, 15, 29}
+SHT_DYNAMIC = 6
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section header, decoded without pyelftools (a few microseconds per file)."""
+
+    name: str
+    sh_type: int
+    offset: int
+    size: int
+    entsize: int
+    link: int
+    addr: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One program header."""
+
+    p_type: int
+    flags: int
+    offset: int
+    filesz: int
+
+
 @dataclass
 class ElfImage:
-    """A structurally sound ELF file, with pyelftools behind lazily computed facts."""
+    """A structurally sound ELF file. Headers, sections and the dynamic section are decoded
+    directly with ``struct`` (opening 20 libraries of a process stays in milliseconds);
+    pyelftools is available as :attr:`elf` for anything deeper."""
 
     data: FileData
     header: ElfHeader
-    elf: ELFFile = field(repr=False)
 
     @classmethod
     def open(cls, data: FileData) -> ElfImage:
         """Wrap a file whose header and extents were already validated."""
-        header = parse_header(data.buf)
+        return cls(data, parse_header(data.buf))
+
+    @cached_property
+    def elf(self) -> ELFFile:
+        """pyelftools' view of the file (constructed on first use)."""
+        # mmap: pyelftools seeks and reads on demand, the file is never copied whole.
+        buf = self.data.buf
+        stream: Any = io.BytesIO(buf) if isinstance(buf, bytes) else buf
         try:
-            # mmap: pyelftools seeks and reads on demand, the file is never copied whole.
-            stream: Any = io.BytesIO(data.buf) if isinstance(data.buf, bytes) else data.buf
-            elf = ELFFile(stream)
+            return ELFFile(stream)
         except (ELFError, struct.error, ValueError) as exc:
             raise ElfFormatError(f"pyelftools cannot parse the file: {exc}") from exc
-        return cls(data, header, elf)
+
+    @property
+    def _end(self) -> str:
+        return "<" if self.header.little_endian else ">"
 
     @cached_property
-    def section_names(self) -> list[str]:
-        """Section names in header order (empty for a file without sections)."""
-        return [s.name for s in self.elf.iter_sections()]
+    def sections(self) -> list[Section]:
+        """Section headers in file order, with names from the section-name string table."""
+        hdr, buf, e = self.header, self.data.buf, self._end
+        size = 40 if hdr.bits == 32 else 64
+        fmt = e + ("IIIIIIIIII" if hdr.bits == 32 else "IIQQQQIIQQ")
+        raw = []
+        for i in range(hdr.e_shnum):
+            f = struct.unpack_from(fmt, buf, hdr.e_shoff + i * size)
+            raw.append(f)
+        names_off = raw[hdr.e_shstrndx][4] if 0 < hdr.e_shstrndx < len(raw) else None
+        out = []
+        for f in raw:
+            name = ""
+            if names_off is not None:
+                start = names_off + f[0]
+                end = buf.find(b"\0", start, start + 256)
+                name = bytes(buf[start:end if end >= 0 else start]).decode("latin-1")
+            out.append(Section(name, f[1], f[4], f[5], f[9], f[6], f[3]))
+        return out
+
+    def section(self, name: str) -> Section | None:
+        """The first section called ``name``."""
+        return next((s for s in self.sections if s.name == name), None)
 
     @cached_property
-    def dynamic(self) -> DynamicSection | None:
-        """The ``.dynamic`` section (or PT_DYNAMIC segment's section), if any."""
-        for sec in self.elf.iter_sections():
-            if isinstance(sec, DynamicSection):
-                return sec
-        return None
-
-    def dynamic_tags(self) -> Iterator[tuple[str, Any]]:
-        """``(d_tag name, value)`` pairs of the dynamic section; names resolved to strings."""
-        if self.dynamic is None:
-            return
-        for tag in self.dynamic.iter_tags():
-            name = tag.entry.d_tag
-            if name == "DT_NULL":
-                break
-            for attr in ("needed", "rpath", "runpath", "soname"):
-                if hasattr(tag, attr):
-                    yield name, getattr(tag, attr)
-                    break
+    def segments(self) -> list[Segment]:
+        """Program headers."""
+        hdr, buf, e = self.header, self.data.buf, self._end
+        out = []
+        for i in range(hdr.e_phnum):
+            off = hdr.e_phoff + i * (32 if hdr.bits == 32 else 56)
+            if hdr.bits == 32:
+                p_type, p_offset, _va, _pa, p_filesz, _m, p_flags, _al = struct.unpack_from(
+                    e + "IIIIIIII", buf, off)
             else:
-                yield name, tag.entry.d_val
+                p_type, p_flags, p_offset, _va, _pa, p_filesz, _m, _al = struct.unpack_from(
+                    e + "IIQQQQQQ", buf, off)
+            out.append(Segment(p_type, p_flags, p_offset, p_filesz))
+        return out
+
+    def cstring(self, section: Section, offset: int) -> str:
+        """A NUL-terminated string at ``offset`` inside a string-table section."""
+        if offset >= section.size:
+            return ""
+        start = section.offset + offset
+        end = self.data.buf.find(b"\0", start, section.offset + section.size)
+        return bytes(self.data.buf[start:end if end >= 0 else section.offset + section.size]
+                     ).decode("utf-8", "replace")
 
     @cached_property
     def tags(self) -> dict[str, list[Any]]:
-        """All dynamic tags by name, in order (DT_NEEDED can occur many times)."""
+        """Dynamic tags by name, in order (DT_NEEDED can occur many times); strings resolved."""
         out: dict[str, list[Any]] = {}
-        for name, value in self.dynamic_tags():
-            out.setdefault(name, []).append(value)
+        dyn = next((s for s in self.sections if s.sh_type == SHT_DYNAMIC), None)
+        if dyn is None or not 0 <= dyn.link < len(self.sections):
+            return out
+        strtab = self.sections[dyn.link]
+        ent = 8 if self.header.bits == 32 else 16
+        fmt = self._end + ("iI" if self.header.bits == 32 else "qQ")
+        for i in range(dyn.size // ent):
+            tag, val = struct.unpack_from(fmt, self.data.buf, dyn.offset + i * ent)
+            if tag == 0:
+                break
+            name = DT_NAMES.get(tag, f"DT_{tag:#x}")
+            out.setdefault(name, []).append(self.cstring(strtab, val) if tag in _DT_STRINGS
+                                            else val)
         return out
-
-    def segments_of_type(self, p_type: str) -> list[Any]:
-        """Program headers of one type, e.g. ``PT_GNU_STACK``."""
-        return [s for s in self.elf.iter_segments() if s["p_type"] == p_type]
 
     @property
     def is_pie_executable(self) -> bool:

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 _SCRIPT = r"""
 import importlib.util, json, os, sys, sysconfig
@@ -23,7 +24,7 @@ try:
 except Exception:
     spec = None
 origin = spec.origin if spec is not None else None
-print(json.dumps({
+info = {
     "executable": os.path.realpath(sys.executable),
     "version": "%d.%d.%d" % sys.version_info[:3],
     "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or "",
@@ -32,7 +33,7 @@ print(json.dumps({
     "libdir": sysconfig.get_config_var("LIBDIR") or "",
     "sys_path": sys.path,
     "torch_dir": os.path.dirname(origin) if origin else None,
-}))
+}
 """
 
 
@@ -88,14 +89,20 @@ def _read_torch(directory: str, ext_suffix: str) -> TorchInstall | None:
 def inspect_interpreter(python: str | None = None, timeout: float = 30.0) -> Interpreter:
     """Run a tiny script in ``python`` (default: this interpreter) and describe it."""
     exe = python or sys.executable
-    try:
-        proc = subprocess.run([exe, "-c", _SCRIPT], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InterpreterError(f"cannot run {exe}: {exc}") from None
-    if proc.returncode != 0:
-        raise InterpreterError(f"{exe} failed: {proc.stderr.strip().splitlines()[-1:]}")
-    info = json.loads(proc.stdout)
+    if os.path.realpath(exe) == os.path.realpath(sys.executable):
+        ns: dict[str, Any] = {}
+        exec(_SCRIPT, ns)  # same interpreter: no need to pay for a subprocess
+        info = ns["info"]
+    else:
+        try:
+            proc = subprocess.run([exe, "-c", _SCRIPT + "print(json.dumps(info))"],
+                                  capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise InterpreterError(f"cannot run {exe}: {exc}") from None
+        if proc.returncode != 0:
+            raise InterpreterError(f"{exe} failed: {proc.stderr.strip().splitlines()[-1:]}")
+        info = json.loads(proc.stdout)
     libpython = None
     if info["ldlibrary"].endswith(".so") or ".so." in info["ldlibrary"]:
         cand = os.path.join(info["libdir"], info["ldlibrary"])

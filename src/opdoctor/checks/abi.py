@@ -109,12 +109,11 @@ def abi_mismatch(facts: Facts) -> AbiMismatch | None:
 
 def _search_rodata(img: ElfImage, pattern: re.Pattern[bytes]) -> bytes | None:
     """First match of ``pattern`` in ``.rodata``, searched in place in the mapped file."""
-    for sec in img.elf.iter_sections():
-        if sec.name == ".rodata" and sec["sh_type"] != "SHT_NOBITS":
-            start = sec["sh_offset"]
-            m = pattern.search(img.data.buf, start, start + sec["sh_size"])
-            return bytes(m.group(0)) if m else None
-    return None
+    sec = img.section(".rodata")
+    if sec is None or sec.sh_type == 8:  # SHT_NOBITS
+        return None
+    m = pattern.search(img.data.buf, sec.offset, sec.offset + sec.size)
+    return bytes(m.group(0)) if m else None
 
 
 def run(facts: Facts) -> Iterator[Finding]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
-from opdoctor.elf import PF_X
+from opdoctor.elf import PF_X, PT_GNU_STACK
 from opdoctor.facts import Facts
 from opdoctor.inputfile import sniff
 from opdoctor.model import Cause, Finding, Severity
@@ -201,8 +201,8 @@ def run(facts: Facts) -> Iterator[Finding]:
     if img.has_textrel:
         yield OD410.finding(path, "the library has text relocations (code compiled without -fPIC)",
                             ("dynamic tag: DT_TEXTREL / DF_TEXTREL",))
-    for seg in img.segments_of_type("PT_GNU_STACK"):
-        if seg["p_flags"] & PF_X:
+    for seg in img.segments:
+        if seg.p_type == PT_GNU_STACK and seg.flags & PF_X:
             refused = host.glibc is not None and host.glibc >= (2, 41)
             glibc = ".".join(map(str, host.glibc)) if host.glibc else "unknown"
             yield OD412.finding(

@@ -19,6 +19,8 @@ SHN_UNDEF = 0
 STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
 STV_HIDDEN, STV_PROTECTED = 2, 3
 VERSYM_HIDDEN = 0x8000
+_SHT = {11: "SHT_DYNSYM", 0x6FFFFFF6: "SHT_GNU_HASH", 5: "SHT_HASH", 0x6FFFFFFF: "SHT_GNU_versym",
+        0x6FFFFFFD: "SHT_GNU_verdef", 0x6FFFFFFE: "SHT_GNU_verneed"}
 
 
 @dataclass(frozen=True)
@@ -55,14 +57,12 @@ class DynSymbols:
     _secs: dict[str, _Sec] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        for sec in self.image.elf.iter_sections():
-            kind = sec["sh_type"]
-            if kind in ("SHT_DYNSYM", "SHT_GNU_HASH", "SHT_HASH", "SHT_GNU_versym",
-                        "SHT_GNU_verdef", "SHT_GNU_verneed"):
-                self._secs[kind] = _Sec(sec["sh_offset"], sec["sh_size"], sec["sh_entsize"],
-                                        sec["sh_link"])
-            elif kind == "SHT_STRTAB" and sec.name == ".dynstr":
-                self._secs["dynstr"] = _Sec(sec["sh_offset"], sec["sh_size"])
+        for sec in self.image.sections:
+            kind = _SHT.get(sec.sh_type)
+            if kind and kind not in self._secs:
+                self._secs[kind] = _Sec(sec.offset, sec.size, sec.entsize, sec.link)
+            elif sec.sh_type == 3 and sec.name == ".dynstr":  # SHT_STRTAB
+                self._secs["dynstr"] = _Sec(sec.offset, sec.size)
 
     # ------------------------------------------------------------------ raw helpers
     @property

@@ -35,10 +35,10 @@ def needs_torch(image: ElfImage, torch_lib_dir: str | None) -> bool:
         return True
     if any(n.startswith(("libc10", "libtorch")) for n in needed):
         return True
-    dynstr = next((s for s in image.elf.iter_sections() if s.name == ".dynstr"), None)
+    dynstr = image.section(".dynstr")
     if dynstr is None:
         return False
-    start, end = dynstr["sh_offset"], dynstr["sh_offset"] + dynstr["sh_size"]
+    start, end = dynstr.offset, dynstr.offset + dynstr.size
     buf = image.data.buf
     return any(buf.find(m, start, end) >= 0 for m in TORCH_NAME_MARKERS)
 
