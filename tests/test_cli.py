@@ -33,6 +33,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     ("check", "--select", "OD999", "x.so"),
     ("explain", "OD999"),
     ("frobnicate",),
+    ("check", "--python", "/nonexistent/python3", "x.so"),
+    ("check", "--env", "NOEQUALS", "x.so"),
 ])
 def test_usage_errors_exit_3(capsys: pytest.CaptureFixture[str], args: tuple[str, ...]) -> None:
     res = cli(capsys, *args)

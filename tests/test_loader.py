@@ -171,3 +171,16 @@ def test_hash_lookup_agrees_with_nm() -> None:
     if libc is not None:
         syms = DynSymbols(libc.image).lookup("memcpy")
         assert {s.version for s in syms} >= {"GLIBC_2.14", "GLIBC_2.2.5"}
+
+
+def test_interpreter_without_torch_explains_missing_torch_libs(tmp_path: Path) -> None:
+    """A venv without torch: libc10.so really is not found, and the fix says why."""
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
+    py = str(tmp_path / "v" / "bin" / "python")
+    report = run_check(str(reference()), CheckOptions(python=py, env=()))
+    od201 = [f for f in report.findings if f.code == "OD201"]
+    assert {f.subject for f in od201} >= {"libc10.so", "libtorch_cpu.so"}
+    assert all("torch is not installed for" in f.fix for f in od201 if "torch" in f.subject
+               or "c10" in f.subject)

@@ -140,6 +140,8 @@ def check(
     if unknown:
         raise click_exc.UsageError(f"no code matches {', '.join(unknown)} (see `opdoctor codes`)")
     selection = Selection(tuple(select or ()), tuple(ignore or ()))
+    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise click_exc.UsageError(f"--python {python}: not an executable file")
     options = CheckOptions(python=python, env=_environment(env))
 
     reports = []

@@ -89,7 +89,9 @@ def _read_torch(directory: str, ext_suffix: str) -> TorchInstall | None:
 def inspect_interpreter(python: str | None = None, timeout: float = 30.0) -> Interpreter:
     """Run a tiny script in ``python`` (default: this interpreter) and describe it."""
     exe = python or sys.executable
-    if os.path.realpath(exe) == os.path.realpath(sys.executable):
+    # Compare without resolving symlinks: a venv's python is a symlink to the base interpreter
+    # but has its own site-packages.
+    if os.path.abspath(exe) == os.path.abspath(sys.executable):
         ns: dict[str, Any] = {}
         exec(_SCRIPT, ns)  # same interpreter: no need to pay for a subprocess
         info = ns["info"]

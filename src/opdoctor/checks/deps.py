@@ -86,6 +86,12 @@ def _attempt_lines(miss: Missing) -> list[str]:
 
 def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
+    interp = facts.interpreter
+    if miss.name.startswith(("libc10", "libtorch")) and (interp is None or interp.torch is None):
+        exe = interp.executable if interp else (facts.options.python or "the interpreter")
+        return (f"torch is not installed for {exe}, so nothing loads {miss.name} before this "
+                "library: install torch in that environment, or pass --python with the "
+                "interpreter that has it")
     return (f"find it (`find / -name '{miss.name}*' 2>/dev/null`), then either "
             f"`patchelf --set-rpath '$ORIGIN/<dir relative to {os.path.basename(req)}>' {req}`, "
             f"link with -Wl,-rpath,'$ORIGIN/...', or `export LD_LIBRARY_PATH=<its dir>`")
