@@ -171,14 +171,49 @@ $(LFX)/abi0.so: $(OBJ)/weighted_sum_abi_other.o
 	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
 $(LFX)/other_torch.so: $(LSRC)/other_torch.cpp $(BUILD)/config.mk
 	@mkdir -p $(@D)
-	$(CXX) -shared -fPIC $< -L$(TORCH_LIBDIR) -Wl,--no-as-needed -lc10 -o $@
+	$(CXX) $(CXXFLAGS_TORCH) $< -o $@ $(LDFLAGS_TORCH)
 $(LFX)/pybind_mismatch.so: $(LSRC)/pybind_mismatch.cpp $(BUILD)/config.mk
 	@mkdir -p $(@D)
 	$(CXX) -shared -fPIC -O1 -std=c++17 -DPYBIND11_INTERNALS_VERSION=12 $(TORCH_INCLUDES) \
 	  -isystem $(PY_INCLUDE) $< -L$(TORCH_LIBDIR) -Wl,--no-as-needed -lc10 -o $@
 
+# ---------------------------------------------------------------- registration fixtures (cause 1)
+RSRC := tests/fixtures/registration
+RFX := $(FIX)/registration
+REG_VARIANTS := no_registration bad_schema extension_name def_only impl_only
+FLAGS_no_registration := -DMYOP_NO_REGISTRATION
+FLAGS_bad_schema := -DMYOP_BAD_SCHEMA
+FLAGS_extension_name := -DMYOP_EXTENSION_NAME_NS
+FLAGS_def_only := -DMYOP_DEF_ONLY
+FLAGS_impl_only := -DMYOP_IMPL_ONLY
+REGISTRATION_SO := $(patsubst %,$(RFX)/%.so,$(REG_VARIANTS) cpu_only stripped entry_ok \
+                     entry_hidden entry_mangled)
+
+$(OBJ)/ws_%.o: $(SRC)/weighted_sum.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) $(FLAGS_$*) -c $< -o $@
+$(RFX)/%.so: $(OBJ)/ws_%.o
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
+# The reference's CPU half alone: defines the op, registers only a CPU kernel.
+$(RFX)/cpu_only.so: $(OBJ)/weighted_sum.o
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
+$(RFX)/stripped.so: $(BUILD)/myop/libmyop.so
+	@mkdir -p $(@D)
+	strip --strip-all -o $@ $<
+$(RFX)/entry_ok.so: $(RSRC)/entry.cpp
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC $< -o $@
+$(RFX)/entry_hidden.so: $(RSRC)/entry.cpp
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -fvisibility=hidden $< -o $@
+$(RFX)/entry_mangled.so: $(RSRC)/entry.cpp
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -DENTRY_NO_EXTERN_C $< -o $@
+
 # ---------------------------------------------------------------- top-level targets
-fixtures: reference $(INTEGRITY_SO) $(LOADER_SO)
+fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

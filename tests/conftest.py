@@ -19,6 +19,8 @@ FIX = BUILD / "fixtures"
 SKIP = FIX / "skipped"
 REFERENCE = BUILD / "myop" / "libmyop.so"
 PKG_DIR = BUILD / "pkg"
+# Schema-parse verdicts are cached; keep the tests' cache inside the build tree.
+os.environ.setdefault("OPDOCTOR_CACHE_DIR", str(BUILD / "cache"))
 
 
 def fixture(rel: str) -> Path:

@@ -4,10 +4,6 @@
 #include <torch/library.h>
 #include <ATen/ATen.h>
 
-#ifndef MYOP_NAMESPACE
-#define MYOP_NAMESPACE myop  // fixtures override it (e.g. TORCH_EXTENSION_NAME)
-#endif
-
 namespace myop {
 
 at::Tensor weighted_sum_cpu(const at::Tensor& x1, const at::Tensor& x2, double alpha) {
@@ -19,19 +15,34 @@ at::Tensor weighted_sum_cpu(const at::Tensor& x1, const at::Tensor& x2, double a
 
 }  // namespace myop
 
+// Fixture switches (tests/fixtures and the Makefile build each variant for real):
+//   MYOP_NO_REGISTRATION   registration compiled out by #ifdef: the library registers nothing
+//   MYOP_BAD_SCHEMA        a schema string torch's parser rejects
+//   MYOP_DEF_ONLY          the op is defined but no kernel is registered for it
+//   MYOP_IMPL_ONLY         a CPU kernel for a namespace this library does not define
+//   MYOP_EXTENSION_NAME_NS TORCH_LIBRARY(TORCH_EXTENSION_NAME, m) built outside cpp_extension
 #ifdef MYOP_BAD_SCHEMA
-// Fixture: a schema the torch parser rejects ("float" misspelt, arrow missing).
 #define MYOP_SCHEMA "weighted_sum(Tensor x1, Tensor x2, flaot alpha) Tensor"
 #else
 #define MYOP_SCHEMA "weighted_sum(Tensor x1, Tensor x2, float alpha) -> Tensor"
 #endif
 
-#ifndef MYOP_NO_REGISTRATION
-TORCH_LIBRARY(MYOP_NAMESPACE, m) {
+#if defined(MYOP_EXTENSION_NAME_NS)
+TORCH_LIBRARY(TORCH_EXTENSION_NAME, m) {
   m.def(MYOP_SCHEMA);
 }
-
-TORCH_LIBRARY_IMPL(MYOP_NAMESPACE, CPU, m) {
+TORCH_LIBRARY_IMPL(TORCH_EXTENSION_NAME, CPU, m) {
   m.impl("weighted_sum", &myop::weighted_sum_cpu);
 }
+#elif !defined(MYOP_NO_REGISTRATION)
+#ifndef MYOP_IMPL_ONLY
+TORCH_LIBRARY(myop, m) {
+  m.def(MYOP_SCHEMA);
+}
+#endif
+#ifndef MYOP_DEF_ONLY
+TORCH_LIBRARY_IMPL(myop, CPU, m) {
+  m.impl("weighted_sum", &myop::weighted_sum_cpu);
+}
+#endif
 #endif

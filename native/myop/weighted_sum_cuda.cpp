@@ -2,10 +2,6 @@
 // (compiled by nvcc); this file only needs torch headers, so it also builds where torch is CPU-only.
 #include <torch/library.h>
 #include <ATen/ATen.h>
-
-#ifndef MYOP_NAMESPACE
-#define MYOP_NAMESPACE myop  // fixtures override it (e.g. TORCH_EXTENSION_NAME)
-#endif
 #include <cstdint>
 
 extern "C" int myop_weighted_sum_launch(float* out, const float* x1, const float* x2, float alpha,
@@ -30,7 +26,7 @@ at::Tensor weighted_sum_cuda(const at::Tensor& x1, const at::Tensor& x2, double 
 }  // namespace myop
 
 #ifndef MYOP_NO_REGISTRATION
-TORCH_LIBRARY_IMPL(MYOP_NAMESPACE, CUDA, m) {
+TORCH_LIBRARY_IMPL(myop, CUDA, m) {
   m.impl("weighted_sum", &myop::weighted_sum_cuda);
 }
 #endif

@@ -104,6 +104,12 @@ def check(
     = 120.0,
     python: Annotated[str | None, typer.Option(help="Target interpreter that will load the "
                                                "library (default: this one).")] = None,
+    expect_op: Annotated[list[str] | None, typer.Option(
+        help="ns::op[KEY,...] that must be in the library, e.g. myop::weighted_sum[CPU,CUDA] "
+        "(repeatable).")] = None,
+    expect_symbol: Annotated[list[str] | None, typer.Option(
+        help="C entry point the host dlsym()s, e.g. register_myop_kernels (repeatable).")]
+    = None,
     env: Annotated[list[str] | None, typer.Option(
         help="KEY=VALUE of the job's environment, e.g. LD_LIBRARY_PATH=/opt/lib (repeatable; "
         "KEY= removes it).")] = None,
@@ -142,7 +148,16 @@ def check(
     selection = Selection(tuple(select or ()), tuple(ignore or ()))
     if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise click_exc.UsageError(f"--python {python}: not an executable file")
-    options = CheckOptions(python=python, env=_environment(env))
+    from opdoctor.checks.registration import parse_expect_op
+
+    for text in expect_op or []:
+        try:
+            parse_expect_op(text)
+        except ValueError as exc:
+            raise click_exc.UsageError(str(exc)) from None
+    options = CheckOptions(expect_ops=tuple(expect_op or ()),
+                           expect_symbols=tuple(expect_symbol or ()),
+                           python=python, env=_environment(env))
 
     reports = []
     old = signal.signal(signal.SIGALRM, _on_alarm)

@@ -83,6 +83,8 @@ class Facts:
         self.path = path
         self.options = options or CheckOptions()
         self._host = host
+        # Per-run memo for facts owned by one check family (e.g. the registration inventory).
+        self.extra: dict[str, object] = {}
 
     @cached_property
     def file(self) -> FileData:
@@ -168,6 +170,16 @@ class Facts:
         interp = self.interpreter
         lib_dir = interp.torch.lib_dir if interp and interp.torch else None
         return needs_torch(self.image, lib_dir)
+
+    @cached_property
+    def framework_library(self) -> str:
+        """The framework install this file belongs to ("" for a user's library)."""
+        interp = self.interpreter
+        if interp and interp.torch:
+            real = os.path.realpath(self.path)
+            if real.startswith(os.path.realpath(interp.torch.directory) + os.sep):
+                return f"torch {interp.torch.version}"
+        return ""
 
     @cached_property
     def process(self) -> Process:

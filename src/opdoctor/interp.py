@@ -57,7 +57,8 @@ class TorchInstall:
 class Interpreter:
     """The Python that will load the library."""
 
-    executable: str
+    invoke: str  # the path to run it by (a venv's python: its symlink, not the base binary)
+    executable: str  # the real ELF file (what the loader maps)
     version: str
     ext_suffix: str
     soabi: str
@@ -110,5 +111,6 @@ def inspect_interpreter(python: str | None = None, timeout: float = 30.0) -> Int
         cand = os.path.join(info["libdir"], info["ldlibrary"])
         libpython = cand if os.path.exists(cand) else None
     torch = _read_torch(info["torch_dir"], info["ext_suffix"]) if info["torch_dir"] else None
-    return Interpreter(info["executable"], info["version"], info["ext_suffix"], info["soabi"],
+    return Interpreter(os.path.abspath(exe), info["executable"], info["version"],
+                       info["ext_suffix"], info["soabi"],
                        libpython, tuple(info["sys_path"]), torch)

@@ -36,6 +36,10 @@ def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[st
     if check.needs_elf and facts.blocker:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
                         reason=f"{facts.blocker}"), []
+    if check.applies is not None:
+        why_not = check.applies(facts)
+        if why_not:
+            return CheckRun(check.name, check.causes, CheckStatus.SKIPPED, reason=why_not), []
     declared = {d.code for d in check.codes}
     start = time.perf_counter()
     try:

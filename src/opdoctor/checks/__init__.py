@@ -12,13 +12,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
 
-from opdoctor.checks import abi, deps, integrity, symbols
+from opdoctor.checks import abi, deps, integrity, registration, symbols
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
 
 ENTRY_POINT_GROUP = "opdoctor.checks"
 
-BUILTIN_CHECKS: tuple[Check, ...] = (integrity.CHECK, deps.CHECK, symbols.CHECK, abi.CHECK)
+BUILTIN_CHECKS: tuple[Check, ...] = (
+    integrity.CHECK,
+    deps.CHECK,
+    symbols.CHECK,
+    abi.CHECK,
+    registration.CHECK,
+)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ class Check:
     needs_elf: bool = True
     # Optional inventory for the report ("dependencies", "registration" …): name → data.
     section: Callable[[Facts], dict[str, Any]] | None = None
+    # Optional: why the check does not apply to this target ("" when it does).
+    applies: Callable[[Facts], str] | None = None
 
     def code(self, code: str) -> CodeDoc:
         """The declaration of one of this check's codes (KeyError when not declared)."""

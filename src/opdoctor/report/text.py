@@ -43,8 +43,25 @@ def _finding(console: Console, f: Finding, ctx: RenderContext) -> None:
         console.print(f"    [green]fix:[/]      {escape(f.fix)}")
 
 
+def inventory_line(section: dict[str, Any]) -> str:
+    """``myop::weighted_sum [CPU, CUDA]`` for every op the registration inventory found."""
+    parts = []
+    for ns, info in section.get("namespaces", {}).items():
+        keys = f" [{', '.join(info['kernels'])}]" if info["kernels"] else ""
+        for op in info["ops"] or ["*"]:
+            parts.append(f"{ns}::{op}{keys}")
+    if not parts and section.get("schemas"):
+        parts = [s["schema"].split("(")[0] + " (namespace unknown: stripped)"
+                 for s in section["schemas"]]
+    parts += [f"{p} (Python extension)" for p in section.get("pyinit", [])]
+    return "; ".join(parts)
+
+
 def _clean_detail(report: Report, cause: int) -> str:
     """A one-line summary of what was verified for a clean cause, from the check sections."""
+    reg = report.sections.get("registration")
+    if cause == 1 and reg is not None:
+        return inventory_line(reg) or "no torch registration (not a torch extension)"
     deps = report.sections.get("dependencies")
     if cause == 2 and deps:
         kids = deps["tree"].get("needed", [])
@@ -78,6 +95,9 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             console.print(f"[{_SEV_STYLE[worst]}]{head}[/]")
             for f in row.findings:
                 _finding(console, f, ctx)
+            reg = report.sections.get("registration")
+            if int(row.cause) == 1 and reg is not None and inventory_line(reg):
+                console.print(f"  [dim]inventory: {escape(inventory_line(reg))}[/]")
         elif row.state is CauseState.CLEAN:
             detail = _clean_detail(report, int(row.cause)) or f"no problem found ({row.reason})"
             console.print(f"[green]{head}[/]: {escape(detail)}")

@@ -1,0 +1,359 @@
+"""Registration evidence (cause 1, static): is the registration code in the binary at all,
+what would it register, can that work, and are the entry points a host calls exported?
+
+Nothing is executed: see :mod:`opdoctor.registration` for how the inventory is read. What is
+reported as registered is the *static* view (dispatch keys per namespace); the load probe
+observes the real registry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.facts import Facts
+from opdoctor.loader.dynsym import STB_LOCAL, STV_HIDDEN
+from opdoctor.model import Cause, Finding, Severity
+from opdoctor.registration import Inventory, check_schema_syntax, read_inventory
+from opdoctor.schema_check import parse_with_torch
+
+_DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
+
+OD101 = CodeDoc(
+    "OD101", "registers nothing", Severity.ERROR,
+    what="A library built against torch contains registration code: TORCH_LIBRARY / "
+    "TORCH_LIBRARY_IMPL registrars, schema strings, torch::RegisterOperators or a PyInit_ "
+    "entry point.",
+    why="The library loads without any error, yet 'operator myop::x does not exist' follows: "
+    "the registration was compiled out (#ifdef, a define missing in this build), the file "
+    "holding it was left out of the sources, or the linker dropped it.",
+    example="torch.ops.load_library('libmyop.so') succeeds; torch.ops.myop.weighted_sum → "
+    "AttributeError: '_OpNamespace' 'myop' object has no attribute 'weighted_sum'",
+    fix="Check the preprocessor conditions around TORCH_LIBRARY and that the .cpp with the "
+    "registration is in the target's sources; `nm -C lib.so | grep TORCH_LIBRARY` must list it.",
+    references=(_DOCS,),
+)
+OD102 = CodeDoc(
+    "OD102", "invalid operator schema", Severity.ERROR,
+    what="Every schema string in the library parses (torch._C.parse_schema in the target "
+    "interpreter, else opdoctor's built-in grammar check).",
+    why="m.def() parses the schema while the library's static initialisers run: a typo makes "
+    "the load itself fail with a RuntimeError from the schema parser, and nothing after it in "
+    "that initialiser is registered.",
+    example="RuntimeError: expected arrow but found 'ident' here: weighted_sum(Tensor x1, "
+    "Tensor x2, flaot alpha) Tensor",
+    fix="Correct the schema: `name(Type arg, ...) -> ReturnType`, with types from the schema "
+    "language (Tensor, int, float, bool, str, Scalar, SymInt, Tensor?, int[] …).",
+    references=("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/README.md",),
+)
+OD103 = CodeDoc(
+    "OD103", "operator defined without any kernel", Severity.WARNING,
+    what="A namespace whose ops this library defines also gets kernels: TORCH_LIBRARY_IMPL "
+    "blocks or m.def(schema, function).",
+    why="The op exists (torch.ops finds it) but every call fails with 'Could not run "
+    "'myop::weighted_sum' with arguments from the 'CPU' backend' unless another library "
+    "registers the kernels.",
+    example="NotImplementedError: Could not run 'myop::weighted_sum' with arguments from the "
+    "'CPU' backend.",
+    fix="Add TORCH_LIBRARY_IMPL(ns, CPU, m) { m.impl(\"op\", &fn); } (and CUDA …), or bind a "
+    "function in the def: m.def(\"schema\", &fn); or make sure the library with the kernels "
+    "is loaded too.",
+    references=(_DOCS,),
+)
+OD104 = CodeDoc(
+    "OD104", "kernels for a namespace defined elsewhere", Severity.INFO,
+    what="Every TORCH_LIBRARY_IMPL namespace is defined (TORCH_LIBRARY) in this library.",
+    why="Fine when another library defines the namespace — but that library must be loaded "
+    "first or the load fails/the kernels hang unused ('dangling impl').",
+    example="TORCH_LIBRARY_IMPL(myop, CPU, m) in libmyop_cpu.so, TORCH_LIBRARY(myop) in "
+    "libmyop.so",
+    fix="Load the library that holds TORCH_LIBRARY(ns, m) before this one (or define the "
+    "namespace here).",
+    references=(_DOCS,),
+)
+OD105 = CodeDoc(
+    "OD105", "TORCH_EXTENSION_NAME used as the operator namespace", Severity.ERROR,
+    what="The namespace is not the macro name TORCH_EXTENSION_NAME itself.",
+    why="TORCH_LIBRARY(TORCH_EXTENSION_NAME, m) takes its namespace from a macro that only "
+    "torch.utils.cpp_extension defines. Built by CMake or a Makefile the macro is undefined "
+    "and the ops land in torch.ops.TORCH_EXTENSION_NAME; built by cpp_extension they land in "
+    "torch.ops.<module name>, rarely what the Python code calls.",
+    example="torch.ops.myop.weighted_sum → '_OpNamespace' 'myop' object has no attribute "
+    "'weighted_sum' (it is torch.ops.TORCH_EXTENSION_NAME.weighted_sum)",
+    fix="Write the namespace literally: TORCH_LIBRARY(myop, m) and TORCH_LIBRARY_IMPL(myop, "
+    "CPU, m).",
+    references=(_DOCS,),
+)
+OD106 = CodeDoc(
+    "OD106", "expected operator or kernel not in the binary", Severity.ERROR,
+    what="Each --expect-op ns::op[KEY,...] is defined by this library and has kernels for "
+    "the listed dispatch keys.",
+    why="The gate for 'the op my model calls is actually in the artifact we ship' — e.g. a "
+    "wheel built on a machine without nvcc has no CUDA kernel.",
+    example="--expect-op myop::weighted_sum[CPU,CUDA] on a CPU-only build",
+    fix="Build the missing part (nvcc for CUDA kernels, the source file with the "
+    "TORCH_LIBRARY_IMPL block), or correct the expectation.",
+    references=(_DOCS,),
+)
+OD107 = CodeDoc(
+    "OD107", "registration inventory is partial (stripped library)", Severity.INFO,
+    what="The library keeps its .symtab, so registrations can be read from the registrar "
+    "symbols.",
+    why="Stripped libraries only keep schema strings in .rodata: namespaces and dispatch keys "
+    "cannot be read statically; the load probe can still observe them.",
+    example="strip --strip-all libmyop.so",
+    fix="Nothing is broken; to let opdoctor see namespaces and keys statically, ship unstripped "
+    "or keep a debug copy (strip --only-keep-debug).",
+    references=("strip(1)",),
+)
+OD110 = CodeDoc(
+    "OD110", "expected entry point not exported", Severity.ERROR,
+    what="Each --expect-symbol NAME is exported by the library (.dynsym, global, default "
+    "visibility).",
+    why="A host that dlsym()s the registration entry point gets NULL: 'undefined symbol: "
+    "register_myop_kernels' from dlsym, or the framework silently registers nothing.",
+    example="ctypes: AttributeError: lib.so: undefined symbol: register_myop_kernels",
+    fix="Define the function in this library and export it (see OD111/OD112 for the usual "
+    "reasons it is missing).",
+    references=("nm -D --defined-only lib.so",),
+)
+OD111 = CodeDoc(
+    "OD111", "entry point exported only as a mangled C++ name", Severity.ERROR,
+    what="An expected entry point is exported under its plain C name.",
+    why="Without extern \"C\" the compiler mangles the name (_Z21register_myop_kernelsv); "
+    "dlsym(\"register_myop_kernels\") fails.",
+    example="nm -D lib.so → T _Z21register_myop_kernelsv",
+    fix="Declare it extern \"C\": extern \"C\" int register_myop_kernels();",
+    references=("https://isocpp.org/wiki/faq/mixing-c-and-cpp",),
+)
+OD112 = CodeDoc(
+    "OD112", "entry point has hidden visibility or local binding", Severity.ERROR,
+    what="An expected entry point that is defined is also visible to the dynamic linker.",
+    why="Built with -fvisibility=hidden (CMake's CXX_VISIBILITY_PRESET hidden) or a version "
+    "script, the function exists but is not in .dynsym: dlsym cannot find it.",
+    example="readelf -s lib.so → LOCAL HIDDEN register_myop_kernels",
+    fix="Mark it exported: __attribute__((visibility(\"default\"))) (or a MYOP_API macro), or "
+    "list it in the version script's global: section.",
+    references=("https://gcc.gnu.org/wiki/Visibility",),
+)
+
+CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD110, OD111, OD112)
+
+_EXPECT = re.compile(r"^(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)(?:\[(?P<keys>[\w ,]*)\])?$")
+
+
+@dataclass(frozen=True)
+class ExpectedOp:
+    """A parsed --expect-op ns::op[KEY,...]."""
+
+    namespace: str
+    op: str
+    keys: tuple[str, ...]
+
+
+def parse_expect_op(text: str) -> ExpectedOp:
+    """Parse ``ns::op[CPU,CUDA]``; raise ValueError with the expected form."""
+    m = _EXPECT.match(text.strip())
+    if not m:
+        raise ValueError(f"--expect-op {text!r}: expected ns::op or ns::op[KEY,...]")
+    keys = tuple(k.strip() for k in (m.group("keys") or "").split(",") if k.strip())
+    return ExpectedOp(m.group("ns"), m.group("op").split(".")[0], keys)
+
+
+def inventory(facts: Facts) -> Inventory:
+    """The library's registration inventory (computed once per run)."""
+    cached = facts.extra.get("registration")
+    if isinstance(cached, Inventory):
+        return cached
+    table = facts.symbol_tables.of_image(facts.image)
+    pyinit = table.names_with_prefix("PyInit_", limit=8)
+    inv = read_inventory(facts.image, pyinit)
+    facts.extra["registration"] = inv
+    return inv
+
+
+def _schema_findings(facts: Facts, inv: Inventory) -> Iterator[Finding]:
+    # A schema whose return part was inlined into code is checked with a neutral "-> ()".
+    full = {s.text: (s.text if not s.partial else s.text + " -> ()") for s in inv.schemas}
+    torch_verdicts: dict[str, str] = {}
+    torch_label = ""
+    interp = facts.interpreter
+    if interp is not None and interp.torch is not None and full:
+        parsed, problem = parse_with_torch(interp, sorted(set(full.values())))
+        if not problem:
+            torch_verdicts = {orig: parsed.get(f, "") for orig, f in full.items()}
+            torch_label = f"torch._C.parse_schema (torch {interp.torch.version})"
+    for s in inv.schemas:
+        builtin = check_schema_syntax(s.text)
+        by_torch = torch_verdicts.get(s.text, "")
+        if not builtin and not by_torch:
+            continue
+        ev = [f"schema in .rodata: {s.text!r}"
+              + (" (its return part is not in .rodata)" if s.partial else "")]
+        if torch_label:
+            ev.append(f"{torch_label}: {by_torch or 'parses'}")
+        ev.append(f"opdoctor's built-in grammar: {builtin or 'ok'}")
+        yield OD102.finding(s.name, f"invalid schema for {s.name}: {by_torch or builtin}", ev)
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Inventory the registrations and report what cannot work."""
+    path = facts.path
+    inv = inventory(facts)
+    torch_lib = facts.torch_context
+    if torch_lib and not inv.registers_anything:
+        ev = [f"static initialisers: {inv.initializers} "
+              f"({', '.join(inv.initializer_names) or 'unnamed'})",
+              "no TORCH_LIBRARY* registrar in .symtab" if not inv.stripped
+              else "stripped: no .symtab to read registrars from",
+              "no schema string in .rodata, no PyInit_ export, no torch::RegisterOperators"]
+        if inv.source_files:
+            ev.append(f"compiled from: {', '.join(inv.source_files[:5])}")
+        yield OD101.finding(path, "the library links torch but contains no operator "
+                            "registration", ev)
+    if torch_lib and inv.stripped and inv.registers_anything:
+        yield OD107.finding(path, "stripped library: namespaces and dispatch keys cannot be "
+                            "read statically, only schema strings",
+                            ("no .symtab section",
+                             f"schemas found in .rodata: {len(inv.schemas)}"))
+    yield from _schema_findings(facts, inv)
+    for ns in inv.namespaces.values():
+        if ns.name == "TORCH_EXTENSION_NAME":
+            yield OD105.finding(f"{ns.name}::*", "ops are registered in the namespace "
+                                "'TORCH_EXTENSION_NAME' (the macro was not defined when "
+                                "this was compiled)",
+                                ("registrar: TORCH_LIBRARY_init_TORCH_EXTENSION_NAME",
+                                 f"ops: {', '.join(ns.ops) or '?'} → torch.ops."
+                                 f"TORCH_EXTENSION_NAME.{ns.ops[0] if ns.ops else '<op>'}"))
+        defines = ns.defines or ns.fragments
+        if defines and not ns.impl_keys and not inv.def_with_function and ns.ops:
+            yield OD103.finding(f"{ns.name}::*", f"namespace {ns.name} defines "
+                                f"{', '.join(ns.ops)} but registers no kernel for it",
+                                (f"TORCH_LIBRARY({ns.name}) present, no "
+                                 f"TORCH_LIBRARY_IMPL({ns.name}, …) registrar",
+                                 "no m.def(schema, function) (torch::Library::_def with "
+                                 "CppFunction not referenced)"))
+        if ns.impl_keys and not defines:
+            yield OD104.finding(f"{ns.name}::*", f"kernels for namespace {ns.name} "
+                                f"({', '.join(sorted(ns.impl_keys))}) but no "
+                                f"TORCH_LIBRARY({ns.name}) here: the library that defines it "
+                                "must be loaded first",
+                                (f"TORCH_LIBRARY_IMPL_init_{ns.name}_<key> registrars only",))
+    yield from _expected_ops(facts, inv)
+    yield from _expected_symbols(facts)
+
+
+def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:
+    for text in facts.options.expect_ops:
+        exp = parse_expect_op(text)
+        ns = inv.namespaces.get(exp.namespace)
+        name = f"{exp.namespace}::{exp.op}"
+        if inv.stripped and ns is None:
+            if any(s.name in (exp.op, name) for s in inv.schemas):
+                continue  # schema present; keys cannot be verified statically (OD107)
+            yield OD106.finding(name, f"{name} is not in this (stripped) library",
+                                (f"schemas in .rodata: "
+                                 f"{', '.join(s.name for s in inv.schemas) or 'none'}",))
+            continue
+        if ns is None or not (ns.defines or ns.fragments) or exp.op not in ns.ops:
+            have = ", ".join(f"{n}::{o}" for n, x in inv.namespaces.items() for o in x.ops)
+            yield OD106.finding(name, f"{name} is not defined by this library",
+                                (f"defined here: {have or 'nothing'}",))
+            continue
+        missing = [k for k in exp.keys if k not in ns.impl_keys]
+        if inv.def_with_function:
+            missing = []  # m.def(schema, fn) registers a CompositeImplicitAutograd kernel
+        if missing:
+            yield OD106.finding(name, f"{name} has no {'/'.join(missing)} kernel in this "
+                                "library", (f"kernels registered for {exp.namespace}: "
+                                            f"{', '.join(sorted(ns.impl_keys)) or 'none'}",
+                                            f"expected: {', '.join(exp.keys)}"),
+                                fix=f"build and register the {'/'.join(missing)} kernel "
+                                f"(TORCH_LIBRARY_IMPL({exp.namespace}, {missing[0]}, m)); "
+                                "for CUDA, build with nvcc")
+
+
+def _expected_symbols(facts: Facts) -> Iterator[Finding]:
+    table = facts.symbol_tables.of_image(facts.image)
+    for name in facts.options.expect_symbols:
+        if table.lookup(name):
+            continue
+        local = _symtab_entry(facts, name)
+        if local is not None:
+            binding, visibility = local
+            vis = {STV_HIDDEN: "HIDDEN", 3: "PROTECTED"}.get(visibility, "DEFAULT")
+            bind = "LOCAL" if binding == STB_LOCAL else "GLOBAL"
+            yield OD112.finding(name, f"{name} is defined but not exported ({bind} {vis})",
+                                (f"readelf -s: {bind} {vis} {name}", "not in .dynsym"))
+            continue
+        mangled = table.names_with_prefix(f"_Z{len(name)}{name}", limit=3)
+        if mangled:
+            yield OD111.finding(name, f"{name} is exported only as C++ "
+                                f"{'/'.join(mangled)} (missing extern \"C\")",
+                                tuple(f"nm -D: T {m}" for m in mangled))
+            continue
+        yield OD110.finding(name, f"{name} is not defined in this library",
+                            ("not in .dynsym", "not in .symtab", "no mangled C++ variant"))
+
+
+def _symtab_entry(facts: Facts, name: str) -> tuple[int, int] | None:
+    """(binding, visibility) of ``name`` in ``.symtab`` if defined there."""
+    import struct
+
+    img = facts.image
+    sym = img.section(".symtab")
+    if sym is None or sym.link >= len(img.sections) or sym.size > (16 << 20):
+        return None
+    strtab = img.sections[sym.link]
+    needle = b"\0" + name.encode() + b"\0"
+    pos = img.data.buf.find(needle, strtab.offset, strtab.offset + strtab.size)
+    if pos < 0:
+        return None
+    want = pos + 1 - strtab.offset
+    is64 = img.header.bits == 64
+    ent = 24 if is64 else 16
+    e = "<" if img.header.little_endian else ">"
+    for i in range(sym.size // ent):
+        off = sym.offset + i * ent
+        if is64:
+            st_name, info, other, shndx = struct.unpack_from(e + "IBBH", img.data.buf, off)
+        else:
+            st_name, _v, _s, info, other, shndx = struct.unpack_from(e + "IIIBBH",
+                                                                     img.data.buf, off)
+        if st_name == want and shndx != 0:
+            return info >> 4, other & 3
+    return None
+
+
+def section(facts: Facts) -> dict[str, Any]:
+    """The inventory for the report: namespace → ops → dispatch keys."""
+    inv = inventory(facts)
+    return {
+        "stripped": inv.stripped,
+        "namespaces": {ns.name: {"defines": ns.defines, "fragments": ns.fragments,
+                                 "ops": ns.ops, "kernels": sorted(ns.impl_keys)}
+                       for ns in inv.namespaces.values()},
+        "schemas": [{"schema": s.text, "partial": s.partial} for s in inv.schemas],
+        "pyinit": inv.pyinit,
+        "legacy_register_operators": inv.legacy_register_operators,
+        "initializers": inv.initializers,
+        "initializer_names": inv.initializer_names,
+        "source_files": inv.source_files,
+    }
+
+
+CHECK = Check(
+    name="registration",
+    summary="the binary contains registration code for the expected ops, schemas parse, "
+    "kernels exist, entry points are exported",
+    causes=(Cause.REGISTRATION,),
+    codes=CODES,
+    run=run,
+    section=section,
+    applies=lambda facts: (f"part of the {facts.framework_library} install, not an operator "
+                           "extension" if facts.framework_library else ""),
+)

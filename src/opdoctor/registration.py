@@ -1,0 +1,276 @@
+"""What a library would register, read from the binary without loading it.
+
+Sources, best first:
+* local symbols in ``.symtab`` left by the PyTorch macros: ``TORCH_LIBRARY_init_<ns>``,
+  ``TORCH_LIBRARY_FRAGMENT_init_<ns>_<uid>``, ``TORCH_LIBRARY_IMPL_init_<ns>_<Key>_<uid>``
+  (found by a byte search of ``.strtab``, no symbol iteration);
+* schema strings in ``.rodata``. Compilers often inline the ``std::string`` built from a schema
+  literal as 16-byte vector constants whose last chunk overlaps the previous ones
+  ("…float alpha) " + "alpha) -> Tensor"); the overlap is undone here. A schema whose return
+  part was inlined into code is recovered without it (``partial``);
+* ``PyInit_<name>`` in ``.dynsym`` (pybind11 / CPython extensions), the legacy
+  ``torch::RegisterOperators`` referenced as an undefined symbol;
+* ``.init_array`` / ``DT_INIT``: the static constructors that run the registrations.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+
+from opdoctor.elf import ElfImage
+
+# Types the TorchScript schema language knows (with ?, [], [N], (a!) suffixes handled apart).
+SCHEMA_TYPES = frozenset((
+    "Tensor", "int", "float", "bool", "str", "Scalar", "ScalarType", "Layout", "Device",
+    "MemoryFormat", "Generator", "Storage", "Stream", "SymInt", "SymFloat", "SymBool", "Dimname",
+    "QScheme", "ConstQuantizerPtr", "Any", "complex", "t", "t1", "t2", "number", "None",
+    "DeviceIndex", "AnyEnumType", "GenericList", "Future", "RRef", "Await", "Capsule"))
+
+_MARKER = re.compile(rb"(?:_ZL|_Z)(\d+)(TORCH_LIBRARY\w+)")
+_SCHEMA = re.compile(
+    rb"(?<![\w:.])((?:[A-Za-z_]\w*::)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)"
+    rb"\(((?:[^()\x00-\x1f\x7f-\xff]|\([^()\x00-\x1f\x7f-\xff]*\))*)\)")
+_RET = re.compile(rb"\s*->\s*(\((?:[^()\x00-\x1f\x7f-\xff]|\([^()]*\))*\)|"
+                  rb"(?:" + b"|".join(t.encode() for t in sorted(SCHEMA_TYPES, key=len,
+                                                                 reverse=True)) +
+                  rb")(?:\([a-z]!?\))?(?:\[\d*\])?\??)")
+_TYPE_HINT = re.compile(r"\b(Tensor|int|float|bool|str|Scalar|SymInt|Any)\b")
+
+
+@dataclass
+class Namespace:
+    """What one namespace gets from this library."""
+
+    name: str
+    defines: int = 0  # TORCH_LIBRARY blocks (more than one in a process is an error at load)
+    fragments: int = 0
+    impl_keys: set[str] = field(default_factory=set)
+    ops: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A schema string found in ``.rodata``."""
+
+    text: str
+    name: str
+    partial: bool  # the return part could not be recovered
+
+
+@dataclass
+class Inventory:
+    """Everything the static reading found."""
+
+    stripped: bool
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    schemas: list[Schema] = field(default_factory=list)
+    pyinit: list[str] = field(default_factory=list)
+    legacy_register_operators: bool = False
+    def_with_function: bool = False  # m.def(schema, fn): a catch-all kernel comes with the def
+    initializers: int = 0
+    initializer_names: list[str] = field(default_factory=list)
+    source_files: list[str] = field(default_factory=list)
+
+    @property
+    def registers_anything(self) -> bool:
+        """True when any registration evidence was found."""
+        return bool(self.namespaces or self.schemas or self.pyinit
+                    or self.legacy_register_operators)
+
+
+def _section_range(img: ElfImage, name: str) -> tuple[int, int] | None:
+    sec = img.section(name)
+    if sec is None or sec.sh_type == 8:  # SHT_NOBITS
+        return None
+    return sec.offset, sec.offset + sec.size
+
+
+def markers(img: ElfImage) -> list[str]:
+    """TORCH_LIBRARY* function names from ``.strtab`` (demangled identifier only)."""
+    rng = _section_range(img, ".strtab")
+    if rng is None:
+        return []
+    out: list[str] = []
+    for m in _MARKER.finditer(img.data.buf, rng[0], rng[1]):
+        n = int(m.group(1))
+        ident = m.group(2)[:n].decode("ascii", "replace")
+        # When the init function is inlined only the static registrar object is left
+        # (TORCH_LIBRARY_static_init_<ns>); both name the same registration.
+        ident = ident.replace("_static_init_", "_init_")
+        if ident not in out:
+            out.append(ident)
+    return out
+
+
+def _namespaces(names: list[str]) -> dict[str, Namespace]:
+    out: dict[str, Namespace] = {}
+    for ident in names:
+        if ident.startswith("TORCH_LIBRARY_IMPL_init_"):
+            rest = ident[len("TORCH_LIBRARY_IMPL_init_"):]
+            m = re.match(r"^(.+)_([A-Za-z0-9]+)_(\d+)$", rest)
+            if m:
+                out.setdefault(m.group(1), Namespace(m.group(1))).impl_keys.add(m.group(2))
+        elif ident.startswith("TORCH_LIBRARY_FRAGMENT_init_"):
+            rest = ident[len("TORCH_LIBRARY_FRAGMENT_init_"):]
+            ns = re.sub(r"_\d+$", "", rest)
+            out.setdefault(ns, Namespace(ns)).fragments += 1
+        elif ident.startswith("TORCH_LIBRARY_init_"):
+            ns = ident[len("TORCH_LIBRARY_init_"):]
+            out.setdefault(ns, Namespace(ns)).defines += 1
+    return out
+
+
+def _overlap(prev: str, nxt: str) -> int:
+    """Length of the longest suffix of ``prev`` that is a prefix of ``nxt`` (≥ 3)."""
+    for k in range(min(len(prev), len(nxt)), 2, -1):
+        if prev.endswith(nxt[:k]):
+            return k
+    return 0
+
+
+def schemas(img: ElfImage) -> list[Schema]:
+    """Schema-like strings in ``.rodata``, with overlapping vector chunks merged back."""
+    rng = _section_range(img, ".rodata")
+    if rng is None:
+        return []
+    buf = img.data.buf
+    found: dict[str, Schema] = {}
+    limit = min(rng[1], rng[0] + (64 << 20))  # bound the scan of a huge .rodata
+    for m in _SCHEMA.finditer(buf, rng[0], limit):
+        name = m.group(1).decode()
+        args = m.group(2).decode()
+        if args.strip() and not _TYPE_HINT.search(args):
+            continue
+        head = f"{name}({args})"
+        ret = _RET.match(buf, m.end(), min(m.end() + 200, rng[1]))
+        text, partial = head, True
+        if ret:
+            text, partial = head + " -> " + ret.group(1).decode(), False
+        else:
+            # The last 16-byte chunk of an inlined literal overlaps the previous ones.
+            tail = bytes(buf[m.end():min(m.end() + 32, rng[1])]).decode("latin-1")
+            arrow = tail.find("->")
+            if 0 <= arrow < 17:
+                k = _overlap(head, tail[:arrow].rstrip() + " ")
+                k = k or _overlap(head, tail[:arrow])
+                r = _RET.match(tail[arrow - 1:].encode("latin-1")) if arrow else None
+                if k and r:
+                    text, partial = head + " -> " + r.group(1).decode(), False
+        if not args.strip() and partial:
+            continue  # "refcount()" in a message: only a full "f() -> T" counts as a schema
+        found.setdefault(text, Schema(text, name, partial))
+    return list(found.values())
+
+
+def initializers(img: ElfImage) -> tuple[int, list[str]]:
+    """(count, names) of ``.init_array`` entries (+ DT_INIT, + ``.ctors``)."""
+    count, addrs = 0, []
+    ptr = 8 if img.header.bits == 64 else 4
+    fmt = ("<" if img.header.little_endian else ">") + ("Q" if ptr == 8 else "I")
+    for name in (".init_array", ".ctors"):
+        sec = img.section(name)
+        if sec is None or sec.sh_type == 8:
+            continue
+        n = sec.size // ptr
+        for i in range(min(n, 4096)):
+            (v,) = struct.unpack_from(fmt, img.data.buf, sec.offset + i * ptr)
+            if v not in (0, (1 << (ptr * 8)) - 1):  # .ctors uses 0 / -1 sentinels
+                addrs.append(v)
+                count += 1
+    if "DT_INIT" in img.tags:
+        count += 1
+    return count, _names_at(img, addrs)
+
+
+def _names_at(img: ElfImage, addrs: list[int]) -> list[str]:
+    """FUNC names in ``.symtab`` at these addresses (skipped for very large symbol tables)."""
+    sym = img.section(".symtab")
+    if sym is None or not addrs or sym.size > (8 << 20) or sym.link >= len(img.sections):
+        return []
+    strtab = img.sections[sym.link]
+    want = set(addrs)
+    is64 = img.header.bits == 64
+    ent = 24 if is64 else 16
+    e = "<" if img.header.little_endian else ">"
+    out = []
+    for i in range(sym.size // ent):
+        off = sym.offset + i * ent
+        if is64:
+            name, info, _o, _s, value = struct.unpack_from(e + "IBBHQ", img.data.buf, off)
+        else:
+            name, value, _sz, info = struct.unpack_from(e + "IIIB", img.data.buf, off)
+        if info & 0xF == 2 and value in want:  # STT_FUNC
+            out.append(img.cstring(strtab, name))
+    return sorted(set(out))
+
+
+def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
+    """Everything this module can read; ``dynstr_names`` are the PyInit_ names exported."""
+    stripped = img.section(".symtab") is None
+    inv = Inventory(stripped=stripped)
+    inv.namespaces = _namespaces(markers(img))
+    inv.schemas = schemas(img)
+    inv.pyinit = dynstr_names
+    inv.initializers, inv.initializer_names = initializers(img)
+    dynstr = _section_range(img, ".dynstr")
+    if dynstr:
+        buf = img.data.buf
+        inv.legacy_register_operators = buf.find(b"_ZN5torch17RegisterOperators", *dynstr) >= 0
+        # torch::Library::_def(schema, CppFunction&&, ...) means m.def binds a function.
+        inv.def_with_function = re.search(
+            rb"_ZNR?5torch7Library4_def\w*CppFunction", bytes(buf[dynstr[0]:dynstr[1]])) is not None
+    ro = _section_range(img, ".rodata")
+    if ro:
+        files = re.findall(rb"(?<=\x00)[\w./-]+\.(?:cpp|cc|cu|cxx)(?=\x00)",
+                           bytes(img.data.buf[ro[0]:min(ro[1], ro[0] + (8 << 20))]))
+        inv.source_files = sorted({f.decode() for f in files if b"/include/" not in f})[:20]
+    # Assign schemas to the namespace this library defines when there is exactly one.
+    defined = [ns for ns in inv.namespaces.values() if ns.defines or ns.fragments]
+    for s in inv.schemas:
+        if "::" in s.name:
+            ns_name, op = s.name.split("::", 1)
+            inv.namespaces.setdefault(ns_name, Namespace(ns_name)).ops.append(op)
+        elif len(defined) == 1:
+            defined[0].ops.append(s.name)
+    return inv
+
+
+def check_schema_syntax(text: str) -> str:
+    """Built-in grammar check of a schema's argument list; "" when it looks valid.
+
+    Checks: balanced parentheses, each argument is ``Type name[=default]`` (or ``*``), every
+    type is one the schema language knows (with ``?``, ``[]``, ``[N]``, ``(a!)`` suffixes), and
+    the return part, when present, follows ``->``.
+    """
+    m = re.match(r"^([\w:.]+)\((.*)\)(.*)$", text)
+    if not m:
+        return "not of the form name(args) -> returns"
+    rest = m.group(3).strip()
+    if rest and not rest.startswith("->"):
+        return f"expected '->' after the argument list, found {rest!r}"
+    args, depth, cur = [], 0, ""
+    for ch in m.group(2):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        args.append(cur)
+    for arg in (a.strip() for a in args):
+        if arg == "*":
+            continue
+        parts = arg.split("=")[0].split()
+        if len(parts) < 2:
+            return f"argument {arg!r} needs a type and a name"
+        base = re.sub(r"(\([a-z*]+!?\))?(\[\d*\])?\??$", "", parts[0])
+        base = re.sub(r"(\([a-z*]+!?\))?(\[\d*\])?\??$", "", base)
+        if base not in SCHEMA_TYPES and not base.startswith("__torch__"):
+            return f"unknown type {base!r} in argument {arg!r}"
+    return ""

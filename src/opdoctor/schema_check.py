@@ -1,0 +1,75 @@
+"""Validating operator schemas with the target interpreter's own torch parser.
+
+``torch._C.parse_schema`` runs in a subprocess of the target interpreter (opdoctor's process
+never imports torch), all schemas of a run in one batch. Importing torch costs a second or two,
+so verdicts are cached on disk per torch install and version (``$OPDOCTOR_CACHE_DIR`` or
+``~/.cache/opdoctor``). Without torch, :func:`opdoctor.registration.check_schema_syntax` is
+the documented fallback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from opdoctor.interp import Interpreter
+
+_PARSE = r"""
+import json, sys
+import torch
+out = {}
+for s in json.load(sys.stdin):
+    try:
+        torch._C.parse_schema(s)
+        out[s] = ""
+    except Exception as e:
+        out[s] = str(e).strip().splitlines()[0]
+print("OPDOCTOR-JSON" + json.dumps(out))
+"""
+
+
+def cache_dir() -> Path:
+    """Where parse verdicts are cached."""
+    base = os.environ.get("OPDOCTOR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "opdoctor")
+    return Path(base)
+
+
+def _cache_file(interp: Interpreter) -> Path:
+    assert interp.torch is not None
+    key = hashlib.sha256(f"{interp.torch.directory}|{interp.torch.version}".encode()).hexdigest()
+    return cache_dir() / f"schemas-{key[:16]}.json"
+
+
+def parse_with_torch(interp: Interpreter, texts: list[str], timeout: float = 120.0
+                     ) -> tuple[dict[str, str], str]:
+    """({schema: "" or the parser's message}, problem) — problem is "" when torch answered."""
+    if interp.torch is None or not texts:
+        return {}, "torch is not installed in the target interpreter"
+    path = _cache_file(interp)
+    cached: dict[str, str] = {}
+    try:
+        cached = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cached = {}
+    todo = [t for t in texts if t not in cached]
+    if todo:
+        try:
+            proc = subprocess.run([interp.invoke, "-c", _PARSE], input=json.dumps(todo),
+                                  capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return {}, f"torch's parser could not run: {exc}"
+        marker = proc.stdout.rfind("OPDOCTOR-JSON")
+        if proc.returncode != 0 or marker < 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            return {}, f"torch's parser failed: {last}"
+        cached.update(json.loads(proc.stdout[marker + len("OPDOCTOR-JSON"):]))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(cached))
+        except OSError:
+            pass  # a read-only home only costs the next run a torch import
+    return {t: cached[t] for t in texts if t in cached}, ""
