@@ -212,8 +212,24 @@ $(RFX)/entry_mangled.so: $(RSRC)/entry.cpp
 	@mkdir -p $(@D)
 	$(CXX) -shared -fPIC -DENTRY_NO_EXTERN_C $< -o $@
 
+# ---------------------------------------------------------------- CUDA fixtures (cause 3, nvcc)
+CFX := $(FIX)/cuda
+CUDA_SO := $(CFX)/sm80_only.so $(CFX)/sm90_only.so $(CFX)/ptx80_only.so
+ARCH_sm80_only := -gencode arch=compute_80,code=sm_80
+ARCH_sm90_only := -gencode arch=compute_90,code=sm_90
+ARCH_ptx80_only := -gencode arch=compute_80,code=compute_80
+ifneq ($(NVCC),)
+$(CFX)/%.so: $(SRC)/weighted_sum_kernel.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -shared -Xcompiler -fPIC $(ARCH_$*) $< -o $@ -L$(CUDA_HOME)/lib64 -lcudart
+else
+$(CFX)/%.so:
+	@mkdir -p $(SKIP)
+	echo "nvcc not found: CUDA fixtures not built" > $(SKIP)/$*.so.txt
+endif
+
 # ---------------------------------------------------------------- top-level targets
-fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO)
+fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

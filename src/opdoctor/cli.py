@@ -110,6 +110,9 @@ def check(
     expect_symbol: Annotated[list[str] | None, typer.Option(
         help="C entry point the host dlsym()s, e.g. register_myop_kernels (repeatable).")]
     = None,
+    gpu: Annotated[list[str] | None, typer.Option(
+        help="Target GPUs, e.g. sm_80,sm_90 or H100,A100 (repeatable; default: this machine's, "
+        "from nvidia-smi).")] = None,
     env: Annotated[list[str] | None, typer.Option(
         help="KEY=VALUE of the job's environment, e.g. LD_LIBRARY_PATH=/opt/lib (repeatable; "
         "KEY= removes it).")] = None,
@@ -155,7 +158,15 @@ def check(
             parse_expect_op(text)
         except ValueError as exc:
             raise click_exc.UsageError(str(exc)) from None
-    options = CheckOptions(expect_ops=tuple(expect_op or ()),
+    from opdoctor.cuda import parse_gpu
+
+    gpus = tuple(g for item in gpu or [] for g in item.split(",") if g.strip())
+    for g in gpus:
+        try:
+            parse_gpu(g)
+        except ValueError as exc:
+            raise click_exc.UsageError(str(exc)) from None
+    options = CheckOptions(expect_ops=tuple(expect_op or ()), gpus=gpus,
                            expect_symbols=tuple(expect_symbol or ()),
                            python=python, env=_environment(env))
 

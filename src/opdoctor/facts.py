@@ -34,6 +34,7 @@ class CheckOptions:
 
     expect_ops: tuple[str, ...] = ()
     expect_symbols: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()  # target GPUs (sm_90, 9.0, H100 …); empty: detect
     python: str | None = None  # target interpreter (default: the one opdoctor runs in)
     # The environment the job will run with; None means opdoctor's own os.environ.
     env: tuple[tuple[str, str], ...] | None = None

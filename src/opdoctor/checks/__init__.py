@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
 
-from opdoctor.checks import abi, deps, integrity, registration, symbols
+from opdoctor.checks import abi, cuda, deps, integrity, registration, symbols
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
 
@@ -23,6 +23,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     deps.CHECK,
     symbols.CHECK,
     abi.CHECK,
+    cuda.CHECK,
     registration.CHECK,
 )
 

@@ -103,6 +103,16 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             console.print(f"[green]{head}[/]: {escape(detail)}")
         else:
             console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
+    cuda = report.sections.get("cuda")
+    if cuda and cuda.get("entries"):
+        code = ", ".join(dict.fromkeys(e["arch"] for e in cuda["entries"]))
+        console.print(f"\nGPU code: {escape(code)}  (targets: {escape(cuda['targets_from'])})")
+        for row in cuda.get("gpus", []):
+            mark = {"native": "[green]✓[/]", "jit": "[yellow]~[/]", "none": "[red]✗[/]"}
+            how = {"native": f"runs natively ({row['via']})",
+                   "jit": f"runs via PTX JIT ({row['via']})",
+                   "none": "no kernel image"}[row["runs"]]
+            console.print(f"  {mark[row['runs']]} {row['gpu']}: {how}")
     deps = report.sections.get("dependencies")
     if ctx.verbose and deps:
         console.print()

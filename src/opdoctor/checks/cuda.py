@@ -1,0 +1,181 @@
+"""CUDA (cause 3): will the GPU code in the library run on the GPUs that will run the job, and
+does its CUDA runtime match torch's?
+
+"no kernel image is available for execution on the device" and "invalid device function" are
+predicted here from the fat binary, on a machine without a GPU: target GPUs come from
+``--gpu`` (the fleet's GPUs, in CI) or, when none is given, from ``nvidia-smi`` on this machine.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.cuda import Fatbin, gencode_for, parse_gpu, read_fatbin, verdict
+from opdoctor.facts import Facts
+from opdoctor.model import Cause, Finding, Severity
+
+_NVCC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/#gpu-compilation"
+
+OD310 = CodeDoc(
+    "OD310", "no kernel image for a target GPU", Severity.ERROR,
+    what="For every target GPU the library carries SASS of the same major architecture and a "
+    "lower or equal minor, or PTX of a lower or equal architecture to JIT-compile.",
+    why="Otherwise the first kernel launch fails: 'CUDA error: no kernel image is available "
+    "for execution on the device' (or 'invalid device function').",
+    example="built with -gencode arch=compute_80,code=sm_80 only, run on an H100 (sm_90)",
+    fix="Add the GPU's architecture to the build (nvcc -gencode arch=compute_90,code=sm_90, or "
+    "TORCH_CUDA_ARCH_LIST=\"8.0;9.0+PTX\") and keep PTX for the newest one.",
+    references=(_NVCC, "https://docs.nvidia.com/cuda/ampere-compatibility-guide/"),
+)
+OD311 = CodeDoc(
+    "OD311", "target GPU runs the kernels only through PTX JIT", Severity.INFO,
+    what="Every target GPU has native SASS in the library.",
+    why="With only PTX the driver JIT-compiles every kernel at first use: seconds to minutes "
+    "of start-up (cached in ~/.nv/ComputeCache), and it fails if the driver is older than the "
+    "PTX ISA version.",
+    example="compute_80 PTX only, on sm_90: runs after a JIT compile",
+    fix="Add SASS for the GPU: -gencode arch=compute_90,code=sm_90.",
+    references=(_NVCC,),
+)
+OD312 = CodeDoc(
+    "OD312", "CUDA runtime differs from torch's", Severity.WARNING,
+    what="The major version of the extension's libcudart.so.N matches torch.version.cuda.",
+    why="Two CUDA runtimes in one process: the extension's runtime may be missing on the job's "
+    "machine (torch wheels ship their own), and streams/allocations do not interoperate.",
+    example="libmyop.so needs libcudart.so.12, torch 2.x+cu130 ships libcudart.so.13",
+    fix="Build the extension with the CUDA toolkit of torch's CUDA version (torch.version.cuda).",
+    references=("https://pytorch.org/get-started/locally/",),
+)
+OD313 = CodeDoc(
+    "OD313", "CUDA code, but torch is a CPU-only build", Severity.WARNING,
+    what="When GPUs are targeted, the target interpreter's torch is a CUDA build.",
+    why="With a CPU-only torch the CUDA kernels never run: torch.cuda.is_available() is False "
+    "and calls with CUDA tensors fail ('Torch not compiled with CUDA enabled').",
+    example="torch 2.13.0+cpu with an extension that registers CUDA kernels, on a GPU node",
+    fix="Install the CUDA build of torch that matches the extension's CUDA (e.g. pip install "
+    "torch --index-url https://download.pytorch.org/whl/cu130).",
+    references=("https://pytorch.org/get-started/locally/",),
+)
+OD314 = CodeDoc(
+    "OD314", "malformed CUDA fat binary", Severity.WARNING,
+    what="The .nv_fatbin containers and entries are consistent (magic, sizes).",
+    why="A corrupt fatbin fails at module load with 'device kernel image is invalid'.",
+    example="entry at 0x1234 has header 64 / payload 99999 bytes past its container",
+    fix="Rebuild the library; check the file was not truncated or modified.",
+    references=(_NVCC,),
+)
+
+CODES = (OD310, OD311, OD312, OD313, OD314)
+
+
+def target_gpus(facts: Facts) -> tuple[list[int], str]:
+    """(compute capabilities, where they came from)."""
+    if facts.options.gpus:
+        return sorted({parse_gpu(g) for g in facts.options.gpus}), "--gpu"
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return [], "no --gpu given and no nvidia-smi on this machine"
+    try:
+        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=15).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return [], "nvidia-smi did not answer"
+    gpus = sorted({parse_gpu(line) for line in out.split() if re.fullmatch(r"\d+\.\d", line)})
+    return gpus, "nvidia-smi" if gpus else "nvidia-smi found no GPU"
+
+
+def fatbin(facts: Facts) -> Fatbin | None:
+    """The target's fat binary (computed once per run)."""
+    if "fatbin" not in facts.extra:
+        facts.extra["fatbin"] = read_fatbin(facts.image)
+    fb = facts.extra["fatbin"]
+    return fb if isinstance(fb, Fatbin) else None
+
+
+def _cudart_major(facts: Facts) -> int | None:
+    for name in facts.image.tags.get("DT_NEEDED", []):
+        m = re.fullmatch(r"libcudart\.so\.(\d+)", str(name))
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Judge the fat binary against the target GPUs and the CUDA runtime against torch's."""
+    fb = fatbin(facts)
+    cudart = _cudart_major(facts)
+    if fb is None and cudart is None:
+        return
+    if fb is not None and fb.problems:
+        yield OD314.finding(facts.path, "the CUDA fat binary is malformed", fb.problems[:5])
+    gpus, source = target_gpus(facts)
+    inventory = ", ".join(dict.fromkeys(e.label for e in fb.entries)) if fb else "none"
+    if fb is not None and gpus:
+        missing = []
+        for g in gpus:
+            v = verdict(fb, g)
+            if v.how == "none":
+                missing.append(g)
+            elif v.how == "jit":
+                yield OD311.finding(f"sm_{g}", f"sm_{g} runs the kernels only by JIT-compiling "
+                                    f"{v.via} PTX", (f"in the library: {inventory}",
+                                                     f"targets from {source}"),
+                                    fix=f"add SASS for it: -gencode arch=compute_{g},code=sm_{g}")
+        if missing:
+            want = sorted(set(fb.sass_archs) | set(missing))
+            yield OD310.finding(
+                ", ".join(f"sm_{g}" for g in missing),
+                f"no kernel image for {', '.join(f'sm_{g}' for g in missing)}: the first kernel "
+                "launch fails with 'no kernel image is available for execution on the device'",
+                (f"in the library: {inventory}", f"targets from {source}",
+                 "SASS sm_XY runs on the same major with minor ≥ Y; "
+                 "PTX compute_XY on any GPU ≥ XY"),
+                fix=f"rebuild with {gencode_for(want)}")
+    interp = facts.interpreter
+    torch = interp.torch if interp else None
+    if torch is None:
+        return
+    if torch.cuda is None:
+        if gpus:
+            yield OD313.finding(facts.path, f"GPUs are targeted ({source}) but torch "
+                                f"{torch.version} is CPU-only: the CUDA code never runs",
+                                (f"torch.version.cuda = None ({torch.directory}/version.py)",
+                                 f"GPU code in the library: {inventory}"))
+        return
+    if cudart is not None and str(cudart) != torch.cuda.split(".")[0]:
+        yield OD312.finding(facts.path, f"the library uses CUDA runtime {cudart}, torch "
+                            f"{torch.version} uses CUDA {torch.cuda}",
+                            (f"DT_NEEDED libcudart.so.{cudart}", f"torch.version.cuda = "
+                             f"{torch.cuda}"))
+
+
+def section(facts: Facts) -> dict[str, Any]:
+    """The GPU-code inventory and the per-GPU verdicts for the report."""
+    fb = fatbin(facts)
+    gpus, source = target_gpus(facts)
+    out: dict[str, Any] = {"cudart": _cudart_major(facts), "targets_from": source,
+                           "entries": [], "gpus": []}
+    if fb is not None:
+        out["entries"] = [{"kind": e.kind_name, "arch": e.label, "size": e.size,
+                           "compressed": e.compressed,
+                           "ptx_isa": ".".join(map(str, e.ptx_version)) if e.ptx_version
+                           else None} for e in fb.entries]
+        out["gpus"] = [{"gpu": f"sm_{g}", "runs": verdict(fb, g).how, "via": verdict(fb, g).via}
+                       for g in gpus]
+    return out
+
+
+CHECK = Check(
+    name="cuda",
+    summary="GPU code (SASS/PTX) fits the target GPUs; CUDA runtime matches torch's",
+    causes=(Cause.VERSION,),
+    codes=CODES,
+    run=run,
+    section=section,
+)
