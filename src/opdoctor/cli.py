@@ -11,6 +11,7 @@ Exit codes (also in ``--help`` and the README):
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from enum import IntEnum
@@ -239,17 +240,68 @@ def _render_doc(doc: CodeDoc) -> str:
 
 @app.command()
 def explain(
-    what: Annotated[str, typer.Argument(help="A code such as OD401.")],
+    what: Annotated[str, typer.Argument(
+        help="A code (OD401), an error message in quotes, or - to read a log from stdin.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
 ) -> int:
-    """Explain a finding code: what it checks, why it matters, example, fix, references."""
-    from opdoctor.checks import load_registry
+    """Explain a code, or turn an error message / traceback / CI log into cause and fix.
 
+    Exit codes: 0 explained · 1 nothing matched · 3 usage error.
+    """
+    import json
+
+    from opdoctor.checks import load_registry
+    from opdoctor.explain import explain_text, explanation_dict, load_patterns
+
+    if fmt not in ("text", "json"):
+        raise click_exc.UsageError(f"unknown format {fmt!r} (text | json)")
     catalog = load_registry().catalog
-    doc = catalog.get(what.strip().upper())
-    if doc is None:
-        raise click_exc.UsageError(f"unknown code {what!r} (see `opdoctor codes`)")
-    typer.echo(_render_doc(doc), nl=False)
-    return Exit.OK
+    code = what.strip().upper()
+    if re.fullmatch(r"OD\d{3}", code):
+        doc = catalog.get(code)
+        if doc is None:
+            raise click_exc.UsageError(f"unknown code {what!r} (see `opdoctor codes`)")
+        if fmt == "json":
+            typer.echo(json.dumps(_doc_dict(doc), indent=2))
+        else:
+            typer.echo(_render_doc(doc), nl=False)
+        return Exit.OK
+    text = sys.stdin.read() if what == "-" else what
+    if not text.strip():
+        raise click_exc.UsageError("nothing to explain (empty input)")
+    result = explain_text(text, load_patterns(frozenset(catalog)))
+    if fmt == "json":
+        typer.echo(json.dumps(explanation_dict(result), indent=2))
+    else:
+        typer.echo(_render_explanation(result))
+    return Exit.OK if result.cause else Exit.FINDINGS
+
+
+def _doc_dict(d: CodeDoc) -> dict[str, Any]:
+    return {"code": d.code, "cause": int(d.cause), "severity": d.severity.value,
+            "title": d.title, "what": d.what, "why": d.why, "example": d.example, "fix": d.fix,
+            "references": list(d.references)}
+
+
+def _render_explanation(e: Any) -> str:
+    from opdoctor.model import Cause
+
+    head = (f"Cause {e.cause} — {Cause(e.cause).title}: {e.title}" if e.cause
+            else f"Unknown: {e.title}")
+    lines = [head, f"confidence: {e.confidence}" + (f" · codes: {', '.join(e.codes)}"
+                                                    if e.codes else ""), "", e.explanation]
+    for sym in e.entities.get("symbols", [])[:3]:
+        lines.append(f"  symbol: {sym['demangled']}  [{sym['mangled']}]")
+        lines.append(f"          is {sym['is']}")
+    for key in ("op", "library", "path", "version", "module", "backend", "arch"):
+        if e.entities.get(key):
+            lines.append(f"  {key}: {e.entities[key]}")
+    if e.evidence:
+        lines += ["", "the line that matters:"] + [f"  {x}" for x in e.evidence]
+    if e.other_matches:
+        lines += ["", "also seen:"] + [f"  {x}" for x in e.other_matches[:5]]
+    lines += ["", "next:"] + [f"  {x}" for x in e.next_steps]
+    return "\n".join(lines)
 
 
 @app.command()
@@ -263,10 +315,7 @@ def codes(
 
     catalog = load_registry().catalog
     if fmt == "json":
-        rows = [{"code": d.code, "cause": int(d.cause), "severity": d.severity.value,
-                 "title": d.title, "what": d.what, "why": d.why, "example": d.example,
-                 "fix": d.fix, "references": list(d.references)} for d in catalog.values()]
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps([_doc_dict(d) for d in catalog.values()], indent=2))
     elif fmt == "text":
         for d in catalog.values():
             typer.echo(f"{d.code}  cause {int(d.cause)}  {d.severity.value:<7}  {d.title}")

@@ -6,6 +6,7 @@ import json
 from typing import Any, TextIO
 
 from opdoctor import __version__
+from opdoctor.diagnosis import diagnose
 from opdoctor.model import Finding, Report
 from opdoctor.report import RenderContext
 from opdoctor.summary import cause_statuses, severity_counts
@@ -31,10 +32,18 @@ def finding_dict(f: Finding, ctx: RenderContext) -> dict[str, Any]:
 def report_dict(report: Report, ctx: RenderContext) -> dict[str, Any]:
     """One target's report as a JSON-ready dict."""
     counts = severity_counts(report)
+    diag = diagnose(report)
     return {
         "target": {"path": report.target.path, "size": report.target.size,
                    "kind": report.target.kind},
         "summary": {s.value: n for s, n in counts.items()},
+        "diagnosis": {
+            "cause": diag.cause,
+            "confidence": diag.confidence,
+            "summary": diag.summary,
+            "root_findings": [f.code for f in diag.root_findings],
+            "consequences": {k: [f.code for f in v] for k, v in diag.consequences.items()},
+        },
         "causes": [
             {"cause": int(r.cause), "title": r.cause.title, "state": r.state.value,
              "codes": sorted({f.code for f in r.findings}), "reason": r.reason}

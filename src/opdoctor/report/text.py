@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from opdoctor import __version__
+from opdoctor.diagnosis import diagnose
 from opdoctor.model import CheckStatus, Finding, Report, Severity
 from opdoctor.report import RenderContext
 from opdoctor.summary import CauseState, cause_statuses, severity_counts
@@ -87,6 +88,11 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
     t = report.target
     kind = f"{t.kind}, " if t.kind else ""
     console.print(f"[bold]opdoctor {__version__}[/] — {escape(t.path)} ({kind}{_size(t.size)})")
+    diag = diagnose(report)
+    style = "bold green" if diag.cause == 0 else "bold red" if diag.confidence == "high" \
+        else "bold yellow"
+    console.print(f"[{style}]{escape(diag.summary)}[/]")
+    folded = {id(f): root for root, fs in diag.consequences.items() for f in fs}
     console.print()
     for row in cause_statuses(report):
         head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
@@ -94,6 +100,10 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             worst = max(row.findings, key=lambda f: f.severity.rank).severity
             console.print(f"[{_SEV_STYLE[worst]}]{head}[/]")
             for f in row.findings:
+                if id(f) in folded:
+                    console.print(f"  [dim]{f.code} {escape(f.message)} — a consequence of "
+                                  f"{folded[id(f)]}[/]")
+                    continue
                 _finding(console, f, ctx)
             reg = report.sections.get("registration")
             if int(row.cause) == 1 and reg is not None and inventory_line(reg):

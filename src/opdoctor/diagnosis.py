@@ -1,0 +1,71 @@
+"""From all findings of a run to one verdict: the most likely cause, its root findings, and the
+consequences folded under them.
+
+Ranking follows the order in which things fail in a real process: a broken file (4) stops
+everything; a missing dependency (2) stops the load before any symbol is bound; an unbindable
+symbol or missing version (3) stops it before any static initialiser runs; only then can
+registration (1) go wrong; the import chain (5) decides whether the load happens at all.
+Within that order, errors outrank warnings, which outrank infos.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from opdoctor.model import Cause, Finding, Report, Severity
+
+# The order in which the loader and the framework hit problems (first = root when present).
+FAIL_ORDER = (Cause.BUILD, Cause.IMPORT_CHAIN, Cause.LIBRARY_PATH, Cause.VERSION,
+              Cause.REGISTRATION)
+
+# A finding of the key code explains findings of these codes when both are present.
+EXPLAINS: dict[str, tuple[str, ...]] = {
+    "OD201": ("OD301", "OD304", "OD101", "OD106"),
+    "OD203": ("OD301", "OD304", "OD101", "OD106"),
+    "OD302": ("OD301",),
+    "OD303": ("OD304", "OD301"),
+    "OD304": ("OD301",),
+    "OD313": ("OD310", "OD311"),
+}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict of one report."""
+
+    cause: int  # 1–5, 0 when nothing is wrong
+    confidence: str  # high / medium / low
+    summary: str
+    root_findings: tuple[Finding, ...]
+    consequences: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
+
+
+def diagnose(report: Report) -> Diagnosis:
+    """Rank the causes of ``report`` and name the root."""
+    serious = [f for f in report.findings if f.severity is not Severity.INFO]
+    if not serious:
+        note = " (informational notes only)" if report.findings else ""
+        return Diagnosis(0, "high", f"No problem found{note}.", ())
+    worst = max(f.severity.rank for f in serious)
+    top = [f for f in serious if f.severity.rank == worst]
+    for cause in FAIL_ORDER:
+        roots = [f for f in top if f.cause == cause]
+        if roots:
+            break
+    explained: dict[str, tuple[Finding, ...]] = {}
+    root_codes = {f.code for f in roots}
+    for r in roots:
+        folded = tuple(f for f in report.findings
+                       if f not in roots and f.code in EXPLAINS.get(r.code, ()))
+        if folded:
+            explained[r.code] = folded
+    # A secondary root explained by a primary one is not a root.
+    roots = [r for r in roots if not any(r.code in EXPLAINS.get(c, ()) for c in root_codes
+                                         if c != r.code)]
+    first = roots[0]
+    confidence = "high" if first.severity is Severity.ERROR else "medium"
+    more = f" (+{len(roots) - 1} more)" if len(roots) > 1 else ""
+    fix = f" Fix: {first.fix}" if first.fix else ""
+    summary = (f"Most likely cause: {int(first.cause)} — {first.cause.title}: "
+               f"{first.message}{more}.{fix}")
+    return Diagnosis(int(first.cause), confidence, summary, tuple(roots), explained)

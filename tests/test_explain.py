@@ -1,0 +1,157 @@
+"""`opdoctor explain` and the diagnosis verdict of `opdoctor check`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from opdoctor.checks import load_registry
+from opdoctor.diagnosis import diagnose
+from opdoctor.explain import explain_text, load_patterns
+from opdoctor.facts import CheckOptions
+from opdoctor.runner import run_check
+from tests.conftest import ROOT, fixture, reference
+from tests.helpers import cli
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CORPUS = tomllib.loads((ROOT / "tests/explain_corpus.toml").read_text())["case"]
+
+
+def test_knowledge_base_validates_against_the_catalog() -> None:
+    patterns = load_patterns(frozenset(load_registry().catalog))
+    assert len(patterns) >= 30
+    frameworks = {p.framework for p in patterns}
+    assert frameworks >= {"pytorch", "tensorflow", "mindspore", "oneflow", "onnxruntime",
+                          "loader", "cuda", "python", "build"}
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[c.get("subcause") or c.get("code") for c in CORPUS])
+def test_corpus(case: dict[str, object]) -> None:
+    e = explain_text(str(case["text"]))
+    assert e.cause == case["cause"], (e.subcause, e.title)
+    if "subcause" in case:
+        assert e.subcause == case["subcause"]
+    if "code" in case:
+        assert e.codes == [case["code"]]
+
+
+# fixture → (cause, code the explanation must name)
+FIXTURE_ERRORS = {
+    "integrity/empty.so": (4, "OD404"),
+    "integrity/not_elf.so": (4, "OD405"),
+    "integrity/elf32.so": (4, "OD407"),
+    "integrity/aarch64.so": (4, "OD408"),
+    "integrity/relocatable.so": (4, "OD409"),
+    "integrity/executable.so": (4, "OD409"),
+    "integrity/pie.so": (4, "OD409"),
+    "loader/uses_dep.so": (2, "OD201"),
+    "loader/wrong_runpath.so": (2, "OD201"),
+    "loader/chain_a_runpath.so": (2, "OD201"),
+    "loader/uses_verdep.so": (3, "OD302"),
+    "loader/abi0.so": (3, "OD303"),
+    "loader/other_torch.so": (3, "OD304"),
+    "registration/no_registration.so": (1, "OD101"),
+    "registration/extension_name.so": (1, "OD105"),
+    "registration/bad_schema.so": (1, "OD102"),
+    "registration/cpu_only.so": (1, "OD103"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_ERRORS))
+def test_fixture_errors_are_explained(name: str) -> None:
+    """Load the fixture for real, take the traceback (or the abort text), explain it."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    p = subprocess.run([sys.executable, str(ROOT / "tests/real_errors.py"), str(fixture(name))],
+                       capture_output=True, text=True, timeout=120, env=env)
+    text = p.stdout + p.stderr
+    assert "OK" not in p.stdout.split(), f"{name} loaded and ran: {text}"
+    e = explain_text(text)
+    cause, code = FIXTURE_ERRORS[name]
+    assert e.cause == cause, (name, e.subcause, e.title, text[-500:])
+    assert code in e.codes, (name, e.codes)
+
+
+def test_undefined_symbol_is_demangled_and_classified() -> None:
+    e = explain_text("OSError: libx.so: undefined symbol: _ZN3c109alloc_cpuEi")
+    sym = e.entities["symbols"][0]
+    assert sym["demangled"] == "c10::alloc_cpu(int)"
+    assert "another torch" in sym["is"]
+    assert e.next_steps[0] == "opdoctor check libx.so"
+
+
+def test_cannot_open_existing_file_means_wrong_arch() -> None:
+    path = fixture("integrity/aarch64.so")
+    e = explain_text(f"OSError: {path}: cannot open shared object file: No such file or directory")
+    assert e.cause == 4 and e.codes == ["OD408"]
+
+
+def test_long_log_finds_the_lines_that_matter(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    noise = "\n".join(f"INFO step {i}: loss=0.{i % 97:02d}" for i in range(5000))
+    log = (noise + "\nTraceback (most recent call last):\n  File \"train.py\", line 3\n"
+           "OSError: /opt/libmyop.so: undefined symbol: _ZN2at4_ops3add4callERKNS_6TensorES4_"
+           "RKN3c106ScalarE\n\nThe above exception was the direct cause of the following:\n"
+           "RuntimeError: operator myop::weighted_sum does not exist\n" + noise)
+    monkeypatch.setattr("sys.stdin", io.StringIO(log))
+    res = cli(capsys, "explain", "-", "--format", "json")
+    doc = res.json()
+    assert res.code == 0
+    assert doc["cause"] == 3 and doc["codes"] == ["OD304"]
+    assert doc["evidence"][0].startswith("line 5003:")
+    assert any("torch.op-does-not-exist" in m for m in doc["other_matches"])
+    assert set(doc) >= {"cause", "subcause", "codes", "confidence", "entities", "next_steps"}
+
+
+def test_no_match_is_honest(capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "explain", "--format", "json", "the coffee machine is empty")
+    doc = res.json()
+    assert res.code == 1
+    assert doc["cause"] == 0 and doc["confidence"] == "low" and doc["codes"] == []
+    assert "will not invent" in doc["explanation"]
+
+
+def test_explain_code_still_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "explain", "OD303", "--format", "json")
+    assert res.json()["code"] == "OD303"
+
+
+# ------------------------------------------------------------------ diagnosis in check
+def test_verdict_first_in_text(capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "check", str(fixture("loader/abi0.so")))
+    second = res.out.splitlines()[1]
+    assert second.startswith("Most likely cause: 3 — version mismatch: built with "
+                             "_GLIBCXX_USE_CXX11_ABI=0")
+    clean = cli(capsys, "check", str(reference()))
+    assert clean.out.splitlines()[1] == "No problem found."
+
+
+def test_root_and_consequences() -> None:
+    report = run_check(str(fixture("loader/uses_dep.so")), CheckOptions(env=()))
+    d = diagnose(report)
+    assert d.cause == 2 and d.confidence == "high"
+    assert [f.code for f in d.root_findings] == ["OD201"]
+    assert [f.code for f in d.consequences["OD201"]] == ["OD301"]
+
+
+def test_broken_file_outranks_everything() -> None:
+    d = diagnose(run_check(str(fixture("integrity/truncated.so"))))
+    assert d.cause == 4 and d.root_findings[0].code == "OD406"
+
+
+def test_json_diagnosis(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    res = cli(capsys, "check", "-f", "json", "--env", "LD_LIBRARY_PATH=",
+              str(fixture("loader/chain_a_runpath.so")))
+    diag = res.json()["reports"][0]["diagnosis"]
+    assert diag["cause"] == 2 and diag["root_findings"] == ["OD203"]
+    ok = cli(capsys, "check", "-f", "json", str(reference())).json()["reports"][0]["diagnosis"]
+    assert ok["cause"] == 0
