@@ -228,8 +228,32 @@ $(CFX)/%.so:
 	echo "nvcc not found: CUDA fixtures not built" > $(SKIP)/$*.so.txt
 endif
 
+# ---------------------------------------------------------------- probe fixtures (loaded for real)
+PSRC := tests/fixtures/probe
+PFX := $(FIX)/probe
+PROBE_SO := $(PFX)/dup_a.so $(PFX)/dup_b.so $(PFX)/init_order.so $(PFX)/ctor_abort.so \
+            $(PFX)/ctor_hang.so
+
+$(OBJ)/dup_%.o: $(PSRC)/dup_ns.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) -DDUP_LIB=$(if $(filter a,$*),1,2) -c $< -o $@
+$(PFX)/dup_%.so: $(OBJ)/dup_%.o
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
+# Link order matters: the registrar's translation unit first, so its initialiser runs first.
+$(PFX)/init_order.so: $(PSRC)/init_order_registrar.cpp $(PSRC)/init_order_registry.cpp \
+                      $(PSRC)/init_order_registry.h
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -O1 $(PSRC)/init_order_registrar.cpp $(PSRC)/init_order_registry.cpp -o $@
+$(PFX)/ctor_abort.so: $(PSRC)/ctor.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -DCTOR_ABORT $< -o $@
+$(PFX)/ctor_hang.so: $(PSRC)/ctor.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -DCTOR_HANG $< -o $@
+
 # ---------------------------------------------------------------- top-level targets
-fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO)
+fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi
@@ -251,6 +275,7 @@ demo: venv
 bench: venv
 	$(MAKE) -j$(NPROC) reference
 	$(PY) benchmarks/bench_static.py
+	$(PY) benchmarks/bench_probe.py
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks

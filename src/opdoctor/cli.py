@@ -45,6 +45,9 @@ class Exit(IntEnum):
     INTERNAL = 4
 
 
+STATIC_TIMEOUT = 120.0  # seconds for the static analysis of one file (hostile inputs)
+
+
 class AnalysisTimeout(Exception):
     """The static analysis ran past its time limit (a hostile or pathological file)."""
 
@@ -101,8 +104,18 @@ def check(
                                               help="List the checks and exit.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All evidence, timings.")]
     = False,
-    timeout: Annotated[float, typer.Option(help="Seconds allowed for the static analysis.")]
-    = 120.0,
+    static: Annotated[bool, typer.Option("--static", help="Static checks only: do not load "
+                                         "the library (the probe executes its initialisers).")]
+    = False,
+    timeout: Annotated[float, typer.Option(help="Seconds the load probe may take.")] = 60.0,
+    smoke: Annotated[bool, typer.Option("--smoke", help="Probe: call each new op with simple "
+                                        "tensor arguments on small CPU tensors.")] = False,
+    preload: Annotated[list[str] | None, typer.Option(
+        help="Probe: load this library first, as the job does (repeatable).")] = None,
+    probe_memory: Annotated[int, typer.Option(help="Probe memory limit in MiB (RSS).")] = 16384,
+    against_site_packages: Annotated[bool, typer.Option(
+        "--against-site-packages", help="Find other installed libraries that define the same "
+        "TORCH_LIBRARY namespace.")] = False,
     python: Annotated[str | None, typer.Option(help="Target interpreter that will load the "
                                                "library (default: this one).")] = None,
     expect_op: Annotated[list[str] | None, typer.Option(
@@ -167,7 +180,10 @@ def check(
             parse_gpu(g)
         except ValueError as exc:
             raise click_exc.UsageError(str(exc)) from None
-    options = CheckOptions(expect_ops=tuple(expect_op or ()), gpus=gpus,
+    options = CheckOptions(probe=not static, timeout=timeout, smoke=smoke,
+                           preload=tuple(preload or ()), probe_memory_mb=probe_memory,
+                           against_site_packages=against_site_packages,
+                           expect_ops=tuple(expect_op or ()), gpus=gpus,
                            expect_symbols=tuple(expect_symbol or ()),
                            python=python, env=_environment(env))
 
@@ -175,14 +191,16 @@ def check(
     old = signal.signal(signal.SIGALRM, _on_alarm)
     try:
         for path in paths:
-            signal.setitimer(signal.ITIMER_REAL, timeout)
+            # The static analysis runs under a timer; the probe has its own (--timeout).
+            signal.setitimer(signal.ITIMER_REAL, STATIC_TIMEOUT + timeout)
             try:
                 reports.append(run_check(path, options, selection=selection, registry=registry))
             except InputError as exc:
                 typer.echo(f"opdoctor: error: {exc} [{exc.code}]", err=True)
                 return Exit.BAD_INPUT
             except AnalysisTimeout:
-                typer.echo(f"opdoctor: error: {path}: analysis exceeded {timeout:g} s "
+                typer.echo(f"opdoctor: error: {path}: analysis exceeded "
+                           f"{STATIC_TIMEOUT + timeout:g} s "
                            "(pathological or hostile file?)", err=True)
                 return Exit.BAD_INPUT
             finally:

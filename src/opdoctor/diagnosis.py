@@ -19,12 +19,18 @@ FAIL_ORDER = (Cause.BUILD, Cause.IMPORT_CHAIN, Cause.LIBRARY_PATH, Cause.VERSION
               Cause.REGISTRATION)
 
 # A finding of the key code explains findings of these codes when both are present.
+# Probe codes listed here confirm the static finding with the real load's evidence.
 EXPLAINS: dict[str, tuple[str, ...]] = {
-    "OD201": ("OD301", "OD304", "OD101", "OD106"),
-    "OD203": ("OD301", "OD304", "OD101", "OD106"),
-    "OD302": ("OD301",),
-    "OD303": ("OD304", "OD301"),
-    "OD304": ("OD301",),
+    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
+    "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
+    "OD302": ("OD301", "OD322", "OD321"),
+    "OD303": ("OD304", "OD301", "OD321"),
+    "OD304": ("OD301", "OD321"),
+    "OD301": ("OD321",),
+    "OD101": ("OD121", "OD106"),
+    "OD102": ("OD123",),
+    "OD105": ("OD106",),
+    "OD106": ("OD122",),
     "OD313": ("OD310", "OD311"),
 }
 
@@ -52,16 +58,16 @@ def diagnose(report: Report) -> Diagnosis:
         roots = [f for f in top if f.cause == cause]
         if roots:
             break
-    explained: dict[str, tuple[Finding, ...]] = {}
+    # A secondary root explained by a primary one is not a root.
     root_codes = {f.code for f in roots}
+    roots = [r for r in roots if not any(r.code in EXPLAINS.get(c, ()) for c in root_codes
+                                         if c != r.code)]
+    explained: dict[str, tuple[Finding, ...]] = {}
     for r in roots:
         folded = tuple(f for f in report.findings
                        if f not in roots and f.code in EXPLAINS.get(r.code, ()))
         if folded:
             explained[r.code] = folded
-    # A secondary root explained by a primary one is not a root.
-    roots = [r for r in roots if not any(r.code in EXPLAINS.get(c, ()) for c in root_codes
-                                         if c != r.code)]
     first = roots[0]
     confidence = "high" if first.severity is Severity.ERROR else "medium"
     more = f" (+{len(roots) - 1} more)" if len(roots) > 1 else ""

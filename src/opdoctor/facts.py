@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -26,6 +27,7 @@ from opdoctor.interp import Interpreter, InterpreterError, inspect_interpreter
 from opdoctor.loader.process import Process, emulate, needs_torch
 from opdoctor.loader.search import Environment, Resolver
 from opdoctor.loader.symbols import Binding, SymbolTables, bind
+from opdoctor.probe.runner import ProbeHandle, ProbeRequest, ProbeResult, start_probe
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,12 @@ class CheckOptions:
     python: str | None = None  # target interpreter (default: the one opdoctor runs in)
     # The environment the job will run with; None means opdoctor's own os.environ.
     env: tuple[tuple[str, str], ...] | None = None
+    probe: bool = False  # load the library for real in a child process (the CLI's default)
+    timeout: float = 60.0  # seconds for the probe
+    probe_memory_mb: int = 16384
+    smoke: bool = False
+    preload: tuple[str, ...] = ()  # libraries the job loads before this one
+    against_site_packages: bool = False  # look for the same namespace in other installed .so
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,31 @@ class Facts:
     def binding(self) -> Binding:
         """Version needs and undefined symbols of the target, bound in the emulated process."""
         return bind(self.image, self.process, self.symbol_tables)
+
+    def start_probe(self) -> None:
+        """Start the load probe now, so it runs while the static checks run."""
+        if "probe_handle" in self.extra or self.structure.image is None:
+            return
+        interp = self.interpreter
+        python = interp.invoke if interp else (self.options.python or sys.executable)
+        req = ProbeRequest(
+            path=os.path.abspath(self.path), python=python,
+            torch=bool(interp and interp.torch and self.torch_context),
+            preload=tuple(os.path.abspath(p) for p in self.options.preload),
+            ops=tuple(op.split("[")[0] for op in self.options.expect_ops),
+            smoke=self.options.smoke, timeout=self.options.timeout,
+            memory_mb=self.options.probe_memory_mb, env=self.environ)
+        self.extra["probe_handle"] = start_probe(req)
+
+    def probe_result(self) -> ProbeResult | None:
+        """The probe's result (waits for it); None when it was not started."""
+        if "probe_result" not in self.extra:
+            handle = self.extra.get("probe_handle")
+            if not isinstance(handle, ProbeHandle):
+                return None
+            self.extra["probe_result"] = handle.wait()
+        res = self.extra["probe_result"]
+        return res if isinstance(res, ProbeResult) else None
 
     @property
     def image(self) -> ElfImage:

@@ -73,6 +73,9 @@ def run_check(
     data = facts.file  # raises InputError before any check runs
     header = facts.structure.header
     report = Report(TargetInfo(path, data.size, header.describe() if header else ""))
+    if options is not None and options.probe and not facts.blocker \
+            and not facts.framework_library:
+        facts.start_probe()  # runs concurrently with the static checks below
     for check in registry.checks:
         run, found = _run_one(check, facts, selection, report.sections)
         report.checks.append(run)

@@ -8,6 +8,7 @@ observes the real registry.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -141,7 +142,18 @@ OD112 = CodeDoc(
     references=("https://gcc.gnu.org/wiki/Visibility",),
 )
 
-CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD110, OD111, OD112)
+OD128 = CodeDoc(
+    "OD128", "another installed library registers the same namespace", Severity.WARNING,
+    what="No other shared library in the target interpreter's site-packages defines the same "
+    "TORCH_LIBRARY namespace (--against-site-packages).",
+    why="Whichever loads second fails with 'Only a single TORCH_LIBRARY can be used to "
+    "register the namespace' — typically an old copy of the same extension, or two projects "
+    "that chose the same namespace.",
+    example="site-packages/myop_old/libmyop.so also defines TORCH_LIBRARY(myop)",
+    fix="Uninstall the stale copy, or rename one namespace.",
+    references=(_DOCS,),
+)
+CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD110, OD111, OD112, OD128)
 
 _EXPECT = re.compile(r"^(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)(?:\[(?P<keys>[\w ,]*)\])?$")
 
@@ -245,6 +257,49 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 (f"TORCH_LIBRARY_IMPL_init_{ns.name}_<key> registrars only",))
     yield from _expected_ops(facts, inv)
     yield from _expected_symbols(facts)
+    if facts.options.against_site_packages:
+        yield from _same_namespace_elsewhere(facts, inv)
+
+
+def _site_dirs(facts: Facts) -> list[str]:
+    interp = facts.interpreter
+    paths = interp.sys_path if interp else ()
+    return [p for p in paths if p.endswith(("site-packages", "dist-packages"))
+            and os.path.isdir(p)]
+
+
+def _same_namespace_elsewhere(facts: Facts, inv: Inventory) -> Iterator[Finding]:
+    """Other installed shared libraries that define one of this library's namespaces."""
+    import mmap
+
+    names = [ns.name for ns in inv.namespaces.values() if ns.defines]
+    if not names:
+        return
+    needles = {ns: (f"TORCH_LIBRARY_init_{ns}RN5torch".encode(),
+                    f"TORCH_LIBRARY_static_init_{ns}\0".encode()) for ns in names}
+    me = os.path.realpath(facts.path)
+    seen: set[str] = set()
+    for site in _site_dirs(facts):
+        for root, _dirs, files in os.walk(site):
+            for name in files:
+                if not (name.endswith(".so") or ".so." in name):
+                    continue
+                path = os.path.realpath(os.path.join(root, name))
+                if path == me or path in seen:
+                    continue
+                seen.add(path)
+                try:
+                    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0,
+                                                           access=mmap.ACCESS_READ) as mm:
+                        for ns, pats in needles.items():
+                            if any(mm.find(p) >= 0 for p in pats):
+                                yield OD128.finding(
+                                    f"{ns}::*", f"{os.path.join(root, name)} also defines "
+                                    f"TORCH_LIBRARY({ns}): whichever loads second fails",
+                                    (f"registrar TORCH_LIBRARY_init_{ns} in {path}",
+                                     f"scanned: {site}"))
+                except (OSError, ValueError):
+                    continue
 
 
 def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:

@@ -13,6 +13,7 @@ from opdoctor.model import CheckStatus, Finding, Report, Severity
 from opdoctor.report import RenderContext
 from opdoctor.summary import CauseState, cause_statuses, severity_counts
 
+PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD321", "OD322"}
 _SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _MARK = {CauseState.FOUND: "✗", CauseState.CLEAN: "✓", CauseState.NOT_CHECKED: "–"}
 
@@ -101,8 +102,12 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             console.print(f"[{_SEV_STYLE[worst]}]{head}[/]")
             for f in row.findings:
                 if id(f) in folded:
-                    console.print(f"  [dim]{f.code} {escape(f.message)} — a consequence of "
+                    how = "confirms" if f.code[2:] >= "20" and f.code in PROBE_CODES \
+                        else "a consequence of"
+                    console.print(f"  [dim]{f.code} {escape(f.message)} — {how} "
                                   f"{folded[id(f)]}[/]")
+                    for line in f.evidence[: None if ctx.verbose else 3]:
+                        console.print(f"    [dim]{escape(line)}[/]")
                     continue
                 _finding(console, f, ctx)
             reg = report.sections.get("registration")
@@ -113,6 +118,13 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             console.print(f"[green]{head}[/]: {escape(detail)}")
         else:
             console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
+    probe = report.sections.get("probe")
+    if probe and probe.get("ran"):
+        regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])
+        line = f"\nprobe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
+        if probe["outcome"] == "loaded":
+            line += f", registered {regs}" if regs else ", registered no operator"
+        console.print(escape(line))
     cuda = report.sections.get("cuda")
     if cuda and cuda.get("entries"):
         code = ", ".join(dict.fromkeys(e["arch"] for e in cuda["entries"]))

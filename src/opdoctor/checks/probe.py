@@ -1,0 +1,398 @@
+"""The load probe's verdict (causes 1–3, ground truth): what really happened when the target
+interpreter loaded the library, classified into codes, and compared with the static prediction.
+
+The probe executes the library's static initialisers — that is its purpose — in a separate,
+time-limited process (see :mod:`opdoctor.probe.runner`). ``--static`` skips it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.demangle import demangle
+from opdoctor.facts import Facts
+from opdoctor.model import Cause, Finding, Severity
+from opdoctor.probe.runner import ProbeResult
+
+_DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
+_PROBE = "opdoctor README, 'What the probe does'"
+
+OD120 = CodeDoc(
+    "OD120", "namespace or operator registered twice", Severity.ERROR,
+    what="Loading the library does not register a TORCH_LIBRARY namespace or an operator that "
+    "is already registered in the process.",
+    why="torch refuses a second TORCH_LIBRARY for a namespace and a second definition of an "
+    "op; the load fails (or aborts) and nothing of this library is registered.",
+    example="RuntimeError: Only a single TORCH_LIBRARY can be used to register the namespace "
+    "dupns; please put all of your definitions in a single TORCH_LIBRARY block. …previous "
+    "registration of TORCH_LIBRARY was registered at a.cpp:9; latest registration was "
+    "registered at b.cpp:9",
+    fix="Load the extension once (one copy on sys.path, one path), rename one namespace, or use "
+    "TORCH_LIBRARY_FRAGMENT for additional definitions in the same project.",
+    references=(_DOCS,),
+)
+OD121 = CodeDoc(
+    "OD121", "loaded but registered no operator", Severity.ERROR,
+    what="Loading a torch extension adds operators to the dispatcher.",
+    why="The load succeeded, so every later 'operator does not exist' is about registration: "
+    "compiled out, in a translation unit the linker dropped, or a static initialiser that "
+    "never ran.",
+    example="torch.ops.load_library('libmyop.so') → no new entry in "
+    "torch._C._dispatch_get_all_op_names()",
+    fix="See OD101 for the static evidence; check the TORCH_LIBRARY blocks are compiled and "
+    "linked (static libraries need -Wl,--whole-archive for registrars).",
+    references=(_DOCS,),
+)
+OD122 = CodeDoc(
+    "OD122", "operator registered without the expected kernel", Severity.ERROR,
+    what="Each --expect-op ns::op[KEY,...] is registered after the load with kernels for the "
+    "listed dispatch keys (torch._C._dispatch_dump).",
+    why="The call with tensors of that backend fails: \"Could not run 'myop::weighted_sum' "
+    "with arguments from the 'CUDA' backend\".",
+    example="myop::weighted_sum registered with CPU only, called on CUDA tensors",
+    fix="Register the missing kernel (TORCH_LIBRARY_IMPL(ns, KEY, m)); for CUDA build the "
+    "extension with nvcc.",
+    references=(_DOCS,),
+)
+OD123 = CodeDoc(
+    "OD123", "schema rejected while loading", Severity.ERROR,
+    what="Every m.def() schema parses when the library's initialisers run.",
+    why="The schema parser throws inside a static initialiser: the exception cannot be caught, "
+    "std::terminate aborts the whole process ('terminate called after throwing an instance "
+    "of c10::Error … unknown type specifier').",
+    example="weighted_sum(Tensor x1, Tensor x2, flaot alpha) Tensor → SIGABRT",
+    fix="Correct the schema string (see OD102 for the static check).",
+    references=(_DOCS,),
+)
+OD124 = CodeDoc(
+    "OD124", "crashed while loading", Severity.ERROR,
+    what="Loading the library does not kill the process with a signal.",
+    why="A crash inside dlopen happens in a static initialiser. With several translation units "
+    "the classic cause is static-initialisation order: a registrar in one file uses a global "
+    "(a registry, a map) defined in another file that is not constructed yet.",
+    example="Segmentation fault while loading; the registrar's _GLOBAL__sub_I_registrar.cpp "
+    "runs before _GLOBAL__sub_I_registry.cpp",
+    fix="Make the shared global a function-local static (`Registry& registry() { static "
+    "Registry r; return r; }`), or use torch's own TORCH_LIBRARY macros instead of a home-made "
+    "registry; run the load under gdb for the exact frame.",
+    references=("https://isocpp.org/wiki/faq/ctors#static-init-order",),
+)
+OD125 = CodeDoc(
+    "OD125", "load hung", Severity.ERROR,
+    what="Loading the library returns within --timeout seconds.",
+    why="A static initialiser that blocks (a deadlock on a lock taken during dlopen, waiting "
+    "for a GPU, a network call) hangs the import forever; the probe kills it.",
+    example="torch.ops.load_library('libmyop.so') never returns",
+    fix="Move blocking work out of static initialisers into an explicit init function; run "
+    "the load under gdb / py-spy dump to see where it waits.",
+    references=(_PROBE,),
+)
+OD126 = CodeDoc(
+    "OD126", "dangling kernel registrations", Severity.WARNING,
+    what="No kernel registered by TORCH_LIBRARY_IMPL is left without its TORCH_LIBRARY "
+    "definition (torch._C._dispatch_find_dangling_impls).",
+    why="Kernels for a namespace nobody defined are never callable: the defining library was "
+    "not loaded or uses another namespace name.",
+    example="impl for myop::weighted_sum (CPU) but no schema",
+    fix="Load the library that defines the namespace first, or fix the namespace name.",
+    references=(_DOCS,),
+)
+OD127 = CodeDoc(
+    "OD127", "smoke call failed", Severity.WARNING,
+    what="With --smoke each new op whose schema is simple tensor math runs on small CPU "
+    "tensors.",
+    why="The op is registered but raises on the simplest call: a kernel bug, a wrong schema "
+    "(argument types), or a CPU kernel that is really a stub.",
+    example="weighted_sum(ones(4), ones(4), 0.5) → RuntimeError",
+    fix="Read the exception; run the same call in a debugger.",
+    references=(_PROBE,),
+)
+OD130 = CodeDoc(
+    "OD130", "static prediction and real load disagree", Severity.WARNING,
+    what="The static checks' prediction (loads or fails) matches what the probe observed.",
+    why="A disagreement is either an effect of the environment the static checks cannot see "
+    "(LD_PRELOAD, a library loaded by sitecustomize, a different loader) or a bug in "
+    "opdoctor's prediction: either way you should know.",
+    example="static: all dependencies found; probe: cannot open shared object file",
+    fix="Compare the environment of the probe with the job's (--env, --python); if they are the "
+    "same, please report it to opdoctor with both reports.",
+    references=(_PROBE,),
+)
+OD220 = CodeDoc(
+    "OD220", "load failed: a library was not found", Severity.ERROR,
+    what="The real load finds every dependency (glibc's own trace, LD_DEBUG=libs).",
+    why="dlopen fails with 'cannot open shared object file'; the trace shows every directory "
+    "glibc searched and why.",
+    example="OSError: libmyop_dep.so: cannot open shared object file: No such file or directory",
+    fix="See OD201: RPATH/RUNPATH ($ORIGIN), LD_LIBRARY_PATH, or install the dependency.",
+    references=("https://man7.org/linux/man-pages/man8/ld.so.8.html",),
+)
+OD320 = CodeDoc(
+    "OD320", "torch itself fails to import", Severity.ERROR,
+    what="`import torch` works in the target interpreter.",
+    why="Nothing that needs torch can load; the environment is broken, not the library: a "
+    "partial install, a CUDA/cuDNN library missing, an incompatible numpy.",
+    example="ImportError: libc10.so: cannot open shared object file: No such file or directory",
+    fix="Reinstall torch in that environment (pip install --force-reinstall torch==<version>) "
+    "and check `python -c 'import torch'` before the extension.",
+    references=("https://pytorch.org/get-started/locally/",),
+)
+OD321 = CodeDoc(
+    "OD321", "load failed: undefined symbol", Severity.ERROR,
+    what="The real load binds every symbol.",
+    why="dlopen(RTLD_NOW) fails with 'undefined symbol: …'; see the static finding it ties to "
+    "(OD301 / OD303 / OD304).",
+    example="OSError: libmyop.so: undefined symbol: _ZN3c109alloc_cpuEi",
+    fix="Rebuild against the installed torch / with the right ABI, or link what is missing.",
+    references=("https://man7.org/linux/man-pages/man3/dlopen.3.html",),
+)
+OD322 = CodeDoc(
+    "OD322", "load failed: symbol version not found", Severity.ERROR,
+    what="The real load finds every required symbol version.",
+    why="'version `X' not found (required by …)': built against a newer dependency than the one "
+    "loaded (see OD302).",
+    example="version `GLIBCXX_3.4.32' not found",
+    fix="Build with an older toolchain or ship the newer runtime.",
+    references=("https://gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html",),
+)
+OD420 = CodeDoc(
+    "OD420", "load failed for another reason", Severity.ERROR,
+    what="The real load succeeds.",
+    why="The loader or the library's initialisers raised an error none of the other codes "
+    "covers; the message is the evidence.",
+    example="OSError: libmyop.so: cannot enable executable stack as shared object requires",
+    fix="Read the message in the evidence; `opdoctor explain \"<message>\"` maps it to a cause.",
+    references=(_PROBE,),
+)
+
+CODES = (OD120, OD121, OD122, OD123, OD124, OD125, OD126, OD127, OD130, OD220, OD320, OD321,
+         OD322, OD420)
+
+_NOT_FOUND = re.compile(r"([^\s:'\"]+): cannot open shared object file")
+_UNDEF = re.compile(r"undefined symbol: (\S+)")
+_VERSION = re.compile(r"version `([^']+)' not found")
+
+
+def _load_error(res: ProbeResult) -> str:
+    e = res.event("load_failed")
+    if not e:
+        return ""
+    msgs = [e["error"]["message"]]
+    if e.get("cause"):
+        msgs.insert(0, e["cause"]["message"])
+    return " | ".join(m for m in msgs if m)
+
+
+def _static_prediction(facts: Facts) -> str:
+    """"fails" when static checks found a load-breaking error, else "loads"."""
+    tree = facts.process.tree
+    if tree.missing or facts.binding.missing_versions:
+        return "fails"
+    if facts.binding.unresolved and not tree.missing:
+        return "fails"
+    return "loads"
+
+
+def _crash(facts: Facts, res: ProbeResult) -> Iterator[Finding]:
+    stage = res.last_stage
+    tail = res.stderr.strip().splitlines()[-6:]
+    if "unknown type specifier" in res.stderr or "expected arrow" in res.stderr or \
+            ("schema" in res.stderr.lower() and "terminate called" in res.stderr):
+        yield OD123.finding(facts.path, f"the library aborted while loading: its schema was "
+                            f"rejected ({res.signal_name})", tail)
+        return
+    if "Only a single TORCH_LIBRARY" in res.stderr:
+        yield from _duplicate(facts, res.stderr)
+        return
+    from opdoctor.registration import initializers
+
+    _count, names = initializers(facts.image)
+    tus = [n for n in names if n.startswith("_GLOBAL__sub_I_")]
+    ev = [f"killed by {res.signal_name} during '{stage}'"]
+    ev += [f"stderr: {line}" for line in tail]
+    if tus:
+        ev.append(f"static initialisers, in .init_array order: {', '.join(tus)}")
+    last = res.trace.searches[-1].name if res.trace.searches else ""
+    if last:
+        ev.append(f"last library the loader looked up: {last}")
+    msg = f"the process died with {res.signal_name} while loading the library"
+    fix = (f"reproduce under a debugger: gdb -ex run --args {facts.options.python or 'python'} "
+           f"-c \"import ctypes; ctypes.CDLL('{os.path.abspath(facts.path)}')\" and read the "
+           "crashing frame (bt)")
+    if stage == "load" and len(tus) >= 2 and res.signal_name in ("SIGSEGV", "SIGBUS",
+                                                                  "SIGFPE", "SIGILL"):
+        msg += (" — a static initialiser crashed; with initialisers from "
+                f"{len(tus)} translation units, suspect static-initialisation order")
+        fix = OD124.fix
+    elif stage == "load":
+        msg += " (inside a static initialiser)"
+    yield OD124.finding(facts.path, msg, ev, fix=fix)
+
+
+def _duplicate(facts: Facts, text: str) -> Iterator[Finding]:
+    sites = re.findall(r"registered at ([^\s;]+)", text)
+    ns = re.search(r"register the namespace (\w+)", text)
+    op = re.search(r"Tried to register an operator \((.+?)\) with the same name", text)
+    what = f"namespace {ns.group(1)}" if ns else (f"operator {op.group(1)}" if op else "a name")
+    ev = [line.strip() for line in text.splitlines()
+          if "registered at" in line or "Only a single" in line or "Tried to register" in line]
+    if sites:
+        ev.append("registered at: " + " and ".join(dict.fromkeys(sites)))
+    yield OD120.finding(facts.path, f"{what} is already registered in the process", ev[:6])
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Classify the probe's outcome."""
+    res = facts.probe_result()
+    if res is None:
+        return
+    prediction = _static_prediction(facts)
+    failed_load = False  # failed in a way the static loader emulation claims to predict
+    if res.timed_out:
+        yield OD125.finding(facts.path, f"loading did not finish within {facts.options.timeout:g} "
+                            f"s: killed during '{res.last_stage}'",
+                            [f"last probe stage: {res.last_stage}",
+                             *[f"stderr: {x}" for x in res.stderr.strip().splitlines()[-3:]]])
+    elif res.memory_killed:
+        yield OD124.finding(facts.path, "the probe exceeded its memory limit while loading",
+                            (f"limit: {facts.options.probe_memory_mb} MiB",))
+    elif res.signal_name and not res.finished:
+        yield from _crash(facts, res)  # initialisers: beyond what the static checks predict
+        return
+    elif (t := res.event("torch_import_failed")) is not None:
+        yield OD320.finding("torch", "torch itself fails to import in "
+                            f"{facts.options.python or 'this interpreter'}: the environment is "
+                            "broken, not the library", [t["error"]["message"],
+                                                       *t["error"]["traceback"].splitlines()[-3:]])
+        return
+    elif (p := res.event("preload_failed")) is not None:
+        yield from _classify_load_error(facts, res, p["error"]["message"] + "\n"
+                                        + p["error"]["traceback"])
+        return
+    elif res.event("load_failed") is not None:
+        found = list(_classify_load_error(facts, res, _load_error(res) + "\n" + res.stderr))
+        yield from found
+        # Only loader-level failures are what the static emulation predicts.
+        failed_load = any(f.code in ("OD220", "OD321", "OD322") for f in found)
+        if not failed_load:
+            return
+    elif res.event("loaded") is not None and facts.torch_context and res.event("ops"):
+        yield from _registered(facts, res)
+    if res.event("done") is not None or failed_load:
+        actual = "fails" if failed_load else "loads"
+        if actual != prediction:
+            yield OD130.finding(facts.path, f"the static checks predicted the load "
+                                f"{'to fail' if prediction == 'fails' else 'to succeed'}; it "
+                                f"{'failed' if actual == 'fails' else 'succeeded'}",
+                                (f"static: {prediction}", f"probe: {actual}",
+                                 f"probe error: {_load_error(res) or 'none'}"))
+
+
+def _classify_load_error(facts: Facts, res: ProbeResult, text: str) -> Iterator[Finding]:
+    if "Only a single TORCH_LIBRARY" in text or "Tried to register an operator" in text:
+        yield from _duplicate(facts, text)
+        return
+    if "unknown type specifier" in text or "expected arrow" in text:
+        yield OD123.finding(facts.path, "the schema was rejected while loading",
+                            text.strip().splitlines()[-4:])
+        return
+    if m := _VERSION.search(text):
+        yield OD322.finding(facts.path, f"version {m.group(1)} not found",
+                            (text.strip().splitlines()[0][:400], *[
+                                f"ld.so checked {v} in {f}" for v, f, _r in res.trace.versions
+                                if v == m.group(1)][:3]))
+        return
+    if m := _NOT_FOUND.search(text):
+        name = os.path.basename(m.group(1))
+        ev = [f"dlopen: {m.group(0)}", *res.trace.evidence_for(name)]
+        yield OD220.finding(name, f"{name} was not found by the real loader", ev)
+        return
+    if m := _UNDEF.search(text):
+        sym = m.group(1)
+        yield OD321.finding(facts.path, f"undefined symbol {demangle(sym)}",
+                            (f"dlopen: undefined symbol: {sym}",))
+        return
+    yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
+
+
+def _registered(facts: Facts, res: ProbeResult) -> Iterator[Finding]:
+    ops_event = res.event("ops") or {}
+    new = ops_event.get("new", [])
+    ops = {o["name"]: o for o in ops_event.get("ops", [])}
+    if not new:
+        yield OD121.finding(facts.path, "the library loaded but registered no operator",
+                            ("torch._C._dispatch_get_all_op_names(): no new entry after the "
+                             "load",))
+    from opdoctor.checks.registration import parse_expect_op
+
+    for text in facts.options.expect_ops:
+        exp = parse_expect_op(text)
+        name = f"{exp.namespace}::{exp.op}"
+        o = ops.get(name)
+        if o is None:
+            continue  # not registered at all: the static OD106 says it, OD121 if nothing is
+        missing = [k for k in exp.keys if k not in o["keys"]
+                   and "CompositeImplicitAutograd" not in o["keys"]]
+        if missing:
+            yield OD122.finding(name, f"{name} is registered with {', '.join(o['keys']) or 'no'} "
+                                f"kernels, not {'/'.join(missing)}: calls with "
+                                f"{missing[0]} tensors fail with \"Could not run '{name}' with "
+                                f"arguments from the '{missing[0]}' backend\"",
+                                (f"registered at {o['registered_at']}",
+                                 *[f"{k}: registered at {s}" for k, s in o["key_sites"].items()]))
+    dangling = (res.event("dangling") or {}).get("impls", [])
+    if dangling:
+        yield OD126.finding(facts.path, f"{len(dangling)} kernel registration(s) without a "
+                            "definition", dangling[:5])
+    for r in (res.event("smoke") or {}).get("results", []):
+        if r.get("ok") is False:
+            yield OD127.finding(r["name"], f"calling {r['name']} on small CPU tensors raised "
+                                f"{r['error']['type']}", (r["error"]["message"][:400],))
+
+
+def section(facts: Facts) -> dict[str, Any]:
+    """What the probe observed, for the report."""
+    res = facts.probe_result()
+    if res is None:
+        return {"ran": False}
+    ops_event = res.event("ops") or {}
+    torch_event = res.event("torch") or {}
+    return {
+        "ran": True,
+        "seconds": round(res.seconds, 3),
+        "outcome": ("timeout" if res.timed_out else res.signal_name or
+                    ("load failed" if res.event("load_failed") else
+                     "torch import failed" if res.event("torch_import_failed") else "loaded")),
+        "torch": torch_event.get("version"),
+        "new_ops": ops_event.get("new", []),
+        "ops": [{"name": o["name"], "schema": o["schema"], "keys": o["keys"],
+                 "registered_at": o["registered_at"]} for o in ops_event.get("ops", [])],
+        "load_error": _load_error(res),
+        "static_prediction": _static_prediction(facts),
+        "smoke": (res.event("smoke") or {}).get("results", []),
+        "ld_trace_lines": res.trace.lines,
+    }
+
+
+def _applies(facts: Facts) -> str:
+    if not facts.options.probe:
+        return "--static: the probe (which executes the library) was not run"
+    if facts.framework_library:
+        return f"part of the {facts.framework_library} install"
+    return ""
+
+
+CHECK = Check(
+    name="probe",
+    summary="load the library for real in a sandboxed child of the target interpreter",
+    causes=(Cause.REGISTRATION, Cause.LIBRARY_PATH, Cause.VERSION),
+    codes=CODES,
+    run=run,
+    section=section,
+    applies=_applies,
+)

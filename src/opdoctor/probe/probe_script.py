@@ -1,0 +1,155 @@
+"""The load probe: runs *inside the target interpreter*, in a child process opdoctor started.
+
+It must not import opdoctor (the target interpreter may not have it): plain standard library
+plus torch. Events are written as JSON lines to the file descriptor given on the command line,
+flushed one by one, so that when the library crashes or hangs the parent still knows how far
+the probe got. Usage:
+    python probe_script.py FD '{"path": ..., "package": ..., "torch": true, "smoke": false,
+                                "preload": [...], "ops": [...]}'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+FD = int(sys.argv[1])
+REQ = json.loads(sys.argv[2])
+_out = os.fdopen(FD, "w", buffering=1)
+
+
+def emit(event: str, **data: Any) -> None:
+    """Write one event line and flush it at once."""
+    data["event"] = event
+    data["t"] = round(time.monotonic(), 4)
+    _out.write(json.dumps(data) + "\n")
+    _out.flush()
+
+
+def err(exc: BaseException) -> dict[str, str]:
+    """An exception as JSON-ready data, with its traceback."""
+    return {"type": type(exc).__name__, "message": str(exc),
+            "traceback": traceback.format_exc()[-6000:]}
+
+
+def op_details(torch: Any, name: str) -> dict[str, Any]:
+    """Schema, registration site and dispatch keys of one op, from the dispatcher dump."""
+    d: dict[str, Any] = {"name": name, "schema": "", "registered_at": "", "keys": [],
+                         "key_sites": {}}
+    try:
+        dump = torch._C._dispatch_dump(name)
+    except Exception as exc:
+        d["dump_error"] = str(exc)
+        return d
+    for line in dump.splitlines():
+        if line.startswith("schema:"):
+            d["schema"] = line.split(":", 1)[1].strip()
+        elif line.startswith("debug:"):
+            d["registered_at"] = line.split("registered at", 1)[-1].strip()
+        elif ": registered at " in line and not line.startswith(("name:", "alias")):
+            key, rest = line.split(":", 1)
+            d["keys"].append(key.strip())
+            d["key_sites"][key.strip()] = rest.split("registered at", 1)[1].split("::")[0].strip()
+    return d
+
+
+def smoke(torch: Any, name: str, schema: str) -> dict[str, Any]:
+    """Call ops whose schema is simple tensor math on small CPU tensors."""
+    args = schema[schema.find("(") + 1:schema.rfind(") ->")]
+    values: list[Any] = []
+    for a in [x.strip() for x in args.split(",") if x.strip()]:
+        if a == "*":
+            continue
+        typ = a.split()[0]
+        if typ == "Tensor":
+            values.append(torch.ones(4))
+        elif typ in ("float", "Scalar"):
+            values.append(0.5)
+        elif typ == "int":
+            values.append(1)
+        elif typ == "bool":
+            values.append(True)
+        else:
+            return {"name": name, "skipped": f"argument type {typ}"}
+    ns, op = name.split("::", 1)
+    try:
+        fn = getattr(getattr(torch.ops, ns), op.split(".")[0])
+        res = fn(*values)
+        return {"name": name, "ok": True, "result": repr(res)[:200]}
+    except Exception as exc:
+        return {"name": name, "ok": False, "error": err(exc)}
+
+
+def main() -> None:
+    """Import torch, snapshot the registry, load, snapshot again, report."""
+    emit("start", pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
+    torch: Any = None
+    if REQ.get("torch"):
+        emit("stage", stage="import torch")
+        try:
+            import torch
+        except BaseException as exc:  # a broken torch is what we report
+            emit("torch_import_failed", error=err(exc))
+            return
+        emit("torch", version=torch.__version__, cuda=torch.version.cuda,
+             file=torch.__file__)
+        before = set(torch._C._dispatch_get_all_op_names())
+    for pre in REQ.get("preload", []):
+        emit("stage", stage="preload", path=pre)
+        try:
+            if torch is not None:
+                torch.ops.load_library(pre)
+            else:
+                import ctypes
+                ctypes.CDLL(pre, mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+        except BaseException as exc:
+            emit("preload_failed", path=pre, error=err(exc))
+            return
+    if torch is not None:
+        before = set(torch._C._dispatch_get_all_op_names())
+    emit("stage", stage="load", path=REQ["path"], package=REQ.get("package"))
+    try:
+        if REQ.get("package"):
+            import importlib
+            importlib.import_module(REQ["package"])
+        elif torch is not None:
+            torch.ops.load_library(REQ["path"])
+        else:
+            import ctypes
+            ctypes.CDLL(REQ["path"])
+    except BaseException as exc:
+        cause = exc.__cause__ or exc.__context__
+        emit("load_failed", error=err(exc), cause=err(cause) if cause else None)
+        return
+    emit("loaded")
+    if torch is None:
+        emit("done")
+        return
+    emit("stage", stage="inspect")
+    after = set(torch._C._dispatch_get_all_op_names())
+    new = sorted(after - before)
+    ops = [op_details(torch, n) for n in new]
+    for name in REQ.get("ops", []):
+        if name not in new and name in after:
+            ops.append(op_details(torch, name))
+    emit("ops", new=new, ops=ops)
+    try:
+        dangling = [str(x) for x in torch._C._dispatch_find_dangling_impls()]
+    except Exception as exc:
+        dangling = [f"<could not list: {exc}>"]
+    emit("dangling", impls=dangling)
+    if REQ.get("smoke"):
+        emit("stage", stage="smoke")
+        emit("smoke", results=[smoke(torch, o["name"], o["schema"]) for o in ops
+                               if o["schema"]])
+    emit("done")
+
+
+try:
+    main()
+except BaseException as exc:  # the probe must always say what happened
+    emit("probe_error", error=err(exc))

@@ -1,0 +1,171 @@
+"""Starting and supervising the load probe: a time-, CPU- and memory-limited child process of
+the target interpreter, in its own process group, that opdoctor survives whatever the library
+does (crash, abort, hang, runaway allocation).
+
+Events come back as JSON lines over a dedicated pipe (not stdout, which the library may write
+to); glibc's own account of the load comes from ``LD_DEBUG=libs,versions`` written to a
+temporary ``LD_DEBUG_OUTPUT`` file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import psutil
+
+from opdoctor.probe.ldtrace import LdTrace, parse_ld_debug
+
+
+@dataclass
+class ProbeRequest:
+    """What the probe should do."""
+
+    path: str
+    python: str
+    torch: bool
+    package: str | None = None
+    preload: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    smoke: bool = False
+    timeout: float = 60.0
+    memory_mb: int = 16384
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ProbeResult:
+    """What happened in the probe process."""
+
+    events: list[dict[str, Any]]
+    returncode: int | None
+    signal_name: str
+    timed_out: bool
+    memory_killed: bool
+    stdout: str
+    stderr: str
+    trace: LdTrace
+    seconds: float
+
+    def event(self, name: str) -> dict[str, Any] | None:
+        """The last event called ``name``."""
+        for e in reversed(self.events):
+            if e.get("event") == name:
+                return dict(e)
+        return None
+
+    @property
+    def last_stage(self) -> str:
+        """The stage the probe was in when it stopped."""
+        e = self.event("stage")
+        return str(e["stage"]) if e else "start"
+
+    @property
+    def finished(self) -> bool:
+        """True when the probe ran to its end (whatever the load's outcome)."""
+        return any(e.get("event") in ("done", "load_failed", "torch_import_failed",
+                                      "preload_failed") for e in self.events)
+
+
+def _limits(cpu_seconds: int) -> None:  # runs in the child before exec
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not write a core file
+
+
+class ProbeHandle:
+    """A running probe; :meth:`wait` returns its result."""
+
+    def __init__(self, req: ProbeRequest) -> None:
+        self.req = req
+        self.tmp = tempfile.mkdtemp(prefix="opdoctor-probe-")
+        script = str(resources.files("opdoctor").joinpath("probe/probe_script.py"))
+        payload = {"path": req.path, "package": req.package, "torch": req.torch,
+                   "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke}
+        env = dict(req.env)
+        env.update({"LD_DEBUG": "libs,versions",
+                    "LD_DEBUG_OUTPUT": os.path.join(self.tmp, "ld"),
+                    "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+        rfd, wfd = os.pipe()
+        self.start = time.monotonic()
+        cpu = int(req.timeout * 2) + 10
+        self.proc = subprocess.Popen(
+            [req.python, script, str(wfd), json.dumps(payload)], pass_fds=(wfd,),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env, start_new_session=True, preexec_fn=lambda: _limits(cpu))
+        os.close(wfd)
+        self.events: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)
+        self._reader.start()
+
+    def _read(self, fd: int) -> None:
+        with os.fdopen(fd, "r", errors="replace") as fh:
+            for line in fh:
+                try:
+                    self.events.append(json.loads(line))
+                except ValueError:
+                    continue
+
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def wait(self) -> ProbeResult:
+        """Wait for the probe (bounded by its timeout and memory limit) and collect it all."""
+        timed_out = memory_killed = False
+        deadline = self.start + self.req.timeout
+        out = err = b""
+        try:
+            ps = psutil.Process(self.proc.pid)
+        except psutil.Error:
+            ps = None
+        while True:
+            try:
+                o, e = self.proc.communicate(timeout=0.2)
+                out, err = out + (o or b""), err + (e or b"")
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if time.monotonic() > deadline:
+                timed_out = True
+            elif ps is not None:
+                try:
+                    if ps.memory_info().rss > self.req.memory_mb * 2**20:
+                        memory_killed = True
+                except psutil.Error:
+                    pass
+            if timed_out or memory_killed:
+                self._kill()
+                o, e = self.proc.communicate()
+                out, err = out + (o or b""), err + (e or b"")
+                break
+        self._kill()  # grandchildren left in the group
+        self._reader.join(timeout=5)
+        rc = self.proc.returncode
+        sig = ""
+        if rc is not None and rc < 0:
+            try:
+                sig = signal.Signals(-rc).name
+            except ValueError:
+                sig = f"signal {-rc}"
+        trace = parse_ld_debug(os.path.join(self.tmp, f"ld.{self.proc.pid}"))
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return ProbeResult(self.events, rc, sig, timed_out, memory_killed,
+                           out.decode(errors="replace")[-8000:],
+                           err.decode(errors="replace")[-8000:], trace,
+                           time.monotonic() - self.start)
+
+
+def start_probe(req: ProbeRequest) -> ProbeHandle:
+    """Start the probe now; call ``wait()`` on the handle for the result."""
+    return ProbeHandle(req)

@@ -1,0 +1,178 @@
+"""The load probe: real loads in a sandboxed child of the target interpreter."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from opdoctor.facts import CheckOptions
+from opdoctor.model import Report
+from opdoctor.runner import run_check
+from tests.conftest import cuda_built, fixture, reference
+from tests.helpers import cli
+
+NO_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+
+
+def probe(path: Path, **kw: object) -> Report:
+    opts = CheckOptions(probe=True, env=tuple(NO_ENV.items()), **kw)  # type: ignore[arg-type]
+    return run_check(str(path), opts)
+
+
+def codes(report: Report) -> list[str]:
+    return sorted(f.code for f in report.findings)
+
+
+def test_reference_loads_and_registers() -> None:
+    report = probe(reference(), smoke=True, expect_ops=("myop::weighted_sum[CPU]",))
+    assert report.findings == []
+    p = report.sections["probe"]
+    assert p["outcome"] == "loaded" and p["new_ops"] == ["myop::weighted_sum"]
+    op = p["ops"][0]
+    assert op["schema"] == "myop::weighted_sum(Tensor x1, Tensor x2, float alpha) -> Tensor"
+    assert op["keys"] == (["CPU"] if cuda_built() else ["CPU", "CUDA"])
+    assert op["registered_at"].startswith("native/myop/weighted_sum.cpp:")
+    assert p["smoke"][0]["ok"] is True
+    assert p["static_prediction"] == "loads"
+
+
+def test_reference_text_report(capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "check", str(reference()))
+    assert res.code == 0
+    assert "executed the library): loaded, registered myop::weighted_sum [CPU" in res.out
+    static = cli(capsys, "check", "--static", str(reference()))
+    assert "probe" not in static.out
+
+
+def test_duplicate_namespace() -> None:
+    report = probe(fixture("probe/dup_b.so"), preload=(str(fixture("probe/dup_a.so")),))
+    assert codes(report) == ["OD120"]
+    ev = "\n".join(report.findings[0].evidence)
+    assert "namespace dupns" in report.findings[0].message
+    assert "Previous registration of TORCH_LIBRARY was registered at" in ev
+    assert "registered at: tests/fixtures/probe/dup_ns.cpp:9" in ev
+
+
+def test_static_initialisation_order_crash() -> None:
+    report = probe(fixture("probe/init_order.so"))
+    assert codes(report) == ["OD124"]
+    f = report.findings[0]
+    assert "SIGSEGV" in f.message and "static-initialisation order" in f.message
+    assert any("_GLOBAL__sub_I_init_order_registrar.cpp, _GLOBAL__sub_I_init_order_registry.cpp"
+               in e for e in f.evidence)
+
+
+def test_constructor_abort() -> None:
+    report = probe(fixture("probe/ctor_abort.so"))
+    assert codes(report) == ["OD124"]
+    assert "SIGABRT" in report.findings[0].message
+
+
+def test_hang_is_killed_and_leaves_nothing() -> None:
+    start = time.monotonic()
+    report = probe(fixture("probe/ctor_hang.so"), timeout=3.0)
+    assert time.monotonic() - start < 20
+    assert codes(report) == ["OD125"]
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if any("ctor_hang.so" in a for a in (p.info["cmdline"] or []))]
+    assert leftovers == []
+
+
+def test_schema_rejected_at_load() -> None:
+    report = probe(fixture("registration/bad_schema.so"))
+    assert "OD123" in codes(report)
+    od123 = next(f for f in report.findings if f.code == "OD123")
+    assert any("unknown type specifier" in e for e in od123.evidence)
+
+
+def test_cpu_only_called_for_cuda() -> None:
+    report = probe(fixture("registration/cpu_only.so"),
+                   expect_ops=("myop::weighted_sum[CUDA]",))
+    assert "OD122" in codes(report)
+    f = next(f for f in report.findings if f.code == "OD122")
+    assert "registered with CPU kernels, not CUDA" in f.message
+    assert "Could not run 'myop::weighted_sum' with arguments from the 'CUDA' backend" \
+        in f.message
+
+
+def test_missing_dependency_with_loader_trace() -> None:
+    report = probe(fixture("loader/wrong_runpath.so"))
+    assert "OD220" in codes(report) and "OD201" in codes(report)
+    f = next(f for f in report.findings if f.code == "OD220")
+    assert any("no_such_dir (RUNPATH from file" in e for e in f.evidence)
+    assert "OD130" not in codes(report)  # static and real agree
+
+
+def test_undefined_symbol_and_version_agree_with_static() -> None:
+    r1 = probe(fixture("loader/other_torch.so"))
+    assert {"OD304", "OD321"} <= set(codes(r1)) and "OD130" not in codes(r1)
+    r2 = probe(fixture("loader/uses_verdep.so"))
+    assert {"OD302", "OD322"} <= set(codes(r2)) and "OD130" not in codes(r2)
+
+
+def test_disagreement_is_reported(tmp_path: Path) -> None:
+    """LD_PRELOAD is not part of the static emulation: the real load finds the dependency."""
+    env = dict(NO_ENV, LD_PRELOAD=str(fixture("loader/depdir/libmyop_dep.so")))
+    opts = CheckOptions(probe=True, env=tuple(env.items()))
+    report = run_check(str(fixture("loader/uses_dep.so")), opts)
+    assert "OD201" in codes(report) and "OD130" in codes(report)
+    f = next(f for f in report.findings if f.code == "OD130")
+    assert "predicted the load to fail; it succeeded" in f.message
+
+
+def test_torch_import_failure(tmp_path: Path) -> None:
+    """A venv whose torch install lacks libc10.so (a partial install): import torch fails."""
+    import importlib.util
+    import venv
+
+    real = Path(importlib.util.find_spec("torch").origin).parent  # type: ignore[union-attr]
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
+    site = next((tmp_path / "v" / "lib").glob("python3*/site-packages"))
+    torch = site / "torch"
+    torch.mkdir()
+    for entry in real.iterdir():
+        if entry.name != "lib":
+            (torch / entry.name).symlink_to(entry)
+    (torch / "lib").mkdir()
+    for entry in (real / "lib").iterdir():
+        if entry.name != "libc10.so":
+            (torch / "lib" / entry.name).symlink_to(entry)
+    for dep in real.parent.glob("*"):  # torch's own dependencies (numpy is optional)
+        if dep.name.startswith(("typing_extensions", "sympy", "mpmath", "networkx", "jinja2",
+                                "markupsafe", "fsspec", "filelock")):
+            (site / dep.name).symlink_to(dep)
+    py = str(tmp_path / "v" / "bin" / "python")
+    report = probe(reference(), python=py)
+    assert "OD320" in codes(report)
+    f = next(f for f in report.findings if f.code == "OD320")
+    assert "libc10.so" in "\n".join(f.evidence)
+
+
+def test_broken_file_is_not_probed() -> None:
+    report = probe(fixture("integrity/truncated.so"))
+    assert codes(report) == ["OD406"]
+    run = next(c for c in report.checks if c.name == "probe")
+    assert run.status.value == "skipped"
+
+
+def test_same_namespace_in_site_packages(tmp_path: Path) -> None:
+    import shutil
+    import venv
+
+    from opdoctor.runner import Selection
+
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
+    site = next((tmp_path / "v" / "lib").glob("python3*/site-packages"))
+    (site / "oldcopy").mkdir()
+    shutil.copy(fixture("probe/dup_a.so"), site / "oldcopy" / "libdup.so")
+    opts = CheckOptions(python=str(tmp_path / "v" / "bin" / "python"),
+                        against_site_packages=True)
+    report = run_check(str(fixture("probe/dup_b.so")), opts, Selection(("OD128",)))
+    assert codes(report) == ["OD128"]
+    assert "oldcopy/libdup.so also defines TORCH_LIBRARY(dupns)" in report.findings[0].message
+    clean = run_check(str(reference()), opts, Selection(("OD128",)))
+    assert clean.findings == []
