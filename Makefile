@@ -252,8 +252,68 @@ $(PFX)/ctor_hang.so: $(PSRC)/ctor.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -DCTOR_HANG $< -o $@
 
+# ---------------------------------------------------------------- Python package fixtures (cause 5)
+YSRC := tests/fixtures/python
+YFX := $(FIX)/python
+OTHER_PY ?= $(shell native/other_python.sh $(PY_VERSION))
+PYEXT_FLAGS := -shared -fPIC -O1 -isystem $(PY_INCLUDE)
+PY_FIXTURES := $(YFX)/noimport/myop/libmyop.so $(YFX)/shadow_src/myop/__init__.py \
+  $(YFX)/wrongabi/myext/__init__.py $(YFX)/pyinit/myext/__init__.py \
+  $(YFX)/swallow/myext/__init__.py $(YFX)/partial/myop-0.1.0.dist-info/RECORD \
+  $(YFX)/namespace/myop/libmyop.so $(YFX)/scriptrel/myext/tool.py
+
+# A copy of the reference package whose __init__ never loads the library.
+$(YFX)/noimport/myop/libmyop.so: $(BUILD)/myop/libmyop.so $(YSRC)/noimport_init.py $(YSRC)/helpers.py
+	@mkdir -p $(@D)
+	cp $(YSRC)/noimport_init.py $(@D)/__init__.py
+	cp $(YSRC)/helpers.py $(@D)/helpers.py
+	cp $< $@
+# A source checkout: the reference __init__.py without the built library.
+$(YFX)/shadow_src/myop/__init__.py: $(SRC)/python/myop/__init__.py
+	@mkdir -p $(@D)
+	cp $< $@
+# An extension built for another Python (its EXT_SUFFIX), with that Python's headers when one
+# is installed; otherwise the 3.x build renamed to the other suffix, and the reason recorded.
+$(YFX)/wrongabi/myext/__init__.py: $(YSRC)/ext.c $(YSRC)/ext_init.py
+	@mkdir -p $(@D) $(SKIP)
+	if [ -n "$(OTHER_PY)" ]; then \
+	  suf=$$($(OTHER_PY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))'); \
+	  inc=$$($(OTHER_PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
+	  $(CC) -shared -fPIC -O1 -isystem $$inc $(YSRC)/ext.c -o $(@D)/_C$$suf; \
+	else \
+	  $(CC) $(PYEXT_FLAGS) $(YSRC)/ext.c -o $(@D)/_C.cpython-39-x86_64-linux-gnu.so; \
+	  echo "no second Python installed: wrongabi's _C is this Python's build under the 3.9 suffix" > $(SKIP)/wrongabi-note.txt; \
+	fi
+	cp $(YSRC)/ext_init.py $@
+# _C<suffix> compiled as module "other": exports PyInit_other, not PyInit__C.
+$(YFX)/pyinit/myext/__init__.py: $(YSRC)/ext.c $(YSRC)/ext_init.py $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CC) $(PYEXT_FLAGS) -DMODNAME=other $< -o $(@D)/_C$(PY_EXT_SUFFIX)
+	cp $(YSRC)/ext_init.py $@
+# _C<suffix> needs missing_helper(); __init__ swallows the ImportError.
+$(YFX)/swallow/myext/__init__.py: $(YSRC)/ext.c $(YSRC)/swallow_init.py $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CC) $(PYEXT_FLAGS) -DNEEDS_MISSING $< -o $(@D)/_C$(PY_EXT_SUFFIX)
+	cp $(YSRC)/swallow_init.py $@
+# An installed distribution whose RECORD lists libmyop.so, deleted afterwards.
+$(YFX)/partial/myop-0.1.0.dist-info/RECORD: $(BUILD)/pkg/myop/libmyop.so $(YSRC)/partial_record.py
+	rm -rf $(YFX)/partial && mkdir -p $(YFX)/partial
+	cp -r $(BUILD)/pkg/myop $(YFX)/partial/myop
+	$(PY) $(YSRC)/partial_record.py $(YFX)/partial myop 0.1.0
+	rm $(YFX)/partial/myop/libmyop.so
+# The library in a directory without __init__.py: a namespace package.
+$(YFX)/namespace/myop/libmyop.so: $(BUILD)/myop/libmyop.so
+	@mkdir -p $(@D)
+	cp $< $@
+$(YFX)/scriptrel/myext/tool.py: $(YSRC)/ext.c $(YSRC)/ext_init.py $(YSRC)/scriptrel_tool.py $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CC) $(PYEXT_FLAGS) $< -o $(@D)/_C$(PY_EXT_SUFFIX)
+	cp $(YSRC)/ext_init.py $(@D)/__init__.py
+	cp $(YSRC)/scriptrel_tool.py $@
+
 # ---------------------------------------------------------------- top-level targets
-fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO)
+fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
+          $(PY_FIXTURES)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

@@ -113,6 +113,11 @@ def check(
     preload: Annotated[list[str] | None, typer.Option(
         help="Probe: load this library first, as the job does (repeatable).")] = None,
     probe_memory: Annotated[int, typer.Option(help="Probe memory limit in MiB (RSS).")] = 16384,
+    package: Annotated[str | None, typer.Option(
+        help="Check the import chain of this package as the target interpreter resolves it "
+        "(and the library it loads).")] = None,
+    cwd: Annotated[str | None, typer.Option(
+        help="The job's working directory (sys.path[0]) for resolving --package.")] = None,
     against_site_packages: Annotated[bool, typer.Option(
         "--against-site-packages", help="Find other installed libraries that define the same "
         "TORCH_LIBRARY namespace.")] = False,
@@ -151,8 +156,9 @@ def check(
             causes = ",".join(str(int(x)) for x in c.causes)
             typer.echo(f"{c.name:<14} cause {causes:<5} {c.summary}\n{'':<14}       codes: {codes}")
         return Exit.OK
-    if not paths:
-        raise click_exc.UsageError("give at least one library to check (or --list-checks)")
+    if not paths and not package:
+        raise click_exc.UsageError("give at least one library to check, or --package NAME "
+                                   "(or --list-checks)")
     try:
         form = Format(fmt)
         threshold = Severity(fail_on)
@@ -183,14 +189,16 @@ def check(
     options = CheckOptions(probe=not static, timeout=timeout, smoke=smoke,
                            preload=tuple(preload or ()), probe_memory_mb=probe_memory,
                            against_site_packages=against_site_packages,
+                           cwd=os.path.abspath(cwd) if cwd else "",
                            expect_ops=tuple(expect_op or ()), gpus=gpus,
                            expect_symbols=tuple(expect_symbol or ()),
                            python=python, env=_environment(env))
 
+    targets = _targets(list(paths or []), package, options)
     reports = []
     old = signal.signal(signal.SIGALRM, _on_alarm)
     try:
-        for path in paths:
+        for path, options in targets:
             # The static analysis runs under a timer; the probe has its own (--timeout).
             signal.setitimer(signal.ITIMER_REAL, STATIC_TIMEOUT + timeout)
             try:
@@ -223,6 +231,31 @@ def check(
         if output:
             out.close()
     return code
+
+
+def _targets(paths: list[str], package: str | None, options: Any) -> list[tuple[str, Any]]:
+    """Each path with its options: package context for package dirs and .so inside packages."""
+    import dataclasses
+
+    from opdoctor.facts import Facts
+    from opdoctor.runner import package_of
+
+    out: list[tuple[str, Any]] = []
+    if package:
+        opts = dataclasses.replace(options, package=package)
+        chain = Facts(".", opts).chain
+        libs = chain.libraries if chain else []
+        out.append((libs[0] if libs else (chain.package_dir if chain and chain.package_dir
+                                          else os.path.abspath(".")), opts))
+    for path in paths:
+        ctx = package_of(path) if os.path.exists(path) else None
+        if ctx is None:
+            out.append((path, options))
+            continue
+        name, parent = ctx
+        opts = dataclasses.replace(options, package=name, cwd=options.cwd or parent)
+        out.append((path, opts))
+    return out
 
 
 def _environment(pairs: list[str] | None) -> tuple[tuple[str, str], ...] | None:

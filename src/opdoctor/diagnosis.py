@@ -32,7 +32,17 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD105": ("OD106",),
     "OD106": ("OD122",),
     "OD313": ("OD310", "OD311"),
+    "OD502": ("OD510", "OD511", "OD220"),
+    "OD503": ("OD511",),
+    "OD504": ("OD511",),
+    "OD506": ("OD505", "OD511"),
+    "OD508": ("OD510", "OD511", "OD220"),
+    "OD510": ("OD511", "OD220"),
 }
+
+# Findings that report *that* something failed rather than why: they become the root only when
+# nothing else explains the failure.
+SYMPTOMS = frozenset({"OD511", "OD512", "OD130", "OD420"})
 
 
 @dataclass(frozen=True)
@@ -52,8 +62,9 @@ def diagnose(report: Report) -> Diagnosis:
     if not serious:
         note = " (informational notes only)" if report.findings else ""
         return Diagnosis(0, "high", f"No problem found{note}.", ())
-    worst = max(f.severity.rank for f in serious)
-    top = [f for f in serious if f.severity.rank == worst]
+    causal = [f for f in serious if f.code not in SYMPTOMS] or serious
+    worst = max(f.severity.rank for f in causal)
+    top = [f for f in causal if f.severity.rank == worst]
     for cause in FAIL_ORDER:
         roots = [f for f in top if f.cause == cause]
         if roots:
@@ -65,7 +76,8 @@ def diagnose(report: Report) -> Diagnosis:
     explained: dict[str, tuple[Finding, ...]] = {}
     for r in roots:
         folded = tuple(f for f in report.findings
-                       if f not in roots and f.code in EXPLAINS.get(r.code, ()))
+                       if f not in roots and (f.code in EXPLAINS.get(r.code, ())
+                                              or (f.code == "OD512" and r.cause != 5)))
         if folded:
             explained[r.code] = folded
     first = roots[0]

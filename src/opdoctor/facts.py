@@ -28,6 +28,7 @@ from opdoctor.loader.process import Process, emulate, needs_torch
 from opdoctor.loader.search import Environment, Resolver
 from opdoctor.loader.symbols import Binding, SymbolTables, bind
 from opdoctor.probe.runner import ProbeHandle, ProbeRequest, ProbeResult, start_probe
+from opdoctor.pychain import ImportChain, analyse
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class CheckOptions:
     smoke: bool = False
     preload: tuple[str, ...] = ()  # libraries the job loads before this one
     against_site_packages: bool = False  # look for the same namespace in other installed .so
+    package: str | None = None  # import chain: the package `import` should find
+    cwd: str = ""  # the job's working directory (sys.path[0] of `python -c`); "" = os.getcwd()
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,9 @@ class Facts:
     def interpreter(self) -> Interpreter | None:
         """The target interpreter and its torch install (None when it cannot be run)."""
         try:
-            return inspect_interpreter(self.options.python)
+            return inspect_interpreter(self.options.python,
+                                       env=self.environ if self.options.env is not None
+                                       else None)
         except InterpreterError as exc:
             self.interpreter_error = str(exc)
             return None
@@ -205,15 +210,39 @@ class Facts:
         """Version needs and undefined symbols of the target, bound in the emulated process."""
         return bind(self.image, self.process, self.symbol_tables)
 
+    @property
+    def is_package_dir(self) -> bool:
+        """True when the target is a package directory without a compiled library to check."""
+        return bool(self.options.package) and os.path.isdir(self.path)
+
+    @cached_property
+    def chain(self) -> ImportChain | None:
+        """The static import chain of the target package (None when not in package mode)."""
+        if not self.options.package:
+            return None
+        interp = self.interpreter
+        sys_path = list(interp.sys_path) if interp else []
+        suffix = interp.ext_suffix if interp else ".so"
+        return analyse(self.options.package, sys_path, suffix,
+                       self.options.cwd or os.getcwd())
+
     def start_probe(self) -> None:
         """Start the load probe now, so it runs while the static checks run."""
-        if "probe_handle" in self.extra or self.structure.image is None:
+        if "probe_handle" in self.extra:
+            return
+        if not self.options.package and self.structure.image is None:
             return
         interp = self.interpreter
         python = interp.invoke if interp else (self.options.python or sys.executable)
+        chain = self.chain
+        hidden = [{"kind": link.kind, "target": link.target, "paths": link.resolved,
+                   "where": f"{os.path.basename(link.file)}:{link.line} {link.swallowed}"}
+                  for link in (chain.links if chain else []) if link.swallowed]
+        uses_torch = bool(interp and interp.torch) and (
+            bool(self.options.package) or self.torch_context)
         req = ProbeRequest(
-            path=os.path.abspath(self.path), python=python,
-            torch=bool(interp and interp.torch and self.torch_context),
+            path=os.path.abspath(self.path), python=python, torch=uses_torch,
+            package=self.options.package, cwd=self.options.cwd or os.getcwd(), hidden=hidden,
             preload=tuple(os.path.abspath(p) for p in self.options.preload),
             ops=tuple(op.split("[")[0] for op in self.options.expect_ops),
             smoke=self.options.smoke, timeout=self.options.timeout,

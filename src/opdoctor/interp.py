@@ -87,20 +87,26 @@ def _read_torch(directory: str, ext_suffix: str) -> TorchInstall | None:
                         deps if os.path.exists(deps) else None)
 
 
-def inspect_interpreter(python: str | None = None, timeout: float = 30.0) -> Interpreter:
-    """Run a tiny script in ``python`` (default: this interpreter) and describe it."""
+def inspect_interpreter(python: str | None = None, timeout: float = 30.0,
+                        env: dict[str, str] | None = None) -> Interpreter:
+    """Run a tiny script in ``python`` (default: this interpreter) and describe it; ``env`` is
+    the job's environment (its PYTHONPATH shapes sys.path)."""
     exe = python or sys.executable
+    same_path = env is None or env.get("PYTHONPATH") == os.environ.get("PYTHONPATH")
     # Compare without resolving symlinks: a venv's python is a symlink to the base interpreter
     # but has its own site-packages.
-    if os.path.abspath(exe) == os.path.abspath(sys.executable):
+    if os.path.abspath(exe) == os.path.abspath(sys.executable) and same_path:
         ns: dict[str, Any] = {}
         exec(_SCRIPT, ns)  # same interpreter: no need to pay for a subprocess
         info = ns["info"]
+        # The job is modelled as `python -c`: sys.path[0] is '' (its cwd), not opdoctor's
+        # own script directory.
+        info["sys_path"] = ["", *info["sys_path"][1:]]
     else:
         try:
             proc = subprocess.run([exe, "-c", _SCRIPT + "print(json.dumps(info))"],
                                   capture_output=True, text=True, timeout=timeout,
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL, env=env)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise InterpreterError(f"cannot run {exe}: {exc}") from None
         if proc.returncode != 0:

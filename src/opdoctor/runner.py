@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[st
     if not wanted:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
                         reason="none of its codes is selected"), []
+    if check.needs_elf and facts.is_package_dir:
+        return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
+                        reason="the package has no compiled library to analyse"), []
     if check.needs_elf and facts.blocker:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
                         reason=f"{facts.blocker}"), []
@@ -70,19 +74,38 @@ def run_check(
     selection = selection or Selection()
     start = time.perf_counter()
     facts = Facts(path, options, host)
-    data = facts.file  # raises InputError before any check runs
-    header = facts.structure.header
-    report = Report(TargetInfo(path, data.size, header.describe() if header else ""))
-    if options is not None and options.probe and not facts.blocker \
-            and not facts.framework_library:
-        facts.start_probe()  # runs concurrently with the static checks below
+    if facts.is_package_dir:
+        data = None
+        report = Report(TargetInfo(path, None, f"Python package {facts.options.package}"))
+        if facts.options.probe:
+            facts.start_probe()
+    else:
+        data = facts.file  # raises InputError before any check runs
+        header = facts.structure.header
+        report = Report(TargetInfo(path, data.size, header.describe() if header else ""))
+        if facts.options.probe and not facts.blocker and not facts.framework_library:
+            facts.start_probe()  # runs concurrently with the static checks below
     for check in registry.checks:
         run, found = _run_one(check, facts, selection, report.sections)
         report.checks.append(run)
         report.findings.extend(found)
     report.seconds = time.perf_counter() - start
-    data.close()
+    if data is not None:
+        data.close()
     return report
+
+
+def package_of(path: str) -> tuple[str, str] | None:
+    """(top-level package name, directory it is imported from) for a directory or file that
+    lies inside a regular package; None otherwise."""
+    d = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
+    top = None
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        top = d
+        d = os.path.dirname(d)
+    if top is None:
+        return None
+    return os.path.basename(top), os.path.dirname(top)
 
 
 def select_checks(registry: Registry, names: Sequence[str]) -> Registry:

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
 
-from opdoctor.checks import abi, cuda, deps, integrity, probe, registration, symbols
+from opdoctor.checks import (
+    abi,
+    cuda,
+    deps,
+    importchain,
+    integrity,
+    probe,
+    registration,
+    symbols,
+)
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
 
@@ -25,6 +34,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     abi.CHECK,
     cuda.CHECK,
     registration.CHECK,
+    importchain.CHECK,
     probe.CHECK,  # last: it waits for the load probe started before the static checks
 )
 

@@ -220,4 +220,6 @@ CHECK = Check(
     codes=CODES,
     run=run,
     needs_elf=False,
+    applies=lambda facts: "a package directory, not a library file" if facts.is_package_dir
+    else "",
 )

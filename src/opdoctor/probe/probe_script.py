@@ -84,6 +84,51 @@ def smoke(torch: Any, name: str, schema: str) -> dict[str, Any]:
         return {"name": name, "ok": False, "error": err(exc)}
 
 
+def mapped() -> list[str]:
+    """Shared objects mapped in this process, in address order (Linux /proc/self/maps)."""
+    out: list[str] = []
+    try:
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and ".so" in parts[5]:
+                    path = parts[5].strip()
+                    if path not in out:
+                        out.append(path)
+    except OSError:
+        pass
+    return out
+
+
+def imported_since(before: set[str]) -> list[dict[str, str]]:
+    """Modules imported since ``before``, in import order, with their files."""
+    out = []
+    for name, mod in list(sys.modules.items()):
+        if name in before:
+            continue
+        out.append({"module": name, "file": str(getattr(mod, "__file__", "") or "")})
+    return out
+
+
+def retry_hidden(torch: Any) -> None:
+    """Re-run the imports a try/except swallowed, to surface the hidden error."""
+    errors = []
+    for h in REQ.get("hidden", []):
+        try:
+            if h["kind"] == "submodule" or h["kind"] == "import_module":
+                import importlib
+                importlib.import_module(h["target"])
+            elif h["paths"]:
+                if torch is not None and h["kind"] == "load_library":
+                    torch.ops.load_library(h["paths"][0])
+                else:
+                    import ctypes
+                    ctypes.CDLL(h["paths"][0])
+        except BaseException as exc:  # the hidden error is the product
+            errors.append({"target": h["target"], "where": h["where"], "error": err(exc)})
+    emit("hidden", errors=errors)
+
+
 def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
     emit("start", pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
@@ -112,9 +157,14 @@ def main() -> None:
     if torch is not None:
         before = set(torch._C._dispatch_get_all_op_names())
     emit("stage", stage="load", path=REQ["path"], package=REQ.get("package"))
+    modules_before = set(sys.modules)
+    maps_before = set(mapped())
     try:
         if REQ.get("package"):
             import importlib
+            # Model `python -c "import pkg"` run in the job's cwd: sys.path[0] is ''.
+            if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+                sys.path[0] = ""
             importlib.import_module(REQ["package"])
         elif torch is not None:
             torch.ops.load_library(REQ["path"])
@@ -124,8 +174,16 @@ def main() -> None:
     except BaseException as exc:
         cause = exc.__cause__ or exc.__context__
         emit("load_failed", error=err(exc), cause=err(cause) if cause else None)
+        emit("mapped", libraries=[m for m in mapped() if m not in maps_before])
+        if REQ.get("package"):
+            emit("imported", modules=imported_since(modules_before))
         return
     emit("loaded")
+    emit("mapped", libraries=[m for m in mapped() if m not in maps_before])
+    if REQ.get("package"):
+        emit("imported", modules=imported_since(modules_before))
+        if REQ.get("hidden"):
+            retry_hidden(torch)
     if torch is None:
         emit("done")
         return

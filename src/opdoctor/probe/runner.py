@@ -42,6 +42,8 @@ class ProbeRequest:
     timeout: float = 60.0
     memory_mb: int = 16384
     env: dict[str, str] = field(default_factory=dict)
+    cwd: str = ""
+    hidden: list[dict[str, Any]] = field(default_factory=list)  # swallowed imports to retry
 
 
 @dataclass
@@ -91,7 +93,8 @@ class ProbeHandle:
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-probe-")
         script = str(resources.files("opdoctor").joinpath("probe/probe_script.py"))
         payload = {"path": req.path, "package": req.package, "torch": req.torch,
-                   "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke}
+                   "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
+                   "hidden": req.hidden}
         env = dict(req.env)
         env.update({"LD_DEBUG": "libs,versions",
                     "LD_DEBUG_OUTPUT": os.path.join(self.tmp, "ld"),
@@ -102,7 +105,8 @@ class ProbeHandle:
         self.proc = subprocess.Popen(
             [req.python, script, str(wfd), json.dumps(payload)], pass_fds=(wfd,),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, start_new_session=True, preexec_fn=lambda: _limits(cpu))
+            env=env, start_new_session=True, preexec_fn=lambda: _limits(cpu),
+            cwd=req.cwd or None)
         os.close(wfd)
         self.events: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -84,6 +85,22 @@ def _tree(console: Console, node: dict[str, Any], depth: int) -> None:
         _tree(console, kid, depth + 1)
 
 
+def _chain(console: Console, chain: dict[str, Any]) -> None:
+    """``import myop → myop/__init__.py → … → libmyop.so → ops`` with a mark per link."""
+    ok, bad = "[green]✓[/]", "[red]✗[/]"
+    winner = chain.get("winner")
+    console.print(f"\nimport chain: {ok if winner else bad} import {escape(chain['package'])}"
+                  f" → {escape(winner or 'not found')}")
+    for link in chain.get("links", []):
+        mark = bad if link["problem"] or link["swallowed"] else ok
+        target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
+        console.print(f"  {mark} {escape(os.path.basename(link['file']))}:{link['line']} "
+                      f"{escape(link['text'].strip()[:80])} → {escape(target)}")
+    if chain.get("ops"):
+        regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in chain["ops"])
+        console.print(f"  {ok} ops registered by the import: {escape(regs)}")
+
+
 def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
     """Print one target's report."""
     t = report.target
@@ -118,6 +135,9 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             console.print(f"[green]{head}[/]: {escape(detail)}")
         else:
             console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
+    chain = report.sections.get("import-chain")
+    if chain and chain.get("package"):
+        _chain(console, chain)
     probe = report.sections.get("probe")
     if probe and probe.get("ran"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])

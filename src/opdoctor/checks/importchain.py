@@ -1,0 +1,311 @@
+"""Python import chain (cause 5): from ``import myop`` to the loaded ``.so``, statically (see
+:mod:`opdoctor.pychain`) and — with the probe — for real.
+
+Applies when the target is a package: ``--package NAME``, a package directory, or a ``.so``
+that sits inside a package.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.elf import ElfFormatError, ElfImage
+from opdoctor.facts import Facts
+from opdoctor.inputfile import InputError, open_input
+from opdoctor.loader.dynsym import DynSymbols
+from opdoctor.model import Cause, Finding, Severity
+from opdoctor.pychain import ImportChain
+
+_IMPORT = "https://docs.python.org/3/reference/import.html"
+
+OD501 = CodeDoc(
+    "OD501", "package not found", Severity.ERROR,
+    what="The target interpreter finds the package on its sys.path.",
+    why="'No module named myop': not installed for this interpreter (another venv, another "
+    "Python), or installed under another name.",
+    example="ModuleNotFoundError: No module named 'myop'",
+    fix="Install it for this interpreter (`python -m pip install .`), or check which python the "
+    "job runs (`--python`).",
+    references=(_IMPORT,),
+)
+OD502 = CodeDoc(
+    "OD502", "package shadowed by another directory", Severity.ERROR,
+    what="The copy of the package that `import` picks is the one with the built extension.",
+    why="sys.path is searched in order and the first regular package wins: a source checkout in "
+    "the current directory (sys.path[0]) hides the installed package, and the checkout has no "
+    "compiled extension — 'No module named myop._C', or the ops never register.",
+    example="cwd /src contains myop/ (sources); site-packages/myop has _C.so; "
+    "import myop → /src/myop",
+    fix="Run from another directory, remove the stale copy, or install in editable mode "
+    "(pip install -e .) so the checkout has the built extension.",
+    references=(_IMPORT,),
+)
+OD503 = CodeDoc(
+    "OD503", "extension not built for this interpreter", Severity.ERROR,
+    what="Every extension module the package imports has a file with this interpreter's "
+    "EXT_SUFFIX (or .abi3.so / .so).",
+    why="A _C.cpython-310-x86_64-linux-gnu.so is invisible to Python 3.11: 'No module named "
+    "myop._C'.",
+    example="only _C.cpython-310-x86_64-linux-gnu.so under python 3.11",
+    fix="Rebuild/reinstall the package with this interpreter (python -m pip install "
+    "--force-reinstall .), or install the wheel for this Python version.",
+    references=("https://peps.python.org/pep-3149/",),
+)
+OD504 = CodeDoc(
+    "OD504", "extension's PyInit_ does not match its file name", Severity.ERROR,
+    what="The extension file <name>.<suffix> exports PyInit_<name>.",
+    why="Python calls PyInit_<file name>: 'dynamic module does not define module export "
+    "function (PyInit__C)' when the file was renamed or compiled with another module name.",
+    example="_C.cpython-311-x86_64-linux-gnu.so exports PyInit_myop_ext",
+    fix="Name the file after the module it was compiled as, or compile it with the name it "
+    "is imported by (PYBIND11_MODULE(_C, m), TORCH_EXTENSION_NAME=_C).",
+    references=("https://docs.python.org/3/extending/extending.html",),
+)
+OD505 = CodeDoc(
+    "OD505", "the package never imports its extension", Severity.WARNING,
+    what="A package that ships a compiled library imports or loads it from __init__.py "
+    "(directly or through the modules it imports).",
+    why="`import myop` succeeds but registers nothing until some other code imports "
+    "myop._C or calls torch.ops.load_library: 'operator myop::x does not exist'.",
+    example="myop/__init__.py imports only Python helpers; myop/libmyop.so is never loaded",
+    fix="Load it in __init__.py: `from . import _C` or "
+    "`torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libmyop.so'))`.",
+    references=(_IMPORT,),
+)
+OD506 = CodeDoc(
+    "OD506", "namespace package where a regular package was meant", Severity.WARNING,
+    what="The package directory has an __init__.py.",
+    why="Without __init__.py it is a namespace package: nothing runs at import, so no extension "
+    "is loaded, and a same-named directory elsewhere on sys.path merges in.",
+    example="site-packages/myop/ has _C.so but no __init__.py",
+    fix="Add myop/__init__.py (and make sure the build includes it in the wheel).",
+    references=("https://peps.python.org/pep-0420/",),
+)
+OD507 = CodeDoc(
+    "OD507", "relative import in a module that is run as a script", Severity.WARNING,
+    what="Package modules with an `if __name__ == '__main__'` block do not use relative "
+    "imports.",
+    why="`python myop/tool.py` runs the file outside its package: 'attempted relative import "
+    "with no known parent package'.",
+    example="myop/bench.py: from . import _C … if __name__ == '__main__':",
+    fix="Run it as `python -m myop.bench`, or use absolute imports.",
+    references=(_IMPORT,),
+)
+OD508 = CodeDoc(
+    "OD508", "installed files differ from the RECORD", Severity.ERROR,
+    what="Every file the distribution's dist-info/RECORD lists exists and has the recorded "
+    "hash.",
+    why="A partial install (interrupted pip, files deleted by hand) or a library rebuilt in "
+    "place after installing: the package on disk is not the one whose version pip reports.",
+    example="myop/libmyop.so listed in RECORD, missing on disk",
+    fix="pip install --force-reinstall <distribution>; never rebuild into site-packages by hand.",
+    references=("https://packaging.python.org/en/latest/specifications/"
+                "recording-installed-packages/",),
+)
+OD509 = CodeDoc(
+    "OD509", "extension import inside a try/except that swallows the error", Severity.WARNING,
+    what="The statement that imports/loads the compiled extension is not wrapped in a "
+    "try/except that discards the exception.",
+    why="The real error (undefined symbol, missing library) is hidden; the user only sees "
+    "'operator does not exist' much later. The probe surfaces the hidden error.",
+    example="try:\n    from . import _C\nexcept ImportError:\n    pass",
+    fix="Re-raise, or at least warn with the original exception (warnings.warn(str(e))).",
+    references=(_IMPORT,),
+)
+OD510 = CodeDoc(
+    "OD510", "the import chain points at a missing file", Severity.ERROR,
+    what="Each library path the package loads (torch.ops.load_library / ctypes.CDLL) exists.",
+    why="The load fails with 'cannot open shared object file' for the package's own library: "
+    "not built, not included in the wheel, or the path is computed wrongly.",
+    example="torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libmyop.so'))",
+    fix="Build the extension into the package directory / include it in package_data.",
+    references=(_IMPORT,),
+)
+OD511 = CodeDoc(
+    "OD511", "importing the package fails", Severity.ERROR,
+    what="`import <package>` works in the target interpreter (probe).",
+    why="The exception is the evidence: an error in the package's Python code or in loading its "
+    "extension.",
+    example="ImportError: cannot import name '_C' from 'myop'",
+    fix="Read the exception; `opdoctor explain \"<message>\"` maps it to a cause.",
+    references=(_IMPORT,),
+)
+OD512 = CodeDoc(
+    "OD512", "hidden import error", Severity.ERROR,
+    what="The extension that a try/except guards imports without error (probe).",
+    why="This is the error the package swallowed: with it, the extension's ops are never "
+    "registered.",
+    example="from . import _C → ImportError: _C.so: undefined symbol: missing_helper",
+    fix="Fix the hidden error (see its own explanation), and stop swallowing it (OD509).",
+    references=(_IMPORT,),
+)
+
+CODES = (OD501, OD502, OD503, OD504, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512)
+
+
+def _rel(path: str, chain: ImportChain) -> str:
+    pkg = chain.package_dir
+    if pkg and path.startswith(os.path.dirname(pkg) + os.sep):
+        return os.path.relpath(path, os.path.dirname(pkg))
+    return path
+
+
+def _exports_pyinit(path: str, mod: str) -> tuple[bool, list[str]]:
+    try:
+        data = open_input(path)
+        img = ElfImage.open(data)
+    except (InputError, ElfFormatError, OSError):
+        return True, []  # not readable as ELF: the integrity check speaks for it
+    table = DynSymbols(img)
+    if table.lookup(f"PyInit_{mod}"):
+        return True, []
+    return False, table.names_with_prefix("PyInit_", limit=4)
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Static findings of the chain, then the probe's observations in package mode."""
+    chain = facts.chain
+    if chain is None:
+        return
+    name = chain.name
+    order = [f"sys.path[{i}] = {e or '(cwd) ' + facts.options.cwd}" for i, e in
+             enumerate(facts.interpreter.sys_path if facts.interpreter else [])]
+    if not chain.candidates:
+        yield OD501.finding(name, f"no package {name} on the target interpreter's sys.path",
+                            order[:12])
+        return
+    win = chain.winner
+    assert win is not None
+    if len(chain.candidates) > 1:
+        others = [c for c in chain.candidates if c is not win]
+        ev = [f"import {name} → {win.path} ({win.kind}, from sys.path entry "
+              f"{win.entry or '(cwd)'!r})"]
+        ev += [f"hidden: {c.path} ({c.kind}, later on sys.path)" for c in others]
+        win_so = _so_files(win.path)
+        other_so = [f for c in others for f in _so_files(c.path)]
+        if not win_so and other_so:
+            hidden_so = os.path.basename(other_so[0])
+            yield OD502.finding(name, f"import {name} picks {win.path}, which has no compiled "
+                                f"extension; the installed copy with {hidden_so} is hidden", ev,
+                                fix=f"run from outside {os.path.dirname(win.path)} or remove it "
+                                f"from sys.path (PYTHONPATH, cwd); or `pip install -e .` there")
+        elif win.kind != "namespace":
+            yield OD502.finding(name, f"{len(others)} other cop{'y' if len(others) == 1 else 'ies'}"
+                                f" of {name} on sys.path; {win.path} wins", ev,
+                                severity=Severity.WARNING)
+    if win.kind == "namespace":
+        yield OD506.finding(name, f"{win.path} has no __init__.py: it imports as a namespace "
+                            "package and loads nothing", (f"{win.path}/__init__.py: missing",
+                                                          *[f"contains {os.path.basename(f)}"
+                                                            for f in _so_files(win.path)][:3]))
+    for link in chain.links:
+        where = f"{_rel(link.file, chain)}:{link.line}: {link.text.strip()[:120]}"
+        if link.problem.startswith("no file for this interpreter"):
+            yield OD503.finding(link.target, f"{link.target}: {link.problem}", (where,))
+        elif link.problem and link.kind in ("load_library", "cdll") and "does not exist" in \
+                link.problem:
+            yield OD510.finding(link.target, f"the package loads {link.resolved[0]}, which does "
+                                "not exist", (where,))
+        elif link.problem and link.kind == "submodule":
+            yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
+        if link.swallowed:
+            yield OD509.finding(link.target, f"the import of {link.target} is inside "
+                                f"`{link.swallowed}` that discards the error",
+                                (where, f"handler: {link.swallowed}"))
+        for f in link.resolved:
+            if link.kind == "submodule" and (f.endswith(".so") or ".so." in f):
+                mod = link.target.rsplit(".", 1)[-1]
+                ok, have = _exports_pyinit(f, mod)
+                if not ok:
+                    exports = ", ".join(have) or "no PyInit_"
+                    yield OD504.finding(link.target, f"{os.path.basename(f)} does not export "
+                                        f"PyInit_{mod}", (f"exports: {exports}", where))
+    loaded = {f for link in chain.links for f in link.resolved}
+    unloaded = [f for f in chain.extensions_on_disk if f not in loaded]
+    if win.kind == "package" and chain.extensions_on_disk and not chain.libraries and \
+            not any(link.problem for link in chain.links):
+        yield OD505.finding(name, f"{name}/__init__.py never imports or loads "
+                            f"{', '.join(os.path.basename(f) for f in unloaded[:3])}",
+                            (f"{_rel(os.path.join(win.path, '__init__.py'), chain)}: no import "
+                             "of a compiled module, no load_library/CDLL",
+                             *[f"on disk: {_rel(f, chain)}" for f in unloaded[:3]]))
+    for file, line in chain.script_relative:
+        yield OD507.finding(_rel(file, chain), f"{_rel(file, chain)} uses a relative import "
+                            "and has a __main__ block: running it as a script fails",
+                            (f"{_rel(file, chain)}:{line}: relative import",),
+                            fix=f"run it as python -m {name}.{os.path.basename(file)[:-3]}")
+    if chain.record_missing or chain.record_changed:
+        ev = [f"RECORD: {chain.dist}/RECORD"]
+        ev += [f"missing: {p}" for p in chain.record_missing[:6]]
+        ev += [f"changed since install (hash differs): {p}" for p in chain.record_changed[:6]]
+        yield OD508.finding(name, f"the installed files of {os.path.basename(chain.dist)} "
+                            f"differ from its RECORD ({len(chain.record_missing)} missing, "
+                            f"{len(chain.record_changed)} changed)", ev)
+    yield from _dynamic(facts, chain)
+
+
+def _so_files(path: str) -> list[str]:
+    if os.path.isfile(path):
+        return [path] if path.endswith(".so") else []
+    out = []
+    for root, _d, files in os.walk(path):
+        out += [os.path.join(root, f) for f in files if f.endswith(".so") or ".so." in f]
+    return sorted(out)
+
+
+def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    res = facts.probe_result()
+    if res is None or not facts.options.package:
+        return
+    failed = res.event("load_failed")
+    if failed is not None:
+        err = failed["error"]
+        yield OD511.finding(chain.name, f"import {chain.name} raised {err['type']}: "
+                            f"{err['message'][:200]}", err["traceback"].strip().splitlines()[-5:])
+    for hidden in (res.event("hidden") or {}).get("errors", []):
+        yield OD512.finding(hidden["target"], f"{hidden['target']} fails to import: "
+                            f"{hidden['error']['type']}: {hidden['error']['message'][:300]}",
+                            (f"swallowed by {hidden['where']}",
+                             *hidden["error"]["traceback"].strip().splitlines()[-3:]))
+
+
+def section(facts: Facts) -> dict[str, Any]:
+    """The chain as data: candidates, winner, links, what the probe saw imported."""
+    chain = facts.chain
+    if chain is None:
+        return {}
+    res = facts.probe_result()
+    imported = (res.event("imported") or {}).get("modules", []) if res else []
+    mapped = (res.event("mapped") or {}).get("libraries", []) if res else []
+    ops = (res.event("ops") or {}).get("ops", []) if res else []
+    return {
+        "package": chain.name,
+        "winner": chain.winner.path if chain.winner else None,
+        "candidates": [{"entry": c.entry, "path": c.path, "kind": c.kind}
+                       for c in chain.candidates],
+        "links": [{"file": link.file, "line": link.line, "kind": link.kind, "text": link.text,
+                   "target": link.target, "resolved": link.resolved, "problem": link.problem,
+                   "swallowed": link.swallowed} for link in chain.links],
+        "extensions_on_disk": chain.extensions_on_disk,
+        "imported": imported,
+        "libraries_loaded": mapped,
+        "ops": [{"name": o["name"], "keys": o["keys"]} for o in ops],
+    }
+
+
+CHECK = Check(
+    name="import-chain",
+    summary="import <package> reaches the compiled extension: found, not shadowed, built for "
+    "this interpreter, imported, intact",
+    causes=(Cause.IMPORT_CHAIN,),
+    codes=CODES,
+    run=run,
+    needs_elf=False,
+    section=section,
+    applies=lambda facts: "" if facts.options.package else
+    "not a package (use --package NAME, a package directory, or a .so inside a package)",
+)

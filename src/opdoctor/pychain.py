@@ -1,0 +1,381 @@
+"""The Python import chain, statically: from ``import myop`` to the ``.so`` it loads.
+
+Nothing is imported. The package is located the way CPython's PathFinder does it on the
+target interpreter's ``sys.path`` (a regular package or a module in an entry wins at once; a
+directory without ``__init__.py`` is only a namespace portion, and the scan goes on), every
+candidate is recorded (shadowing), and ``__init__.py`` is parsed (AST) for the statements that
+lead to compiled code: ``from . import _C``, ``import myop._C``, ``importlib.import_module``,
+``torch.ops.load_library(<expr>)``, ``ctypes.CDLL(<expr>)`` — with path expressions evaluated
+when they are built from ``__file__``, ``os.path``, ``pathlib`` and string constants.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import csv
+import glob
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+
+_LOADERS = {"load_library", "CDLL", "PyDLL", "LoadLibrary", "load_op_library", "cdll"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One place on sys.path that provides the name."""
+
+    entry: str  # the sys.path entry ('' shown as the cwd)
+    path: str
+    kind: str  # "package", "namespace", "module", "extension"
+
+
+@dataclass
+class Link:
+    """One statement in the chain that leads to compiled code."""
+
+    file: str
+    line: int
+    kind: str  # "submodule", "load_library", "cdll", "import_module"
+    text: str  # the source of the statement
+    target: str  # module name or path expression as written
+    resolved: list[str] = field(default_factory=list)  # files it resolves to
+    swallowed: str = ""  # "try: … except ImportError: pass" around it (the except clause)
+    problem: str = ""  # why it cannot work (no file for this interpreter …)
+
+
+@dataclass
+class ImportChain:
+    """Everything the static reading found for one package."""
+
+    name: str
+    candidates: list[Candidate]
+    winner: Candidate | None
+    links: list[Link] = field(default_factory=list)
+    extensions_on_disk: list[str] = field(default_factory=list)  # .so files in the package
+    python_files: list[str] = field(default_factory=list)
+    script_relative: list[tuple[str, int]] = field(default_factory=list)
+    record_missing: list[str] = field(default_factory=list)
+    record_changed: list[str] = field(default_factory=list)
+    dist: str = ""  # the installed distribution that owns the package (dist-info dir)
+
+    @property
+    def package_dir(self) -> str:
+        """The directory of the winning package ("" when it is not a package)."""
+        if self.winner and self.winner.kind in ("package", "namespace"):
+            return self.winner.path
+        return ""
+
+    @property
+    def libraries(self) -> list[str]:
+        """Compiled files the chain resolves to, in chain order, existing ones only."""
+        out: list[str] = []
+        for link in self.links:
+            for f in link.resolved:
+                is_lib = f.endswith((".so", ".pyd")) or ".so." in f
+                if is_lib and os.path.isfile(f) and f not in out:
+                    out.append(f)
+        return out
+
+
+def locate(name: str, sys_path: list[str], suffixes: list[str], cwd: str) -> list[Candidate]:
+    """Every sys.path entry that provides top-level ``name``, in sys.path order."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for entry in sys_path:
+        base = os.path.abspath(entry or cwd)
+        if not os.path.isdir(base) or os.path.realpath(base) in seen:
+            continue  # the same directory twice on sys.path is searched once in effect
+        seen.add(os.path.realpath(base))
+        d = os.path.join(base, name)
+        if os.path.isfile(os.path.join(d, "__init__.py")):
+            out.append(Candidate(entry, d, "package"))
+            continue
+        found = False
+        for suf in suffixes:
+            f = os.path.join(base, name + suf)
+            if os.path.isfile(f):
+                out.append(Candidate(entry, f, "extension" if suf != ".py" else "module"))
+                found = True
+                break
+        if not found and os.path.isdir(d):
+            out.append(Candidate(entry, d, "namespace"))
+    return out
+
+
+def winner_of(cands: list[Candidate]) -> Candidate | None:
+    """What ``import name`` picks: the first regular package or module, else a namespace."""
+    for c in cands:
+        if c.kind != "namespace":
+            return c
+    return cands[0] if cands else None
+
+
+class _Eval(ast.NodeVisitor):
+    """A tiny evaluator for path expressions built from __file__ and string constants."""
+
+    def __init__(self, file: str, names: dict[str, object]) -> None:
+        self.file = file
+        self.names = names
+
+    def value(self, node: ast.AST) -> object:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id == "__file__":
+                return self.file
+            return self.names.get(node.id)
+        if isinstance(node, ast.JoinedStr):
+            parts = [self.value(v.value) if isinstance(v, ast.FormattedValue) else self.value(v)
+                     for v in node.values]
+            return "".join(str(p) for p in parts) if all(isinstance(p, str) for p in parts) \
+                else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
+            a, b = self.value(node.left), self.value(node.right)
+            if isinstance(a, str) and isinstance(b, str):
+                return os.path.join(a, b) if isinstance(node.op, ast.Div) else a + b
+            return None
+        if isinstance(node, ast.Attribute) and node.attr == "parent":
+            v = self.value(node.value)
+            return os.path.dirname(v) if isinstance(v, str) else None
+        if isinstance(node, ast.Subscript):
+            v = self.value(node.value)
+            if isinstance(v, list) and v:
+                return v[0]
+            return None
+        if isinstance(node, ast.Call):
+            fn = _dotted(node.func)
+            args = [self.value(a) for a in node.args]
+            if not all(isinstance(a, str) for a in args):
+                return None
+            last = fn.rsplit(".", 1)[-1]
+            if last == "join" and args:
+                return os.path.join(*[str(a) for a in args])
+            if last in ("dirname",) and args:
+                return os.path.dirname(str(args[0]))
+            if last in ("abspath", "realpath", "normpath", "resolve", "expanduser") and args:
+                return os.path.abspath(str(args[0]))
+            if last in ("resolve", "absolute") and not args and isinstance(node.func,
+                                                                          ast.Attribute):
+                v = self.value(node.func.value)
+                return os.path.abspath(v) if isinstance(v, str) else None
+            if last in ("Path", "PurePath", "str", "fspath") and len(args) == 1:
+                return args[0]
+            if last in ("glob", "iglob") and args:
+                return sorted(glob.glob(str(args[0])))
+        return None
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def _swallow(handler_stack: list[ast.ExceptHandler]) -> str:
+    """The except clause that swallows ImportError/OSError around a statement, if any."""
+    for h in reversed(handler_stack):
+        names = {_dotted(t) for t in (h.type.elts if isinstance(h.type, ast.Tuple) else
+                                       [h.type])} if h.type is not None else {"<bare>"}
+        catches = names & {"ImportError", "ModuleNotFoundError", "OSError", "Exception",
+                           "BaseException", "<bare>", "RuntimeError"}
+        reraises = any(isinstance(n, ast.Raise) for n in ast.walk(h))
+        if catches and not reraises:
+            return f"except {', '.join(sorted(catches)).replace('<bare>', '')}: (line {h.lineno})"
+    return ""
+
+
+def module_files(pkg_dir: str, mod: str, suffixes: list[str]) -> tuple[list[str], list[str]]:
+    """(files that import as ``mod`` here, other builds of ``mod`` that do not)."""
+    good = []
+    for suf in suffixes:
+        f = os.path.join(pkg_dir, mod + suf)
+        if os.path.isfile(f):
+            good.append(f)
+    if os.path.isfile(os.path.join(pkg_dir, mod, "__init__.py")):
+        good.append(os.path.join(pkg_dir, mod, "__init__.py"))
+    others = sorted(f for f in glob.glob(os.path.join(pkg_dir, mod + ".*"))
+                    if f not in good and (f.endswith(".so") or f.endswith(".pyd")))
+    return good, others
+
+
+def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
+                seen: set[str] | None = None) -> list[Link]:
+    """Statements in ``file`` (and the package modules it imports) that lead to compiled code."""
+    seen = seen if seen is not None else set()
+    if file in seen or depth > 3:
+        return []
+    seen.add(file)
+    try:
+        with open(file, encoding="utf-8") as fh:
+            src = fh.read()
+        tree = ast.parse(src, file)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    pkg_dir = os.path.dirname(file)
+    names: dict[str, object] = {}
+    links: list[Link] = []
+    ev = _Eval(file, names)
+
+    def visit(node: ast.AST, handlers: list[ast.ExceptHandler]) -> None:
+        if isinstance(node, ast.Try):
+            inner = handlers + list(node.handlers)
+            for n in node.body:
+                visit(n, inner)
+            for n in [*node.orelse, *node.finalbody]:
+                visit(n, handlers)
+            for h in node.handlers:
+                for n in h.body:
+                    visit(n, handlers)
+            return
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = ev.value(node.value)
+        seg = ast.get_source_segment(src, node) or ""
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
+            base = node.module
+            mods = [base] if base else [a.name for a in node.names]
+            for mod in mods:
+                links.extend(_submodule(file, node.lineno, seg, mod.split(".")[0], pkg_dir,
+                                        package, suffixes, handlers, depth, seen))
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.split(".")[0] == package and "." in node.module:
+            links.extend(_submodule(file, node.lineno, seg, node.module.split(".")[1], pkg_dir,
+                                    package, suffixes, handlers, depth, seen))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                if parts[0] == package and len(parts) > 1:
+                    links.extend(_submodule(file, node.lineno, seg, parts[1], pkg_dir, package,
+                                            suffixes, handlers, depth, seen))
+        if isinstance(node, ast.Call):
+            fn = _dotted(node.func)
+            last = fn.rsplit(".", 1)[-1]
+            if last == "import_module" and node.args:
+                target = ev.value(node.args[0])
+                if isinstance(target, str):
+                    parts = target.lstrip(".").split(".")
+                    sub = parts[-1] if target.startswith(".") or parts[0] == package else ""
+                    if sub and (len(parts) > 1 or target.startswith(".")):
+                        links.extend(_submodule(file, node.lineno, seg, sub, pkg_dir, package,
+                                                suffixes, handlers, depth, seen))
+            elif last in _LOADERS and node.args:
+                value = ev.value(node.args[0])
+                resolved = value if isinstance(value, list) else [value] if isinstance(
+                    value, str) else []
+                link = Link(file, node.lineno, "cdll" if "CDLL" in last or last == "cdll"
+                            else "load_library", seg,
+                            ast.get_source_segment(src, node.args[0]) or "?",
+                            [os.path.abspath(str(r)) for r in resolved],
+                            _swallow(handlers))
+                if not resolved:
+                    link.problem = "the path expression cannot be evaluated statically"
+                elif not any(os.path.isfile(str(r)) for r in resolved):
+                    link.problem = f"{resolved[0]} does not exist"
+                links.append(link)
+        for child in ast.iter_child_nodes(node):
+            visit(child, handlers)
+
+    for stmt in tree.body:
+        visit(stmt, [])
+    return links
+
+
+def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: str,
+               suffixes: list[str], handlers: list[ast.ExceptHandler], depth: int,
+               seen: set[str]) -> list[Link]:
+    good, others = module_files(pkg_dir, mod, suffixes)
+    link = Link(file, line, "submodule", seg, f"{package}.{mod}", good, _swallow(handlers))
+    out = [link]
+    py = [g for g in good if g.endswith(".py")]
+    if py:
+        link.resolved = py
+        out += parse_links(py[0], package, suffixes, depth + 1, seen)
+        return out
+    if not good and others:
+        names = ", ".join(os.path.basename(o) for o in others)
+        link.problem = (f"no file for this interpreter: only {names} (this interpreter "
+                        f"imports {mod}{suffixes[0]})")
+    elif not good:
+        link.problem = f"no module {mod} in {pkg_dir}"
+    return out
+
+
+def _record_check(chain: ImportChain, site: str) -> None:
+    """Files a dist-info RECORD lists that are missing or whose hash differs."""
+    for dist in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
+        record = os.path.join(dist, "RECORD")
+        try:
+            with open(record, encoding="utf-8") as fh:
+                rows = list(csv.reader(fh))
+        except OSError:
+            continue
+        owns = any(r and (r[0].startswith(chain.name + "/") or r[0].startswith(chain.name + "."))
+                   for r in rows)
+        if not owns:
+            continue
+        chain.dist = dist
+        for row in rows:
+            if not row or not row[0] or row[0].endswith("RECORD"):
+                continue
+            path = os.path.normpath(os.path.join(site, row[0]))
+            if not os.path.exists(path):
+                chain.record_missing.append(row[0])
+            elif len(row) > 1 and row[1].startswith("sha256=") and \
+                    (path.endswith((".so", ".py")) or ".so." in path):
+                with open(path, "rb") as fh:
+                    digest = base64.urlsafe_b64encode(
+                        hashlib.sha256(fh.read()).digest()).rstrip(b"=").decode()
+                if digest != row[1][len("sha256="):]:
+                    chain.record_changed.append(row[0])
+        return
+
+
+def analyse(name: str, sys_path: list[str], ext_suffix: str, cwd: str) -> ImportChain:
+    """Locate the package, follow its ``__init__.py``, check its installed RECORD."""
+    suffixes = [ext_suffix, ".abi3.so", ".so", ".py"]
+    cands = locate(name, sys_path, suffixes, cwd)
+    chain = ImportChain(name, cands, winner_of(cands))
+    pkg = chain.package_dir
+    if not pkg:
+        return chain
+    init = os.path.join(pkg, "__init__.py")
+    if os.path.isfile(init):
+        chain.links = parse_links(init, name, suffixes)
+    for root, _dirs, files in os.walk(pkg):
+        for f in sorted(files):
+            full = os.path.join(root, f)
+            if f.endswith(".so") or ".so." in f:
+                chain.extensions_on_disk.append(full)
+            elif f.endswith(".py"):
+                chain.python_files.append(full)
+                chain.script_relative += _script_relative(full)
+    site = os.path.dirname(pkg)
+    _record_check(chain, site)
+    return chain
+
+
+def _script_relative(file: str) -> list[tuple[str, int]]:
+    """Relative imports in a file that also has an ``if __name__ == "__main__"`` block."""
+    try:
+        with open(file, encoding="utf-8") as fh:
+            src = fh.read()
+    except OSError:
+        return []
+    if not re.search(r"^if __name__ == ['\"]__main__['\"]", src, re.M):
+        return []
+    try:
+        tree = ast.parse(src, file)
+    except SyntaxError:
+        return []
+    return [(file, n.lineno) for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.level >= 1][:1]
+
+
+def pyinit_names(exports: list[str]) -> list[str]:
+    """The module names a list of exported PyInit_ symbols stands for."""
+    return [e[len("PyInit_"):] for e in exports if e.startswith("PyInit_")]
