@@ -38,10 +38,12 @@ def test_dangling_symlink(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "dangling symbolic link" in _one_clean_line(res.err)
 
 
-def test_directory_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_directory_without_libraries_exits_2(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("no library here")
     res = cli(capsys, "check", str(tmp_path))
     assert res.code == 2
-    assert "is a directory" in _one_clean_line(res.err)
+    assert "no shared library found" in _one_clean_line(res.err)
 
 
 def test_fifo_does_not_hang(tmp_path: Path) -> None:

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import sys
 from enum import IntEnum
-from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -27,7 +25,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from opdoctor import __version__
 from opdoctor.codes import CodeDoc
-from opdoctor.model import Severity
+from opdoctor.commands import UsageProblem
 
 EXIT_HELP = (
     "Exit codes: 0 clean (nothing at or above --fail-on) · 1 findings · 2 input cannot be "
@@ -43,13 +41,6 @@ class Exit(IntEnum):
     BAD_INPUT = 2
     USAGE = 3
     INTERNAL = 4
-
-
-STATIC_TIMEOUT = 120.0  # seconds for the static analysis of one file (hostile inputs)
-
-
-class AnalysisTimeout(Exception):
-    """The static analysis ran past its time limit (a hostile or pathological file)."""
 
 
 app = typer.Typer(
@@ -76,30 +67,23 @@ def _root(
     """opdoctor: diagnose custom operators that fail to register."""
 
 
-def _color(stream: Any) -> bool:
-    """Colour only on a terminal and never when NO_COLOR is set (https://no-color.org)."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    return bool(getattr(stream, "isatty", lambda: False)())
-
-
-def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    raise AnalysisTimeout()
-
-
 @app.command()
 def check(
-    paths: Annotated[list[str] | None, typer.Argument(help="Shared libraries to check.",
-                                                      show_default=False)] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+    paths: Annotated[list[str] | None, typer.Argument(
+        help="Shared libraries, package directories, other directories (walked) or wheels.",
+        show_default=False)] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f",
+                                            help="text | json | sarif | junit | github")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o",
                                                help="Write the report to this file.")] = None,
-    fail_on: Annotated[str, typer.Option(help="Lowest severity that fails: error | warning "
-                                         "| info.")] = "error",
+    fail_on: Annotated[str | None, typer.Option(help="Lowest severity that fails: error | "
+                                                "warning | info (default error).")] = None,
     select: Annotated[list[str] | None, typer.Option(help="Only these codes (prefixes: OD4).")]
     = None,
     ignore: Annotated[list[str] | None, typer.Option(help="Drop these codes (prefixes).")]
     = None,
+    severity: Annotated[list[str] | None, typer.Option(
+        help="Override a code's severity: OD410=error (repeatable).")] = None,
     list_checks: Annotated[bool, typer.Option("--list-checks",
                                               help="List the checks and exit.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All evidence, timings.")]
@@ -107,12 +91,14 @@ def check(
     static: Annotated[bool, typer.Option("--static", help="Static checks only: do not load "
                                          "the library (the probe executes its initialisers).")]
     = False,
-    timeout: Annotated[float, typer.Option(help="Seconds the load probe may take.")] = 60.0,
+    timeout: Annotated[float | None, typer.Option(
+        help="Seconds the load probe may take (default 60).")] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="Probe: call each new op with simple "
                                         "tensor arguments on small CPU tensors.")] = False,
     preload: Annotated[list[str] | None, typer.Option(
         help="Probe: load this library first, as the job does (repeatable).")] = None,
-    probe_memory: Annotated[int, typer.Option(help="Probe memory limit in MiB (RSS).")] = 16384,
+    probe_memory: Annotated[int | None, typer.Option(
+        help="Probe memory limit in MiB (RSS, default 16384).")] = None,
     package: Annotated[str | None, typer.Option(
         help="Check the import chain of this package as the target interpreter resolves it "
         "(and the library it loads).")] = None,
@@ -121,8 +107,6 @@ def check(
     against_site_packages: Annotated[bool, typer.Option(
         "--against-site-packages", help="Find other installed libraries that define the same "
         "TORCH_LIBRARY namespace.")] = False,
-    python: Annotated[str | None, typer.Option(help="Target interpreter that will load the "
-                                               "library (default: this one).")] = None,
     expect_op: Annotated[list[str] | None, typer.Option(
         help="ns::op[KEY,...] that must be in the library, e.g. myop::weighted_sum[CPU,CUDA] "
         "(repeatable).")] = None,
@@ -132,19 +116,25 @@ def check(
     gpu: Annotated[list[str] | None, typer.Option(
         help="Target GPUs, e.g. sm_80,sm_90 or H100,A100 (repeatable; default: this machine's, "
         "from nvidia-smi).")] = None,
+    python: Annotated[str | None, typer.Option(help="Target interpreter that will load the "
+                                               "library (default: this one).")] = None,
     env: Annotated[list[str] | None, typer.Option(
         help="KEY=VALUE of the job's environment, e.g. LD_LIBRARY_PATH=/opt/lib (repeatable; "
         "KEY= removes it).")] = None,
+    config: Annotated[str | None, typer.Option(
+        help="Configuration file (default: nearest opdoctor.toml or pyproject.toml with "
+        "[tool.opdoctor]).")] = None,
+    baseline: Annotated[str | None, typer.Option(
+        help="Only findings not in this baseline fail the gate.")] = None,
+    write_baseline: Annotated[str | None, typer.Option(
+        help="Write the current findings as the accepted baseline and exit 0.")] = None,
 ) -> int:
-    """Check shared libraries; the report names which cause applies, with evidence and fix.
+    """Check shared libraries, packages or wheels; the report names the cause, with evidence
+    and fix.
 
     Exit codes: 0 clean · 1 findings · 2 input cannot be analysed · 3 usage · 4 internal.
     """
     from opdoctor.checks import load_registry
-    from opdoctor.facts import CheckOptions
-    from opdoctor.inputfile import InputError
-    from opdoctor.report import Format, RenderContext, renderer
-    from opdoctor.runner import Selection, run_check
 
     registry = load_registry()
     for problem in registry.problems:
@@ -156,122 +146,70 @@ def check(
             causes = ",".join(str(int(x)) for x in c.causes)
             typer.echo(f"{c.name:<14} cause {causes:<5} {c.summary}\n{'':<14}       codes: {codes}")
         return Exit.OK
-    if not paths and not package:
-        raise click_exc.UsageError("give at least one library to check, or --package NAME "
-                                   "(or --list-checks)")
+    given = {"format": fmt, "output": output, "fail-on": fail_on, "select": select,
+             "ignore": ignore, "severity": _pairs(severity, "--severity") if severity else None,
+             "expect-op": expect_op, "expect-symbol": expect_symbol,
+             "gpu": [g for item in gpu or [] for g in item.split(",") if g.strip()],
+             "python": python, "timeout": timeout, "static": static, "smoke": smoke,
+             "preload": preload, "probe-memory": probe_memory,
+             "env": _pairs(env, "--env", allow_empty=True) if env else None,
+             "package": package, "cwd": cwd, "against-site-packages": against_site_packages,
+             "baseline": baseline}
+    values, _sources = _effective(given, config)
+    if not paths and not values["package"]:
+        raise click_exc.UsageError("give at least one library, directory or wheel to check, "
+                                   "or --package NAME (or --list-checks)")
+    from opdoctor.commands import run_check_command
+
+    return run_check_command(list(paths or []), values, registry, verbose, write_baseline)
+
+
+@app.command("config")
+def config_cmd(
+    config: Annotated[str | None, typer.Option(help="Configuration file to read.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+) -> int:
+    """Show the effective configuration and where each value comes from."""
+    import json
+
+    values, sources = _effective({}, config)
+    if fmt == "json":
+        typer.echo(json.dumps({k: {"value": v, "source": sources[k]} for k, v in values.items()},
+                              indent=2))
+        return Exit.OK
+    if fmt != "text":
+        raise click_exc.UsageError(f"unknown format {fmt!r} (text | json)")
+    for key, value in values.items():
+        typer.echo(f"{key:<22} = {value!r:<40} # {sources[key]}")
+    return Exit.OK
+
+
+def _effective(given: dict[str, Any], config: str | None
+               ) -> tuple[dict[str, Any], dict[str, str]]:
+    from opdoctor.config import ConfigError, find_config, merge, read_config
+
     try:
-        form = Format(fmt)
-        threshold = Severity(fail_on)
-    except ValueError as exc:
-        raise click_exc.UsageError(str(exc)) from None
-    unknown = [c for c in (select or []) + (ignore or [])
-               if not any(code.startswith(c) for code in registry.catalog)]
-    if unknown:
-        raise click_exc.UsageError(f"no code matches {', '.join(unknown)} (see `opdoctor codes`)")
-    selection = Selection(tuple(select or ()), tuple(ignore or ()))
-    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        raise click_exc.UsageError(f"--python {python}: not an executable file")
-    from opdoctor.checks.registration import parse_expect_op
-
-    for text in expect_op or []:
-        try:
-            parse_expect_op(text)
-        except ValueError as exc:
-            raise click_exc.UsageError(str(exc)) from None
-    from opdoctor.cuda import parse_gpu
-
-    gpus = tuple(g for item in gpu or [] for g in item.split(",") if g.strip())
-    for g in gpus:
-        try:
-            parse_gpu(g)
-        except ValueError as exc:
-            raise click_exc.UsageError(str(exc)) from None
-    options = CheckOptions(probe=not static, timeout=timeout, smoke=smoke,
-                           preload=tuple(preload or ()), probe_memory_mb=probe_memory,
-                           against_site_packages=against_site_packages,
-                           cwd=os.path.abspath(cwd) if cwd else "",
-                           expect_ops=tuple(expect_op or ()), gpus=gpus,
-                           expect_symbols=tuple(expect_symbol or ()),
-                           python=python, env=_environment(env))
-
-    targets = _targets(list(paths or []), package, options)
-    reports = []
-    old = signal.signal(signal.SIGALRM, _on_alarm)
-    try:
-        for path, options in targets:
-            # The static analysis runs under a timer; the probe has its own (--timeout).
-            signal.setitimer(signal.ITIMER_REAL, STATIC_TIMEOUT + timeout)
-            try:
-                reports.append(run_check(path, options, selection=selection, registry=registry))
-            except InputError as exc:
-                typer.echo(f"opdoctor: error: {exc} [{exc.code}]", err=True)
-                return Exit.BAD_INPUT
-            except AnalysisTimeout:
-                typer.echo(f"opdoctor: error: {path}: analysis exceeded "
-                           f"{STATIC_TIMEOUT + timeout:g} s "
-                           "(pathological or hostile file?)", err=True)
-                return Exit.BAD_INPUT
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-    finally:
-        signal.signal(signal.SIGALRM, old)
-
-    code = Exit.OK
-    if any(r.fails(threshold) for r in reports):
-        code = Exit.FINDINGS
-    elif any(c.status.value == "failed" for r in reports for c in r.checks):
-        code = Exit.INTERNAL
-    out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
-    try:
-        ctx = RenderContext(registry.catalog, threshold, int(code),
-                            color=form is Format.TEXT and not output and _color(out),
-                            verbose=verbose)
-        renderer(form)(reports, ctx, out)
-    finally:
-        if output:
-            out.close()
-    return code
-
-
-def _targets(paths: list[str], package: str | None, options: Any) -> list[tuple[str, Any]]:
-    """Each path with its options: package context for package dirs and .so inside packages."""
-    import dataclasses
-
-    from opdoctor.facts import Facts
-    from opdoctor.runner import package_of
-
-    out: list[tuple[str, Any]] = []
-    if package:
-        opts = dataclasses.replace(options, package=package)
-        chain = Facts(".", opts).chain
-        libs = chain.libraries if chain else []
-        out.append((libs[0] if libs else (chain.package_dir if chain and chain.package_dir
-                                          else os.path.abspath(".")), opts))
-    for path in paths:
-        ctx = package_of(path) if os.path.exists(path) else None
-        if ctx is None:
-            out.append((path, options))
-            continue
-        name, parent = ctx
-        opts = dataclasses.replace(options, package=name, cwd=options.cwd or parent)
-        out.append((path, opts))
-    return out
-
-
-def _environment(pairs: list[str] | None) -> tuple[tuple[str, str], ...] | None:
-    """os.environ with the --env overrides applied (None when there are none)."""
-    if not pairs:
-        return None
-    env = dict(os.environ)
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click_exc.UsageError(f"--env expects KEY=VALUE, got {pair!r}")
-        if value:
-            env[key] = value
+        if config:
+            table = read_config(config)
+            if table is None:
+                raise ConfigError(f"{config}: no [tool.opdoctor] table")
+            found: tuple[str, dict[str, Any]] | None = (config, table)
         else:
-            env.pop(key, None)
-    return tuple(sorted(env.items()))
+            found = find_config(os.getcwd())
+    except ConfigError as exc:
+        raise click_exc.UsageError(str(exc)) from None
+    return merge(given, found)
+
+
+def _pairs(items: list[str] | None, flag: str, allow_empty: bool = False) -> dict[str, str]:
+    """KEY=VALUE arguments as a dict (``KEY=`` gives an empty value when allowed)."""
+    out: dict[str, str] = {}
+    for pair in items or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key or (not value and not allow_empty):
+            raise click_exc.UsageError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
 
 
 def _render_doc(doc: CodeDoc) -> str:
@@ -405,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         rv = app(args=args, prog_name="opdoctor", standalone_mode=False)
     except click_exc.UsageError as exc:
         exc.show()
+        return int(Exit.USAGE)
+    except UsageProblem as exc:
+        sys.stderr.write(f"Error: {exc}\n")
         return int(Exit.USAGE)
     except typer.Exit as exc:
         return int(exc.exit_code)

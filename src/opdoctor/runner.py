@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,19 +92,6 @@ def run_check(
     if data is not None:
         data.close()
     return report
-
-
-def package_of(path: str) -> tuple[str, str] | None:
-    """(top-level package name, directory it is imported from) for a directory or file that
-    lies inside a regular package; None otherwise."""
-    d = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
-    top = None
-    while os.path.isfile(os.path.join(d, "__init__.py")):
-        top = d
-        d = os.path.dirname(d)
-    if top is None:
-        return None
-    return os.path.basename(top), os.path.dirname(top)
 
 
 def select_checks(registry: Registry, names: Sequence[str]) -> Registry:

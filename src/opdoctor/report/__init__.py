@@ -16,6 +16,9 @@ class Format(str, Enum):
 
     TEXT = "text"
     JSON = "json"
+    SARIF = "sarif"
+    JUNIT = "junit"
+    GITHUB = "github"
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,8 @@ class RenderContext:
     color: bool = False
     verbose: bool = False
     width: int | None = None
+    # Fingerprints accepted by --baseline: reported, marked, and not counted for the gate.
+    baseline: frozenset[str] = frozenset()
 
 
 Renderer = Callable[[list[Report], RenderContext, TextIO], None]
@@ -40,6 +45,18 @@ def renderer(fmt: Format) -> Renderer:
         from opdoctor.report import json_format
 
         return json_format.render
+    if fmt is Format.SARIF:
+        from opdoctor.report import sarif
+
+        return sarif.render
+    if fmt is Format.JUNIT:
+        from opdoctor.report import junit
+
+        return junit.render
+    if fmt is Format.GITHUB:
+        from opdoctor.report import github
+
+        return github.render
     from opdoctor.report import text
 
     return text.render

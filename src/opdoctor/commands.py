@@ -1,0 +1,168 @@
+"""The body of ``opdoctor check``: effective settings → targets → reports → gate → output.
+
+Kept out of the CLI module so the command function only parses arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from types import FrameType
+from typing import Any
+
+from opdoctor.checks import Registry
+from opdoctor.model import Severity
+
+STATIC_TIMEOUT = 120.0  # seconds for the static analysis of one file (hostile inputs)
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+class UsageProblem(ValueError):
+    """A setting is invalid (turned into exit code 3 by the CLI)."""
+
+
+class AnalysisTimeout(Exception):
+    """The analysis of one file ran past its time limit (a hostile or pathological file)."""
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    raise AnalysisTimeout()
+
+
+def build_options(values: dict[str, Any], registry: Registry) -> Any:
+    """CheckOptions from the effective settings; raises UsageProblem on invalid values."""
+    from opdoctor.checks.registration import parse_expect_op
+    from opdoctor.cuda import parse_gpu
+    from opdoctor.facts import CheckOptions
+
+    for text in values["expect-op"]:
+        try:
+            parse_expect_op(text)
+        except ValueError as exc:
+            raise UsageProblem(str(exc)) from None
+    for g in values["gpu"]:
+        try:
+            parse_gpu(g)
+        except ValueError as exc:
+            raise UsageProblem(str(exc)) from None
+    py = values["python"]
+    if py is not None and not (os.path.isfile(py) and os.access(py, os.X_OK)):
+        raise UsageProblem(f"--python {py}: not an executable file")
+    env = None
+    if values["env"]:
+        merged = dict(os.environ)
+        for k, v in values["env"].items():
+            if v:
+                merged[k] = v
+            else:
+                merged.pop(k, None)
+        env = tuple(sorted(merged.items()))
+    unknown = [c for c in values["select"] + values["ignore"] + list(values["severity"])
+               if not any(code.startswith(c) for code in registry.catalog)]
+    if unknown:
+        raise UsageProblem(f"no code matches {', '.join(unknown)} (see `opdoctor codes`)")
+    return CheckOptions(
+        expect_ops=tuple(values["expect-op"]), expect_symbols=tuple(values["expect-symbol"]),
+        gpus=tuple(values["gpu"]), python=py, env=env, probe=not values["static"],
+        timeout=float(values["timeout"]), probe_memory_mb=int(values["probe-memory"]),
+        smoke=bool(values["smoke"]), preload=tuple(values["preload"]),
+        against_site_packages=bool(values["against-site-packages"]),
+        package=values["package"], cwd=os.path.abspath(values["cwd"]) if values["cwd"] else "")
+
+
+def _severity(name: str, what: str) -> Severity:
+    try:
+        return Severity(name)
+    except ValueError:
+        raise UsageProblem(f"{what}: {name!r} is not error | warning | info") from None
+
+
+def run_check_command(paths: list[str], values: dict[str, Any], registry: Registry,
+                      verbose: bool, write_baseline: str | None) -> int:
+    """Run every target, apply overrides and baseline, render, return the exit code."""
+    from opdoctor.gate import BaselineError, apply_overrides, gate_fails, read_baseline
+    from opdoctor.gate import write_baseline as write_bl
+    from opdoctor.inputfile import InputError
+    from opdoctor.report import Format, RenderContext, renderer
+    from opdoctor.runner import Selection, run_check
+    from opdoctor.targets import WheelError, expand
+
+    try:
+        form = Format(values["format"])
+    except ValueError:
+        raise UsageProblem(f"unknown format {values['format']!r} "
+                           "(text | json | sarif | junit | github)") from None
+    threshold = _severity(values["fail-on"], "--fail-on")
+    overrides = {code: _severity(level, f"--severity {code}")
+                 for code, level in values["severity"].items()}
+    options = build_options(values, registry)
+    selection = Selection(tuple(values["select"]), tuple(values["ignore"]))
+    accepted: set[str] = set()
+    if values["baseline"]:
+        try:
+            accepted = read_baseline(values["baseline"])
+        except BaselineError as exc:
+            raise UsageProblem(str(exc)) from None
+
+    reports = []
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        with expand(paths, options) as targets:
+            if not targets:
+                sys.stderr.write(f"opdoctor: error: no shared library found in "
+                                 f"{', '.join(paths)} [OD401]\n")
+                return EXIT_BAD_INPUT
+            for t in targets:
+                signal.setitimer(signal.ITIMER_REAL, STATIC_TIMEOUT + t.options.timeout)
+                try:
+                    report = run_check(t.path, t.options, selection=selection, registry=registry)
+                except InputError as exc:
+                    sys.stderr.write(f"opdoctor: error: {exc} [{exc.code}]\n")
+                    return EXIT_BAD_INPUT
+                except AnalysisTimeout:
+                    sys.stderr.write(f"opdoctor: error: {t.display}: analysis exceeded "
+                                     f"{STATIC_TIMEOUT + t.options.timeout:g} s (pathological "
+                                     "or hostile file?)\n")
+                    return EXIT_BAD_INPUT
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                if t.display != t.path:
+                    report.target = type(report.target)(t.display, report.target.size,
+                                                        report.target.kind)
+                apply_overrides(report, overrides)
+                reports.append(report)
+    except WheelError as exc:
+        sys.stderr.write(f"opdoctor: error: {exc} [OD405]\n")
+        return EXIT_BAD_INPUT
+    finally:
+        signal.signal(signal.SIGALRM, old)
+
+    if write_baseline:
+        n = write_bl(write_baseline, reports)
+        sys.stderr.write(f"opdoctor: wrote {n} finding(s) to {write_baseline}\n")
+        return EXIT_OK
+    code = EXIT_OK
+    if gate_fails(reports, threshold, accepted):
+        code = EXIT_FINDINGS
+    elif any(c.status.value == "failed" for r in reports for c in r.checks):
+        code = EXIT_INTERNAL
+    output = values["output"]
+    out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    try:
+        color = form is Format.TEXT and not output and _color(out)
+        ctx = RenderContext(registry.catalog, threshold, code, color=color, verbose=verbose,
+                            baseline=frozenset(accepted))
+        renderer(form)(reports, ctx, out)
+    finally:
+        if output:
+            out.close()
+    return code
+
+
+def _color(stream: Any) -> bool:
+    """Colour only on a terminal and never when NO_COLOR is set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())

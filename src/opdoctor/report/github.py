@@ -1,0 +1,41 @@
+"""GitHub Actions workflow commands: one annotation per finding (::error / ::warning /
+::notice), attached to the library's path, with the evidence and the fix in the message."""
+
+from __future__ import annotations
+
+import os
+from typing import TextIO
+
+from opdoctor.diagnosis import diagnose
+from opdoctor.gate import fingerprint
+from opdoctor.model import Report, Severity
+from opdoctor.report import RenderContext
+
+COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(text: str) -> str:
+    """Escape a workflow-command message (%, CR, LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a workflow-command property value (also ':' and ',')."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
+    """Write one annotation per finding, then a summary line per target."""
+    for report in reports:
+        path = report.target.path
+        rel = os.path.relpath(path) if os.path.isabs(path) else path
+        for f in report.findings:
+            doc = ctx.catalog.get(f.code)
+            title = f"{f.code} {doc.title if doc else ''}".strip()
+            if fingerprint(report, f) in ctx.baseline:
+                title += " (baseline)"
+            body = "\n".join([f.message, *[f"evidence: {e}" for e in f.evidence[:8]],
+                              f"fix: {f.fix}" if f.fix else ""]).strip()
+            out.write(f"::{COMMAND[f.severity]} file={escape_property(rel)},"
+                      f"title={escape_property(title)}::{escape_data(body)}\n")
+        out.write(f"opdoctor: {rel}: {diagnose(report).summary}\n")

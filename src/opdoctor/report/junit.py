@@ -1,0 +1,70 @@
+"""JUnit XML: one test suite per target, one test case per check. A check fails when it has
+findings at or above --fail-on (not in the baseline); skipped checks are skipped test cases, so
+a passing report still lists every check."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import TextIO
+
+from opdoctor.codes import CodeDoc
+from opdoctor.gate import fingerprint
+from opdoctor.model import CheckStatus, Report
+from opdoctor.report import RenderContext
+
+
+def _suite(report: Report, ctx: RenderContext) -> ET.Element:
+    suite = ET.Element("testsuite", name=f"opdoctor {report.target.path}")
+    failures = errors = skipped = 0
+    for run in report.checks:
+        case = ET.SubElement(suite, "testcase", name=run.name,
+                             classname=f"opdoctor.{run.name}", time=f"{run.seconds:.3f}")
+        mine = [f for f in report.findings
+                if any(f.code == d.code for d in _codes(ctx, run.name))]
+        gating = [f for f in mine if f.severity.rank >= ctx.fail_on.rank
+                  and fingerprint(report, f) not in ctx.baseline]
+        if run.status is CheckStatus.SKIPPED:
+            ET.SubElement(case, "skipped", message=run.reason)
+            skipped += 1
+        elif run.status is CheckStatus.FAILED:
+            ET.SubElement(case, "error", message=run.reason, type="check-crashed")
+            errors += 1
+        elif gating:
+            failures += 1
+            fail = ET.SubElement(case, "failure", type=gating[0].code,
+                                 message="; ".join(f"{f.code} {f.message}" for f in gating))
+            fail.text = "\n\n".join(
+                "\n".join([f"{f.code} [{f.severity.value}] {f.message}",
+                           *[f"  evidence: {e}" for e in f.evidence],
+                           f"  fix: {f.fix}"]) for f in gating)
+        if mine and not gating:
+            out = ET.SubElement(case, "system-out")
+            out.text = "\n".join(f"{f.code} [{f.severity.value}] {f.message}" for f in mine)
+    suite.set("tests", str(len(report.checks)))
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    suite.set("skipped", str(skipped))
+    suite.set("time", f"{report.seconds:.3f}")
+    return suite
+
+
+def _codes(ctx: RenderContext, check: str) -> list[CodeDoc]:
+    from opdoctor.checks import load_registry
+
+    for c in load_registry().checks:
+        if c.name == check:
+            return list(c.codes)
+    return []
+
+
+def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
+    """Write the JUnit XML document."""
+    root = ET.Element("testsuites", name="opdoctor")
+    for r in reports:
+        root.append(_suite(r, ctx))
+    for attr in ("tests", "failures", "errors", "skipped"):
+        root.set(attr, str(sum(int(s.get(attr, "0")) for s in root)))
+    ET.indent(root)
+    out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    out.write(ET.tostring(root, encoding="unicode"))
+    out.write("\n")

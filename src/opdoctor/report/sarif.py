@@ -1,0 +1,82 @@
+"""SARIF 2.1.0 output: one run, rules from the code catalog's documentation, one result per
+finding (GitHub code scanning, Azure DevOps, IDE viewers read it)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, TextIO
+
+from opdoctor import __version__
+from opdoctor.codes import SECTION_TITLES, CodeDoc
+from opdoctor.gate import fingerprint
+from opdoctor.model import Report, Severity
+from opdoctor.report import RenderContext
+
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _rule(doc: CodeDoc) -> dict[str, Any]:
+    md = "\n\n".join(f"**{title}**: {'; '.join(v) if isinstance(v, tuple) else v}"
+                     for key, title in SECTION_TITLES.items()
+                     for v in [getattr(doc, key)])
+    return {
+        "id": doc.code,
+        "name": "".join(w.capitalize() for w in doc.title.replace("/", " ").split()
+                        if w.isalnum()) or doc.code,
+        "shortDescription": {"text": doc.title},
+        "fullDescription": {"text": doc.what},
+        "help": {"text": f"{doc.why} Fix: {doc.fix}", "markdown": md},
+        "defaultConfiguration": {"level": LEVEL[doc.severity]},
+        "properties": {"cause": int(doc.cause), "causeTitle": doc.cause.title},
+    }
+
+
+def _uri(path: str) -> str:
+    rel = os.path.relpath(path) if os.path.isabs(path) else path
+    return rel if not rel.startswith("..") else path
+
+
+def sarif_log(reports: list[Report], ctx: RenderContext) -> dict[str, Any]:
+    """The SARIF log as a dict."""
+    codes = sorted({f.code for r in reports for f in r.findings})
+    rules = [_rule(ctx.catalog[c]) for c in codes if c in ctx.catalog]
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    results = []
+    for report in reports:
+        for f in report.findings:
+            fp = fingerprint(report, f)
+            res: dict[str, Any] = {
+                "ruleId": f.code,
+                "level": LEVEL[f.severity],
+                "message": {"text": f"{f.message}" + (f" — fix: {f.fix}" if f.fix else "")},
+                "locations": [{"physicalLocation": {"artifactLocation": {
+                    "uri": _uri(report.target.path)}}}],
+                "partialFingerprints": {"opdoctor/v1": fp},
+                "properties": {"cause": int(f.cause), "subject": f.subject,
+                               "evidence": list(f.evidence)},
+            }
+            if f.code in index:
+                res["ruleIndex"] = index[f.code]
+            if fp in ctx.baseline:
+                res["baselineState"] = "unchanged"
+            results.append(res)
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "opdoctor", "version": __version__,
+                                "informationUri": "https://github.com/opdoctor/opdoctor",
+                                "rules": rules}},
+            "invocations": [{"executionSuccessful": ctx.exit_code in (0, 1),
+                             "exitCode": ctx.exit_code}],
+            "results": results,
+        }],
+    }
+
+
+def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
+    """Write the SARIF log."""
+    json.dump(sarif_log(reports, ctx), out, indent=2)
+    out.write("\n")

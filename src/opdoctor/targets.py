@@ -1,0 +1,130 @@
+"""What the user named → the files to check, each with its package context.
+
+* a ``.so`` file (inside a package: the package's import chain is checked too);
+* a package directory (has ``__init__.py``): its import chain and the library it loads;
+* any other directory: every shared library below it;
+* a wheel (``.whl``): unpacked into a temporary directory, every shared library in it checked
+  with the package context of the wheel's layout;
+* ``--package NAME``: resolved on the target interpreter's sys.path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from opdoctor.facts import CheckOptions, Facts
+
+MAX_WHEEL_BYTES = 4 << 30  # refuse zip bombs: total uncompressed size of a wheel
+
+
+@dataclass(frozen=True)
+class Target:
+    """One file (or package directory) to check, with its options and what the user named."""
+
+    path: str
+    options: CheckOptions
+    origin: str  # the argument it came from (the wheel, the directory …)
+    display: str  # how to name it in reports (a wheel member keeps its in-wheel path)
+
+
+def is_shared_library(name: str) -> bool:
+    """``libfoo.so``, ``libfoo.so.1.2``, ``_C.cpython-311-x86_64-linux-gnu.so``."""
+    return name.endswith(".so") or ".so." in name
+
+
+def package_of(path: str) -> tuple[str, str] | None:
+    """(top-level package, the directory it is imported from) for a path inside a package."""
+    d = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
+    top = None
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        top = d
+        d = os.path.dirname(d)
+    if top is None:
+        return None
+    return os.path.basename(top), os.path.dirname(top)
+
+
+def _with_package(path: str, options: CheckOptions, origin: str, display: str) -> Target:
+    ctx = package_of(path)
+    if ctx is None:
+        return Target(path, options, origin, display)
+    name, parent = ctx
+    return Target(path, dataclasses.replace(options, package=name, cwd=options.cwd or parent),
+                  origin, display)
+
+
+def _walk(root: str) -> list[str]:
+    out = []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
+        out += [os.path.join(d, f) for f in sorted(files) if is_shared_library(f)
+                and not os.path.islink(os.path.join(d, f))]
+    return out
+
+
+class WheelError(ValueError):
+    """The wheel cannot be unpacked (not a zip, unsafe member names, too large)."""
+
+
+def unpack_wheel(path: str, dest: str) -> None:
+    """Unpack ``path`` into ``dest``, refusing absolute/parent paths and zip bombs."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            total = 0
+            for info in zf.infolist():
+                name = info.filename
+                if name.startswith("/") or ".." in name.split("/"):
+                    raise WheelError(f"{path}: unsafe member name {name!r}")
+                total += info.file_size
+                if total > MAX_WHEEL_BYTES:
+                    raise WheelError(f"{path}: more than {MAX_WHEEL_BYTES >> 30} GiB unpacked")
+            zf.extractall(dest)
+    except zipfile.BadZipFile as exc:
+        raise WheelError(f"{path}: not a valid wheel (zip): {exc}") from None
+
+
+@contextmanager
+def expand(paths: list[str], options: CheckOptions) -> Iterator[list[Target]]:
+    """The targets for ``paths`` (and ``options.package``); temporary dirs live until exit."""
+    tmpdirs: list[str] = []
+    targets: list[Target] = []
+    try:
+        if options.package:
+            chain = Facts(".", options).chain
+            libs = chain.libraries if chain else []
+            where = libs[0] if libs else (chain.package_dir if chain and chain.package_dir
+                                          else os.path.abspath(options.cwd or "."))
+            targets.append(Target(where, options, f"--package {options.package}", where))
+        for path in paths:
+            if path.endswith(".whl") and os.path.isfile(path):
+                tmp = tempfile.mkdtemp(prefix="opdoctor-wheel-")
+                tmpdirs.append(tmp)
+                unpack_wheel(path, tmp)
+                for lib in _walk(tmp):
+                    rel = os.path.relpath(lib, tmp)
+                    targets.append(_with_package(lib, options, path, f"{path}!/{rel}"))
+            elif os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
+                found = _walk(path)
+                targets += [_with_package(lib, options, path, lib) for lib in found]
+            elif os.path.isdir(path):
+                name = os.path.basename(os.path.abspath(path))
+                opts = dataclasses.replace(options, package=name,
+                                           cwd=options.cwd or os.path.dirname(
+                                               os.path.abspath(path)))
+                chain = Facts(path, opts).chain
+                libs = [lib for lib in (chain.libraries if chain else [])
+                        if os.path.abspath(lib).startswith(os.path.abspath(path))]
+                targets.append(Target(libs[0] if libs else path, opts, path, path))
+            else:
+                targets.append(_with_package(path, options, path, path))
+        yield targets
+    finally:
+        for tmp in tmpdirs:
+            shutil.rmtree(tmp, ignore_errors=True)
