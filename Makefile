@@ -311,9 +311,23 @@ $(YFX)/scriptrel/myext/tool.py: $(YSRC)/ext.c $(YSRC)/ext_init.py $(YSRC)/script
 	cp $(YSRC)/ext_init.py $(@D)/__init__.py
 	cp $(YSRC)/scriptrel_tool.py $@
 
+# ---------------------------------------------------------------- wheels (CI gating)
+WFX := $(FIX)/wheels
+WHEELS := $(WFX)/good/.built $(WFX)/abi/.built
+
+$(WFX)/good/.built: $(BUILD)/pkg/myop/libmyop.so native/make_wheel.py
+	rm -rf $(@D) && mkdir -p $(@D)
+	$(PY) native/make_wheel.py $(@D) myop 0.1.0 $(BUILD)/pkg/myop
+	touch $@
+# The same package shipping the other-C++11-ABI build of the library: a broken wheel.
+$(WFX)/abi/.built: $(BUILD)/pkg/myop/libmyop.so $(LFX)/abi0.so native/make_wheel.py
+	rm -rf $(@D) && mkdir -p $(@D)
+	$(PY) native/make_wheel.py $(@D) myop 0.1.0 $(BUILD)/pkg/myop $(LFX)/abi0.so
+	touch $@
+
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES)
+          $(PY_FIXTURES) $(WHEELS)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

@@ -44,7 +44,8 @@ def main() -> int:
     if not args.libs and spec and spec.origin:
         libs.append(str(Path(spec.origin).parent / "lib" / "libtorch_cpu.so"))
     tools = {
-        "opdoctor check": [sys.executable, "-m", "opdoctor", "check", "-f", "json"],
+        "opdoctor check --static": [sys.executable, "-m", "opdoctor", "check", "--static",
+                                    "-f", "json"],
         "ldd + nm -D pipeline": ["bash", str(ROOT / "benchmarks/pipeline.sh")],
     }
     print(f"repeat={args.repeat}, python {sys.version.split()[0]}, "

@@ -36,10 +36,11 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
 
 
 def cli_proc(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
-             stdin: int | None = subprocess.DEVNULL) -> Result:
+             stdin: int | None = subprocess.DEVNULL, cwd: object = None) -> Result:
     """Run ``python -m opdoctor ARGS`` as a real subprocess (for hangs, signals, plugins)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     p = subprocess.run([sys.executable, "-m", "opdoctor", *args], capture_output=True,
-                       text=True, timeout=timeout, env=full_env, stdin=stdin)
+                       text=True, timeout=timeout, env=full_env, stdin=stdin,
+                       cwd=str(cwd) if cwd is not None else None)
     return Result(p.returncode, p.stdout, p.stderr)

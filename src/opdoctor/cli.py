@@ -164,6 +164,28 @@ def check(
     return run_check_command(list(paths or []), values, registry, verbose, write_baseline)
 
 
+@app.command("scan")
+def scan_cmd(
+    python: Annotated[str | None, typer.Option(help="Interpreter whose site-packages to scan "
+                                               "(default: this one).")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f",
+                                     help="text | json | sarif | junit | github")] = "text",
+    output: Annotated[str | None, typer.Option("--output", "-o")] = None,
+    fail_on: Annotated[str, typer.Option(help="error | warning | info")] = "error",
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers "
+                                      "(default: all cores).")] = 0,
+    probe: Annotated[bool, typer.Option("--probe", help="Also load each library for real "
+                                        "(slow: one interpreter per library).")] = False,
+) -> int:
+    """Check every compiled extension of an installed environment that links a framework.
+
+    Exit codes: 0 clean · 1 findings · 2 interpreter cannot be inspected · 3 usage · 4 internal.
+    """
+    from opdoctor.commands import scan_command
+
+    return scan_command(python, fmt, output, fail_on, jobs, probe)
+
+
 @app.command("config")
 def config_cmd(
     config: Annotated[str | None, typer.Option(help="Configuration file to read.")] = None,

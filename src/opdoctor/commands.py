@@ -166,3 +166,75 @@ def _color(stream: Any) -> bool:
     if os.environ.get("NO_COLOR"):
         return False
     return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str, jobs: int,
+                 probe: bool) -> int:
+    """Discover, check in parallel, print a summary table (text) or the reports (other
+    formats)."""
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from opdoctor.checks import load_registry
+    from opdoctor.diagnosis import diagnose
+    from opdoctor.facts import CheckOptions
+    from opdoctor.gate import gate_fails
+    from opdoctor.interp import InterpreterError, inspect_interpreter
+    from opdoctor.report import Format, RenderContext, renderer
+    from opdoctor.scan import discover, scan
+
+    try:
+        form = Format(fmt)
+    except ValueError:
+        raise UsageProblem(f"unknown format {fmt!r}") from None
+    threshold = _severity(fail_on, "--fail-on")
+    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise UsageProblem(f"--python {python}: not an executable file")
+    try:
+        interp = inspect_interpreter(python)
+    except InterpreterError as exc:
+        sys.stderr.write(f"opdoctor: error: {exc}\n")
+        return EXIT_BAD_INPUT
+    items = discover(interp)
+    options = CheckOptions(python=python, probe=probe)
+    err = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
+    jobs = jobs or os.cpu_count() or 1
+    if err.is_terminal:
+        with Progress(console=err, transient=True) as bar:
+            task = bar.add_task(f"checking {len(items)} libraries", total=len(items))
+            results = scan(items, options, jobs, lambda it: bar.advance(task))
+    else:
+        results = scan(items, options, jobs)
+    reports = [r for _it, r in results if not isinstance(r, str)]
+    crashed = [(it, r) for it, r in results if isinstance(r, str)]
+    code = EXIT_FINDINGS if gate_fails(reports, threshold) else (
+        EXIT_INTERNAL if crashed else EXIT_OK)
+    out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    try:
+        if form is not Format.TEXT:
+            ctx = RenderContext(load_registry().catalog, threshold, code)
+            renderer(form)(reports, ctx, out)
+            return code
+        con = Console(file=out, no_color=not _color(out), highlight=False, width=140)
+        table = Table(title=f"opdoctor scan — {interp.invoke} ({len(items)} libraries)")
+        for col in ("package", "library", "verdict"):
+            table.add_column(col)
+        for it, r in results:
+            parts = it.path.split(os.sep)
+            name = os.sep.join(parts[parts.index(it.package):]) if it.package in parts \
+                else it.path
+            if isinstance(r, str):
+                table.add_row(it.package, name, f"[red]check crashed: {r}[/]")
+                continue
+            d = diagnose(r)
+            verdict = "[green]clean[/]" if d.cause == 0 else (
+                f"[red]cause {d.cause}: {', '.join(f.code for f in d.root_findings)}[/]")
+            table.add_row(it.package, name, verdict)
+        con.print(table)
+        bad = sum(1 for _it, r in results if isinstance(r, str) or diagnose(r).cause)
+        con.print(f"{len(items) - bad} clean · {bad} with findings · exit {code}")
+    finally:
+        if output:
+            out.close()
+    return code

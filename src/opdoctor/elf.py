@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from opdoctor.inputfile import FileData
 
 ELF_MAGIC = b"\x7fELF"
@@ -220,8 +217,12 @@ class ElfImage:
         return cls(data, parse_header(data.buf))
 
     @cached_property
-    def elf(self) -> ELFFile:
-        """pyelftools' view of the file (constructed on first use)."""
+    def elf(self) -> Any:
+        """pyelftools' ``ELFFile`` view of the file (constructed, and imported, on first use:
+        the checks themselves decode what they need directly)."""
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+
         # mmap: pyelftools seeks and reads on demand, the file is never copied whole.
         buf = self.data.buf
         stream: Any = io.BytesIO(buf) if isinstance(buf, bytes) else buf

@@ -218,7 +218,7 @@ class Facts:
     @cached_property
     def chain(self) -> ImportChain | None:
         """The static import chain of the target package (None when not in package mode)."""
-        if not self.options.package:
+        if not self.options.package or self.framework_library:
             return None
         interp = self.interpreter
         sys_path = list(interp.sys_path) if interp else []

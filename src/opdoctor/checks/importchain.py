@@ -306,6 +306,8 @@ CHECK = Check(
     run=run,
     needs_elf=False,
     section=section,
-    applies=lambda facts: "" if facts.options.package else
-    "not a package (use --package NAME, a package directory, or a .so inside a package)",
+    applies=lambda facts: (
+        "not a package (use --package NAME, a package directory, or a .so inside a package)"
+        if not facts.options.package else
+        f"part of the {facts.framework_library} install" if facts.framework_library else ""),
 )

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import psutil
-
 from opdoctor.probe.ldtrace import LdTrace, parse_ld_debug
 
 
@@ -126,6 +124,8 @@ class ProbeHandle:
 
     def wait(self) -> ProbeResult:
         """Wait for the probe (bounded by its timeout and memory limit) and collect it all."""
+        import psutil  # imported here: only a run with the probe pays for it
+
         timed_out = memory_killed = False
         deadline = self.start + self.req.timeout
         out = err = b""

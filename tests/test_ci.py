@@ -1,0 +1,164 @@
+"""CI gating: every output format on a real wheel (good and broken), config, overrides,
+baselines, directory walking, and `opdoctor scan` over the dev venv."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.conftest import FIX, ROOT, fixture, reference
+from tests.helpers import cli, cli_proc
+
+SARIF_SCHEMA = json.loads((ROOT / "tests/resources/sarif-schema-2.1.0.json").read_text())
+
+
+def wheel(kind: str) -> str:
+    found = sorted((FIX / "wheels" / kind).glob("*.whl"))
+    assert found, f"wheel fixture {kind} missing: run `make fixtures`"
+    return str(found[0])
+
+
+@pytest.mark.parametrize("kind", ["good", "abi"])
+def test_sarif_validates_and_carries_findings(capsys: pytest.CaptureFixture[str],
+                                              kind: str) -> None:
+    res = cli(capsys, "check", "--static", "-f", "sarif", wheel(kind))
+    log = res.json()
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    run = log["runs"][0]
+    assert run["tool"]["driver"]["name"] == "opdoctor"
+    results = run["results"]
+    if kind == "good":
+        assert res.code == 0 and results == []
+    else:
+        assert res.code == 1
+        assert "OD303" in {r["ruleId"] for r in results}
+        rule = next(r for r in run["tool"]["driver"]["rules"] if r["id"] == "OD303")
+        assert "Why it matters" in rule["help"]["markdown"]
+        loc = results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert loc.endswith(".whl!/myop/libmyop.so")
+
+
+@pytest.mark.parametrize("kind", ["good", "abi"])
+def test_junit(capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    res = cli(capsys, "check", "--static", "-f", "junit", wheel(kind))
+    root = ET.fromstring(res.out)
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert {c.get("name") for c in cases} >= {"integrity", "dependencies", "symbols",
+                                              "cxx-abi", "registration", "import-chain"}
+    failures = [c for c in cases if c.find("failure") is not None]
+    if kind == "good":
+        assert res.code == 0 and failures == [] and suite.get("failures") == "0"
+    else:
+        assert res.code == 1
+        abi = next(c for c in cases if c.get("name") == "cxx-abi")
+        fail = abi.find("failure")
+        assert fail is not None and fail.get("type") == "OD303"
+        assert "fix: rebuild with -D_GLIBCXX_USE_CXX11_ABI=1" in (fail.text or "")
+
+
+@pytest.mark.parametrize("kind", ["good", "abi"])
+def test_github_annotations(capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    res = cli(capsys, "check", "--static", "-f", "github", wheel(kind))
+    lines = res.out.splitlines()
+    errors = [ln for ln in lines if ln.startswith("::error ")]
+    if kind == "good":
+        assert res.code == 0 and errors == []
+        assert lines[-1].endswith("No problem found.")
+    else:
+        assert res.code == 1
+        assert any("title=OD303 C++11 ABI differs from torch's::" in ln for ln in errors)
+        assert all("\n" not in ln for ln in errors)
+        assert "%0Afix: rebuild with" in errors[0] or any("%0Afix:" in ln for ln in errors)
+
+
+def test_output_file_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.sarif"
+    res = cli(capsys, "check", "--static", "-f", "sarif", "-o", str(out), wheel("abi"))
+    assert res.code == 1 and res.out == ""
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(json.loads(out.read_text()))
+
+
+def test_config_file_and_sources(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.opdoctor]\n'
+        'expect-op = ["myop::weighted_product"]\nfail-on = "warning"\nstatic = true\n')
+    res = cli_proc("config", "-f", "json", cwd=tmp_path)
+    cfg = json.loads(res.out)
+    assert cfg["expect-op"] == {"value": ["myop::weighted_product"],
+                                "source": "pyproject.toml [tool.opdoctor]"}
+    assert cfg["timeout"]["source"] == "default"
+    checked = cli_proc("check", "-f", "json", str(reference()), cwd=tmp_path)
+    doc = json.loads(checked.out)
+    assert checked.code == 1 and doc["fail_on"] == "warning"
+    assert "OD106" in [f["code"] for f in doc["reports"][0]["findings"]]
+    # The command line wins over the file.
+    override = cli_proc("check", "-f", "json", "--expect-op", "myop::weighted_sum",
+                        str(reference()), cwd=tmp_path)
+    assert override.code == 0, override.out
+
+
+def test_bad_config_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "opdoctor.toml").write_text('fail_on = "error"\n')
+    res = cli_proc("check", str(reference()), cwd=tmp_path)
+    assert res.code == 3 and "unknown key 'fail_on'" in res.err
+
+
+def test_severity_override(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(fixture("integrity/textrel.so"))
+    assert cli(capsys, "check", "--static", path).code == 0
+    assert cli(capsys, "check", "--static", "--severity", "OD410=error", path).code == 1
+
+
+def test_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bl = tmp_path / "baseline.json"
+    res = cli(capsys, "check", "--static", "--write-baseline", str(bl), wheel("abi"))
+    assert res.code == 0 and "wrote" in res.err
+    again = cli(capsys, "check", "--static", "-f", "sarif", "--baseline", str(bl), wheel("abi"))
+    assert again.code == 0
+    states = {r.get("baselineState") for r in again.json()["runs"][0]["results"]}
+    assert states == {"unchanged"}
+    new = cli(capsys, "check", "--static", "--baseline", str(bl),
+              str(fixture("loader/other_torch.so")))
+    assert new.code == 1
+    (tmp_path / "bad.json").write_text("{}")
+    assert cli(capsys, "check", "--baseline", str(tmp_path / "bad.json"), wheel("abi")).code == 3
+
+
+def test_directory_is_walked(capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "check", "--static", "-f", "json", str(FIX / "cuda"))
+    paths = [r["target"]["path"] for r in res.json()["reports"]]
+    assert len(paths) == 3 and all(p.endswith(".so") for p in paths)
+
+
+def test_bad_wheel_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "broken-0.1-py3-none-any.whl"
+    bad.write_text("not a zip")
+    res = cli(capsys, "check", str(bad))
+    assert res.code == 2 and "not a valid wheel" in res.err
+
+
+def test_scan_dev_venv() -> None:
+    res = cli_proc("scan", env={"NO_COLOR": "1"}, timeout=600)
+    assert res.code == 0, res.out + res.err
+    assert "libtorch_cpu.so" in res.out and "clean" in res.out
+    last = res.out.strip().splitlines()[-1]
+    assert last.endswith("exit 0") and " 0 with findings" in last
+    js = cli_proc("scan", "-f", "json", timeout=600)
+    reports = json.loads(js.out)["reports"]
+    assert any(r["target"]["path"].endswith("libtorch_cpu.so") for r in reports)
+    assert all(r["findings"] == [] for r in reports)
+
+
+def test_integrations_parse() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    assert any("opdoctor check" in step["run"] for step in action["runs"]["steps"])
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hooks[0]["id"] == "opdoctor" and hooks[0]["entry"].startswith("opdoctor check")
