@@ -23,6 +23,8 @@ IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
 .PHONY: all venv reference fixtures test demo lint bench clean distclean
+# Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
+.SECONDARY:
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -340,8 +342,8 @@ test: venv
 
 demo: venv
 	$(MAKE) -j$(NPROC) reference $(FIX)/integrity/truncated.so
-	@echo "== opdoctor check on the reference operator (expect: clean, exit 0)"
-	$(VENV)/bin/opdoctor check $(BUILD)/myop/libmyop.so
+	@echo "== opdoctor check on the reference operator in its package (expect: clean, exit 0)"
+	$(VENV)/bin/opdoctor check $(BUILD)/pkg/myop/libmyop.so
 	@echo "== opdoctor check on a truncated copy of it (expect: OD406, exit 1)"
 	$(VENV)/bin/opdoctor check $(FIX)/integrity/truncated.so; rc=$$?; \
 	  if [ $$rc -ne 1 ]; then echo "demo: expected exit 1, got $$rc"; exit 1; fi

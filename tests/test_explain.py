@@ -62,15 +62,24 @@ FIXTURE_ERRORS = {
     "registration/extension_name.so": (1, "OD105"),
     "registration/bad_schema.so": (1, "OD102"),
     "registration/cpu_only.so": (1, "OD103"),
+    "probe/init_order.so": (1, "OD124"),
+    "probe/ctor_abort.so": (1, "OD124"),
+    "probe/dup_a.so probe/dup_b.so": (1, "OD120"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_ERRORS))
 def test_fixture_errors_are_explained(name: str) -> None:
-    """Load the fixture for real, take the traceback (or the abort text), explain it."""
+    """Load the fixture for real, take what a user sees (the traceback, or what the shell prints
+    when the process dies), explain it."""
+    import shlex
+
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    p = subprocess.run([sys.executable, str(ROOT / "tests/real_errors.py"), str(fixture(name))],
-                       capture_output=True, text=True, timeout=120, env=env)
+    libs = " ".join(shlex.quote(str(fixture(n))) for n in name.split())
+    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests/real_errors.py'))} {libs}"
+    # bash reports a killed child itself ("Segmentation fault", "Aborted"), as a terminal would.
+    p = subprocess.run(["bash", "-c", f"{cmd}; exit $?"], capture_output=True, text=True,
+                       timeout=120, env=env)
     text = p.stdout + p.stderr
     assert "OK" not in p.stdout.split(), f"{name} loaded and ran: {text}"
     e = explain_text(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -193,6 +194,28 @@ class Section:
 
 
 @dataclass(frozen=True)
+class RawSymbol:
+    """One ``.symtab`` entry, name not yet read (``ElfImage.cstring(strtab, st_name)``)."""
+
+    st_name: int
+    strtab: Section
+    info: int
+    other: int
+    shndx: int
+    value: int
+
+    @property
+    def binding(self) -> int:
+        """STB_* value."""
+        return self.info >> 4
+
+    @property
+    def sym_type(self) -> int:
+        """STT_* value."""
+        return self.info & 0xF
+
+
+@dataclass(frozen=True)
 class Segment:
     """One program header."""
 
@@ -303,6 +326,28 @@ class ElfImage:
             out.setdefault(name, []).append(self.cstring(strtab, val) if tag in _DT_STRINGS
                                             else val)
         return out
+
+    def symtab(self, max_bytes: int = 16 << 20) -> Iterator[RawSymbol]:
+        """Entries of ``.symtab`` (nothing for a stripped file or a table over ``max_bytes``).
+
+        Only for the small tables of user libraries: exported names are looked up through the
+        hash tables (:mod:`opdoctor.loader.dynsym`), never by walking a symbol table.
+        """
+        sym = self.section(".symtab")
+        if sym is None or sym.link >= len(self.sections) or sym.size > max_bytes:
+            return
+        strtab = self.sections[sym.link]
+        is64 = self.header.bits == 64
+        ent = 24 if is64 else 16
+        e, buf = self._end, self.data.buf
+        for i in range(sym.size // ent):
+            off = sym.offset + i * ent
+            if is64:
+                st_name, info, other, shndx, value = struct.unpack_from(e + "IBBHQ", buf, off)
+            else:
+                st_name, value, _sz, info, other, shndx = struct.unpack_from(e + "IIIBBH", buf,
+                                                                            off)
+            yield RawSymbol(st_name, strtab, info, other, shndx, value)
 
     @property
     def is_pie_executable(self) -> bool:

@@ -186,24 +186,11 @@ def initializers(img: ElfImage) -> tuple[int, list[str]]:
 
 def _names_at(img: ElfImage, addrs: list[int]) -> list[str]:
     """FUNC names in ``.symtab`` at these addresses (skipped for very large symbol tables)."""
-    sym = img.section(".symtab")
-    if sym is None or not addrs or sym.size > (8 << 20) or sym.link >= len(img.sections):
+    if not addrs:
         return []
-    strtab = img.sections[sym.link]
     want = set(addrs)
-    is64 = img.header.bits == 64
-    ent = 24 if is64 else 16
-    e = "<" if img.header.little_endian else ">"
-    out = []
-    for i in range(sym.size // ent):
-        off = sym.offset + i * ent
-        if is64:
-            name, info, _o, _s, value = struct.unpack_from(e + "IBBHQ", img.data.buf, off)
-        else:
-            name, value, _sz, info = struct.unpack_from(e + "IIIB", img.data.buf, off)
-        if info & 0xF == 2 and value in want:  # STT_FUNC
-            out.append(img.cstring(strtab, name))
-    return sorted(set(out))
+    return sorted({img.cstring(sym.strtab, sym.st_name) for sym in img.symtab(8 << 20)
+                   if sym.sym_type == 2 and sym.value in want})  # STT_FUNC
 
 
 def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:

@@ -357,30 +357,20 @@ def _expected_symbols(facts: Facts) -> Iterator[Finding]:
 
 def _symtab_entry(facts: Facts, name: str) -> tuple[int, int] | None:
     """(binding, visibility) of ``name`` in ``.symtab`` if defined there."""
-    import struct
-
     img = facts.image
     sym = img.section(".symtab")
-    if sym is None or sym.link >= len(img.sections) or sym.size > (16 << 20):
+    if sym is None or sym.link >= len(img.sections):
         return None
     strtab = img.sections[sym.link]
-    needle = b"\0" + name.encode() + b"\0"
-    pos = img.data.buf.find(needle, strtab.offset, strtab.offset + strtab.size)
+    # Find the name's offset in .strtab by a byte search, then the entry that points at it.
+    pos = img.data.buf.find(b"\0" + name.encode() + b"\0", strtab.offset,
+                            strtab.offset + strtab.size)
     if pos < 0:
         return None
     want = pos + 1 - strtab.offset
-    is64 = img.header.bits == 64
-    ent = 24 if is64 else 16
-    e = "<" if img.header.little_endian else ">"
-    for i in range(sym.size // ent):
-        off = sym.offset + i * ent
-        if is64:
-            st_name, info, other, shndx = struct.unpack_from(e + "IBBH", img.data.buf, off)
-        else:
-            st_name, _v, _s, info, other, shndx = struct.unpack_from(e + "IIIBBH",
-                                                                     img.data.buf, off)
-        if st_name == want and shndx != 0:
-            return info >> 4, other & 3
+    for entry in img.symtab():
+        if entry.st_name == want and entry.shndx != 0:
+            return entry.binding, entry.other & 3
     return None
 
 
