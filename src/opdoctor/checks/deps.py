@@ -88,7 +88,7 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
     interp = facts.interpreter
     if miss.name.startswith(("libc10", "libtorch")) and (interp is None or interp.torch is None):
-        exe = interp.executable if interp else (facts.options.python or "the interpreter")
+        exe = interp.invoke if interp else (facts.options.python or "the interpreter")
         return (f"torch is not installed for {exe}, so nothing loads {miss.name} before this "
                 "library: install torch in that environment, or pass --python with the "
                 "interpreter that has it")

@@ -132,6 +132,8 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
                 console.print(f"  [dim]inventory: {escape(inventory_line(reg))}[/]")
         elif row.state is CauseState.CLEAN:
             detail = _clean_detail(report, int(row.cause)) or f"no problem found ({row.reason})"
+            if int(row.cause) == 1 and diag.cause in (2, 3, 4) and diag.confidence == "high":
+                detail += " (static view; not reached: the load fails first)"
             console.print(f"[green]{head}[/]: {escape(detail)}")
         else:
             console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
