@@ -313,6 +313,31 @@ $(YFX)/scriptrel/myext/tool.py: $(YSRC)/ext.c $(YSRC)/ext_init.py $(YSRC)/script
 	cp $(YSRC)/ext_init.py $(@D)/__init__.py
 	cp $(YSRC)/scriptrel_tool.py $@
 
+# ---------------------------------------------------------------- TensorFlow fixtures (cause 1)
+TF_VERSION := 2.21.0
+TFDIR := $(BUILD)/tf
+TFFX := $(FIX)/tensorflow
+TF_SO := $(TFFX)/zero_out.so $(TFFX)/zero_out_noreg.so $(TFFX)/zero_out_nokernel.so
+TF_CXX := $(CXX) -std=c++17 -shared -fPIC -O1 -w -D_GLIBCXX_USE_CXX11_ABI=1 \
+          -isystem $(TFDIR)/tensorflow/include
+TF_LINK := -L$(TFDIR)/tensorflow -l:libtensorflow_framework.so.2
+
+$(TFDIR)/.ready: native/fetch_tf.py | $(VENV)/.installed
+	@mkdir -p $(TFDIR) $(SKIP)
+	if $(PY) native/fetch_tf.py $(TF_VERSION) $(TFDIR) > $(TFDIR)/fetch.log 2>&1; then \
+	  rm -f $(SKIP)/tf.txt; else cp $(TFDIR)/fetch.log $(SKIP)/tf.txt; fi
+	touch $@
+define tf_fixture
+$(TFFX)/$(1).so: $(TSRC)/zero_out.cc $(TFDIR)/.ready
+	@mkdir -p $$(@D) $(SKIP)
+	if [ -f $(SKIP)/tf.txt ]; then cp $(SKIP)/tf.txt $(SKIP)/$(1).so.txt; \
+	else $(TF_CXX) $(2) $$< -o $$@ $(TF_LINK); fi
+endef
+TSRC := tests/fixtures/tensorflow
+$(eval $(call tf_fixture,zero_out,))
+$(eval $(call tf_fixture,zero_out_noreg,-DTF_NO_REGISTRATION))
+$(eval $(call tf_fixture,zero_out_nokernel,-DTF_NO_KERNEL))
+
 # ---------------------------------------------------------------- wheels (CI gating)
 WFX := $(FIX)/wheels
 WHEELS := $(WFX)/good/.built $(WFX)/abi/.built
@@ -329,7 +354,7 @@ $(WFX)/abi/.built: $(BUILD)/pkg/myop/libmyop.so $(LFX)/abi0.so native/make_wheel
 
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS)
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

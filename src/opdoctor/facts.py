@@ -24,7 +24,7 @@ from opdoctor.elf import (
 )
 from opdoctor.inputfile import FileData, open_input
 from opdoctor.interp import Interpreter, InterpreterError, inspect_interpreter
-from opdoctor.loader.process import Process, emulate, needs_torch
+from opdoctor.loader.process import Process, emulate, needs_tensorflow, needs_torch
 from opdoctor.loader.search import Environment, Resolver
 from opdoctor.loader.symbols import Binding, SymbolTables, bind
 from opdoctor.probe.runner import ProbeHandle, ProbeRequest, ProbeResult, start_probe
@@ -198,7 +198,8 @@ class Facts:
     @cached_property
     def process(self) -> Process:
         """The emulated process after loading the target (dependency tree included)."""
-        return emulate(self.path, self.resolver, self.interpreter, self.torch_context)
+        return emulate(self.path, self.resolver, self.interpreter, self.torch_context,
+                       needs_tensorflow(self.image))
 
     @cached_property
     def symbol_tables(self) -> SymbolTables:

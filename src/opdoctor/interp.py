@@ -19,11 +19,13 @@ from typing import Any
 
 _SCRIPT = r"""
 import importlib.util, json, os, sys, sysconfig
-try:
-    spec = importlib.util.find_spec("torch")
-except Exception:
-    spec = None
-origin = spec.origin if spec is not None else None
+def _where(name):
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return None
+    return os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+origin = None
 info = {
     "executable": os.path.realpath(sys.executable),
     "version": "%d.%d.%d" % sys.version_info[:3],
@@ -32,7 +34,8 @@ info = {
     "ldlibrary": sysconfig.get_config_var("LDLIBRARY") or "",
     "libdir": sysconfig.get_config_var("LIBDIR") or "",
     "sys_path": sys.path,
-    "torch_dir": os.path.dirname(origin) if origin else None,
+    "torch_dir": _where("torch"),
+    "tensorflow_dir": _where("tensorflow"),
 }
 """
 
@@ -65,6 +68,16 @@ class Interpreter:
     libpython: str | None  # the shared libpython, when the interpreter links one
     sys_path: tuple[str, ...]
     torch: TorchInstall | None
+    tensorflow_dir: str | None = None  # the tensorflow package directory (found, not imported)
+
+    @property
+    def tensorflow_framework(self) -> str | None:
+        """libtensorflow_framework.so.N of the TensorFlow install, if any."""
+        if not self.tensorflow_dir:
+            return None
+        found = sorted(glob.glob(os.path.join(self.tensorflow_dir,
+                                              "libtensorflow_framework.so.*")))
+        return found[0] if found else None
 
 
 def _read_torch(directory: str, ext_suffix: str) -> TorchInstall | None:
@@ -119,4 +132,5 @@ def inspect_interpreter(python: str | None = None, timeout: float = 30.0,
     torch = _read_torch(info["torch_dir"], info["ext_suffix"]) if info["torch_dir"] else None
     return Interpreter(os.path.abspath(exe), info["executable"], info["version"],
                        info["ext_suffix"], info["soabi"],
-                       libpython, tuple(info["sys_path"]), torch)
+                       libpython, tuple(info["sys_path"]), torch,
+                       info.get("tensorflow_dir"))

@@ -72,12 +72,19 @@ class Inventory:
     initializers: int = 0
     initializer_names: list[str] = field(default_factory=list)
     source_files: list[str] = field(default_factory=list)
+    # TensorFlow: REGISTER_OP / REGISTER_KERNEL_BUILDER leave references to these entry points.
+    tf_library: bool = False  # links libtensorflow_framework / uses tensorflow:: symbols
+    tf_op_registrars: bool = False
+    tf_kernel_registrars: bool = False
+    tf_ops: list[str] = field(default_factory=list)  # op names (by proximity to their specs)
+    tf_specs: list[str] = field(default_factory=list)  # "to_zero: int32" …
 
     @property
     def registers_anything(self) -> bool:
         """True when any registration evidence was found."""
         return bool(self.namespaces or self.schemas or self.pyinit
-                    or self.legacy_register_operators)
+                    or self.legacy_register_operators or self.tf_op_registrars
+                    or self.tf_kernel_registrars)
 
 
 def _section_range(img: ElfImage, name: str) -> tuple[int, int] | None:
@@ -201,6 +208,7 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
     inv.schemas = schemas(img)
     inv.pyinit = dynstr_names
     inv.initializers, inv.initializer_names = initializers(img)
+    read_tensorflow(img, inv)
     dynstr = _section_range(img, ".dynstr")
     if dynstr:
         buf = img.data.buf
@@ -222,6 +230,51 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
         elif len(defined) == 1:
             defined[0].ops.append(s.name)
     return inv
+
+
+_TF_OP_REGISTRAR = (b"_ZN10tensorflow11register_op19OpDefBuilderWrapperclEv",
+                    b"register_op20OpDefBuilderReceiver")
+_TF_KERNEL_REGISTRAR = b"kernel_factory17OpKernelRegistrar12InitInternal"
+# Input/Output/Attr specs: "name: type" where type is a TF dtype, an attr type, a type
+# variable (T), a list/ref/number expression ("N * T", "int >= 1", "{float, int32}").
+_TF_SPEC = re.compile(
+    r"^[A-Za-z_][A-Za-z0-9_]*: (?:Ref\(|list\(|\{|[A-Z]\w*\b|\d|"
+    r"(?:u?int(?:8|16|32|64)|float|double|"
+    r"half|bfloat16|bool|string|complex(?:64|128)|resource|variant|q?u?int\d+|type|shape|"
+    r"tensor|func|int)\b)[\w\s{}(),*=<>.+\-]*$")
+_TF_OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_RODATA_STR = re.compile(rb"(?<=\x00)[\x20-\x7e]{2,200}(?=\x00)")
+
+
+def read_tensorflow(img: ElfImage, inv: Inventory) -> None:
+    """TensorFlow markers: the REGISTER_OP / REGISTER_KERNEL_BUILDER entry points referenced,
+    the Input/Output/Attr spec strings, and the op name literal stored just before them."""
+    needed = [str(n) for n in img.tags.get("DT_NEEDED", [])]
+    dyn = _section_range(img, ".dynstr")
+    buf = img.data.buf
+
+    def has(needle: bytes) -> bool:
+        return dyn is not None and buf.find(needle, dyn[0], dyn[1]) >= 0
+
+    inv.tf_library = any(n.startswith("libtensorflow") for n in needed) or has(b"_ZN10tensorflow")
+    if not inv.tf_library:
+        return
+    inv.tf_op_registrars = any(has(m) for m in _TF_OP_REGISTRAR)
+    inv.tf_kernel_registrars = has(_TF_KERNEL_REGISTRAR)
+    ro = _section_range(img, ".rodata")
+    if ro is None:
+        return
+    strings = [m.group(0).decode() for m in
+               _RODATA_STR.finditer(buf, ro[0], min(ro[1], ro[0] + (16 << 20)))]
+    for i, text in enumerate(strings):
+        if not _TF_SPEC.match(text):
+            continue
+        inv.tf_specs.append(text)
+        for prev in reversed(strings[max(0, i - 4):i]):
+            if _TF_OP_NAME.match(prev):
+                if prev not in inv.tf_ops:
+                    inv.tf_ops.append(prev)
+                break
 
 
 def check_schema_syntax(text: str) -> str:

@@ -87,6 +87,11 @@ def _attempt_lines(miss: Missing) -> list[str]:
 def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
     interp = facts.interpreter
+    if miss.name.startswith("libtensorflow") and (interp is None or not interp.tensorflow_dir):
+        exe = interp.invoke if interp else (facts.options.python or "the interpreter")
+        return (f"tensorflow is not installed for {exe}, so nothing loads {miss.name} before "
+                "this op library (tf.load_op_library runs after `import tensorflow`): install "
+                "tensorflow there, or pass --python with the interpreter that has it")
     if miss.name.startswith(("libc10", "libtorch")) and (interp is None or interp.torch is None):
         exe = interp.invoke if interp else (facts.options.python or "the interpreter")
         return (f"torch is not installed for {exe}, so nothing loads {miss.name} before this "

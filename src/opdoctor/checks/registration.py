@@ -111,6 +111,17 @@ OD107 = CodeDoc(
     "or keep a debug copy (strip --only-keep-debug).",
     references=("strip(1)",),
 )
+OD108 = CodeDoc(
+    "OD108", "TensorFlow op registered without a kernel", Severity.WARNING,
+    what="A TensorFlow op library that registers ops (REGISTER_OP) also registers kernels "
+    "(REGISTER_KERNEL_BUILDER).",
+    why="The op exists in the graph but cannot run: 'No OpKernel was registered to support Op "
+    "'ZeroOut' used by {{node ZeroOut}} with these attrs'.",
+    example="REGISTER_OP(\"ZeroOut\") without REGISTER_KERNEL_BUILDER(Name(\"ZeroOut\")…)",
+    fix="Add REGISTER_KERNEL_BUILDER(Name(\"Op\").Device(DEVICE_CPU), OpKernelClass) (and GPU "
+    "variants), or load the library that has the kernels.",
+    references=("https://www.tensorflow.org/guide/create_op",),
+)
 OD110 = CodeDoc(
     "OD110", "expected entry point not exported", Severity.ERROR,
     what="Each --expect-symbol NAME is exported by the library (.dynsym, global, default "
@@ -153,7 +164,7 @@ OD128 = CodeDoc(
     fix="Uninstall the stale copy, or rename one namespace.",
     references=(_DOCS,),
 )
-CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD110, OD111, OD112, OD128)
+CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD108, OD110, OD111, OD112, OD128)
 
 _EXPECT = re.compile(r"^(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)(?:\[(?P<keys>[\w ,]*)\])?$")
 
@@ -217,7 +228,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     path = facts.path
     inv = inventory(facts)
     torch_lib = facts.torch_context
-    if torch_lib and not inv.registers_anything:
+    if (torch_lib or inv.tf_library) and not inv.registers_anything:
         ev = [f"static initialisers: {inv.initializers} "
               f"({', '.join(inv.initializer_names) or 'unnamed'})",
               "no TORCH_LIBRARY* registrar in .symtab" if not inv.stripped
@@ -225,8 +236,20 @@ def run(facts: Facts) -> Iterator[Finding]:
               "no schema string in .rodata, no PyInit_ export, no torch::RegisterOperators"]
         if inv.source_files:
             ev.append(f"compiled from: {', '.join(inv.source_files[:5])}")
-        yield OD101.finding(path, "the library links torch but contains no operator "
+        framework = "torch" if torch_lib else "TensorFlow"
+        if inv.tf_library and not torch_lib:
+            ev[1] = "no REGISTER_OP / REGISTER_KERNEL_BUILDER: neither OpDefBuilderWrapper nor "\
+                "OpKernelRegistrar is referenced"
+        yield OD101.finding(path, f"the library links {framework} but contains no operator "
                             "registration", ev)
+    if inv.tf_op_registrars and not inv.tf_kernel_registrars:
+        ops = ", ".join(inv.tf_ops) or "its ops"
+        yield OD108.finding(ops, f"REGISTER_OP for {ops} but no REGISTER_KERNEL_BUILDER: the op "
+                            "cannot run", ("references tensorflow::register_op::"
+                                           "OpDefBuilderWrapper::operator()",
+                                           "no reference to tensorflow::kernel_factory::"
+                                           "OpKernelRegistrar::InitInternal",
+                                           *[f"op spec in .rodata: {x}" for x in inv.tf_specs[:4]]))
     if torch_lib and inv.stripped and inv.registers_anything:
         yield OD107.finding(path, "stripped library: namespaces and dispatch keys cannot be "
                             "read statically, only schema strings",
@@ -388,6 +411,9 @@ def section(facts: Facts) -> dict[str, Any]:
         "initializers": inv.initializers,
         "initializer_names": inv.initializer_names,
         "source_files": inv.source_files,
+        "tensorflow": {"library": inv.tf_library, "ops": inv.tf_ops, "specs": inv.tf_specs,
+                       "op_registrations": inv.tf_op_registrars,
+                       "kernel_registrations": inv.tf_kernel_registrars},
     }
 
 

@@ -53,8 +53,13 @@ def _mark(tree: DepTree, by: str, skip: set[str]) -> list[Library]:
     return out
 
 
+def needs_tensorflow(image: ElfImage) -> bool:
+    """True when the library links libtensorflow_framework (a TensorFlow op library)."""
+    return any(str(n).startswith("libtensorflow") for n in image.tags.get("DT_NEEDED", []))
+
+
 def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
-            with_torch: bool) -> Process:
+            with_torch: bool, with_tensorflow: bool = False) -> Process:
     """Load the interpreter (and torch) first, then ``target``, as the real process would."""
     preloaded: list[Library] = []
     global_scope: list[Library] = []
@@ -77,6 +82,13 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
                 c = resolver.load(torch.c_extension, preloaded)
                 preloaded += _mark(c, "import torch", seen)
             context += f" + import torch {torch.version}"
+        framework = interp.tensorflow_framework
+        if with_tensorflow and framework:
+            # `import tensorflow` maps libtensorflow_framework (and its closure) before
+            # tf.load_op_library loads an op library.
+            tf = resolver.load(framework, preloaded)
+            preloaded += _mark(tf, "import tensorflow", {lib.path for lib in preloaded})
+            context += " + import tensorflow"
     for lib in preloaded:
         lib.rule = RULE_PRELOADED
     tree = resolver.load(target, preloaded)

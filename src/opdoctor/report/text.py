@@ -57,6 +57,10 @@ def inventory_line(section: dict[str, Any]) -> str:
         parts = [s["schema"].split("(")[0] + " (namespace unknown: stripped)"
                  for s in section["schemas"]]
     parts += [f"{p} (Python extension)" for p in section.get("pyinit", [])]
+    tf = section.get("tensorflow") or {}
+    if tf.get("op_registrations"):
+        kernel = "" if tf.get("kernel_registrations") else ", no kernel"
+        parts += [f"{op} (TensorFlow op{kernel})" for op in tf.get("ops") or ["?"]]
     return "; ".join(parts)
 
 
@@ -64,7 +68,8 @@ def _clean_detail(report: Report, cause: int) -> str:
     """A one-line summary of what was verified for a clean cause, from the check sections."""
     reg = report.sections.get("registration")
     if cause == 1 and reg is not None:
-        return inventory_line(reg) or "no torch registration (not a torch extension)"
+        return inventory_line(reg) or "no operator registration (not a torch or TensorFlow "\
+            "op library)"
     deps = report.sections.get("dependencies")
     if cause == 2 and deps:
         kids = deps["tree"].get("needed", [])
