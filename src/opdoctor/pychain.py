@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _LOADERS = {"load_library", "CDLL", "PyDLL", "LoadLibrary", "load_op_library", "cdll"}
 
@@ -339,9 +340,15 @@ def _record_check(chain: ImportChain, site: str) -> None:
 
 
 def analyse(name: str, sys_path: list[str], ext_suffix: str, cwd: str) -> ImportChain:
-    """Locate the package, follow its ``__init__.py``, check its installed RECORD."""
+    """Locate the package, follow its ``__init__.py``, check its installed RECORD (once per
+    run for the same package and interpreter: target expansion and the check share it)."""
+    return _analyse(name, tuple(sys_path), ext_suffix, cwd)
+
+
+@lru_cache(maxsize=16)
+def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) -> ImportChain:
     suffixes = [ext_suffix, ".abi3.so", ".so", ".py"]
-    cands = locate(name, sys_path, suffixes, cwd)
+    cands = locate(name, list(sys_path), suffixes, cwd)
     chain = ImportChain(name, cands, winner_of(cands))
     pkg = chain.package_dir
     if not pkg:

@@ -196,15 +196,19 @@ class DynSymbols:
 
     # ------------------------------------------------------------------ iteration (small libs)
     def undefined(self) -> list[Sym]:
-        """Undefined dynamic symbols (what this library needs from others)."""
+        """Undefined dynamic symbols (what this library needs from others); computed once."""
+        return list(self._undefined)
+
+    @cached_property
+    def _undefined(self) -> tuple[Sym, ...]:
         if not self.present:
-            return []
+            return ()
         out = []
         for i in range(1, self.count):
             name_off, _info, _other, shndx = self._raw(i)
             if shndx == SHN_UNDEF and name_off:
                 out.append(self.symbol(i))
-        return out
+        return tuple(out)
 
     # ------------------------------------------------------------------ hash lookups
     def lookup(self, name: str) -> list[Sym]:
