@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-from enum import IntEnum
 from typing import Annotated, Any
 
 import typer
@@ -25,22 +24,12 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from opdoctor import __version__
 from opdoctor.codes import CodeDoc
-from opdoctor.commands import UsageProblem
+from opdoctor.commands import Exit, UsageProblem
 
 EXIT_HELP = (
     "Exit codes: 0 clean (nothing at or above --fail-on) · 1 findings · 2 input cannot be "
     "analysed · 3 usage error · 4 internal error."
 )
-
-
-class Exit(IntEnum):
-    """Documented exit codes."""
-
-    OK = 0
-    FINDINGS = 1
-    BAD_INPUT = 2
-    USAGE = 3
-    INTERNAL = 4
 
 
 app = typer.Typer(

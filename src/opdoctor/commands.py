@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from enum import IntEnum
 from types import FrameType
 from typing import Any
 
@@ -16,7 +17,16 @@ from opdoctor.model import Severity
 
 STATIC_TIMEOUT = 120.0  # seconds for the static analysis of one file (hostile inputs)
 
-EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+class Exit(IntEnum):
+    """Documented exit codes (README, --help)."""
+
+    OK = 0
+    FINDINGS = 1
+    BAD_INPUT = 2
+    USAGE = 3
+    INTERNAL = 4
+
+
 
 
 class UsageProblem(ValueError):
@@ -113,19 +123,19 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
             if not targets:
                 sys.stderr.write(f"opdoctor: error: no shared library found in "
                                  f"{', '.join(paths)} [OD401]\n")
-                return EXIT_BAD_INPUT
+                return Exit.BAD_INPUT
             for t in targets:
                 signal.setitimer(signal.ITIMER_REAL, STATIC_TIMEOUT + t.options.timeout)
                 try:
                     report = run_check(t.path, t.options, selection=selection, registry=registry)
                 except InputError as exc:
                     sys.stderr.write(f"opdoctor: error: {exc} [{exc.code}]\n")
-                    return EXIT_BAD_INPUT
+                    return Exit.BAD_INPUT
                 except AnalysisTimeout:
                     sys.stderr.write(f"opdoctor: error: {t.display}: analysis exceeded "
                                      f"{STATIC_TIMEOUT + t.options.timeout:g} s (pathological "
                                      "or hostile file?)\n")
-                    return EXIT_BAD_INPUT
+                    return Exit.BAD_INPUT
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 if t.display != t.path:
@@ -135,19 +145,19 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                 reports.append(report)
     except WheelError as exc:
         sys.stderr.write(f"opdoctor: error: {exc} [OD405]\n")
-        return EXIT_BAD_INPUT
+        return Exit.BAD_INPUT
     finally:
         signal.signal(signal.SIGALRM, old)
 
     if write_baseline:
         n = write_bl(write_baseline, reports)
         sys.stderr.write(f"opdoctor: wrote {n} finding(s) to {write_baseline}\n")
-        return EXIT_OK
-    code = EXIT_OK
+        return Exit.OK
+    code = Exit.OK
     if gate_fails(reports, threshold, accepted):
-        code = EXIT_FINDINGS
+        code = Exit.FINDINGS
     elif any(c.status.value == "failed" for r in reports for c in r.checks):
-        code = EXIT_INTERNAL
+        code = Exit.INTERNAL
     output = values["output"]
     out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     try:
@@ -195,7 +205,7 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
         interp = inspect_interpreter(python)
     except InterpreterError as exc:
         sys.stderr.write(f"opdoctor: error: {exc}\n")
-        return EXIT_BAD_INPUT
+        return Exit.BAD_INPUT
     items = discover(interp)
     options = CheckOptions(python=python, probe=probe)
     err = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
@@ -208,8 +218,8 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
         results = scan(items, options, jobs)
     reports = [r for _it, r in results if not isinstance(r, str)]
     crashed = [(it, r) for it, r in results if isinstance(r, str)]
-    code = EXIT_FINDINGS if gate_fails(reports, threshold) else (
-        EXIT_INTERNAL if crashed else EXIT_OK)
+    code = Exit.FINDINGS if gate_fails(reports, threshold) else (
+        Exit.INTERNAL if crashed else Exit.OK)
     out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     try:
         if form is not Format.TEXT:

@@ -25,7 +25,6 @@ def _where(name):
     except Exception:
         return None
     return os.path.dirname(spec.origin) if spec is not None and spec.origin else None
-origin = None
 info = {
     "executable": os.path.realpath(sys.executable),
     "version": "%d.%d.%d" % sys.version_info[:3],

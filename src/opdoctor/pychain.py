@@ -384,8 +384,3 @@ def _script_relative(file: str) -> list[tuple[str, int]]:
         return []
     return [(file, n.lineno) for n in ast.walk(tree)
             if isinstance(n, ast.ImportFrom) and n.level >= 1][:1]
-
-
-def pyinit_names(exports: list[str]) -> list[str]:
-    """The module names a list of exported PyInit_ symbols stands for."""
-    return [e[len("PyInit_"):] for e in exports if e.startswith("PyInit_")]

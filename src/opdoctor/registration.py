@@ -309,6 +309,7 @@ def check_schema_syntax(text: str) -> str:
         parts = arg.split("=")[0].split()
         if len(parts) < 2:
             return f"argument {arg!r} needs a type and a name"
+        # Twice: "Tensor?[]" and "Tensor(a!)[]?" carry two layers of suffixes.
         base = re.sub(r"(\([a-z*]+!?\))?(\[\d*\])?\??$", "", parts[0])
         base = re.sub(r"(\([a-z*]+!?\))?(\[\d*\])?\??$", "", base)
         if base not in SCHEMA_TYPES and not base.startswith("__torch__"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,9 +91,3 @@ def run_check(
     if data is not None:
         data.close()
     return report
-
-
-def select_checks(registry: Registry, names: Sequence[str]) -> Registry:
-    """A registry restricted to the named checks (used by tests and ``--check``)."""
-    keep = tuple(c for c in registry.checks if c.name in names)
-    return Registry(keep, registry.catalog, registry.problems)

@@ -9,6 +9,7 @@ the framework itself (torch/lib). Static checks only by default (``--probe`` to 
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ def links_framework(path: str) -> bool:
         img = ElfImage.open(data)
         needed = [str(n) for n in img.tags.get("DT_NEEDED", [])]
         return any(n.startswith(FRAMEWORK_PREFIXES) for n in needed)
-    except (ElfFormatError, Exception):  # a broken file is not a framework extension
+    except (ElfFormatError, struct.error, ValueError, IndexError, OSError):  # broken file
         return False
     finally:
         data.close()

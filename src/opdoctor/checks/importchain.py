@@ -154,13 +154,24 @@ def _rel(path: str, chain: ImportChain) -> str:
     return path
 
 
-def _exports_pyinit(path: str, mod: str) -> tuple[bool, list[str]]:
+def _exports_pyinit(facts: Facts, path: str, mod: str) -> tuple[bool, list[str]]:
+    """(exports PyInit_<mod>, the PyInit_ names it does export) — through the hash table."""
+    if not facts.is_package_dir and os.path.realpath(path) == os.path.realpath(facts.path) \
+            and facts.structure.image is not None:
+        return _pyinit_in(facts.symbol_tables.of_image(facts.image), mod)  # already parsed
     try:
         data = open_input(path)
-        img = ElfImage.open(data)
-    except (InputError, ElfFormatError, OSError):
-        return True, []  # not readable as ELF: the integrity check speaks for it
-    table = DynSymbols(img)
+    except InputError:
+        return True, []  # unreadable: the integrity check of that file speaks for it
+    try:
+        return _pyinit_in(DynSymbols(ElfImage.open(data)), mod)
+    except (ElfFormatError, OSError):
+        return True, []
+    finally:
+        data.close()
+
+
+def _pyinit_in(table: DynSymbols, mod: str) -> tuple[bool, list[str]]:
     if table.lookup(f"PyInit_{mod}"):
         return True, []
     return False, table.names_with_prefix("PyInit_", limit=4)
@@ -219,7 +230,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         for f in link.resolved:
             if link.kind == "submodule" and (f.endswith(".so") or ".so." in f):
                 mod = link.target.rsplit(".", 1)[-1]
-                ok, have = _exports_pyinit(f, mod)
+                ok, have = _exports_pyinit(facts, f, mod)
                 if not ok:
                     exports = ", ".join(have) or "no PyInit_"
                     yield OD504.finding(link.target, f"{os.path.basename(f)} does not export "

@@ -190,10 +190,8 @@ def _load_error(res: ProbeResult) -> str:
 
 def _static_prediction(facts: Facts) -> str:
     """"fails" when static checks found a load-breaking error, else "loads"."""
-    tree = facts.process.tree
-    if tree.missing or facts.binding.missing_versions:
-        return "fails"
-    if facts.binding.unresolved and not tree.missing:
+    binding = facts.binding
+    if facts.process.tree.missing or binding.missing_versions or binding.unresolved:
         return "fails"
     return "loads"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from opdoctor.elf import ElfImage
 from opdoctor.interp import Interpreter
-from opdoctor.loader.search import RULE_PRELOADED, DepTree, Environment, Library, Resolver
+from opdoctor.loader.search import RULE_PRELOADED, DepTree, Library, Resolver
 
 TORCH_NAME_MARKERS = (b"_ZN3c10", b"_ZN5torch", b"_ZN2at", b"_ZNK3c10", b"_ZNK2at")
 
@@ -93,8 +93,3 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
         lib.rule = RULE_PRELOADED
     tree = resolver.load(target, preloaded)
     return Process(context, preloaded, global_scope, tree)
-
-
-def environment(env: dict[str, str]) -> Environment:
-    """The loader environment from a plain mapping (os.environ or --env overrides)."""
-    return Environment.from_env(env)
