@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from opdoctor.probe.runner import ProbeRequest, start_probe
+from opdoctor.facts.probe.runner import ProbeRequest, start_probe
 
 ROOT = Path(__file__).resolve().parent.parent
 

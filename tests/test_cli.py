@@ -100,12 +100,12 @@ def test_no_color_and_plain_output_when_piped() -> None:
 
 def test_internal_crash_exits_4_without_traceback(monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    import opdoctor.runner
+    import opdoctor.pipeline
 
     def broken(*a: object, **k: object) -> None:
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(opdoctor.runner, "run_check", broken)
+    monkeypatch.setattr(opdoctor.pipeline, "run_check", broken)
     res = cli(capsys, "check", str(reference()))
     assert res.code == 4
     assert "internal error: RuntimeError: simulated bug" in res.err

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from opdoctor.cuda import parse_gpu, read_fatbin, verdict
 from opdoctor.facts import CheckOptions, Facts
+from opdoctor.facts.cuda import parse_gpu, read_fatbin, verdict
 from opdoctor.model import Report
-from opdoctor.runner import Selection, run_check
+from opdoctor.pipeline import Selection, run_check
 from tests.conftest import cuda_built, fixture, reference
 from tests.helpers import cli
 

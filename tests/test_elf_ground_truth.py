@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from opdoctor.facts import Facts
-from opdoctor.loader.dynsym import DynSymbols
+from opdoctor.facts.elf.dynsym import DynSymbols
 from tests.conftest import fixture, reference
 
 

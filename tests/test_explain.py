@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from opdoctor.checks import load_registry
-from opdoctor.diagnosis import diagnose
 from opdoctor.explain import explain_text, load_patterns
 from opdoctor.facts import CheckOptions
-from opdoctor.runner import run_check
+from opdoctor.pipeline import run_check
+from opdoctor.verdict.diagnosis import diagnose
 from tests.conftest import ROOT, fixture, reference
 from tests.helpers import cli
 

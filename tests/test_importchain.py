@@ -10,7 +10,7 @@ import pytest
 
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Report
-from opdoctor.runner import run_check
+from opdoctor.pipeline import run_check
 from tests.conftest import FIX, PKG_DIR, fixture
 from tests.helpers import cli
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from opdoctor.runner import run_check
+from opdoctor.pipeline import run_check
 from tests.conftest import reference
 from tests.helpers import cli, cli_proc
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from opdoctor.model import Cause, Severity
-from opdoctor.runner import run_check
+from opdoctor.pipeline import run_check
 from tests.conftest import fixture, reference
 from tests.helpers import cli
 

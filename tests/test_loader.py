@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from opdoctor.facts import CheckOptions, Facts
-from opdoctor.loader.dynsym import DynSymbols
-from opdoctor.loader.ldcache import load_ld_cache
+from opdoctor.facts.elf.dynsym import DynSymbols
+from opdoctor.facts.loader.ldcache import load_ld_cache
 from opdoctor.model import Report
-from opdoctor.runner import run_check
+from opdoctor.pipeline import run_check
 from tests.conftest import fixture, reference
 
 NO_ENV = CheckOptions(env=())  # a job environment without LD_LIBRARY_PATH

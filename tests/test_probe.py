@@ -11,7 +11,7 @@ import pytest
 
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Report
-from opdoctor.runner import run_check
+from opdoctor.pipeline import run_check
 from tests.conftest import cuda_built, fixture, reference
 from tests.helpers import cli
 
@@ -163,7 +163,7 @@ def test_same_namespace_in_site_packages(tmp_path: Path) -> None:
     import shutil
     import venv
 
-    from opdoctor.runner import Selection
+    from opdoctor.pipeline import Selection
 
     venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
     site = next((tmp_path / "v" / "lib").glob("python3*/site-packages"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from opdoctor.facts import CheckOptions
+from opdoctor.facts.registration import check_schema_syntax
 from opdoctor.model import Report
-from opdoctor.registration import check_schema_syntax
-from opdoctor.runner import Selection, run_check
+from opdoctor.pipeline import Selection, run_check
 from tests.conftest import cuda_built, fixture, reference
 from tests.helpers import cli
 

@@ -14,7 +14,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
 from opdoctor.facts import Facts
 from opdoctor.model import Cause, CheckStatus, Finding, Severity
-from opdoctor.runner import Selection, run_check
+from opdoctor.pipeline import Selection, run_check
 from tests.conftest import fixture, reference
 from tests.helpers import cli_proc
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Report
-from opdoctor.runner import Selection, run_check
+from opdoctor.pipeline import Selection, run_check
 from tests.conftest import BUILD, fixture
 
 OD1 = Selection(("OD1",))

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
-from opdoctor.demangle import demangle_all
-from opdoctor.elf import ElfImage
 from opdoctor.facts import Facts
+from opdoctor.facts.elf.demangle import demangle_all
+from opdoctor.facts.elf.image import ElfImage
 from opdoctor.model import Cause, Finding, Severity
 
 OD303 = CodeDoc(

@@ -16,8 +16,8 @@ from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
-from opdoctor.cuda import Fatbin, gencode_for, parse_gpu, read_fatbin, verdict
 from opdoctor.facts import Facts
+from opdoctor.facts.cuda import Fatbin, gencode_for, parse_gpu, read_fatbin, verdict
 from opdoctor.model import Cause, Finding, Severity
 
 _NVCC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/#gpu-compilation"

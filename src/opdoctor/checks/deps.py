@@ -1,7 +1,7 @@
 """Dependencies (cause 2): will the loader find every DT_NEEDED library, and by which rule?
 
 Resolution emulates glibc's search order in the process the library is really loaded into (see
-:mod:`opdoctor.loader.search`), so a torch extension's ``libc10.so`` is "already loaded by
+:mod:`opdoctor.facts.loader.search`), so a torch extension's ``libc10.so`` is "already loaded by
 import torch" — never the false "not found" that ``ldd`` prints.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.loader.search import (
+from opdoctor.facts.loader.search import (
     RULE_LD_LIBRARY_PATH,
     RULE_PRELOADED,
     DepTree,

@@ -1,5 +1,5 @@
 """Python import chain (cause 5): from ``import myop`` to the loaded ``.so``, statically (see
-:mod:`opdoctor.pychain`) and — with the probe — for real.
+:mod:`opdoctor.facts.pychain`) and — with the probe — for real.
 
 Applies when the target is a package: ``--package NAME``, a package directory, or a ``.so``
 that sits inside a package.
@@ -13,12 +13,12 @@ from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
-from opdoctor.elf import ElfFormatError, ElfImage
 from opdoctor.facts import Facts
-from opdoctor.inputfile import InputError, open_input
-from opdoctor.loader.dynsym import DynSymbols
+from opdoctor.facts.elf.dynsym import DynSymbols
+from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+from opdoctor.facts.inputfile import InputError, open_input
+from opdoctor.facts.pychain import ImportChain
 from opdoctor.model import Cause, Finding, Severity
-from opdoctor.pychain import ImportChain
 
 _IMPORT = "https://docs.python.org/3/reference/import.html"
 

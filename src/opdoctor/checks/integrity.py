@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
-from opdoctor.elf import PF_X, PT_GNU_STACK
 from opdoctor.facts import Facts
-from opdoctor.inputfile import sniff
+from opdoctor.facts.elf.image import PF_X, PT_GNU_STACK
+from opdoctor.facts.inputfile import sniff
 from opdoctor.model import Cause, Finding, Severity
 
 _LDSO = "glibc ld.so, dl-load.c"

@@ -2,7 +2,7 @@
 interpreter loaded the library, classified into codes, and compared with the static prediction.
 
 The probe executes the library's static initialisers — that is its purpose — in a separate,
-time-limited process (see :mod:`opdoctor.probe.runner`). ``--static`` skips it.
+time-limited process (see :mod:`opdoctor.facts.probe.runner`). ``--static`` skips it.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
-from opdoctor.demangle import demangle
 from opdoctor.facts import Facts
+from opdoctor.facts.elf.demangle import demangle
+from opdoctor.facts.probe.runner import ProbeResult
 from opdoctor.model import Cause, Finding, Severity
-from opdoctor.probe.runner import ProbeResult
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
 _PROBE = "opdoctor README, 'What the probe does'"
@@ -207,7 +207,7 @@ def _crash(facts: Facts, res: ProbeResult) -> Iterator[Finding]:
     if "Only a single TORCH_LIBRARY" in res.stderr:
         yield from _duplicate(facts, res.stderr)
         return
-    from opdoctor.registration import initializers
+    from opdoctor.facts.registration import initializers
 
     _count, names = initializers(facts.image)
     tus = [n for n in names if n.startswith("_GLOBAL__sub_I_")]

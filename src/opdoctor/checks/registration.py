@@ -1,7 +1,7 @@
 """Registration evidence (cause 1, static): is the registration code in the binary at all,
 what would it register, can that work, and are the entry points a host calls exported?
 
-Nothing is executed: see :mod:`opdoctor.registration` for how the inventory is read. What is
+Nothing is executed: see :mod:`opdoctor.facts.registration` for how the inventory is read. What is
 reported as registered is the *static* view (dispatch keys per namespace); the load probe
 observes the real registry.
 """
@@ -17,10 +17,10 @@ from typing import Any
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.loader.dynsym import STB_LOCAL, STV_HIDDEN
+from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
+from opdoctor.facts.opschema import parse_with_torch
+from opdoctor.facts.registration import Inventory, check_schema_syntax, read_inventory
 from opdoctor.model import Cause, Finding, Severity
-from opdoctor.registration import Inventory, check_schema_syntax, read_inventory
-from opdoctor.schema_check import parse_with_torch
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
 

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
-from opdoctor.demangle import demangle_all
 from opdoctor.facts import Facts
-from opdoctor.loader.dynsym import Sym
+from opdoctor.facts.elf.demangle import demangle_all
+from opdoctor.facts.elf.dynsym import Sym
 from opdoctor.model import Cause, Finding, Severity
 
 OD301 = CodeDoc(

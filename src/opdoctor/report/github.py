@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-from opdoctor.diagnosis import diagnose
-from opdoctor.gate import fingerprint
 from opdoctor.model import Report, Severity
 from opdoctor.report import RenderContext
+from opdoctor.verdict.diagnosis import diagnose
+from opdoctor.verdict.gate import fingerprint
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

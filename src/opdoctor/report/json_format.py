@@ -6,10 +6,10 @@ import json
 from typing import Any, TextIO
 
 from opdoctor import __version__
-from opdoctor.diagnosis import diagnose
 from opdoctor.model import Finding, Report
 from opdoctor.report import RenderContext
-from opdoctor.summary import cause_statuses, severity_counts
+from opdoctor.verdict.causes import cause_statuses, severity_counts
+from opdoctor.verdict.diagnosis import diagnose
 
 SCHEMA_VERSION = 1
 

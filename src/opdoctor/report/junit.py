@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 from typing import TextIO
 
 from opdoctor.codes import CodeDoc
-from opdoctor.gate import fingerprint
 from opdoctor.model import CheckStatus, Report
 from opdoctor.report import RenderContext
+from opdoctor.verdict.gate import fingerprint
 
 
 def _suite(report: Report, ctx: RenderContext) -> ET.Element:

@@ -9,9 +9,9 @@ from typing import Any, TextIO
 
 from opdoctor import __version__
 from opdoctor.codes import SECTION_TITLES, CodeDoc
-from opdoctor.gate import fingerprint
 from opdoctor.model import Report, Severity
 from opdoctor.report import RenderContext
+from opdoctor.verdict.gate import fingerprint
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from opdoctor import __version__
-from opdoctor.diagnosis import diagnose
 from opdoctor.model import CheckStatus, Finding, Report, Severity
 from opdoctor.report import RenderContext
-from opdoctor.summary import CauseState, cause_statuses, severity_counts
+from opdoctor.verdict.causes import CauseState, cause_statuses, severity_counts
+from opdoctor.verdict.diagnosis import diagnose
 
 PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD321", "OD322"}
 _SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}

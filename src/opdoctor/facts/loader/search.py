@@ -20,9 +20,9 @@ import platform
 from collections import deque
 from dataclasses import dataclass, field
 
-from opdoctor.elf import ElfFormatError, ElfHeader, ElfImage, parse_header
-from opdoctor.inputfile import InputError, open_input
-from opdoctor.loader.ldcache import load_ld_cache
+from opdoctor.facts.elf.image import ElfFormatError, ElfHeader, ElfImage, parse_header
+from opdoctor.facts.inputfile import InputError, open_input
+from opdoctor.facts.loader.ldcache import load_ld_cache
 
 DF_1_NODEFLIB = 0x800
 

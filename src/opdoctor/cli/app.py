@@ -23,8 +23,8 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc  # type: ignore[no-redef,import-not-found]
 
 from opdoctor import __version__
+from opdoctor.cli.commands import Exit, UsageProblem
 from opdoctor.codes import CodeDoc
-from opdoctor.commands import Exit, UsageProblem
 
 EXIT_HELP = (
     "Exit codes: 0 clean (nothing at or above --fail-on) · 1 findings · 2 input cannot be "
@@ -148,7 +148,7 @@ def check(
     if not paths and not values["package"]:
         raise click_exc.UsageError("give at least one library, directory or wheel to check, "
                                    "or --package NAME (or --list-checks)")
-    from opdoctor.commands import run_check_command
+    from opdoctor.cli.commands import run_check_command
 
     return run_check_command(list(paths or []), values, registry, verbose, write_baseline)
 
@@ -170,7 +170,7 @@ def scan_cmd(
 
     Exit codes: 0 clean · 1 findings · 2 interpreter cannot be inspected · 3 usage · 4 internal.
     """
-    from opdoctor.commands import scan_command
+    from opdoctor.cli.commands import scan_command
 
     return scan_command(python, fmt, output, fail_on, jobs, probe)
 
@@ -197,7 +197,7 @@ def config_cmd(
 
 def _effective(given: dict[str, Any], config: str | None
                ) -> tuple[dict[str, Any], dict[str, str]]:
-    from opdoctor.config import ConfigError, find_config, merge, read_config
+    from opdoctor.cli.settings import ConfigError, find_config, merge, read_config
 
     try:
         if config:

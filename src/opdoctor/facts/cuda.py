@@ -22,7 +22,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from opdoctor.elf import ElfImage
+from opdoctor.facts.elf.image import ElfImage
 
 FATBIN_MAGIC = 0xBA55ED50
 SEGMENT_MAGIC = 0x466243B1

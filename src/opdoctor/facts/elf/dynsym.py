@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from opdoctor.elf import ElfImage
+from opdoctor.facts.elf.image import ElfImage
 
 SHN_UNDEF = 0
 STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10

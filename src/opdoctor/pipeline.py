@@ -67,7 +67,7 @@ def run_check(
     registry: Registry | None = None,
     host: HostInfo | None = None,
 ) -> Report:
-    """Check one library. Raises :class:`~opdoctor.inputfile.InputError` if it cannot be read."""
+    """Check one library; raises :class:`~opdoctor.facts.inputfile.InputError` if unreadable."""
     registry = registry or load_registry()
     selection = selection or Selection()
     start = time.perf_counter()

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from opdoctor.elf import (
+from opdoctor.facts.elf.image import (
     HOST_MACHINES,
     ElfFormatError,
     ElfHeader,
@@ -22,13 +22,13 @@ from opdoctor.elf import (
     header_extents,
     parse_header,
 )
-from opdoctor.inputfile import FileData, open_input
-from opdoctor.interp import Interpreter, InterpreterError, inspect_interpreter
-from opdoctor.loader.process import Process, emulate, needs_tensorflow, needs_torch
-from opdoctor.loader.search import Environment, Resolver
-from opdoctor.loader.symbols import Binding, SymbolTables, bind
-from opdoctor.probe.runner import ProbeHandle, ProbeRequest, ProbeResult, start_probe
-from opdoctor.pychain import ImportChain, analyse
+from opdoctor.facts.inputfile import FileData, open_input
+from opdoctor.facts.interp import Interpreter, InterpreterError, inspect_interpreter
+from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, needs_torch
+from opdoctor.facts.loader.search import Environment, Resolver
+from opdoctor.facts.loader.symbols import Binding, SymbolTables, bind
+from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest, ProbeResult, start_probe
+from opdoctor.facts.pychain import ImportChain, analyse
 
 
 @dataclass(frozen=True)

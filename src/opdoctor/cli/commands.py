@@ -44,8 +44,8 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 def build_options(values: dict[str, Any], registry: Registry) -> Any:
     """CheckOptions from the effective settings; raises UsageProblem on invalid values."""
     from opdoctor.checks.registration import parse_expect_op
-    from opdoctor.cuda import parse_gpu
     from opdoctor.facts import CheckOptions
+    from opdoctor.facts.cuda import parse_gpu
 
     for text in values["expect-op"]:
         try:
@@ -92,12 +92,12 @@ def _severity(name: str, what: str) -> Severity:
 def run_check_command(paths: list[str], values: dict[str, Any], registry: Registry,
                       verbose: bool, write_baseline: str | None) -> int:
     """Run every target, apply overrides and baseline, render, return the exit code."""
-    from opdoctor.gate import BaselineError, apply_overrides, gate_fails, read_baseline
-    from opdoctor.gate import write_baseline as write_bl
-    from opdoctor.inputfile import InputError
+    from opdoctor.facts.inputfile import InputError
+    from opdoctor.pipeline import Selection, run_check
     from opdoctor.report import Format, RenderContext, renderer
-    from opdoctor.runner import Selection, run_check
     from opdoctor.targets import WheelError, expand
+    from opdoctor.verdict.gate import BaselineError, apply_overrides, gate_fails, read_baseline
+    from opdoctor.verdict.gate import write_baseline as write_bl
 
     try:
         form = Format(values["format"])
@@ -187,12 +187,12 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
     from rich.table import Table
 
     from opdoctor.checks import load_registry
-    from opdoctor.diagnosis import diagnose
     from opdoctor.facts import CheckOptions
-    from opdoctor.gate import gate_fails
-    from opdoctor.interp import InterpreterError, inspect_interpreter
+    from opdoctor.facts.interp import InterpreterError, inspect_interpreter
     from opdoctor.report import Format, RenderContext, renderer
-    from opdoctor.scan import discover, scan
+    from opdoctor.targets.discover import discover, scan
+    from opdoctor.verdict.diagnosis import diagnose
+    from opdoctor.verdict.gate import gate_fails
 
     try:
         form = Format(fmt)

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from opdoctor.elf import ElfFormatError, ElfImage
 from opdoctor.facts import CheckOptions
-from opdoctor.inputfile import InputError, open_input
-from opdoctor.interp import Interpreter
+from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+from opdoctor.facts.inputfile import InputError, open_input
+from opdoctor.facts.interp import Interpreter
 from opdoctor.model import Report
 from opdoctor.targets import is_shared_library, package_of
 
@@ -85,7 +85,7 @@ def _check_one(path: str, options: CheckOptions) -> Report:
     """Worker: check one library (runs in a child process)."""
     import dataclasses
 
-    from opdoctor.runner import run_check
+    from opdoctor.pipeline import run_check
 
     ctx = package_of(path)
     if ctx is not None:

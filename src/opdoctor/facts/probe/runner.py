@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from opdoctor.probe.ldtrace import LdTrace, parse_ld_debug
+from opdoctor.facts.probe.ldtrace import LdTrace, parse_ld_debug
 
 
 @dataclass
@@ -89,7 +89,7 @@ class ProbeHandle:
     def __init__(self, req: ProbeRequest) -> None:
         self.req = req
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-probe-")
-        script = str(resources.files("opdoctor").joinpath("probe/probe_script.py"))
+        script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
         payload = {"path": req.path, "package": req.package, "torch": req.torch,
                    "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
                    "hidden": req.hidden}

@@ -1,6 +1,6 @@
 """``opdoctor explain``: turn error text (one message or a whole CI log) into cause and fix.
 
-The knowledge base is data (``opdoctor/kb/patterns.toml``), validated when loaded. For a log,
+The knowledge base is data (``opdoctor/explain/patterns.toml``), validated when loaded. For a log,
 every line is matched; the best match is the most specific pattern (``priority``), and among
 equals the one nearest the end (the last exception of a traceback is the one that was raised).
 Entities are extracted from the matching lines and from the whole text — mangled symbols are
@@ -18,7 +18,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from opdoctor.demangle import demangle
+from opdoctor.facts.elf.demangle import demangle
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,7 +77,7 @@ class Explanation:
 @lru_cache(maxsize=1)
 def load_patterns(known_codes: frozenset[str] | None = None) -> tuple[Pattern, ...]:
     """Load and validate the knowledge base."""
-    text = resources.files("opdoctor").joinpath("kb/patterns.toml").read_text(encoding="utf-8")
+    text = resources.files("opdoctor").joinpath("explain/patterns.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
     out: list[Pattern] = []
     seen: set[str] = set()

@@ -19,7 +19,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from opdoctor.elf import ElfImage
+from opdoctor.facts.elf.image import ElfImage
 
 # Types the TorchScript schema language knows (with ?, [], [N], (a!) suffixes handled apart).
 SCHEMA_TYPES = frozenset((

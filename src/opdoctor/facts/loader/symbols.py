@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from opdoctor.elf import ElfImage
-from opdoctor.loader.dynsym import DynSymbols, Sym
-from opdoctor.loader.process import Process
-from opdoctor.loader.search import Library
+from opdoctor.facts.elf.dynsym import DynSymbols, Sym
+from opdoctor.facts.elf.image import ElfImage
+from opdoctor.facts.loader.process import Process
+from opdoctor.facts.loader.search import Library
 
 
 @dataclass(frozen=True)

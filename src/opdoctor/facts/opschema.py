@@ -3,7 +3,7 @@
 ``torch._C.parse_schema`` runs in a subprocess of the target interpreter (opdoctor's process
 never imports torch), all schemas of a run in one batch. Importing torch costs a second or two,
 so verdicts are cached on disk per torch install and version (``$OPDOCTOR_CACHE_DIR`` or
-``~/.cache/opdoctor``). Without torch, :func:`opdoctor.registration.check_schema_syntax` is
+``~/.cache/opdoctor``). Without torch, :func:`opdoctor.facts.registration.check_schema_syntax` is
 the documented fallback.
 """
 
@@ -15,7 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from opdoctor.interp import Interpreter
+from opdoctor.facts.interp import Interpreter
 
 _PARSE = r"""
 import json, sys

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from opdoctor.elf import ElfImage
-from opdoctor.interp import Interpreter
-from opdoctor.loader.search import RULE_PRELOADED, DepTree, Library, Resolver
+from opdoctor.facts.elf.image import ElfImage
+from opdoctor.facts.interp import Interpreter
+from opdoctor.facts.loader.search import RULE_PRELOADED, DepTree, Library, Resolver
 
 TORCH_NAME_MARKERS = (b"_ZN3c10", b"_ZN5torch", b"_ZN2at", b"_ZNK3c10", b"_ZNK2at")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from opdoctor.inputfile import FileData
+from opdoctor.facts.inputfile import FileData
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -331,7 +331,7 @@ class ElfImage:
         """Entries of ``.symtab`` (nothing for a stripped file or a table over ``max_bytes``).
 
         Only for the small tables of user libraries: exported names are looked up through the
-        hash tables (:mod:`opdoctor.loader.dynsym`), never by walking a symbol table.
+        hash tables (:mod:`opdoctor.facts.elf.dynsym`), never by walking a symbol table.
         """
         sym = self.section(".symtab")
         if sym is None or sym.link >= len(self.sections) or sym.size > max_bytes:
