@@ -13,7 +13,6 @@ from opdoctor.checks import load_registry
 from opdoctor.explain import explain_text, load_patterns
 from opdoctor.facts import CheckOptions
 from opdoctor.pipeline import run_check
-from opdoctor.verdict.diagnosis import diagnose
 from tests.conftest import ROOT, fixture, reference
 from tests.helpers import cli
 
@@ -146,14 +145,14 @@ def test_verdict_first_in_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_root_and_consequences() -> None:
     report = run_check(str(fixture("loader/uses_dep.so")), CheckOptions(env=()))
-    d = diagnose(report)
+    d = report.diagnosis
     assert d.cause == 2 and d.confidence == "high"
     assert [f.code for f in d.root_findings] == ["OD201"]
     assert [f.code for f in d.consequences["OD201"]] == ["OD301"]
 
 
 def test_broken_file_outranks_everything() -> None:
-    d = diagnose(run_check(str(fixture("integrity/truncated.so"))))
+    d = run_check(str(fixture("integrity/truncated.so"))).diagnosis
     assert d.cause == 4 and d.root_findings[0].code == "OD406"
 
 

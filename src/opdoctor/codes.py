@@ -26,6 +26,38 @@ SECTION_TITLES = {
 }
 
 
+# ------------------------------------------------------------------ relations between codes
+# A finding of the key code explains findings of these codes when both are present.
+# Probe codes listed here confirm the static finding with the real load's evidence.
+EXPLAINS: dict[str, tuple[str, ...]] = {
+    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
+    "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
+    "OD302": ("OD301", "OD322", "OD321"),
+    "OD303": ("OD304", "OD301", "OD321"),
+    "OD304": ("OD301", "OD321"),
+    "OD301": ("OD321",),
+    "OD101": ("OD121", "OD106"),
+    "OD102": ("OD123",),
+    "OD105": ("OD106",),
+    "OD106": ("OD122",),
+    "OD313": ("OD310", "OD311"),
+    "OD502": ("OD510", "OD511", "OD220"),
+    "OD503": ("OD511",),
+    "OD504": ("OD511",),
+    "OD506": ("OD505", "OD511"),
+    "OD508": ("OD510", "OD511", "OD220"),
+    "OD510": ("OD511", "OD220"),
+}
+
+# Findings that report *that* something failed rather than why: they become the root only when
+# nothing else explains the failure.
+SYMPTOMS = frozenset({"OD511", "OD512", "OD129", "OD130", "OD420"})
+
+# Retired codes and the code that replaced each (a code number is never reused):
+# `opdoctor explain` of a retired code names its replacement.
+RETIRED: dict[str, str] = {}
+
+
 class CodeError(ValueError):
     """A code declaration is malformed (bad number, wrong cause, missing section)."""
 

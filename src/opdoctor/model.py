@@ -105,22 +105,33 @@ class TargetInfo:
     kind: str = ""  # e.g. "ELF64 x86-64, shared object"
 
 
-@dataclass
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict of one report: the most likely cause, its root findings, and the findings
+    each root explains (consequences, folded under it)."""
+
+    cause: int  # 1–5, 0 when nothing is wrong
+    confidence: str  # high / medium / low
+    summary: str
+    root_findings: tuple[Finding, ...]
+    consequences: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Report:
-    """Everything one ``opdoctor check`` run produced for one target."""
+    """Everything one ``opdoctor check`` run produced for one target, verdict included.
+
+    Built once by :func:`opdoctor.pipeline.run_check` (findings after ``--select``/``--ignore``
+    and ``--severity`` overrides, then the diagnosis); renderers and the gate only read it.
+    """
 
     target: TargetInfo
-    findings: list[Finding] = field(default_factory=list)
-    checks: list[CheckRun] = field(default_factory=list)
+    findings: list[Finding]
+    checks: list[CheckRun]
+    diagnosis: Diagnosis
     # Structured inventories that checks publish for the report (e.g. "registration").
     sections: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
-
-    def worst(self) -> Severity | None:
-        """The most severe finding's severity, or None when there is no finding."""
-        if not self.findings:
-            return None
-        return max((f.severity for f in self.findings), key=lambda s: s.rank)
 
     def fails(self, threshold: Severity) -> bool:
         """True when any finding is at or above ``threshold``."""

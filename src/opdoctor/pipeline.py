@@ -9,7 +9,9 @@ from typing import Any
 from opdoctor.checks import Registry, load_registry
 from opdoctor.checks.base import Check
 from opdoctor.facts import CheckOptions, Facts, HostInfo
-from opdoctor.model import CheckRun, CheckStatus, Finding, Report, TargetInfo
+from opdoctor.model import CheckRun, CheckStatus, Finding, Report, Severity, TargetInfo
+from opdoctor.verdict.diagnosis import diagnose
+from opdoctor.verdict.gate import apply_overrides
 
 
 @dataclass(frozen=True)
@@ -66,28 +68,42 @@ def run_check(
     selection: Selection | None = None,
     registry: Registry | None = None,
     host: HostInfo | None = None,
+    overrides: dict[str, Severity] | None = None,
+    display: str | None = None,
 ) -> Report:
-    """Check one library; raises :class:`~opdoctor.facts.inputfile.InputError` if unreadable."""
+    """Check one target: Facts → checks → findings → overrides → diagnosis → Report.
+
+    Raises :class:`~opdoctor.facts.inputfile.InputError` when the file cannot be read.
+    ``overrides`` (``--severity``) change findings' severities before the diagnosis, so the
+    verdict and every format agree; ``display`` is how reports name the target (a wheel
+    member keeps its in-wheel path).
+    """
     registry = registry or load_registry()
     selection = selection or Selection()
     start = time.perf_counter()
     facts = Facts(path, options, host)
+    data = None
     if facts.is_package_dir:
-        data = None
-        report = Report(TargetInfo(path, None, f"Python package {facts.options.package}"))
+        target = TargetInfo(display or path, None, f"Python package {facts.options.package}")
         if facts.options.probe:
             facts.start_probe()
     else:
         data = facts.file  # raises InputError before any check runs
         header = facts.structure.header
-        report = Report(TargetInfo(path, data.size, header.describe() if header else ""))
+        target = TargetInfo(display or path, data.size, header.describe() if header else "")
         if facts.options.probe and not facts.blocker and not facts.framework_library:
             facts.start_probe()  # runs concurrently with the static checks below
-    for check in registry.checks:
-        run, found = _run_one(check, facts, selection, report.sections)
-        report.checks.append(run)
-        report.findings.extend(found)
-    report.seconds = time.perf_counter() - start
-    if data is not None:
-        data.close()
-    return report
+    checks: list[CheckRun] = []
+    findings: list[Finding] = []
+    sections: dict[str, Any] = {}
+    try:
+        for check in registry.checks:
+            run, found = _run_one(check, facts, selection, sections)
+            checks.append(run)
+            findings.extend(found)
+    finally:
+        if data is not None:
+            data.close()
+    findings = apply_overrides(findings, overrides or {})
+    return Report(target, findings, checks, diagnose(findings), sections,
+                  time.perf_counter() - start)

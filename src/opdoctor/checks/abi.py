@@ -13,12 +13,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.elf.demangle import demangle_all
 from opdoctor.facts.elf.image import ElfImage
 from opdoctor.model import Cause, Finding, Severity
 
@@ -53,60 +51,6 @@ CODES = (OD303, OD306)
 _PYBIND_KEY = re.compile(rb"__pybind11_internals_v[0-9A-Za-z_]*?__")
 
 
-@dataclass(frozen=True)
-class AbiMismatch:
-    """Extension vs torch C++11 ABI, with the symbols that show the extension's."""
-
-    extension: int
-    torch: int
-    evidence: tuple[str, ...]
-
-
-def extension_abi(facts: Facts) -> tuple[int | None, list[str]]:
-    """(ABI, example symbols) from the target's torch-facing undefined std::string symbols."""
-    table = facts.symbol_tables.of_image(facts.image)
-    undef = [s.name for s in table.undefined() if s.name.startswith("_Z")]
-    names = demangle_all(undef)
-    new, old = [], []
-    for _mangled, d in names.items():
-        if not re.match(r"^(?:c10|at|torch|caffe2)::", d):
-            continue
-        if "std::__cxx11::" in d:
-            new.append(d)
-        elif "std::string" in d or "std::basic_string<" in d:
-            old.append(d)
-    if old and not new:
-        return 0, old
-    if new and not old:
-        return 1, new
-    return None, []
-
-
-def torch_abi(facts: Facts) -> tuple[int | None, str]:
-    """(ABI, evidence) of the installed torch, from libc10.so's exported names."""
-    interp = facts.interpreter
-    if interp is None or interp.torch is None:
-        return None, ""
-    for lib in facts.process.preloaded:
-        if os.path.basename(lib.path).startswith("libc10.so"):
-            table = facts.symbol_tables.of(lib)
-            if table is None:
-                break
-            has_new = table.dynstr_contains(b"St7__cxx11")
-            return (1 if has_new else 0), f"{lib.path} exports " + (
-                "std::__cxx11 names" if has_new else "no std::__cxx11 name")
-    return None, ""
-
-
-def abi_mismatch(facts: Facts) -> AbiMismatch | None:
-    """The mismatch, when both ABIs are known and differ."""
-    ext, ev = extension_abi(facts)
-    tor, tev = torch_abi(facts)
-    if ext is None or tor is None or ext == tor:
-        return None
-    return AbiMismatch(ext, tor, (*[f"extension uses: {e}" for e in ev[:3]], f"torch: {tev}"))
-
-
 def _search_rodata(img: ElfImage, pattern: re.Pattern[bytes]) -> bytes | None:
     """First match of ``pattern`` in ``.rodata``, searched in place in the mapped file."""
     sec = img.section(".rodata")
@@ -120,7 +64,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     """Compare the extension's C++ ABI facts with the installed torch's."""
     if not facts.torch_context:
         return
-    mm = abi_mismatch(facts)
+    mm = facts.abi_mismatch
     if mm is not None:
         yield OD303.finding(
             facts.path, f"built with _GLIBCXX_USE_CXX11_ABI={mm.extension}, torch uses "

@@ -9,15 +9,13 @@ predicted here from the fat binary, on a machine without a GPU: target GPUs come
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.cuda import Fatbin, gencode_for, parse_gpu, read_fatbin, verdict
+from opdoctor.facts.cuda import Fatbin, gencode_for, verdict
 from opdoctor.model import Cause, Finding, Severity
 
 _NVCC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/#gpu-compilation"
@@ -74,28 +72,9 @@ OD314 = CodeDoc(
 CODES = (OD310, OD311, OD312, OD313, OD314)
 
 
-def target_gpus(facts: Facts) -> tuple[list[int], str]:
-    """(compute capabilities, where they came from)."""
-    if facts.options.gpus:
-        return sorted({parse_gpu(g) for g in facts.options.gpus}), "--gpu"
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return [], "no --gpu given and no nvidia-smi on this machine"
-    try:
-        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=15).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return [], "nvidia-smi did not answer"
-    gpus = sorted({parse_gpu(line) for line in out.split() if re.fullmatch(r"\d+\.\d", line)})
-    return gpus, "nvidia-smi" if gpus else "nvidia-smi found no GPU"
-
-
 def fatbin(facts: Facts) -> Fatbin | None:
-    """The target's fat binary (computed once per run)."""
-    if "fatbin" not in facts.extra:
-        facts.extra["fatbin"] = read_fatbin(facts.image)
-    fb = facts.extra["fatbin"]
-    return fb if isinstance(fb, Fatbin) else None
+    """The target's fat binary (a fact: read once per run)."""
+    return facts.fatbin
 
 
 def _cudart_major(facts: Facts) -> int | None:
@@ -114,7 +93,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         return
     if fb is not None and fb.problems:
         yield OD314.finding(facts.path, "the CUDA fat binary is malformed", fb.problems[:5])
-    gpus, source = target_gpus(facts)
+    gpus, source = facts.target_gpus
     inventory = ", ".join(dict.fromkeys(e.label for e in fb.entries)) if fb else "none"
     if fb is not None and gpus:
         missing = []
@@ -158,7 +137,7 @@ def run(facts: Facts) -> Iterator[Finding]:
 def section(facts: Facts) -> dict[str, Any]:
     """The GPU-code inventory and the per-GPU verdicts for the report."""
     fb = fatbin(facts)
-    gpus, source = target_gpus(facts)
+    gpus, source = facts.target_gpus
     out: dict[str, Any] = {"cudart": _cudart_major(facts), "targets_from": source,
                            "entries": [], "gpus": []}
     if fb is not None:

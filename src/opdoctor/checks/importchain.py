@@ -14,9 +14,6 @@ from typing import Any
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.elf.dynsym import DynSymbols
-from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-from opdoctor.facts.inputfile import InputError, open_input
 from opdoctor.facts.pychain import ImportChain
 from opdoctor.model import Cause, Finding, Severity
 
@@ -154,29 +151,6 @@ def _rel(path: str, chain: ImportChain) -> str:
     return path
 
 
-def _exports_pyinit(facts: Facts, path: str, mod: str) -> tuple[bool, list[str]]:
-    """(exports PyInit_<mod>, the PyInit_ names it does export) — through the hash table."""
-    if not facts.is_package_dir and os.path.realpath(path) == os.path.realpath(facts.path) \
-            and facts.structure.image is not None:
-        return _pyinit_in(facts.symbol_tables.of_image(facts.image), mod)  # already parsed
-    try:
-        data = open_input(path)
-    except InputError:
-        return True, []  # unreadable: the integrity check of that file speaks for it
-    try:
-        return _pyinit_in(DynSymbols(ElfImage.open(data)), mod)
-    except (ElfFormatError, OSError):
-        return True, []
-    finally:
-        data.close()
-
-
-def _pyinit_in(table: DynSymbols, mod: str) -> tuple[bool, list[str]]:
-    if table.lookup(f"PyInit_{mod}"):
-        return True, []
-    return False, table.names_with_prefix("PyInit_", limit=4)
-
-
 def run(facts: Facts) -> Iterator[Finding]:
     """Static findings of the chain, then the probe's observations in package mode."""
     chain = facts.chain
@@ -196,8 +170,8 @@ def run(facts: Facts) -> Iterator[Finding]:
         ev = [f"import {name} → {win.path} ({win.kind}, from sys.path entry "
               f"{win.entry or '(cwd)'!r})"]
         ev += [f"hidden: {c.path} ({c.kind}, later on sys.path)" for c in others]
-        win_so = _so_files(win.path)
-        other_so = [f for c in others for f in _so_files(c.path)]
+        win_so = facts.shared_libraries_under(win.path)
+        other_so = [f for c in others for f in facts.shared_libraries_under(c.path)]
         if not win_so and other_so:
             hidden_so = os.path.basename(other_so[0])
             yield OD502.finding(name, f"import {name} picks {win.path}, which has no compiled "
@@ -209,10 +183,11 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 f" of {name} on sys.path; {win.path} wins", ev,
                                 severity=Severity.WARNING)
     if win.kind == "namespace":
+        inside = facts.shared_libraries_under(win.path)[:3]
         yield OD506.finding(name, f"{win.path} has no __init__.py: it imports as a namespace "
                             "package and loads nothing", (f"{win.path}/__init__.py: missing",
                                                           *[f"contains {os.path.basename(f)}"
-                                                            for f in _so_files(win.path)][:3]))
+                                                            for f in inside]))
     for link in chain.links:
         where = f"{_rel(link.file, chain)}:{link.line}: {link.text.strip()[:120]}"
         if link.problem.startswith("no file for this interpreter"):
@@ -230,7 +205,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         for f in link.resolved:
             if link.kind == "submodule" and (f.endswith(".so") or ".so." in f):
                 mod = link.target.rsplit(".", 1)[-1]
-                ok, have = _exports_pyinit(facts, f, mod)
+                ok, have = facts.pyinit_exports(f, mod)
                 if not ok:
                     exports = ", ".join(have) or "no PyInit_"
                     yield OD504.finding(link.target, f"{os.path.basename(f)} does not export "
@@ -259,29 +234,18 @@ def run(facts: Facts) -> Iterator[Finding]:
     yield from _dynamic(facts, chain)
 
 
-def _so_files(path: str) -> list[str]:
-    if os.path.isfile(path):
-        return [path] if path.endswith(".so") else []
-    out = []
-    for root, _d, files in os.walk(path):
-        out += [os.path.join(root, f) for f in files if f.endswith(".so") or ".so." in f]
-    return sorted(out)
-
-
 def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     res = facts.probe_result()
     if res is None or not facts.options.package:
         return
-    failed = res.event("load_failed")
-    if failed is not None:
-        err = failed["error"]
-        yield OD511.finding(chain.name, f"import {chain.name} raised {err['type']}: "
-                            f"{err['message'][:200]}", err["traceback"].strip().splitlines()[-5:])
-    for hidden in (res.event("hidden") or {}).get("errors", []):
-        yield OD512.finding(hidden["target"], f"{hidden['target']} fails to import: "
-                            f"{hidden['error']['type']}: {hidden['error']['message'][:300]}",
-                            (f"swallowed by {hidden['where']}",
-                             *hidden["error"]["traceback"].strip().splitlines()[-3:]))
+    err = res.load_error
+    if err is not None:
+        yield OD511.finding(chain.name, f"import {chain.name} raised {err.type}: "
+                            f"{err.message[:200]}", err.tail(5))
+    for hidden in res.swallowed:
+        yield OD512.finding(hidden.target, f"{hidden.target} fails to import: "
+                            f"{hidden.error.type}: {hidden.error.message[:300]}",
+                            (f"swallowed by {hidden.where}", *hidden.error.tail(3)))
 
 
 def section(facts: Facts) -> dict[str, Any]:
@@ -290,9 +254,9 @@ def section(facts: Facts) -> dict[str, Any]:
     if chain is None:
         return {}
     res = facts.probe_result()
-    imported = (res.event("imported") or {}).get("modules", []) if res else []
-    mapped = (res.event("mapped") or {}).get("libraries", []) if res else []
-    ops = (res.event("ops") or {}).get("ops", []) if res else []
+    imported = [{"module": m, "file": f} for m, f in res.imported] if res else []
+    mapped = list(res.mapped) if res else []
+    ops = res.ops if res else ()
     return {
         "package": chain.name,
         "winner": chain.winner.path if chain.winner else None,
@@ -304,7 +268,7 @@ def section(facts: Facts) -> dict[str, Any]:
         "extensions_on_disk": chain.extensions_on_disk,
         "imported": imported,
         "libraries_loaded": mapped,
-        "ops": [{"name": o["name"], "keys": o["keys"]} for o in ops],
+        "ops": [{"name": o.name, "keys": list(o.keys)} for o in ops],
     }
 
 

@@ -16,7 +16,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
-from opdoctor.facts.probe.runner import ProbeResult
+from opdoctor.facts.probe.outcome import ProbeOutcome, ProbeState
 from opdoctor.model import Cause, Finding, Severity
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
@@ -123,6 +123,18 @@ OD130 = CodeDoc(
     "same, please report it to opdoctor with both reports.",
     references=(_PROBE,),
 )
+OD129 = CodeDoc(
+    "OD129", "the probe itself failed (opdoctor's fault)", Severity.WARNING,
+    what="The probe script (opdoctor's code running in the target interpreter) runs to its "
+    "end without raising.",
+    why="When the probe script raises, what it saw of the library is incomplete: this is a "
+    "bug in opdoctor, not a verdict on the library. The static findings still stand.",
+    example="probe error: AttributeError: module 'torch._C' has no attribute "
+    "'_dispatch_get_all_op_names'",
+    fix="Report it with the traceback (in the evidence and the crash log named there); rerun "
+    "with --static meanwhile.",
+    references=(_PROBE,),
+)
 OD220 = CodeDoc(
     "OD220", "load failed: a library was not found", Severity.ERROR,
     what="The real load finds every dependency (glibc's own trace, LD_DEBUG=libs).",
@@ -170,22 +182,12 @@ OD420 = CodeDoc(
     references=(_PROBE,),
 )
 
-CODES = (OD120, OD121, OD122, OD123, OD124, OD125, OD126, OD127, OD130, OD220, OD320, OD321,
+CODES = (OD120, OD121, OD122, OD123, OD124, OD125, OD126, OD127, OD129, OD130, OD220, OD320, OD321,
          OD322, OD420)
 
 _NOT_FOUND = re.compile(r"([^\s:'\"]+): cannot open shared object file")
 _UNDEF = re.compile(r"undefined symbol: (\S+)")
 _VERSION = re.compile(r"version `([^']+)' not found")
-
-
-def _load_error(res: ProbeResult) -> str:
-    e = res.event("load_failed")
-    if not e:
-        return ""
-    msgs = [e["error"]["message"]]
-    if e.get("cause"):
-        msgs.insert(0, e["cause"]["message"])
-    return " | ".join(m for m in msgs if m)
 
 
 def _static_prediction(facts: Facts) -> str:
@@ -196,8 +198,8 @@ def _static_prediction(facts: Facts) -> str:
     return "loads"
 
 
-def _crash(facts: Facts, res: ProbeResult) -> Iterator[Finding]:
-    stage = res.last_stage
+def _crash(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
+    stage = res.stage
     tail = res.stderr.strip().splitlines()[-6:]
     if "unknown type specifier" in res.stderr or "expected arrow" in res.stderr or \
             ("schema" in res.stderr.lower() and "terminate called" in res.stderr):
@@ -232,6 +234,23 @@ def _crash(facts: Facts, res: ProbeResult) -> Iterator[Finding]:
     yield OD124.finding(facts.path, msg, ev, fix=fix)
 
 
+def _probe_error(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
+    """The probe script raised: say it is opdoctor's fault and keep the traceback."""
+    import tempfile
+
+    err = res.probe_error
+    assert err is not None
+    log = os.path.join(tempfile.gettempdir(), "opdoctor-probe-error.log")
+    try:
+        with open(log, "w", encoding="utf-8") as fh:
+            fh.write(f"target: {facts.path}\nstage: {res.stage}\n\n{err.traceback}")
+    except OSError:
+        log = ""
+    yield OD129.finding(facts.path, f"opdoctor's probe script failed during '{res.stage}' "
+                        f"with {err.type}: {err.message[:200]} — not a verdict on the library",
+                        (*err.tail(4), *([f"traceback: {log}"] if log else [])))
+
+
 def _duplicate(facts: Facts, text: str) -> Iterator[Finding]:
     sites = re.findall(r"registered at ([^\s;]+)", text)
     ns = re.search(r"register the namespace (\w+)", text)
@@ -251,29 +270,32 @@ def run(facts: Facts) -> Iterator[Finding]:
         return
     prediction = _static_prediction(facts)
     failed_load = False  # failed in a way the static loader emulation claims to predict
-    if res.timed_out:
+    if res.state is ProbeState.PROBE_ERROR:
+        yield from _probe_error(facts, res)
+        return
+    if res.state is ProbeState.TIMED_OUT:
         yield OD125.finding(facts.path, f"loading did not finish within {facts.options.timeout:g} "
-                            f"s: killed during '{res.last_stage}'",
-                            [f"last probe stage: {res.last_stage}",
+                            f"s: killed during '{res.stage}'",
+                            [f"last probe stage: {res.stage}",
                              *[f"stderr: {x}" for x in res.stderr.strip().splitlines()[-3:]]])
-    elif res.memory_killed:
+    elif res.state is ProbeState.MEMORY_KILLED:
         yield OD124.finding(facts.path, "the probe exceeded its memory limit while loading",
                             (f"limit: {facts.options.probe_memory_mb} MiB",))
-    elif res.signal_name and not res.finished:
+    elif res.state is ProbeState.CRASHED:
         yield from _crash(facts, res)  # initialisers: beyond what the static checks predict
         return
-    elif (t := res.event("torch_import_failed")) is not None:
+    elif res.state is ProbeState.FRAMEWORK_IMPORT_FAILED and res.framework_error:
+        t = res.framework_error
         yield OD320.finding("torch", "torch itself fails to import in "
                             f"{facts.options.python or 'this interpreter'}: the environment is "
-                            "broken, not the library", [t["error"]["message"],
-                                                       *t["error"]["traceback"].splitlines()[-3:]])
+                            "broken, not the library", [t.message, *t.tail(3)])
         return
-    elif (p := res.event("preload_failed")) is not None:
-        yield from _classify_load_error(facts, res, p["error"]["message"] + "\n"
-                                        + p["error"]["traceback"])
+    elif res.state is ProbeState.PRELOAD_FAILED and res.preload_error:
+        p = res.preload_error
+        yield from _classify_load_error(facts, res, p.message + "\n" + p.traceback)
         return
-    elif res.event("load_failed") is not None:
-        found = list(_classify_load_error(facts, res, _load_error(res) + "\n" + res.stderr))
+    elif res.state is ProbeState.LOAD_FAILED:
+        found = list(_classify_load_error(facts, res, res.load_message + "\n" + res.stderr))
         if facts.options.package:
             # Importing a package: its Python errors are the import chain's (OD511).
             found = [f for f in found if f.code != "OD420"]
@@ -282,21 +304,21 @@ def run(facts: Facts) -> Iterator[Finding]:
         failed_load = any(f.code in ("OD220", "OD321", "OD322") for f in found)
         if not failed_load:
             return
-    elif res.event("loaded") is not None and facts.torch_context and res.event("ops"):
+    elif res.state is ProbeState.LOADED and facts.torch_context and res.inspected:
         yield from _registered(facts, res)
     if facts.options.package:
         return  # a package import is not the library's load: nothing to compare
-    if res.event("done") is not None or failed_load:
+    if (res.state is ProbeState.LOADED and res.finished) or failed_load:
         actual = "fails" if failed_load else "loads"
         if actual != prediction:
             yield OD130.finding(facts.path, f"the static checks predicted the load "
                                 f"{'to fail' if prediction == 'fails' else 'to succeed'}; it "
                                 f"{'failed' if actual == 'fails' else 'succeeded'}",
                                 (f"static: {prediction}", f"probe: {actual}",
-                                 f"probe error: {_load_error(res) or 'none'}"))
+                                 f"probe error: {res.load_message or 'none'}"))
 
 
-def _classify_load_error(facts: Facts, res: ProbeResult, text: str) -> Iterator[Finding]:
+def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator[Finding]:
     if "Only a single TORCH_LIBRARY" in text or "Tried to register an operator" in text:
         yield from _duplicate(facts, text)
         return
@@ -323,39 +345,34 @@ def _classify_load_error(facts: Facts, res: ProbeResult, text: str) -> Iterator[
     yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
 
 
-def _registered(facts: Facts, res: ProbeResult) -> Iterator[Finding]:
-    ops_event = res.event("ops") or {}
-    new = ops_event.get("new", [])
-    ops = {o["name"]: o for o in ops_event.get("ops", [])}
-    if not new:
+def _registered(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
+    ops = {o.name: o for o in res.ops}
+    if not res.new_ops:
         yield OD121.finding(facts.path, "the library loaded but registered no operator",
                             ("torch._C._dispatch_get_all_op_names(): no new entry after the "
                              "load",))
-    from opdoctor.checks.registration import parse_expect_op
-
-    for text in facts.options.expect_ops:
-        exp = parse_expect_op(text)
+    for exp in facts.expected_ops:
         name = f"{exp.namespace}::{exp.op}"
         o = ops.get(name)
         if o is None:
             continue  # not registered at all: the static OD106 says it, OD121 if nothing is
-        missing = [k for k in exp.keys if k not in o["keys"]
-                   and "CompositeImplicitAutograd" not in o["keys"]]
+        missing = [k for k in exp.keys if k not in o.keys
+                   and "CompositeImplicitAutograd" not in o.keys]
         if missing:
-            yield OD122.finding(name, f"{name} is registered with {', '.join(o['keys']) or 'no'} "
+            yield OD122.finding(name, f"{name} is registered with {', '.join(o.keys) or 'no'} "
                                 f"kernels, not {'/'.join(missing)}: calls with "
                                 f"{missing[0]} tensors fail with \"Could not run '{name}' with "
                                 f"arguments from the '{missing[0]}' backend\"",
-                                (f"registered at {o['registered_at']}",
-                                 *[f"{k}: registered at {s}" for k, s in o["key_sites"].items()]))
-    dangling = (res.event("dangling") or {}).get("impls", [])
-    if dangling:
-        yield OD126.finding(facts.path, f"{len(dangling)} kernel registration(s) without a "
-                            "definition", dangling[:5])
-    for r in (res.event("smoke") or {}).get("results", []):
-        if r.get("ok") is False:
-            yield OD127.finding(r["name"], f"calling {r['name']} on small CPU tensors raised "
-                                f"{r['error']['type']}", (r["error"]["message"][:400],))
+                                (f"registered at {o.registered_at}",
+                                 *[f"{k}: registered at {s}" for k, s in o.key_sites.items()]))
+    if res.dangling:
+        yield OD126.finding(facts.path, f"{len(res.dangling)} kernel registration(s) without a "
+                            "definition", res.dangling[:5])
+    for r in res.smoke:
+        if r.ok is False:
+            kind = r.error.type if r.error else "an error"
+            yield OD127.finding(r.name, f"calling {r.name} on small CPU tensors raised "
+                                f"{kind}", (r.detail[:400],))
 
 
 def section(facts: Facts) -> dict[str, Any]:
@@ -363,21 +380,18 @@ def section(facts: Facts) -> dict[str, Any]:
     res = facts.probe_result()
     if res is None:
         return {"ran": False}
-    ops_event = res.event("ops") or {}
-    torch_event = res.event("torch") or {}
     return {
         "ran": True,
         "seconds": round(res.seconds, 3),
-        "outcome": ("timeout" if res.timed_out else res.signal_name or
-                    ("load failed" if res.event("load_failed") else
-                     "torch import failed" if res.event("torch_import_failed") else "loaded")),
-        "torch": torch_event.get("version"),
-        "new_ops": ops_event.get("new", []),
-        "ops": [{"name": o["name"], "schema": o["schema"], "keys": o["keys"],
-                 "registered_at": o["registered_at"]} for o in ops_event.get("ops", [])],
-        "load_error": _load_error(res),
+        "outcome": (res.signal_name if res.state is ProbeState.CRASHED and res.signal_name
+                    else res.state.value),
+        "torch": res.framework_version,
+        "new_ops": list(res.new_ops),
+        "ops": [{"name": o.name, "schema": o.schema, "keys": list(o.keys),
+                 "registered_at": o.registered_at} for o in res.ops],
+        "load_error": res.load_message,
         "static_prediction": _static_prediction(facts),
-        "smoke": (res.event("smoke") or {}).get("results", []),
+        "smoke": [{"name": s.name, "ok": s.ok, "detail": s.detail} for s in res.smoke],
         "ld_trace_lines": res.trace.lines,
     }
 

@@ -9,17 +9,14 @@ observes the real registry.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
-from opdoctor.facts.opschema import parse_with_torch
-from opdoctor.facts.registration import Inventory, check_schema_syntax, read_inventory
+from opdoctor.facts.registration import Inventory, check_schema_syntax
 from opdoctor.model import Cause, Finding, Severity
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
@@ -166,50 +163,13 @@ OD128 = CodeDoc(
 )
 CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD108, OD110, OD111, OD112, OD128)
 
-_EXPECT = re.compile(r"^(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)(?:\[(?P<keys>[\w ,]*)\])?$")
-
-
-@dataclass(frozen=True)
-class ExpectedOp:
-    """A parsed --expect-op ns::op[KEY,...]."""
-
-    namespace: str
-    op: str
-    keys: tuple[str, ...]
-
-
-def parse_expect_op(text: str) -> ExpectedOp:
-    """Parse ``ns::op[CPU,CUDA]``; raise ValueError with the expected form."""
-    m = _EXPECT.match(text.strip())
-    if not m:
-        raise ValueError(f"--expect-op {text!r}: expected ns::op or ns::op[KEY,...]")
-    keys = tuple(k.strip() for k in (m.group("keys") or "").split(",") if k.strip())
-    return ExpectedOp(m.group("ns"), m.group("op").split(".")[0], keys)
-
-
 def inventory(facts: Facts) -> Inventory:
-    """The library's registration inventory (computed once per run)."""
-    cached = facts.extra.get("registration")
-    if isinstance(cached, Inventory):
-        return cached
-    table = facts.symbol_tables.of_image(facts.image)
-    pyinit = table.names_with_prefix("PyInit_", limit=8)
-    inv = read_inventory(facts.image, pyinit)
-    facts.extra["registration"] = inv
-    return inv
+    """The library's registration inventory (a fact: computed once per run)."""
+    return facts.registration
 
 
 def _schema_findings(facts: Facts, inv: Inventory) -> Iterator[Finding]:
-    # A schema whose return part was inlined into code is checked with a neutral "-> ()".
-    full = {s.text: (s.text if not s.partial else s.text + " -> ()") for s in inv.schemas}
-    torch_verdicts: dict[str, str] = {}
-    torch_label = ""
-    interp = facts.interpreter
-    if interp is not None and interp.torch is not None and full:
-        parsed, problem = parse_with_torch(interp, sorted(set(full.values())))
-        if not problem:
-            torch_verdicts = {orig: parsed.get(f, "") for orig, f in full.items()}
-            torch_label = f"torch._C.parse_schema (torch {interp.torch.version})"
+    torch_verdicts, torch_label = facts.schema_verdicts
     for s in inv.schemas:
         builtin = check_schema_syntax(s.text)
         by_torch = torch_verdicts.get(s.text, "")
@@ -281,53 +241,22 @@ def run(facts: Facts) -> Iterator[Finding]:
     yield from _expected_ops(facts, inv)
     yield from _expected_symbols(facts)
     if facts.options.against_site_packages:
-        yield from _same_namespace_elsewhere(facts, inv)
+        yield from _same_namespace_elsewhere(facts)
 
 
-def _site_dirs(facts: Facts) -> list[str]:
-    interp = facts.interpreter
-    paths = interp.sys_path if interp else ()
-    return [p for p in paths if p.endswith(("site-packages", "dist-packages"))
-            and os.path.isdir(p)]
-
-
-def _same_namespace_elsewhere(facts: Facts, inv: Inventory) -> Iterator[Finding]:
+def _same_namespace_elsewhere(facts: Facts) -> Iterator[Finding]:
     """Other installed shared libraries that define one of this library's namespaces."""
-    import mmap
-
-    names = [ns.name for ns in inv.namespaces.values() if ns.defines]
-    if not names:
-        return
-    needles = {ns: (f"TORCH_LIBRARY_init_{ns}RN5torch".encode(),
-                    f"TORCH_LIBRARY_static_init_{ns}\0".encode()) for ns in names}
-    me = os.path.realpath(facts.path)
-    seen: set[str] = set()
-    for site in _site_dirs(facts):
-        for root, _dirs, files in os.walk(site):
-            for name in files:
-                if not (name.endswith(".so") or ".so." in name):
-                    continue
-                path = os.path.realpath(os.path.join(root, name))
-                if path == me or path in seen:
-                    continue
-                seen.add(path)
-                try:
-                    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0,
-                                                           access=mmap.ACCESS_READ) as mm:
-                        for ns, pats in needles.items():
-                            if any(mm.find(p) >= 0 for p in pats):
-                                yield OD128.finding(
-                                    f"{ns}::*", f"{os.path.join(root, name)} also defines "
-                                    f"TORCH_LIBRARY({ns}): whichever loads second fails",
-                                    (f"registrar TORCH_LIBRARY_init_{ns} in {path}",
-                                     f"scanned: {site}"))
-                except (OSError, ValueError):
-                    continue
+    for ns, where in facts.namespace_definers.items():
+        for path, site in where:
+            yield OD128.finding(
+                f"{ns}::*", f"{path} also defines TORCH_LIBRARY({ns}): whichever loads "
+                "second fails",
+                (f"registrar TORCH_LIBRARY_init_{ns} in {os.path.realpath(path)}",
+                 f"scanned: {site}"))
 
 
 def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:
-    for text in facts.options.expect_ops:
-        exp = parse_expect_op(text)
+    for exp in facts.expected_ops:
         ns = inv.namespaces.get(exp.namespace)
         name = f"{exp.namespace}::{exp.op}"
         if inv.stripped and ns is None:

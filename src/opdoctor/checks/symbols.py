@@ -119,9 +119,8 @@ def run(facts: Facts) -> Iterator[Finding]:
     torch_syms = [s for s in unresolved if _is_torch(names[s.name])]
     other = [s for s in unresolved if not _is_torch(names[s.name])]
     # Symbols taking std::string in the wrong ABI are explained by the C++11 ABI check (OD303).
-    from opdoctor.checks.abi import abi_mismatch
 
-    if abi_mismatch(facts) is not None:
+    if facts.abi_mismatch is not None:
         torch_syms = [s for s in torch_syms if not abi_string_symbol(names[s.name])]
     if torch_syms:
         yield _torch_finding(facts, torch_syms, names, sev, note)

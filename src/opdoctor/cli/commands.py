@@ -43,9 +43,9 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 
 def build_options(values: dict[str, Any], registry: Registry) -> Any:
     """CheckOptions from the effective settings; raises UsageProblem on invalid values."""
-    from opdoctor.checks.registration import parse_expect_op
     from opdoctor.facts import CheckOptions
     from opdoctor.facts.cuda import parse_gpu
+    from opdoctor.facts.options import parse_expect_op
 
     for text in values["expect-op"]:
         try:
@@ -96,7 +96,7 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
     from opdoctor.pipeline import Selection, run_check
     from opdoctor.report import Format, RenderContext, renderer
     from opdoctor.targets import WheelError, expand
-    from opdoctor.verdict.gate import BaselineError, apply_overrides, gate_fails, read_baseline
+    from opdoctor.verdict.gate import BaselineError, gate_fails, read_baseline
     from opdoctor.verdict.gate import write_baseline as write_bl
 
     try:
@@ -127,7 +127,8 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
             for t in targets:
                 signal.setitimer(signal.ITIMER_REAL, STATIC_TIMEOUT + t.options.timeout)
                 try:
-                    report = run_check(t.path, t.options, selection=selection, registry=registry)
+                    report = run_check(t.path, t.options, selection=selection, registry=registry,
+                                       overrides=overrides, display=t.display)
                 except InputError as exc:
                     sys.stderr.write(f"opdoctor: error: {exc} [{exc.code}]\n")
                     return Exit.BAD_INPUT
@@ -138,10 +139,6 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                     return Exit.BAD_INPUT
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
-                if t.display != t.path:
-                    report.target = type(report.target)(t.display, report.target.size,
-                                                        report.target.kind)
-                apply_overrides(report, overrides)
                 reports.append(report)
     except WheelError as exc:
         sys.stderr.write(f"opdoctor: error: {exc} [OD405]\n")
@@ -191,7 +188,6 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
     from opdoctor.facts.interp import InterpreterError, inspect_interpreter
     from opdoctor.report import Format, RenderContext, renderer
     from opdoctor.targets.discover import discover, scan
-    from opdoctor.verdict.diagnosis import diagnose
     from opdoctor.verdict.gate import gate_fails
 
     try:
@@ -237,12 +233,12 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
             if isinstance(r, str):
                 table.add_row(it.package, name, f"[red]check crashed: {r}[/]")
                 continue
-            d = diagnose(r)
+            d = r.diagnosis
             verdict = "[green]clean[/]" if d.cause == 0 else (
                 f"[red]cause {d.cause}: {', '.join(f.code for f in d.root_findings)}[/]")
             table.add_row(it.package, name, verdict)
         con.print(table)
-        bad = sum(1 for _it, r in results if isinstance(r, str) or diagnose(r).cause)
+        bad = sum(1 for _it, r in results if isinstance(r, str) or r.diagnosis.cause > 0)
         con.print(f"{len(items) - bad} clean · {bad} with findings · exit {code}")
     finally:
         if output:

@@ -6,6 +6,7 @@ chain, the GPUs and the load probe. The readers behind it live in this package's
 (``elf/``, ``loader/``, ``probe/``, ``interp``, ``registration``, ``cuda``, ``pychain`` …).
 """
 
-from opdoctor.facts.core import CheckOptions, Facts, HostInfo, detect_host
+from opdoctor.facts.core import Facts, HostInfo, detect_host
+from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
 
-__all__ = ["CheckOptions", "Facts", "HostInfo", "detect_host"]
+__all__ = ["CheckOptions", "ExpectedOp", "Facts", "HostInfo", "detect_host", "parse_expect_op"]

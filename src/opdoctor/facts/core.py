@@ -7,12 +7,19 @@ check reuses it.
 
 from __future__ import annotations
 
+import mmap
 import os
 import platform
+import re
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from opdoctor.facts.abi import AbiMismatch, abi_mismatch
+from opdoctor.facts.cuda import Fatbin, parse_gpu, read_fatbin
+from opdoctor.facts.elf.dynsym import DynSymbols
 from opdoctor.facts.elf.image import (
     HOST_MACHINES,
     ElfFormatError,
@@ -22,33 +29,17 @@ from opdoctor.facts.elf.image import (
     header_extents,
     parse_header,
 )
-from opdoctor.facts.inputfile import FileData, open_input
+from opdoctor.facts.inputfile import FileData, InputError, open_input
 from opdoctor.facts.interp import Interpreter, InterpreterError, inspect_interpreter
 from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, needs_torch
 from opdoctor.facts.loader.search import Environment, Resolver
 from opdoctor.facts.loader.symbols import Binding, SymbolTables, bind
-from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest, ProbeResult, start_probe
+from opdoctor.facts.opschema import parse_with_torch
+from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
+from opdoctor.facts.probe.outcome import ProbeOutcome
+from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest, start_probe
 from opdoctor.facts.pychain import ImportChain, analyse
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """What the user asked for that checks may need (grows with the check families)."""
-
-    expect_ops: tuple[str, ...] = ()
-    expect_symbols: tuple[str, ...] = ()
-    gpus: tuple[str, ...] = ()  # target GPUs (sm_90, 9.0, H100 …); empty: detect
-    python: str | None = None  # target interpreter (default: the one opdoctor runs in)
-    # The environment the job will run with; None means opdoctor's own os.environ.
-    env: tuple[tuple[str, str], ...] | None = None
-    probe: bool = False  # load the library for real in a child process (the CLI's default)
-    timeout: float = 60.0  # seconds for the probe
-    probe_memory_mb: int = 16384
-    smoke: bool = False
-    preload: tuple[str, ...] = ()  # libraries the job loads before this one
-    against_site_packages: bool = False  # look for the same namespace in other installed .so
-    package: str | None = None  # import chain: the package `import` should find
-    cwd: str = ""  # the job's working directory (sys.path[0] of `python -c`); "" = os.getcwd()
+from opdoctor.facts.registration import Inventory, read_inventory
 
 
 @dataclass(frozen=True)
@@ -95,8 +86,9 @@ class Facts:
         self.path = path
         self.options = options or CheckOptions()
         self._host = host
-        # Per-run memo for facts owned by one check family (e.g. the registration inventory).
-        self.extra: dict[str, object] = {}
+        self._probe: ProbeHandle | None = None
+        self._probe_outcome: ProbeOutcome | None = None
+        self._pyinit: dict[tuple[str, str], tuple[bool, list[str]]] = {}
 
     @cached_property
     def file(self) -> FileData:
@@ -159,11 +151,8 @@ class Facts:
             return inspect_interpreter(self.options.python,
                                        env=self.environ if self.options.env is not None
                                        else None)
-        except InterpreterError as exc:
-            self.interpreter_error = str(exc)
+        except InterpreterError:
             return None
-
-    interpreter_error: str = ""
 
     @cached_property
     def environ(self) -> dict[str, str]:
@@ -229,7 +218,7 @@ class Facts:
 
     def start_probe(self) -> None:
         """Start the load probe now, so it runs while the static checks run."""
-        if "probe_handle" in self.extra:
+        if self._probe is not None:
             return
         if not self.options.package and self.structure.image is None:
             return
@@ -245,20 +234,153 @@ class Facts:
             path=os.path.abspath(self.path), python=python, torch=uses_torch,
             package=self.options.package, cwd=self.options.cwd or os.getcwd(), hidden=hidden,
             preload=tuple(os.path.abspath(p) for p in self.options.preload),
-            ops=tuple(op.split("[")[0] for op in self.options.expect_ops),
+            ops=tuple(f"{e.namespace}::{e.op}" for e in self.expected_ops),
             smoke=self.options.smoke, timeout=self.options.timeout,
             memory_mb=self.options.probe_memory_mb, env=self.environ)
-        self.extra["probe_handle"] = start_probe(req)
+        self._probe = start_probe(req)
 
-    def probe_result(self) -> ProbeResult | None:
-        """The probe's result (waits for it); None when it was not started."""
-        if "probe_result" not in self.extra:
-            handle = self.extra.get("probe_handle")
-            if not isinstance(handle, ProbeHandle):
-                return None
-            self.extra["probe_result"] = handle.wait()
-        res = self.extra["probe_result"]
-        return res if isinstance(res, ProbeResult) else None
+    def probe_result(self) -> ProbeOutcome | None:
+        """The probe's outcome (waits for it); None when it was not started."""
+        if self._probe_outcome is None and self._probe is not None:
+            self._probe_outcome = self._probe.wait()
+        return self._probe_outcome
+
+    # ------------------------------------------------------------ per-family facts
+    @cached_property
+    def abi_mismatch(self) -> AbiMismatch | None:
+        """The extension's C++11 ABI vs the installed torch's, when both are known and differ
+        (computed once: the ABI check and the symbol check both read it)."""
+        interp = self.interpreter
+        if interp is None or interp.torch is None:
+            return None
+        return abi_mismatch(self.symbol_tables.of_image(self.image), self.process,
+                            self.symbol_tables)
+
+    @cached_property
+    def expected_ops(self) -> tuple[ExpectedOp, ...]:
+        """``--expect-op`` parsed (the CLI has validated each with the same parser)."""
+        return tuple(parse_expect_op(text) for text in self.options.expect_ops)
+
+    @cached_property
+    def registration(self) -> Inventory:
+        """What the library would register: registrars, schemas, PyInit_, initialisers."""
+        table = self.symbol_tables.of_image(self.image)
+        return read_inventory(self.image, table.names_with_prefix("PyInit_", limit=8))
+
+    @cached_property
+    def schema_verdicts(self) -> tuple[dict[str, str], str]:
+        """({schema: "" or torch's parse error}, label) for the inventory's schemas.
+
+        A schema whose return part was inlined into code is parsed with a neutral ``-> ()``.
+        The label names the parser ("" when torch could not be asked).
+        """
+        full = {s.text: (s.text if not s.partial else s.text + " -> ()")
+                for s in self.registration.schemas}
+        interp = self.interpreter
+        if interp is None or interp.torch is None or not full:
+            return {}, ""
+        parsed, problem = parse_with_torch(interp, sorted(set(full.values())))
+        if problem:
+            return {}, ""
+        return ({orig: parsed.get(f, "") for orig, f in full.items()},
+                f"torch._C.parse_schema (torch {interp.torch.version})")
+
+    @cached_property
+    def fatbin(self) -> Fatbin | None:
+        """The target's CUDA fat binary (None when it has none)."""
+        return read_fatbin(self.image)
+
+    @cached_property
+    def target_gpus(self) -> tuple[list[int], str]:
+        """(compute capabilities to judge the fatbin against, where they came from).
+
+        ``--gpu`` wins; otherwise ``nvidia-smi`` on this machine, asked once per run.
+        """
+        if self.options.gpus:
+            return sorted({parse_gpu(g) for g in self.options.gpus}), "--gpu"
+        smi = shutil.which("nvidia-smi")
+        if not smi:
+            return [], "no --gpu given and no nvidia-smi on this machine"
+        try:
+            out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=15).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return [], "nvidia-smi did not answer"
+        gpus = sorted({parse_gpu(line) for line in out.split()
+                       if re.fullmatch(r"\d+\.\d", line)})
+        return gpus, "nvidia-smi" if gpus else "nvidia-smi found no GPU"
+
+    @cached_property
+    def site_dirs(self) -> list[str]:
+        """The target interpreter's site-packages directories."""
+        interp = self.interpreter
+        paths = interp.sys_path if interp else ()
+        return [p for p in paths if p.endswith(("site-packages", "dist-packages"))
+                and os.path.isdir(p)]
+
+    @cached_property
+    def namespace_definers(self) -> dict[str, list[tuple[str, str]]]:
+        """Other installed libraries defining one of this library's TORCH_LIBRARY namespaces:
+        namespace → [(library path, site-packages dir)] (byte search, nothing loaded)."""
+        names = [ns.name for ns in self.registration.namespaces.values() if ns.defines]
+        found: dict[str, list[tuple[str, str]]] = {}
+        if not names:
+            return found
+        needles = {ns: (f"TORCH_LIBRARY_init_{ns}RN5torch".encode(),
+                        f"TORCH_LIBRARY_static_init_{ns}\0".encode()) for ns in names}
+        me = os.path.realpath(self.path)
+        seen: set[str] = set()
+        for site in self.site_dirs:
+            for path in self.shared_libraries_under(site):
+                real = os.path.realpath(path)
+                if real == me or real in seen:
+                    continue
+                seen.add(real)
+                try:
+                    with open(real, "rb") as fh, mmap.mmap(fh.fileno(), 0,
+                                                           access=mmap.ACCESS_READ) as mm:
+                        for ns, pats in needles.items():
+                            if any(mm.find(p) >= 0 for p in pats):
+                                found.setdefault(ns, []).append((path, site))
+                except (OSError, ValueError):
+                    continue
+        return found
+
+    @staticmethod
+    def shared_libraries_under(path: str) -> list[str]:
+        """Shared libraries at or below ``path`` (a file is returned when it is one)."""
+        if os.path.isfile(path):
+            return [path] if path.endswith(".so") or ".so." in path else []
+        out = []
+        for root, _d, files in os.walk(path):
+            out += [os.path.join(root, f) for f in files if f.endswith(".so") or ".so." in f]
+        return sorted(out)
+
+    def pyinit_exports(self, path: str, module: str) -> tuple[bool, list[str]]:
+        """(``path`` exports ``PyInit_<module>``, the PyInit_ names it does export).
+
+        Looked up through the hash table; the target's own parsed image is reused. An
+        unreadable or malformed file answers (True, []): its own integrity check speaks for it.
+        """
+        key = (os.path.realpath(path), module)
+        if key not in self._pyinit:
+            self._pyinit[key] = self._read_pyinit(path, module)
+        return self._pyinit[key]
+
+    def _read_pyinit(self, path: str, module: str) -> tuple[bool, list[str]]:
+        if not self.is_package_dir and os.path.realpath(path) == os.path.realpath(self.path) \
+                and self.structure.image is not None:
+            return _pyinit_in(self.symbol_tables.of_image(self.image), module)
+        try:
+            data = open_input(path)
+        except InputError:
+            return True, []
+        try:
+            return _pyinit_in(DynSymbols(ElfImage.open(data)), module)
+        except (ElfFormatError, OSError):
+            return True, []
+        finally:
+            data.close()
 
     @property
     def image(self) -> ElfImage:
@@ -267,3 +389,9 @@ class Facts:
         if img is None:
             raise RuntimeError("facts.image used although the file is not a sound ELF")
         return img
+
+
+def _pyinit_in(table: DynSymbols, module: str) -> tuple[bool, list[str]]:
+    if table.lookup(f"PyInit_{module}"):
+        return True, []
+    return False, table.names_with_prefix("PyInit_", limit=4)

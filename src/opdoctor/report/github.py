@@ -8,7 +8,6 @@ from typing import TextIO
 
 from opdoctor.model import Report, Severity
 from opdoctor.report import RenderContext
-from opdoctor.verdict.diagnosis import diagnose
 from opdoctor.verdict.gate import fingerprint
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -38,4 +37,4 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
                               f"fix: {f.fix}" if f.fix else ""]).strip()
             out.write(f"::{COMMAND[f.severity]} file={escape_property(rel)},"
                       f"title={escape_property(title)}::{escape_data(body)}\n")
-        out.write(f"opdoctor: {rel}: {diagnose(report).summary}\n")
+        out.write(f"opdoctor: {rel}: {report.diagnosis.summary}\n")

@@ -9,7 +9,6 @@ from opdoctor import __version__
 from opdoctor.model import Finding, Report
 from opdoctor.report import RenderContext
 from opdoctor.verdict.causes import cause_statuses, severity_counts
-from opdoctor.verdict.diagnosis import diagnose
 
 SCHEMA_VERSION = 1
 
@@ -32,7 +31,7 @@ def finding_dict(f: Finding, ctx: RenderContext) -> dict[str, Any]:
 def report_dict(report: Report, ctx: RenderContext) -> dict[str, Any]:
     """One target's report as a JSON-ready dict."""
     counts = severity_counts(report)
-    diag = diagnose(report)
+    diag = report.diagnosis
     return {
         "target": {"path": report.target.path, "size": report.target.size,
                    "kind": report.target.kind},

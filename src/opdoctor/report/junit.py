@@ -15,6 +15,12 @@ from opdoctor.verdict.gate import fingerprint
 
 def _suite(report: Report, ctx: RenderContext) -> ET.Element:
     suite = ET.Element("testsuite", name=f"opdoctor {report.target.path}")
+    diag = report.diagnosis
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="opdoctor.cause", value=str(diag.cause))
+    ET.SubElement(props, "property", name="opdoctor.diagnosis", value=diag.summary)
+    ET.SubElement(props, "property", name="opdoctor.roots",
+                  value=",".join(f.code for f in diag.root_findings))
     failures = errors = skipped = 0
     for run in report.checks:
         case = ET.SubElement(suite, "testcase", name=run.name,

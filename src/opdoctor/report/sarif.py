@@ -44,7 +44,13 @@ def sarif_log(reports: list[Report], ctx: RenderContext) -> dict[str, Any]:
     rules = [_rule(ctx.catalog[c]) for c in codes if c in ctx.catalog]
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
+    verdicts = []
     for report in reports:
+        diag = report.diagnosis
+        roots = {id(f) for f in diag.root_findings}
+        verdicts.append({"target": _uri(report.target.path), "cause": diag.cause,
+                         "confidence": diag.confidence, "summary": diag.summary,
+                         "roots": [f.code for f in diag.root_findings]})
         for f in report.findings:
             fp = fingerprint(report, f)
             res: dict[str, Any] = {
@@ -55,7 +61,7 @@ def sarif_log(reports: list[Report], ctx: RenderContext) -> dict[str, Any]:
                     "uri": _uri(report.target.path)}}}],
                 "partialFingerprints": {"opdoctor/v1": fp},
                 "properties": {"cause": int(f.cause), "subject": f.subject,
-                               "evidence": list(f.evidence)},
+                               "evidence": list(f.evidence), "root": id(f) in roots},
             }
             if f.code in index:
                 res["ruleIndex"] = index[f.code]
@@ -72,6 +78,9 @@ def sarif_log(reports: list[Report], ctx: RenderContext) -> dict[str, Any]:
             "invocations": [{"executionSuccessful": ctx.exit_code in (0, 1),
                              "exitCode": ctx.exit_code}],
             "results": results,
+            # The verdict of each target (most likely cause, its root findings), so a SARIF
+            # consumer sees the same diagnosis as the text and JSON reports.
+            "properties": {"diagnoses": verdicts},
         }],
     }
 

@@ -12,7 +12,6 @@ from opdoctor import __version__
 from opdoctor.model import CheckStatus, Finding, Report, Severity
 from opdoctor.report import RenderContext
 from opdoctor.verdict.causes import CauseState, cause_statuses, severity_counts
-from opdoctor.verdict.diagnosis import diagnose
 
 PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD321", "OD322"}
 _SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -111,7 +110,7 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
     t = report.target
     kind = f"{t.kind}, " if t.kind else ""
     console.print(f"[bold]opdoctor {__version__}[/] — {escape(t.path)} ({kind}{_size(t.size)})")
-    diag = diagnose(report)
+    diag = report.diagnosis
     style = "bold green" if diag.cause == 0 else "bold red" if diag.confidence == "high" \
         else "bold yellow"
     console.print(f"[{style}]{escape(diag.summary)}[/]")

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 
 from opdoctor.facts import CheckOptions
 from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+from opdoctor.facts.frameworks import NEEDED_PREFIXES
 from opdoctor.facts.inputfile import InputError, open_input
 from opdoctor.facts.interp import Interpreter
 from opdoctor.model import Report
 from opdoctor.targets import is_shared_library, package_of
-
-FRAMEWORK_PREFIXES = ("libc10", "libtorch", "libtensorflow", "libmindspore", "liboneflow",
-                      "libonnxruntime")
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ def links_framework(path: str) -> bool:
             return False
         img = ElfImage.open(data)
         needed = [str(n) for n in img.tags.get("DT_NEEDED", [])]
-        return any(n.startswith(FRAMEWORK_PREFIXES) for n in needed)
+        return any(n.startswith(NEEDED_PREFIXES) for n in needed)
     except (ElfFormatError, struct.error, ValueError, IndexError, OSError):  # broken file
         return False
     finally:

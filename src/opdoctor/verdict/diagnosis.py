@@ -10,57 +10,20 @@ Within that order, errors outrank warnings, which outrank infos.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
-from opdoctor.model import Cause, Finding, Report, Severity
+from opdoctor.codes import EXPLAINS, SYMPTOMS
+from opdoctor.model import Cause, Diagnosis, Finding, Severity
 
 # The order in which the loader and the framework hit problems (first = root when present).
 FAIL_ORDER = (Cause.BUILD, Cause.IMPORT_CHAIN, Cause.LIBRARY_PATH, Cause.VERSION,
               Cause.REGISTRATION)
 
-# A finding of the key code explains findings of these codes when both are present.
-# Probe codes listed here confirm the static finding with the real load's evidence.
-EXPLAINS: dict[str, tuple[str, ...]] = {
-    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
-    "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
-    "OD302": ("OD301", "OD322", "OD321"),
-    "OD303": ("OD304", "OD301", "OD321"),
-    "OD304": ("OD301", "OD321"),
-    "OD301": ("OD321",),
-    "OD101": ("OD121", "OD106"),
-    "OD102": ("OD123",),
-    "OD105": ("OD106",),
-    "OD106": ("OD122",),
-    "OD313": ("OD310", "OD311"),
-    "OD502": ("OD510", "OD511", "OD220"),
-    "OD503": ("OD511",),
-    "OD504": ("OD511",),
-    "OD506": ("OD505", "OD511"),
-    "OD508": ("OD510", "OD511", "OD220"),
-    "OD510": ("OD511", "OD220"),
-}
-
-# Findings that report *that* something failed rather than why: they become the root only when
-# nothing else explains the failure.
-SYMPTOMS = frozenset({"OD511", "OD512", "OD130", "OD420"})
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """The verdict of one report."""
-
-    cause: int  # 1–5, 0 when nothing is wrong
-    confidence: str  # high / medium / low
-    summary: str
-    root_findings: tuple[Finding, ...]
-    consequences: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
-
-
-def diagnose(report: Report) -> Diagnosis:
-    """Rank the causes of ``report`` and name the root."""
-    serious = [f for f in report.findings if f.severity is not Severity.INFO]
+def diagnose(findings: Sequence[Finding]) -> Diagnosis:
+    """Rank the causes of a report's findings and name the root."""
+    serious = [f for f in findings if f.severity is not Severity.INFO]
     if not serious:
-        note = " (informational notes only)" if report.findings else ""
+        note = " (informational notes only)" if findings else ""
         return Diagnosis(0, "high", f"No problem found{note}.", ())
     causal = [f for f in serious if f.code not in SYMPTOMS] or serious
     worst = max(f.severity.rank for f in causal)
@@ -75,7 +38,7 @@ def diagnose(report: Report) -> Diagnosis:
                                          if c != r.code)]
     explained: dict[str, tuple[Finding, ...]] = {}
     for r in roots:
-        folded = tuple(f for f in report.findings
+        folded = tuple(f for f in findings
                        if f not in roots and (f.code in EXPLAINS.get(r.code, ())
                                               or (f.code == "OD512" and r.cause != 5)))
         if folded:

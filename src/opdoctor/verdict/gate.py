@@ -23,15 +23,15 @@ class BaselineError(ValueError):
     """The baseline file cannot be read."""
 
 
-def apply_overrides(report: Report, overrides: dict[str, Severity]) -> None:
-    """Replace the severity of findings whose code (or code prefix) is overridden."""
+def apply_overrides(findings: list[Finding], overrides: dict[str, Severity]) -> list[Finding]:
+    """The findings with the severity of overridden codes (or code prefixes) replaced."""
     if not overrides:
-        return
+        return findings
     out = []
-    for f in report.findings:
+    for f in findings:
         match = max((p for p in overrides if f.code.startswith(p)), key=len, default=None)
         out.append(dataclasses.replace(f, severity=overrides[match]) if match else f)
-    report.findings = out
+    return out
 
 
 def fingerprint(report: Report, f: Finding) -> str:
@@ -66,11 +66,6 @@ def read_baseline(path: str) -> set[str]:
         if isinstance(exc, BaselineError):
             raise
         raise BaselineError(f"{path}: not an opdoctor baseline ({exc})") from None
-
-
-def baselined(report: Report, accepted: set[str]) -> list[Finding]:
-    """The findings of ``report`` that the baseline accepts."""
-    return [f for f in report.findings if fingerprint(report, f) in accepted]
 
 
 def gate_fails(reports: Iterable[Report], threshold: Severity,

@@ -12,10 +12,9 @@ import os
 from dataclasses import dataclass
 
 from opdoctor.facts.elf.image import ElfImage
+from opdoctor.facts.frameworks import TENSORFLOW, TORCH
 from opdoctor.facts.interp import Interpreter
 from opdoctor.facts.loader.search import RULE_PRELOADED, DepTree, Library, Resolver
-
-TORCH_NAME_MARKERS = (b"_ZN3c10", b"_ZN5torch", b"_ZN2at", b"_ZNK3c10", b"_ZNK2at")
 
 
 @dataclass
@@ -33,14 +32,14 @@ def needs_torch(image: ElfImage, torch_lib_dir: str | None) -> bool:
     needed = [str(n) for n in image.tags.get("DT_NEEDED", [])]
     if torch_lib_dir and any(os.path.exists(os.path.join(torch_lib_dir, n)) for n in needed):
         return True
-    if any(n.startswith(("libc10", "libtorch")) for n in needed):
+    if TORCH.linked_by(needed):
         return True
     dynstr = image.section(".dynstr")
     if dynstr is None:
         return False
     start, end = dynstr.offset, dynstr.offset + dynstr.size
     buf = image.data.buf
-    return any(buf.find(m, start, end) >= 0 for m in TORCH_NAME_MARKERS)
+    return any(buf.find(m, start, end) >= 0 for m in TORCH.symbol_markers)
 
 
 def _mark(tree: DepTree, by: str, skip: set[str]) -> list[Library]:
@@ -55,7 +54,7 @@ def _mark(tree: DepTree, by: str, skip: set[str]) -> list[Library]:
 
 def needs_tensorflow(image: ElfImage) -> bool:
     """True when the library links libtensorflow_framework (a TensorFlow op library)."""
-    return any(str(n).startswith("libtensorflow") for n in image.tags.get("DT_NEEDED", []))
+    return TENSORFLOW.linked_by(str(n) for n in image.tags.get("DT_NEEDED", []))
 
 
 def emulate(target: str, resolver: Resolver, interp: Interpreter | None,

@@ -10,12 +10,22 @@ the probe got. Usage:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import time
 import traceback
 from typing import Any
+
+# The shared protocol (event names), loaded by file path: the target interpreter need not have
+# opdoctor installed, and a user module called "protocol" must not shadow ours.
+_spec = importlib.util.spec_from_file_location(
+    "_opdoctor_probe_protocol", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "protocol.py"))
+assert _spec is not None and _spec.loader is not None
+P: Any = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(P)
 
 FD = int(sys.argv[1])
 REQ = json.loads(sys.argv[2])
@@ -126,25 +136,35 @@ def retry_hidden(torch: Any) -> None:
                     ctypes.CDLL(h["paths"][0])
         except BaseException as exc:  # the hidden error is the product
             errors.append({"target": h["target"], "where": h["where"], "error": err(exc)})
-    emit("hidden", errors=errors)
+    emit(P.HIDDEN, errors=errors)
+
+
+def selftest_fault(stage: str) -> None:
+    """Fail on purpose at ``stage`` when OPDOCTOR_PROBE_SELFTEST_FAULT names it.
+
+    The test suite uses this to prove that a bug in this script becomes a finding that blames
+    opdoctor, not the library; nothing else sets the variable.
+    """
+    if os.environ.get("OPDOCTOR_PROBE_SELFTEST_FAULT") == stage:
+        raise RuntimeError(f"opdoctor probe self-test fault at stage {stage!r}")
 
 
 def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
-    emit("start", pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
+    emit(P.START, pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
     torch: Any = None
     if REQ.get("torch"):
-        emit("stage", stage="import torch")
+        emit(P.STAGE, stage="import torch")
         try:
             import torch
         except BaseException as exc:  # a broken torch is what we report
-            emit("torch_import_failed", error=err(exc))
+            emit(P.FRAMEWORK_IMPORT_FAILED, error=err(exc))
             return
-        emit("torch", version=torch.__version__, cuda=torch.version.cuda,
+        emit(P.FRAMEWORK, version=torch.__version__, cuda=torch.version.cuda,
              file=torch.__file__)
         before = set(torch._C._dispatch_get_all_op_names())
     for pre in REQ.get("preload", []):
-        emit("stage", stage="preload", path=pre)
+        emit(P.STAGE, stage="preload", path=pre)
         try:
             if torch is not None:
                 torch.ops.load_library(pre)
@@ -152,11 +172,11 @@ def main() -> None:
                 import ctypes
                 ctypes.CDLL(pre, mode=getattr(ctypes, "RTLD_GLOBAL", 0))
         except BaseException as exc:
-            emit("preload_failed", path=pre, error=err(exc))
+            emit(P.PRELOAD_FAILED, path=pre, error=err(exc))
             return
     if torch is not None:
         before = set(torch._C._dispatch_get_all_op_names())
-    emit("stage", stage="load", path=REQ["path"], package=REQ.get("package"))
+    emit(P.STAGE, stage="load", path=REQ["path"], package=REQ.get("package"))
     modules_before = set(sys.modules)
     maps_before = set(mapped())
     try:
@@ -173,41 +193,42 @@ def main() -> None:
             ctypes.CDLL(REQ["path"])
     except BaseException as exc:
         cause = exc.__cause__ or exc.__context__
-        emit("load_failed", error=err(exc), cause=err(cause) if cause else None)
-        emit("mapped", libraries=[m for m in mapped() if m not in maps_before])
+        emit(P.LOAD_FAILED, error=err(exc), cause=err(cause) if cause else None)
+        emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
         if REQ.get("package"):
-            emit("imported", modules=imported_since(modules_before))
+            emit(P.IMPORTED, modules=imported_since(modules_before))
         return
-    emit("loaded")
-    emit("mapped", libraries=[m for m in mapped() if m not in maps_before])
+    emit(P.LOADED)
+    emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
     if REQ.get("package"):
-        emit("imported", modules=imported_since(modules_before))
+        emit(P.IMPORTED, modules=imported_since(modules_before))
         if REQ.get("hidden"):
             retry_hidden(torch)
     if torch is None:
-        emit("done")
+        emit(P.DONE)
         return
-    emit("stage", stage="inspect")
+    emit(P.STAGE, stage="inspect")
+    selftest_fault("inspect")
     after = set(torch._C._dispatch_get_all_op_names())
     new = sorted(after - before)
     ops = [op_details(torch, n) for n in new]
     for name in REQ.get("ops", []):
         if name not in new and name in after:
             ops.append(op_details(torch, name))
-    emit("ops", new=new, ops=ops)
+    emit(P.OPS, new=new, ops=ops)
     try:
         dangling = [str(x) for x in torch._C._dispatch_find_dangling_impls()]
     except Exception as exc:
         dangling = [f"<could not list: {exc}>"]
-    emit("dangling", impls=dangling)
+    emit(P.DANGLING, impls=dangling)
     if REQ.get("smoke"):
-        emit("stage", stage="smoke")
-        emit("smoke", results=[smoke(torch, o["name"], o["schema"]) for o in ops
+        emit(P.STAGE, stage="smoke")
+        emit(P.SMOKE, results=[smoke(torch, o["name"], o["schema"]) for o in ops
                                if o["schema"]])
-    emit("done")
+    emit(P.DONE)
 
 
 try:
     main()
 except BaseException as exc:  # the probe must always say what happened
-    emit("probe_error", error=err(exc))
+    emit(P.PROBE_ERROR, error=err(exc))

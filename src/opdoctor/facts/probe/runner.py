@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from opdoctor.facts.probe.ldtrace import LdTrace, parse_ld_debug
+from opdoctor.facts.probe.ldtrace import parse_ld_debug
+from opdoctor.facts.probe.outcome import ProbeOutcome, build_outcome
 
 
 @dataclass
@@ -42,40 +43,6 @@ class ProbeRequest:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str = ""
     hidden: list[dict[str, Any]] = field(default_factory=list)  # swallowed imports to retry
-
-
-@dataclass
-class ProbeResult:
-    """What happened in the probe process."""
-
-    events: list[dict[str, Any]]
-    returncode: int | None
-    signal_name: str
-    timed_out: bool
-    memory_killed: bool
-    stdout: str
-    stderr: str
-    trace: LdTrace
-    seconds: float
-
-    def event(self, name: str) -> dict[str, Any] | None:
-        """The last event called ``name``."""
-        for e in reversed(self.events):
-            if e.get("event") == name:
-                return dict(e)
-        return None
-
-    @property
-    def last_stage(self) -> str:
-        """The stage the probe was in when it stopped."""
-        e = self.event("stage")
-        return str(e["stage"]) if e else "start"
-
-    @property
-    def finished(self) -> bool:
-        """True when the probe ran to its end (whatever the load's outcome)."""
-        return any(e.get("event") in ("done", "load_failed", "torch_import_failed",
-                                      "preload_failed") for e in self.events)
 
 
 def _limits(cpu_seconds: int) -> None:  # runs in the child before exec
@@ -122,7 +89,7 @@ class ProbeHandle:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
 
-    def wait(self) -> ProbeResult:
+    def wait(self) -> ProbeOutcome:
         """Wait for the probe (bounded by its timeout and memory limit) and collect it all."""
         import psutil  # imported here: only a run with the probe pays for it
 
@@ -164,10 +131,10 @@ class ProbeHandle:
                 sig = f"signal {-rc}"
         trace = parse_ld_debug(os.path.join(self.tmp, f"ld.{self.proc.pid}"))
         shutil.rmtree(self.tmp, ignore_errors=True)
-        return ProbeResult(self.events, rc, sig, timed_out, memory_killed,
-                           out.decode(errors="replace")[-8000:],
-                           err.decode(errors="replace")[-8000:], trace,
-                           time.monotonic() - self.start)
+        return build_outcome(self.events, rc, sig, timed_out, memory_killed,
+                             out.decode(errors="replace")[-8000:],
+                             err.decode(errors="replace")[-8000:], trace,
+                             time.monotonic() - self.start)
 
 
 def start_probe(req: ProbeRequest) -> ProbeHandle:

@@ -1,0 +1,211 @@
+"""One typed outcome of the load probe, built from its event stream and the child's exit.
+
+Every reader of the probe (the probe check, the import-chain check, the report sections) reads
+these fields; nobody looks events up by name. :attr:`ProbeOutcome.state` is the single answer to
+"what happened", in the order that decides it: killed by opdoctor's limits, the probe script's
+own failure, a crash, then what the script reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from opdoctor.facts.probe import protocol as P
+from opdoctor.facts.probe.ldtrace import LdTrace
+
+
+class ProbeState(str, Enum):
+    """What happened in the probe process, as one value."""
+
+    LOADED = "loaded"  # the load (or package import) succeeded
+    LOAD_FAILED = "load failed"  # the load raised (dlopen error, import error …)
+    FRAMEWORK_IMPORT_FAILED = "torch import failed"  # the environment is broken
+    PRELOAD_FAILED = "preload failed"  # a --preload library failed first
+    CRASHED = "crashed"  # killed by a signal before the probe finished
+    EXITED = "exited"  # the process exited (exit() in an initialiser) before finishing
+    TIMED_OUT = "timeout"  # killed at the wall-clock limit
+    MEMORY_KILLED = "memory limit"  # killed at the RSS limit
+    PROBE_ERROR = "probe error"  # the probe script itself raised: opdoctor's bug
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An exception reported by the probe."""
+
+    type: str
+    message: str
+    traceback: str
+
+    @classmethod
+    def of(cls, data: Any) -> Failure | None:
+        """From a protocol ``ErrorInfo`` (None when absent or malformed)."""
+        if not isinstance(data, dict):
+            return None
+        return cls(str(data.get("type", "")), str(data.get("message", "")),
+                   str(data.get("traceback", "")))
+
+    def tail(self, n: int) -> list[str]:
+        """The last ``n`` lines of the traceback."""
+        return self.traceback.strip().splitlines()[-n:]
+
+
+@dataclass(frozen=True)
+class OpSeen:
+    """One operator the dispatcher knows after the load."""
+
+    name: str
+    schema: str
+    registered_at: str
+    keys: tuple[str, ...]
+    key_sites: dict[str, str]
+
+
+@dataclass(frozen=True)
+class SmokeCall:
+    """One ``--smoke`` call."""
+
+    name: str
+    ok: bool | None  # None: skipped
+    detail: str  # the result's repr, the skip reason, or the error message
+    error: Failure | None = None
+
+
+@dataclass(frozen=True)
+class Swallowed:
+    """An import that a try/except hid, retried by the probe."""
+
+    target: str
+    where: str
+    error: Failure
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """Everything the probe established, typed."""
+
+    state: ProbeState
+    stage: str  # the last stage the probe entered
+    returncode: int | None
+    signal_name: str
+    stdout: str
+    stderr: str
+    trace: LdTrace
+    seconds: float
+    python: str = ""
+    framework_version: str | None = None
+    framework_cuda: str | None = None
+    load_error: Failure | None = None
+    load_cause: Failure | None = None  # __cause__/__context__ of the load error
+    framework_error: Failure | None = None
+    preload_path: str = ""
+    preload_error: Failure | None = None
+    probe_error: Failure | None = None
+    mapped: tuple[str, ...] = ()
+    imported: tuple[tuple[str, str], ...] = ()  # (module, file)
+    new_ops: tuple[str, ...] = ()
+    ops: tuple[OpSeen, ...] = ()
+    inspected: bool = False  # the registry was listed after the load
+    dangling: tuple[str, ...] = ()
+    smoke: tuple[SmokeCall, ...] = ()
+    swallowed: tuple[Swallowed, ...] = ()
+    finished: bool = False  # the probe reached a final event
+
+    @property
+    def load_message(self) -> str:
+        """The load error's message, its cause first (" | "-joined); "" when it loaded."""
+        if self.load_error is None:
+            return ""
+        msgs = [self.load_error.message]
+        if self.load_cause is not None:
+            msgs.insert(0, self.load_cause.message)
+        return " | ".join(m for m in msgs if m)
+
+
+def _ops(raw: Any) -> tuple[OpSeen, ...]:
+    out = []
+    for o in raw if isinstance(raw, list) else []:
+        if not isinstance(o, dict):
+            continue
+        sites = o.get("key_sites") if isinstance(o.get("key_sites"), dict) else {}
+        out.append(OpSeen(str(o.get("name", "")), str(o.get("schema", "")),
+                          str(o.get("registered_at", "")),
+                          tuple(str(k) for k in o.get("keys", []) or []),
+                          {str(k): str(v) for k, v in (sites or {}).items()}))
+    return tuple(out)
+
+
+def _smoke(raw: Any) -> tuple[SmokeCall, ...]:
+    out = []
+    for r in raw if isinstance(raw, list) else []:
+        if not isinstance(r, dict):
+            continue
+        err = Failure.of(r.get("error"))
+        ok = r.get("ok")
+        detail = (str(r.get("skipped", "")) if ok is None else
+                  str(r.get("result", "")) if ok else (err.message if err else ""))
+        out.append(SmokeCall(str(r.get("name", "")), ok if isinstance(ok, bool) else None,
+                             detail, err))
+    return tuple(out)
+
+
+def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_name: str,
+                  timed_out: bool, memory_killed: bool, stdout: str, stderr: str,
+                  trace: LdTrace, seconds: float) -> ProbeOutcome:
+    """Fold the event stream and the child's exit into one :class:`ProbeOutcome`."""
+    last: dict[str, dict[str, Any]] = {}
+    stage = "start"
+    for e in events:
+        name = str(e.get("event", ""))
+        last[name] = e
+        if name == P.STAGE:
+            stage = str(e.get("stage", stage))
+    finished = any(n in last for n in P.FINAL)
+    fw = last.get(P.FRAMEWORK, {})
+    pre = last.get(P.PRELOAD_FAILED, {})
+    failed = last.get(P.LOAD_FAILED, {})
+    swallowed = tuple(
+        Swallowed(str(h.get("target", "")), str(h.get("where", "")), err)
+        for h in last.get(P.HIDDEN, {}).get("errors", []) or []
+        if isinstance(h, dict) and (err := Failure.of(h.get("error"))) is not None)
+    probe_error = Failure.of(last.get(P.PROBE_ERROR, {}).get("error"))
+    if timed_out:
+        state = ProbeState.TIMED_OUT
+    elif memory_killed:
+        state = ProbeState.MEMORY_KILLED
+    elif probe_error is not None:
+        state = ProbeState.PROBE_ERROR
+    elif signal_name and not finished:
+        state = ProbeState.CRASHED
+    elif P.FRAMEWORK_IMPORT_FAILED in last:
+        state = ProbeState.FRAMEWORK_IMPORT_FAILED
+    elif P.PRELOAD_FAILED in last:
+        state = ProbeState.PRELOAD_FAILED
+    elif P.LOAD_FAILED in last:
+        state = ProbeState.LOAD_FAILED
+    elif P.LOADED in last:
+        state = ProbeState.LOADED
+    elif signal_name:
+        state = ProbeState.CRASHED
+    else:
+        state = ProbeState.EXITED
+    ops_event = last.get(P.OPS, {})
+    return ProbeOutcome(
+        state=state, stage=stage, returncode=returncode, signal_name=signal_name,
+        stdout=stdout, stderr=stderr, trace=trace, seconds=seconds,
+        python=str(last.get(P.START, {}).get("python", "")),
+        framework_version=fw.get("version"), framework_cuda=fw.get("cuda"),
+        load_error=Failure.of(failed.get("error")), load_cause=Failure.of(failed.get("cause")),
+        framework_error=Failure.of(last.get(P.FRAMEWORK_IMPORT_FAILED, {}).get("error")),
+        preload_path=str(pre.get("path", "")), preload_error=Failure.of(pre.get("error")),
+        probe_error=probe_error,
+        mapped=tuple(str(x) for x in last.get(P.MAPPED, {}).get("libraries", []) or []),
+        imported=tuple((str(m.get("module", "")), str(m.get("file", "")))
+                       for m in last.get(P.IMPORTED, {}).get("modules", []) or []
+                       if isinstance(m, dict)),
+        new_ops=tuple(str(x) for x in ops_event.get("new", []) or []),
+        ops=_ops(ops_event.get("ops")), inspected=P.OPS in last,
+        dangling=tuple(str(x) for x in last.get(P.DANGLING, {}).get("impls", []) or []),
+        smoke=_smoke(last.get(P.SMOKE, {}).get("results")),
+        swallowed=swallowed, finished=finished)

@@ -1,0 +1,72 @@
+"""The probe's wire protocol, shared by both sides.
+
+The probe script runs inside the *target* interpreter, which may not have opdoctor installed,
+so this module is plain standard library and is imported by the script from its own directory.
+Each event is one JSON object per line: ``{"event": NAME, "t": seconds, ...fields}``. The field
+shapes are the ``TypedDict``s below; :mod:`opdoctor.facts.probe.outcome` turns a stream of them
+into one typed :class:`~opdoctor.facts.probe.outcome.ProbeOutcome`.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict  # Python 3.8+: the oldest target interpreter the probe supports
+
+# Event names (the only strings both sides must agree on).
+START = "start"  # pid, python, executable
+STAGE = "stage"  # stage, [path], [package]
+FRAMEWORK = "torch"  # version, cuda, file: the framework imported in the probe
+FRAMEWORK_IMPORT_FAILED = "torch_import_failed"  # error
+PRELOAD_FAILED = "preload_failed"  # path, error
+LOAD_FAILED = "load_failed"  # error, cause
+LOADED = "loaded"
+MAPPED = "mapped"  # libraries: shared objects mapped by the load
+IMPORTED = "imported"  # modules: [{module, file}]
+HIDDEN = "hidden"  # errors: [{target, where, error}] — swallowed imports, retried
+OPS = "ops"  # new: [names], ops: [OpDetails]
+DANGLING = "dangling"  # impls: [str]
+SMOKE = "smoke"  # results: [SmokeCall]
+DONE = "done"
+PROBE_ERROR = "probe_error"  # error: the probe script itself failed (opdoctor's bug)
+
+# Events after which the probe has said everything it will say about the load.
+FINAL = (DONE, LOAD_FAILED, FRAMEWORK_IMPORT_FAILED, PRELOAD_FAILED, PROBE_ERROR)
+
+# Stages, in order (``STAGE`` events).
+STAGES = ("start", "import torch", "preload", "load", "inspect", "smoke")
+
+
+class ErrorInfo(TypedDict):
+    """An exception as data."""
+
+    type: str
+    message: str
+    traceback: str
+
+
+class OpDetails(TypedDict, total=False):
+    """One operator as the dispatcher describes it after the load."""
+
+    name: str
+    schema: str
+    registered_at: str
+    keys: list[str]
+    key_sites: dict[str, str]
+    dump_error: str
+
+
+class SmokeCall(TypedDict, total=False):
+    """One ``--smoke`` call of an operator on small CPU tensors."""
+
+    name: str
+    ok: bool
+    result: str
+    skipped: str
+    error: ErrorInfo
+
+
+class HiddenError(TypedDict):
+    """An import a ``try/except`` swallowed, retried in the probe."""
+
+    target: str
+    where: str
+    error: ErrorInfo
