@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,29 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         for f in sorted(SKIP.glob("*.txt")):
             lines.append(f"not built here: {f.name[:-4]} — {f.read_text().strip()}")
     return lines
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``probe`` marker: tests that start a probe interpreter (import torch)."""
+    config.addinivalue_line("markers", "probe: starts a probe interpreter (slow: imports torch); "
+                            "`pytest -m 'not probe'` is the fast static suite")
+
+
+@pytest.fixture(autouse=True)
+def _probe_marker_is_honest(request: pytest.FixtureRequest,
+                            tmp_path_factory: pytest.TempPathFactory,
+                            monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail a test that starts a probe (in process or in a `python -m opdoctor` child) without
+    carrying ``@pytest.mark.probe``: the fast suite must really be static."""
+    log = tmp_path_factory.mktemp("probelog") / "starts.txt"
+    monkeypatch.setenv("OPDOCTOR_PROBE_LOG", str(log))
+    yield
+    if log.exists() and request.node.get_closest_marker("probe") is None:
+        started = log.read_text().splitlines()
+        audit = os.environ.get("OPDOCTOR_PROBE_AUDIT")
+        if audit:
+            with open(audit, "a", encoding="utf-8") as fh:
+                fh.write(request.node.nodeid + "\n")
+        else:
+            pytest.fail(f"started {len(started)} probe(s) but is not marked "
+                        "@pytest.mark.probe", pytrace=False)

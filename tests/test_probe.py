@@ -176,3 +176,19 @@ def test_same_namespace_in_site_packages(tmp_path: Path) -> None:
     assert "oldcopy/libdup.so also defines TORCH_LIBRARY(dupns)" in report.findings[0].message
     clean = run_check(str(reference()), opts, Selection(("OD128",)))
     assert clean.findings == []
+
+
+@pytest.mark.probe
+def test_probe_script_error_is_opdoctors_fault(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the probe script (forced through its self-test hook) is a finding that blames
+    opdoctor, keeps the traceback, and is never the verdict on the library."""
+    monkeypatch.setenv("OPDOCTOR_PROBE_SELFTEST_FAULT", "inspect")
+    report = run_check(str(reference()), CheckOptions(probe=True))
+    assert codes(report) == ["OD129"]
+    f = report.findings[0]
+    assert "probe script failed during 'inspect' with RuntimeError" in f.message
+    assert "not a verdict on the library" in f.message
+    assert any("self-test fault" in e for e in f.evidence)
+    assert any(e.startswith("traceback: ") for e in f.evidence)
+    assert report.sections["probe"]["outcome"] == "probe error"
+    assert report.diagnosis.cause == 0 and "opdoctor's probe failed" in report.diagnosis.summary

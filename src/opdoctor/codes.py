@@ -53,6 +53,9 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
 # nothing else explains the failure.
 SYMPTOMS = frozenset({"OD511", "OD512", "OD129", "OD130", "OD420"})
 
+# Findings about opdoctor itself (its probe script failed): reported, never a verdict.
+NOT_A_VERDICT = frozenset({"OD129"})
+
 # Retired codes and the code that replaced each (a code number is never reused):
 # `opdoctor explain` of a retired code names its replacement.
 RETIRED: dict[str, str] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from opdoctor.codes import EXPLAINS, SYMPTOMS
+from opdoctor.codes import EXPLAINS, NOT_A_VERDICT, SYMPTOMS
 from opdoctor.model import Cause, Diagnosis, Finding, Severity
 
 # The order in which the loader and the framework hit problems (first = root when present).
@@ -21,9 +21,12 @@ FAIL_ORDER = (Cause.BUILD, Cause.IMPORT_CHAIN, Cause.LIBRARY_PATH, Cause.VERSION
 
 def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     """Rank the causes of a report's findings and name the root."""
-    serious = [f for f in findings if f.severity is not Severity.INFO]
+    serious = [f for f in findings if f.severity is not Severity.INFO
+               and f.code not in NOT_A_VERDICT]
     if not serious:
         note = " (informational notes only)" if findings else ""
+        if any(f.code in NOT_A_VERDICT for f in findings):
+            note = " (opdoctor's probe failed: see the warning)"
         return Diagnosis(0, "high", f"No problem found{note}.", ())
     causal = [f for f in serious if f.code not in SYMPTOMS] or serious
     worst = max(f.severity.rank for f in causal)

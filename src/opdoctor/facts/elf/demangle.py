@@ -1,31 +1,89 @@
-"""C++ demangling through binutils' ``c++filt`` (one batched call per run, cached)."""
+"""C++ demangling through the C++ runtime's own ``abi::__cxa_demangle`` (cached).
+
+libstdc++ ships the same demangler binutils' ``c++filt`` uses (libiberty's cp-demangle), so
+the output is identical, without a subprocess per run and on machines without binutils.
+Calling it runs code of the system C++ runtime, never of the library being checked. When no
+libstdc++ can be loaded (a musl system, say), ``c++filt`` is used if present; otherwise names
+stay mangled.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 _CACHE: dict[str, str] = {}
 
 
+@lru_cache(maxsize=1)
+def _cxa_demangle() -> Callable[[str], str | None] | None:
+    """A Python callable around ``__cxa_demangle`` (None when no C++ runtime is loadable)."""
+    try:
+        cxx = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        fn = cxx.__cxa_demangle
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
+                   ctypes.POINTER(ctypes.c_int)]
+    free = libc.free
+    free.argtypes = [ctypes.c_void_p]
+    free.restype = None
+
+    def demangle_one(name: str) -> str | None:
+        status = ctypes.c_int(0)
+        ptr = fn(name.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
+        if not ptr:
+            return None
+        try:
+            if status.value != 0:
+                return None
+            raw = ctypes.string_at(ptr)
+            return raw.decode("utf-8", "replace")
+        finally:
+            free(ptr)
+
+    return demangle_one
+
+
+def _cxxfilt(names: list[str]) -> dict[str, str]:
+    """Batch fallback through ``c++filt`` (one call)."""
+    tool = shutil.which("c++filt")
+    if not names or not tool:
+        return {}
+    try:
+        proc = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    lines = proc.stdout.splitlines()
+    if proc.returncode != 0 or len(lines) != len(names):
+        return {}
+    return dict(zip(names, lines, strict=True))
+
+
 def demangle_all(names: Iterable[str]) -> dict[str, str]:
-    """Demangled form of each name; a name that is not C++ (or no c++filt) maps to itself."""
+    """Demangled form of each name; a name that is not C++ maps to itself."""
     names = list(names)
     todo = [n for n in dict.fromkeys(names) if n not in _CACHE]
     cxx = [n for n in todo if n.startswith("_Z")]
     for n in todo:
         _CACHE[n] = n
-    tool = shutil.which("c++filt")
-    if cxx and tool:
-        try:
-            proc = subprocess.run([tool], input="\n".join(cxx) + "\n", capture_output=True,
-                                  text=True, timeout=30)
-            lines = proc.stdout.splitlines()
-            if proc.returncode == 0 and len(lines) == len(cxx):
-                _CACHE.update(zip(cxx, lines, strict=True))
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+    one = _cxa_demangle()
+    if one is not None:
+        for n in cxx:
+            # Versioned names from .gnu.version ("_Z…@@GLIBCXX_3.4") are not mangled names.
+            base, at, version = n.partition("@")
+            d = one(base)
+            if d is not None:
+                _CACHE[n] = d + (at + version if at else "")
+    else:
+        _CACHE.update(_cxxfilt(cxx))
     return {n: _CACHE.get(n, n) for n in names}
 
 

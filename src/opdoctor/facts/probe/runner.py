@@ -45,6 +45,15 @@ class ProbeRequest:
     hidden: list[dict[str, Any]] = field(default_factory=list)  # swallowed imports to retry
 
 
+def _note_start(path: str) -> None:
+    """Append the target to ``$OPDOCTOR_PROBE_LOG`` when set: the test suite uses it to prove
+    that tests not marked ``probe`` start no probe interpreter (``pytest -m "not probe"``)."""
+    log = os.environ.get("OPDOCTOR_PROBE_LOG")
+    if log:
+        with contextlib.suppress(OSError), open(log, "a", encoding="utf-8") as fh:
+            fh.write(path + "\n")
+
+
 def _limits(cpu_seconds: int) -> None:  # runs in the child before exec
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not write a core file
@@ -73,6 +82,7 @@ class ProbeHandle:
             env=env, start_new_session=True, preexec_fn=lambda: _limits(cpu),
             cwd=req.cwd or None)
         os.close(wfd)
+        _note_start(req.path)
         self.events: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)
         self._reader.start()
