@@ -22,7 +22,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv reference fixtures test demo lint bench clean distclean
+.PHONY: all venv reference fixtures test demo lint bench clean distclean readme
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -377,6 +377,7 @@ bench: venv
 	$(MAKE) -j$(NPROC) reference
 	$(PY) benchmarks/bench_static.py
 	$(PY) benchmarks/bench_probe.py
+	$(PY) benchmarks/bench_elf.py
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -387,3 +388,7 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+# Regenerate the README's code tables from the catalog (tests/test_layout.py checks they match).
+readme: venv
+	$(PY) native/update_readme.py

@@ -50,6 +50,7 @@ def test_help_documents_exit_codes() -> None:
 
 @pytest.mark.parametrize("target", ["reference", "integrity/truncated.so", "integrity/empty.so",
                                     "integrity/textrel.so", "integrity/aarch64.so"])
+@pytest.mark.probe
 def test_json_output_validates(capsys: pytest.CaptureFixture[str], target: str) -> None:
     path = reference() if target == "reference" else fixture(target)
     res = cli(capsys, "check", "--format", "json", str(path))
@@ -114,6 +115,7 @@ def test_internal_crash_exits_4_without_traceback(monkeypatch: pytest.MonkeyPatc
     assert res.code == 4 and "Traceback" in res.err
 
 
+@pytest.mark.probe
 def test_multiple_targets_worst_wins(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", "-f", "json", str(reference()), str(fixture("integrity/empty.so")))
     assert res.code == 1

@@ -119,6 +119,7 @@ def test_unknown_gpu_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(capsys, "check", "--gpu", "Voodoo3", str(reference())).code == 3
 
 
+@pytest.mark.probe
 def test_text_rows(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", "--gpu", "sm_80,sm_90", str(fixture("cuda/sm80_only.so")))
     assert "✗ sm_90: no kernel image" in res.out

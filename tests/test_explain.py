@@ -134,6 +134,7 @@ def test_explain_code_still_renders(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # ------------------------------------------------------------------ diagnosis in check
+@pytest.mark.probe
 def test_verdict_first_in_text(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", str(fixture("loader/abi0.so")))
     second = res.out.splitlines()[1]
@@ -156,6 +157,7 @@ def test_broken_file_outranks_everything() -> None:
     assert d.cause == 4 and d.root_findings[0].code == "OD406"
 
 
+@pytest.mark.probe
 def test_json_diagnosis(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     res = cli(capsys, "check", "-f", "json", "--env", "LD_LIBRARY_PATH=",
               str(fixture("loader/chain_a_runpath.so")))

@@ -30,6 +30,7 @@ def codes(report: Report, prefix: str = "OD5") -> list[str]:
     return sorted(f.code for f in report.findings if f.code.startswith(prefix))
 
 
+@pytest.mark.probe
 def test_reference_package_clean_with_chain() -> None:
     report = chain(PKG_DIR, "myop", path=PKG_DIR / "myop" / "libmyop.so")
     assert report.findings == []
@@ -42,6 +43,7 @@ def test_reference_package_clean_with_chain() -> None:
     assert str(PKG_DIR / "myop" / "libmyop.so") in sec["libraries_loaded"]
 
 
+@pytest.mark.probe
 def test_reference_text_chain(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", "--cwd", str(PKG_DIR), "--package", "myop")
     assert res.code == 0, res.out
@@ -56,12 +58,14 @@ def test_so_inside_package_walks_up(capsys: pytest.CaptureFixture[str]) -> None:
     assert {c["cause"]: c["state"] for c in rep["causes"]}[5] == "clean"
 
 
+@pytest.mark.probe
 def test_never_imports_extension() -> None:
     report = chain(PYFIX / "noimport", "myop")
     assert codes(report) == ["OD505"]
     assert "never imports or loads libmyop.so" in report.findings[0].message
 
 
+@pytest.mark.probe
 def test_shadowed_by_source_checkout() -> None:
     report = chain(PYFIX / "shadow_src", "myop", env={"PYTHONPATH": str(PKG_DIR)})
     assert "OD502" in codes(report) and "OD510" in codes(report)
@@ -73,6 +77,7 @@ def test_shadowed_by_source_checkout() -> None:
     assert codes(ok) == []
 
 
+@pytest.mark.probe
 def test_built_for_another_python() -> None:
     report = chain(PYFIX / "wrongabi", "myext")
     assert "OD503" in codes(report)
@@ -80,6 +85,7 @@ def test_built_for_another_python() -> None:
     assert "only _C.cpython-3" in f.message and "this interpreter imports _C" in f.message
 
 
+@pytest.mark.probe
 def test_pyinit_mismatch() -> None:
     report = chain(PYFIX / "pyinit", "myext")
     assert "OD504" in codes(report)
@@ -89,6 +95,7 @@ def test_pyinit_mismatch() -> None:
     assert "dynamic module does not define module export function (PyInit__C)" in od511.message
 
 
+@pytest.mark.probe
 def test_swallowed_import_error_is_surfaced() -> None:
     report = chain(PYFIX / "swallow", "myext")
     assert {"OD509", "OD512"} <= set(codes(report))
@@ -98,6 +105,7 @@ def test_swallowed_import_error_is_surfaced() -> None:
     assert codes(static) == ["OD509"]
 
 
+@pytest.mark.probe
 def test_partial_install_record() -> None:
     report = chain(PYFIX / "partial", "myop")
     assert {"OD508", "OD510"} <= set(codes(report))
@@ -116,11 +124,13 @@ def test_record_hash_changed(tmp_path: Path) -> None:
     assert "changed since install (hash differs): myop/__init__.py" in f.evidence
 
 
+@pytest.mark.probe
 def test_namespace_package() -> None:
     report = chain(PYFIX / "namespace", "myop")
     assert codes(report) == ["OD506"]
 
 
+@pytest.mark.probe
 def test_relative_import_in_script() -> None:
     report = chain(PYFIX / "scriptrel", "myext")
     assert codes(report) == ["OD507"]
@@ -140,6 +150,7 @@ def test_package_dir_without_library(capsys: pytest.CaptureFixture[str]) -> None
     assert skipped["symbols"] == "the package has no compiled library to analyse"
 
 
+@pytest.mark.probe
 def test_fixture_errors_of_python_are_explained() -> None:
     from opdoctor.explain import explain_text
 

@@ -57,6 +57,7 @@ def test_cli_exits_1_on_error_fixture(capsys: pytest.CaptureFixture[str], name: 
     assert CASES[name][0] in res.out
 
 
+@pytest.mark.probe
 def test_warning_only_fixture_passes_default_gate(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(fixture("integrity/textrel.so"))
     assert cli(capsys, "check", path).code == 0
@@ -70,6 +71,7 @@ def test_truncated_evidence_names_offsets() -> None:
     assert "past the end of the file" in ev
 
 
+@pytest.mark.probe
 def test_reference_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
     report = run_check(str(reference()))
     assert report.findings == []

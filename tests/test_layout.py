@@ -45,3 +45,22 @@ def test_stages_are_folders() -> None:
     for stage in ("targets", "facts", "checks", "verdict", "report", "explain", "cli"):
         assert (SRC / stage / "__init__.py").is_file(), stage
     assert (SRC / "pipeline.py").is_file() and (SRC / "facts" / "frameworks.py").is_file()
+
+
+def test_readme_code_tables_are_generated() -> None:
+    """The README's code tables are what `make readme` generates from the catalog."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "update_readme", SRC.parent.parent / "native" / "update_readme.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = (SRC.parent.parent / "README.md").read_text(encoding="utf-8")
+    assert "<!-- codes: registration -->" in text and "<!-- code-allocation -->" in text
+    assert mod.render(text) == text, "README code tables drifted: run `make readme`"
+    # Every code of the catalog is in some generated table.
+    from opdoctor.checks import load_registry
+
+    missing = [c for c in load_registry(with_plugins=False).catalog if f"| {c} |" not in text]
+    assert not missing, missing

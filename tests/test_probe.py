@@ -27,6 +27,7 @@ def codes(report: Report) -> list[str]:
     return sorted(f.code for f in report.findings)
 
 
+@pytest.mark.probe
 def test_reference_loads_and_registers() -> None:
     report = probe(reference(), smoke=True, expect_ops=("myop::weighted_sum[CPU]",))
     assert report.findings == []
@@ -40,6 +41,7 @@ def test_reference_loads_and_registers() -> None:
     assert p["static_prediction"] == "loads"
 
 
+@pytest.mark.probe
 def test_reference_text_report(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", str(reference()))
     assert res.code == 0
@@ -48,6 +50,7 @@ def test_reference_text_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert "probe" not in static.out
 
 
+@pytest.mark.probe
 def test_duplicate_namespace() -> None:
     report = probe(fixture("probe/dup_b.so"), preload=(str(fixture("probe/dup_a.so")),))
     assert codes(report) == ["OD120"]
@@ -57,6 +60,7 @@ def test_duplicate_namespace() -> None:
     assert "registered at: tests/fixtures/probe/dup_ns.cpp:9" in ev
 
 
+@pytest.mark.probe
 def test_static_initialisation_order_crash() -> None:
     report = probe(fixture("probe/init_order.so"))
     assert codes(report) == ["OD124"]
@@ -66,12 +70,14 @@ def test_static_initialisation_order_crash() -> None:
                in e for e in f.evidence)
 
 
+@pytest.mark.probe
 def test_constructor_abort() -> None:
     report = probe(fixture("probe/ctor_abort.so"))
     assert codes(report) == ["OD124"]
     assert "SIGABRT" in report.findings[0].message
 
 
+@pytest.mark.probe
 def test_hang_is_killed_and_leaves_nothing() -> None:
     start = time.monotonic()
     report = probe(fixture("probe/ctor_hang.so"), timeout=3.0)
@@ -82,6 +88,7 @@ def test_hang_is_killed_and_leaves_nothing() -> None:
     assert leftovers == []
 
 
+@pytest.mark.probe
 def test_schema_rejected_at_load() -> None:
     report = probe(fixture("registration/bad_schema.so"))
     assert "OD123" in codes(report)
@@ -89,6 +96,7 @@ def test_schema_rejected_at_load() -> None:
     assert any("unknown type specifier" in e for e in od123.evidence)
 
 
+@pytest.mark.probe
 def test_cpu_only_called_for_cuda() -> None:
     report = probe(fixture("registration/cpu_only.so"),
                    expect_ops=("myop::weighted_sum[CUDA]",))
@@ -99,6 +107,7 @@ def test_cpu_only_called_for_cuda() -> None:
         in f.message
 
 
+@pytest.mark.probe
 def test_missing_dependency_with_loader_trace() -> None:
     report = probe(fixture("loader/wrong_runpath.so"))
     assert "OD220" in codes(report) and "OD201" in codes(report)
@@ -107,6 +116,7 @@ def test_missing_dependency_with_loader_trace() -> None:
     assert "OD130" not in codes(report)  # static and real agree
 
 
+@pytest.mark.probe
 def test_undefined_symbol_and_version_agree_with_static() -> None:
     r1 = probe(fixture("loader/other_torch.so"))
     assert {"OD304", "OD321"} <= set(codes(r1)) and "OD130" not in codes(r1)
@@ -114,6 +124,7 @@ def test_undefined_symbol_and_version_agree_with_static() -> None:
     assert {"OD302", "OD322"} <= set(codes(r2)) and "OD130" not in codes(r2)
 
 
+@pytest.mark.probe
 def test_disagreement_is_reported(tmp_path: Path) -> None:
     """LD_PRELOAD is not part of the static emulation: the real load finds the dependency."""
     env = dict(NO_ENV, LD_PRELOAD=str(fixture("loader/depdir/libmyop_dep.so")))
@@ -124,6 +135,7 @@ def test_disagreement_is_reported(tmp_path: Path) -> None:
     assert "predicted the load to fail; it succeeded" in f.message
 
 
+@pytest.mark.probe
 def test_torch_import_failure(tmp_path: Path) -> None:
     """A venv whose torch install lacks libc10.so (a partial install): import torch fails."""
     import importlib.util

@@ -34,6 +34,7 @@ def test_reference_inventory_and_clean() -> None:
                         "partial": False}]
 
 
+@pytest.mark.probe
 def test_reference_text_shows_inventory(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", str(reference()))
     keys = "CPU" if cuda_built() else "CPU, CUDA"

@@ -127,6 +127,7 @@ def _install_plugin(root: Path, entry: str) -> dict[str, str]:
     return {"PYTHONPATH": str(root)}
 
 
+@pytest.mark.probe
 def test_plugin_via_entry_point_reports_its_finding(tmp_path: Path) -> None:
     env = _install_plugin(tmp_path, "team = odplugin_demo:CHECK")
     renamed = tmp_path / "myop.so"
@@ -141,6 +142,7 @@ def test_plugin_via_entry_point_reports_its_finding(tmp_path: Path) -> None:
     assert cli_proc("check", str(reference()), env=env).code == 0
 
 
+@pytest.mark.probe
 def test_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:
     env = _install_plugin(tmp_path, "bad = odplugin_demo:BROKEN")
     res = cli_proc("check", str(reference()), env=env)
@@ -148,6 +150,7 @@ def test_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:
     assert "plugin 'bad' not loaded" in res.err and "not opdoctor Check" in res.err
 
 
+@pytest.mark.probe
 def test_static_check_does_not_import_torch() -> None:
     code = ("import sys; from opdoctor.cli import main; rc = main(['check', sys.argv[1]]); "
             "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")

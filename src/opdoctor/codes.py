@@ -127,3 +127,15 @@ def build_catalog(groups: Iterable[Iterable[CodeDoc]]) -> dict[str, CodeDoc]:
                 raise CodeError(f"{doc.code} is declared twice")
             catalog[doc.code] = doc
     return dict(sorted(catalog.items()))
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(docs: Sequence[CodeDoc]) -> str:
+    """The README's table of codes (generated: ``opdoctor codes -f markdown --check NAME``)."""
+    rows = ["| code | severity | finding | example |", "| --- | --- | --- | --- |"]
+    rows += [f"| {d.code} | {d.severity.value} | {_cell(d.title)} | {_cell(d.example)} |"
+             for d in docs]
+    return "\n".join(rows) + "\n"

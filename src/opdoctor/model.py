@@ -94,6 +94,17 @@ class CheckRun:
     status: CheckStatus
     seconds: float = 0.0
     reason: str = ""
+    detail: str = ""  # a crashed check's traceback (for the crash log and --debug)
+
+
+@dataclass(frozen=True)
+class TargetError:
+    """A target that could not be analysed (missing, unreadable, not a valid wheel, analysis
+    timeout): reported beside the reports of the targets that could be."""
+
+    target: str
+    code: str  # OD401 … (the integrity code that names the problem)
+    message: str
 
 
 @dataclass(frozen=True)

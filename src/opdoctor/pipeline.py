@@ -51,8 +51,11 @@ def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[st
         if check.section is not None:
             sections[check.name] = check.section(facts)
     except Exception as exc:  # a crashing check is reported, the others still run
+        import traceback
+
         return CheckRun(check.name, check.causes, CheckStatus.FAILED,
-                        time.perf_counter() - start, f"crashed: {type(exc).__name__}: {exc}"), []
+                        time.perf_counter() - start, f"crashed: {type(exc).__name__}: {exc}",
+                        traceback.format_exc()), []
     seconds = time.perf_counter() - start
     stray = sorted({f.code for f in found} - declared)
     if stray:

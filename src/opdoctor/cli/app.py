@@ -10,6 +10,7 @@ Exit codes (also in ``--help`` and the README):
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import sys
@@ -24,6 +25,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from opdoctor import __version__
 from opdoctor.cli.commands import Exit, UsageProblem
+from opdoctor.cli.settings import SETTINGS, Setting
 from opdoctor.codes import CodeDoc
 
 EXIT_HELP = (
@@ -39,6 +41,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 
@@ -56,70 +59,46 @@ def _root(
     """opdoctor: diagnose custom operators that fail to register."""
 
 
-@app.command()
-def check(
-    paths: Annotated[list[str] | None, typer.Argument(
-        help="Shared libraries, package directories, other directories (walked) or wheels.",
-        show_default=False)] = None,
-    fmt: Annotated[str | None, typer.Option("--format", "-f",
-                                            help="text | json | sarif | junit | github")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o",
-                                               help="Write the report to this file.")] = None,
-    fail_on: Annotated[str | None, typer.Option(help="Lowest severity that fails: error | "
-                                                "warning | info (default error).")] = None,
-    select: Annotated[list[str] | None, typer.Option(help="Only these codes (prefixes: OD4).")]
-    = None,
-    ignore: Annotated[list[str] | None, typer.Option(help="Drop these codes (prefixes).")]
-    = None,
-    severity: Annotated[list[str] | None, typer.Option(
-        help="Override a code's severity: OD410=error (repeatable).")] = None,
-    list_checks: Annotated[bool, typer.Option("--list-checks",
-                                              help="List the checks and exit.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All evidence, timings.")]
-    = False,
-    static: Annotated[bool, typer.Option("--static", help="Static checks only: do not load "
-                                         "the library (the probe executes its initialisers).")]
-    = False,
-    timeout: Annotated[float | None, typer.Option(
-        help="Seconds the load probe may take (default 60).")] = None,
-    smoke: Annotated[bool, typer.Option("--smoke", help="Probe: call each new op with simple "
-                                        "tensor arguments on small CPU tensors.")] = False,
-    preload: Annotated[list[str] | None, typer.Option(
-        help="Probe: load this library first, as the job does (repeatable).")] = None,
-    probe_memory: Annotated[int | None, typer.Option(
-        help="Probe memory limit in MiB (RSS, default 16384).")] = None,
-    package: Annotated[str | None, typer.Option(
-        help="Check the import chain of this package as the target interpreter resolves it "
-        "(and the library it loads).")] = None,
-    cwd: Annotated[str | None, typer.Option(
-        help="The job's working directory (sys.path[0]) for resolving --package.")] = None,
-    against_site_packages: Annotated[bool, typer.Option(
-        "--against-site-packages", help="Find other installed libraries that define the same "
-        "TORCH_LIBRARY namespace.")] = False,
-    expect_op: Annotated[list[str] | None, typer.Option(
-        help="ns::op[KEY,...] that must be in the library, e.g. myop::weighted_sum[CPU,CUDA] "
-        "(repeatable).")] = None,
-    expect_symbol: Annotated[list[str] | None, typer.Option(
-        help="C entry point the host dlsym()s, e.g. register_myop_kernels (repeatable).")]
-    = None,
-    gpu: Annotated[list[str] | None, typer.Option(
-        help="Target GPUs, e.g. sm_80,sm_90 or H100,A100 (repeatable; default: this machine's, "
-        "from nvidia-smi).")] = None,
-    python: Annotated[str | None, typer.Option(help="Target interpreter that will load the "
-                                               "library (default: this one).")] = None,
-    env: Annotated[list[str] | None, typer.Option(
-        help="KEY=VALUE of the job's environment, e.g. LD_LIBRARY_PATH=/opt/lib (repeatable; "
-        "KEY= removes it).")] = None,
-    config: Annotated[str | None, typer.Option(
-        help="Configuration file (default: nearest opdoctor.toml or pyproject.toml with "
-        "[tool.opdoctor]).")] = None,
-    baseline: Annotated[str | None, typer.Option(
-        help="Only findings not in this baseline fail the gate.")] = None,
-    write_baseline: Annotated[str | None, typer.Option(
-        help="Write the current findings as the accepted baseline and exit 0.")] = None,
-) -> int:
-    """Check shared libraries, packages or wheels; the report names the cause, with evidence
-    and fix.
+def _setting_param(spec: Setting) -> inspect.Parameter:
+    """A typer option for one setting of the table (None default: "not given", so the config
+    file and the built-in default can fill it in, and ``opdoctor config`` can say which)."""
+    decls = [spec.flag, *([spec.short] if spec.short else [])]
+    shown = spec.default if spec.default not in (None, [], {}, False) else None
+    help_ = spec.help + (f" One of: {' | '.join(spec.choices)}." if spec.choices else "") + (
+        f" [default: {shown:g}]" if isinstance(shown, float) else
+        f" [default: {shown}]" if shown is not None else "")
+    # rich markup is off for the app, so brackets in help texts print as written.
+    common: dict[str, Any] = {"help": help_, "show_default": False,
+                              "metavar": spec.metavar or ""}
+    annotation: Any
+    if spec.kind == "bool":
+        annotation = Annotated[bool, typer.Option(*decls, **common)]
+        default: Any = False
+    else:
+        py = {"str": str, "float": float, "int": int, "list": list[str],
+              "table": list[str]}[spec.kind]
+        annotation = Annotated[py | None, typer.Option(*decls, **common)]
+        default = None
+    return inspect.Parameter(spec.key.replace("-", "_"), inspect.Parameter.KEYWORD_ONLY,
+                             default=default, annotation=annotation)
+
+
+def _given(kw: dict[str, Any]) -> dict[str, Any]:
+    """The settings given on the command line, keyed like the table (tables parsed)."""
+    given: dict[str, Any] = {}
+    for spec in SETTINGS:
+        value = kw.get(spec.key.replace("-", "_"))
+        if spec.key == "gpu" and value:
+            value = [g for item in value for g in item.split(",") if g.strip()]
+        elif spec.kind == "table" and value:
+            value = _pairs(value, spec.flag, allow_empty=spec.key == "env")
+        given[spec.key] = value
+    return given
+
+
+def check(**kw: Any) -> int:
+    """Check shared libraries, packages or wheels: the verdict names the cause, with evidence
+    and a fix.
 
     Exit codes: 0 clean · 1 findings · 2 input cannot be analysed · 3 usage · 4 internal.
     """
@@ -129,28 +108,46 @@ def check(
     for problem in registry.problems:
         typer.echo(f"opdoctor: warning: plugin {problem.name!r} not loaded: {problem.reason}",
                    err=True)
-    if list_checks:
+    if kw["list_checks"]:
         for c in registry.checks:
             codes = ", ".join(d.code for d in c.codes)
             causes = ",".join(str(int(x)) for x in c.causes)
             typer.echo(f"{c.name:<14} cause {causes:<5} {c.summary}\n{'':<14}       codes: {codes}")
         return Exit.OK
-    given = {"format": fmt, "output": output, "fail-on": fail_on, "select": select,
-             "ignore": ignore, "severity": _pairs(severity, "--severity") if severity else None,
-             "expect-op": expect_op, "expect-symbol": expect_symbol,
-             "gpu": [g for item in gpu or [] for g in item.split(",") if g.strip()],
-             "python": python, "timeout": timeout, "static": static, "smoke": smoke,
-             "preload": preload, "probe-memory": probe_memory,
-             "env": _pairs(env, "--env", allow_empty=True) if env else None,
-             "package": package, "cwd": cwd, "against-site-packages": against_site_packages,
-             "baseline": baseline}
-    values, _sources = _effective(given, config)
+    values, _sources = _effective(_given(kw), kw["config"])
+    paths = kw["paths"]
     if not paths and not values["package"]:
         raise click_exc.UsageError("give at least one library, directory or wheel to check, "
                                    "or --package NAME (or --list-checks)")
     from opdoctor.cli.commands import run_check_command
 
-    return run_check_command(list(paths or []), values, registry, verbose, write_baseline)
+    return run_check_command(list(paths or []), values, registry, kw["verbose"],
+                             kw["write_baseline"])
+
+
+# The check command's parameters: the targets, the settings table, then command-only options.
+check.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+    inspect.Parameter("paths", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        list[str] | None, typer.Argument(
+            help="Shared libraries, package directories, other directories (walked) or wheels.",
+            metavar="PATH", show_default=False)]),
+    *[_setting_param(s) for s in SETTINGS],
+    inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        str | None, typer.Option(help="Configuration file (default: the nearest opdoctor.toml, "
+                                 "or pyproject.toml with a tool.opdoctor table).",
+                                 metavar="FILE")]),
+    inspect.Parameter("write_baseline", inspect.Parameter.KEYWORD_ONLY, default=None,
+                      annotation=Annotated[str | None, typer.Option(
+                          help="Write the current findings as the accepted baseline and exit "
+                          "0.", metavar="FILE")]),
+    inspect.Parameter("list_checks", inspect.Parameter.KEYWORD_ONLY, default=False,
+                      annotation=Annotated[bool, typer.Option(
+                          "--list-checks", help="List the checks and their codes, and exit.")]),
+    inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False,
+                      annotation=Annotated[bool, typer.Option(
+                          "--verbose", "-v", help="All evidence lines and per-check timings.")]),
+])
+app.command()(check)
 
 
 @app.command("scan")
@@ -207,9 +204,9 @@ def _effective(given: dict[str, Any], config: str | None
             found: tuple[str, dict[str, Any]] | None = (config, table)
         else:
             found = find_config(os.getcwd())
+        return merge(given, found)
     except ConfigError as exc:
         raise click_exc.UsageError(str(exc)) from None
-    return merge(given, found)
 
 
 def _pairs(items: list[str] | None, flag: str, allow_empty: bool = False) -> dict[str, str]:
@@ -255,9 +252,14 @@ def explain(
 
     if fmt not in ("text", "json"):
         raise click_exc.UsageError(f"unknown format {fmt!r} (text | json)")
+    from opdoctor.codes import RETIRED
+
     catalog = load_registry().catalog
     code = what.strip().upper()
     if re.fullmatch(r"OD\d{3}", code):
+        if code in RETIRED:
+            typer.echo(f"{code} is retired; it is reported as {RETIRED[code]} now.", err=True)
+            code = RETIRED[code]
         doc = catalog.get(code)
         if doc is None:
             raise click_exc.UsageError(f"unknown code {what!r} (see `opdoctor codes`)")
@@ -306,35 +308,45 @@ def _render_explanation(e: Any) -> str:
 
 @app.command()
 def codes(
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
+                                     help="text | json | markdown")] = "text",
+    check_name: Annotated[str | None, typer.Option(
+        "--check", metavar="CHECK", help="Only the codes of this check family "
+        "(see check --list-checks).")] = None,
 ) -> int:
     """List every finding code with its cause, severity and title."""
     import json
 
     from opdoctor.checks import load_registry
 
-    catalog = load_registry().catalog
+    registry = load_registry()
+    catalog = registry.catalog
+    if check_name is not None:
+        family = [c for c in registry.checks if c.name == check_name]
+        if not family:
+            raise click_exc.UsageError(f"unknown check {check_name!r} (see check --list-checks)")
+        catalog = {d.code: d for d in family[0].codes}
     if fmt == "json":
         typer.echo(json.dumps([_doc_dict(d) for d in catalog.values()], indent=2))
     elif fmt == "text":
         for d in catalog.values():
             typer.echo(f"{d.code}  cause {int(d.cause)}  {d.severity.value:<7}  {d.title}")
+    elif fmt == "markdown":
+        from opdoctor.codes import markdown_table
+
+        typer.echo(markdown_table(list(catalog.values())), nl=False)
     else:
-        raise click_exc.UsageError(f"unknown format {fmt!r} (text | json)")
+        raise click_exc.UsageError(f"unknown format {fmt!r} (text | json | markdown)")
     return Exit.OK
 
 
 def _crash(exc: BaseException, debug: bool) -> int:
-    import tempfile
     import traceback
 
+    from opdoctor.cli.commands import write_crash_log
+
     text = "".join(traceback.format_exception(exc))
-    log = os.path.join(tempfile.gettempdir(), "opdoctor-crash.log")
-    try:
-        with open(log, "w", encoding="utf-8") as fh:
-            fh.write(f"opdoctor {__version__}, Python {sys.version}\nargv: {sys.argv}\n\n{text}")
-    except OSError:
-        log = ""
+    log = write_crash_log(text)
     if debug:
         sys.stderr.write(text)
     where = f"; details in {log}" if log else ""
@@ -350,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
+    from opdoctor.cli import commands
+
+    commands.DEBUG = debug
     try:
         rv = app(args=args, prog_name="opdoctor", standalone_mode=False)
     except click_exc.UsageError as exc:

@@ -13,7 +13,7 @@ from types import FrameType
 from typing import Any
 
 from opdoctor.checks import Registry
-from opdoctor.model import Severity
+from opdoctor.model import Severity, TargetError
 
 STATIC_TIMEOUT = 120.0  # seconds for the static analysis of one file (hostile inputs)
 
@@ -42,10 +42,11 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 
 
 def build_options(values: dict[str, Any], registry: Registry) -> Any:
-    """CheckOptions from the effective settings; raises UsageProblem on invalid values."""
-    from opdoctor.facts import CheckOptions
+    """CheckOptions from the effective settings (the table's ``option`` column says which
+    field each feeds); raises UsageProblem on invalid values."""
+    from opdoctor.cli.settings import SETTINGS
+    from opdoctor.facts import CheckOptions, parse_expect_op
     from opdoctor.facts.cuda import parse_gpu
-    from opdoctor.facts.options import parse_expect_op
 
     for text in values["expect-op"]:
         try:
@@ -60,26 +61,105 @@ def build_options(values: dict[str, Any], registry: Registry) -> Any:
     py = values["python"]
     if py is not None and not (os.path.isfile(py) and os.access(py, os.X_OK)):
         raise UsageProblem(f"--python {py}: not an executable file")
-    env = None
-    if values["env"]:
-        merged = dict(os.environ)
-        for k, v in values["env"].items():
-            if v:
-                merged[k] = v
-            else:
-                merged.pop(k, None)
-        env = tuple(sorted(merged.items()))
     unknown = [c for c in values["select"] + values["ignore"] + list(values["severity"])
                if not any(code.startswith(c) for code in registry.catalog)]
     if unknown:
         raise UsageProblem(f"no code matches {', '.join(unknown)} (see `opdoctor codes`)")
-    return CheckOptions(
-        expect_ops=tuple(values["expect-op"]), expect_symbols=tuple(values["expect-symbol"]),
-        gpus=tuple(values["gpu"]), python=py, env=env, probe=not values["static"],
-        timeout=float(values["timeout"]), probe_memory_mb=int(values["probe-memory"]),
-        smoke=bool(values["smoke"]), preload=tuple(values["preload"]),
-        against_site_packages=bool(values["against-site-packages"]),
-        package=values["package"], cwd=os.path.abspath(values["cwd"]) if values["cwd"] else "")
+    kwargs: dict[str, Any] = {}
+    for spec in SETTINGS:
+        if spec.option:
+            kwargs[spec.option] = _option_value(spec.key, values[spec.key])
+    return CheckOptions(**kwargs)
+
+
+def _option_value(key: str, value: Any) -> Any:
+    """A setting's value in the form its CheckOptions field takes."""
+    if key == "static":
+        return not value  # the field is "probe"
+    if key == "env":
+        if not value:
+            return None  # opdoctor's own environment
+        merged = dict(os.environ)
+        for k, v in value.items():
+            if v:
+                merged[k] = v
+            else:
+                merged.pop(k, None)
+        return tuple(sorted(merged.items()))
+    if key == "cwd":
+        return os.path.abspath(value) if value else ""
+    if key == "timeout":
+        return float(value)
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+DEBUG = False  # set by cli.main from --debug: print tracebacks of crashed checks
+
+
+def check_output_path(path: str, inputs: list[str]) -> None:
+    """Refuse, before any analysis, an output the run could not write or must not overwrite:
+    a directory, a missing or read-only parent, one of the inputs, or any existing ELF file."""
+    real = os.path.realpath(path)
+    if os.path.isdir(real):
+        raise UsageProblem(f"{path}: is a directory, not an output file")
+    parent = os.path.dirname(real) or "."
+    if not os.path.isdir(parent):
+        raise UsageProblem(f"{path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (os.path.exists(real) and not os.access(real, os.W_OK)):
+        raise UsageProblem(f"{path}: not writable")
+    for inp in inputs:
+        r = os.path.realpath(inp)
+        if real == r or (os.path.isdir(r) and real.startswith(r + os.sep)
+                         and _is_shared_library_name(real)):
+            raise UsageProblem(f"{path}: is one of the inputs; refusing to overwrite it")
+    try:
+        with open(real, "rb") as fh:
+            if fh.read(4) == b"\x7fELF":
+                raise UsageProblem(f"{path}: is an ELF file; refusing to overwrite it with a "
+                                   "report")
+    except OSError:
+        pass  # does not exist yet: fine
+
+
+def _is_shared_library_name(path: str) -> bool:
+    name = os.path.basename(path)
+    return name.endswith(".so") or ".so." in name
+
+
+def report_crashes(reports: list[Any]) -> bool:
+    """Make every crashed check loud: one stderr line each, the tracebacks in the crash log
+    (printed with --debug). True when any check crashed."""
+    from opdoctor.model import CheckStatus
+
+    crashed = [(r, c) for r in reports for c in r.checks if c.status is CheckStatus.FAILED]
+    if not crashed:
+        return False
+    log = write_crash_log("\n\n".join(f"check {c.name} on {r.target.path}: {c.reason}\n"
+                                       f"{c.detail}" for r, c in crashed))
+    for r, c in crashed:
+        where = f"; details in {log}" if log else ""
+        sys.stderr.write(f"opdoctor: internal error: check {c.name!r} {c.reason} on "
+                         f"{r.target.path}{where} (rerun with --debug to print it)\n")
+        if DEBUG and c.detail:
+            sys.stderr.write(c.detail)
+    return True
+
+
+def write_crash_log(text: str) -> str:
+    """Write the crash log (version, argv, what crashed); its path, or "" when unwritable."""
+    import tempfile
+
+    from opdoctor import __version__
+
+    log = os.path.join(tempfile.gettempdir(), "opdoctor-crash.log")
+    try:
+        with open(log, "w", encoding="utf-8") as fh:
+            fh.write(f"opdoctor {__version__}, Python {sys.version}\nargv: {sys.argv}\n\n{text}")
+    except OSError:
+        return ""
+    return log
 
 
 def _severity(name: str, what: str) -> Severity:
@@ -95,7 +175,7 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
     from opdoctor.facts.inputfile import InputError
     from opdoctor.pipeline import Selection, run_check
     from opdoctor.report import Format, RenderContext, renderer
-    from opdoctor.targets import WheelError, expand
+    from opdoctor.targets import expand
     from opdoctor.verdict.gate import BaselineError, gate_fails, read_baseline
     from opdoctor.verdict.gate import write_baseline as write_bl
 
@@ -116,11 +196,17 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
         except BaselineError as exc:
             raise UsageProblem(str(exc)) from None
 
+    inputs = list(paths)
+    for out_path in (values["output"], write_baseline):
+        if out_path:
+            check_output_path(out_path, inputs)
+
     reports = []
+    errors: list[TargetError] = []
     old = signal.signal(signal.SIGALRM, _on_alarm)
     try:
-        with expand(paths, options) as targets:
-            if not targets:
+        with expand(paths, options, errors) as targets:
+            if not targets and not errors:
                 sys.stderr.write(f"opdoctor: error: no shared library found in "
                                  f"{', '.join(paths)} [OD401]\n")
                 return Exit.BAD_INPUT
@@ -130,37 +216,44 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                     report = run_check(t.path, t.options, selection=selection, registry=registry,
                                        overrides=overrides, display=t.display)
                 except InputError as exc:
-                    sys.stderr.write(f"opdoctor: error: {exc} [{exc.code}]\n")
-                    return Exit.BAD_INPUT
+                    # Reported beside the other targets; the run ends with exit 2.
+                    errors.append(TargetError(t.display, exc.code, str(exc)))
+                    continue
                 except AnalysisTimeout:
-                    sys.stderr.write(f"opdoctor: error: {t.display}: analysis exceeded "
-                                     f"{STATIC_TIMEOUT + t.options.timeout:g} s (pathological "
-                                     "or hostile file?)\n")
-                    return Exit.BAD_INPUT
+                    errors.append(TargetError(
+                        t.display, "OD411", f"analysis exceeded "
+                        f"{STATIC_TIMEOUT + t.options.timeout:g} s (pathological or hostile "
+                        "file?)"))
+                    continue
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 reports.append(report)
-    except WheelError as exc:
-        sys.stderr.write(f"opdoctor: error: {exc} [OD405]\n")
-        return Exit.BAD_INPUT
     finally:
         signal.signal(signal.SIGALRM, old)
+    for err in errors:
+        what = err.message if err.target in err.message else f"{err.target}: {err.message}"
+        sys.stderr.write(f"opdoctor: error: {what} [{err.code}]\n")
+    crashed = report_crashes(reports)
 
-    if write_baseline:
+    if write_baseline and not crashed and not errors:
         n = write_bl(write_baseline, reports)
         sys.stderr.write(f"opdoctor: wrote {n} finding(s) to {write_baseline}\n")
         return Exit.OK
+    # A crashed check outranks everything (its cause was not checked), then targets that could
+    # not be analysed, then findings.
     code = Exit.OK
-    if gate_fails(reports, threshold, accepted):
-        code = Exit.FINDINGS
-    elif any(c.status.value == "failed" for r in reports for c in r.checks):
+    if crashed:
         code = Exit.INTERNAL
+    elif errors:
+        code = Exit.BAD_INPUT
+    elif gate_fails(reports, threshold, accepted):
+        code = Exit.FINDINGS
     output = values["output"]
     out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     try:
         color = form is Format.TEXT and not output and _color(out)
         ctx = RenderContext(registry.catalog, threshold, code, color=color, verbose=verbose,
-                            baseline=frozenset(accepted))
+                            baseline=frozenset(accepted), errors=tuple(errors))
         renderer(form)(reports, ctx, out)
     finally:
         if output:

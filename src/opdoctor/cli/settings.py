@@ -34,39 +34,89 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class Key:
-    """One setting: its type, default and meaning."""
+class Setting:
+    """One setting, spelled once: its config key (= the CLI flag without ``--``), type,
+    default, help, how the command line shows it, its bounds, and the CheckOptions field it
+    feeds (``""`` when the command itself uses it)."""
 
+    key: str
     kind: str  # "str", "list", "bool", "float", "int", "table"
     default: Any
     help: str
+    metavar: str = ""
+    short: str = ""  # "-f"
+    option: str = ""  # CheckOptions field
+    positive: bool = False  # numbers must be > 0
+    choices: tuple[str, ...] = ()
+    in_config: bool = True  # accepted in [tool.opdoctor]
+
+    @property
+    def flag(self) -> str:
+        """The long command-line flag."""
+        return f"--{self.key}"
 
 
-KEYS: dict[str, Key] = {
-    "format": Key("str", "text", "text | json | sarif | junit | github"),
-    "output": Key("str", None, "write the report to this file"),
-    "fail-on": Key("str", "error", "lowest severity that fails the gate"),
-    "select": Key("list", [], "only these code prefixes"),
-    "ignore": Key("list", [], "drop these code prefixes"),
-    "severity": Key("table", {}, "per-code severity overrides, e.g. {OD410 = \"error\"}"),
-    "expect-op": Key("list", [], "ns::op[KEY,...] that must be in the library"),
-    "expect-symbol": Key("list", [], "C entry points that must be exported"),
-    "gpu": Key("list", [], "target GPUs (sm_XY, X.Y, product names)"),
-    "python": Key("str", None, "target interpreter"),
-    "timeout": Key("float", 60.0, "seconds for the load probe"),
-    "static": Key("bool", False, "static checks only (no probe)"),
-    "smoke": Key("bool", False, "probe: call new ops on small CPU tensors"),
-    "preload": Key("list", [], "probe: libraries to load first"),
-    "probe-memory": Key("int", 16384, "probe memory limit in MiB"),
-    "env": Key("table", {}, "the job's environment variables"),
-    "package": Key("str", None, "check this package's import chain"),
-    "cwd": Key("str", None, "the job's working directory"),
-    "against-site-packages": Key("bool", False, "find other libraries with the same namespace"),
-    "baseline": Key("str", None, "baseline file: only findings not in it fail the gate"),
-}
+FORMATS = ("text", "json", "sarif", "junit", "github")
+SEVERITIES = ("error", "warning", "info")
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("format", "str", "text", "Report format.", "FORMAT", "-f", choices=FORMATS),
+    Setting("output", "str", None, "Write the report to this file (refused when it is one of "
+            "the inputs).", "FILE", "-o"),
+    Setting("fail-on", "str", "error", "Lowest severity that fails the run.", "SEVERITY",
+            choices=SEVERITIES),
+    Setting("select", "list", [], "Only these codes (prefixes: OD4 selects cause 4).", "CODE"),
+    Setting("ignore", "list", [], "Drop these codes (prefixes).", "CODE"),
+    Setting("severity", "table", {}, "Override a code's severity: OD410=error (repeatable).",
+            "CODE=LEVEL"),
+    Setting("expect-op", "list", [], "ns::op[KEY,...] that must be in the library, e.g. "
+            "myop::weighted_sum[CPU,CUDA] (repeatable).", "OP", option="expect_ops"),
+    Setting("expect-symbol", "list", [], "C entry point the host dlsym()s, e.g. "
+            "register_myop_kernels (repeatable).", "SYMBOL", option="expect_symbols"),
+    Setting("gpu", "list", [], "Target GPUs, e.g. sm_80,sm_90 or H100,A100 (repeatable; "
+            "default: this machine's, from nvidia-smi).", "GPU", option="gpus"),
+    Setting("python", "str", None, "Target interpreter that will load the library (default: "
+            "this one).", "PYTHON", option="python"),
+    Setting("timeout", "float", 60.0, "Seconds the load probe may take.", "SECONDS",
+            option="timeout", positive=True),
+    Setting("static", "bool", False, "Static checks only: never load or execute the library. "
+            "The target interpreter may still be started to read facts (sys.path, torch's "
+            "schema parser); the library itself is never loaded.", option="probe"),
+    Setting("smoke", "bool", False, "Probe: call each new op on small CPU tensors.",
+            option="smoke"),
+    Setting("preload", "list", [], "Probe: load this library first, as the job does "
+            "(repeatable).", "PATH", option="preload"),
+    Setting("probe-memory", "int", 16384, "Probe memory limit (RSS).", "MIB",
+            option="probe_memory_mb", positive=True),
+    Setting("env", "table", {}, "KEY=VALUE of the job's environment, e.g. "
+            "LD_LIBRARY_PATH=/opt/lib (repeatable; KEY= removes it).", "KEY=VALUE",
+            option="env"),
+    Setting("package", "str", None, "Check the import chain of this package as the target "
+            "interpreter resolves it (and the library it loads).", "NAME", option="package"),
+    Setting("cwd", "str", None, "The job's working directory (sys.path[0]) for resolving "
+            "--package.", "DIR", option="cwd"),
+    Setting("against-site-packages", "bool", False, "Find other installed libraries that "
+            "define the same TORCH_LIBRARY namespace.", option="against_site_packages"),
+    Setting("baseline", "str", None, "Only findings not in this baseline fail the run.",
+            "FILE"),
+)
+
+KEYS: dict[str, Setting] = {s.key: s for s in SETTINGS}
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "str": str, "list": list, "bool": bool, "float": (int, float), "int": int, "table": dict}
+
+
+def check_value(spec: Setting, value: Any, where: str) -> None:
+    """Reject a value of the wrong type, outside its choices, or a non-positive limit."""
+    if not isinstance(value, _TYPES[spec.kind]) or (spec.kind in ("int", "float") and
+                                                    isinstance(value, bool)):
+        raise ConfigError(f"{where}: {spec.key} must be a {spec.kind}, got {value!r}")
+    if spec.choices and value not in spec.choices:
+        raise ConfigError(f"{where}: {spec.key} must be one of {' | '.join(spec.choices)}, "
+                          f"got {value!r}")
+    if spec.positive and isinstance(value, (int, float)) and value <= 0:
+        raise ConfigError(f"{where}: {spec.key} must be greater than 0, got {value!r}")
 
 
 def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
@@ -105,14 +155,13 @@ def read_config(path: str) -> dict[str, Any] | None:
 
 
 def validate(table: dict[str, Any], where: str) -> None:
-    """Reject unknown keys and wrong types, naming the file and key."""
+    """Reject unknown keys, wrong types and out-of-range values, naming the file and key."""
     for key, value in table.items():
         spec = KEYS.get(key)
-        if spec is None:
-            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(KEYS))})")
-        if not isinstance(value, _TYPES[spec.kind]) or (spec.kind == "int" and
-                                                        isinstance(value, bool)):
-            raise ConfigError(f"{where}: {key} must be a {spec.kind}, got {value!r}")
+        if spec is None or not spec.in_config:
+            known = ", ".join(sorted(k for k, s in KEYS.items() if s.in_config))
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
+        check_value(spec, value, where)
 
 
 def merge(cli: dict[str, Any], config: tuple[str, dict[str, Any]] | None
@@ -120,6 +169,7 @@ def merge(cli: dict[str, Any], config: tuple[str, dict[str, Any]] | None
     """Effective values and their sources: command line > config file > default.
 
     ``cli`` maps keys to the value given on the command line, or None / [] when not given.
+    Raises :class:`ConfigError` for an invalid command-line value too (exit 3).
     """
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -129,6 +179,7 @@ def merge(cli: dict[str, Any], config: tuple[str, dict[str, Any]] | None
     for key, spec in KEYS.items():
         given = cli.get(key)
         if given is not None and given is not False and given != [] and given != {}:
+            check_value(spec, given, spec.flag)
             values[key], sources[key] = given, "command line"
         elif key in table:
             values[key], sources[key] = table[key], label

@@ -8,7 +8,7 @@ from enum import Enum
 from typing import TextIO
 
 from opdoctor.codes import CodeDoc
-from opdoctor.model import Report, Severity
+from opdoctor.model import Report, Severity, TargetError
 
 
 class Format(str, Enum):
@@ -33,6 +33,8 @@ class RenderContext:
     width: int | None = None
     # Fingerprints accepted by --baseline: reported, marked, and not counted for the gate.
     baseline: frozenset[str] = frozenset()
+    # Targets that could not be analysed, reported beside the others (exit 2 at the end).
+    errors: tuple[TargetError, ...] = ()
 
 
 Renderer = Callable[[list[Report], RenderContext, TextIO], None]

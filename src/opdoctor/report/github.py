@@ -38,3 +38,7 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
             out.write(f"::{COMMAND[f.severity]} file={escape_property(rel)},"
                       f"title={escape_property(title)}::{escape_data(body)}\n")
         out.write(f"opdoctor: {rel}: {report.diagnosis.summary}\n")
+    for e in ctx.errors:
+        rel = os.path.relpath(e.target) if os.path.isabs(e.target) else e.target
+        out.write(f"::error file={escape_property(rel)},title={escape_property(e.code)} not "
+                  f"analysed::{escape_data(e.message)}\n")

@@ -67,6 +67,9 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
         "fail_on": ctx.fail_on.value,
         "exit_code": ctx.exit_code,
         "reports": [report_dict(r, ctx) for r in reports],
+        # Targets that could not be analysed (missing, unreadable, bad wheel, timeout).
+        "errors": [{"target": e.target, "code": e.code, "message": e.message}
+                   for e in ctx.errors],
     }
     json.dump(doc, out, indent=2, sort_keys=False)
     out.write("\n")

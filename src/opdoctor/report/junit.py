@@ -68,6 +68,11 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
     root = ET.Element("testsuites", name="opdoctor")
     for r in reports:
         root.append(_suite(r, ctx))
+    for e in ctx.errors:  # a target that could not be analysed is an errored suite
+        suite = ET.SubElement(root, "testsuite", name=f"opdoctor {e.target}", tests="1",
+                              failures="0", errors="1", skipped="0", time="0")
+        case = ET.SubElement(suite, "testcase", name="analysis", classname="opdoctor.target")
+        ET.SubElement(case, "error", message=f"{e.code} {e.message}", type=e.code)
     for attr in ("tests", "failures", "errors", "skipped"):
         root.set(attr, str(sum(int(s.get(attr, "0")) for s in root)))
     ET.indent(root)

@@ -75,8 +75,17 @@ def sarif_log(reports: list[Report], ctx: RenderContext) -> dict[str, Any]:
             "tool": {"driver": {"name": "opdoctor", "version": __version__,
                                 "informationUri": "https://github.com/opdoctor/opdoctor",
                                 "rules": rules}},
-            "invocations": [{"executionSuccessful": ctx.exit_code in (0, 1),
-                             "exitCode": ctx.exit_code}],
+            "invocations": [{
+                "executionSuccessful": ctx.exit_code in (0, 1),
+                "exitCode": ctx.exit_code,
+                # Targets that could not be analysed at all.
+                "toolExecutionNotifications": [{
+                    "level": "error",
+                    "message": {"text": f"{e.code} not analysed: {e.message}"},
+                    "locations": [{"physicalLocation": {"artifactLocation": {
+                        "uri": _uri(e.target)}}}],
+                } for e in ctx.errors],
+            }],
             "results": results,
             # The verdict of each target (most likely cause, its root findings), so a SARIF
             # consumer sees the same diagnosis as the text and JSON reports.

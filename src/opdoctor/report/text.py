@@ -192,6 +192,11 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
         for sev, n in severity_counts(report).items():
             totals[sev] += n
         codes += [f.code for f in report.findings if f.code not in codes]
+    for e in ctx.errors:
+        if reports:
+            console.print()
+        console.print(f"[bold red]✗ {escape(e.target)}: {escape(e.message)} [{e.code}][/] — "
+                      "not analysed")
     console.print()
     line = (f"{totals[Severity.ERROR]} error(s) · {totals[Severity.WARNING]} warning(s) · "
             f"{totals[Severity.INFO]} info · exit {ctx.exit_code}")

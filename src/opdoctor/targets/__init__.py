@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from opdoctor.facts import CheckOptions, Facts
+from opdoctor.model import TargetError
 
 MAX_WHEEL_BYTES = 4 << 30  # refuse zip bombs: total uncompressed size of a wheel
 
@@ -91,8 +92,14 @@ def unpack_wheel(path: str, dest: str) -> None:
 
 
 @contextmanager
-def expand(paths: list[str], options: CheckOptions) -> Iterator[list[Target]]:
-    """The targets for ``paths`` (and ``options.package``); temporary dirs live until exit."""
+def expand(paths: list[str], options: CheckOptions,
+           errors: list[TargetError] | None = None) -> Iterator[list[Target]]:
+    """The targets for ``paths`` (and ``options.package``); temporary dirs live until exit.
+
+    With ``errors``, a path that yields nothing to check (a bad wheel, a directory without a
+    shared library) is recorded there and the other paths still expand; without it, a bad
+    wheel raises :class:`WheelError`.
+    """
     tmpdirs: list[str] = []
     targets: list[Target] = []
     try:
@@ -106,12 +113,25 @@ def expand(paths: list[str], options: CheckOptions) -> Iterator[list[Target]]:
             if path.endswith(".whl") and os.path.isfile(path):
                 tmp = tempfile.mkdtemp(prefix="opdoctor-wheel-")
                 tmpdirs.append(tmp)
-                unpack_wheel(path, tmp)
-                for lib in _walk(tmp):
+                try:
+                    unpack_wheel(path, tmp)
+                except WheelError as exc:
+                    if errors is None:
+                        raise
+                    errors.append(TargetError(path, "OD405", str(exc)))
+                    continue
+                libs = _walk(tmp)
+                if not libs and errors is not None:
+                    errors.append(TargetError(path, "OD401", "no shared library in the wheel "
+                                              "(a pure-Python wheel?)"))
+                for lib in libs:
                     rel = os.path.relpath(lib, tmp)
                     targets.append(_with_package(lib, options, path, f"{path}!/{rel}"))
             elif os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
                 found = _walk(path)
+                if not found and errors is not None:
+                    errors.append(TargetError(path, "OD401", "no shared library found in this "
+                                              "directory"))
                 targets += [_with_package(lib, options, path, lib) for lib in found]
             elif os.path.isdir(path):
                 name = os.path.basename(os.path.abspath(path))

@@ -34,8 +34,13 @@ def cause_statuses(report: Report) -> list[CauseStatus]:
         found = tuple(f for f in report.findings if f.cause == cause)
         runs = [c for c in report.checks if cause in c.causes]
         ran = [c.name for c in runs if c.status == CheckStatus.RAN]
+        crashed = [c.name for c in runs if c.status == CheckStatus.FAILED]
         if found:
             rows.append(CauseStatus(cause, CauseState.FOUND, found, ""))
+        elif crashed:
+            # A check that crashed proves nothing about its cause: never claim it is clean.
+            rows.append(CauseStatus(cause, CauseState.NOT_CHECKED, (),
+                                    f"{', '.join(crashed)} crashed (opdoctor bug)"))
         elif ran:
             rows.append(CauseStatus(cause, CauseState.CLEAN, (), "checked by " + ", ".join(ran)))
         else:
