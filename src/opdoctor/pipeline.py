@@ -8,7 +8,7 @@ from typing import Any
 
 from opdoctor.checks import Registry, load_registry
 from opdoctor.checks.base import Check
-from opdoctor.facts import CheckOptions, Facts, HostInfo
+from opdoctor.facts import CheckOptions, Facts
 from opdoctor.model import CheckRun, CheckStatus, Finding, Report, Severity, TargetInfo
 from opdoctor.verdict.diagnosis import diagnose
 from opdoctor.verdict.gate import apply_overrides
@@ -70,7 +70,6 @@ def run_check(
     options: CheckOptions | None = None,
     selection: Selection | None = None,
     registry: Registry | None = None,
-    host: HostInfo | None = None,
     overrides: dict[str, Severity] | None = None,
     display: str | None = None,
 ) -> Report:
@@ -84,7 +83,7 @@ def run_check(
     registry = registry or load_registry()
     selection = selection or Selection()
     start = time.perf_counter()
-    facts = Facts(path, options, host)
+    facts = Facts(path, options)
     data = None
     if facts.is_package_dir:
         target = TargetInfo(display or path, None, f"Python package {facts.options.package}")

@@ -81,11 +81,9 @@ class Structure:
 class Facts:
     """Lazily computed, shared facts about one target."""
 
-    def __init__(self, path: str, options: CheckOptions | None = None,
-                 host: HostInfo | None = None) -> None:
+    def __init__(self, path: str, options: CheckOptions | None = None) -> None:
         self.path = path
         self.options = options or CheckOptions()
-        self._host = host
         self._probe: ProbeHandle | None = None
         self._probe_outcome: ProbeOutcome | None = None
         self._pyinit: dict[tuple[str, str], tuple[bool, list[str]]] = {}
@@ -98,7 +96,7 @@ class Facts:
     @cached_property
     def host(self) -> HostInfo:
         """The machine the library will be loaded on (this one, unless given)."""
-        return self._host or detect_host()
+        return detect_host()
 
     @cached_property
     def structure(self) -> Structure:

@@ -31,7 +31,6 @@ class Target:
 
     path: str
     options: CheckOptions
-    origin: str  # the argument it came from (the wheel, the directory …)
     display: str  # how to name it in reports (a wheel member keeps its in-wheel path)
 
 
@@ -52,13 +51,13 @@ def package_of(path: str) -> tuple[str, str] | None:
     return os.path.basename(top), os.path.dirname(top)
 
 
-def _with_package(path: str, options: CheckOptions, origin: str, display: str) -> Target:
+def _with_package(path: str, options: CheckOptions, display: str) -> Target:
     ctx = package_of(path)
     if ctx is None:
-        return Target(path, options, origin, display)
+        return Target(path, options, display)
     name, parent = ctx
     return Target(path, dataclasses.replace(options, package=name, cwd=options.cwd or parent),
-                  origin, display)
+                  display)
 
 
 def _walk(root: str) -> list[str]:
@@ -108,7 +107,7 @@ def expand(paths: list[str], options: CheckOptions,
             libs = chain.libraries if chain else []
             where = libs[0] if libs else (chain.package_dir if chain and chain.package_dir
                                           else os.path.abspath(options.cwd or "."))
-            targets.append(Target(where, options, f"--package {options.package}", where))
+            targets.append(Target(where, options, where))
         for path in paths:
             if path.endswith(".whl") and os.path.isfile(path):
                 tmp = tempfile.mkdtemp(prefix="opdoctor-wheel-")
@@ -126,13 +125,13 @@ def expand(paths: list[str], options: CheckOptions,
                                               "(a pure-Python wheel?)"))
                 for lib in libs:
                     rel = os.path.relpath(lib, tmp)
-                    targets.append(_with_package(lib, options, path, f"{path}!/{rel}"))
+                    targets.append(_with_package(lib, options, f"{path}!/{rel}"))
             elif os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
                 found = _walk(path)
                 if not found and errors is not None:
                     errors.append(TargetError(path, "OD401", "no shared library found in this "
                                               "directory"))
-                targets += [_with_package(lib, options, path, lib) for lib in found]
+                targets += [_with_package(lib, options, lib) for lib in found]
             elif os.path.isdir(path):
                 name = os.path.basename(os.path.abspath(path))
                 opts = dataclasses.replace(options, package=name,
@@ -141,9 +140,9 @@ def expand(paths: list[str], options: CheckOptions,
                 chain = Facts(path, opts).chain
                 libs = [lib for lib in (chain.libraries if chain else [])
                         if os.path.abspath(lib).startswith(os.path.abspath(path))]
-                targets.append(Target(libs[0] if libs else path, opts, path, path))
+                targets.append(Target(libs[0] if libs else path, opts, path))
             else:
-                targets.append(_with_package(path, options, path, path))
+                targets.append(_with_package(path, options, path))
         yield targets
     finally:
         for tmp in tmpdirs:
