@@ -14,7 +14,7 @@ import inspect
 import os
 import re
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,9 +24,11 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc  # type: ignore[no-redef,import-not-found]
 
 from opdoctor import __version__
-from opdoctor.cli.commands import Exit, UsageProblem
+from opdoctor.cli.errors import Exit, UsageProblem
 from opdoctor.cli.settings import SETTINGS, Setting
-from opdoctor.codes import CodeDoc
+
+if TYPE_CHECKING:
+    from opdoctor.codes import CodeDoc
 
 EXIT_HELP = (
     "Exit codes: 0 clean (nothing at or above --fail-on) · 1 findings · 2 input cannot be "
@@ -343,7 +345,7 @@ def codes(
 def _crash(exc: BaseException, debug: bool) -> int:
     import traceback
 
-    from opdoctor.cli.commands import write_crash_log
+    from opdoctor.cli.errors import write_crash_log
 
     text = "".join(traceback.format_exception(exc))
     log = write_crash_log(text)
@@ -362,9 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
-    from opdoctor.cli import commands
+    from opdoctor.cli import errors
 
-    commands.DEBUG = debug
+    errors.DEBUG = debug
     try:
         rv = app(args=args, prog_name="opdoctor", standalone_mode=False)
     except click_exc.UsageError as exc:

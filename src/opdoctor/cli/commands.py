@@ -8,30 +8,17 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from enum import IntEnum
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from opdoctor.checks import Registry
+from opdoctor.cli import errors as errors_mod
+from opdoctor.cli.errors import Exit, UsageProblem, write_crash_log
 from opdoctor.model import Severity, TargetError
 
+if TYPE_CHECKING:
+    from opdoctor.checks import Registry
+
 STATIC_TIMEOUT = 120.0  # seconds for the static analysis of one file (hostile inputs)
-
-class Exit(IntEnum):
-    """Documented exit codes (README, --help)."""
-
-    OK = 0
-    FINDINGS = 1
-    BAD_INPUT = 2
-    USAGE = 3
-    INTERNAL = 4
-
-
-
-
-class UsageProblem(ValueError):
-    """A setting is invalid (turned into exit code 3 by the CLI)."""
-
 
 class AnalysisTimeout(Exception):
     """The analysis of one file ran past its time limit (a hostile or pathological file)."""
@@ -95,9 +82,6 @@ def _option_value(key: str, value: Any) -> Any:
     return value
 
 
-DEBUG = False  # set by cli.main from --debug: print tracebacks of crashed checks
-
-
 def check_output_path(path: str, inputs: list[str]) -> None:
     """Refuse, before any analysis, an output the run could not write or must not overwrite:
     a directory, a missing or read-only parent, one of the inputs, or any existing ELF file."""
@@ -142,24 +126,9 @@ def report_crashes(reports: list[Any]) -> bool:
         where = f"; details in {log}" if log else ""
         sys.stderr.write(f"opdoctor: internal error: check {c.name!r} {c.reason} on "
                          f"{r.target.path}{where} (rerun with --debug to print it)\n")
-        if DEBUG and c.detail:
+        if errors_mod.DEBUG and c.detail:
             sys.stderr.write(c.detail)
     return True
-
-
-def write_crash_log(text: str) -> str:
-    """Write the crash log (version, argv, what crashed); its path, or "" when unwritable."""
-    import tempfile
-
-    from opdoctor import __version__
-
-    log = os.path.join(tempfile.gettempdir(), "opdoctor-crash.log")
-    try:
-        with open(log, "w", encoding="utf-8") as fh:
-            fh.write(f"opdoctor {__version__}, Python {sys.version}\nargv: {sys.argv}\n\n{text}")
-    except OSError:
-        return ""
-    return log
 
 
 def _severity(name: str, what: str) -> Severity:
