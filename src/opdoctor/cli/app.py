@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from opdoctor import __version__
 from opdoctor.cli.errors import Exit, UsageProblem
-from opdoctor.cli.settings import SETTINGS, Setting
+from opdoctor.cli.settings import FORMATS, SETTINGS, SEVERITIES, Setting
 
 if TYPE_CHECKING:
     from opdoctor.codes import CodeDoc
@@ -40,7 +40,7 @@ app = typer.Typer(
     name="opdoctor",
     help="Tells you why your custom operator is 'not registered', and what to do about it.\n\n"
     + EXIT_HELP,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -72,6 +72,8 @@ def _setting_param(spec: Setting) -> inspect.Parameter:
     # rich markup is off for the app, so brackets in help texts print as written.
     common: dict[str, Any] = {"help": help_, "show_default": False,
                               "metavar": spec.metavar or ""}
+    if spec.choices:
+        common["autocompletion"] = lambda: list(spec.choices)
     annotation: Any
     if spec.kind == "bool":
         annotation = Annotated[bool, typer.Option(*decls, **common)]
@@ -154,30 +156,47 @@ app.command()(check)
 
 @app.command("scan")
 def scan_cmd(
-    python: Annotated[str | None, typer.Option(help="Interpreter whose site-packages to scan "
-                                               "(default: this one).")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f",
-                                     help="text | json | sarif | junit | github")] = "text",
-    output: Annotated[str | None, typer.Option("--output", "-o")] = None,
-    fail_on: Annotated[str, typer.Option(help="error | warning | info")] = "error",
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers "
-                                      "(default: all cores).")] = 0,
+    python: Annotated[str | None, typer.Option(
+        metavar="PYTHON", help="Interpreter whose site-packages to scan (default: this "
+        "one).")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
+                                     autocompletion=lambda: list(FORMATS),
+                                     help="text | json | sarif | junit | github "
+                                     "[default: text]", show_default=False)] = "text",
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="FILE", help="Write the summary (or the reports, in a "
+        "machine format) to this file.")] = None,
+    fail_on: Annotated[str, typer.Option(
+        metavar="SEVERITY", autocompletion=lambda: list(SEVERITIES),
+        help="Lowest severity that fails: error | warning | info [default: error]",
+        show_default=False)] = "error",
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", metavar="N", help="Parallel workers; 0 (the default) uses every "
+        "core.", show_default=False)] = 0,
     probe: Annotated[bool, typer.Option("--probe", help="Also load each library for real "
                                         "(slow: one interpreter per library).")] = False,
 ) -> int:
     """Check every compiled extension of an installed environment that links a framework.
 
-    Exit codes: 0 clean · 1 findings · 2 interpreter cannot be inspected · 3 usage · 4 internal.
+    Exit codes: 0 clean · 1 findings · 2 interpreter cannot be inspected · 3 usage (also a
+    --python that is not an executable file) · 4 internal.
     """
     from opdoctor.cli.commands import scan_command
 
+    if jobs < 0:
+        raise click_exc.UsageError(f"--jobs must be 0 (every core) or more, got {jobs}")
     return scan_command(python, fmt, output, fail_on, jobs, probe)
 
 
 @app.command("config")
 def config_cmd(
-    config: Annotated[str | None, typer.Option(help="Configuration file to read.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+    config: Annotated[str | None, typer.Option(
+        metavar="FILE", help="Configuration file to read (default: the nearest opdoctor.toml "
+        "or pyproject.toml with a tool.opdoctor table).")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
+                                     autocompletion=lambda: ["text", "json"],
+                                     help="text | json [default: text]",
+                                     show_default=False)] = "text",
 ) -> int:
     """Show the effective configuration and where each value comes from."""
     import json
