@@ -351,15 +351,15 @@ def _static(facts: Facts) -> Iterator[Finding]:
     typos = near_misses(inv)
     paired = {n for pair in typos for n in pair}
     for impl_ns, def_ns in typos:
-        ops = inv.namespaces[def_ns].ops
-        op = ops[0] if ops else "<op>"
+        def_ops = inv.namespaces[def_ns].ops
+        op = def_ops[0] if def_ops else "<op>"
         keys = sorted(inv.namespaces[impl_ns].impl_keys)
         yield OD115.finding(
             f"{def_ns}::*", f"kernels ({', '.join(keys)}) are registered for namespace "
             f"'{impl_ns}', which nobody defines; did you mean '{def_ns}'? Every call of "
             f"{def_ns}::{op} fails with \"Could not run '{def_ns}::{op}' with arguments from "
             f"the '{keys[0]}' backend\"",
-            (f"TORCH_LIBRARY({def_ns}) defines {', '.join(ops) or 'ops'} with no kernel",
+            (f"TORCH_LIBRARY({def_ns}) defines {', '.join(def_ops) or 'ops'} with no kernel",
              f"TORCH_LIBRARY_IMPL({impl_ns}, {', '.join(keys)}) registers kernels for a "
              f"namespace nobody defines (edit distance {edit_distance(impl_ns, def_ns)})"),
             fix=f"write TORCH_LIBRARY_IMPL({def_ns}, {keys[0]}, m) (one namespace constant for "
