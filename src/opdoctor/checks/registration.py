@@ -496,6 +496,16 @@ def section(facts: Facts) -> dict[str, Any]:
     }
 
 
+def _applies(facts: Facts) -> str:
+    if facts.framework_library:
+        return f"part of the {facts.framework_library} install, not an operator extension"
+    if facts.image.header.e_shnum == 0:
+        # sstrip-ed: no .symtab, no .rodata boundaries: nothing to read, so nothing to claim.
+        return ("no section header table: registrars and schema strings cannot be read "
+                "statically (the load probe observes the registry)")
+    return ""
+
+
 CHECK = Check(
     name="registration",
     summary="the binary contains registration code for the expected ops, schemas parse, "
@@ -504,6 +514,5 @@ CHECK = Check(
     codes=CODES,
     run=run,
     section=section,
-    applies=lambda facts: (f"part of the {facts.framework_library} install, not an operator "
-                           "extension" if facts.framework_library else ""),
+    applies=_applies,
 )
