@@ -332,3 +332,24 @@ def test_undefined_own_symbol_with_probe(capsys: pytest.CaptureFixture[str]) -> 
     code, rep = _json(capsys, _path("undef.so"))
     assert code == 1 and rep["diagnosis"]["cause"] == 4
     assert rep["diagnosis"]["root_findings"] == ["OD430"]
+
+
+@pytest.mark.probe
+def test_crash_evidence_names_only_the_targets_own_libraries(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ctypes' own libffi is looked up before the target: it explains nothing about a crash."""
+    code, rep = _json(capsys, str(fixture("probe/ctor_abort.so")))
+    f = next(f for f in rep["findings"] if f["code"] == "OD124")
+    assert code == 1 and not any("libffi" in e for e in f["evidence"]), f["evidence"]
+
+
+@pytest.mark.probe
+def test_import_line_is_marked_when_the_import_raised(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """pyinit: _C exports PyInit_other, so `import myext` raises ImportError (OD504 → OD511)."""
+    pkg = fixture("python/pyinit/myext/__init__.py").parent
+    res = cli_proc("check", "--package", "myext", cwd=pkg.parent)
+    assert res.code == 1
+    line = next(x for x in res.out.splitlines() if x.startswith("import chain:"))
+    assert line.startswith("import chain: ✗ import myext"), line
+    assert "✗ Cause 5" in res.out and res.out.count("✗ Cause") == 1, res.out
