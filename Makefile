@@ -22,7 +22,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv reference fixtures test demo lint bench clean distclean readme
+.PHONY: all venv reference fixtures truth test demo lint bench clean distclean readme
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -338,6 +338,58 @@ $(eval $(call tf_fixture,zero_out,))
 $(eval $(call tf_fixture,zero_out_noreg,-DTF_NO_REGISTRATION))
 $(eval $(call tf_fixture,zero_out_nokernel,-DTF_NO_KERNEL))
 
+# ---------------------------------------------------------------- truth fixtures (verdict truth)
+# tinyop and the ordinary ways a new user breaks it (tests/fixtures/truth/tinyop.cpp says which
+# switch does what); tests/test_truth.py loads each for real to prove its failure (or health).
+TRSRC := tests/fixtures/truth
+TRFX := $(FIX)/truth
+TRUTH_VARIANTS := assert macro_ns typo exit daemon undef
+FLAGS_TR_assert := -O0 -g -DTINYOP_ASSERT
+FLAGS_TR_macro_ns := -DTINYOP_NS_MACRO -DMY_NS=foo
+FLAGS_TR_typo := -DTINYOP_TYPO
+FLAGS_TR_exit := -DTINYOP_EXIT
+FLAGS_TR_daemon := -DTINYOP_DAEMON
+FLAGS_TR_undef := -DTINYOP_UNDEF
+TRUTH_SO := $(TRFX)/tinyop.so $(patsubst %,$(TRFX)/%.so,$(TRUTH_VARIANTS)) $(TRFX)/stripped.so \
+  $(TRFX)/noreg.so $(TRFX)/pkg_ok/tinyop/__init__.py $(TRFX)/pkg_noimport/tinyop/__init__.py \
+  $(TRFX)/nosections/deps/libtinydep.so $(TRFX)/nosections/uses_dep.so \
+  $(TRFX)/nosections/missing_dep.so $(TRFX)/nosections/tinyop.so
+
+$(TRFX)/tinyop.so: $(TRSRC)/tinyop.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) $< -o $@ $(LDFLAGS_TORCH)
+$(TRFX)/%.so: $(TRSRC)/tinyop.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) $(FLAGS_TR_$*) $< -o $@ $(LDFLAGS_TORCH)
+$(TRFX)/stripped.so: $(TRFX)/tinyop.so
+	strip --strip-all -o $@ $<
+# Registration compiled out: with --as-needed (Ubuntu's default) no torch library stays linked.
+$(TRFX)/noreg.so: $(TRSRC)/tinyop.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) -O2 -fPIC -std=c++20 -DTINYOP_NO_REGISTRATION $< -o $@ -shared -Wl,--as-needed \
+	  -L$(TORCH_LIBDIR) -lc10 -ltorch_cpu
+# cpp_extension layout: tinyop/_C<EXT_SUFFIX> (a Python module that registers the op on import).
+$(TRFX)/pkg_%/tinyop/__init__.py: $(TRSRC)/tinyop.cpp $(TRSRC)/init_%.py $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) -DTINYOP_PYMODULE -isystem $(PY_INCLUDE) $< \
+	  -o $(@D)/_C$(PY_EXT_SUFFIX) $(LDFLAGS_TORCH)
+	cp $(TRSRC)/init_$*.py $@
+# No section header table (sstrip): ld.so loads these through PT_DYNAMIC alone.
+$(TRFX)/nosections/deps/libtinydep.so: $(TRSRC)/dep.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -Wl,-soname,libtinydep.so $< -o $@
+$(TRFX)/nosections/uses_dep.so: $(TRSRC)/uses_dep.c $(TRFX)/nosections/deps/libtinydep.so $(TRSRC)/sstrip.py
+	$(CC) -shared -fPIC $< -L$(@D)/deps -ltinydep -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/deps' \
+	  -o $@.full && $(PY) $(TRSRC)/sstrip.py $@.full $@ && rm $@.full
+$(TRFX)/nosections/missing_dep.so: $(TRSRC)/uses_dep.c $(TRFX)/nosections/deps/libtinydep.so $(TRSRC)/sstrip.py
+	$(CC) -shared -fPIC $< -L$(@D)/deps -ltinydep -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/no_such_dir' \
+	  -o $@.full && $(PY) $(TRSRC)/sstrip.py $@.full $@ && rm $@.full
+$(TRFX)/nosections/tinyop.so: $(TRFX)/tinyop.so $(TRSRC)/sstrip.py
+	@mkdir -p $(@D)
+	$(PY) $(TRSRC)/sstrip.py $< $@
+
+truth: $(TRUTH_SO)
+
 # ---------------------------------------------------------------- wheels (CI gating)
 WFX := $(FIX)/wheels
 WHEELS := $(WFX)/good/.built $(WFX)/abi/.built
@@ -354,7 +406,7 @@ $(WFX)/abi/.built: $(BUILD)/pkg/myop/libmyop.so $(LFX)/abi0.so native/make_wheel
 
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS) $(TF_SO)
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(TRUTH_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

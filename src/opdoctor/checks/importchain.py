@@ -63,7 +63,7 @@ OD504 = CodeDoc(
     references=("https://docs.python.org/3/extending/extending.html",),
 )
 OD505 = CodeDoc(
-    "OD505", "the package never imports its extension", Severity.WARNING,
+    "OD505", "the package never imports its extension", Severity.ERROR,
     what="A package that ships a compiled library imports or loads it from __init__.py "
     "(directly or through the modules it imports).",
     why="`import myop` succeeds but registers nothing until some other code imports "

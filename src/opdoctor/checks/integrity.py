@@ -7,6 +7,8 @@ truncated one can kill the process with SIGBUS), so each fault gets its own code
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
@@ -149,6 +151,21 @@ def _hex(n: int) -> str:
     return f"{n:#x}"
 
 
+def not_elf_fix(what: str, head: bytes) -> str | None:
+    """A fix that is right for what the file really is (None: the code's general fix)."""
+    if "linker script" in what:
+        text = head.decode("latin-1")
+        names = re.findall(r"(/[^\s()]+\.so[.\d]*)", text.split("*/")[-1])
+        shared = [n for n in names if ".so" in os.path.basename(n)]
+        if shared:
+            return (f"nothing to repair: this is the linker's entry point. Load the shared "
+                    f"library it names instead: {shared[0]}")
+        return "nothing to repair: load the shared library the script names (GROUP/INPUT)"
+    if "LFS" in what:
+        return "fetch the real file: `git lfs pull` (then check `file <path>` says ELF)"
+    return None
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """Yield integrity findings for the target; stop at the first fault that blocks loading."""
     path, size = facts.path, facts.file.size
@@ -161,7 +178,8 @@ def run(facts: Facts) -> Iterator[Finding]:
         what = sniff(head)
         preview = head[:40].decode("latin-1").replace("\n", "\\n")
         yield OD405.finding(path, f"not an ELF file: it is {what}",
-                            (f"first bytes: {preview!r}", f"size: {size} bytes"))
+                            (f"first bytes: {preview!r}", f"size: {size} bytes"),
+                            fix=not_elf_fix(what, bytes(facts.file.buf[:4096])))
         return
     hdr = st.header
     if st.beyond_eof:

@@ -182,8 +182,39 @@ OD420 = CodeDoc(
     references=(_PROBE,),
 )
 
+OD131 = CodeDoc(
+    "OD131", "an initialiser ended the process while loading", Severity.ERROR,
+    what="Loading the library returns to the caller: no static initialiser calls exit(), "
+    "_exit() or quick_exit().",
+    why="A licence check, a failed self-test or a CLI-style main() linked into the library "
+    "ends the host process with a status instead of raising: `import` never returns, no "
+    "Python exception is raised, and the job just stops with that exit status.",
+    example="python -c \"import torch; torch.ops.load_library('libtinyop.so')\"; echo $? → 3, "
+    "nothing printed",
+    fix="Never call exit() from a static initialiser: report the failure (throw, or set a "
+    "flag an explicit init function checks) and let the host decide; run the load under "
+    "gdb -ex 'catch syscall exit_group' to find the caller.",
+    references=("https://man7.org/linux/man-pages/man3/exit.3.html",),
+)
+OD132 = CodeDoc(
+    "OD132", "probe inconclusive: stopped before the library was touched", Severity.WARNING,
+    what="The probe reached the load of the library within its limits (--timeout, "
+    "--probe-memory) and with a working interpreter.",
+    why="A probe stopped while the interpreter started or imported torch says nothing about "
+    "the library: the limit is too tight for this machine (a cold `import torch` can take "
+    "tens of seconds on a slow node) or the environment is broken. It is not a verdict on the "
+    "library; the static findings stand.",
+    example="opdoctor check --timeout 1 libtinyop.so → killed during 'import torch'",
+    fix="Raise --timeout / --probe-memory (or [tool.opdoctor] timeout), or check that "
+    "`python -c 'import torch'` works in the target interpreter; rerun.",
+    references=(_PROBE,),
+)
+
 CODES = (OD120, OD121, OD122, OD123, OD124, OD125, OD126, OD127, OD129, OD130, OD220, OD320, OD321,
-         OD322, OD420)
+         OD322, OD420, OD131, OD132)
+
+# Stages before the library is touched: what stops the probe there is not the library's doing.
+BEFORE_LOAD = ("start", "import torch")
 
 _NOT_FOUND = re.compile(r"([^\s:'\"]+): cannot open shared object file")
 _UNDEF = re.compile(r"undefined symbol: (\S+)")
@@ -217,9 +248,14 @@ def _crash(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
     ev += [f"stderr: {line}" for line in tail]
     if tus:
         ev.append(f"static initialisers, in .init_array order: {', '.join(tus)}")
-    last = res.trace.searches[-1].name if res.trace.searches else ""
+    # Only a lookup of the target's own dependency tree is evidence: the interpreter's own
+    # (libffi for ctypes, torch's closure) happen before the load and explain nothing.
+    tree = facts.process.tree
+    own = ({lib.name for lib in tree.order} | {m.name for m in tree.missing}) - {
+        lib.name for lib in facts.process.preloaded}
+    last = next((s.name for s in reversed(res.trace.searches) if s.name in own), "")
     if last:
-        ev.append(f"last library the loader looked up: {last}")
+        ev.append(f"last library of its dependency tree the loader looked up: {last}")
     msg = f"the process died with {res.signal_name} while loading the library"
     fix = (f"reproduce under a debugger: gdb -ex run --args {facts.options.python or 'python'} "
            f"-c \"import ctypes; ctypes.CDLL('{os.path.abspath(facts.path)}')\" and read the "
@@ -232,6 +268,32 @@ def _crash(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
     elif stage == "load":
         msg += " (inside a static initialiser)"
     yield OD124.finding(facts.path, msg, ev, fix=fix)
+
+
+def _inconclusive(facts: Facts, res: ProbeOutcome) -> Finding:
+    """The probe stopped before it touched the library: a note about the environment or the
+    limit, never a verdict on the library."""
+    what = {ProbeState.TIMED_OUT: f"the --timeout of {facts.options.timeout:g} s ran out",
+            ProbeState.MEMORY_KILLED: f"the --probe-memory limit of "
+            f"{facts.options.probe_memory_mb} MiB was exceeded",
+            ProbeState.CRASHED: f"the interpreter died with {res.signal_name}",
+            ProbeState.EXITED: f"the interpreter exited with status {res.returncode}"}
+    return OD132.finding(
+        facts.path, f"probe inconclusive: {what.get(res.state, res.state.value)} during "
+        f"'{res.stage}', before the library was loaded — not a verdict on the library",
+        (f"last probe stage: {res.stage} (the library is loaded in stage 'load')",
+         f"probe ran {res.seconds:.1f} s",
+         *[f"stderr: {x}" for x in res.stderr.strip().splitlines()[-3:]]))
+
+
+def _exited(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
+    """The process ended with a status while loading: exit() in an initialiser."""
+    tail = [f"stderr: {x}" for x in res.stderr.strip().splitlines()[-4:]] or ["stderr: (empty)"]
+    yield OD131.finding(
+        facts.path, f"the process exited with status {res.returncode} during '{res.stage}': a "
+        "static initialiser called exit() — a real load ends the host process",
+        (f"exit status {res.returncode}, no signal, no Python exception",
+         f"last probe stage: {res.stage}", *tail))
 
 
 def _probe_error(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
@@ -273,14 +335,29 @@ def run(facts: Facts) -> Iterator[Finding]:
     if res.state is ProbeState.PROBE_ERROR:
         yield from _probe_error(facts, res)
         return
+    if res.stage in BEFORE_LOAD and res.state in (
+            ProbeState.TIMED_OUT, ProbeState.MEMORY_KILLED, ProbeState.CRASHED,
+            ProbeState.EXITED):
+        yield _inconclusive(facts, res)
+        return
+    if res.state is ProbeState.EXITED:
+        yield from _exited(facts, res)
+        return
     if res.state is ProbeState.TIMED_OUT:
         yield OD125.finding(facts.path, f"loading did not finish within {facts.options.timeout:g} "
                             f"s: killed during '{res.stage}'",
                             [f"last probe stage: {res.stage}",
                              *[f"stderr: {x}" for x in res.stderr.strip().splitlines()[-3:]]])
     elif res.state is ProbeState.MEMORY_KILLED:
-        yield OD124.finding(facts.path, "the probe exceeded its memory limit while loading",
-                            (f"limit: {facts.options.probe_memory_mb} MiB",))
+        mib = facts.options.probe_memory_mb
+        yield OD124.finding(facts.path, f"loading allocated more than {mib} MiB: the probe's "
+                            f"memory limit killed it during '{res.stage}'",
+                            (f"--probe-memory: {mib} MiB (resident set size of the probe)",
+                             f"last probe stage: {res.stage}",
+                             *[f"stderr: {x}" for x in res.stderr.strip().splitlines()[-3:]]),
+                            fix=f"a static initialiser allocated more than {mib} MiB; if that "
+                            "is expected, raise --probe-memory, otherwise find the allocation "
+                            "(heaptrack/valgrind --tool=massif on the load)")
     elif res.state is ProbeState.CRASHED:
         yield from _crash(facts, res)  # initialisers: beyond what the static checks predict
         return

@@ -8,6 +8,7 @@ observes the real registry.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +17,8 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
-from opdoctor.facts.registration import Inventory, check_schema_syntax
+from opdoctor.facts.probe.outcome import ProbeState
+from opdoctor.facts.registration import Inventory, check_schema_syntax, source_file_symbols
 from opdoctor.model import Cause, Finding, Severity
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
@@ -161,7 +163,35 @@ OD128 = CodeDoc(
     fix="Uninstall the stale copy, or rename one namespace.",
     references=(_DOCS,),
 )
-CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD108, OD110, OD111, OD112, OD128)
+OD115 = CodeDoc(
+    "OD115", "kernels registered for a misspelt namespace", Severity.ERROR,
+    what="Every TORCH_LIBRARY_IMPL namespace is one this library defines, unless no defined "
+    "namespace is within two edits of it.",
+    why="TORCH_LIBRARY(tinyop) + TORCH_LIBRARY_IMPL(tiny_op, CPU): both load without an "
+    "error, the op exists, and every call fails because its kernels went to a namespace "
+    "nobody defines.",
+    example="NotImplementedError: Could not run 'tinyop::scale_add' with arguments from the "
+    "'CPU' backend.",
+    fix="Use the same namespace in TORCH_LIBRARY and TORCH_LIBRARY_IMPL (one constant or "
+    "macro for both).",
+    references=(_DOCS,),
+)
+OD116 = CodeDoc(
+    "OD116", "the named library registers no operator", Severity.WARNING,
+    what="A library named explicitly on the command line contains registration code or links "
+    "a framework (torch, TensorFlow).",
+    why="It registers nothing: loading it can never make an operator exist. Either the "
+    "registration was compiled out (and with it every use of the framework, so the linker "
+    "dropped torch as well) or this is not the operator library.",
+    example="opdoctor check libtinyop.so on a build with the TORCH_LIBRARY block inside "
+    "#ifdef USE_TORCH: no registrar, no framework in DT_NEEDED",
+    fix="Check the preprocessor conditions around TORCH_LIBRARY and that the source file with "
+    "it is compiled into this library; or point opdoctor at the library that registers the "
+    "op.",
+    references=(_DOCS,),
+)
+CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD108, OD110, OD111, OD112, OD115,
+         OD116, OD128)
 
 def inventory(facts: Facts) -> Inventory:
     """The library's registration inventory (a fact: computed once per run)."""
@@ -169,6 +199,8 @@ def inventory(facts: Facts) -> Inventory:
 
 
 def _schema_findings(facts: Facts, inv: Inventory) -> Iterator[Finding]:
+    if not facts.torch_context:
+        return  # no framework in this library: nothing of it ever reaches torch's parser
     torch_verdicts, torch_label = facts.schema_verdicts
     for s in inv.schemas:
         builtin = check_schema_syntax(s.text)
@@ -184,7 +216,104 @@ def _schema_findings(facts: Facts, inv: Inventory) -> Iterator[Finding]:
 
 
 def run(facts: Facts) -> Iterator[Finding]:
-    """Inventory the registrations and report what cannot work."""
+    """Inventory the registrations and report what cannot work; static guesses the load probe
+    refutes are downgraded to info and say so (the probe's observation outranks them)."""
+    found = list(_static(facts))
+    yield from reconcile_with_probe(facts, found)
+
+
+def _probe_view(facts: Facts) -> tuple[dict[str, set[str]], list[str]] | None:
+    """What the probe observed the load register: ({namespace: dispatch keys of its new ops},
+    new op names); None when no probe ran or it did not reach the registry listing."""
+    if not facts.options.probe or not facts.torch_context:
+        return None
+    res = facts.probe_result()
+    if res is None or res.state is not ProbeState.LOADED or not res.inspected:
+        return None
+    spaces: dict[str, set[str]] = {}
+    for name in res.new_ops:
+        spaces.setdefault(name.split("::", 1)[0], set())
+    for o in res.ops:
+        spaces.setdefault(o.name.split("::", 1)[0], set()).update(o.keys)
+    return spaces, list(res.new_ops)
+
+
+def reconcile_with_probe(facts: Facts, found: list[Finding]) -> Iterator[Finding]:
+    """Evidence has an order: what the probe observed in the real process outranks markers in
+    the file. A static finding the probe refutes is kept as info, saying what refuted it."""
+    view = _probe_view(facts)
+    if view is None:
+        yield from found
+        return
+    spaces, new = view
+    res = facts.probe_result()
+    defined = {o.name.split("::", 1)[0] for o in (res.ops if res else ()) if o.schema}
+    shown = ", ".join(new[:4]) or "nothing"
+    for f in found:
+        ns = f.subject.split("::", 1)[0] if "::" in f.subject else ""
+        why = ""
+        if f.code == "OD101" and new:
+            why = f"the load registered {shown}"
+        elif f.code == "OD102" and any(n.split("::", 1)[-1] == f.subject.split("::")[-1]
+                                       for n in new):
+            why = f"torch parsed it: the load registered {shown}"
+        elif f.code == "OD103" and ns in spaces and spaces[ns] - {"Undefined"}:
+            why = f"the load registered kernels for {ns}: {', '.join(sorted(spaces[ns]))}"
+        elif f.code == "OD104" and ns in defined:
+            why = f"the process defines {ns} after the load"
+        if why:
+            yield dataclasses.replace(
+                f, severity=Severity.INFO,
+                message=f"{f.message} — static guess refuted by the probe ({why})",
+                evidence=(*f.evidence, f"probe (ranks above the static reading): {why}"))
+        else:
+            yield f
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (namespaces are short: the quadratic table is fine)."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def near_misses(inv: Inventory) -> list[tuple[str, str]]:
+    """(implemented namespace nobody defines, defined namespace without kernels) pairs at edit
+    distance ≤ 2: the typo TORCH_LIBRARY(tinyop) + TORCH_LIBRARY_IMPL(tiny_op, CPU)."""
+    orphans = [ns for ns in inv.namespaces.values()
+               if ns.impl_keys and not (ns.defines or ns.fragments)]
+    bare = [ns for ns in inv.namespaces.values()
+            if (ns.defines or ns.fragments) and not ns.impl_keys and not ns.unresolved]
+    out = []
+    for o in orphans:
+        best = min(bare, key=lambda d: edit_distance(o.name, d.name), default=None)
+        if best is not None and edit_distance(o.name, best.name) <= 2:
+            out.append((o.name, best.name))
+    return out
+
+
+def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
+    """A library the user named that registers nothing and links no framework (item: the
+    registration compiled out took every torch reference, and so DT_NEEDED, with it)."""
+    needed = [str(n) for n in facts.image.tags.get("DT_NEEDED", [])]
+    ev = ["no TORCH_LIBRARY* registrar in .symtab" if not inv.stripped
+          else "stripped: no .symtab to read registrars from",
+          "no schema string in .rodata, no PyInit_ export, no REGISTER_OP",
+          f"links no framework: DT_NEEDED is {', '.join(needed) or 'empty'}",
+          f"static initialisers: {inv.initializers}"]
+    sources = inv.source_files or source_file_symbols(facts.image)
+    if sources:
+        ev.append(f"compiled from: {', '.join(sources[:5])}")
+    yield OD116.finding(facts.path, "this library registers no operator and links no "
+                        "framework: loading it cannot make an operator exist", ev)
+
+
+def _static(facts: Facts) -> Iterator[Finding]:
+    """The static reading of the binary (markers in the file)."""
     path = facts.path
     inv = inventory(facts)
     torch_lib = facts.torch_context
@@ -202,6 +331,9 @@ def run(facts: Facts) -> Iterator[Finding]:
                 "OpKernelRegistrar is referenced"
         yield OD101.finding(path, f"the library links {framework} but contains no operator "
                             "registration", ev)
+    elif not torch_lib and not inv.tf_library and not inv.registers_anything \
+            and facts.options.named and facts.image.header.e_shnum != 0:
+        yield from _not_an_op_library(facts, inv)
     if inv.tf_op_registrars and not inv.tf_kernel_registrars:
         ops = ", ".join(inv.tf_ops) or "its ops"
         yield OD108.finding(ops, f"REGISTER_OP for {ops} but no REGISTER_KERNEL_BUILDER: the op "
@@ -216,7 +348,25 @@ def run(facts: Facts) -> Iterator[Finding]:
                             ("no .symtab section",
                              f"schemas found in .rodata: {len(inv.schemas)}"))
     yield from _schema_findings(facts, inv)
+    typos = near_misses(inv)
+    paired = {n for pair in typos for n in pair}
+    for impl_ns, def_ns in typos:
+        def_ops = inv.namespaces[def_ns].ops
+        op = def_ops[0] if def_ops else "<op>"
+        keys = sorted(inv.namespaces[impl_ns].impl_keys)
+        yield OD115.finding(
+            f"{def_ns}::*", f"kernels ({', '.join(keys)}) are registered for namespace "
+            f"'{impl_ns}', which nobody defines; did you mean '{def_ns}'? Every call of "
+            f"{def_ns}::{op} fails with \"Could not run '{def_ns}::{op}' with arguments from "
+            f"the '{keys[0]}' backend\"",
+            (f"TORCH_LIBRARY({def_ns}) defines {', '.join(def_ops) or 'ops'} with no kernel",
+             f"TORCH_LIBRARY_IMPL({impl_ns}, {', '.join(keys)}) registers kernels for a "
+             f"namespace nobody defines (edit distance {edit_distance(impl_ns, def_ns)})"),
+            fix=f"write TORCH_LIBRARY_IMPL({def_ns}, {keys[0]}, m) (one namespace constant for "
+            "both blocks)")
     for ns in inv.namespaces.values():
+        if ns.name in paired:
+            continue
         if ns.name == "TORCH_EXTENSION_NAME":
             yield OD105.finding(f"{ns.name}::*", "ops are registered in the namespace "
                                 "'TORCH_EXTENSION_NAME' (the macro was not defined when "
@@ -346,6 +496,16 @@ def section(facts: Facts) -> dict[str, Any]:
     }
 
 
+def _applies(facts: Facts) -> str:
+    if facts.framework_library:
+        return f"part of the {facts.framework_library} install, not an operator extension"
+    if facts.image.header.e_shnum == 0:
+        # sstrip-ed: no .symtab, no .rodata boundaries: nothing to read, so nothing to claim.
+        return ("no section header table: registrars and schema strings cannot be read "
+                "statically (the load probe observes the registry)")
+    return ""
+
+
 CHECK = Check(
     name="registration",
     summary="the binary contains registration code for the expected ops, schemas parse, "
@@ -354,6 +514,5 @@ CHECK = Check(
     codes=CODES,
     run=run,
     section=section,
-    applies=lambda facts: (f"part of the {facts.framework_library} install, not an operator "
-                           "extension" if facts.framework_library else ""),
+    applies=_applies,
 )

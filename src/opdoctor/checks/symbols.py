@@ -55,7 +55,22 @@ OD304 = CodeDoc(
     references=("https://pytorch.org/docs/stable/notes/extending.html",),
 )
 
-CODES = (OD301, OD302, OD304)
+OD430 = CodeDoc(
+    "OD430", "undefined symbols of the library's own code (incomplete build)", Severity.ERROR,
+    what="No undefined symbol belongs to the library's own code: a namespace the library "
+    "itself defines symbols in, that no loaded library defines.",
+    why="A function of the project is declared and called but its definition was never "
+    "linked in — a source file left out of the sources list, an object not linked. No "
+    "version of any dependency can provide it; dlopen fails with 'undefined symbol'.",
+    example="OSError: libtinyop.so: undefined symbol: _ZN6tinyop12helper_scaleEd "
+    "(tinyop::helper_scale(double), defined in helper.cpp, which the build forgot)",
+    fix="Add the source file that defines it to the extension's sources (setup.py "
+    "sources=[…], CMake add_library(… helper.cpp)) or link the object/static library that "
+    "has it; `nm -C --defined-only *.o | grep NAME` finds the file.",
+    references=("nm -D --undefined-only lib.so",),
+)
+
+CODES = (OD301, OD302, OD304, OD430)
 
 TORCH_NS = re.compile(r"^(?:c10|at|torch|caffe2)::")
 
@@ -117,7 +132,18 @@ def run(facts: Facts) -> Iterator[Finding]:
     else:
         sev, note = Severity.ERROR, ""
     torch_syms = [s for s in unresolved if _is_torch(names[s.name])]
-    other = [s for s in unresolved if not _is_torch(names[s.name])]
+    own_spaces = own_namespaces(facts, [s.name for s in unresolved])
+    own = [s for s in unresolved if _top_namespace(s.name) in own_spaces]
+    other = [s for s in unresolved if not _is_torch(names[s.name]) and s not in own]
+    if own:
+        ev = [_sym_line(s, names) for s in own[:20]]
+        ev.append(f"{os.path.basename(path)} itself defines symbols in namespace(s) "
+                  f"{', '.join(sorted({_top_namespace(s.name) for s in own}))}; no loaded "
+                  "library defines these")
+        yield OD430.finding(
+            path, f"{len(own)} symbol(s) of the library's own code are declared but never "
+            f"linked in{note}; the load fails with \"undefined symbol: {own[0].name}\"", ev,
+            severity=sev)
     # Symbols taking std::string in the wrong ABI are explained by the C++11 ABI check (OD303).
 
     if facts.abi_mismatch is not None:
@@ -132,6 +158,33 @@ def run(facts: Facts) -> Iterator[Finding]:
         yield OD301.finding(
             path, f"{len(other)} undefined symbol(s) no loaded library defines{note}; the load "
             f"fails with \"undefined symbol: {first}\"", ev, severity=sev)
+
+
+def _top_namespace(mangled: str) -> str:
+    """The outermost namespace of a mangled C++ name (``_ZN6tinyop3fooEv`` → ``tinyop``)."""
+    i = 3 if mangled.startswith("_ZN") else 0
+    if not i:
+        return ""
+    if mangled[i:i + 1] in ("K", "V"):
+        i += 1
+    j = i
+    while j < len(mangled) and mangled[j].isdigit():
+        j += 1
+    if j == i:
+        return ""
+    return mangled[j:j + int(mangled[i:j])]
+
+
+def own_namespaces(facts: Facts, undefined: list[str]) -> set[str]:
+    """Namespaces of ``undefined`` in which the library itself exports definitions (through
+    its hash table: one prefix search per namespace) — its own code, not a dependency's."""
+    table = facts.symbol_tables.of_image(facts.image)
+    out = set()
+    for ns in {_top_namespace(n) for n in undefined} - {"", "c10", "at", "torch", "caffe2",
+                                                          "std", "__gnu_cxx", "pybind11"}:
+        if table.names_with_prefix(f"_ZN{len(ns)}{ns}", limit=1):
+            out.add(ns)
+    return out
 
 
 def _sym_line(s: Sym, names: dict[str, str]) -> str:
@@ -170,7 +223,7 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
 CHECK = Check(
     name="symbols",
     summary="every undefined symbol binds, with the symbol versions the library requires",
-    causes=(Cause.VERSION,),
+    causes=(Cause.VERSION, Cause.BUILD),
     codes=CODES,
     run=run,
 )

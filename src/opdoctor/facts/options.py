@@ -27,6 +27,9 @@ class CheckOptions:
     against_site_packages: bool = False  # look for the same namespace in other installed .so
     package: str | None = None  # import chain: the package `import` should find
     cwd: str = ""  # the job's working directory (sys.path[0] of `python -c`); "" = os.getcwd()
+    # The user named this library itself (not found by a directory walk, a wheel or `scan`):
+    # a library that registers nothing then gets a finding saying so (OD116).
+    named: bool = False
 
 
 _EXPECT = re.compile(r"^(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)(?:\[(?P<keys>[\w ,]*)\])?$")

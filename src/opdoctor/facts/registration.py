@@ -37,6 +37,26 @@ _RET = re.compile(rb"\s*->\s*(\((?:[^()\x00-\x1f\x7f-\xff]|\([^()]*\))*\)|"
                                                                  reverse=True)) +
                   rb")(?:\([a-z]!?\))?(?:\[\d*\])?\??)")
 _TYPE_HINT = re.compile(r"\b(Tensor|int|float|bool|str|Scalar|SymInt|Any)\b")
+# What a C++ signature (``__PRETTY_FUNCTION__``, a demangled name in a message) has and the
+# schema language never has: references, scope operators, cv-qualifiers, templates, pointers.
+_CPP_SIGNATURE = re.compile(r"&|::|<|\bconst\b|\bunsigned\b|\bvolatile\b|\w\s*\*|\.\.\.")
+
+
+def _unnamed_args(args: str) -> bool:
+    """True when an argument list has an argument without a name (``int`` rather than
+    ``int x``): C and C++ signatures, never a schema that ``m.def`` accepts with names."""
+    depth, cur, parts = 0, "", []
+    for ch in args:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return any(len(p.split("=")[0].split()) < 2 and p.strip() != "*" for p in parts
+               if p.strip())
 
 
 @dataclass
@@ -48,6 +68,12 @@ class Namespace:
     fragments: int = 0
     impl_keys: set[str] = field(default_factory=set)
     ops: list[str] = field(default_factory=list)
+    # The registrar's name when it is not the namespace torch registers: TORCH_LIBRARY(MY_NS, m)
+    # with -DMY_NS=foo names its registrar TORCH_LIBRARY_init_MY_NS but registers "foo".
+    macro: str = ""
+    # True when the registrar names a macro whose value could not be read from the binary: the
+    # namespace torch registers is unknown statically (the probe knows it).
+    unresolved: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,6 +155,41 @@ def _namespaces(names: list[str]) -> dict[str, Namespace]:
     return out
 
 
+def _literal_present(img: ElfImage, text: str) -> bool:
+    """True when ``text`` is a NUL-terminated string literal in ``.rodata``."""
+    rng = _section_range(img, ".rodata")
+    if rng is None:
+        return False
+    return img.data.buf.find(b"\0" + text.encode() + b"\0", rng[0] - 1, rng[1]) >= 0
+
+
+def resolve_namespaces(img: ElfImage, found: dict[str, Namespace]) -> dict[str, Namespace]:
+    """Namespaces as torch registers them: from the registration strings, not registrar names.
+
+    ``TORCH_LIBRARY(ns, m)`` pastes ``ns`` into its registrar's name *unexpanded* but passes
+    ``C10_STRINGIZE(ns)`` — the expanded macro — to torch; ``TORCH_LIBRARY_IMPL`` and
+    ``TORCH_LIBRARY_FRAGMENT`` expand ``ns`` in both. So a defining registrar whose name is not
+    a string literal of the library names a macro: its namespace is the literal of the
+    implementation registrars that no ``TORCH_LIBRARY`` of this library defines (when exactly
+    one), else unknown.
+    """
+    out = dict(found)
+    for name, ns in list(out.items()):
+        if not ns.defines or _literal_present(img, name):
+            continue
+        orphans = [o for o in out.values() if o is not ns and not o.defines
+                   and (o.impl_keys or o.fragments) and _literal_present(img, o.name)]
+        if len(orphans) == 1:
+            real = orphans[0]
+            real.defines += ns.defines
+            real.ops += [op for op in ns.ops if op not in real.ops]
+            real.macro = name
+            del out[name]
+        else:
+            ns.unresolved = True
+    return out
+
+
 def _overlap(prev: str, nxt: str) -> int:
     """Length of the longest suffix of ``prev`` that is a prefix of ``nxt`` (≥ 3)."""
     for k in range(min(len(prev), len(nxt)), 2, -1):
@@ -150,6 +211,8 @@ def schemas(img: ElfImage) -> list[Schema]:
         args = m.group(2).decode()
         if args.strip() and not _TYPE_HINT.search(args):
             continue
+        if _CPP_SIGNATURE.search(args):
+            continue  # __PRETTY_FUNCTION__ / a C++ signature: never reaches torch's parser
         head = f"{name}({args})"
         ret = _RET.match(buf, m.end(), min(m.end() + 200, rng[1]))
         text, partial = head, True
@@ -167,6 +230,8 @@ def schemas(img: ElfImage) -> list[Schema]:
                     text, partial = head + " -> " + r.group(1).decode(), False
         if not args.strip() and partial:
             continue  # "refcount()" in a message: only a full "f() -> T" counts as a schema
+        if partial and _unnamed_args(args):
+            continue  # "des(int)": a C signature; m.def schemas name their arguments
         found.setdefault(text, Schema(text, name, partial))
     return list(found.values())
 
@@ -200,11 +265,20 @@ def _names_at(img: ElfImage, addrs: list[int]) -> list[str]:
                    if sym.sym_type == 2 and sym.value in want})  # STT_FUNC
 
 
+def source_file_symbols(img: ElfImage) -> list[str]:
+    """The translation units named by ``STT_FILE`` entries of ``.symtab`` (unstripped builds),
+    C/C++/CUDA sources only (crtstuff.c and the like are the toolchain's)."""
+    names = {img.cstring(sym.strtab, sym.st_name) for sym in img.symtab(8 << 20)
+             if sym.sym_type == 4}  # STT_FILE
+    return sorted(n for n in names if n.endswith((".cpp", ".cc", ".cxx", ".cu", ".c"))
+                  and not n.startswith("crt"))[:20]
+
+
 def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
     """Everything this module can read; ``dynstr_names`` are the PyInit_ names exported."""
     stripped = img.section(".symtab") is None
     inv = Inventory(stripped=stripped)
-    inv.namespaces = _namespaces(markers(img))
+    inv.namespaces = resolve_namespaces(img, _namespaces(markers(img)))
     inv.schemas = schemas(img)
     inv.pyinit = dynstr_names
     inv.initializers, inv.initializer_names = initializers(img)
@@ -226,9 +300,13 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
     for s in inv.schemas:
         if "::" in s.name:
             ns_name, op = s.name.split("::", 1)
-            inv.namespaces.setdefault(ns_name, Namespace(ns_name)).ops.append(op)
+            target = inv.namespaces.setdefault(ns_name, Namespace(ns_name))
         elif len(defined) == 1:
-            defined[0].ops.append(s.name)
+            target, op = defined[0], s.name
+        else:
+            continue
+        if op not in target.ops:
+            target.ops.append(op)
     return inv
 
 

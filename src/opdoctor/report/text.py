@@ -12,8 +12,9 @@ from opdoctor import __version__
 from opdoctor.model import CheckStatus, Finding, Report, Severity
 from opdoctor.report import RenderContext
 from opdoctor.verdict.causes import CauseState, cause_statuses, severity_counts
+from opdoctor.verdict.diagnosis import NOT_A_VERDICT
 
-PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD321", "OD322"}
+PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD321", "OD322", "OD126"}
 _SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _MARK = {CauseState.FOUND: "✗", CauseState.CLEAN: "✓", CauseState.NOT_CHECKED: "–"}
 
@@ -43,6 +44,16 @@ def _finding(console: Console, f: Finding, ctx: RenderContext) -> None:
         console.print(f"    [dim]          … {len(ev) - limit} more (-v shows all)[/]")
     if f.fix:
         console.print(f"    [green]fix:[/]      {escape(f.fix)}")
+
+
+def _consequences(console: Console, found: tuple[Finding, ...], root: str,
+                  ctx: RenderContext) -> None:
+    """The findings a root explains, folded under it (dim, evidence shortened)."""
+    for f in found:
+        how = "confirms" if f.code in PROBE_CODES else "a consequence of"
+        console.print(f"  [dim]{f.code} {escape(f.message)} — {how} {root}[/]")
+        for line in f.evidence[: None if ctx.verbose else 3]:
+            console.print(f"    [dim]{escape(line)}[/]")
 
 
 def inventory_line(section: dict[str, Any]) -> str:
@@ -89,12 +100,14 @@ def _tree(console: Console, node: dict[str, Any], depth: int) -> None:
         _tree(console, kid, depth + 1)
 
 
-def _chain(console: Console, chain: dict[str, Any]) -> None:
-    """``import myop → myop/__init__.py → … → libmyop.so → ops`` with a mark per link."""
+def _chain(console: Console, chain: dict[str, Any], raised: str = "") -> None:
+    """``import myop → myop/__init__.py → … → libmyop.so → ops`` with a mark per link;
+    ``raised``: the import's error when the probe saw it raise (the line is then ✗)."""
     ok, bad = "[green]✓[/]", "[red]✗[/]"
     winner = chain.get("winner")
-    console.print(f"\nimport chain: {ok if winner else bad} import {escape(chain['package'])}"
-                  f" → {escape(winner or 'not found')}")
+    tail = f" (raised: {escape(raised)})" if raised else ""
+    console.print(f"\nimport chain: {ok if winner and not raised else bad} import "
+                  f"{escape(chain['package'])} → {escape(winner or 'not found')}{tail}")
     for link in chain.get("links", []):
         mark = bad if link["problem"] or link["swallowed"] else ok
         target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
@@ -115,22 +128,25 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
         else "bold yellow"
     console.print(f"[{style}]{escape(diag.summary)}[/]")
     folded = {id(f): root for root, fs in diag.consequences.items() for f in fs}
+    roots = {id(f) for f in diag.root_findings}
     console.print()
     for row in cause_statuses(report):
         head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
         if row.state is CauseState.FOUND:
-            worst = max(row.findings, key=lambda f: f.severity.rank).severity
+            own = [f for f in row.findings if id(f) not in folded]
+            if not own:
+                # Only consequences of a root elsewhere: one story, told under that root.
+                codes = ", ".join(dict.fromkeys(f.code for f in row.findings))
+                root = folded[id(row.findings[0])]
+                console.print(f"[dim]↳ Cause {int(row.cause)} — {row.cause.title}: {codes}, "
+                              f"a consequence of {root} (shown under it)[/]")
+                continue
+            worst = max(own, key=lambda f: f.severity.rank).severity
             console.print(f"[{_SEV_STYLE[worst]}]{head}[/]")
-            for f in row.findings:
-                if id(f) in folded:
-                    how = "confirms" if f.code[2:] >= "20" and f.code in PROBE_CODES \
-                        else "a consequence of"
-                    console.print(f"  [dim]{f.code} {escape(f.message)} — {how} "
-                                  f"{folded[id(f)]}[/]")
-                    for line in f.evidence[: None if ctx.verbose else 3]:
-                        console.print(f"    [dim]{escape(line)}[/]")
-                    continue
+            for f in own:
                 _finding(console, f, ctx)
+                if id(f) in roots:
+                    _consequences(console, diag.consequences.get(f.code, ()), f.code, ctx)
             reg = report.sections.get("registration")
             if int(row.cause) == 1 and reg is not None and inventory_line(reg):
                 console.print(f"  [dim]inventory: {escape(inventory_line(reg))}[/]")
@@ -141,9 +157,17 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             console.print(f"[green]{head}[/]: {escape(detail)}")
         else:
             console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
+    notes = [f for f in report.findings if f.code in NOT_A_VERDICT]
+    for f in notes:
+        console.print(f"[yellow]! {f.code} {escape(f.message)}[/]")
+        for line in f.evidence[: None if ctx.verbose else 3]:
+            console.print(f"    [dim]{escape(line)}[/]")
+        if f.fix:
+            console.print(f"    [green]fix:[/]      {escape(f.fix)}")
     chain = report.sections.get("import-chain")
     if chain and chain.get("package"):
-        _chain(console, chain)
+        raised = next((f.message for f in report.findings if f.code == "OD511"), "")
+        _chain(console, chain, raised)
     probe = report.sections.get("probe")
     if probe and probe.get("ran"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])

@@ -142,7 +142,8 @@ def expand(paths: list[str], options: CheckOptions,
                         if os.path.abspath(lib).startswith(os.path.abspath(path))]
                 targets.append(Target(libs[0] if libs else path, opts, path))
             else:
-                targets.append(_with_package(path, options, path))
+                targets.append(_with_package(path, dataclasses.replace(options, named=True),
+                                             path))
         yield targets
     finally:
         for tmp in tmpdirs:

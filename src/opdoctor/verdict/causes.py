@@ -30,8 +30,12 @@ class CauseStatus:
 def cause_statuses(report: Report) -> list[CauseStatus]:
     """One status per cause, worst first: found (by severity), clean, not checked."""
     rows: list[CauseStatus] = []
+    from opdoctor.verdict.diagnosis import NOT_A_VERDICT
+
     for cause in Cause:
-        found = tuple(f for f in report.findings if f.cause == cause)
+        # A note about the run (the probe stopped before the library) is not a finding on it.
+        found = tuple(f for f in report.findings if f.cause == cause
+                      and f.code not in NOT_A_VERDICT)
         runs = [c for c in report.checks if cause in c.causes]
         ran = [c.name for c in runs if c.status == CheckStatus.RAN]
         crashed = [c.name for c in runs if c.status == CheckStatus.FAILED]

@@ -12,12 +12,39 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from opdoctor.codes import EXPLAINS, NOT_A_VERDICT, SYMPTOMS
+from opdoctor.codes import EXPLAINS as _EXPLAINS
+from opdoctor.codes import NOT_A_VERDICT as _NOT_A_VERDICT
+from opdoctor.codes import SYMPTOMS
 from opdoctor.model import Cause, Diagnosis, Finding, Severity
 
 # The order in which the loader and the framework hit problems (first = root when present).
 FAIL_ORDER = (Cause.BUILD, Cause.IMPORT_CHAIN, Cause.LIBRARY_PATH, Cause.VERSION,
               Cause.REGISTRATION)
+
+# Relations the verdict adds to the catalog's (kept here, beside the one reader of them):
+# a root and the findings that are its consequences.
+VERDICT_EXPLAINS: dict[str, tuple[str, ...]] = {
+    # The package never loads the extension: "registered no operator" is the consequence.
+    "OD505": ("OD121", "OD101", "OD106", "OD122", "OD126"),
+    # A misspelt IMPL namespace: the bare def, the orphan impls, the dangling kernels.
+    "OD115": ("OD103", "OD104", "OD126", "OD122", "OD127"),
+    # A named library with no registration at all.
+    "OD116": ("OD121", "OD106"),
+    # Own code left out of the link: the real load's undefined symbol confirms it.
+    "OD430": ("OD321", "OD301", "OD420", "OD511"),
+    # The import raised because the extension did not load: the import failure is a symptom.
+    "OD301": ("OD321", "OD511", "OD420"),
+    "OD304": ("OD301", "OD321", "OD511", "OD420"),
+    "OD303": ("OD304", "OD301", "OD321", "OD511", "OD420"),
+    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420"),
+    "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
+}
+EXPLAINS: dict[str, tuple[str, ...]] = {
+    code: tuple(dict.fromkeys((*_EXPLAINS.get(code, ()), *VERDICT_EXPLAINS.get(code, ()))))
+    for code in {*_EXPLAINS, *VERDICT_EXPLAINS}}
+# Findings about the run, not the library (opdoctor's probe failed, or stopped before it
+# touched the library): reported, never a verdict.
+NOT_A_VERDICT = _NOT_A_VERDICT | {"OD132"}
 
 def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     """Rank the causes of a report's findings and name the root."""
@@ -25,8 +52,13 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
                and f.code not in NOT_A_VERDICT]
     if not serious:
         note = " (informational notes only)" if findings else ""
-        if any(f.code in NOT_A_VERDICT for f in findings):
+        about_run = [f for f in findings if f.code in NOT_A_VERDICT]
+        if any(f.code in _NOT_A_VERDICT for f in about_run):
             note = " (opdoctor's probe failed: see the warning)"
+        elif about_run:
+            n = sum(1 for f in findings if f.severity is Severity.WARNING)
+            return Diagnosis(0, "low", f"No error — {n} warning(s): {about_run[0].message}.",
+                             ())
         return Diagnosis(0, "high", f"No problem found{note}.", ())
     causal = [f for f in serious if f.code not in SYMPTOMS] or serious
     worst = max(f.severity.rank for f in causal)
@@ -50,6 +82,12 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     confidence = "high" if first.severity is Severity.ERROR else "medium"
     more = f" (+{len(roots) - 1} more)" if len(roots) > 1 else ""
     fix = f" Fix: {first.fix}" if first.fix else ""
-    summary = (f"Most likely cause: {int(first.cause)} — {first.cause.title}: "
-               f"{first.message}{more}.{fix}")
+    if first.severity is not Severity.ERROR:
+        # Nothing is broken for sure: say so first, then what deserves a look.
+        n = sum(1 for f in findings if f.severity is Severity.WARNING)
+        summary = (f"No error — {n} warning(s): {first.message}{more} "
+                   f"(cause {int(first.cause)} — {first.cause.title}).{fix}")
+    else:
+        summary = (f"Most likely cause: {int(first.cause)} — {first.cause.title}: "
+                   f"{first.message}{more}.{fix}")
     return Diagnosis(int(first.cause), confidence, summary, tuple(roots), explained)

@@ -262,6 +262,11 @@ class ElfImage:
     def sections(self) -> list[Section]:
         """Section headers in file order, with names from the section-name string table."""
         hdr, buf, e = self.header, self.data.buf, self._end
+        if hdr.e_shnum == 0:
+            # No section header table (sstrip): what ld.so reads, from PT_DYNAMIC alone.
+            from opdoctor.facts.elf.ptdynamic import synthesize_sections
+
+            return synthesize_sections(hdr, buf)
         size = 40 if hdr.bits == 32 else 64
         fmt = e + ("IIIIIIIIII" if hdr.bits == 32 else "IIQQQQIIQQ")
         raw = []

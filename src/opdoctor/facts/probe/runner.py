@@ -5,6 +5,12 @@ does (crash, abort, hang, runaway allocation).
 Events come back as JSON lines over a dedicated pipe (not stdout, which the library may write
 to); glibc's own account of the load comes from ``LD_DEBUG=libs,versions`` written to a
 temporary ``LD_DEBUG_OUTPUT`` file.
+
+The probe is over when its child exits (or a limit kills it) — never "when the pipe closes":
+an initialiser that forks a daemon hands it the pipe, stdout and stderr, so EOF may come
+minutes later or never. stdout and stderr therefore go to files, and on return every process
+the probe started is killed: its process group, its session, and anything that left both
+(``setsid()`` daemons) but still carries the probe's tag in its environment.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -54,6 +61,48 @@ def _note_start(path: str) -> None:
             fh.write(path + "\n")
 
 
+TAG_VAR = "OPDOCTOR_PROBE_TAG"
+
+
+def _descendants(sid: int, tag: bytes) -> list[int]:
+    """Processes of this user in session ``sid`` or carrying ``tag`` in their environment."""
+    me = os.getpid()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+            # Fields after the command name (which may contain spaces and parentheses).
+            fields = stat[stat.rfind(b")") + 2:].split()
+            if int(fields[3]) == sid:  # field 6, session id
+                out.append(pid)
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if tag in fh.read():
+                    out.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue  # gone, or not ours to read
+    return out
+
+
+def kill_probe_processes(sid: int, tag: bytes) -> int:
+    """Kill every process the probe started; returns how many were still alive."""
+    killed = 0
+    for _round in range(5):  # a process may fork while we kill: look again
+        pids = _descendants(sid, tag)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.05)
+    return killed
+
+
 def _limits(cpu_seconds: int) -> None:  # runs in the child before exec
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not write a core file
@@ -70,18 +119,23 @@ class ProbeHandle:
                    "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
                    "hidden": req.hidden}
         env = dict(req.env)
-        env.update({"LD_DEBUG": "libs,versions",
+        self.tag = uuid.uuid4().hex
+        env.update({TAG_VAR: self.tag, "LD_DEBUG": "libs,versions",
                     "LD_DEBUG_OUTPUT": os.path.join(self.tmp, "ld"),
                     "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
         rfd, wfd = os.pipe()
         self.start = time.monotonic()
         cpu = int(req.timeout * 2) + 10
+        # Files, not pipes: a daemon the library forks inherits them and may never close them.
+        self._out = open(os.path.join(self.tmp, "stdout"), "w+b")  # noqa: SIM115
+        self._err = open(os.path.join(self.tmp, "stderr"), "w+b")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [req.python, script, str(wfd), json.dumps(payload)], pass_fds=(wfd,),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
             env=env, start_new_session=True, preexec_fn=lambda: _limits(cpu),
             cwd=req.cwd or None)
         os.close(wfd)
+        self.leftovers = 0  # processes the probe left behind (killed on return)
         _note_start(req.path)
         self.events: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)
@@ -99,24 +153,27 @@ class ProbeHandle:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
 
+    def _tail(self, fh: Any) -> str:
+        fh.flush()
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 8000))
+        data: bytes = fh.read()
+        fh.close()
+        return data.decode(errors="replace")
+
     def wait(self) -> ProbeOutcome:
-        """Wait for the probe (bounded by its timeout and memory limit) and collect it all."""
+        """Wait for the probe's child to exit (bounded by its timeout and memory limit), kill
+        whatever it left running, and collect it all."""
         import psutil  # imported here: only a run with the probe pays for it
 
         timed_out = memory_killed = False
         deadline = self.start + self.req.timeout
-        out = err = b""
         try:
             ps = psutil.Process(self.proc.pid)
         except psutil.Error:
             ps = None
-        while True:
-            try:
-                o, e = self.proc.communicate(timeout=0.2)
-                out, err = out + (o or b""), err + (e or b"")
-                break
-            except subprocess.TimeoutExpired:
-                pass
+        while self.proc.poll() is None:
             if time.monotonic() > deadline:
                 timed_out = True
             elif ps is not None:
@@ -127,11 +184,14 @@ class ProbeHandle:
                     pass
             if timed_out or memory_killed:
                 self._kill()
-                o, e = self.proc.communicate()
-                out, err = out + (o or b""), err + (e or b"")
+                self.proc.wait()
                 break
+            time.sleep(0.05)
+        seconds = time.monotonic() - self.start
         self._kill()  # grandchildren left in the group
-        self._reader.join(timeout=5)
+        self.leftovers = kill_probe_processes(self.proc.pid, self.tag.encode())
+        self._reader.join(timeout=5)  # the pipe's last writers are gone: EOF comes now
+        out, err = self._tail(self._out), self._tail(self._err)
         rc = self.proc.returncode
         sig = ""
         if rc is not None and rc < 0:
@@ -141,10 +201,8 @@ class ProbeHandle:
                 sig = f"signal {-rc}"
         trace = parse_ld_debug(os.path.join(self.tmp, f"ld.{self.proc.pid}"))
         shutil.rmtree(self.tmp, ignore_errors=True)
-        return build_outcome(self.events, rc, sig, timed_out, memory_killed,
-                             out.decode(errors="replace")[-8000:],
-                             err.decode(errors="replace")[-8000:], trace,
-                             time.monotonic() - self.start)
+        return build_outcome(self.events, rc, sig, timed_out, memory_killed, out, err, trace,
+                             seconds)
 
 
 def start_probe(req: ProbeRequest) -> ProbeHandle:
