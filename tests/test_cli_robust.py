@@ -20,13 +20,13 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.model import Cause, Severity
 
-DOC = CodeDoc("OD191", "team policy that crashes", Severity.ERROR, what="w", why="y",
+DOC = CodeDoc("OD391", "team policy that crashes", Severity.ERROR, what="w", why="y",
               example="e", fix="f", references=("r",))
 
 def run(facts):
     raise ZeroDivisionError("plugin bug")
 
-CHECK = Check("boom", "crashes", (Cause.REGISTRATION,), (DOC,), run)
+CHECK = Check("boom", "crashes", (Cause.VERSION,), (DOC,), run)
 '''
 
 
@@ -49,7 +49,7 @@ def test_crashing_check_is_loud_even_with_other_findings(tmp_path: Path) -> None
     log = tmp_path / "opdoctor-crash.log"
     assert "ZeroDivisionError: plugin bug" in log.read_text()
     assert "OD410" in res.out  # the other findings are still reported
-    assert "Cause 1 — registration: not checked" in res.out and "boom crashed" in res.out
+    assert "Cause 3 — version mismatch: not checked" in res.out and "boom crashed" in res.out
     dbg = cli_proc("--debug", "check", "--static", textrel, env=env)
     assert dbg.code == 4 and "Traceback" in dbg.err and "ZeroDivisionError" in dbg.err
 
