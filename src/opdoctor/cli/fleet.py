@@ -16,6 +16,7 @@ check for themselves when they differ or when their node's checking rank does no
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -102,11 +103,16 @@ def _prepare_torch_env(world: World) -> None:
 
 def share_key(world: World, options: CheckOptions, paths: list[str], environ: dict[str, str],
               fingerprint_only: bool) -> str:
-    """What must be equal for two ranks to share one check: node, the load-relevant
-    environment (not ``CUDA_VISIBLE_DEVICES``, which differs per local rank by design), working
-    directory, targets and options."""
+    """What must be equal for two ranks to share one check: node (and host boot id), the
+    load-relevant environment (not ``CUDA_VISIBLE_DEVICES``, which differs per local rank by
+    design), working directory, targets and options."""
     opts = dataclasses.replace(options, env=None)
-    parts = [world.node, os.getcwd(), [os.path.abspath(p) for p in paths], repr(opts),
+    # Two containers may share a host name: the kernel's boot id tells their hosts apart.
+    boot = ""
+    with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id",
+                                            encoding="ascii") as fh:
+        boot = fh.read().strip()
+    parts = [world.node, boot, os.getcwd(), [os.path.abspath(p) for p in paths], repr(opts),
              fingerprint_only, {k: environ.get(k) for k in ENV_KEYS
                                 if k != "CUDA_VISIBLE_DEVICES"}]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()
