@@ -75,6 +75,9 @@ def _warm() -> None:
     import contextlib
     import io
 
+    # As opdoctor fleet does before it imports torch: c10d's C++ log stays quiet (the fleet
+    # reports rendezvous problems itself, in one line).
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     import torch.distributed  # noqa: F401
 
     import opdoctor.cli.fleet

@@ -192,11 +192,14 @@ class Exchange:
         if w.rank == 0:
             roster, missing, waited = self._roster()
         else:
+            t0 = time.monotonic()
             try:
                 self.store.wait(["roster"], timedelta(seconds=follower_wait))
-            except Exception:
-                raise GatherError(f"rank {w.rank}: rank 0 did not close the gather within "
-                                  f"{follower_wait:g} s") from None
+            except Exception as exc:  # a timeout, or rank 0's store went away
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise GatherError(f"rank {w.rank}: no roster from rank 0 after "
+                                  f"{time.monotonic() - t0:.0f} s (limit {follower_wait:g} s): "
+                                  f"{first}") from None
             roster = json.loads(self.store.get("roster"))
             if w.rank not in roster:
                 raise GatherError(f"rank {w.rank}: rank 0 closed the gather without this rank "

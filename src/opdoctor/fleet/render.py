@@ -124,8 +124,9 @@ def _header(summary: FleetSummary, ctx: FleetContext) -> list[str]:
         where = f"{w.size} ranks ({w.launcher}, rendezvous {w.master_addr}:{w.master_port})"
     checks = len(_checked(summary))
     nodes = len({r["node"] for r in summary.records})
-    mode = "fingerprints" if any(r.get("mode") == "fingerprint" for r in summary.records) \
-        else "checks"
+    mode = "fingerprint" if any(r.get("mode") == "fingerprint" for r in summary.records) \
+        else "check"
+    mode += "" if checks == 1 else "s"
     return [f"opdoctor fleet {__version__} — {names} · {where}",
             f"{summary.answered}/{summary.world_size} ranks answered · {nodes} node(s) · "
             f"{checks} {mode} (one per node and environment) · {len(summary.groups)} group(s)"]
