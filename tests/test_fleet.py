@@ -200,6 +200,47 @@ def test_shared_results_and_summary_size() -> None:
     assert s.exit_code == 1 and "rank 5" in s.records[1]["unknown"]
 
 
+def test_every_format_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from opdoctor.checks import load_registry
+    from opdoctor.fleet.render import FleetContext, render
+    from opdoctor.model import Severity
+    from opdoctor.report import Format
+
+    finding = {"code": "OD201", "title": "", "severity": "error", "cause": 2,
+               "subject": "libdep.so", "message": "libdep.so is not found", "evidence": [],
+               "fix": "set it"}
+    recs = [_record(0), _record(1, verdict="findings", ld="/opt"), _record(2, checked_by=1)]
+    recs[1]["reports"] = [{"target": {"path": "/x/lib.so", "size": 10, "kind": "ELF"},
+                           "findings": [finding], "checks": [
+                               {"name": "dependencies", "causes": [2], "status": "ran",
+                                "seconds": 0.1, "reason": ""}], "sections": {}}]
+    s = summarise(recs, 4, [Missing(3, "never joined within 3 s", "h3")], False)
+    world = detect_world({"RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1",
+                          "MASTER_PORT": "29500"})
+    ctx = FleetContext(load_registry().catalog, Severity.ERROR, world)
+    out = {}
+    for form in Format:
+        buf = io.StringIO()
+        render(form, s, ctx, buf)
+        out[form] = buf.getvalue()
+    assert "outliers: ranks 1-2" in out[Format.TEXT] and "rank 3 (host h3)" in out[Format.TEXT]
+    doc = json.loads(out[Format.JSON])
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1, 2, 3] and not doc["ranks"][3]["answered"]
+    log = json.loads(out[Format.SARIF])
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    (res,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "OD201"]
+    assert res["properties"]["ranks"] == [1, 2]  # rank 2 reuses rank 1's check
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"fleet-difference",
+                                                                 "fleet-no-answer"}
+    suites = [x.get("name") for x in ET.fromstring(out[Format.JUNIT])]
+    assert "opdoctor ranks 1-2 (node n1) /x/lib.so" in suites
+    assert "::error file=" in out[Format.GITHUB] and "ranks 1-2 (node n1)%3A OD201" in \
+        out[Format.GITHUB]
+    assert "rank 3: never joined" in out[Format.GITHUB]
+
+
 # --- a world of one ----------------------------------------------------------------------
 
 @pytest.mark.probe

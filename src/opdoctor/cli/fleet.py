@@ -337,16 +337,27 @@ def fleet_command(args: FleetArgs) -> int:
                 record = _own_record(args, values, options, registry, world, job_env, gpus)
         follower_wait = args.gather_timeout + STATIC_TIMEOUT + options.timeout + 30
         try:
-            gathered = ex.gather(record, follower_wait)
-            if gathered is None:
-                return ex.share_code(None)
+            try:
+                gathered = ex.gather(record, follower_wait)
+                if gathered is None:
+                    return ex.share_code(None)
+            except Exception as exc:  # rendezvous and transport failures: one line, exit 2
+                return _gather_failed(world, exc)
             t0 = time.monotonic()
-            code = _report(args, values, form, world, registry, gathered.records,
-                           gathered.missing, {"waiting": gathered.seconds_waiting,
-                                              "gather": gathered.seconds_gather}, t0)
-            return ex.share_code(code)
-        except Exception as exc:
-            return _gather_failed(world, exc)
+            try:
+                code = _report(args, values, form, world, registry, gathered.records,
+                               gathered.missing, {"waiting": gathered.seconds_waiting,
+                                                  "gather": gathered.seconds_gather}, t0)
+            except BaseException:
+                # The other ranks wait for the code: send "internal error", then let the
+                # crash handler report this one.
+                with contextlib.suppress(Exception):
+                    ex.share_code(int(Exit.INTERNAL))
+                raise
+            try:
+                return ex.share_code(code)
+            except Exception:  # the others left already: rank 0's verdict stands
+                return code
         finally:
             ex.close()
     finally:
