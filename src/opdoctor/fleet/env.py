@@ -85,9 +85,11 @@ def _rendezvous(env: Mapping[str, str], launcher: str, fallback_host: str = "",
                 fallback_port: int | None = None) -> tuple[str, int]:
     addr = env.get("MASTER_ADDR") or fallback_host
     if not addr:
+        how = "mpirun -x MASTER_ADDR=$(hostname) -x MASTER_PORT=29500 …" \
+            if launcher.startswith("mpirun") else "export MASTER_ADDR=<rank 0's host> " \
+            "MASTER_PORT=29500 in every rank's environment"
         raise LauncherError(f"{launcher}: set MASTER_ADDR and MASTER_PORT to the rendezvous "
-                            "host and a free port (e.g. mpirun -x MASTER_ADDR=$(hostname) "
-                            "-x MASTER_PORT=29500 …)")
+                            f"host and a free port ({how})")
     if env.get("MASTER_PORT"):
         port = _int(env, "MASTER_PORT")
     elif fallback_port is not None:

@@ -145,7 +145,7 @@ def render_text(summary: FleetSummary, ctx: FleetContext, out: TextIO) -> None:
     groups = summary.groups
     if len(groups) == 1 and not summary.missing:
         mark = "✓" if summary.exit_code == 0 else "✗"
-        con.print(f"{mark} the only rank" if summary.world_size == 1
+        con.print(f"{mark} a world of one" if summary.world_size == 1
                   else f"{mark} all {summary.answered} ranks agree")
     elif groups:
         main = groups[0]
