@@ -154,6 +154,48 @@ check.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
 app.command()(check)
 
 
+@app.command("fleet")
+def fleet_cmd(
+    paths: Annotated[list[str] | None, typer.Argument(
+        help="What to check on every node (as for `check`).", show_default=False)] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f",
+                                            help="text | json | sarif | junit | github")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o")] = None,
+    fail_on: Annotated[str | None, typer.Option(help="error | warning | info")] = None,
+    static: Annotated[bool, typer.Option("--static", help="Do not load the library.")] = False,
+    timeout: Annotated[float | None, typer.Option(help="Seconds for the load probe.")] = None,
+    package: Annotated[str | None, typer.Option(help="A package's import chain.")] = None,
+    expect_op: Annotated[list[str] | None, typer.Option(help="ns::op[KEY,...]")] = None,
+    gpu: Annotated[list[str] | None, typer.Option(help="Target GPUs (sm_80,…).")] = None,
+    python: Annotated[str | None, typer.Option(help="Target interpreter.")] = None,
+    env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE of the job.")] = None,
+    config: Annotated[str | None, typer.Option(help="Configuration file.")] = None,
+    fingerprint_only: Annotated[bool, typer.Option(
+        "--fingerprint-only", help="No check, no probe: only compare the nodes.")] = False,
+    fail_on_difference: Annotated[bool, typer.Option(
+        "--fail-on-difference", help="Any difference between ranks fails.")] = False,
+    gather_timeout: Annotated[float, typer.Option(
+        help="Seconds rank 0 waits, from its start, for every rank.")] = 180.0,
+    node_id: Annotated[str | None, typer.Option(
+        help="This rank's node identity (default $OPDOCTOR_FLEET_NODE or the host name).")]
+    = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> int:
+    """Run the check on every rank of a job (torchrun, srun, mpirun) and compare the nodes.
+
+    Exit codes: 0 all clean and identical · 1 a rank fails, is missing, or differs · 2 the
+    fleet cannot assemble · 3 usage · 4 internal.
+    """
+    from opdoctor.cli.fleet import FleetArgs, fleet_command
+
+    given = {"format": fmt, "output": output, "fail-on": fail_on, "static": static,
+             "timeout": timeout, "package": package, "expect-op": expect_op, "python": python,
+             "gpu": [g for item in gpu or [] for g in item.split(",") if g.strip()],
+             "env": _pairs(env, "--env", allow_empty=True) if env else None}
+    return fleet_command(FleetArgs(list(paths or []), given, config, verbose, fingerprint_only,
+                                   fail_on_difference, gather_timeout, node_id))
+
+
 @app.command("scan")
 def scan_cmd(
     python: Annotated[str | None, typer.Option(

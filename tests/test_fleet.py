@@ -1,0 +1,390 @@
+"""opdoctor fleet: the check on every rank of a job, over torch.distributed on 127.0.0.1.
+
+Nodes are simulated by processes with their own environment and working directory, each its
+own node (``OPDOCTOR_FLEET_NODE``), joined through torch.distributed (``RANK``/``WORLD_SIZE``
+and a free ``MASTER_PORT`` on 127.0.0.1, nothing else is ever contacted). The libraries are the
+loader and probe fixtures; every fault is real: the dependency really is not on one rank's
+search path, one rank really loads other bytes, one rank's probe really aborts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from opdoctor.fleet.env import LauncherError, detect_world, first_host
+from opdoctor.fleet.group import Missing, ranks_text, summarise
+from tests.conftest import ROOT, fixture, reference
+from tests.fleet_launch import rank_env
+from tests.helpers import cli
+
+SARIF_SCHEMA = json.loads((ROOT / "tests/resources/sarif-schema-2.1.0.json").read_text())
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A sha256 cache of the tests' own (never the developer's)."""
+    return str(tmp_path_factory.mktemp("fleet-cache"))
+
+
+class Launcher:
+    """tests/fleet_launch.py --serve: starts the simulated ranks of each test."""
+
+    def __init__(self, cache: str) -> None:
+        env = dict(os.environ, OPDOCTOR_CACHE_DIR=cache,
+                   PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.fleet_launch", "--serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env, cwd=str(ROOT))
+        assert self.proc.stdout is not None and self.proc.stdin is not None
+        assert json.loads(self.proc.stdout.readline()) == {"ready": True}
+
+    def __call__(self, tmp: Path, world: int, ranks: list[dict[str, Any]],
+                 timeout: float = 90) -> list[dict[str, Any]]:
+        """Run one simulated job; the results of its ranks."""
+        spec = {"port": free_port(), "world_size": world, "timeout": timeout,
+                "dir": str(tmp), "ranks": ranks}
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(spec) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, "the fleet launcher died"
+        results: list[dict[str, Any]] = json.loads(line)["ranks"]
+        return results
+
+    def close(self) -> None:
+        """Stop the launcher."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def launch(cache: str) -> Iterator[Launcher]:
+    """The launcher of simulated ranks (torch imported once for the module)."""
+    launcher = Launcher(cache)
+    yield launcher
+    launcher.close()
+
+
+def node(rank: int, args: list[str], cwd: Path | None = None, **env: str) -> dict[str, Any]:
+    """One simulated node: its rank, its own node identity, environment and directory."""
+    return {"rank": rank, "args": ["fleet", *args], "cwd": str(cwd) if cwd else None,
+            "env": {"OPDOCTOR_FLEET_NODE": f"node-{'abcdefgh'[rank % 8]}{rank}", **env}}
+
+
+def two_dirs(tmp: Path, lib_a: Path, lib_b: Path) -> tuple[Path, Path]:
+    """Two "nodes" that see ``libop.so`` at the same relative path, with other contents."""
+    a, b = tmp / "node-a", tmp / "node-b"
+    for d, lib in ((a, lib_a), (b, lib_b)):
+        d.mkdir()
+        shutil.copy(lib, d / "libop.so")
+    return a, b
+
+
+# --- launcher environments (no torch needed) -------------------------------------------------
+
+def test_launcher_detection() -> None:
+    w = detect_world({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "h0",
+                      "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "x",
+                      "TORCHELASTIC_USE_AGENT_STORE": "True"})
+    assert (w.rank, w.size, w.local_rank, w.launcher, w.agent_store) == (3, 8, 1, "torchrun",
+                                                                          True)
+    w = detect_world({"SLURM_PROCID": "5", "SLURM_STEP_NUM_TASKS": "16", "SLURM_LOCALID": "1",
+                      "SLURM_STEP_NODELIST": "gpu[07-09,12],cpu1", "SLURM_JOB_ID": "4242"})
+    assert (w.rank, w.size, w.local_rank, w.master_addr, w.master_port) == (5, 16, 1, "gpu07",
+                                                                            29742)
+    w = detect_world({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4",
+                      "OMPI_COMM_WORLD_LOCAL_RANK": "0", "MASTER_ADDR": "10.0.0.1",
+                      "MASTER_PORT": "1234"})
+    assert (w.rank, w.size, w.local_rank, w.launcher) == (2, 4, 0, "mpirun (Open MPI)")
+    w = detect_world({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1",
+                      "MASTER_ADDR": "n0", "MASTER_PORT": "1234"}, node_id="forced")
+    assert (w.rank, w.local_rank, w.node) == (1, 1, "forced")
+    # A batch script of a Slurm allocation, outside srun: a world of one, and it says so.
+    w = detect_world({"SLURM_PROCID": "0", "SLURM_NTASKS": "8", "SLURM_JOB_ID": "1"})
+    assert w.alone and "outside an srun step" in w.note
+    assert detect_world({}).alone
+    assert detect_world({"OPDOCTOR_FLEET_NODE": "n7"}).node == "n7"
+    assert first_host("node01") == "node01" and first_host("a[3-4]") == "a3"
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, "outside"),
+    ({"RANK": "x", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, "integer"),
+    ({"WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, "RANK is not"),
+    ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}, "MASTER_ADDR"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "70000"}, "port"),
+])
+def test_launcher_errors(env: dict[str, str], message: str) -> None:
+    with pytest.raises(LauncherError, match=message):
+        detect_world(env)
+
+
+def test_bad_launcher_environment_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    for k in rank_env({}, 0, 0, 0, {}):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    res = cli(capsys, "fleet", str(reference()))
+    assert res.code == 3
+    assert "MASTER_ADDR" in res.err and "Traceback" not in res.err
+
+
+# --- grouping (rank 0's arithmetic) ------------------------------------------------------
+
+def _record(rank: int, sha: str = "aa", verdict: str = "clean", ld: str | None = None,
+            checked_by: int | None = None) -> dict[str, Any]:
+    v = {"state": verdict, "cause": 0 if verdict == "clean" else 2,
+         "codes": [] if verdict == "clean" else ["OD201"], "summary": verdict,
+         "fails": verdict != "clean", "internal": False}
+    own = checked_by is None or checked_by == rank
+    return {"rank": rank, "local_rank": 0, "node": f"n{rank}", "hostname": f"h{rank}",
+            "pid": 1, "checked_by": rank if checked_by is None else checked_by,
+            "env": {"LD_LIBRARY_PATH": ld, "CUDA_VISIBLE_DEVICES": str(rank % 8)},
+            "host": {"python": "3.11.7", "torch": "2.13.0+cpu (CPU)"} if own else None,
+            "targets": [{"target": "lib.so", "path": "/x/lib.so", "size": 10, "sha256": sha,
+                         "deps": [["libdep.so", "/d/libdep.so", "bb"]], "verdict": v}]
+            if own else None, "reports": []}
+
+
+def test_groups_and_differences() -> None:
+    recs = [_record(r) for r in range(7)] + [_record(7, sha="cc", ld="/opt")]
+    s = summarise(recs, 8, [], fail_on_difference=False)
+    assert [g.ranks for g in s.groups] == [list(range(7)), [7]]
+    texts = [d.text() for d in s.differences]
+    assert "file: 10 bytes, sha256 aa on ranks 0-6 vs 10 bytes, sha256 cc on rank 7" in texts
+    assert "env LD_LIBRARY_PATH: (unset) on ranks 0-6 vs /opt on rank 7" in texts
+    # CUDA_VISIBLE_DEVICES differs per local rank by design: compared by meaning only.
+    assert not any("CUDA_VISIBLE_DEVICES" in t for t in texts)
+    assert s.exit_code == 1 and "differ in what matters: file" in s.reasons[0]
+
+
+def test_exit_codes_informational_differences() -> None:
+    recs = [_record(0), _record(1, ld="/opt")]
+    assert summarise(recs, 2, [], fail_on_difference=False).exit_code == 0
+    assert summarise(recs, 2, [], fail_on_difference=True).exit_code == 1
+    s = summarise([_record(0)], 2, [Missing(1, "never joined within 3 s")], False)
+    assert s.exit_code == 1 and "rank 1 never answered" in s.reasons
+
+
+def test_shared_results_and_summary_size() -> None:
+    # 64 ranks on 8 nodes, local rank 0 checks, the others reuse: one group, 8 checks.
+    recs = [_record(r, checked_by=r - r % 8) for r in range(64)]
+    s = summarise(recs, 64, [], fail_on_difference=False)
+    assert len(s.groups) == 1 and s.groups[0].ranks == list(range(64)) and s.exit_code == 0
+    assert ranks_text([0, 1, 2, 5, 7, 8]) == "ranks 0-2, 5, 7-8"
+    recs = [_record(0), _record(1, checked_by=5)]  # its node's checking rank never answered
+    s = summarise(recs, 2, [], fail_on_difference=False)
+    assert s.exit_code == 1 and "rank 5" in s.records[1]["unknown"]
+
+
+def test_every_format_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from opdoctor.checks import load_registry
+    from opdoctor.fleet.render import FleetContext, render
+    from opdoctor.model import Severity
+    from opdoctor.report import Format
+
+    finding = {"code": "OD201", "title": "", "severity": "error", "cause": 2,
+               "subject": "libdep.so", "message": "libdep.so is not found", "evidence": [],
+               "fix": "set it"}
+    recs = [_record(0), _record(1, verdict="findings", ld="/opt"), _record(2, checked_by=1)]
+    recs[1]["reports"] = [{"target": {"path": "/x/lib.so", "size": 10, "kind": "ELF"},
+                           "findings": [finding], "checks": [
+                               {"name": "dependencies", "causes": [2], "status": "ran",
+                                "seconds": 0.1, "reason": ""}], "sections": {}}]
+    s = summarise(recs, 4, [Missing(3, "never joined within 3 s", "h3")], False)
+    world = detect_world({"RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1",
+                          "MASTER_PORT": "29500"})
+    ctx = FleetContext(load_registry().catalog, Severity.ERROR, world)
+    out = {}
+    for form in Format:
+        buf = io.StringIO()
+        render(form, s, ctx, buf)
+        out[form] = buf.getvalue()
+    assert "outliers: ranks 1-2" in out[Format.TEXT] and "rank 3 (host h3)" in out[Format.TEXT]
+    doc = json.loads(out[Format.JSON])
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1, 2, 3] and not doc["ranks"][3]["answered"]
+    log = json.loads(out[Format.SARIF])
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    (res,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "OD201"]
+    assert res["properties"]["ranks"] == [1, 2]  # rank 2 reuses rank 1's check
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"fleet-difference",
+                                                                 "fleet-no-answer"}
+    suites = [x.get("name") for x in ET.fromstring(out[Format.JUNIT])]
+    assert "opdoctor ranks 1-2 (node n1) /x/lib.so" in suites
+    assert "::error file=" in out[Format.GITHUB] and "ranks 1-2 (node n1)%3A OD201" in \
+        out[Format.GITHUB]
+    assert "rank 3: never joined" in out[Format.GITHUB]
+
+
+# --- a world of one ----------------------------------------------------------------------
+
+@pytest.mark.probe
+def test_world_of_one(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                      cache: str) -> None:
+    for k in [*rank_env({}, 0, 0, 0, {}), "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+              "SLURM_STEP_NUM_TASKS", "SLURM_PROCID"]:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("OPDOCTOR_CACHE_DIR", cache)
+    lib = fixture("loader/depdir/libmyop_dep.so")
+    res = cli(capsys, "fleet", str(lib))
+    assert res.code == 0, res.out + res.err
+    assert "world of one" in res.out and "✓ clean" in res.out
+    doc = cli(capsys, "fleet", "-f", "json", str(lib)).json()
+    assert doc["world"]["size"] == 1 and doc["world"]["launcher"] == "none"
+    (rank,) = doc["ranks"]
+    t = rank["targets"][0]
+    assert t["sha256"] == __import__("hashlib").sha256(lib.read_bytes()).hexdigest()
+    assert t["size"] == lib.stat().st_size and t["verdict"]["state"] == "clean"
+    assert rank["reports"][0]["sections"]["probe"]["outcome"] == "loaded"
+    assert set(rank["env"]) >= {"LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_VISIBLE_DEVICES",
+                                "TORCH_CUDA_ARCH_LIST"}
+    assert {"python", "torch", "CUDA runtime", "CUDA driver", "GPUs"} <= set(rank["host"])
+
+
+# --- simulated nodes ---------------------------------------------------------------------
+
+@pytest.mark.probe
+def test_identical_ranks_are_clean(tmp_path: Path, launch: Launcher) -> None:
+    lib = str(fixture("loader/depdir/libmyop_dep.so"))
+    res = launch(tmp_path, 2, [node(0, [lib]), node(1, [lib])])
+    assert [r["code"] for r in res] == [0, 0], res
+    out = res[0]["out"]
+    assert "✓ all 2 ranks agree" in out and "2 checks" in out and "differences" not in out
+    assert res[1]["out"] == ""  # only rank 0 reports
+
+
+@pytest.mark.probe
+def test_rank_missing_a_dependency(tmp_path: Path, launch: Launcher) -> None:
+    lib = str(fixture("loader/uses_dep.so"))
+    depdir = str(fixture("loader/depdir"))
+    res = launch(tmp_path, 2, [node(0, ["-f", "sarif", lib], LD_LIBRARY_PATH=depdir),
+                                      node(1, ["-f", "sarif", lib])])
+    assert [r["code"] for r in res] == [1, 1], res
+    log = json.loads(res[0]["out"])
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    results = log["runs"][0]["results"]
+    od201 = [r for r in results if r["ruleId"] == "OD201"]
+    assert len(od201) == 1 and od201[0]["properties"]["ranks"] == [1]
+    assert od201[0]["locations"][0]["logicalLocations"][0]["name"] == "rank 1"
+    assert od201[0]["properties"]["cause"] == 2
+    # The probe confirms it in rank 1's real process; rank 0 loads it.
+    assert "OD220" in {r["ruleId"] for r in results if r["properties"].get("ranks") == [1]}
+    diff = {r["properties"]["key"]: r for r in results if r["ruleId"] == "fleet-difference"}
+    assert "verdict" in diff and "dep libmyop_dep.so" in diff
+    assert "not found on rank 1" in diff["dep libmyop_dep.so"]["message"]["text"]
+
+
+@pytest.mark.probe
+def test_rank_with_another_copy_of_the_library(tmp_path: Path, launch: Launcher) -> None:
+    good = fixture("loader/depdir/libmyop_dep.so")
+    stale = tmp_path / "stale.so"
+    stale.write_bytes(good.read_bytes() + b"\0stale build\0")  # still loads, other bytes
+    a, b = two_dirs(tmp_path, good, stale)
+    res = launch(tmp_path, 2, [node(0, ["-f", "json", "libop.so"], a),
+                                      node(1, ["-f", "json", "libop.so"], b)])
+    assert [r["code"] for r in res] == [1, 1], res
+    doc = json.loads(res[0]["out"])
+    assert [g["ranks"] for g in doc["groups"]] == [[0], [1]]
+    (diff,) = [d for d in doc["differences"] if d["key"] == "file"]
+    assert diff["matters"] and [v["ranks"] for v in diff["values"]] == [[0], [1]]
+    ranks = {r["rank"]: r for r in doc["ranks"]}
+    assert ranks[1]["targets"][0]["sha256"] != ranks[0]["targets"][0]["sha256"]
+    assert all(r["targets"][0]["verdict"]["state"] == "clean" for r in ranks.values())
+    assert doc["reasons"] == ["the ranks differ in what matters: file"]
+
+
+@pytest.mark.probe
+def test_rank_whose_probe_crashes(tmp_path: Path, launch: Launcher) -> None:
+    a, b = two_dirs(tmp_path, fixture("loader/depdir/libmyop_dep.so"),
+                    fixture("probe/ctor_abort.so"))
+    res = launch(tmp_path, 2, [node(0, ["-f", "junit", "libop.so"], a),
+                                      node(1, ["-f", "junit", "libop.so"], b)])
+    assert [r["code"] for r in res] == [1, 1], res  # the job survives: both ranks report
+    root = ET.fromstring(res[0]["out"])
+    suites = {s.get("name"): s for s in root}
+    (crashed,) = [s for n, s in suites.items() if n and "rank 1 (node" in n]
+    failure = crashed.find("testcase[@name='probe']/failure")
+    assert failure is not None and failure.get("type") == "OD124"
+    assert "SIGABRT" in (failure.get("message") or "")
+    clean = suites["opdoctor fleet"].find("testcase[@name='every rank is clean']/failure")
+    assert clean is not None and "rank 1" in (clean.text or "") and "rank 0" not in (
+        clean.text or "")
+
+
+@pytest.mark.probe
+def test_rank_that_never_joins(tmp_path: Path, launch: Launcher) -> None:
+    # Rank 0 alone in a world of two: rank 1 is never started.
+    lib = str(fixture("loader/depdir/libmyop_dep.so"))
+    (res,) = launch(tmp_path, 2, [node(0, ["--gather-timeout", "2", lib])])
+    assert res["code"] == 1, res
+    assert "rank 1: never joined within 2 s" in res["out"]
+    assert "1/2 ranks answered" in res["out"] and "Traceback" not in res["err"]
+
+
+@pytest.mark.probe
+def test_torchrun(tmp_path: Path, cache: str) -> None:
+    torchrun = VENV_BIN / "torchrun"
+    if not torchrun.exists():
+        pytest.skip(f"no torchrun next to {sys.executable}")
+    env = rank_env(dict(os.environ), 0, 0, 0, {"OPDOCTOR_CACHE_DIR": cache, "PYTHONPATH":
+                                               str(ROOT / "src")})
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k)
+    out = tmp_path / "fleet.json"
+    p = subprocess.run([str(torchrun), "--nnodes=1", "--nproc_per_node=2",
+                        "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+                        "-m", "opdoctor", "fleet", "-f", "json", "-o", str(out),
+                        str(fixture("loader/depdir/libmyop_dep.so"))],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["world"]["launcher"] == "torchrun" and doc["exit_code"] == 0
+    ranks = {r["rank"]: r for r in doc["ranks"]}
+    # One check per node: local rank 0 checks, local rank 1 reuses its result.
+    assert ranks[0]["checked_by"] == 0 and ranks[1]["checked_by"] == 0
+    assert ranks[1]["local_rank"] == 1 and ranks[1]["reports"] == []
+    assert [g["ranks"] for g in doc["groups"]] == [[0, 1]]
+
+
+@pytest.mark.probe
+def test_32_local_ranks_fingerprint_only(tmp_path: Path, launch: Launcher) -> None:
+    lib = str(reference())
+    ranks = [{"rank": r, "args": ["fleet", "--fingerprint-only", "-f", "json", lib],
+              "env": {"OPDOCTOR_FLEET_NODE": "one-node", "LOCAL_RANK": str(r),
+                      "CUDA_VISIBLE_DEVICES": str(r % 8)}} for r in range(32)]
+    res = launch(tmp_path, 32, ranks, timeout=120)
+    assert [r["code"] for r in res] == [0] * 32, [r["err"][-500:] for r in res if r["code"]]
+    doc = json.loads(res[0]["out"])
+    assert [g["ranks"] for g in doc["groups"]] == [list(range(32))]
+    assert sum(1 for r in doc["ranks"] if r["checked_by"] == r["rank"]) == 1
+    assert doc["ranks"][0]["targets"][0]["verdict"]["state"] == "not checked"
+    assert doc["ranks"][0]["reports"] == []
+    t = doc["timing"]
+    print(f"32 ranks: rank 0 gather {t['gather']:.3f} s, grouping {t['group']:.3f} s "
+          f"(waiting for the others: {t['waiting']:.3f} s)")
+    assert t["gather"] + t["group"] < 5.0
