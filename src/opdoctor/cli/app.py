@@ -154,33 +154,7 @@ check.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
 app.command()(check)
 
 
-@app.command("fleet")
-def fleet_cmd(
-    paths: Annotated[list[str] | None, typer.Argument(
-        help="What to check on every node (as for `check`).", show_default=False)] = None,
-    fmt: Annotated[str | None, typer.Option("--format", "-f",
-                                            help="text | json | sarif | junit | github")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o")] = None,
-    fail_on: Annotated[str | None, typer.Option(help="error | warning | info")] = None,
-    static: Annotated[bool, typer.Option("--static", help="Do not load the library.")] = False,
-    timeout: Annotated[float | None, typer.Option(help="Seconds for the load probe.")] = None,
-    package: Annotated[str | None, typer.Option(help="A package's import chain.")] = None,
-    expect_op: Annotated[list[str] | None, typer.Option(help="ns::op[KEY,...]")] = None,
-    gpu: Annotated[list[str] | None, typer.Option(help="Target GPUs (sm_80,…).")] = None,
-    python: Annotated[str | None, typer.Option(help="Target interpreter.")] = None,
-    env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE of the job.")] = None,
-    config: Annotated[str | None, typer.Option(help="Configuration file.")] = None,
-    fingerprint_only: Annotated[bool, typer.Option(
-        "--fingerprint-only", help="No check, no probe: only compare the nodes.")] = False,
-    fail_on_difference: Annotated[bool, typer.Option(
-        "--fail-on-difference", help="Any difference between ranks fails.")] = False,
-    gather_timeout: Annotated[float, typer.Option(
-        help="Seconds rank 0 waits, from its start, for every rank.")] = 180.0,
-    node_id: Annotated[str | None, typer.Option(
-        help="This rank's node identity (default $OPDOCTOR_FLEET_NODE or the host name).")]
-    = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
-) -> int:
+def fleet_cmd(**kw: Any) -> int:
     """Run the check on every rank of a job (torchrun, srun, mpirun) and compare the nodes.
 
     Exit codes: 0 all clean and identical · 1 a rank fails, is missing, or differs · 2 the
@@ -188,12 +162,41 @@ def fleet_cmd(
     """
     from opdoctor.cli.fleet import FleetArgs, fleet_command
 
-    given = {"format": fmt, "output": output, "fail-on": fail_on, "static": static,
-             "timeout": timeout, "package": package, "expect-op": expect_op, "python": python,
-             "gpu": [g for item in gpu or [] for g in item.split(",") if g.strip()],
-             "env": _pairs(env, "--env", allow_empty=True) if env else None}
-    return fleet_command(FleetArgs(list(paths or []), given, config, verbose, fingerprint_only,
-                                   fail_on_difference, gather_timeout, node_id))
+    return fleet_command(FleetArgs(list(kw["paths"] or []), _given(kw), kw["config"],
+                                   kw["verbose"], kw["fingerprint_only"],
+                                   kw["fail_on_difference"], kw["gather_timeout"],
+                                   kw["node_id"]))
+
+
+# The fleet command takes every setting of `check` (same table) plus its own options.
+fleet_cmd.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+    inspect.Parameter("paths", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        list[str] | None, typer.Argument(help="What to check on every node (as for `check`).",
+                                         metavar="PATH", show_default=False)]),
+    *[_setting_param(s) for s in SETTINGS],
+    inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        str | None, typer.Option(help="Configuration file.", metavar="FILE")]),
+    inspect.Parameter("fingerprint_only", inspect.Parameter.KEYWORD_ONLY, default=False,
+                      annotation=Annotated[bool, typer.Option(
+                          "--fingerprint-only",
+                          help="No check, no probe: only compare the nodes.")]),
+    inspect.Parameter("fail_on_difference", inspect.Parameter.KEYWORD_ONLY, default=False,
+                      annotation=Annotated[bool, typer.Option(
+                          "--fail-on-difference", help="Any difference between ranks fails.")]),
+    inspect.Parameter("gather_timeout", inspect.Parameter.KEYWORD_ONLY, default=180.0,
+                      annotation=Annotated[float, typer.Option(
+                          metavar="SECONDS", show_default=False,
+                          help="Seconds rank 0 waits, from its start, for every rank "
+                          "[default: 180].")]),
+    inspect.Parameter("node_id", inspect.Parameter.KEYWORD_ONLY, default=None,
+                      annotation=Annotated[str | None, typer.Option(
+                          metavar="ID", help="This rank's node identity (default "
+                          "$OPDOCTOR_FLEET_NODE or the host name).")]),
+    inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False,
+                      annotation=Annotated[bool, typer.Option(
+                          "--verbose", "-v", help="All evidence lines.")]),
+])
+app.command("fleet")(fleet_cmd)
 
 
 @app.command("scan")

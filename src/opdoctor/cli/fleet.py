@@ -31,11 +31,10 @@ from typing import Any
 from opdoctor.cli.commands import (
     STATIC_TIMEOUT,
     AnalysisTimeout,
-    Exit,
-    UsageProblem,
     _on_alarm,
     build_options,
 )
+from opdoctor.cli.errors import Exit, UsageProblem
 from opdoctor.facts import CheckOptions
 from opdoctor.fleet.env import LauncherError, World, detect_world
 from opdoctor.fleet.fingerprint import ENV_KEYS, HashCache, env_facts, gpu_facts, host_facts
@@ -126,9 +125,7 @@ def _verdict(report: Report | None, threshold: Severity, state: str = "", summar
         return {"state": state, "cause": 4 if state == "input error" else 0,
                 "codes": [code] if code else [], "summary": summary,
                 "fails": state not in ("not checked",), "internal": state == "crashed"}
-    from opdoctor.verdict.diagnosis import diagnose
-
-    d = diagnose(report)
+    d = report.diagnosis
     internal = any(c.status is CheckStatus.FAILED for c in report.checks)
     summary, fix = d.summary, ""
     if d.root_findings:
@@ -153,7 +150,6 @@ def _check_targets(args: FleetArgs, values: dict[str, Any], options: CheckOption
     from opdoctor.report import RenderContext
     from opdoctor.report.json_format import report_dict
     from opdoctor.targets import WheelError, expand
-    from opdoctor.verdict.gate import apply_overrides
 
     threshold = Severity(values["fail-on"])
     overrides = {code: Severity(level) for code, level in values["severity"].items()}
@@ -189,7 +185,8 @@ def _check_targets(args: FleetArgs, values: dict[str, Any], options: CheckOption
                 signal.setitimer(signal.ITIMER_REAL, STATIC_TIMEOUT + t.options.timeout)
                 try:
                     report = run_check(t.path, t.options, selection=selection,
-                                       registry=registry)
+                                       registry=registry, overrides=overrides,
+                                       display=t.display)
                 except InputError as exc:
                     add(t.display, t.path, _verdict(None, threshold, "input error", str(exc),
                                                     exc.code), [])
@@ -206,10 +203,6 @@ def _check_targets(args: FleetArgs, values: dict[str, Any], options: CheckOption
                     continue
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
-                if t.display != t.path:
-                    report.target = type(report.target)(t.display, report.target.size,
-                                                         report.target.kind)
-                apply_overrides(report, overrides)
                 add(t.display, t.path, _verdict(report, threshold),
                     dependency_list(report.sections.get("dependencies")))
                 reports.append(report_dict(report, ctx))

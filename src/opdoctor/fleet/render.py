@@ -29,6 +29,7 @@ from opdoctor.model import (
     TargetInfo,
 )
 from opdoctor.report import Format, RenderContext
+from opdoctor.verdict.diagnosis import diagnose
 
 SCHEMA_VERSION = 1
 
@@ -62,7 +63,8 @@ def report_from_dict(d: dict[str, Any]) -> Report:
                        CheckStatus(c["status"]), float(c.get("seconds", 0.0)),
                        c.get("reason", "")) for c in d.get("checks", [])]
     return Report(TargetInfo(t.get("path", ""), t.get("size"), t.get("kind", "")), findings,
-                  checks, dict(d.get("sections", {})), float(d.get("seconds", 0.0)))
+                  checks, diagnose(findings), dict(d.get("sections", {})),
+                  float(d.get("seconds", 0.0)))
 
 
 def _sharing(summary: FleetSummary) -> dict[int, list[int]]:
