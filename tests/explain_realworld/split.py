@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 HERE = Path(__file__).resolve().parent
 FIELDS = ("thread", "framework", "package", "cause", "alt", "subcause", "resolution", "text")
