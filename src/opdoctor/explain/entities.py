@@ -17,8 +17,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from typing import Any
+from pathlib import Path
+
+TYPE_CHECKING = False  # not from typing: importing it costs start-up time
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # ------------------------------------------------------------------ demangling
 _Demangle = Callable[[str], str]
@@ -26,16 +30,20 @@ _Demangle = Callable[[str], str]
 
 @lru_cache(maxsize=1)
 def _demangler() -> _Demangle:
-    """``opdoctor.facts.elf.demangle.demangle``, without importing the ``facts`` package.
+    """A demangler that is quick to start.
 
-    Importing ``opdoctor.facts.elf.demangle`` the normal way runs ``opdoctor/facts/__init__``,
-    which loads the whole fact layer (~150 ms); ``explain`` must answer a one-line message in
-    under 100 ms, so the module (stdlib only) is loaded from its file when the package is not
-    already imported. One implementation, two ways in.
+    ``abi::__cxa_demangle`` of the C++ runtime, bound directly by its usual soname (the facts
+    layer's binding first asks ``ctypes.util.find_library``, which runs ``ldconfig`` in a
+    subprocess). Where that soname cannot be loaded, ``opdoctor.facts.elf.demangle`` is used —
+    loaded from its file, because importing it the normal way runs ``opdoctor/facts/__init__``,
+    the whole fact layer (~150 ms), and explain must answer a one-line message fast.
     """
+    fast = _cxa_by_soname()
+    if fast is not None:
+        return fast
     mod = sys.modules.get("opdoctor.facts.elf.demangle")
     if mod is None:
-        path = resources.files("opdoctor").joinpath("facts/elf/demangle.py")
+        path = Path(__file__).resolve().parent.parent / "facts" / "elf" / "demangle.py"
         spec = importlib.util.spec_from_file_location("opdoctor._explain_demangle", str(path))
         if spec is None or spec.loader is None:  # pragma: no cover - broken install
             return lambda s: s
@@ -43,6 +51,35 @@ def _demangler() -> _Demangle:
         spec.loader.exec_module(mod)
     fn: _Demangle = mod.demangle
     return fn
+
+
+def _cxa_by_soname() -> _Demangle | None:
+    import ctypes
+
+    try:
+        cxx = ctypes.CDLL("libstdc++.so.6")
+        free = ctypes.CDLL("libc.so.6").free
+        fn = cxx.__cxa_demangle
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
+                   ctypes.POINTER(ctypes.c_int)]
+    free.argtypes = [ctypes.c_void_p]
+    free.restype = None
+
+    def one(name: str) -> str:
+        status = ctypes.c_int(0)
+        ptr = fn(name.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
+        if not ptr:
+            return name
+        try:
+            return ctypes.string_at(ptr).decode("utf-8", "replace") if status.value == 0 \
+                else name
+        finally:
+            free(ptr)
+
+    return one
 
 
 def demangle(mangled: str) -> str:

@@ -13,21 +13,22 @@ what both sides of a "built for … you have …" pair say.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import sys
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-from typing import Any
+from functools import cached_property, lru_cache
+from pathlib import Path
 
 from opdoctor.explain import rank
 from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, path_kind
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found]
+TYPE_CHECKING = False  # not from typing: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIDENCE = ("low", "medium", "high")
 MAX_LINE = 20000  # a minified blob must not make the regexes crawl
@@ -44,11 +45,13 @@ class KnowledgeBaseError(ValueError):
 
 @dataclass(frozen=True)
 class Pattern:
-    """One entry of the knowledge base."""
+    """One entry of the knowledge base. The regex is compiled on first use: ``needles`` (literal
+    strings one of which every match contains) let a line skip the patterns it cannot match, so
+    a one-line explain compiles only the few that could."""
 
     id: str
     framework: str
-    regex: re.Pattern[str]
+    source: str
     cause: int
     codes: tuple[str, ...]
     priority: int
@@ -58,6 +61,16 @@ class Pattern:
     next: str
     alt: tuple[int, ...] = ()
     refine: str = ""
+    needles: tuple[str, ...] = ()
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """The compiled regex."""
+        return re.compile(self.source)
+
+    def could_match(self, line: str) -> bool:
+        """False when the line lacks every needle (then the regex cannot match)."""
+        return not self.needles or any(n in line for n in self.needles)
 
 
 @dataclass
@@ -110,56 +123,134 @@ class Explanation:
 
 # ------------------------------------------------------------------ loading
 def _unbounded_repeat(rx: str) -> bool:
-    """True when the regex has a ``*``, ``+`` or ``{n,}`` repeat (unbounded)."""
+    """True when the regex has a ``*``, ``+`` or ``{n,}`` repeat (unbounded).
+
+    A small scan of the pattern text (escapes and character classes skipped) instead of
+    re's parser: it runs on every start of ``opdoctor explain``, which must stay fast.
+    """
+    i, n, in_class = 0, len(rx), False
+    while i < n:
+        c = rx[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if rx[i + 1: i + 2] == "]" or rx[i + 1: i + 3] == "^]":
+                i += 2 if rx[i + 1] == "]" else 3  # a literal ] first in the class
+                continue
+        elif (c in "*+" and not (c == "+" and i > 0 and rx[i - 1] in "*+?}")) or (
+                c == "{" and re.match(r"\{\d*,\}", rx[i:])):
+            return True
+        i += 1
+    return False
+
+
+PATTERNS_FILE = Path(__file__).with_name("patterns.toml")
+CACHE_FORMAT = b"\0opdoctor-explain-cache-2"  # bump when the cached fields change
+
+
+def _needles(source: str) -> list[str] | None:
+    """Literal strings (≥ 3 characters) one of which every match of ``source`` contains, or
+    None when there is no such set (then the pattern is always tried)."""
     try:
-        from re import _parser as sre_parse  # type: ignore[attr-defined]
+        from re import _parser as sre  # type: ignore[attr-defined]
     except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse
+        import sre_parse as sre
 
-    maxrepeat = sre_parse.MAXREPEAT
+    def of_seq(items: Any) -> list[str] | None:
+        best: list[str] | None = None
+        run: list[str] = []
 
-    def walk(items: Any) -> bool:
+        def consider(cand: list[str] | None) -> None:
+            nonlocal best
+            if cand and min(map(len, cand)) >= 3 and (
+                    best is None or min(map(len, cand)) > min(map(len, best))):
+                best = cand
+
         for op, av in items:
             name = str(op)
-            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-                _lo, hi, sub = av
-                if hi == maxrepeat or walk(sub):
-                    return True
-            elif name == "SUBPATTERN":
-                if walk(av[-1]):
-                    return True
+            if name == "LITERAL":
+                run.append(chr(av))
+                continue
+            consider(["".join(run)] if run else None)
+            run = []
+            if name == "SUBPATTERN":
+                consider(of_seq(av[-1]))
             elif name == "BRANCH":
-                if any(walk(b) for b in av[1]):
-                    return True
-            elif name in ("ASSERT", "ASSERT_NOT") and walk(av[1]):
-                return True
-        return False
+                subs = [of_seq(b) for b in av[1]]
+                consider(None if any(s is None for s in subs)
+                         else [n for s in subs if s for n in s])
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and av[0] >= 1:
+                consider(of_seq(av[2]))
+        consider(["".join(run)] if run else None)
+        return best
 
-    return walk(sre_parse.parse(rx))
+    return of_seq(sre.parse(source))
+
+
+def _cache_path(raw: bytes) -> Path:
+    key = f"{zlib.crc32(raw + CACHE_FORMAT):08x}{len(raw):x}"  # zlib: hashlib is slow to import
+    cache_dir = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "opdoctor"
+    return cache_dir / f"patterns-{key}.json"
+
+
+def _read_knowledge_base() -> tuple[dict[str, Any], Path | None]:
+    """patterns.toml, parsed, and where to cache it once validated (None: read from the cache,
+    which holds only content that passed validation — its name is the file's hash)."""
+    raw = PATTERNS_FILE.read_bytes()
+    cache = _cache_path(raw)
+    try:
+        data: dict[str, Any] = json.loads(cache.read_text(encoding="utf-8"))
+        if isinstance(data.get("pattern"), list):
+            return data, None
+    except (OSError, ValueError):
+        pass
+    if sys.version_info >= (3, 11):  # imported here: a cached start never needs it
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found]
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise KnowledgeBaseError(f"patterns.toml: {exc}") from None
+    return data, cache
+
+
+def _write_cache(cache: Path, data: dict[str, Any]) -> None:
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # no cache: the next run validates again
 
 
 @lru_cache(maxsize=4)
 def load_patterns(known_codes: frozenset[str] | None = None) -> tuple[Pattern, ...]:
     """Load and validate the knowledge base (``known_codes``: the catalog, when at hand; without
     it codes are checked for their form only)."""
-    text = resources.files("opdoctor").joinpath("explain/patterns.toml").read_text(encoding="utf-8")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise KnowledgeBaseError(f"patterns.toml: {exc}") from None
+    data, cache = _read_knowledge_base()
     out: list[Pattern] = []
     seen: set[str] = set()
     for raw in data.get("pattern", []):
         pid = raw.get("id", "?")
         try:
-            rx = re.compile(raw["regex"])
+            if cache is not None:  # not validated yet: compile now, derive the needles
+                re.compile(raw["regex"])
+                raw["needles"] = _needles(raw["regex"]) or []
             cause = int(raw["cause"])
             codes = tuple(raw.get("codes", []))
             conf = raw.get("confidence", "medium")
             alt = tuple(int(a) for a in raw.get("alt", []))
             refine = str(raw.get("refine", ""))
-            p = Pattern(pid, raw["framework"], rx, cause, codes, int(raw.get("priority", 10)),
-                        conf, raw["title"], raw["explanation"], raw.get("next", ""), alt, refine)
+            p = Pattern(pid, raw["framework"], str(raw["regex"]), cause, codes,
+                        int(raw.get("priority", 10)), conf, raw["title"], raw["explanation"],
+                        raw.get("next", ""), alt, refine, tuple(raw.get("needles", ())))
         except (KeyError, re.error, ValueError, TypeError) as exc:
             raise KnowledgeBaseError(f"pattern {pid}: {exc}") from None
         if pid in seen:
@@ -171,7 +262,7 @@ def load_patterns(known_codes: frozenset[str] | None = None) -> tuple[Pattern, .
             raise KnowledgeBaseError(f"pattern {pid}: confidence {conf!r}")
         if refine and refine not in rank.REFINERS:
             raise KnowledgeBaseError(f"pattern {pid}: unknown refiner {refine!r}")
-        if _unbounded_repeat(raw["regex"]):
+        if cache is not None and _unbounded_repeat(raw["regex"]):
             raise KnowledgeBaseError(f"pattern {pid}: unbounded repeat (*, + or {{n,}}); use a "
                                      "bounded one such as {0,200} so long lines stay linear")
         bad = [c for c in codes if not CODE_RE.match(c)
@@ -180,6 +271,8 @@ def load_patterns(known_codes: frozenset[str] | None = None) -> tuple[Pattern, .
             raise KnowledgeBaseError(f"pattern {pid}: unknown code(s) {bad}")
         seen.add(pid)
         out.append(p)
+    if cache is not None:
+        _write_cache(cache, data)
     return tuple(out)
 
 
@@ -205,6 +298,8 @@ def _match_lines(lines: Sequence[str], patterns: Sequence[Pattern]) -> list[Matc
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE]
         for p in patterns:
+            if not p.could_match(line):
+                continue
             m = p.regex.search(line)
             if m:
                 groups = {k.rstrip("0123456789"): v for k, v in m.groupdict().items() if v}
@@ -305,7 +400,8 @@ def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explan
     steps.append("opdoctor explain " + (codes[0] if codes else "<code>")
                  + "   # what the code means and how to fix it")
     others = [f"line {m.line_no + 1}: {m.pattern.id} — {m.line[:160]}"
-              for m in sorted(matches, key=lambda m: m.line_no) if m is not best][:10]
+              for m in sorted(matches, key=lambda m: m.line_no)
+              if m is not best and m.pattern.framework != "generic"][:10]
     return Explanation(cause, p.id, codes, conf, title, explanation, ent, steps,
                        [f"line {best.line_no + 1}: {best.line[:300]}"], others, ranked, why_top,
                        decides)

@@ -118,7 +118,7 @@ def _symbol(ctx: Context) -> Refinement | None:
 
 
 # ------------------------------------------------------------------ a missing library
-_CORE_TORCH = re.compile(r"^lib(?:c10|torch|torch_cpu|torch_python|shm)\.so$")
+_CORE_TORCH = re.compile(r"^lib(?:c10|torch|torch_cpu|torch_python|shm)\.(?:so|dylib)$")
 _VARIANT_TORCH = re.compile(r"^lib(?:c10_(?:cuda|hip)|torch_(?:cuda|hip)\w{0,20})\.so")
 _TF_FRAMEWORK = re.compile(r"^libtensorflow_(?:framework|cc)\.so")
 _CUDA_LIB = re.compile(r"^lib(?:cuda|cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft|curand|cusparse|"
@@ -150,6 +150,10 @@ def _missing_library(ctx: Context) -> Refinement | None:
         return Refinement((4, 2), f"{lib} exists, so the loader skipped it: it is built for "
                           "another architecture or ELF class", ("OD408",),
                           f"{lib} exists, yet the loader says it cannot open it", "high")
+    if re.search(r"Permission denied|Operation not permitted", ctx.line):
+        return Refinement((4, 2), f"{lib} is there but may not be read or mapped (file "
+                          "permissions, a noexec mount, SELinux)", ("OD403",),
+                          f"{base} cannot be opened: permission denied", "high")
     if "windows" in kinds and re.search(r"\.so(?:\.[\d.]{1,20})?$", base):
         return Refinement((4, 2), f"{lib} is a Linux shared object on a Windows path: the package "
                           "ships a binary for another OS", ("OD408",),
@@ -198,14 +202,21 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "provider build vs the one installed", "medium",
                           "which CUDA/cuDNN major this onnxruntime build targets (its release "
                           "notes) against the one installed: equal → cause 2, different → 3")
+    if _CUDA_LIB.match(base) and re.search(r"tensorflow|dso_loader|\btf\.", text):
+        return Refinement((3, 2), f"TensorFlow wheels are built for one exact CUDA/cuDNN major "
+                          f"and look for {base} by that name: the installed CUDA is another "
+                          "major (or not on the search path)", ("OD312", "OD201"),
+                          f"{base} not found: TensorFlow's CUDA major vs the installed one",
+                          "medium", "the CUDA/cuDNN versions tested with this TensorFlow "
+                          "release (tensorflow.org/install/source#gpu) against the installed")
     if _CUDA_LIB.match(base):
         return Refinement((2, 3), f"{base} is a CUDA library: not on the loader's search path "
                           "(LD_LIBRARY_PATH, the pip nvidia-* wheels' directories), or a CUDA "
                           "major that is not installed", ("OD201", "OD312"),
                           f"{base} not found: the CUDA libraries are not on the search path",
                           "medium")
-    if "/" in lib and "installed" in kinds and not base.startswith("lib") and \
-            re.search(r"cannot open shared object file", text):
+    if "/" in lib and "installed" in kinds and re.search(r"cannot open shared object file",
+                                                          text):
         return Refinement((4, 2), f"{lib} is a file the package installed, yet the loader cannot "
                           "open it: it is built for another architecture or OS (the loader says "
                           "'No such file' then too)", ("OD408",),
@@ -344,6 +355,11 @@ def _backend(ctx: Context) -> Refinement | None:
         return Refinement((5, 1), f"{backend} kernels for torch's own ops come from an out-of-tree "
                           "backend extension: it was not imported/loaded in this process",
                           ("OD505",), f"the {backend} backend extension is not loaded", "medium")
+    if backend == "CUDA" and _PACKAGE_NS.match(op.split("::")[0]):
+        return Refinement((3, 1), f"{op} belongs to a package whose CUDA kernels exist only in "
+                          "its CUDA build: a CPU build of the package is installed next to a "
+                          "CUDA torch (or a build for another CUDA)", ("OD313", "OD304"),
+                          f"a CPU build of {op.split('::')[0]} with a CUDA torch", "medium")
     if backend == "CUDA":
         return Refinement((1, 3, 4), f"{op} has no CUDA kernel: the extension was built without "
                           "its CUDA part (no nvcc at build time, FORCE_CUDA unset) or registers "
@@ -395,6 +411,11 @@ def _module(ctx: Context) -> Refinement | None:
         return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
                           f"but the process runs Python {sorted(ran)[0]}", ("OD503",),
                           "an extension built for another Python", "high")
+    if len(ran) > 1:
+        pys = ", ".join(sorted(ran))
+        return Refinement((5, 3), f"the traceback goes through two Pythons ({pys}): packages "
+                          "of one interpreter are imported by another", ("OD503",),
+                          "two Python installations mixed in one process", "medium")
     if where == "source-tree" and (compiled or name):
         return Refinement((5, 4), f"the traceback runs {top} from a source checkout (not "
                           "site-packages): it shadows the installed package and has no built "
@@ -471,6 +492,42 @@ def _crash(ctx: Context) -> Refinement | None:
                       "ABI, two copies of a library), or a bug in the op itself", ("OD304",),
                       None, "low", "whether it crashes at import: `opdoctor check <the .so>` "
                       "loads it in a sandboxed probe")
+
+
+# ------------------------------------------------------------------ Windows
+@refiner("windows")
+def _windows(ctx: Context) -> Refinement | None:
+    line = ctx.line
+    if re.search(r"WinError 127|error 127|procedure could not be found|找不到指定的程序", line):
+        return Refinement((3, 4), "Windows error 127: the DLL was found but lacks a function "
+                          "another module needs — a build for another release", ("OD304",),
+                          "a DLL of another release (a missing entry point)", "medium")
+    if re.search(r"WinError 193|error 193", line):
+        return Refinement((4,), "Windows error 193: not a valid binary for this architecture",
+                          ("OD408",), "a DLL for another architecture", "high")
+    return Refinement((2, 3, 4), "Windows error 126: a DLL or one of its dependencies (the "
+                      "Visual C++ runtime, CUDA/cuDNN DLLs) is not found on PATH",
+                      ("OD201",), None, "medium",
+                      "which dependency is missing: a dependency walker (Dependencies.exe) on "
+                      "the DLL named in the message")
+
+
+# ------------------------------------------------------------------ framework modules
+@refiner("framework-module")
+def _framework_module(ctx: Context) -> Refinement | None:
+    module = ctx.group("module")
+    name = ctx.group("name")
+    leaf = (name or module.split(".")[-1])
+    if re.search(r"^_?C$|^_C_\w|^_ext$|_pywrap|_internal$|c_expression|pybind", leaf) or \
+            module.endswith(("._C", "._ext")):
+        return _module(ctx)
+    top = module.split(".")[0]
+    return Refinement((3, 5), f"{module}{'.' + name if name else ''} is part of {top}'s Python "
+                      f"API, not a compiled part: the code was written for another {top} "
+                      "release (it was removed, renamed or not yet added)", ("OD304",),
+                      f"the code expects another {top} release", "medium",
+                      f"the {top} release the failing package requires (its setup metadata) "
+                      "against `pip show " + top + "`")
 
 
 def order_with(ref: Refinement | None, base: tuple[int, ...]) -> tuple[int, ...]:
