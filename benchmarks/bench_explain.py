@@ -118,7 +118,7 @@ def latency(repeat: int) -> str:
         explain_text(ONE_LINE)
         warm.append(time.perf_counter() - t)
     try:
-        load = " · load average %.1f on %d CPUs" % (os.getloadavg()[0], os.cpu_count() or 0)
+        load = f" · load average {os.getloadavg()[0]:.1f} on {os.cpu_count() or 0} CPUs"
     except OSError:
         load = ""
     return ("| command | min / median / max |\n| --- | --- |\n"
