@@ -377,6 +377,7 @@ bench: venv
 	$(MAKE) -j$(NPROC) reference
 	$(PY) benchmarks/bench_static.py
 	$(PY) benchmarks/bench_probe.py
+	$(PY) benchmarks/bench_explain.py
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks
