@@ -118,6 +118,11 @@ _FRAMEWORK_NS = (
 # C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API)
 _FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]")),
                 ("tensorflow", re.compile(r"^TF_[A-Z]")))
+_CUDA_RT_INTERNAL = re.compile(r"^_{1,2}cuda\w|^cudaGetDriverEntryPoint")
+_THIRD_PARTY = re.compile(r"^(?:iJIT_|mkl_|MKL_|cblas_|openblas|gotoblas|GOMP_|omp_|__kmpc_|"
+                          r"kmp_|del_curterm|tgetent|setupterm|SSL_|EVP_|OPENSSL_|CRYPTO_|"
+                          r"inflate|deflate|png_|jpeg_|H5|google::protobuf::|google::|cv::|"
+                          r"boost::|Json::|fmt::|spdlog::|folly::|dnnl_|dnnl::|mkldnn)")
 _CUDA_C = re.compile(r"^(?:cu(?:da|blas|blasLt|dnn|fft|rand|sparse|solver|Launch|Module|Ctx|Mem)"
                      r"|nccl|nvrtc|nvinfer|nvjpeg|cutlass)", re.I)
 _CXX_RT = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|operator (?:new|delete))"
@@ -168,8 +173,12 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
         else:
             if _CXX_RT.search(core) or mangled.startswith(("_ZNSt", "_ZNKSt", "_ZSt")):
                 owner = "cxx-runtime"
+            elif _CUDA_RT_INTERNAL.match(core):
+                owner = "cuda-runtime"
             elif _CUDA_C.match(core):
                 owner = "cuda"
+            elif _THIRD_PARTY.match(core):
+                owner = "third-party"
             elif _PY_C.match(core):
                 owner = "python"
     if owner in ("torch", "tensorflow", "abseil", "paddle", "oneflow", "mindspore", "onnxruntime"):
@@ -214,6 +223,16 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
                           "a CUDA library function: another release of that CUDA library is "
                           "found first on the search path (or the installed one is too old)",
                           (2, 3), "OD312")
+    if owner == "cuda-runtime":
+        return SymbolInfo(mangled, d, owner,
+                          "a CUDA runtime internal: the code was compiled by a newer CUDA "
+                          "toolkit than the libcudart that is loaded", (3, 2), "OD312")
+    if owner == "third-party" and not lib_kind & {"build-tree", "torch-extensions"}:
+        return SymbolInfo(mangled, d, owner,
+                          "a function of a third-party library (MKL, OpenMP, ncurses, OpenSSL, "
+                          "protobuf, OpenCV …): the copy of that library that is loaded is "
+                          "another release than the one the binary was built with, or another "
+                          "copy is found first", (3, 2), "OD301")
     if owner == "python":
         return SymbolInfo(mangled, d, owner,
                           "a CPython API function: built for another Python (or not loaded "
