@@ -430,6 +430,7 @@ bench: venv
 	$(PY) benchmarks/bench_static.py
 	$(PY) benchmarks/bench_probe.py
 	$(PY) benchmarks/bench_elf.py
+	$(PY) benchmarks/bench_explain.py
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -4,6 +4,26 @@
 ``main(argv) -> int`` is the console script's entry point.
 """
 
-from opdoctor.cli.app import main
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``opdoctor`` script; returns the exit code.
+
+    ``opdoctor explain "<message>"`` is answered without importing the typer app (which alone
+    costs several hundred milliseconds); every other command goes to :mod:`opdoctor.cli.app`.
+    """
+    from opdoctor.explain.fast import fast_main
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    code = fast_main(args)
+    if code is not None:
+        return code
+    from opdoctor.cli.app import main as app_main
+
+    return app_main(args)
+
 
 __all__ = ["main"]

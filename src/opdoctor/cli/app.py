@@ -315,6 +315,7 @@ def explain(
 
     from opdoctor.checks import load_registry
     from opdoctor.explain import explain_text, explanation_dict, load_patterns
+    from opdoctor.explain.render import render_explanation
 
     if fmt not in ("text", "json"):
         raise click_exc.UsageError(f"unknown format {fmt!r} (text | json)")
@@ -341,7 +342,7 @@ def explain(
     if fmt == "json":
         typer.echo(json.dumps(explanation_dict(result), indent=2))
     else:
-        typer.echo(_render_explanation(result))
+        typer.echo(render_explanation(result))
     return Exit.OK if result.cause else Exit.FINDINGS
 
 
@@ -349,27 +350,6 @@ def _doc_dict(d: CodeDoc) -> dict[str, Any]:
     return {"code": d.code, "cause": int(d.cause), "severity": d.severity.value,
             "title": d.title, "what": d.what, "why": d.why, "example": d.example, "fix": d.fix,
             "references": list(d.references)}
-
-
-def _render_explanation(e: Any) -> str:
-    from opdoctor.model import Cause
-
-    head = (f"Cause {e.cause} — {Cause(e.cause).title}: {e.title}" if e.cause
-            else f"Unknown: {e.title}")
-    lines = [head, f"confidence: {e.confidence}" + (f" · codes: {', '.join(e.codes)}"
-                                                    if e.codes else ""), "", e.explanation]
-    for sym in e.entities.get("symbols", [])[:3]:
-        lines.append(f"  symbol: {sym['demangled']}  [{sym['mangled']}]")
-        lines.append(f"          is {sym['is']}")
-    for key in ("op", "library", "path", "version", "module", "backend", "arch"):
-        if e.entities.get(key):
-            lines.append(f"  {key}: {e.entities[key]}")
-    if e.evidence:
-        lines += ["", "the line that matters:"] + [f"  {x}" for x in e.evidence]
-    if e.other_matches:
-        lines += ["", "also seen:"] + [f"  {x}" for x in e.other_matches[:5]]
-    lines += ["", "next:"] + [f"  {x}" for x in e.next_steps]
-    return "\n".join(lines)
 
 
 @app.command()

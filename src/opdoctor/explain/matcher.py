@@ -1,44 +1,57 @@
-"""``opdoctor explain``: turn error text (one message or a whole CI log) into cause and fix.
+"""``opdoctor explain``: turn error text (one message or a whole CI log) into ranked causes.
 
-The knowledge base is data (``opdoctor/explain/patterns.toml``), validated when loaded. For a log,
-every line is matched; the best match is the most specific pattern (``priority``), and among
-equals the one nearest the end (the last exception of a traceback is the one that was raised).
-Entities are extracted from the matching lines and from the whole text — mangled symbols are
-demangled and classified, because what the symbol is decides the cause.
+The knowledge base is data (``opdoctor/explain/patterns.toml``), validated when loaded: every
+regex compiles and has only bounded repeats (so matching stays linear on long lines), every
+cause is 1–5, every refiner exists, every code is known. For a log, every line is matched; the
+root error is the most specific pattern (``priority``), and among equals the *first* one — in a
+traceback chain ("During handling of the above exception", "The above exception was the direct
+cause") the first exception is the root and later ones are symptoms. The matched pattern gives
+an order of causes; its refiner (:mod:`opdoctor.explain.rank`) reorders them from the entities
+of the text (:mod:`opdoctor.explain.entities`): what an undefined symbol is, where a file sits,
+what both sides of a "built for … you have …" pair say.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-from typing import Any
+from functools import cached_property, lru_cache
+from pathlib import Path
 
-from opdoctor.facts.elf.demangle import demangle
+from opdoctor.explain import rank
+from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, path_kind
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found]
+TYPE_CHECKING = False  # not from typing: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIDENCE = ("low", "medium", "high")
+MAX_LINE = 20000  # a minified blob must not make the regexes crawl
+MAX_LINES = 100000
+CODE_RE = re.compile(r"^OD[1-5]\d\d$")
+
+__all__ = ["Alternative", "Explanation", "KnowledgeBaseError", "Match", "Pattern",
+           "SymbolInfo", "classify_symbol", "explain_text", "explanation_dict", "load_patterns"]
 
 
 class KnowledgeBaseError(ValueError):
-    """The pattern file is invalid (bad regex, unknown code, bad cause)."""
+    """The pattern file is invalid (bad regex, unbounded repeat, unknown code, bad cause)."""
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """One entry of the knowledge base."""
+    """One entry of the knowledge base. The regex is compiled on first use: ``needles`` (literal
+    strings one of which every match contains) let a line skip the patterns it cannot match, so
+    a one-line explain compiles only the few that could."""
 
     id: str
     framework: str
-    regex: re.Pattern[str]
+    source: str
     cause: int
     codes: tuple[str, ...]
     priority: int
@@ -46,6 +59,18 @@ class Pattern:
     title: str
     explanation: str
     next: str
+    alt: tuple[int, ...] = ()
+    refine: str = ""
+    needles: tuple[str, ...] = ()
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """The compiled regex."""
+        return re.compile(self.source)
+
+    def could_match(self, line: str) -> bool:
+        """False when the line lacks every needle (then the regex cannot match)."""
+        return not self.needles or any(n in line for n in self.needles)
 
 
 @dataclass
@@ -56,6 +81,15 @@ class Match:
     line_no: int
     line: str
     groups: dict[str, str]
+
+
+@dataclass
+class Alternative:
+    """A ranked cause: its number, a confidence in [0, 1], and why it is listed."""
+
+    cause: int
+    confidence: float
+    why: str
 
 
 @dataclass
@@ -72,99 +106,182 @@ class Explanation:
     next_steps: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)  # the lines that matter
     other_matches: list[str] = field(default_factory=list)
+    ranked: list[Alternative] = field(default_factory=list)  # every cause considered, best first
+    why: str = ""  # why the top cause: pattern, line, entity
+    decides: str = ""  # when the text cannot decide between the top two: what does
+
+    @property
+    def alternatives(self) -> list[Alternative]:
+        """The ranked causes after the top one."""
+        return self.ranked[1:]
+
+    @property
+    def score(self) -> float:
+        """The top cause's confidence in [0, 1] (0 when nothing matched)."""
+        return self.ranked[0].confidence if self.ranked else 0.0
 
 
-@lru_cache(maxsize=1)
+# ------------------------------------------------------------------ loading
+def _unbounded_repeat(rx: str) -> bool:
+    """True when the regex has a ``*``, ``+`` or ``{n,}`` repeat (unbounded).
+
+    A small scan of the pattern text (escapes and character classes skipped) instead of
+    re's parser: it runs on every start of ``opdoctor explain``, which must stay fast.
+    """
+    i, n, in_class = 0, len(rx), False
+    while i < n:
+        c = rx[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if rx[i + 1: i + 2] == "]" or rx[i + 1: i + 3] == "^]":
+                i += 2 if rx[i + 1] == "]" else 3  # a literal ] first in the class
+                continue
+        elif (c in "*+" and not (c == "+" and i > 0 and rx[i - 1] in "*+?}")) or (
+                c == "{" and re.match(r"\{\d*,\}", rx[i:])):
+            return True
+        i += 1
+    return False
+
+
+PATTERNS_FILE = Path(__file__).with_name("patterns.toml")
+CACHE_FORMAT = b"\0opdoctor-explain-cache-2"  # bump when the cached fields change
+
+
+def _needles(source: str) -> list[str] | None:
+    """Literal strings (≥ 3 characters) one of which every match of ``source`` contains, or
+    None when there is no such set (then the pattern is always tried)."""
+    try:
+        from re import _parser as sre  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as sre
+
+    def of_seq(items: Any) -> list[str] | None:
+        best: list[str] | None = None
+        run: list[str] = []
+
+        def consider(cand: list[str] | None) -> None:
+            nonlocal best
+            if cand and min(map(len, cand)) >= 3 and (
+                    best is None or min(map(len, cand)) > min(map(len, best))):
+                best = cand
+
+        for op, av in items:
+            name = str(op)
+            if name == "LITERAL":
+                run.append(chr(av))
+                continue
+            consider(["".join(run)] if run else None)
+            run = []
+            if name == "SUBPATTERN":
+                consider(of_seq(av[-1]))
+            elif name == "BRANCH":
+                subs = [of_seq(b) for b in av[1]]
+                consider(None if any(s is None for s in subs)
+                         else [n for s in subs if s for n in s])
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and av[0] >= 1:
+                consider(of_seq(av[2]))
+        consider(["".join(run)] if run else None)
+        return best
+
+    return of_seq(sre.parse(source))
+
+
+def _cache_path(raw: bytes) -> Path:
+    key = f"{zlib.crc32(raw + CACHE_FORMAT):08x}{len(raw):x}"  # zlib: hashlib is slow to import
+    cache_dir = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "opdoctor"
+    return cache_dir / f"patterns-{key}.json"
+
+
+def _read_knowledge_base() -> tuple[dict[str, Any], Path | None]:
+    """patterns.toml, parsed, and where to cache it once validated (None: read from the cache,
+    which holds only content that passed validation — its name is the file's hash)."""
+    raw = PATTERNS_FILE.read_bytes()
+    cache = _cache_path(raw)
+    try:
+        data: dict[str, Any] = json.loads(cache.read_text(encoding="utf-8"))
+        if isinstance(data.get("pattern"), list):
+            return data, None
+    except (OSError, ValueError):
+        pass
+    if sys.version_info >= (3, 11):  # imported here: a cached start never needs it
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found]
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise KnowledgeBaseError(f"patterns.toml: {exc}") from None
+    return data, cache
+
+
+def _write_cache(cache: Path, data: dict[str, Any]) -> None:
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # no cache: the next run validates again
+
+
+@lru_cache(maxsize=4)
 def load_patterns(known_codes: frozenset[str] | None = None) -> tuple[Pattern, ...]:
-    """Load and validate the knowledge base."""
-    text = resources.files("opdoctor").joinpath("explain/patterns.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    """Load and validate the knowledge base (``known_codes``: the catalog, when at hand; without
+    it codes are checked for their form only)."""
+    data, cache = _read_knowledge_base()
     out: list[Pattern] = []
     seen: set[str] = set()
     for raw in data.get("pattern", []):
         pid = raw.get("id", "?")
         try:
-            rx = re.compile(raw["regex"])
+            if cache is not None:  # not validated yet: compile now, derive the needles
+                re.compile(raw["regex"])
+                raw["needles"] = _needles(raw["regex"]) or []
             cause = int(raw["cause"])
             codes = tuple(raw.get("codes", []))
             conf = raw.get("confidence", "medium")
-            p = Pattern(pid, raw["framework"], rx, cause, codes, int(raw.get("priority", 10)),
-                        conf, raw["title"], raw["explanation"], raw.get("next", ""))
+            alt = tuple(int(a) for a in raw.get("alt", []))
+            refine = str(raw.get("refine", ""))
+            p = Pattern(pid, raw["framework"], str(raw["regex"]), cause, codes,
+                        int(raw.get("priority", 10)), conf, raw["title"], raw["explanation"],
+                        raw.get("next", ""), alt, refine, tuple(raw.get("needles", ())))
         except (KeyError, re.error, ValueError, TypeError) as exc:
             raise KnowledgeBaseError(f"pattern {pid}: {exc}") from None
         if pid in seen:
             raise KnowledgeBaseError(f"pattern {pid} is defined twice")
-        if not 1 <= cause <= 5:
-            raise KnowledgeBaseError(f"pattern {pid}: cause {cause} is not 1–5")
+        if not 1 <= cause <= 5 or any(not 1 <= a <= 5 for a in alt) or cause in alt:
+            raise KnowledgeBaseError(f"pattern {pid}: cause {cause} / alt {list(alt)} not 1–5 "
+                                     "(or the cause repeated in alt)")
         if conf not in CONFIDENCE:
             raise KnowledgeBaseError(f"pattern {pid}: confidence {conf!r}")
-        if known_codes is not None:
-            unknown = [c for c in codes if c not in known_codes]
-            if unknown:
-                raise KnowledgeBaseError(f"pattern {pid}: unknown code(s) {unknown}")
+        if refine and refine not in rank.REFINERS:
+            raise KnowledgeBaseError(f"pattern {pid}: unknown refiner {refine!r}")
+        if cache is not None and _unbounded_repeat(raw["regex"]):
+            raise KnowledgeBaseError(f"pattern {pid}: unbounded repeat (*, + or {{n,}}); use a "
+                                     "bounded one such as {0,200} so long lines stay linear")
+        bad = [c for c in codes if not CODE_RE.match(c)
+               or (known_codes is not None and c not in known_codes)]
+        if bad:
+            raise KnowledgeBaseError(f"pattern {pid}: unknown code(s) {bad}")
         seen.add(pid)
         out.append(p)
+    if cache is not None:
+        _write_cache(cache, data)
     return tuple(out)
 
 
-# ------------------------------------------------------------------------- entities
-_SYMBOL = re.compile(r"\b(_Z[A-Za-z0-9_]+)")
-_LIB = re.compile(r"(?<![\w/.-])((?:/|\./|\.\./)?[\w./+-]*?lib[\w.+-]*?\.so(?:\.[\d.]+)?|"
-                  r"/[\w./+-]+\.so(?:\.[\d.]+)?)")
-_ARCH = re.compile(r"\b(sm_\d{2,3}a?|compute_\d{2,3})\b")
-_VERSION = re.compile(r"\b((?:GLIBCXX|GLIBC|CXXABI|GCC)_[\d.]+)")
-_OP = re.compile(r"\b([a-z_][a-z0-9_]*::[A-Za-z_][\w.]*)\b")
-
-
-def classify_symbol(mangled: str) -> tuple[str, int, str]:
-    """(what the symbol is, cause, code) — the classification decides the diagnosis."""
-    d = demangle(mangled)
-    if re.match(r"^(?:c10|at|torch|caffe2)::", d):
-        if "std::__cxx11::" not in d and re.search(r"std::(?:string|basic_string<)", d):
-            return ("a torch function taking std::string in the old C++ ABI "
-                    "(_GLIBCXX_USE_CXX11_ABI=0) — torch uses the new one", 3, "OD303")
-        return "a torch (c10/at/torch) function: built against another torch version", 3, "OD304"
-    if re.match(r"^tensorflow::", d):
-        return "a TensorFlow function: built against another TensorFlow (or ABI)", 3, "OD304"
-    if re.match(r"^(?:cuda|cublas|cudnn|cufft|curand|cusparse|nccl|cutlass)", d, re.I):
-        return "a CUDA library function: CUDA version mismatch or library missing", 3, "OD312"
-    if d.startswith("std::") or "std::__cxx11" in d:
-        return "a C++ standard library function: libstdc++ older than the compiler's", 3, "OD302"
-    if d.startswith("Py") or d.startswith("_Py"):
-        return "a CPython API function: built for another Python", 5, ""
-    return ("the library's own (or a dependency's) function: not linked into the build — a "
-            "missing source file or -l flag", 3, "OD301")
-
-
-def _entities(text: str, matches: Sequence[Match]) -> dict[str, Any]:
-    ent: dict[str, Any] = {}
-    for m in matches:
-        for k, v in m.groups.items():
-            if v:
-                ent.setdefault(k.rstrip("0123456789"), v)
-    syms = list(dict.fromkeys(_SYMBOL.findall(text)))[:5]
-    if "symbol" in ent and ent["symbol"] not in syms:
-        syms.insert(0, ent["symbol"])
-    if syms:
-        ent["symbols"] = []
-        for s in syms:
-            what, cause, code = classify_symbol(s)
-            ent["symbols"].append({"mangled": s, "demangled": demangle(s), "is": what,
-                                   "cause": cause, "code": code})
-    libs = list(dict.fromkeys(_LIB.findall(text)))[:5]
-    if libs:
-        ent["libraries"] = libs
-    for key, rx in (("archs", _ARCH), ("versions", _VERSION), ("ops", _OP)):
-        found = list(dict.fromkeys(rx.findall(text)))[:5]
-        if found:
-            ent[key] = found
-    return ent
-
-
+# ------------------------------------------------------------------ matching
 _PLACEHOLDERS = {"path": "<the .so that failed>", "library": "<the .so>", "op": "<ns::op>",
                  "module": "<package>", "namespace": "<ns>", "opname": "<op>",
                  "backend": "<dispatch key>", "symbol": "<symbol>", "version": "<version>",
-                 "arch": "<sm_XY>", "bits": "32/64", "name": "<name>"}
+                 "arch": "<sm_XY>", "bits": "32/64", "name": "<name>", "built": "<built for>",
+                 "have": "<installed>", "runtime": "<runtime library>", "opset": "<opset>"}
 
 
 def _fill(template: str, ent: dict[str, Any]) -> str:
@@ -175,71 +292,173 @@ def _fill(template: str, ent: dict[str, Any]) -> str:
     return re.sub(r"\{(\w+)\}", sub, template)
 
 
-def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explanation:
-    """Explain an error message or a whole log."""
-    patterns = patterns if patterns is not None else load_patterns()
-    lines = text.splitlines() or [text]
+def _match_lines(lines: Sequence[str], patterns: Sequence[Pattern]) -> list[Match]:
     matches: list[Match] = []
     for i, line in enumerate(lines):
-        if len(line) > 20000:
-            line = line[:20000]  # a minified blob must not make the regexes crawl
+        if len(line) > MAX_LINE:
+            line = line[:MAX_LINE]
         for p in patterns:
+            if not p.could_match(line):
+                continue
             m = p.regex.search(line)
             if m:
-                groups = {k: v for k, v in m.groupdict().items() if v}
+                groups = {k.rstrip("0123456789"): v for k, v in m.groupdict().items() if v}
                 matches.append(Match(p, i, line.strip(), groups))
+    return matches
+
+
+def _join_wrapped(text: str) -> list[str]:
+    """Lines, with a message that a terminal or an issue tracker wrapped inside a path or a
+    symbol put back together (``…/metric\\ns/__init__.py``, ``undefined s\\nymbol``)."""
+    # a message wrapped right inside "undefined symbol" (a terminal, an issue's code span)
+    text = re.sub(r"undefined[ \t]{0,4}\r?\n[ \t]{0,8}symbol", "undefined symbol", text)
+    lines = text.splitlines() or [text]
+    if len(lines) > 400:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        if out and out[-1] and not out[-1].endswith((" ", ":", ".")) and line[:1].isalnum() \
+                and re.search(r"(?:/[\w.-]{1,80}|\bundefined s|\bsymbol: ?|_Z\w{1,400})$",
+                              out[-1]):
+            out[-1] = out[-1] + line
+        else:
+            out.append(line)
+    return out
+
+
+def _pick_path(ent: dict[str, Any], groups: dict[str, str]) -> str:
+    """The library path to name in `opdoctor check …` (a path from the text, not a guess)."""
+    for key in ("path", "library"):
+        v = groups.get(key, "").strip().strip("'\"`")
+        if v and re.search(r"\.(?:so|dylib|dll|pyd)\b", v) and ("/" in v or "\\" in v
+                                                               or key == "path"):
+            return v
+    for lib in ent.get("libraries", []):
+        if "/" in lib or "\\" in lib:
+            return str(lib)
+    v = groups.get("library", "") or groups.get("path", "")
+    if v and re.search(r"\.(?:so|dylib|dll|pyd)\b", v):
+        return v.strip()
+    libs = ent.get("libraries", [])
+    return str(libs[0]) if libs else ""
+
+
+def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explanation:
+    """Explain an error message or a whole log: the root error's cause, ranked alternatives."""
+    patterns = patterns if patterns is not None else load_patterns()
+    lines = _join_wrapped(text[: MAX_LINE * 50])
+    if len(lines) > MAX_LINES:
+        lines = lines[:MAX_LINES]
+    matches = _match_lines(lines, patterns)
     if not matches:
         return _no_match(text)
-    best = max(matches, key=lambda m: (m.pattern.priority, m.line_no))
-    ent = _entities("\n".join(x.line for x in matches) if len(lines) > 200 else text, [best])
-    cause, codes, conf = best.pattern.cause, list(best.pattern.codes), best.pattern.confidence
-    title = _fill(best.pattern.title, ent)
-    explanation = _fill(best.pattern.explanation, ent)
-    steps = []
-    if best.pattern.id == "loader.undefined-symbol" and ent.get("symbols"):
-        sym = ent["symbols"][0]
-        cause, codes = sym["cause"] or cause, [sym["code"]] if sym["code"] else codes
-        conf = "high" if sym["code"] in ("OD303", "OD304", "OD302") else "medium"
-        title = f"undefined symbol {sym['demangled']}: {sym['is']}"
-    if best.pattern.id == "loader.cannot-open":
-        lib = ent.get("library", "")
-        if "/" in lib and os.path.exists(lib):
-            cause, codes, conf = 4, ["OD408"], "high"
-            title = f"{lib} exists, yet the loader says it cannot open it"
-            explanation = ("The file is there, so the loader skipped it: it is built for "
-                           "another architecture or ELF class. ") + explanation
-    if best.pattern.next:
-        steps.append(_fill(best.pattern.next, ent))
+    best = max(matches, key=lambda m: (m.pattern.priority, -m.line_no))
+    # a long log: entities from the lines that matched (and their neighbours), not the noise
+    scope = text if len(lines) <= 200 else "\n".join(
+        "\n".join(lines[max(0, m.line_no - 3): m.line_no + 3]) for m in matches[:200])
+    ent = extract(scope)
+    for k, v in best.groups.items():
+        ent.setdefault(k, v.strip())
+    ctx = rank.Context(best.pattern.id, best.groups, best.line, scope,
+                       tuple(m.pattern.id for m in matches if m is not best))
+    fn = rank.REFINERS.get(best.pattern.refine)
+    ref = fn(ctx) if fn else None
+    p = best.pattern
+    order = rank.order_with(ref, (p.cause, *p.alt))
+    conf = (ref.confidence if ref and ref.confidence else p.confidence)
+    # other root errors in the text lend a little weight to their causes
+    extra: dict[int, float] = {}
+    for m in matches:
+        if m is not best and m.pattern.priority >= 30:
+            extra[m.pattern.cause] = extra.get(m.pattern.cause, 0.0) + 0.03
+    ranked_pairs = rank.scores(order, conf, extra)
+    cause = ranked_pairs[0][0]
+    codes = list(ref.codes) if ref and ref.codes else list(p.codes)
+    title = _fill(ref.title if ref and ref.title else p.title, ent)
+    explanation = _fill(p.explanation, ent)
+    if ref:
+        explanation = explanation + " Here: " + ref.why + "."
+    sym = rank.symbol_of(ctx)
+    syms = _symbols(scope, sym)
+    if syms:
+        ent["symbols"] = syms
+    why_top = f"pattern {p.id} (line {best.line_no + 1})" + (f"; {ref.why}" if ref else "")
+    ranked = [rank_alt(c, v, why_top if i == 0 else rank.why_for(c, ref))
+              for i, (c, v) in enumerate(ranked_pairs)]
+    path = _pick_path(ent, best.groups)
+    steps: list[str] = []
+    if p.next:
+        steps.append(_fill(p.next.replace("{path}", path or "{path}")
+                           .replace("{library}", path or "{library}"), ent))
+    if path and not any(f"opdoctor check {path}" in s for s in steps):
+        steps.insert(0, f"opdoctor check {path}")
+    decides = ref.decides if ref else ""
+    if not decides and len(ranked) > 1 and ranked[1].confidence >= 0.15:
+        decides = (f"the text alone does not separate cause {ranked[0].cause} from cause "
+                   f"{ranked[1].cause}; " + (f"`opdoctor check {path}` does" if path else
+                                            "`opdoctor check <the .so>` on the library does"))
     steps.append("opdoctor explain " + (codes[0] if codes else "<code>")
                  + "   # what the code means and how to fix it")
     others = [f"line {m.line_no + 1}: {m.pattern.id} — {m.line[:160]}"
-              for m in sorted(matches, key=lambda m: m.line_no) if m is not best][:10]
-    return Explanation(cause, best.pattern.id, codes, conf, title, explanation, ent, steps,
-                       [f"line {best.line_no + 1}: {best.line[:300]}"], others)
+              for m in sorted(matches, key=lambda m: m.line_no)
+              if m is not best and m.pattern.framework != "generic"][:10]
+    return Explanation(cause, p.id, codes, conf, title, explanation, ent, steps,
+                       [f"line {best.line_no + 1}: {best.line[:300]}"], others, ranked, why_top,
+                       decides)
+
+
+def rank_alt(cause: int, confidence: float, why: str) -> Alternative:
+    """An :class:`Alternative` with a rounded confidence."""
+    return Alternative(cause, round(confidence, 2), why)
+
+
+def _symbols(text: str, first: SymbolInfo | None) -> list[dict[str, Any]]:
+    from opdoctor.explain.entities import SYMBOL
+
+    names = list(dict.fromkeys(SYMBOL.findall(text)))[:5]
+    out = [first.as_dict()] if first else []
+    for s in names:
+        if first and s in (first.mangled, "_" + first.mangled):
+            continue
+        out.append(classify_symbol(s).as_dict())
+    return out[:5]
 
 
 def _no_match(text: str) -> Explanation:
     """Nothing matched: say so, make the best low-confidence guess, give generic triage."""
-    ent = _entities(text, [])
+    ent = extract(text)
     cause, title = 0, "no known error pattern matched"
     guess = ""
-    if ent.get("symbols"):
-        sym = ent["symbols"][0]
-        guess = f"the text mentions {sym['demangled']} — {sym['is']} (cause {sym['cause']})"
-    elif ent.get("libraries"):
-        guess = f"the text mentions {ent['libraries'][0]}; check it: opdoctor check it"
-    steps = ["opdoctor check <the .so you load>   # all five causes, statically",
-             "opdoctor explain - < full.log       # give the whole traceback or CI log"]
+    ranked: list[Alternative] = []
+    syms = _symbols(text, None)
+    libs = ent.get("libraries", [])
+    steps = ["opdoctor explain - < full.log       # give the whole traceback or CI log"]
+    if syms:
+        ent["symbols"] = syms
+        guess = f"the text mentions {syms[0]['demangled']} — {syms[0]['is']}"
+    if libs:
+        lib = str(libs[0])
+        kind = "installed" if "installed" in path_kind(lib) else ""
+        guess = (guess + "; " if guess else "") + (
+            f"the text mentions {lib}{' (an installed package)' if kind else ''}; check it: "
+            f"opdoctor check {lib}")
+        steps.insert(0, f"opdoctor check {lib}   # all five causes, statically and by loading it")
+    else:
+        steps.insert(0, "opdoctor check <the .so you load>   # all five causes, statically")
     explanation = ("opdoctor does not recognise this message and will not invent a cause. "
                    + (f"Low-confidence hint: {guess}." if guess else
                       "Generic triage: check the library file, its dependencies and symbols, "
                       "then the Python package that loads it."))
-    return Explanation(cause, "", [], "low", title, explanation, ent, steps)
+    return Explanation(cause, "", [], "low", title, explanation, ent, steps, ranked=ranked)
 
 
 def explanation_dict(e: Explanation) -> dict[str, Any]:
-    """The JSON form of an explanation (``schema_version`` 1)."""
+    """The JSON form of an explanation (``schema_version`` 1; ``alternatives``, ``why``,
+    ``decides`` and ``score`` were added without changing the older keys)."""
     return {"schema_version": 1, "cause": e.cause, "subcause": e.subcause, "codes": e.codes,
-            "confidence": e.confidence, "title": e.title, "explanation": e.explanation,
-            "entities": e.entities, "next_steps": e.next_steps, "evidence": e.evidence,
-            "other_matches": e.other_matches}
+            "confidence": e.confidence, "score": e.score, "title": e.title, "why": e.why,
+            "explanation": e.explanation,
+            "alternatives": [{"cause": a.cause, "confidence": a.confidence, "why": a.why}
+                             for a in e.alternatives],
+            "decides": e.decides, "entities": e.entities, "next_steps": e.next_steps,
+            "evidence": e.evidence, "other_matches": e.other_matches}

@@ -1,0 +1,367 @@
+"""Entities in error text, and what they mean for the cause.
+
+A message's wording says *what* failed; the entities in it often say *why*: which namespace an
+undefined symbol lives in (the framework, the C++ runtime, CUDA, or the library's own code),
+where the failing file sits (an installed package, a source checkout, a build tree, a JIT cache,
+a Windows path), which release or build variant (``+cpu``/``+cu121``) each side of a "built for …
+you have …" pair names, which Python a compiled module was built for.
+
+Everything here is plain ``re`` on bounded input (linear time); nothing imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+TYPE_CHECKING = False  # not from typing: importing it costs start-up time
+
+if TYPE_CHECKING:
+    from typing import Any
+
+# ------------------------------------------------------------------ demangling
+_Demangle = Callable[[str], str]
+
+
+@lru_cache(maxsize=1)
+def _demangler() -> _Demangle:
+    """A demangler that is quick to start.
+
+    ``abi::__cxa_demangle`` of the C++ runtime, bound directly by its usual soname (the facts
+    layer's binding first asks ``ctypes.util.find_library``, which runs ``ldconfig`` in a
+    subprocess). Where that soname cannot be loaded, ``opdoctor.facts.elf.demangle`` is used —
+    loaded from its file, because importing it the normal way runs ``opdoctor/facts/__init__``,
+    the whole fact layer (~150 ms), and explain must answer a one-line message fast.
+    """
+    fast = _cxa_by_soname()
+    if fast is not None:
+        return fast
+    mod = sys.modules.get("opdoctor.facts.elf.demangle")
+    if mod is None:
+        path = Path(__file__).resolve().parent.parent / "facts" / "elf" / "demangle.py"
+        spec = importlib.util.spec_from_file_location("opdoctor._explain_demangle", str(path))
+        if spec is None or spec.loader is None:  # pragma: no cover - broken install
+            return lambda s: s
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    fn: _Demangle = mod.demangle
+    return fn
+
+
+def _cxa_by_soname() -> _Demangle | None:
+    import ctypes
+
+    try:
+        cxx = ctypes.CDLL("libstdc++.so.6")
+        free = ctypes.CDLL("libc.so.6").free
+        fn = cxx.__cxa_demangle
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
+                   ctypes.POINTER(ctypes.c_int)]
+    free.argtypes = [ctypes.c_void_p]
+    free.restype = None
+
+    def one(name: str) -> str:
+        status = ctypes.c_int(0)
+        ptr = fn(name.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
+        if not ptr:
+            return name
+        try:
+            return ctypes.string_at(ptr).decode("utf-8", "replace") if status.value == 0 \
+                else name
+        finally:
+            free(ptr)
+
+    return one
+
+
+def demangle(mangled: str) -> str:
+    """Demangle one C++ name (unchanged when it is not a mangled name)."""
+    name = mangled[1:] if mangled.startswith("__Z") else mangled  # Mach-O adds an underscore
+    return _demangler()(name)
+
+
+# ------------------------------------------------------------------ symbols
+@dataclass(frozen=True)
+class SymbolInfo:
+    """What an undefined symbol is, and the causes that makes likely (best first)."""
+
+    mangled: str
+    demangled: str
+    owner: str  # torch, tensorflow, abseil, paddle, …, cxx-runtime, cuda, python, own
+    is_: str  # one sentence
+    causes: tuple[int, ...]
+    code: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form (keys kept from schema 1: mangled, demangled, is, cause, code)."""
+        return {"mangled": self.mangled, "demangled": self.demangled, "owner": self.owner,
+                "is": self.is_, "cause": self.causes[0], "code": self.code}
+
+
+_FRAMEWORK_NS = (
+    ("torch", re.compile(r"^(?:c10|at|torch|caffe2|onnx_torch|c10d)::")),
+    ("tensorflow", re.compile(r"^(?:tensorflow|tsl|xla|stream_executor|tflite)::")),
+    ("abseil", re.compile(r"^absl::(?:lts_\d+::)?")),
+    ("paddle", re.compile(r"^(?:paddle|phi)::")),
+    ("oneflow", re.compile(r"^oneflow::")),
+    ("mindspore", re.compile(r"^mindspore::")),
+    ("onnxruntime", re.compile(r"^(?:onnxruntime|Ort)::")),
+)
+# C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API)
+_FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]")),
+                ("tensorflow", re.compile(r"^TF_[A-Z]")))
+_CUDA_RT_INTERNAL = re.compile(r"^_{1,2}cuda\w|^cudaGetDriverEntryPoint")
+_THIRD_PARTY = re.compile(r"^(?:iJIT_|mkl_|MKL_|cblas_|openblas|gotoblas|GOMP_|omp_|__kmpc_|"
+                          r"kmp_|del_curterm|tgetent|setupterm|SSL_|EVP_|OPENSSL_|CRYPTO_|"
+                          r"inflate|deflate|png_|jpeg_|H5|google::protobuf::|google::|cv::|"
+                          r"boost::|Json::|fmt::|spdlog::|folly::|dnnl_|dnnl::|mkldnn)")
+_CUDA_C = re.compile(r"^(?:cu(?:da|blas|blasLt|dnn|fft|rand|sparse|solver|Launch|Module|Ctx|Mem)"
+                     r"|nccl|nvrtc|nvinfer|nvjpeg|cutlass)", re.I)
+_CXX_RT = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|operator (?:new|delete))"
+                     r"|^(?:typeinfo|vtable) for std::|^__cxa_|^__gxx_")
+_OLD_ABI_STRING = re.compile(r"std::(?:string\b|basic_string<)")
+_PY_C = re.compile(r"^_?Py[A-Z_]")
+
+
+def _strip_special(d: str) -> tuple[str, str]:
+    """("typeinfo for X" → ("typeinfo", "X"))."""
+    m = re.match(r"^(typeinfo name|typeinfo|vtable|VTT|construction vtable|guard variable)"
+                 r" for (.{1,2000})$", d)
+    return (m.group(1), m.group(2)) if m else ("", d)
+
+
+def _namespace_from_mangled(mangled: str) -> str:
+    """The outermost name of a mangled symbol, read from its length-prefixed parts — works on
+    names the demangler rejects (a typo in a pasted message): '_ZNK3c1010TensorImpl…' → 'c10::'."""
+    m = re.match(r"_{1,2}Z(?:T[IVS])?N?K?(?:St)?(\d{1,3})", mangled)
+    if not m:
+        return ""
+    n = int(m.group(1))
+    start = m.end()
+    name = mangled[start:start + n]
+    return name + "::" if len(name) == n else ""
+
+
+def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
+    """Classify an undefined symbol by what it names (and which library wanted it)."""
+    d = demangle(mangled)
+    if d == mangled and mangled.startswith(("_Z", "__Z")):
+        d = _namespace_from_mangled(mangled) + mangled  # undemanglable: keep its namespace
+    special, core = _strip_special(d)
+    if not special and re.match(r"_{1,2}ZT[IVS]", mangled):
+        special = {"I": "typeinfo", "V": "vtable", "S": "typeinfo name"}[
+            mangled.lstrip("_")[2]]
+    lib_kind = path_kind(library) if library else set()
+    owner = "own"
+    for name, rx in _FRAMEWORK_NS:
+        if rx.match(core):
+            owner = name
+            break
+    else:
+        for name, rx in _FRAMEWORK_C:
+            if rx.match(core):
+                owner = name
+                break
+        else:
+            if _CXX_RT.search(core) or mangled.startswith(("_ZNSt", "_ZNKSt", "_ZSt")):
+                owner = "cxx-runtime"
+            elif _CUDA_RT_INTERNAL.match(core):
+                owner = "cuda-runtime"
+            elif _CUDA_C.match(core):
+                owner = "cuda"
+            elif _THIRD_PARTY.match(core):
+                owner = "third-party"
+            elif _PY_C.match(core):
+                owner = "python"
+    if owner in ("torch", "tensorflow", "abseil", "paddle", "oneflow", "mindspore", "onnxruntime"):
+        fw = "TensorFlow" if owner in ("tensorflow", "abseil") else owner
+        if lib_kind & {"framework-lib"}:
+            return SymbolInfo(mangled, d, owner,
+                              f"a {fw} function missing from {fw}'s own library: two "
+                              f"installs of {fw} mixed (an older copy found first on the search "
+                              "path) or an incomplete upgrade", (2, 3, 4), "OD201")
+        if "std::__cxx11::" not in d and _OLD_ABI_STRING.search(d) and owner != "abseil":
+            return SymbolInfo(mangled, d, owner,
+                              f"a {fw} function taking std::string in the old C++ ABI "
+                              f"(_GLIBCXX_USE_CXX11_ABI=0): the library and {fw} disagree on "
+                              "the C++ ABI (or were built for different releases)", (3,), "OD303")
+        if owner == "tensorflow" and special in ("typeinfo", "vtable", "typeinfo name"):
+            return SymbolInfo(mangled, d, owner,
+                              f"the {special} of a TensorFlow class: only libtensorflow_framework "
+                              "exports it, so the op library was not linked against it "
+                              "(-ltensorflow_framework missing from the link)", (4, 3), "OD301")
+        if owner == "tensorflow" and "Eigen::GpuDevice" in d:
+            return SymbolInfo(mangled, d, owner,
+                              "a GPU functor of the op itself (declared in the op's .cc, defined "
+                              "in its .cu.cc): the CUDA part of the op was not compiled or not "
+                              "linked in", (4, 3), "OD301")
+        if lib_kind & {"build-tree"}:
+            return SymbolInfo(mangled, d, owner,
+                              f"a {fw} function, wanted by a library in a build tree: the build "
+                              "used other headers than the installed framework, or is stale",
+                              (3, 4), "OD304")
+        what = {"abseil": "an abseil (absl::lts_*) function: TensorFlow's bundled abseil release "
+                          "differs from the one the library was built with — built against "
+                          "another TensorFlow"}.get(
+            owner, f"a {fw} function: built against another {fw} release (or build)")
+        return SymbolInfo(mangled, d, owner, what, (3, 2), "OD304")
+    if owner == "cxx-runtime":
+        return SymbolInfo(mangled, d, owner,
+                          "a C++ standard library function: the libstdc++ loaded is older than "
+                          "the one the library was built with (or another copy is found first)",
+                          (3, 2), "OD302")
+    if owner == "cuda":
+        return SymbolInfo(mangled, d, owner,
+                          "a CUDA library function: another release of that CUDA library is "
+                          "found first on the search path (or the installed one is too old)",
+                          (2, 3), "OD312")
+    if owner == "cuda-runtime":
+        return SymbolInfo(mangled, d, owner,
+                          "a CUDA runtime internal: the code was compiled by a newer CUDA "
+                          "toolkit than the libcudart that is loaded", (3, 2), "OD312")
+    if owner == "third-party" and not lib_kind & {"build-tree", "torch-extensions"}:
+        return SymbolInfo(mangled, d, owner,
+                          "a function of a third-party library (MKL, OpenMP, ncurses, OpenSSL, "
+                          "protobuf, OpenCV …): the copy of that library that is loaded is "
+                          "another release than the one the binary was built with, or another "
+                          "copy is found first", (3, 2), "OD301")
+    if owner == "python":
+        return SymbolInfo(mangled, d, owner,
+                          "a CPython API function: built for another Python (or not loaded "
+                          "into a Python process)", (5, 3), "OD503")
+    if "torch-extensions" in lib_kind or "build-tree" in lib_kind:
+        return SymbolInfo(mangled, d, owner,
+                          "the library's own (or a bundled dependency's) function, in a local "
+                          "build: a source file or static library left out of the link, or a "
+                          "stale object from an earlier build", (4, 3), "OD301")
+    return SymbolInfo(mangled, d, owner,
+                      "the library's own (or a bundled dependency's) function: an incomplete "
+                      "build — a source file (often the CUDA half) or a -l flag left out of the "
+                      "link — or a build against other headers", (4, 3), "OD301")
+
+
+# ------------------------------------------------------------------ paths
+_SYSTEM_DIR = re.compile(r"^(?:/usr)?(?:/local)?/lib(?:64|32)?(?:/[\w.-]{1,60}-linux-gnu)?/"
+                         r"[^/]{1,200}$|^/usr/local/[\w.-]{1,60}/lib(?:64)?/")
+# a conda environment brings its own libstdc++/CUDA runtime; a venv does not
+_ENV_DIR = re.compile(r"(?:ana|mini|micro)(?:conda|forge|mamba)\d?|/envs/|/conda/|/mambaforge/")
+_FRAMEWORK_LIB = re.compile(r"/(?:torch/lib|tensorflow(?:_core)?|paddle/(?:base|fluid|libs)|"
+                            r"onnxruntime/capi|mindspore/lib|oneflow)/[^/]{1,200}$")
+
+
+def path_kind(path: str) -> set[str]:
+    """Tags for a file path: installed, source-tree, build-tree, torch-extensions, system,
+    env, windows, framework-lib."""
+    tags: set[str] = set()
+    p = path.strip().strip("'\"")
+    if re.match(r"^[A-Za-z]:\\|^\\\\|^\.?[\w.-]{0,80}\\", p) or ("\\" in p and "/" not in p):
+        tags.add("windows")
+    if re.search(r"[/\\](?:site|dist)-packages[/\\]|\.egg[/\\]", p):
+        tags.add("installed")
+    elif "/" in p and re.search(r"[/\\](?:lib|lib64)[/\\]python\d", p) is None:
+        if re.search(r"/(?:build|cmake-build[\w-]{0,40}|_build|out)/", p):
+            tags.add("build-tree")
+        elif not _SYSTEM_DIR.search(p) and not p.startswith(("/usr/", "/lib", "/opt/conda/lib/")):
+            tags.add("source-tree")
+    if re.search(r"torch_extensions[/\\]", p):
+        tags.add("torch-extensions")
+        tags.discard("source-tree")
+    if _SYSTEM_DIR.search(p):
+        tags.add("system")
+    if _ENV_DIR.search(p):
+        tags.add("env")
+    if _FRAMEWORK_LIB.search(p):
+        tags.add("framework-lib")
+    return tags
+
+
+# ------------------------------------------------------------------ versions, variants
+_TAG = re.compile(r"\+(cpu|cu\d{2,4}|rocm[\d.]{1,10})\b")
+
+
+def variant_of(s: str) -> str:
+    """'cpu', 'cuda' or 'rocm' for a version string with a local tag (else '')."""
+    m = _TAG.search(s)
+    if not m:
+        return ""
+    t = m.group(1)
+    return "cpu" if t == "cpu" else ("rocm" if t.startswith("rocm") else "cuda")
+
+
+def release_of(s: str) -> str:
+    """The release number of a version string ('2.1.2+cu121' → '2.1.2')."""
+    m = re.search(r"\d{1,2}\.\d{1,3}(?:\.\d{1,3})?", s)
+    return m.group(0) if m else ""
+
+
+def compare_pair(built: str, have: str) -> str:
+    """Which axis differs in a built-for / have pair: 'variant', 'release', or ''."""
+    vb, vh = variant_of(built), variant_of(have)
+    if vb and vh and vb != vh:
+        return "variant"
+    rb, rh = release_of(built), release_of(have)
+    if rb and rh and rb != rh:
+        return "release"
+    if vb != vh and (vb or vh):
+        return "variant"
+    return ""
+
+
+# ------------------------------------------------------------------ general extraction
+SYMBOL = re.compile(r"(?<![\w$])(_{1,2}Z[A-Za-z0-9_$]{2,2000})")
+LIBRARY = re.compile(r"(?<![\w/.\\-])((?:[A-Za-z]:\\|/|\./|\.\./|~/|\.\.\./|…/)?"
+                     r"(?:[\w.+-]{1,200}[/\\]){0,40}[\w.+-]{0,200}?\.(?:so(?:\.[\d.]{1,20})?"
+                     r"|dylib|dll|pyd))(?![\w])")
+ARCH = re.compile(r"\b(sm_\d{2,3}a?|compute_\d{2,3})\b")
+GLIBC_VERSION = re.compile(r"\b((?:GLIBCXX|GLIBC|CXXABI|GCC)_[\d.]{1,12})")
+OP = re.compile(r"(?<![\w:])([a-z_][a-z0-9_]{0,60}::[A-Za-z_][\w.]{0,120})(?![\w:])")
+FRAMEWORK_WORDS = (
+    ("pytorch", re.compile(r"\btorch\b|\bc10\b|TORCH_LIBRARY|torchvision|\bat::")),
+    ("tensorflow", re.compile(r"tensorflow|\btf\.|load_op_library|TFLite|tflite")),
+    ("onnxruntime", re.compile(r"onnxruntime|ORT_|OrtException|ExecutionProvider")),
+    ("paddle", re.compile(r"[Pp]addle|\bphi::")),
+    ("oneflow", re.compile(r"oneflow|OperatorConf")),
+    ("mindspore", re.compile(r"[Mm]ind[Ss]pore")),
+)
+_CPY_TAG = re.compile(r"\.cpython-3(\d{1,2})[\w-]{0,40}\.so\b")
+_PY_DIR = re.compile(r"python3\.(\d{1,2})[/\\]")
+
+
+def python_versions(text: str) -> tuple[set[str], set[str]]:
+    """(Pythons the text's compiled modules were built for, Pythons whose directories appear)."""
+    built = {"3." + m for m in _CPY_TAG.findall(text)}
+    ran = {"3." + m for m in _PY_DIR.findall(text)}
+    return built, ran
+
+
+def extract(text: str) -> dict[str, Any]:
+    """The entities of a whole text (bounded: the first five of each kind)."""
+    ent: dict[str, Any] = {}
+    libs = [x for x in dict.fromkeys(m.group(1) for m in LIBRARY.finditer(text))][:5]
+    if libs:
+        ent["libraries"] = libs
+    for key, rx in (("archs", ARCH), ("versions", GLIBC_VERSION), ("ops", OP)):
+        found = list(dict.fromkeys(rx.findall(text)))[:5]
+        if found:
+            ent[key] = found
+    tags = list(dict.fromkeys(m.group(0) for m in re.finditer(
+        r"\b\d{1,2}\.\d{1,3}(?:\.\d{1,3})?\+(?:cpu|cu\d{2,4}|rocm[\d.]{1,10})\b", text)))[:5]
+    if tags:
+        ent["build_tags"] = tags
+    fws = [name for name, rx in FRAMEWORK_WORDS if rx.search(text)]
+    if fws:
+        ent["frameworks"] = fws
+    built, ran = python_versions(text)
+    if built:
+        ent["python_built_for"] = sorted(built)
+    if ran:
+        ent["python_dirs"] = sorted(ran)
+    return ent

@@ -1,0 +1,562 @@
+"""Ranking: from the matched pattern and the entities of the text to causes with confidences.
+
+A pattern gives a first order (its ``cause`` then its ``alt`` list). A pattern may name a
+*refiner* (``refine = "symbol"``): a function here that looks at the entities of the match —
+what an undefined symbol is, where a file sits, what each side of a version pair says — and
+reorders the causes, saying why. Refiners are pure functions of the text: no file system, no
+framework import.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from opdoctor.explain.entities import (
+    SymbolInfo,
+    classify_symbol,
+    compare_pair,
+    path_kind,
+    python_versions,
+    variant_of,
+)
+
+CAUSE_NAMES = {1: "registration", 2: "library path", 3: "version mismatch",
+               4: "broken build / file", 5: "Python import chain"}
+
+# What each cause means as an alternative, when no refiner says more.
+GENERIC_WHY = {
+    1: "the registration itself: missing, compiled out, in another namespace, or no kernel "
+       "for this device/dtype",
+    2: "the search path: a dependency is not found, or another copy of it is found first",
+    3: "a release or build-variant pairing: built against another framework/CUDA/C++ runtime",
+    4: "an incomplete or foreign build: a file left out of the build, a failed build, a binary "
+       "for another OS/CPU",
+    5: "the Python side: the package that loads the library is not imported, is shadowed, or "
+       "runs in another interpreter",
+}
+
+
+@dataclass
+class Refinement:
+    """A refiner's verdict: causes best first, and why."""
+
+    causes: tuple[int, ...]
+    why: str
+    codes: tuple[str, ...] | None = None
+    title: str | None = None
+    confidence: str | None = None  # low / medium / high, overrides the pattern's
+    decides: str = ""  # when the text cannot decide: what would
+    alt_why: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What a refiner sees."""
+
+    pattern_id: str
+    groups: dict[str, str]
+    line: str
+    text: str  # the whole text (bounded by the caller)
+    other_ids: tuple[str, ...]
+
+    def group(self, *names: str) -> str:
+        """The first non-empty named group among ``names``."""
+        for n in names:
+            v = self.groups.get(n)
+            if v:
+                return v.strip()
+        return ""
+
+
+Refiner = Callable[[Context], "Refinement | None"]
+REFINERS: dict[str, Refiner] = {}
+
+
+def refiner(name: str) -> Callable[[Refiner], Refiner]:
+    """Register a refiner under the name patterns.toml uses."""
+    def deco(fn: Refiner) -> Refiner:
+        REFINERS[name] = fn
+        return fn
+    return deco
+
+
+# ------------------------------------------------------------------ undefined symbols
+def symbol_of(ctx: Context) -> SymbolInfo | None:
+    """The undefined symbol of the match, classified with the library that wanted it."""
+    sym = ctx.group("symbol")
+    if not sym:
+        return None
+    sym = re.sub(r"\s+", "", sym).rstrip(".,;:'\"`)]")
+    return classify_symbol(sym, ctx.group("path", "library"))
+
+
+@refiner("symbol")
+def _symbol(ctx: Context) -> Refinement | None:
+    info = symbol_of(ctx)
+    if info is None:
+        return None
+    path = ctx.group("path", "library")
+    if re.search(r"Expected in: flat namespace", ctx.text) and info.owner == "tensorflow":
+        return Refinement((4, 3), "macOS 'Expected in: flat namespace': the op library was linked "
+                          "with -undefined dynamic_lookup, not against libtensorflow_framework, "
+                          f"so {info.demangled} is only there when Python exported it globally",
+                          ("OD301",), f"undefined symbol {info.demangled}: the op library is "
+                          "not linked against the framework library", "high")
+    conf = "high" if info.causes[0] in (3, 4) and info.owner not in ("own",) else "medium"
+    decides = ""
+    if len(info.causes) > 1:
+        target = path or "<the library that failed>"
+        decides = (f"whether {target} was built against the installed framework/runtime: "
+                   f"`opdoctor check {target}` lists which symbols it needs that nothing "
+                   "loaded defines, and which library should")
+    return Refinement(info.causes, f"{info.demangled} is {info.is_}", (info.code,),
+                      f"undefined symbol {info.demangled}: {info.is_.split(':')[0]}", conf,
+                      decides)
+
+
+# ------------------------------------------------------------------ a missing library
+_CORE_TORCH = re.compile(r"^lib(?:c10|torch|torch_cpu|torch_python|shm)\.(?:so|dylib)$")
+_VARIANT_TORCH = re.compile(r"^lib(?:c10_(?:cuda|hip)|torch_(?:cuda|hip)\w{0,20})\.so")
+_TF_FRAMEWORK = re.compile(r"^libtensorflow_(?:framework|cc)\.so")
+_CUDA_LIB = re.compile(r"^lib(?:cuda|cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft|curand|cusparse|"
+                       r"cusolver|nvrtc\w{0,30}|nvinfer\w{0,20}|nccl|nvToolsExt|nvJitLink|"
+                       r"cupti|nvonnxparser|nvparsers|nvidia-\w{1,30}|hiprtc|amdhip64|rocblas|"
+                       r"MIOpen)\b")
+_OS_LIB = re.compile(r"^lib(?:ssl|crypto|ffi|readline|tinfo|ncurses\w{0,3}|gfortran|quadmath|"
+                     r"icu\w{1,10}|boost_\w{1,40}|protobuf|python3\.\d{1,2}m?|jpeg|png\d{0,3}|"
+                     r"tiff|webp|avcodec|avformat|opencv_\w{1,30}|gomp|hwloc|udev)\.so\.\d")
+_OWN_PROVIDER = re.compile(r"^libonnxruntime_providers_shared\.so")
+
+
+def _basename(p: str) -> str:
+    return re.split(r"[/\\]", p.strip().strip("'\"`"))[-1]
+
+
+@refiner("missing-library")
+def _missing_library(ctx: Context) -> Refinement | None:
+    lib = ctx.group("library", "path")
+    if not lib:
+        return None
+    base = _basename(lib)
+    kinds = path_kind(lib)
+    text = ctx.text
+    outer = re.search(r"Failed to load library (?P<outer>[\w.+-]{1,120}\.so[\w.]{0,20}) with error",
+                      text)
+    if "/" in lib and os.path.isfile(lib) and "cannot open shared object" in text:
+        # the file is there, yet "cannot open … No such file": the loader skipped it
+        return Refinement((4, 2), f"{lib} exists, so the loader skipped it: it is built for "
+                          "another architecture or ELF class", ("OD408",),
+                          f"{lib} exists, yet the loader says it cannot open it", "high")
+    if re.search(r"Permission denied|Operation not permitted", ctx.line):
+        return Refinement((4, 2), f"{lib} is there but may not be read or mapped (file "
+                          "permissions, a noexec mount, SELinux)", ("OD403",),
+                          f"{base} cannot be opened: permission denied", "high")
+    if "windows" in kinds and re.search(r"\.so(?:\.[\d.]{1,20})?$", base):
+        return Refinement((4, 2), f"{lib} is a Linux shared object on a Windows path: the package "
+                          "ships a binary for another OS", ("OD408",),
+                          "a Linux .so on Windows: a binary for another OS", "high")
+    if "torch-extensions" in kinds or re.search(r"FAILED: |returned non-zero exit status|"
+                                                r"Error building extension", text):
+        return Refinement((4, 3), f"{lib} is the output of a build that failed earlier in the log "
+                          "(JIT or setup.py): there is nothing to load", ("OD404",),
+                          "the extension's build failed earlier, so its library does not exist",
+                          "high")
+    if _CORE_TORCH.match(base):
+        return Refinement((5, 2), f"{base} is torch's own core library: an extension cannot find "
+                          "it when it is imported before `import torch` (which loads it), or "
+                          "outside the Python process that has torch", ("OD201", "OD505"),
+                          f"{base} not found: torch is not loaded in this process yet", "medium",
+                          "whether `import torch` ran first in the same interpreter")
+    if _VARIANT_TORCH.match(base):
+        return Refinement((3, 2), f"{base} exists only in some torch builds or releases (CUDA vs "
+                          "ROCm vs CPU, or an older torch): the extension was built for another "
+                          "torch variant than the installed one", ("OD304", "OD313"),
+                          f"{base} not found: the extension was built for another torch build",
+                          "medium")
+    if _TF_FRAMEWORK.match(base):
+        return Refinement((3, 5), f"{base} is TensorFlow's own library: the op library was built "
+                          "for another TensorFlow major, or TensorFlow is not imported first",
+                          ("OD304",), f"{base} not found: built for another TensorFlow", "medium")
+    if _OWN_PROVIDER.match(base):
+        return Refinement((4, 2), f"{base} ships inside the onnxruntime package itself: the "
+                          "installed package (or a custom build) is missing its native library",
+                          ("OD201",), f"{base} missing from the onnxruntime package", "medium")
+    if _OS_LIB.match(base):
+        return Refinement((4, 3, 2), f"{base} is an operating-system library of a specific "
+                          "major version: the binary was built on (and linked against) another "
+                          "system's copy — a build-environment library leaked into the package, "
+                          "or a package for another OS release", ("OD201",),
+                          f"{base}: the binary links an OS library this system does not have",
+                          "medium", f"which package links {base}: `opdoctor check <its .so>`; "
+                          "a build for this OS release (or installing that library) fixes it")
+    if outer and _CUDA_LIB.match(base) and not base.startswith("libnvinfer"):
+        m = re.search(r"\.so\.(\d{1,3})", base)
+        return Refinement((3, 2), f"the {outer.group('outer')} provider needs {base}"
+                          + (f" (major {m.group(1)})" if m else "") + ": the installed CUDA/cuDNN "
+                          "major differs from the one this onnxruntime-gpu build targets, or it "
+                          "is not on the search path", ("OD312", "OD201"),
+                          f"{base} not found for {outer.group('outer')}: CUDA/cuDNN major of the "
+                          "provider build vs the one installed", "medium",
+                          "which CUDA/cuDNN major this onnxruntime build targets (its release "
+                          "notes) against the one installed: equal → cause 2, different → 3")
+    if _CUDA_LIB.match(base) and re.search(r"tensorflow|dso_loader|\btf\.", text):
+        return Refinement((3, 2), f"TensorFlow wheels are built for one exact CUDA/cuDNN major "
+                          f"and look for {base} by that name: the installed CUDA is another "
+                          "major (or not on the search path)", ("OD312", "OD201"),
+                          f"{base} not found: TensorFlow's CUDA major vs the installed one",
+                          "medium", "the CUDA/cuDNN versions tested with this TensorFlow "
+                          "release (tensorflow.org/install/source#gpu) against the installed")
+    if _CUDA_LIB.match(base):
+        return Refinement((2, 3), f"{base} is a CUDA library: not on the loader's search path "
+                          "(LD_LIBRARY_PATH, the pip nvidia-* wheels' directories), or a CUDA "
+                          "major that is not installed", ("OD201", "OD312"),
+                          f"{base} not found: the CUDA libraries are not on the search path",
+                          "medium")
+    if "/" in lib and "installed" in kinds and re.search(r"cannot open shared object file",
+                                                          text):
+        return Refinement((4, 2), f"{lib} is a file the package installed, yet the loader cannot "
+                          "open it: it is built for another architecture or OS (the loader says "
+                          "'No such file' then too)", ("OD408",),
+                          f"{base} exists but cannot be opened: built for another CPU/OS", "medium",
+                          f"`opdoctor check {lib}` reads its ELF header (machine, class)")
+    if "/" not in lib and not base.startswith("lib") and re.search(r"load_op_library\(\s*['\"]"
+                                                                   r"[\w.-]{1,100}\.so", text):
+        return Refinement((2,), f"load_op_library('{base}') without a directory searches the "
+                          "loader's path, not the current directory: pass './" + base + "'",
+                          ("OD201",), "a bare file name is looked up on the search path", "high")
+    built, ran = python_versions(text)
+    if built and ran and not built & ran:
+        return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
+                          f"but the process runs Python {sorted(ran)[0]}", ("OD503",),
+                          "an extension built for another Python", "high")
+    return None
+
+
+# ------------------------------------------------------------------ symbol versions
+@refiner("symbol-version")
+def _symbol_version(ctx: Context) -> Refinement | None:
+    version = ctx.group("version")
+    runtime = ctx.group("runtime")
+    needer = ctx.group("path")
+    if version.startswith("GLIBC_"):
+        return Refinement((3,), f"{version} is a glibc version: the binary was built on a newer "
+                          "system than this one", ("OD302",),
+                          f"this system's glibc is older than {needer or 'the binary'} needs",
+                          "high")
+    rk, nk = path_kind(runtime), path_kind(needer)
+    if runtime and "system" in rk and "env" in nk:
+        return Refinement((2, 3), f"the libstdc++ that was loaded is the system's ({runtime}), "
+                          f"while {needer} lives in a conda/virtual env, which usually brings a "
+                          "newer libstdc++: the env's copy is not found first", ("OD202", "OD302"),
+                          f"the system libstdc++ is found before the environment's ({version})",
+                          "medium",
+                          "whether the environment has a libstdc++ with " + version
+                          + " (strings $CONDA_PREFIX/lib/libstdc++.so.6 | grep " + version + ")")
+    return Refinement((3, 2), f"{version} is missing from the C++ runtime that was loaded"
+                      + (f" ({runtime})" if runtime else "") + ": it is older than the compiler "
+                      "that built the library", ("OD302",), None, "medium",
+                      "whether a newer libstdc++ is installed but not found first "
+                      "(cause 2) or none is (cause 3)")
+
+
+# ------------------------------------------------------------------ operators not found
+_PACKAGE_NS = re.compile(r"^(?:torchvision|torchaudio|torchtext|torch_scatter|torch_sparse|"
+                         r"torch_cluster|mmcv|detectron2|xformers|fbgemm|torchrec|vllm|_C|"
+                         r"flash_attn|apex|deepspeed)$")
+
+
+@refiner("op-missing")
+def _op_missing(ctx: Context) -> Refinement | None:
+    op = ctx.group("op")
+    ns = ctx.group("namespace") or (op.split("::")[0] if "::" in op else "")
+    text = ctx.text
+    if ns in ("aten", "prim", "quantized", "_caffe2"):
+        return Refinement((1, 5), f"{ns}:: is torch's own namespace: torch's operators register "
+                          "from static initialisers, which a static link drops unless it uses "
+                          "--whole-archive", ("OD121",), None, "medium")
+    if re.search(r"load_library\(|load_op_library\(|TORCH_LIBRARY|ctypes\.CDLL", text):
+        return Refinement((1, 3), "the text shows the library being loaded, so it was loaded: "
+                          f"it registers nothing under {op or ns}: another namespace or name, or "
+                          "the registration is compiled out", ("OD101", "OD105", "OD106"),
+                          None, "medium")
+    if re.search(r"Failed to load|undefined symbol|cannot open shared object", text):
+        return Refinement((3, 2), "the library that defines the op failed to load (see the load "
+                          "error in the text)", ("OD304",), None, "medium")
+    if _PACKAGE_NS.match(ns) and ctx.pattern_id == "torch.op-does-not-exist":
+        # "operator ns::op does not exist" is what the package's own import raises (its fake
+        # registrations run at import): it was imported, its op library did not load
+        return Refinement((3, 5), f"{ns}:: belongs to a package whose op library loads when the "
+                          "package is imported; 'does not exist' is raised by that import's "
+                          "own registrations, so it was imported and its library failed to load "
+                          "— usually built for another torch release (the error is swallowed "
+                          "into a warning)", ("OD304", "OD505"), None, "medium",
+                          f"`python -c 'import torch, {ns}'` shows the swallowed load error; "
+                          f"then `opdoctor check --package {ns}`")
+    if _PACKAGE_NS.match(ns):
+        return Refinement((5, 3), f"{ns}:: ops register when the package is imported (or, in a "
+                          "C++ program, when its library is linked and kept): this program "
+                          "looked the op up without that", ("OD505", "OD304"), None, "medium",
+                          f"whether the program imports {ns} (Python) or links lib{ns} with "
+                          "--no-as-needed (C++); then `opdoctor check --package " + ns + "`")
+    if re.search(r"register_fake|impl_abstract|_meta_registrations|fake_registered|"
+                 r"torch\.library\.(?:impl|register)", text):
+        return Refinement((5, 1, 3), "Python-side registrations (fake/meta kernels) for "
+                          f"{op or ns} ran before the library that defines the op was "
+                          "loaded (eagerly imported, or the library import failed)",
+                          ("OD505", "OD101"), None, "medium",
+                          f"whether the library that should define {op or ns} is loaded: "
+                          "`opdoctor check <that .so> --expect-op " + (op or ns) + "`")
+    return Refinement((1, 5, 3), f"nothing registered {op or ns} in this process: its library "
+                      "registers nothing under that name (compiled out, another namespace), or "
+                      "was never loaded", None, None, "medium",
+                      f"whether the library that should define {op or ns} is loaded and "
+                      "registers it: `opdoctor check <that .so> --expect-op " + (op or ns) + "`")
+
+
+# ------------------------------------------------------------------ TensorFlow op not registered
+@refiner("tf-op")
+def _tf_op(ctx: Context) -> Refinement | None:
+    text = ctx.text
+    op = ctx.group("op")
+    if re.search(r"tensorflow_serving|[Ss]ervable|Loading servable|TF_?Serving|tritonserver|"
+                 r"inference server", text):
+        return Refinement((1, 5), "the op is loaded by a server binary (TF Serving, Triton) that "
+                          f"does not contain {op}: custom ops must be compiled into the server",
+                          ("OD106",), f"the serving binary has no {op}", "high")
+    if re.search(r"[Aa]ndroid|\biOS\b|mobile|TFLite|tflite|libtensorflow_inference", text):
+        return Refinement((1,), f"mobile/selective builds register only a subset of ops; {op} is "
+                          "not in this one", ("OD106",), f"{op} is not in this mobile build",
+                          "high")
+    if re.search(r"tf\.contrib|contrib ops are lazily", text) and not re.search(
+            r"in binary running on", text):
+        return Refinement((5, 1), "contrib ops register lazily, when their module is imported",
+                          ("OD505",), None, "medium")
+    return Refinement((5, 1, 3), f"{op} is a custom op: it registers when its package's op "
+                      "library is loaded — import that package (tensorflow_text, "
+                      "tensorflow_decision_forests, …) before loading the model, or the op "
+                      "library failed to load", ("OD505", "OD101"), None, "medium",
+                      f"which package defines {op}: import it first, then "
+                      "`opdoctor check <its op library .so>`")
+
+
+# ------------------------------------------------------------------ dispatch keys
+@refiner("backend")
+def _backend(ctx: Context) -> Refinement | None:
+    backend = ctx.group("backend")
+    op = ctx.group("op")
+    if backend in ("PrivateUse1", "PrivateUse2", "PrivateUse3") or (
+            op.startswith("aten::") and backend not in ("CPU", "CUDA", "Meta", "SparseCPU",
+                                                         "SparseCUDA", "QuantizedCPU",
+                                                         "QuantizedCUDA", "AutogradCPU",
+                                                         "AutogradCUDA")):
+        return Refinement((5, 1), f"{backend} kernels for torch's own ops come from an out-of-tree "
+                          "backend extension: it was not imported/loaded in this process",
+                          ("OD505",), f"the {backend} backend extension is not loaded", "medium")
+    if backend == "CUDA" and _PACKAGE_NS.match(op.split("::")[0]):
+        return Refinement((3, 1), f"{op} belongs to a package whose CUDA kernels exist only in "
+                          "its CUDA build: a CPU build of the package is installed next to a "
+                          "CUDA torch (or a build for another CUDA)", ("OD313", "OD304"),
+                          f"a CPU build of {op.split('::')[0]} with a CUDA torch", "medium")
+    if backend == "CUDA":
+        return Refinement((1, 3, 4), f"{op} has no CUDA kernel: the extension was built without "
+                          "its CUDA part (no nvcc at build time, FORCE_CUDA unset) or registers "
+                          "CPU only", ("OD103", "OD106", "OD313"), None, "medium")
+    return None
+
+
+# ------------------------------------------------------------------ Python modules
+_COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_?C_?\w{0,20}|\w{0,60}_(?:cuda|cpp|ext|C|cuda"
+                            r"_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
+                            r"native|lib)|lib\w{1,40})$")
+_FRAMEWORK_MODULES = re.compile(r"^(?:torch|tensorflow|onnxruntime|paddle|oneflow|mindspore|"
+                                r"jax|numpy)$")
+
+
+def _traceback_paths(text: str) -> list[str]:
+    paths = re.findall(r"File \"([^\"\n]{1,400})\"", text)
+    paths += re.findall(r"^(/[^\s:]{1,400}\.py) in ", text, re.M)
+    paths += re.findall(r"\((/[^)\s]{1,400}\.py)\)", text)
+    return paths
+
+
+def _where_package(text: str, module: str) -> str:
+    """'installed', 'source-tree' or '' for the package directory the traceback shows."""
+    top = module.split(".")[0]
+    for p in _traceback_paths(text):
+        if re.search(r"[/\\]" + re.escape(top) + r"[/\\]", p):
+            k = path_kind(p)
+            if "installed" in k:
+                return "installed"
+            if "source-tree" in k or "build-tree" in k:
+                return "source-tree"
+    return ""
+
+
+@refiner("module")
+def _module(ctx: Context) -> Refinement | None:
+    module = ctx.group("module")
+    name = ctx.group("name")
+    text = ctx.text
+    full = f"{module}.{name}" if name else module
+    if not module:
+        return None
+    top = module.split(".")[0]
+    where = _where_package(text, module)
+    compiled = bool(_COMPILED_NAME.search(full)) or bool(re.search(r"cuda|_C\b", full))
+    built, ran = python_versions(text)
+    if built and ran and not built & ran:
+        return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
+                          f"but the process runs Python {sorted(ran)[0]}", ("OD503",),
+                          "an extension built for another Python", "high")
+    if len(ran) > 1:
+        pys = ", ".join(sorted(ran))
+        return Refinement((5, 3), f"the traceback goes through two Pythons ({pys}): packages "
+                          "of one interpreter are imported by another", ("OD503",),
+                          "two Python installations mixed in one process", "medium")
+    if where == "source-tree" and (compiled or name):
+        return Refinement((5, 4), f"the traceback runs {top} from a source checkout (not "
+                          "site-packages): it shadows the installed package and has no built "
+                          f"{full}", ("OD502",), f"a source checkout of {top} shadows the "
+                          "installed package", "high",
+                          f"where {top} is imported from: `opdoctor check --package {top}`")
+    if _FRAMEWORK_MODULES.match(module):
+        return Refinement((5,), f"{module} is not installed for the interpreter that ran (a "
+                          "notebook kernel, a job or a build environment using another Python)",
+                          ("OD501",), f"{module} is not installed for this interpreter", "medium")
+    if compiled and "." not in full:
+        return Refinement((4, 5), f"{full} is the compiled extension of a package that was "
+                          "installed without building it (a Python-only install, a lite "
+                          "variant)", ("OD501",), f"{full}: the package was installed without "
+                          "its compiled extension", "medium")
+    if compiled:
+        if where == "installed":
+            return Refinement((4, 5, 3), f"{full} is a compiled submodule missing from the "
+                              "installed package: it was installed without building its "
+                              "extension (or a lite variant)", ("OD510",), None, "medium")
+        return Refinement((5, 4), f"{full} is a compiled submodule: the package directory that "
+                          "was imported has no built extension — a source checkout or stale "
+                          "directory found first, two conflicting installs, or an extension "
+                          "never built", ("OD502", "OD503"), None, "medium",
+                          f"which directory `import {top}` picks and whether it has the built "
+                          f".so: `opdoctor check --package {top}`")
+    return None
+
+
+# ------------------------------------------------------------------ version pairs
+@refiner("pair")
+def _pair(ctx: Context) -> Refinement | None:
+    built, have = ctx.group("built"), ctx.group("have")
+    if not (built and have):
+        return None
+    axis = compare_pair(built, have)
+    if axis == "variant":
+        return Refinement((3,), f"built for {built.strip()}, installed {have.strip()}: the build "
+                          f"variant differs ({variant_of(built) or '?'} vs "
+                          f"{variant_of(have) or '?'})", ("OD313", "OD304"),
+                          "CPU/CUDA build-variant mismatch", "high")
+    return Refinement((3,), f"built for {built.strip()}, installed {have.strip()}",
+                      ("OD304", "OD312"), None, "high")
+
+
+# ------------------------------------------------------------------ ORT opsets
+@refiner("ort-impl")
+def _ort_impl(ctx: Context) -> Refinement | None:
+    opset = ctx.group("opset")
+    if opset.isdigit() and int(opset) < 7:
+        return Refinement((3, 1), f"opset {opset} is older than any kernel ONNX Runtime "
+                          "registers (7+): re-export the model with a newer opset", ("OD106",),
+                          "the model's opset is older than the runtime supports", "high")
+    if re.search(r"float16|bfloat16|\(tensor\(b?float16\)\)|fp16|half", ctx.text, re.I):
+        return Refinement((1, 3), "no kernel for that type on this execution provider",
+                          ("OD106",), None, "high")
+    return None
+
+
+# ------------------------------------------------------------------ crashes
+@refiner("crash")
+def _crash(ctx: Context) -> Refinement | None:
+    # a load in sight: an import, a load call, the loader's init frames, or the crash line
+    # itself naming a shared library the process was given
+    at_load = re.search(r"\bimport \w|load_library|load_op_library|dlopen|TORCH_LIBRARY|"
+                        r"static initiali[sz]|__libc_csu_init|_dl_init|call_init|"
+                        r"c10::Error|what\(\):", ctx.text) or re.search(r"\.so\b", ctx.line)
+    if at_load:
+        return Refinement((1, 3, 4), "the crash happened while a library was being loaded: a "
+                          "static initialiser (registration) crashed, or the library mixes "
+                          "ABIs with what is loaded", ("OD124",), None, "low")
+    return Refinement((3, 4, 1), "a crash with no load in sight is not a registration failure: "
+                      "most often two builds that disagree (framework vs extension release, C++ "
+                      "ABI, two copies of a library), or a bug in the op itself", ("OD304",),
+                      None, "low", "whether it crashes at import: `opdoctor check <the .so>` "
+                      "loads it in a sandboxed probe")
+
+
+# ------------------------------------------------------------------ Windows
+@refiner("windows")
+def _windows(ctx: Context) -> Refinement | None:
+    line = ctx.line
+    if re.search(r"WinError 127|error 127|procedure could not be found|找不到指定的程序", line):
+        return Refinement((3, 4), "Windows error 127: the DLL was found but lacks a function "
+                          "another module needs — a build for another release", ("OD304",),
+                          "a DLL of another release (a missing entry point)", "medium")
+    if re.search(r"WinError 193|error 193", line):
+        return Refinement((4,), "Windows error 193: not a valid binary for this architecture",
+                          ("OD408",), "a DLL for another architecture", "high")
+    return Refinement((2, 3, 4), "Windows error 126: a DLL or one of its dependencies (the "
+                      "Visual C++ runtime, CUDA/cuDNN DLLs) is not found on PATH",
+                      ("OD201",), None, "medium",
+                      "which dependency is missing: a dependency walker (Dependencies.exe) on "
+                      "the DLL named in the message")
+
+
+# ------------------------------------------------------------------ framework modules
+@refiner("framework-module")
+def _framework_module(ctx: Context) -> Refinement | None:
+    module = ctx.group("module")
+    name = ctx.group("name")
+    leaf = (name or module.split(".")[-1])
+    if re.search(r"^_?C$|^_C_\w|^_ext$|_pywrap|_internal$|c_expression|pybind", leaf) or \
+            module.endswith(("._C", "._ext")):
+        return _module(ctx)
+    top = module.split(".")[0]
+    return Refinement((3, 5), f"{module}{'.' + name if name else ''} is part of {top}'s Python "
+                      f"API, not a compiled part: the code was written for another {top} "
+                      "release (it was removed, renamed or not yet added)", ("OD304",),
+                      f"the code expects another {top} release", "medium",
+                      f"the {top} release the failing package requires (its setup metadata) "
+                      "against `pip show " + top + "`")
+
+
+def order_with(ref: Refinement | None, base: tuple[int, ...]) -> tuple[int, ...]:
+    """The refiner's order, then the pattern's remaining causes."""
+    first = ref.causes if ref else ()
+    return tuple(dict.fromkeys(first + base))
+
+
+def scores(order: tuple[int, ...], confidence: str, extra: dict[int, float]) -> list[tuple[int,
+                                                                                         float]]:
+    """Spread a probability over the ordered causes; ``extra`` adds small mass from other
+    matches in the text."""
+    top = {"high": 0.85, "medium": 0.65, "low": 0.45}[confidence]
+    out: dict[int, float] = {order[0]: top}
+    rest = order[1:]
+    weights = [0.6, 0.25, 0.1, 0.05][: len(rest)]
+    total = sum(weights) or 1.0
+    for c, w in zip(rest, weights, strict=False):
+        out[c] = (1 - top) * w / total
+    for c, w in extra.items():
+        out[c] = out.get(c, 0.0) + w
+    s = sum(out.values())
+    ranked = sorted(((c, v / s) for c, v in out.items()), key=lambda cv: (-cv[1], order.index(
+        cv[0]) if cv[0] in order else 9))
+    return ranked
+
+
+def why_for(cause: int, ref: Refinement | None) -> str:
+    """Why an alternative cause is listed."""
+    if ref and cause in ref.alt_why:
+        return ref.alt_why[cause]
+    return GENERIC_WHY[cause]
