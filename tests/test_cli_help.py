@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import cli_proc
 
-COMMANDS = ("check", "scan", "codes", "config", "fleet")
+COMMANDS = ("check", "scan", "explain", "codes", "config", "fleet")
 
 
 @pytest.mark.parametrize("command", COMMANDS)

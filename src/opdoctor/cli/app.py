@@ -304,8 +304,12 @@ def _render_doc(doc: CodeDoc) -> str:
 @app.command()
 def explain(
     what: Annotated[str, typer.Argument(
-        help="A code (OD401), an error message in quotes, or - to read a log from stdin.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+        metavar="TEXT", help="A code (OD401), an error message in quotes, or - to read a log "
+        "from stdin.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
+                                     autocompletion=lambda: ["text", "json"],
+                                     help="text | json [default: text]",
+                                     show_default=False)] = "text",
 ) -> int:
     """Explain a code, or turn an error message / traceback / CI log into cause and fix.
 
