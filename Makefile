@@ -22,7 +22,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv reference fixtures test demo lint bench clean distclean
+.PHONY: all venv reference fixtures test demo lint bench clean distclean realworld
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -377,6 +377,11 @@ bench: venv
 	$(MAKE) -j$(NPROC) reference
 	$(PY) benchmarks/bench_static.py
 	$(PY) benchmarks/bench_probe.py
+
+# Real PyPI wheels that fail (or work) beside the venv's torch / a TensorFlow venv; downloads
+# (see benchmarks/realworld/README.md). RW_ARGS=--quick or RW_ARGS='--case NAME'.
+realworld: venv
+	$(PY) benchmarks/realworld/run.py $(RW_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks
