@@ -10,12 +10,12 @@ For each case of ``cases.toml`` the runner
    last lines of its output in ``build/realworld/<case>/error.txt``; a failure case must fail,
    a healthy control must succeed (its action runs one op);
 3. runs ``opdoctor check -f json`` on the case's library or package and ``opdoctor explain -f
-   json`` on the recorded error text, and scores both against the case's true cause and the
-   keyword the evidence must mention;
+   json`` on the recorded error text, and scores both against the case's true cause and
+   the keyword the evidence must mention;
 4. prints a table and writes ``build/realworld/results.json`` and ``benchmarks/realworld/RESULTS.md``.
 
-``--quick`` keeps the cases whose wheels total less than 100 MB; ``--case NAME`` runs one
-(repeatable). Run it with the interpreter of opdoctor's venv: ``make realworld``.
+``--quick`` keeps the cases whose wheels total less than 100 MB; ``--case NAME`` runs
+one (repeatable). Run it with the interpreter of opdoctor's venv: ``make realworld``.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+
+import tomllib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -206,18 +206,18 @@ def prepare(case: Case) -> None:
     if kind == "build-myop":
         build_myop(case)
     elif kind == "truncate":
-        src, dst, nbytes = arg.split(":")
-        out = case.dir / dst
+        src, dst_rel, nbytes = arg.split(":")
+        out = case.dir / dst_rel
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(case.site / src, "rb") as f:
             out.write_bytes(f.read(int(nbytes)))
     elif kind == "shadow":
         # A source checkout: the package's .py files, no compiled library, as the job's cwd.
         pkg = arg
-        dst = case.dir / "checkout" / pkg
-        if not dst.exists():
+        checkout = case.dir / "checkout" / pkg
+        if not checkout.exists():
             for p in (case.site / pkg).rglob("*.py"):
-                q = dst / p.relative_to(case.site / pkg)
+                q = checkout / p.relative_to(case.site / pkg)
                 q.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(p, q)
     else:
@@ -327,7 +327,7 @@ def score_explain(case: Case, res: Result, text: str) -> None:
     """Run ``opdoctor explain -f json`` on the recorded error text and score it."""
     if case.cause is None:
         return
-    rc, out, secs = opdoctor(["explain", "-f", "json", text], timeout=120)
+    _rc, out, secs = opdoctor(["explain", "-f", "json", text], timeout=120)
     res.explain_seconds = round(secs, 1)
     (case.dir / "explain.json").write_text(out)
     try:
@@ -379,11 +379,13 @@ def table(results: list[Result]) -> list[str]:
     def n(rs: list[Result], attr: str, v: str) -> int:
         return sum(1 for r in rs if getattr(r, attr) == v)
     rows.append("")
-    rows.append(f"Failures: {len(fails)} — check right {n(fails, 'check_ok', 'right')}, "
+    rows.append(f"Failures: {len(fails)} — check right "
+                f"{n(fails, 'check_ok', 'right')}, "
                 f"cause only {n(fails, 'check_ok', 'cause-only')}, "
                 f"wrong {n(fails, 'check_ok', 'wrong')}, timeout {n(fails, 'check_ok', 'timeout')}; "
                 f"explain right {n(fails, 'explain_ok', 'right')}, cause only "
-                f"{n(fails, 'explain_ok', 'cause-only')}, wrong {n(fails, 'explain_ok', 'wrong')}.")
+                f"{n(fails, 'explain_ok', 'cause-only')}, "
+                f"wrong {n(fails, 'explain_ok', 'wrong')}.")
     rows.append(f"Healthy controls: {len(ok)} — clean {n(ok, 'check_ok', 'right')}, "
                 f"flagged {n(ok, 'check_ok', 'wrong')}, timeout {n(ok, 'check_ok', 'timeout')}.")
     rows.append(f"Not reproduced: {sum(1 for r in results if not r.reproduced)}. "
