@@ -12,7 +12,8 @@ For each case of ``cases.toml`` the runner
 3. runs ``opdoctor check -f json`` on the case's library or package and ``opdoctor explain -f
    json`` on the recorded error text, and scores both against the case's true cause and
    the keyword the evidence must mention;
-4. prints a table and writes ``build/realworld/results.json`` and ``benchmarks/realworld/RESULTS.md``.
+4. prints a table and writes ``build/realworld/results.json`` and
+   ``benchmarks/realworld/RESULTS.md``.
 
 ``--quick`` keeps the cases whose wheels total less than 100 MB; ``--case NAME`` runs
 one (repeatable). Run it with the interpreter of opdoctor's venv: ``make realworld``.
@@ -382,7 +383,8 @@ def table(results: list[Result]) -> list[str]:
     rows.append(f"Failures: {len(fails)} — check right "
                 f"{n(fails, 'check_ok', 'right')}, "
                 f"cause only {n(fails, 'check_ok', 'cause-only')}, "
-                f"wrong {n(fails, 'check_ok', 'wrong')}, timeout {n(fails, 'check_ok', 'timeout')}; "
+                f"wrong {n(fails, 'check_ok', 'wrong')}, "
+                f"timeout {n(fails, 'check_ok', 'timeout')}; "
                 f"explain right {n(fails, 'explain_ok', 'right')}, cause only "
                 f"{n(fails, 'explain_ok', 'cause-only')}, "
                 f"wrong {n(fails, 'explain_ok', 'wrong')}.")
