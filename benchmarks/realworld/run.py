@@ -33,6 +33,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -318,12 +319,12 @@ def score_check(case: Case, res: Result) -> None:
             if f["severity"] == "error" or f["code"] in diag.get("root_findings", []):
                 res.check_codes.append(f["code"])
             blob_parts += [f.get("message", ""), f.get("fix", ""), *f.get("evidence", [])]
-        if diag.get("cause") is not None:
+        if diag.get("cause"):  # 0 / null: no problem found
             verdicts.append((int(diag["cause"]), diag.get("summary", "")))
             blob_parts.append(diag.get("summary", ""))
-        for chk in rep.get("checks", []):
-            if chk.get("name") == "probe" and chk.get("status") == "ran":
-                res.probe_seconds = round(float(chk.get("seconds", 0.0)), 1)
+        ps = probe_seconds(rep)
+        if ps is not None:
+            res.probe_seconds = ps
     res.check_codes = sorted(set(res.check_codes))
     if verdicts:
         res.check_cause, res.check_verdict = verdicts[0]
@@ -336,6 +337,15 @@ def score_check(case: Case, res: Result) -> None:
         res.check_ok = "right" if mentions(blob, case.subcause) else "cause-only"
     else:
         res.check_ok = "wrong"
+
+
+def probe_seconds(report: dict[str, Any]) -> float | None:
+    """The load probe's own run time (sections.probe.seconds; the probe check's entry in
+    ``checks`` only times reading the cached result)."""
+    probe = (report.get("sections") or {}).get("probe") or {}
+    if probe.get("ran") and probe.get("seconds") is not None:
+        return round(float(probe["seconds"]), 1)
+    return None
 
 
 def score_explain(case: Case, res: Result, text: str) -> None:
@@ -383,7 +393,8 @@ def table(results: list[Result]) -> list[str]:
             "| --- | --- | --- | --- | --- | --- | --- | ---: | ---: | --- |"]
     for r in results:
         true = "healthy" if r.true_cause is None else f"{r.true_cause} ({r.subcause})"
-        chk = "clean" if r.check_cause is None and r.check_ok != "timeout" else str(r.check_cause)
+        chk = (r.check_ok if r.check_ok in ("timeout", "error", "-")
+               else "clean" if r.check_cause is None else str(r.check_cause))
         exp = "-" if r.true_cause is None else str(r.explain_cause)
         rows.append(f"| {r.case}{'' if r.reproduced else ' (NOT REPRODUCED)'} | {r.package} | "
                     f"{true} | {chk} | {r.check_ok} | {exp} | {r.explain_ok} | "
@@ -398,12 +409,14 @@ def table(results: list[Result]) -> list[str]:
                 f"{n(fails, 'check_ok', 'right')}, "
                 f"cause only {n(fails, 'check_ok', 'cause-only')}, "
                 f"wrong {n(fails, 'check_ok', 'wrong')}, "
-                f"timeout {n(fails, 'check_ok', 'timeout')}; "
+                f"timeout {n(fails, 'check_ok', 'timeout')}, "
+                f"analysis error {n(fails, 'check_ok', 'error')}; "
                 f"explain right {n(fails, 'explain_ok', 'right')}, cause only "
                 f"{n(fails, 'explain_ok', 'cause-only')}, "
                 f"wrong {n(fails, 'explain_ok', 'wrong')}.")
     rows.append(f"Healthy controls: {len(ok)} — clean {n(ok, 'check_ok', 'right')}, "
-                f"flagged {n(ok, 'check_ok', 'wrong')}, timeout {n(ok, 'check_ok', 'timeout')}.")
+                f"flagged {n(ok, 'check_ok', 'wrong')}, timeout {n(ok, 'check_ok', 'timeout')}, "
+                f"analysis error {n(ok, 'check_ok', 'error')}.")
     rows.append(f"Not reproduced: {sum(1 for r in results if not r.reproduced)}. "
                 f"Total check time {sum(r.check_seconds for r in results):.0f} s.")
     return rows
@@ -427,6 +440,14 @@ def main(argv: list[str] | None = None) -> int:
         order = [c.name for c in load_cases(Path(a.cases))]
         rs = sorted((Result(**r) for r in data["results"]),
                     key=lambda r: order.index(r.case) if r.case in order else len(order))
+        for r in rs:  # re-read the probe's time from the stored reports
+            f = BUILD / r.case / "check.json"
+            try:
+                reps = json.loads(f.read_text())["reports"]
+            except (OSError, ValueError, KeyError):
+                continue
+            times = [t for t in (probe_seconds(rep) for rep in reps) if t is not None]
+            r.probe_seconds = times[0] if times else None
         write_results_md(table(rs), data["date"])
         print("\n".join(table(rs)))
         return 0
