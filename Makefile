@@ -22,7 +22,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv reference fixtures truth test demo lint bench clean distclean readme
+.PHONY: all venv reference fixtures truth test demo lint bench clean distclean readme realworld
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -431,6 +431,11 @@ bench: venv
 	$(PY) benchmarks/bench_probe.py
 	$(PY) benchmarks/bench_elf.py
 	$(PY) benchmarks/bench_explain.py
+
+# Real PyPI wheels that fail (or work) beside the venv's torch / a TensorFlow venv; downloads
+# (see benchmarks/realworld/README.md). RW_ARGS=--quick or RW_ARGS='--case NAME'.
+realworld: venv
+	$(PY) benchmarks/realworld/run.py $(RW_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks
