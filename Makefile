@@ -390,6 +390,18 @@ $(TRFX)/nosections/tinyop.so: $(TRFX)/tinyop.so $(TRSRC)/sstrip.py
 
 truth: $(TRUTH_SO)
 
+# ---------------------------------------------------------------- real PyPI wheels (cause 3)
+# Real extension wheels beside the pinned CPU torch: PyPI's torchvision 0.28.0 is a CUDA 13.0
+# build (needs libc10_cuda.so, libtorch_cuda.so): the commonest "torchvision::nms does not
+# exist" in the wild. Downloaded with pip (24 MB unpacked); a skip reason when unavailable.
+RWFX := $(FIX)/realwheels
+REALWHEELS := $(RWFX)/torchvision-0.28.0/.ready
+$(RWFX)/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) native/fetch_wheel.py "$(subst -,==,$*)" $(@D) > $(@D)/fetch.log 2>&1; then \
+	  rm -f $(SKIP)/$*.txt; else cp $(@D)/fetch.log $(SKIP)/$*.txt; fi
+	touch $@
+
 # ---------------------------------------------------------------- wheels (CI gating)
 WFX := $(FIX)/wheels
 WHEELS := $(WFX)/good/.built $(WFX)/abi/.built
@@ -406,7 +418,7 @@ $(WFX)/abi/.built: $(BUILD)/pkg/myop/libmyop.so $(LFX)/abi0.so native/make_wheel
 
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(TRUTH_SO)
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

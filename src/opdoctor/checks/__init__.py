@@ -21,6 +21,7 @@ from opdoctor.checks import (
     probe,
     registration,
     symbols,
+    variant,
 )
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
@@ -33,6 +34,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     symbols.CHECK,
     abi.CHECK,
     cuda.CHECK,
+    variant.CHECK,
     registration.CHECK,
     importchain.CHECK,
     probe.CHECK,  # last: it waits for the load probe started before the static checks

@@ -40,6 +40,13 @@ from opdoctor.facts.probe.outcome import ProbeOutcome
 from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest, start_probe
 from opdoctor.facts.pychain import ImportChain, analyse
 from opdoctor.facts.registration import Inventory, read_inventory
+from opdoctor.facts.variant import (
+    ExtensionVariant,
+    TorchVariant,
+    package_metadata,
+    torch_variant,
+    variant_of_needed,
+)
 
 
 @dataclass(frozen=True)
@@ -245,6 +252,52 @@ class Facts:
 
     # ------------------------------------------------------------ per-family facts
     @cached_property
+    def torch_variant(self) -> TorchVariant | None:
+        """The installed torch's build (CPU, CUDA, ROCm) in the target interpreter."""
+        interp = self.interpreter
+        if interp is None or interp.torch is None:
+            return None
+        t = interp.torch
+        return torch_variant(t.version, t.cuda, t.lib_dir)
+
+    @cached_property
+    def extension_variant(self) -> ExtensionVariant:
+        """The torch build the target (or, in package mode, the package's extensions) was
+        made for: from DT_NEEDED names and the package's version / dist-info."""
+        libs: list[tuple[str, list[str]]] = []
+        if not self.is_package_dir and self.structure.image is not None:
+            libs.append((self.path, [str(n) for n in self.image.tags.get("DT_NEEDED", [])]))
+        chain = self.chain
+        if chain is not None and (self.is_package_dir or not libs):
+            libs += [(p, self.needed_of(p)) for p in chain.extensions_on_disk[:64]]
+        variant, major, evidence = "", None, []
+        missing = frozenset(m.name for m in self.process.tree.missing) \
+            if not self.is_package_dir and self.structure.image is not None and not self.blocker \
+            else frozenset()
+        for path, needed in libs:
+            v, m, shown = variant_of_needed(needed, missing)
+            if shown:
+                evidence.append(f"{os.path.basename(path)} needs {', '.join(shown[:4])}")
+            variant = variant or v
+            major = major or m
+        pkg_dir = chain.package_dir if chain is not None else _package_dir_of(self.path)
+        version, requires, dist = package_metadata(pkg_dir) if pkg_dir else ("", "", "")
+        return ExtensionVariant(variant, major, tuple(evidence[:4]), version, requires, dist)
+
+    def needed_of(self, path: str) -> list[str]:
+        """DT_NEEDED names of another file (empty when unreadable or not ELF)."""
+        try:
+            data = open_input(path)
+        except InputError:
+            return []
+        try:
+            return [str(n) for n in ElfImage.open(data).tags.get("DT_NEEDED", [])]
+        except (ElfFormatError, OSError, ValueError):
+            return []
+        finally:
+            data.close()
+
+    @cached_property
     def abi_mismatch(self) -> AbiMismatch | None:
         """The extension's C++11 ABI vs the installed torch's, when both are known and differ
         (computed once: the ABI check and the symbol check both read it)."""
@@ -393,3 +446,13 @@ def _pyinit_in(table: DynSymbols, module: str) -> tuple[bool, list[str]]:
     if table.lookup(f"PyInit_{module}"):
         return True, []
     return False, table.names_with_prefix("PyInit_", limit=4)
+
+
+def _package_dir_of(path: str) -> str:
+    """The top-level package directory containing ``path`` ("" when not in a package)."""
+    d = os.path.dirname(os.path.abspath(path))
+    top = ""
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        top = d
+        d = os.path.dirname(d)
+    return top

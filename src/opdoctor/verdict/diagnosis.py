@@ -38,6 +38,10 @@ VERDICT_EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD303": ("OD304", "OD301", "OD321", "OD511", "OD420"),
     "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420"),
     "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
+    # A CUDA/ROCm build of the extension beside another torch build: every missing framework
+    # or CUDA library, unbound symbol, failed load and import is its consequence.
+    "OD307": ("OD201", "OD202", "OD203", "OD220", "OD301", "OD304", "OD321", "OD420", "OD505",
+              "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312"),
 }
 EXPLAINS: dict[str, tuple[str, ...]] = {
     code: tuple(dict.fromkeys((*_EXPLAINS.get(code, ()), *VERDICT_EXPLAINS.get(code, ()))))
@@ -63,6 +67,10 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     causal = [f for f in serious if f.code not in SYMPTOMS] or serious
     worst = max(f.severity.rank for f in causal)
     top = [f for f in causal if f.severity.rank == worst]
+    # A finding another top finding explains is a consequence, whatever its cause number:
+    # a framework-variant mismatch (cause 3) explains the missing libc10_cuda.so (cause 2).
+    top = [f for f in top if not any(f.code in EXPLAINS.get(o.code, ()) for o in top
+                                     if o.code != f.code)] or top
     for cause in FAIL_ORDER:
         roots = [f for f in top if f.cause == cause]
         if roots:

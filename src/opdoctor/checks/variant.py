@@ -1,0 +1,101 @@
+"""Framework build variant (cause 3): an extension built for a CUDA (or ROCm) torch, installed
+beside a CPU-only torch — or for ROCm beside CUDA, or the reverse.
+
+The loader then cannot find ``libc10_cuda.so`` / ``libtorch_cuda.so`` / ``libcudart.so.N``,
+the package's ``try/except`` may swallow that, and the user sees "operator torchvision::nms
+does not exist" much later. The missing libraries are consequences: no search path can make a
+CPU torch provide them, so the fix is to install builds that match, never patchelf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.facts import Facts
+from opdoctor.facts.variant import local_tag
+from opdoctor.model import Cause, Finding, Severity
+
+OD307 = CodeDoc(
+    "OD307", "built for another build of torch (CUDA/ROCm vs CPU)", Severity.ERROR,
+    what="The extension and the installed torch are the same build variant: an extension that "
+    "links libc10_cuda.so / libtorch_cuda.so or CUDA runtime libraries needs a CUDA build of "
+    "torch; one that links libc10_hip.so needs a ROCm build.",
+    why="A CPU-only torch ships no CUDA half: the extension's load fails with 'libc10_cuda.so: "
+    "cannot open shared object file', its package often swallows that, and the user sees "
+    "'operator torchvision::nms does not exist'. Search paths cannot fix it.",
+    example="torchvision 0.29.1+cu130 (needs libc10_cuda.so, libtorch_cuda.so, "
+    "libcudart.so.13) beside torch 2.13.0+cpu",
+    fix="Install matching builds from the same index: the CUDA build of torch the extension "
+    "was built for, or the CPU build of the extension for your torch.",
+    references=("https://pytorch.org/get-started/locally/",
+                "https://github.com/pytorch/vision#installation"),
+)
+
+CODES = (OD307,)
+
+
+def _fix(facts: Facts) -> str:
+    ext = facts.extension_variant
+    tv = facts.torch_variant
+    assert tv is not None
+    dist = ext.distribution or "the extension"
+    tag = local_tag(ext.package_version)
+    want = ext.requires_torch or "the torch release it was built for"
+    if tv.variant == "cpu":
+        index = f"https://download.pytorch.org/whl/{tag}" if tag.startswith("cu") else \
+            "https://download.pytorch.org/whl/cu130"
+        return (f"either install the CUDA build of torch that {dist} was built for "
+                f"(pip install '{want}' --index-url {index}), or the CPU build of {dist} that "
+                f"matches torch {tv.version} (pip install {dist} --index-url "
+                "https://download.pytorch.org/whl/cpu); never patch RPATH/LD_LIBRARY_PATH for "
+                "this")
+    return (f"install {dist} built for torch {tv.version} ({tv.variant}), from the same index "
+            "as torch, or the torch build it was made for")
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Compare the extension's build variant with the installed torch's."""
+    tv = facts.torch_variant
+    ext = facts.extension_variant
+    if tv is None or not ext.variant or ext.variant == tv.variant:
+        return
+    built = ext.variant.upper() if ext.variant == "cuda" else "ROCm"
+    if ext.cuda_major:
+        built += f" {ext.cuda_major}"
+    have = {"cpu": "a CPU-only build", "cuda": f"a CUDA {tv.cuda or ''} build".replace("  ", " "),
+            "rocm": "a ROCm build"}[tv.variant]
+    name = ext.distribution or facts.path
+    ev = list(ext.evidence)
+    if ext.package_version:
+        ev.append(f"{name} version {ext.package_version}"
+                  + (f" (requires {ext.requires_torch})" if ext.requires_torch else ""))
+    ev.append(f"installed torch {tv.version}: {have}")
+    yield OD307.finding(name, f"built for a {built} build of torch; the installed torch "
+                        f"{tv.version} is {have}", ev, fix=_fix(facts))
+
+
+def section(facts: Facts) -> dict[str, Any]:
+    """Both sides of the comparison, for the report."""
+    tv = facts.torch_variant
+    ext = facts.extension_variant
+    return {"torch": {"version": tv.version, "variant": tv.variant, "cuda": tv.cuda} if tv
+            else None,
+            "extension": {"variant": ext.variant or "none", "cuda_major": ext.cuda_major,
+                          "version": ext.package_version, "requires": ext.requires_torch,
+                          "evidence": list(ext.evidence)}}
+
+
+CHECK = Check(
+    name="variant",
+    summary="the extension was built for the same torch build (CPU/CUDA/ROCm) as the installed one",
+    causes=(Cause.VERSION,),
+    codes=CODES,
+    run=run,
+    needs_elf=False,
+    section=section,
+    applies=lambda facts: "" if facts.torch_variant is not None else
+    "no torch in the target interpreter",
+)

@@ -1,0 +1,131 @@
+"""Build variants: which build of the framework an extension was made for (CPU, CUDA, ROCm, and
+which CUDA major), read from what it links and what its package says — without loading it.
+
+The most common real "operator … does not exist" is a CUDA build of an extension (PyPI's
+torchvision, torchaudio, xformers …) installed beside a CPU-only torch: the extension needs
+``libc10_cuda.so``/``libtorch_cuda.so`` (and CUDA runtime libraries from nvidia-* wheels) that a
+CPU torch does not ship. That is a version/variant mismatch (cause 3), never a library-path
+problem: no RPATH or LD_LIBRARY_PATH makes a CPU torch provide its CUDA half.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+
+from opdoctor.facts.frameworks import TORCH
+
+# CUDA runtime libraries that nvidia-* wheels (pulled in by CUDA builds of torch) provide.
+_CUDA_RUNTIME = re.compile(r"^lib(cudart|nvrtc|cublas|cublasLt|cusparse|cufft|curand|cusolver|"
+                           r"cudnn[\w]*|nccl|nvToolsExt|nvJitLink|cupti)\.so\.(\d+)")
+_LOCAL_TAG = re.compile(r"\+(cpu|cu\d+|rocm[\d.]+)\b")
+
+
+@dataclass(frozen=True)
+class ExtensionVariant:
+    """What an extension (or the package that ships it) says about the torch build it needs."""
+
+    variant: str  # "cuda", "rocm" or "" (no variant-specific evidence)
+    cuda_major: int | None  # from libcudart.so.N & co.
+    evidence: tuple[str, ...]
+    package_version: str = ""  # e.g. "0.29.1+cu130" (version.py or dist-info)
+    requires_torch: str = ""  # e.g. "torch==2.9.1" (dist-info Requires-Dist)
+    distribution: str = ""  # the distribution name, for the pip command
+
+
+@dataclass(frozen=True)
+class TorchVariant:
+    """The installed torch's build."""
+
+    version: str  # "2.13.0+cpu"
+    variant: str  # "cpu", "cuda", "rocm"
+    cuda: str | None
+
+
+def torch_variant(version: str, cuda: str | None, lib_dir: str) -> TorchVariant:
+    """The build of an installed torch, from version.py's fields and its lib directory."""
+    if glob.glob(os.path.join(lib_dir, "libc10_hip.so*")):
+        return TorchVariant(version, "rocm", cuda)
+    if cuda or glob.glob(os.path.join(lib_dir, "libc10_cuda.so*")):
+        return TorchVariant(version, "cuda", cuda)
+    return TorchVariant(version, "cpu", None)
+
+
+def variant_of_needed(needed: list[str], missing: frozenset[str] = frozenset()
+                      ) -> tuple[str, int | None, list[str]]:
+    """(variant, CUDA major, the names that show it) implied by DT_NEEDED names.
+
+    torch's own variant libraries (libc10_cuda.so, libtorch_hip.so …) decide alone. A CUDA
+    runtime library (libcudart.so.N, libnvrtc.so.N …) decides only when it is ``missing`` from
+    the process: an extension may link the system CUDA runtime and still run its CPU kernels
+    beside a CPU torch (the bundled reference operator does), but one whose CUDA runtime came
+    with a CUDA build of torch (the nvidia-* wheels) cannot load without it.
+    """
+    shown: list[str] = []
+    variant = TORCH.variant_of(needed)
+    for lib in needed:
+        if any(lib.startswith(v) for libs in TORCH.variant_libraries.values() for v in libs):
+            shown.append(lib)
+    major: int | None = None
+    for lib in needed:
+        m = _CUDA_RUNTIME.match(lib)
+        if not m:
+            continue
+        if m.group(1) in ("cudart", "nvrtc") and major is None:
+            major = int(m.group(2))
+        if lib in missing:
+            shown.append(lib)
+            variant = variant or "cuda"
+        elif variant:
+            shown.append(lib)
+    return variant, major, shown
+
+
+def package_metadata(package_dir: str) -> tuple[str, str, str]:
+    """(version, torch requirement, distribution name) of the installed package at
+    ``package_dir``: ``version.py`` first, then the ``*.dist-info`` beside it."""
+    version = requires = dist = ""
+    try:
+        with open(os.path.join(package_dir, "version.py"), encoding="utf-8") as fh:
+            m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", fh.read(65536), re.M)
+            version = m.group(1) if m else ""
+    except OSError:
+        pass
+    name = os.path.basename(package_dir.rstrip(os.sep))
+    site = os.path.dirname(package_dir.rstrip(os.sep))
+    norm = name.replace("_", "-").lower()
+    for info in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
+        base = os.path.basename(info)[: -len(".dist-info")]
+        dname = base.rsplit("-", 1)[0].replace("_", "-").lower()
+        if dname != norm and not _lists_top_level(info, name):
+            continue
+        try:
+            with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
+                meta = fh.read(262144)
+        except OSError:
+            continue
+        n = re.search(r"^Name:\s*(\S+)", meta, re.M)
+        dist = n.group(1) if n else base.rsplit("-", 1)[0]
+        v = re.search(r"^Version:\s*(\S+)", meta, re.M)
+        version = version or (v.group(1) if v else "")
+        # "Requires-Dist: torch==2.9.1" or the older "Requires-Dist: torch (==2.13.0)".
+        r = re.search(r"^Requires-Dist:\s*torch\s*\(?\s*([=<>!~][^;)\n]*)", meta, re.M)
+        requires = "torch" + r.group(1).replace(" ", "") if r else ""
+        break
+    return version, requires, dist
+
+
+def _lists_top_level(info: str, name: str) -> bool:
+    try:
+        with open(os.path.join(info, "top_level.txt"), encoding="utf-8") as fh:
+            return name in fh.read().split()
+    except OSError:
+        return False
+
+
+def local_tag(version: str) -> str:
+    """The ``+cpu`` / ``+cu130`` / ``+rocm6.2`` tag of a version ("" when none)."""
+    m = _LOCAL_TAG.search(version)
+    return m.group(1) if m else ""

@@ -1,0 +1,77 @@
+"""Build variants (cause 3): PyPI's CUDA build of torchvision beside the pinned CPU torch — the
+commonest real "operator torchvision::nms does not exist" — and healthy libraries stay clean."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIX, SKIP, fixture, reference
+from tests.helpers import cli
+
+WHEEL = "torchvision-0.28.0"
+
+
+def _site() -> Path:
+    reason = SKIP / f"{WHEEL}.txt"
+    if reason.exists():
+        pytest.skip(f"real wheel {WHEEL} not fetched: {reason.read_text().strip()[:200]}")
+    site = FIX / "realwheels" / WHEEL / "site"
+    assert site.is_dir(), f"{site} is missing: run `make fixtures`"
+    return site
+
+
+def test_torch_itself_fails_that_way() -> None:
+    """Ground truth: importing this torchvision beside torch 2.13.0+cpu fails as users see it."""
+    site = _site()
+    env = dict(os.environ, PYTHONPATH=str(site))
+    p = subprocess.run([sys.executable, "-c", "import torch, torchvision"], env=env,
+                       capture_output=True, text=True, timeout=300, cwd="/")
+    assert p.returncode != 0
+    assert "operator torchvision::nms does not exist" in p.stderr
+    ld = subprocess.run([sys.executable, "-c", "import torch, ctypes, sys; "
+                         "ctypes.CDLL(sys.argv[1])", str(site / "torchvision" / "_C.so")],
+                        env=env, capture_output=True, text=True, timeout=300)
+    assert ld.returncode != 0 and "libc10_cuda.so" in ld.stderr
+
+
+def test_cuda_extension_on_cpu_torch_is_cause_3(capsys: pytest.CaptureFixture[str]) -> None:
+    site = _site()
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
+              str(site / "torchvision" / "_C.so"))
+    assert res.code == 1
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    assert diag["cause"] == 3 and diag["root_findings"] == ["OD307"], diag
+    od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
+    ev = "\n".join(od307["evidence"])
+    assert "libc10_cuda.so" in ev and "libtorch_cuda.so" in ev and "0.28.0+cu130" in ev
+    assert "2.13.0+cpu" in od307["message"]
+    # The fix installs matching builds; it never patches search paths.
+    assert "whl/cu130" in od307["fix"] and "torch==2.13.0" in od307["fix"]
+    assert "patchelf" not in diag["summary"]
+    # The missing CUDA half of torch is a consequence, not a library-path root.
+    assert "OD201" not in diag["root_findings"]
+
+
+def test_package_mode_names_the_variant(capsys: pytest.CaptureFixture[str],
+                                        tmp_path: Path) -> None:
+    site = _site()
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
+              "--package", "torchvision", "--cwd", str(tmp_path))
+    assert res.code == 1
+    diag = res.json()["reports"][0]["diagnosis"]
+    assert diag["cause"] == 3 and diag["root_findings"] == ["OD307"]
+
+
+def test_healthy_libraries_have_no_variant_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    # The reference links the system CUDA runtime (when nvcc built it) and runs its CPU kernel
+    # beside the CPU torch: a CUDA runtime that is found is not a variant mismatch.
+    for lib in (reference(), fixture("registration/cpu_only.so")):
+        res = cli(capsys, "check", "--static", "-f", "json", str(lib))
+        codes = [f["code"] for f in res.json()["reports"][0]["findings"]]
+        assert "OD307" not in codes and res.code == 0, (lib, codes)
