@@ -21,6 +21,7 @@ from opdoctor.checks import (
     probe,
     registration,
     symbols,
+    tensorflow,
 )
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
@@ -35,6 +36,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     cuda.CHECK,
     registration.CHECK,
     importchain.CHECK,
+    tensorflow.CHECK,  # waits for the probe too, when it loads the library the TF way
     probe.CHECK,  # last: it waits for the load probe started before the static checks
 )
 

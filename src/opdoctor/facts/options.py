@@ -29,7 +29,9 @@ class CheckOptions:
     cwd: str = ""  # the job's working directory (sys.path[0] of `python -c`); "" = os.getcwd()
 
 
-_EXPECT = re.compile(r"^(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)(?:\[(?P<keys>[\w ,]*)\])?$")
+# ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace (a TensorFlow op).
+_EXPECT = re.compile(r"^(?:(?P<ns>[A-Za-z_]\w*)::)?(?P<op>[A-Za-z_][\w.]*)"
+                     r"(?:\[(?P<keys>[\w ,]*)\])?$")
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,11 @@ class ExpectedOp:
 
 
 def parse_expect_op(text: str) -> ExpectedOp:
-    """Parse ``ns::op[CPU,CUDA]``; raise ValueError with the expected form."""
+    """Parse ``ns::op[CPU,CUDA]`` (or TensorFlow's ``Op[CPU,GPU]``, namespace "");
+    raise ValueError with the expected form."""
     m = _EXPECT.match(text.strip())
     if not m:
-        raise ValueError(f"--expect-op {text!r}: expected ns::op or ns::op[KEY,...]")
+        raise ValueError(f"--expect-op {text!r}: expected ns::op or ns::op[KEY,...] "
+                         "(a TensorFlow op: Op or Op[CPU,GPU])")
     keys = tuple(k.strip() for k in (m.group("keys") or "").split(",") if k.strip())
-    return ExpectedOp(m.group("ns"), m.group("op").split(".")[0], keys)
+    return ExpectedOp(m.group("ns") or "", m.group("op").split(".")[0], keys)

@@ -63,6 +63,15 @@ def inventory_line(section: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def tf_probe_ops(section: dict[str, Any]) -> str:
+    """``ZeroOut [CPU]`` for each op the TensorFlow probe saw registered, with the devices of
+    its kernels ("" when the TensorFlow probe did not run)."""
+    if not section.get("probed"):
+        return ""
+    return "; ".join(f"{o['name']} [{', '.join(dict.fromkeys(k['device'] for k in o['kernels']))
+                                       or 'no kernel'}]" for o in section.get("ops", []))
+
+
 def _clean_detail(report: Report, cause: int) -> str:
     """A one-line summary of what was verified for a clean cause, from the check sections."""
     reg = report.sections.get("registration")
@@ -147,6 +156,7 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
     probe = report.sections.get("probe")
     if probe and probe.get("ran"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])
+        regs = tf_probe_ops(report.sections.get("tensorflow") or {}) or regs
         line = f"\nprobe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
         if probe["outcome"] == "loaded":
             line += f", registered {regs}" if regs else ", registered no operator"
