@@ -68,8 +68,11 @@ def tf_probe_ops(section: dict[str, Any]) -> str:
     its kernels ("" when the TensorFlow probe did not run)."""
     if not section.get("probed"):
         return ""
-    return "; ".join(f"{o['name']} [{', '.join(dict.fromkeys(k['device'] for k in o['kernels']))
-                                       or 'no kernel'}]" for o in section.get("ops", []))
+    parts = []
+    for o in section.get("ops", []):
+        devices = ", ".join(dict.fromkeys(k["device"] for k in o["kernels"]))
+        parts.append(f"{o['name']} [{devices or 'no kernel'}]")
+    return "; ".join(parts)
 
 
 def _clean_detail(report: Report, cause: int) -> str:
