@@ -53,7 +53,7 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD342": ("OD301", "OD321"),
     "OD150": ("OD108",),
     "OD152": ("OD101", "OD121"),
-    "OD530": ("OD511",),
+    "OD530": ("OD505", "OD511"),
 }
 
 # Findings that report *that* something failed rather than why: they become the root only when

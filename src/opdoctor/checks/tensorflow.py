@@ -9,6 +9,7 @@ Static facts come from :mod:`opdoctor.facts.tensorflow`; the probe's from
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Iterator
 from typing import Any
 
@@ -204,15 +205,18 @@ def _static(facts: Facts) -> Iterator[Finding]:
 
 
 def _fix_for(facts: Facts, release: str, installed: str) -> str:
+    """Install the package release made for the installed TF, or the TF it was made for."""
     req = facts.tf_requirement
+    pin = (f"a TensorFlow {release} release" if "–" in release
+           else f"tensorflow=={release}.*")
     name = req.distribution.split()[0] if req else ""
     if name and release:
         return (f"install the {name} release built for {installed} (pip install "
-                f"'{name}' with a version made for it), or use tensorflow=={release}.* with "
-                f"this {name}")
+                f"--upgrade {name}: a release whose metadata allows {installed}), or use {pin} "
+                f"with this {name}")
     if release:
         return (f"rebuild against {installed}'s headers and flags (tf.sysconfig."
-                f"get_compile_flags()/get_link_flags()), or use tensorflow=={release}.*")
+                f"get_compile_flags()/get_link_flags()), or use {pin}")
     return OD341.fix
 
 
@@ -282,10 +286,8 @@ def _duplicates(facts: Facts, tfp: TfProbe, static_ops: list[str]) -> Iterator[F
 
 def _not_registered(facts: Facts, mapped: tuple[str, ...], op: str) -> Iterator[Finding]:
     """An expected op missing after the load: trace it back to the library that defines it."""
-    interp = facts.interpreter
     tf = facts.tensorflow
-    host = f"python {interp.version}" if interp else "this interpreter"
-    msg = f"Op type not registered '{op}' in binary running on {host}"
+    msg = f"Op type not registered '{op}' in binary running on {platform.node()}"
     if not facts.options.package:
         yield OD152.finding(op, f"{msg}: the library loaded but did not register {op}",
                             (f"static op names in the library: "
@@ -350,8 +352,9 @@ def section(facts: Facts) -> dict[str, Any]:
         "cxx11_abi": tf.cxx11_abi if tf else None,
         "static_ops": (list(facts.registration.tf_ops)
                        if facts.tf_op_library and not facts.blocker else []),
+        "library": facts.tf_op_library,
     }
-    req = facts.tf_requirement if not facts.options.package else None
+    req = facts.tf_requirement if facts.tf_op_library else None
     if req is not None:
         out["requires"] = {"distribution": req.distribution, "spec": req.spec,
                            "release": req.release}

@@ -411,7 +411,8 @@ class Facts:
     def tf_op_library(self) -> bool:
         """True when the target is a TensorFlow library (links libtensorflow_framework or uses
         its C++ API) outside the TensorFlow install itself."""
-        if self.structure.image is None or not needs_tensorflow(self.image):
+        if self.is_package_dir or self.structure.image is None \
+                or not needs_tensorflow(self.image):
             return False
         tf = self.tensorflow
         return tf is None or not os.path.realpath(self.path).startswith(
