@@ -22,7 +22,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv reference fixtures test demo lint bench clean distclean readme
+.PHONY: all venv venv-tf reference fixtures test demo lint bench clean distclean readme
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -370,6 +370,18 @@ $(TFFX)/pkg/.built: $(TFFX)/tf216_fs_plugin.so $(TFFX)/zero_out.so $(TSRC)/make_
 	$(PY) $(TSRC)/make_pkgs.py $(@D) $(TFFX)
 	touch $@
 
+# A TensorFlow environment for the TensorFlow probe tests (tests skip, naming this target, when
+# it is absent): tensorflow-cpu from PyPI (a 274 MB wheel), reused when present. When pip cannot
+# install it the reason is recorded and the tests that need it are skipped.
+TF_VENV := $(BUILD)/venv-tf
+venv-tf: $(TF_VENV)/.installed
+$(TF_VENV)/.installed:
+	@mkdir -p $(SKIP)
+	test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
+	if $(TF_VENV)/bin/python -m pip install -q tensorflow-cpu==$(TF_VERSION) > $(TF_VENV)/pip.log 2>&1; \
+	  then rm -f $(SKIP)/venv-tf.txt; touch $@; \
+	  else tail -1 $(TF_VENV)/pip.log > $(SKIP)/venv-tf.txt; fi
+
 # ---------------------------------------------------------------- wheels (CI gating)
 WFX := $(FIX)/wheels
 WHEELS := $(WFX)/good/.built $(WFX)/abi/.built
@@ -393,7 +405,7 @@ fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $
 
 all: venv reference
 
-test: venv
+test: venv venv-tf
 	$(MAKE) -j$(NPROC) fixtures
 	$(PY) -m pytest -q
 
