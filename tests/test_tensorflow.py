@@ -74,7 +74,7 @@ def test_found_after_import_tensorflow(tmp_path: Path) -> None:
 # checks read that install, the probe imports it and calls tf.load_op_library for real.
 
 TF_PY = BUILD / "venv-tf" / "bin" / "python"
-TFPKG = BUILD / "fixtures" / "tensorflow" / "pkg" / "site"
+TFPKG = BUILD / "fixtures" / "tensorflow" / "pkg" / "site-packages"
 
 
 def tf_python() -> str:

@@ -75,6 +75,18 @@ def tf_probe_ops(section: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def ops_summary(report: Report) -> str:
+    """The ops a library registers, for one table cell: what the TensorFlow probe saw (with
+    kernel devices), else the static inventory."""
+    tf = report.sections.get("tensorflow") or {}
+    if tf.get("probed") and tf.get("ops"):
+        return tf_probe_ops(tf)
+    if tf.get("static_ops"):
+        return ", ".join(tf["static_ops"])
+    reg = report.sections.get("registration")
+    return inventory_line(reg) if reg else ""
+
+
 def _clean_detail(report: Report, cause: int) -> str:
     """A one-line summary of what was verified for a clean cause, from the check sections."""
     reg = report.sections.get("registration")
