@@ -48,9 +48,9 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD508": ("OD510", "OD511", "OD220"),
     "OD510": ("OD511", "OD220"),
     # TensorFlow (checks/tensorflow.py): the static cause explains the generic symbol findings.
-    "OD340": ("OD301", "OD321"),
-    "OD341": ("OD301", "OD321", "OD342"),
-    "OD342": ("OD301", "OD321"),
+    "OD340": ("OD301", "OD321", "OD511"),
+    "OD341": ("OD301", "OD321", "OD342", "OD511"),
+    "OD342": ("OD301", "OD321", "OD511"),
     "OD150": ("OD108",),
     "OD152": ("OD101", "OD121"),
     "OD530": ("OD505", "OD511"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,7 @@ from opdoctor.facts.tensorflow import (
     absl_namespaces,
     libraries_defining,
     old_abi_tf_symbols,
+    requirement_for,
 )
 from opdoctor.model import Cause, Finding, Severity
 
@@ -207,9 +209,13 @@ def _static(facts: Facts) -> Iterator[Finding]:
 def _fix_for(facts: Facts, release: str, installed: str) -> str:
     """Install the package release made for the installed TF, or the TF it was made for."""
     req = facts.tf_requirement
+    return _fix_with(req.distribution.split()[0] if req else "", release, installed)
+
+
+def _fix_with(name: str, release: str, installed: str) -> str:
+    """The fix text: the package release made for the installed TF, or the TF it was made for."""
     pin = (f"a TensorFlow {release} release" if "–" in release
            else f"tensorflow=={release}.*")
-    name = req.distribution.split()[0] if req else ""
     if name and release:
         return (f"install the {name} release built for {installed} (pip install "
                 f"--upgrade {name}: a release whose metadata allows {installed}), or use {pin} "
@@ -220,9 +226,44 @@ def _fix_for(facts: Facts, release: str, installed: str) -> str:
     return OD341.fix
 
 
+_LOAD_UNDEF = re.compile(r"(/\S+\.so(?:\.\d+)*): undefined symbol: (\S+)")
+
+
+def _package_load_error(facts: Facts, message: str) -> Iterator[Finding]:
+    """A package import that failed in tf.load_op_library with "undefined symbol": name the
+    TensorFlow release the failing library was built for (its metadata, else its abseil)."""
+    tf = facts.tensorflow
+    m = _LOAD_UNDEF.search(message)
+    if tf is None or m is None:
+        return
+    lib, sym = m.group(1), m.group(2)
+    installed = f"TensorFlow {tf.version}"
+    req = requirement_for(lib)
+    absl = [ns for ns in absl_namespaces([sym]) if ns != tf.absl]
+    rev = [f"{req.distribution} requires {req.spec}", f"read from {req.source}"] if req else []
+    release = req.release if req and req.release else (
+        ABSL_RELEASES.get(absl[0], "") if absl else "")
+    if not rev and release:
+        rev = [f"absl::{absl[0]} is the abseil of TensorFlow {release} wheels"]
+    built_for = f"TensorFlow {release}" if release else "another TensorFlow release"
+    fix = _fix_with(req.distribution.split()[0] if req else "", release, installed)
+    ev = [f"tf.load_op_library: {lib}: undefined symbol: {sym}", f"  = {demangle(sym)}", *rev]
+    if absl and tf.absl:
+        yield OD341.finding(lib, f"built against {built_for}: it needs abseil absl::{absl[0]}, "
+                            f"{installed} exports absl::{tf.absl}",
+                            (*ev, f"{tf.framework}: absl::{tf.absl}"), fix=fix)
+    elif sym.startswith(("TF_", "TFE_", "TFL_")) or "10tensorflow" in sym:
+        yield OD342.finding(lib, f"built for {built_for}: {installed} does not export "
+                            f"{demangle(sym)}", (*ev, f"not exported by {tf.framework}"),
+                            fix=fix)
+
+
 def _probe(facts: Facts) -> Iterator[Finding]:
     """What the real TensorFlow process says about the library's registrations."""
     res = facts.probe_result()
+    if res is not None and facts.options.package and res.state is ProbeState.LOAD_FAILED:
+        yield from _package_load_error(facts, res.load_message)
+        return
     if res is None or res.tensorflow is None or res.state is not ProbeState.LOADED:
         return
     tfp = res.tensorflow
