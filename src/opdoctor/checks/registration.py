@@ -221,7 +221,8 @@ def run(facts: Facts) -> Iterator[Finding]:
                             "read statically, only schema strings",
                             ("no .symtab section",
                              f"schemas found in .rodata: {len(inv.schemas)}"))
-    yield from _schema_findings(facts, inv)
+    if torch_lib or not inv.tf_library:  # a TensorFlow library has no torch schema strings
+        yield from _schema_findings(facts, inv)  # (its C++ signatures look like them)
     for ns in inv.namespaces.values():
         if ns.name == "TORCH_EXTENSION_NAME":
             yield OD105.finding(f"{ns.name}::*", "ops are registered in the namespace "
