@@ -3,6 +3,7 @@ headers and libtensorflow_framework of the tensorflow-cpu wheel (downloaded, not
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import venv
@@ -219,3 +220,21 @@ def test_tf_op_not_registered_package_never_loads_library() -> None:
     assert "Op type not registered 'ZeroOut'" in f.message
     assert str(TFPKG / "zero_op_noload" / "zero_out.so") in f.message
     assert roots(report) == ["OD530"]
+
+
+def test_tf_scan_lists_op_libraries_with_ops_and_verdict(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`opdoctor scan` of the TensorFlow venv with the fixture packages on its sys.path: every
+    op library with its ops and verdict; TensorFlow's own libraries are not listed."""
+    monkeypatch.setenv("PYTHONPATH", str(TFPKG))
+    res = cli(capsys, "scan", "--python", tf_python(), "-f", "json", "-j", "2")
+    reps = {r["target"]["path"]: r for r in res.json()["reports"]}
+    assert sorted(os.path.relpath(p, TFPKG) for p in reps) == [
+        "tfplug/libtfplug.so", "zero_op/zero_out.so", "zero_op_noload/zero_out.so"]
+    ok = reps[str(TFPKG / "zero_op" / "zero_out.so")]
+    assert ok["sections"]["tensorflow"]["static_ops"] == ["ZeroOut"]
+    assert ok["diagnosis"]["cause"] == 0
+    bad = reps[str(TFPKG / "tfplug" / "libtfplug.so")]
+    assert bad["diagnosis"]["cause"] == 3 and "OD342" in bad["diagnosis"]["root_findings"]
+    res = cli(capsys, "scan", "--python", tf_python(), "-j", "2")
+    assert "ZeroOut" in res.out and "cause 3: OD342" in res.out

@@ -99,6 +99,18 @@ def main(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any, req
     emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
     if req.get("package"):
         emit(P.IMPORTED, modules=imported_since(modules_before))
+        # The target library, when the import loaded it: TensorFlow keeps each loaded library's
+        # op list, so loading it again returns what it registered and loads nothing new.
+        # Its cache is keyed by the path string, so try the path as given, then the real one.
+        real = os.path.realpath(req["path"])
+        if os.path.isfile(real) and real in {os.path.realpath(m) for m in mapped()}:
+            for cand in dict.fromkeys([req["path"], real]):
+                try:
+                    ops = load(cand)
+                except Exception:  # informative only: the import itself succeeded
+                    ops = []
+                if ops:
+                    break
     emit(P.STAGE, stage="inspect")
     after = _registered(registry, watch)
     try:
