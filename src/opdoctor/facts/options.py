@@ -29,8 +29,9 @@ class CheckOptions:
     cwd: str = ""  # the job's working directory (sys.path[0] of `python -c`); "" = os.getcwd()
 
 
-# ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace (a TensorFlow op).
-_EXPECT = re.compile(r"^(?:(?P<ns>[A-Za-z_]\w*)::)?(?P<op>[A-Za-z_][\w.]*)"
+# ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace: a TensorFlow op, whose
+# name TensorFlow requires to start with a capital letter (so `weighted_sum` stays an error).
+_EXPECT = re.compile(r"^(?:(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)|(?P<tfop>[A-Z]\w*))"
                      r"(?:\[(?P<keys>[\w ,]*)\])?$")
 
 
@@ -49,6 +50,8 @@ def parse_expect_op(text: str) -> ExpectedOp:
     m = _EXPECT.match(text.strip())
     if not m:
         raise ValueError(f"--expect-op {text!r}: expected ns::op or ns::op[KEY,...] "
-                         "(a TensorFlow op: Op or Op[CPU,GPU])")
+                         "(a TensorFlow op, capitalised: Op or Op[CPU,GPU])")
     keys = tuple(k.strip() for k in (m.group("keys") or "").split(",") if k.strip())
-    return ExpectedOp(m.group("ns") or "", m.group("op").split(".")[0], keys)
+    if m.group("tfop"):
+        return ExpectedOp("", m.group("tfop"), keys)
+    return ExpectedOp(m.group("ns"), m.group("op").split(".")[0], keys)
