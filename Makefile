@@ -22,7 +22,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv reference fixtures truth test demo lint bench clean distclean readme realworld
+.PHONY: all venv venv-tf reference fixtures truth test demo lint bench clean distclean readme realworld
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -317,7 +317,9 @@ $(YFX)/scriptrel/myext/tool.py: $(YSRC)/ext.c $(YSRC)/ext_init.py $(YSRC)/script
 TF_VERSION := 2.21.0
 TFDIR := $(BUILD)/tf
 TFFX := $(FIX)/tensorflow
-TF_SO := $(TFFX)/zero_out.so $(TFFX)/zero_out_noreg.so $(TFFX)/zero_out_nokernel.so
+TF_SO := $(TFFX)/zero_out.so $(TFFX)/zero_out_noreg.so $(TFFX)/zero_out_nokernel.so \
+         $(TFFX)/zero_out_abi0.so $(TFFX)/zero_out_oldabsl.so $(TFFX)/zero_out_nolink.so \
+         $(TFFX)/other_zero_out.so $(TFFX)/tf216_fs_plugin.so $(TFFX)/pkg/.built
 TF_CXX := $(CXX) -std=c++17 -shared -fPIC -O1 -w -D_GLIBCXX_USE_CXX11_ABI=1 \
           -isystem $(TFDIR)/tensorflow/include
 TF_LINK := -L$(TFDIR)/tensorflow -l:libtensorflow_framework.so.2
@@ -337,6 +339,48 @@ TSRC := tests/fixtures/tensorflow
 $(eval $(call tf_fixture,zero_out,))
 $(eval $(call tf_fixture,zero_out_noreg,-DTF_NO_REGISTRATION))
 $(eval $(call tf_fixture,zero_out_nokernel,-DTF_NO_KERNEL))
+# Built with the other C++11 ABI than tf.sysconfig.get_compile_flags() says (=1).
+$(eval $(call tf_fixture,zero_out_abi0,-U_GLIBCXX_USE_CXX11_ABI -D_GLIBCXX_USE_CXX11_ABI=0))
+# Built against an older abseil LTS (TF 2.16-2.19 shipped lts_20230802): the wheel's own headers
+# with only absl/base/options.h's inline namespace changed, as an older TF's headers would have.
+$(TFDIR)/absl_2023/absl/base/options.h: $(TFDIR)/.ready
+	@mkdir -p $(@D)
+	if [ -f $(TFDIR)/tensorflow/include/absl/base/options.h ]; then \
+	  sed 's/^#define ABSL_OPTION_INLINE_NAMESPACE_NAME .*/#define ABSL_OPTION_INLINE_NAMESPACE_NAME lts_20230802/' \
+	    $(TFDIR)/tensorflow/include/absl/base/options.h > $@; else : > $@; fi
+$(TFFX)/zero_out_oldabsl.so: $(TFDIR)/absl_2023/absl/base/options.h
+$(eval $(call tf_fixture,zero_out_oldabsl,-I$(TFDIR)/absl_2023))
+# Compiled with the TF flags but linked without tf.sysconfig.get_link_flags().
+$(TFFX)/zero_out_nolink.so: $(TSRC)/zero_out.cc $(TFDIR)/.ready
+	@mkdir -p $(@D) $(SKIP)
+	if [ -f $(SKIP)/tf.txt ]; then cp $(SKIP)/tf.txt $(SKIP)/zero_out_nolink.so.txt; \
+	else $(TF_CXX) $< -o $@; fi
+# A second project's library that registers an op of the same name (ZeroOut).
+$(eval $(call tf_fixture,other_zero_out,-DTF_OTHER_PROJECT))
+# A filesystem plugin written for TF <= 2.16's C API: TF_VLog (tensorflow/c/logging.h) is gone
+# from 2.21's libtensorflow_framework.
+$(TFFX)/tf216_fs_plugin.so: $(TSRC)/fs_plugin.c $(TFDIR)/.ready
+	@mkdir -p $(@D) $(SKIP)
+	if [ -f $(SKIP)/tf.txt ]; then cp $(SKIP)/tf.txt $(SKIP)/tf216_fs_plugin.so.txt; \
+	else $(CC) -shared -fPIC -O1 -isystem $(TFDIR)/tensorflow/include $< -o $@ $(TF_LINK); fi
+# An installed package (dist-info requiring TF 2.16) shipping that plugin and the healthy op
+# library, plus a package whose __init__ never loads its op library.
+$(TFFX)/pkg/.built: $(TFFX)/tf216_fs_plugin.so $(TFFX)/zero_out.so $(TSRC)/make_pkgs.py
+	rm -rf $(@D) && mkdir -p $(@D)
+	$(PY) $(TSRC)/make_pkgs.py $(@D) $(TFFX)
+	touch $@
+
+# A TensorFlow environment for the TensorFlow probe tests (tests skip, naming this target, when
+# it is absent): tensorflow-cpu from PyPI (a 274 MB wheel), reused when present. When pip cannot
+# install it the reason is recorded and the tests that need it are skipped.
+TF_VENV := $(BUILD)/venv-tf
+venv-tf: $(TF_VENV)/.installed
+$(TF_VENV)/.installed:
+	@mkdir -p $(SKIP)
+	test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
+	if $(TF_VENV)/bin/python -m pip install -q tensorflow-cpu==$(TF_VERSION) > $(TF_VENV)/pip.log 2>&1; \
+	  then rm -f $(SKIP)/venv-tf.txt; touch $@; \
+	  else tail -1 $(TF_VENV)/pip.log > $(SKIP)/venv-tf.txt; fi
 
 # ---------------------------------------------------------------- truth fixtures (verdict truth)
 # tinyop and the ordinary ways a new user breaks it (tests/fixtures/truth/tinyop.cpp says which
@@ -425,7 +469,7 @@ fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $
 
 all: venv reference
 
-test: venv
+test: venv venv-tf
 	$(MAKE) -j$(NPROC) fixtures
 	$(PY) -m pytest -q
 

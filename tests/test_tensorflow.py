@@ -3,14 +3,19 @@ headers and libtensorflow_framework of the tensorflow-cpu wheel (downloaded, not
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import venv
 from pathlib import Path
 
+import pytest
+
 from opdoctor.facts import CheckOptions
-from opdoctor.model import Report
+from opdoctor.model import Finding, Report
 from opdoctor.pipeline import Selection, run_check
 from tests.conftest import BUILD, fixture
+from tests.helpers import cli
 
 OD1 = Selection(("OD1",))
 
@@ -63,3 +68,173 @@ def test_found_after_import_tensorflow(tmp_path: Path) -> None:
     assert "import tensorflow" in deps["context"]
     rules = {k["name"]: k["rule"] for k in deps["tree"]["needed"]}
     assert rules["libtensorflow_framework.so.2"] == "already loaded by import tensorflow"
+
+
+# ------------------------------------------------------------------ with a real TensorFlow
+# These run opdoctor against build/venv-tf (tensorflow-cpu 2.21.0, `make venv-tf`): the static
+# checks read that install, the probe imports it and calls tf.load_op_library for real.
+
+TF_PY = BUILD / "venv-tf" / "bin" / "python"
+TFPKG = BUILD / "fixtures" / "tensorflow" / "pkg" / "site-packages"
+
+
+def tf_python() -> str:
+    """The TensorFlow venv's interpreter; skip (naming the make target) when it is absent."""
+    if not TF_PY.exists():
+        note = BUILD / "fixtures" / "skipped" / "venv-tf.txt"
+        why = note.read_text().strip() if note.exists() else "not created"
+        pytest.skip(f"{TF_PY} missing ({why}): run `make venv-tf` (tensorflow-cpu 2.21.0)")
+    return str(TF_PY)
+
+
+def tf_check(path: Path | str, *, probe: bool = True, **kw: object) -> Report:
+    opts = CheckOptions(python=tf_python(), probe=probe, **kw)  # type: ignore[arg-type]
+    return run_check(str(path), opts)
+
+
+def roots(report: Report) -> list[str]:
+    """The codes the diagnosis names as root causes."""
+    return [f.code for f in report.diagnosis.root_findings]
+
+
+def by_code(report: Report, code: str) -> Finding:
+    return next(f for f in report.findings if f.code == code)
+
+
+def test_tf_static_abi_mismatch() -> None:
+    report = tf_check(fixture("tensorflow/zero_out_abi0.so"), probe=False)
+    assert roots(report) == ["OD340"]
+    f = by_code(report, "OD340")
+    assert "_GLIBCXX_USE_CXX11_ABI=0; TensorFlow 2.21.0 uses 1" in f.message
+    assert any("tensorflow::OpDefBuilder::Input(std::string)" in e for e in f.evidence)
+    assert "get_compile_flags" in f.fix
+
+
+def test_tf_static_abseil_mismatch_names_release() -> None:
+    report = tf_check(fixture("tensorflow/zero_out_oldabsl.so"), probe=False)
+    f = by_code(report, "OD341")
+    assert "built against TensorFlow 2.16–2.19" in f.message
+    assert "absl::lts_20230802" in f.message and "absl::lts_20250814" in f.message
+
+
+def test_tf_static_removed_c_api_names_release_from_metadata() -> None:
+    report = tf_check(TFPKG / "tfplug" / "libtfplug.so", probe=False)
+    f = by_code(report, "OD342")
+    assert "built for TensorFlow 2.16" in f.message
+    assert any("requires tensorflow<2.17.0,>=2.16.0" in e for e in f.evidence)
+    assert any("TF_VLog" in e for e in f.evidence)
+    assert "OD101" not in codes(report)  # a filesystem plugin registers no op, by design
+
+
+def test_tf_static_not_linked() -> None:
+    report = tf_check(fixture("tensorflow/zero_out_nolink.so"), probe=False)
+    assert codes(report) == ["OD431"]  # no OD301: import tensorflow makes TF's symbols global
+    f = report.findings[0]
+    assert f.severity.value == "warning"
+    assert "-l:libtensorflow_framework.so.2" in f.fix
+
+
+@pytest.mark.probe
+def test_tf_not_linked_fails_outside_tensorflow() -> None:
+    """The claim OD431 makes, checked on the real loader: the library loads with
+    tf.load_op_library (the probe) but not with ctypes before `import tensorflow`."""
+    report = tf_check(fixture("tensorflow/zero_out_nolink.so"))
+    assert codes(report) == ["OD431"]
+    assert report.sections["tensorflow"]["ops"][0]["name"] == "ZeroOut"
+    proc = subprocess.run([tf_python(), "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(fixture("tensorflow/zero_out_nolink.so"))],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "undefined symbol: _ZTIN10tensorflow8OpKernelE" in proc.stderr
+
+
+@pytest.mark.probe
+def test_tf_healthy_zero_out_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    lib = str(fixture("tensorflow/zero_out.so"))
+    res = cli(capsys, "check", "--python", tf_python(), "-f", "json", lib)
+    assert res.code == 0, res.out
+    rep = res.json()["reports"][0]
+    assert rep["findings"] == []
+    tf = rep["sections"]["tensorflow"]
+    assert tf["tensorflow"] == "2.21.0" and tf["probed"]
+    assert tf["ops"] == [{"name": "ZeroOut", "kernels": [
+        {"device": "CPU", "label": "", "constraints": []}]}]
+    assert rep["sections"]["probe"]["outcome"] == "loaded"
+    res = cli(capsys, "check", "--python", tf_python(), lib)
+    assert res.code == 0
+    assert "loaded, registered ZeroOut [CPU]" in res.out
+
+
+@pytest.mark.probe
+def test_tf_op_without_kernel() -> None:
+    report = tf_check(fixture("tensorflow/zero_out_nokernel.so"))
+    assert roots(report) == ["OD150"]
+    f = by_code(report, "OD150")
+    assert "No OpKernel was registered to support Op 'ZeroOut'" in f.message
+    assert "Registered devices: [CPU]" in f.message
+
+
+@pytest.mark.probe
+def test_tf_expect_op_device_missing() -> None:
+    report = tf_check(fixture("tensorflow/zero_out.so"), expect_ops=("ZeroOut[CPU,GPU]",))
+    assert codes(report) == ["OD150"]
+    f = report.findings[0]
+    assert "ZeroOut has kernels for CPU, not GPU" in f.message
+    assert "kernel: device=CPU" in f.evidence
+
+
+@pytest.mark.probe
+def test_tf_same_op_name_in_two_libraries() -> None:
+    first = fixture("tensorflow/zero_out.so")
+    second = fixture("tensorflow/other_zero_out.so")
+    report = tf_check(second, preload=(str(first),))
+    assert codes(report) == ["OD151"]
+    f = report.findings[0]
+    assert f.subject == "ZeroOut"
+    assert f"already registered by {first}" in f.message and str(second) in f.message
+    assert any("handle: no op" in e for e in f.evidence)
+
+
+@pytest.mark.probe
+def test_tf_registration_compiled_out_probe() -> None:
+    report = tf_check(fixture("tensorflow/zero_out_noreg.so"))
+    assert {"OD101", "OD152"} <= set(codes(report))
+    assert roots(report) == ["OD152"]
+    assert report.sections["probe"]["outcome"] == "loaded"
+
+
+@pytest.mark.probe
+def test_tf_load_fails_undefined_symbol_probe() -> None:
+    """The real tf.load_op_library fails (NotFoundError, dlerror) and the static cause
+    (abseil LTS of another TensorFlow) is the root."""
+    report = tf_check(fixture("tensorflow/zero_out_oldabsl.so"))
+    assert roots(report) == ["OD341"]
+    assert "undefined symbol: _ZN4absl12lts_20230802" in report.sections["probe"]["load_error"]
+    assert "OD321" in codes(report)
+
+
+@pytest.mark.probe
+def test_tf_op_not_registered_package_never_loads_library() -> None:
+    report = tf_check(TFPKG / "zero_op_noload", package="zero_op_noload", cwd=str(TFPKG),
+                      expect_ops=("ZeroOut",))
+    f = by_code(report, "OD530")
+    assert "Op type not registered 'ZeroOut'" in f.message
+    assert str(TFPKG / "zero_op_noload" / "zero_out.so") in f.message
+    assert roots(report) == ["OD530"]
+
+
+def test_tf_scan_lists_op_libraries_with_ops_and_verdict(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`opdoctor scan` of the TensorFlow venv with the fixture packages on its sys.path: every
+    op library with its ops and verdict; TensorFlow's own libraries are not listed."""
+    monkeypatch.setenv("PYTHONPATH", str(TFPKG))
+    res = cli(capsys, "scan", "--python", tf_python(), "-f", "json", "-j", "2")
+    reps = {r["target"]["path"]: r for r in res.json()["reports"]}
+    assert sorted(os.path.relpath(p, TFPKG) for p in reps) == [
+        "tfplug/libtfplug.so", "zero_op/zero_out.so", "zero_op_noload/zero_out.so"]
+    ok = reps[str(TFPKG / "zero_op" / "zero_out.so")]
+    assert ok["sections"]["tensorflow"]["static_ops"] == ["ZeroOut"]
+    assert ok["diagnosis"]["cause"] == 0
+    bad = reps[str(TFPKG / "tfplug" / "libtfplug.so")]
+    assert bad["diagnosis"]["cause"] == 3 and "OD342" in bad["diagnosis"]["root_findings"]
+    res = cli(capsys, "scan", "--python", tf_python(), "-j", "2")
+    assert "ZeroOut" in res.out and "cause 3: OD342" in res.out

@@ -47,6 +47,13 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD506": ("OD505", "OD511"),
     "OD508": ("OD510", "OD511", "OD220"),
     "OD510": ("OD511", "OD220"),
+    # TensorFlow (checks/tensorflow.py): the static cause explains the generic symbol findings.
+    "OD340": ("OD301", "OD321", "OD511"),
+    "OD341": ("OD301", "OD321", "OD342", "OD511"),
+    "OD342": ("OD301", "OD321", "OD511"),
+    "OD150": ("OD108",),
+    "OD152": ("OD101", "OD121"),
+    "OD530": ("OD505", "OD511"),
 }
 
 # Findings that report *that* something failed rather than why: they become the root only when

@@ -21,6 +21,7 @@ from opdoctor.checks import (
     probe,
     registration,
     symbols,
+    tensorflow,
     variant,
 )
 from opdoctor.checks.base import Check
@@ -37,6 +38,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     variant.CHECK,
     registration.CHECK,
     importchain.CHECK,
+    tensorflow.CHECK,  # waits for the probe too, when it loads the library the TF way
     probe.CHECK,  # last: it waits for the load probe started before the static checks
 )
 

@@ -151,6 +151,17 @@ def _rel(path: str, chain: ImportChain) -> str:
     return path
 
 
+def _probe_mapped(facts: Facts, files: list[str]) -> bool:
+    """True when the probe's real import mapped one of ``files``: the package does load its
+    libraries, through code the static walk cannot follow (tensorflow_text's python/ops/*.py
+    call tf.load_op_library via a resource helper). Probe evidence outranks the static walk."""
+    res = facts.probe_result() if facts.options.probe else None
+    if res is None or not res.mapped:
+        return False
+    mapped = {os.path.realpath(m) for m in res.mapped}
+    return any(os.path.realpath(f) in mapped for f in files)
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """Static findings of the chain, then the probe's observations in package mode."""
     chain = facts.chain
@@ -213,7 +224,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     loaded = {f for link in chain.links for f in link.resolved}
     unloaded = [f for f in chain.extensions_on_disk if f not in loaded]
     if win.kind == "package" and chain.extensions_on_disk and not chain.libraries and \
-            not any(link.problem for link in chain.links):
+            not any(link.problem for link in chain.links) and not _probe_mapped(facts, unloaded):
         yield OD505.finding(name, f"{name}/__init__.py never imports or loads "
                             f"{', '.join(os.path.basename(f) for f in unloaded[:3])}",
                             (f"{_rel(os.path.join(win.path, '__init__.py'), chain)}: no import "

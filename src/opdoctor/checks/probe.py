@@ -363,7 +363,8 @@ def run(facts: Facts) -> Iterator[Finding]:
         return
     elif res.state is ProbeState.FRAMEWORK_IMPORT_FAILED and res.framework_error:
         t = res.framework_error
-        yield OD320.finding("torch", "torch itself fails to import in "
+        fw = "tensorflow" if facts.tf_probe else "torch"
+        yield OD320.finding(fw, f"{fw} itself fails to import in "
                             f"{facts.options.python or 'this interpreter'}: the environment is "
                             "broken, not the library", [t.message, *t.tail(3)])
         return

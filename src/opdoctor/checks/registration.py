@@ -215,6 +215,11 @@ def _schema_findings(facts: Facts, inv: Inventory) -> Iterator[Finding]:
         yield OD102.finding(s.name, f"invalid schema for {s.name}: {by_torch or builtin}", ev)
 
 
+def _tf_filesystem_plugin(facts: Facts) -> bool:
+    """A TensorFlow modular filesystem plugin (exports TF_InitPlugin) registers no op."""
+    return bool(facts.symbol_tables.of_image(facts.image).lookup("TF_InitPlugin"))
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """Inventory the registrations and report what cannot work; static guesses the load probe
     refutes are downgraded to info and say so (the probe's observation outranks them)."""
@@ -317,7 +322,8 @@ def _static(facts: Facts) -> Iterator[Finding]:
     path = facts.path
     inv = inventory(facts)
     torch_lib = facts.torch_context
-    if (torch_lib or inv.tf_library) and not inv.registers_anything:
+    if (torch_lib or inv.tf_library) and not inv.registers_anything \
+            and not _tf_filesystem_plugin(facts):
         ev = [f"static initialisers: {inv.initializers} "
               f"({', '.join(inv.initializer_names) or 'unnamed'})",
               "no TORCH_LIBRARY* registrar in .symtab" if not inv.stripped
@@ -347,7 +353,8 @@ def _static(facts: Facts) -> Iterator[Finding]:
                             "read statically, only schema strings",
                             ("no .symtab section",
                              f"schemas found in .rodata: {len(inv.schemas)}"))
-    yield from _schema_findings(facts, inv)
+    if torch_lib or not inv.tf_library:  # a TensorFlow library has no torch schema strings
+        yield from _schema_findings(facts, inv)  # (its C++ signatures look like them)
     typos = near_misses(inv)
     paired = {n for pair in typos for n in pair}
     for impl_ns, def_ns in typos:
@@ -407,6 +414,8 @@ def _same_namespace_elsewhere(facts: Facts) -> Iterator[Finding]:
 
 def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:
     for exp in facts.expected_ops:
+        if not exp.namespace:
+            continue  # a TensorFlow op (no namespace): checks/tensorflow.py
         ns = inv.namespaces.get(exp.namespace)
         name = f"{exp.namespace}::{exp.op}"
         if inv.stripped and ns is None:

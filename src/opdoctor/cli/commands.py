@@ -242,6 +242,7 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
     """Discover, check in parallel, print a summary table (text) or the reports (other
     formats)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import Progress
     from rich.table import Table
 
@@ -249,6 +250,7 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
     from opdoctor.facts import CheckOptions
     from opdoctor.facts.interp import InterpreterError, inspect_interpreter
     from opdoctor.report import Format, RenderContext, renderer
+    from opdoctor.report.text import ops_summary
     from opdoctor.targets.discover import discover, scan
     from opdoctor.verdict.gate import gate_fails
 
@@ -286,19 +288,19 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
             return code
         con = Console(file=out, no_color=not _color(out), highlight=False, width=140)
         table = Table(title=f"opdoctor scan — {interp.invoke} ({len(items)} libraries)")
-        for col in ("package", "library", "verdict"):
+        for col in ("package", "library", "ops", "verdict"):
             table.add_column(col)
         for it, r in results:
             parts = it.path.split(os.sep)
             name = os.sep.join(parts[parts.index(it.package):]) if it.package in parts \
                 else it.path
             if isinstance(r, str):
-                table.add_row(it.package, name, f"[red]check crashed: {r}[/]")
+                table.add_row(it.package, name, "", f"[red]check crashed: {r}[/]")
                 continue
             d = r.diagnosis
             verdict = "[green]clean[/]" if d.cause == 0 else (
                 f"[red]cause {d.cause}: {', '.join(f.code for f in d.root_findings)}[/]")
-            table.add_row(it.package, name, verdict)
+            table.add_row(it.package, name, escape(ops_summary(r)), verdict)
         con.print(table)
         bad = sum(1 for _it, r in results if isinstance(r, str) or r.diagnosis.cause > 0)
         con.print(f"{len(items) - bad} clean · {bad} with findings · exit {code}")

@@ -40,6 +40,7 @@ from opdoctor.facts.probe.outcome import ProbeOutcome
 from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest, start_probe
 from opdoctor.facts.pychain import ImportChain, analyse
 from opdoctor.facts.registration import Inventory, read_inventory
+from opdoctor.facts.tensorflow import TfInstall, TfRequirement, read_install, requirement_for
 from opdoctor.facts.variant import (
     ExtensionVariant,
     TorchVariant,
@@ -241,7 +242,8 @@ class Facts:
             preload=tuple(os.path.abspath(p) for p in self.options.preload),
             ops=tuple(f"{e.namespace}::{e.op}" for e in self.expected_ops),
             smoke=self.options.smoke, timeout=self.options.timeout,
-            memory_mb=self.options.probe_memory_mb, env=self.environ)
+            memory_mb=self.options.probe_memory_mb, env=self.environ,
+            tensorflow=self.tf_probe, tf_ops=self._tf_watch())
         self._probe = start_probe(req)
 
     def probe_result(self) -> ProbeOutcome | None:
@@ -440,6 +442,55 @@ class Facts:
         if img is None:
             raise RuntimeError("facts.image used although the file is not a sound ELF")
         return img
+
+    # ------------------------------------------------------------ TensorFlow (facts/tensorflow.py)
+    def _tf_watch(self) -> tuple[str, ...]:
+        """TensorFlow op names the probe looks up in the registry before and after the load:
+        the expected ones and (for a library) the ones its .rodata names."""
+        names = [e.op for e in self.tf_expected_ops]
+        if self.tf_op_library:
+            names += self.registration.tf_ops
+        return tuple(dict.fromkeys(names))
+
+    @cached_property
+    def tensorflow(self) -> TfInstall | None:
+        """The target interpreter's TensorFlow install (None when it has none)."""
+        interp = self.interpreter
+        if interp is None or not interp.tensorflow_dir:
+            return None
+        return read_install(interp.tensorflow_dir, interp.tensorflow_framework)
+
+    @cached_property
+    def tf_op_library(self) -> bool:
+        """True when the target is a TensorFlow library (links libtensorflow_framework or uses
+        its C++ API) outside the TensorFlow install itself."""
+        if self.is_package_dir or self.structure.image is None \
+                or not needs_tensorflow(self.image):
+            return False
+        tf = self.tensorflow
+        return tf is None or not os.path.realpath(self.path).startswith(
+            os.path.realpath(tf.directory) + os.sep)
+
+    @cached_property
+    def tf_probe(self) -> bool:
+        """Whether the probe loads the target the TensorFlow way (tf.load_op_library, or the
+        package import followed by a registry lookup of the expected TensorFlow ops)."""
+        if self.tensorflow is None:
+            return False
+        if self.options.package:
+            interp = self.interpreter
+            return bool(self.tf_expected_ops) or not (interp and interp.torch)
+        return self.tf_op_library
+
+    @cached_property
+    def tf_expected_ops(self) -> tuple[ExpectedOp, ...]:
+        """``--expect-op`` entries without a namespace: TensorFlow op names (``ZeroOut[CPU]``)."""
+        return tuple(e for e in self.expected_ops if not e.namespace)
+
+    @cached_property
+    def tf_requirement(self) -> TfRequirement | None:
+        """The TensorFlow release the distribution that installed the target requires."""
+        return requirement_for(self.path)
 
 
 def _pyinit_in(table: DynSymbols, module: str) -> tuple[bool, list[str]]:

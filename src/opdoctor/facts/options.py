@@ -32,7 +32,10 @@ class CheckOptions:
     named: bool = False
 
 
-_EXPECT = re.compile(r"^(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)(?:\[(?P<keys>[\w ,]*)\])?$")
+# ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace: a TensorFlow op, whose
+# name TensorFlow requires to start with a capital letter (so `weighted_sum` stays an error).
+_EXPECT = re.compile(r"^(?:(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)|(?P<tfop>[A-Z]\w*))"
+                     r"(?:\[(?P<keys>[\w ,]*)\])?$")
 
 
 @dataclass(frozen=True)
@@ -45,9 +48,13 @@ class ExpectedOp:
 
 
 def parse_expect_op(text: str) -> ExpectedOp:
-    """Parse ``ns::op[CPU,CUDA]``; raise ValueError with the expected form."""
+    """Parse ``ns::op[CPU,CUDA]`` (or TensorFlow's ``Op[CPU,GPU]``, namespace "");
+    raise ValueError with the expected form."""
     m = _EXPECT.match(text.strip())
     if not m:
-        raise ValueError(f"--expect-op {text!r}: expected ns::op or ns::op[KEY,...]")
+        raise ValueError(f"--expect-op {text!r}: expected ns::op or ns::op[KEY,...] "
+                         "(a TensorFlow op, capitalised: Op or Op[CPU,GPU])")
     keys = tuple(k.strip() for k in (m.group("keys") or "").split(",") if k.strip())
+    if m.group("tfop"):
+        return ExpectedOp("", m.group("tfop"), keys)
     return ExpectedOp(m.group("ns"), m.group("op").split(".")[0], keys)

@@ -301,6 +301,10 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
         names = ", ".join(os.path.basename(o) for o in others)
         link.problem = (f"no file for this interpreter: only {names} (this interpreter "
                         f"imports {mod}{suffixes[0]})")
+    elif not good and os.path.isdir(os.path.join(pkg_dir, mod)):
+        # A directory without __init__.py imports as a namespace subpackage (tensorflow_text's
+        # core/ is one): importable, nothing to follow.
+        link.resolved = [os.path.join(pkg_dir, mod)]
     elif not good:
         link.problem = f"no module {mod} in {pkg_dir}"
     return out

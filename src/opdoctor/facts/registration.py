@@ -320,7 +320,7 @@ _TF_SPEC = re.compile(
     r"(?:u?int(?:8|16|32|64)|float|double|"
     r"half|bfloat16|bool|string|complex(?:64|128)|resource|variant|q?u?int\d+|type|shape|"
     r"tensor|func|int)\b)[\w\s{}(),*=<>.+\-]*$")
-_TF_OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_TF_OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{2,}$")  # "Sd", "St": mangled-name fragments
 _RODATA_STR = re.compile(rb"(?<=\x00)[\x20-\x7e]{2,200}(?=\x00)")
 
 

@@ -74,6 +74,30 @@ def inventory_line(section: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def tf_probe_ops(section: dict[str, Any]) -> str:
+    """``ZeroOut [CPU]`` for each op the TensorFlow probe saw registered, with the devices of
+    its kernels ("" when the TensorFlow probe did not run)."""
+    if not section.get("probed"):
+        return ""
+    parts = []
+    for o in section.get("ops", []):
+        devices = ", ".join(dict.fromkeys(k["device"] for k in o["kernels"]))
+        parts.append(f"{o['name']} [{devices or 'no kernel'}]")
+    return "; ".join(parts)
+
+
+def ops_summary(report: Report) -> str:
+    """The ops a library registers, for one table cell: what the TensorFlow probe saw (with
+    kernel devices), else the static inventory."""
+    tf = report.sections.get("tensorflow") or {}
+    if tf.get("probed") and tf.get("ops"):
+        return tf_probe_ops(tf)
+    if tf.get("static_ops"):
+        return ", ".join(tf["static_ops"])
+    reg = report.sections.get("registration")
+    return inventory_line(reg) if reg else ""
+
+
 def _clean_detail(report: Report, cause: int) -> str:
     """A one-line summary of what was verified for a clean cause, from the check sections."""
     reg = report.sections.get("registration")
@@ -171,6 +195,7 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
     probe = report.sections.get("probe")
     if probe and probe.get("ran"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])
+        regs = tf_probe_ops(report.sections.get("tensorflow") or {}) or regs
         line = f"\nprobe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
         if probe["outcome"] == "loaded":
             line += f", registered {regs}" if regs else ", registered no operator"

@@ -60,6 +60,9 @@ def discover(interp: Interpreter) -> list[ScanItem]:
     items: list[ScanItem] = []
     seen: set[str] = set()
     torch_lib = os.path.realpath(interp.torch.lib_dir) if interp.torch else ""
+    # TensorFlow's own package holds hundreds of framework libraries, none an op library of
+    # the user's: they are the install, not scan targets.
+    tf_dir = os.path.realpath(interp.tensorflow_dir) + os.sep if interp.tensorflow_dir else ""
     for site in site_dirs(interp):
         for root, dirs, files in os.walk(site):
             dirs[:] = sorted(d for d in dirs if d not in ("__pycache__",) and
@@ -72,6 +75,8 @@ def discover(interp: Interpreter) -> list[ScanItem]:
                 if real in seen or os.path.islink(path):
                     continue
                 seen.add(real)
+                if tf_dir and real.startswith(tf_dir):
+                    continue
                 own = torch_lib and os.path.dirname(real) == torch_lib
                 if own or links_framework(path):
                     top = os.path.relpath(path, site).split(os.sep)[0]

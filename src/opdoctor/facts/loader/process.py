@@ -53,8 +53,22 @@ def _mark(tree: DepTree, by: str, skip: set[str]) -> list[Library]:
 
 
 def needs_tensorflow(image: ElfImage) -> bool:
-    """True when the library links libtensorflow_framework (a TensorFlow op library)."""
-    return TENSORFLOW.linked_by(str(n) for n in image.tags.get("DT_NEEDED", []))
+    """True when the library links libtensorflow_framework or uses TensorFlow's C++ API (a
+    TensorFlow op library, possibly one built without the link flags)."""
+    if TENSORFLOW.linked_by(str(n) for n in image.tags.get("DT_NEEDED", [])):
+        return True
+    dynstr = image.section(".dynstr")
+    if dynstr is None:
+        return False
+    buf = image.data.buf
+    end = dynstr.offset + dynstr.size
+    return any(buf.find(m, dynstr.offset, end) >= 0 for m in TENSORFLOW.symbol_markers)
+
+
+def _tf_pywrap(framework: str) -> str | None:
+    """tensorflow/python/_pywrap_tensorflow_internal.so beside libtensorflow_framework."""
+    path = os.path.join(os.path.dirname(framework), "python", "_pywrap_tensorflow_internal.so")
+    return path if os.path.exists(path) else None
 
 
 def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
@@ -85,8 +99,15 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
         if with_tensorflow and framework:
             # `import tensorflow` maps libtensorflow_framework (and its closure) before
             # tf.load_op_library loads an op library.
-            tf = resolver.load(framework, preloaded)
-            preloaded += _mark(tf, "import tensorflow", {lib.path for lib in preloaded})
+            # tensorflow/python/pywrap_tensorflow.py loads _pywrap_tensorflow_internal with
+            # RTLD_GLOBAL: its closure (libtensorflow_framework, libtensorflow_cc …) binds the
+            # op library's symbols even when the op library does not link them itself.
+            pywrap = _tf_pywrap(framework)
+            tf = resolver.load(pywrap or framework, preloaded)
+            new = _mark(tf, "import tensorflow", {lib.path for lib in preloaded})
+            preloaded += new
+            if pywrap:
+                global_scope += new
             context += " + import tensorflow"
     for lib in preloaded:
         lib.rule = RULE_PRELOADED

@@ -82,6 +82,50 @@ class Swallowed:
 
 
 @dataclass(frozen=True)
+class TfKernel:
+    """One kernel registration of a TensorFlow op."""
+
+    device: str  # "CPU", "GPU" …
+    label: str
+    constraints: tuple[str, ...]  # "T=3,9" (attr=DataType enum values)
+
+
+@dataclass(frozen=True)
+class TfProbe:
+    """What the TensorFlow probe saw after ``tf.load_op_library`` (or the package import)."""
+
+    ops: tuple[str, ...]  # TF_GetOpList on the library's handle: the ops it registered
+    kernels: dict[str, tuple[TfKernel, ...]]  # op → kernels (ops and watched names)
+    registered_before: tuple[str, ...]  # watched op names already registered before the load
+    registered_after: tuple[str, ...]  # watched op names registered after the load
+    devices: tuple[str, ...]  # physical device types of the process
+    preloads: tuple[tuple[str, tuple[str, ...]], ...]  # (--preload path, ops it registered)
+    mapped_before: tuple[str, ...]  # shared objects mapped before the load
+
+
+def _tensorflow(raw: Any) -> TfProbe | None:
+    """The ``tf_ops`` event as a :class:`TfProbe` (None when the event is absent)."""
+    if not isinstance(raw, dict):
+        return None
+
+    def names(key: str) -> tuple[str, ...]:
+        value = raw.get(key)
+        return tuple(str(x) for x in value) if isinstance(value, list) else ()
+
+    kernels: dict[str, tuple[TfKernel, ...]] = {}
+    for op, ks in (raw.get("kernels") or {}).items():
+        kernels[str(op)] = tuple(
+            TfKernel(str(k.get("device", "")), str(k.get("label", "")),
+                     tuple(str(c) for c in k.get("constraints", []) or []))
+            for k in ks if isinstance(k, dict)) if isinstance(ks, list) else ()
+    preloads = tuple((str(p.get("path", "")), tuple(str(o) for o in p.get("ops", []) or []))
+                     for p in raw.get("preloads", []) or [] if isinstance(p, dict))
+    return TfProbe(names("ops"), kernels, names("registered_before"),
+                   names("registered_after"), names("devices"), preloads,
+                   names("mapped_before"))
+
+
+@dataclass(frozen=True)
 class ProbeOutcome:
     """Everything the probe established, typed."""
 
@@ -111,6 +155,9 @@ class ProbeOutcome:
     smoke: tuple[SmokeCall, ...] = ()
     swallowed: tuple[Swallowed, ...] = ()
     finished: bool = False  # the probe reached a final event
+    # TensorFlow (probe_tf.py): what TF_GetOpList listed on the library's own handle, and
+    # the kernels per device of each op; see TfProbe.
+    tensorflow: TfProbe | None = None
 
     @property
     def load_message(self) -> str:
@@ -208,4 +255,5 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         ops=_ops(ops_event.get("ops")), inspected=P.OPS in last,
         dangling=tuple(str(x) for x in last.get(P.DANGLING, {}).get("impls", []) or []),
         smoke=_smoke(last.get(P.SMOKE, {}).get("results")),
-        swallowed=swallowed, finished=finished)
+        swallowed=swallowed, finished=finished,
+        tensorflow=_tensorflow(last.get(P.TF_OPS)))

@@ -149,9 +149,23 @@ def selftest_fault(stage: str) -> None:
         raise RuntimeError(f"opdoctor probe self-test fault at stage {stage!r}")
 
 
+def _sibling(filename: str) -> Any:
+    """A module of this directory, loaded by file path (like the protocol above)."""
+    spec = importlib.util.spec_from_file_location(
+        "_opdoctor_" + filename[:-3], os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                   filename))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
     emit(P.START, pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
+    if REQ.get("tensorflow"):  # a TensorFlow op library: probe_tf.py, loaded by path
+        _sibling("probe_tf.py").main(emit, err, P, REQ, mapped, imported_since)
+        return
     torch: Any = None
     if REQ.get("torch"):
         emit(P.STAGE, stage="import torch")

@@ -27,12 +27,16 @@ DANGLING = "dangling"  # impls: [str]
 SMOKE = "smoke"  # results: [SmokeCall]
 DONE = "done"
 PROBE_ERROR = "probe_error"  # error: the probe script itself failed (opdoctor's bug)
+# TensorFlow (probe_tf.py): ops: [names TF_GetOpList listed on the library's handle],
+# kernels: {op: [TfKernel]}, registered_before/after: [watched op names the registry knew],
+# devices: [physical device types], preloads: [{path, ops}], mapped_before: [paths]
+TF_OPS = "tf_ops"
 
 # Events after which the probe has said everything it will say about the load.
 FINAL = (DONE, LOAD_FAILED, FRAMEWORK_IMPORT_FAILED, PRELOAD_FAILED, PROBE_ERROR)
 
 # Stages, in order (``STAGE`` events).
-STAGES = ("start", "import torch", "preload", "load", "inspect", "smoke")
+STAGES = ("start", "import torch", "import tensorflow", "preload", "load", "inspect", "smoke")
 
 
 class ErrorInfo(TypedDict):
@@ -70,3 +74,11 @@ class HiddenError(TypedDict):
     target: str
     where: str
     error: ErrorInfo
+
+
+class TfKernel(TypedDict):
+    """One TensorFlow kernel registration of an op (kernels.get_registered_kernels_for_op)."""
+
+    device: str
+    label: str
+    constraints: list[str]

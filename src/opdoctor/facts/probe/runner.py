@@ -50,6 +50,8 @@ class ProbeRequest:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str = ""
     hidden: list[dict[str, Any]] = field(default_factory=list)  # swallowed imports to retry
+    tensorflow: bool = False  # load with TensorFlow (probe_tf.py) instead of torch/ctypes
+    tf_ops: tuple[str, ...] = ()  # TensorFlow op names to look up in the registry
 
 
 def _note_start(path: str) -> None:
@@ -117,7 +119,8 @@ class ProbeHandle:
         script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
         payload = {"path": req.path, "package": req.package, "torch": req.torch,
                    "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
-                   "hidden": req.hidden}
+                   "hidden": req.hidden, "tensorflow": req.tensorflow,
+                   "tf_ops": list(req.tf_ops)}
         env = dict(req.env)
         self.tag = uuid.uuid4().hex
         env.update({TAG_VAR: self.tag, "LD_DEBUG": "libs,versions",

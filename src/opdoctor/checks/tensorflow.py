@@ -1,0 +1,432 @@
+"""TensorFlow op libraries: what the library registered in a real TensorFlow process (the probe),
+kernels per device, duplicate op names, and why a library built for another TensorFlow (C++ ABI,
+abseil LTS namespace, removed C API symbols) or built without the link flags fails.
+
+Static facts come from :mod:`opdoctor.facts.tensorflow`; the probe's from
+:mod:`opdoctor.facts.probe.probe_tf` (``tf.load_op_library`` step by step).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.facts import Facts
+from opdoctor.facts.elf.demangle import demangle
+from opdoctor.facts.probe.outcome import ProbeState, TfProbe
+from opdoctor.facts.tensorflow import (
+    ABSL_RELEASES,
+    absl_namespaces,
+    libraries_defining,
+    old_abi_tf_symbols,
+    requirement_for,
+)
+from opdoctor.model import Cause, Finding, Severity
+
+_GUIDE = "https://www.tensorflow.org/guide/create_op"
+_BUILD = "https://www.tensorflow.org/guide/create_op#compile_the_op_using_your_system_compiler_tensorflow_binary_installation"
+
+OD150 = CodeDoc(
+    "OD150", "TensorFlow op has no kernel for a device", Severity.ERROR,
+    what="Each op the library registered (TF_GetOpList on its handle) has a kernel "
+    "(REGISTER_KERNEL_BUILDER) for every device it must run on: any device at all, and the ones "
+    "--expect-op Op[CPU,GPU] lists (kernels.get_registered_kernels_for_op after the load).",
+    why="The op is defined, so the Python wrapper exists, but running it fails: in a graph "
+    "\"No OpKernel was registered to support Op 'ZeroOut' used by {{node ZeroOut}} … Registered "
+    "devices: [CPU] Registered kernels: <no registered kernels>\", eagerly \"Could not find "
+    "device for node: {{node ZeroOut}}\".",
+    example="ZeroOut registered with kernels for CPU only; --expect-op ZeroOut[CPU,GPU]",
+    fix="Register a kernel per device: REGISTER_KERNEL_BUILDER(Name(\"ZeroOut\")"
+    ".Device(DEVICE_CPU), ZeroOutOp); for GPU compile a CUDA kernel and register it with "
+    "DEVICE_GPU (and install a TensorFlow build with GPU support).",
+    references=(_GUIDE,),
+)
+OD151 = CodeDoc(
+    "OD151", "TensorFlow op name already registered by another library", Severity.ERROR,
+    what="The ops this library defines were not already registered in the process before it "
+    "was loaded.",
+    why="TensorFlow keeps the first registration of an op name and silently drops the later "
+    "one: the second library loads, registers nothing, and its Python module calls the other "
+    "library's op (or kernels of the other project run). There is no error, only wrong results "
+    "or 'No OpKernel' later.",
+    example="tf.load_op_library('b/zero_out.so') after 'a/zero_out.so': TF_GetOpList lists "
+    "no op",
+    fix="Load only one of the two libraries, or rename the op in one project (REGISTER_OP "
+    "names are global to the process).",
+    references=(_GUIDE,),
+)
+OD152 = CodeDoc(
+    "OD152", "TensorFlow op not registered after the load", Severity.ERROR,
+    what="Each op --expect-op names is in the process's op registry after the library is "
+    "loaded (or the package imported), and a loaded TensorFlow op library registers ops.",
+    why="\"Op type not registered 'ZeroOut' in binary running on <host>. Make sure the Op and "
+    "Kernel are registered in the binary running in this process.\" The library did load, so "
+    "its REGISTER_OP was compiled out or is in a file the build left out.",
+    example="tf.load_op_library('zero_out_noreg.so') → TF_GetOpList lists no op",
+    fix="Compile the file with REGISTER_OP(\"ZeroOut\") into the library (check #ifdefs and "
+    "the sources list); `strings lib.so | grep ZeroOut` must show the op name.",
+    references=(_GUIDE,),
+)
+OD340 = CodeDoc(
+    "OD340", "built with the other C++11 ABI than TensorFlow", Severity.ERROR,
+    what="The library's TensorFlow symbols use the same _GLIBCXX_USE_CXX11_ABI as the installed "
+    "TensorFlow (tf.sysconfig.get_compile_flags() says -D_GLIBCXX_USE_CXX11_ABI=1).",
+    why="Every TensorFlow function taking or returning std::string has another mangled name "
+    "under the old ABI; the load fails with \"undefined symbol: "
+    "_ZN10tensorflow12OpDefBuilder5InputESs\" (NotFoundError from tf.load_op_library).",
+    example="g++ -D_GLIBCXX_USE_CXX11_ABI=0 … zero_out.cc → undefined symbol "
+    "tensorflow::OpDefBuilder::Input(std::string)",
+    fix="Compile with the flags TensorFlow reports: g++ -std=c++17 -shared zero_out.cc -o "
+    "zero_out.so -fPIC $(python -c 'import tensorflow as tf; print(\" \".join("
+    "tf.sysconfig.get_compile_flags()))') $(python -c 'import tensorflow as tf; print(\" \""
+    ".join(tf.sysconfig.get_link_flags()))')",
+    references=(_BUILD,),
+)
+OD341 = CodeDoc(
+    "OD341", "built against another TensorFlow (abseil LTS namespace)", Severity.ERROR,
+    what="The abseil inline namespace in the library's symbols (absl::lts_YYYYMMDD) is the one "
+    "the installed TensorFlow exports.",
+    why="Every TensorFlow release pins an abseil LTS; Status, StatusOr and logging live in "
+    "absl::lts_<date>, so a library compiled against another release's headers needs symbols "
+    "like tensorflow::OpDefBuilder::SetShapeFn(std::function<absl::lts_20230802::Status(…)>) "
+    "that this TensorFlow does not export: \"undefined symbol\".",
+    example="tensorflow-text 2.20.1 (absl lts_20250127) beside tensorflow 2.21 (lts_20250814)",
+    fix="Install the release of the package built for the installed TensorFlow (or the "
+    "TensorFlow it was built for), or rebuild it against the installed TensorFlow's headers.",
+    references=(_BUILD, "https://github.com/tensorflow/text#compatibility"),
+)
+OD342 = CodeDoc(
+    "OD342", "TensorFlow API symbol missing: built for another TensorFlow release", Severity.ERROR,
+    what="Every TensorFlow C API (TF_*) and C++ symbol the library needs is exported by the "
+    "installed TensorFlow.",
+    why="TensorFlow removes and renames C API and C++ functions between releases (TF_VLog "
+    "left with tensorflow/c/logging.h; DatasetBase::Finalize changed signature): a plugin "
+    "built for an older release fails with \"undefined symbol: TF_VLog\".",
+    example="tensorflow-io-gcs-filesystem 0.37.1 (requires tensorflow<2.17,>=2.16) on TF 2.21",
+    fix="Install the package release made for the installed TensorFlow, or the TensorFlow "
+    "release the package requires (its metadata names it); for a plugin TF no longer needs, "
+    "uninstall it.",
+    references=(_BUILD, "https://github.com/tensorflow/io#tensorflow-version-compatibility"),
+)
+OD431 = CodeDoc(
+    "OD431", "TensorFlow op library not linked to libtensorflow_framework", Severity.WARNING,
+    what="A library that uses TensorFlow's C++ API links libtensorflow_framework.so.2 "
+    "(tf.sysconfig.get_link_flags()).",
+    why="Its TensorFlow symbols (typeinfo for tensorflow::OpKernel, OpDefBuilder …) are then "
+    "undefined with no library named to define them. tf.load_op_library still works because "
+    "`import tensorflow` loads _pywrap_tensorflow_internal with RTLD_GLOBAL, but any other "
+    "loader fails: ctypes before import tensorflow, a C++ program, TF Serving: "
+    "\"undefined symbol: _ZTIN10tensorflow8OpKernelE\".",
+    example="g++ -shared zero_out.cc -o zero_out.so $(compile flags) — without the link flags",
+    fix="Link with the flags TensorFlow reports: … $(python -c 'import tensorflow as tf; "
+    "print(\" \".join(tf.sysconfig.get_link_flags()))') (-L<tensorflow dir> "
+    "-l:libtensorflow_framework.so.2).",
+    references=(_BUILD,),
+)
+
+
+def _link_flags(facts: Facts) -> str:
+    tf = facts.tensorflow
+    if tf is None or not tf.framework:
+        return "-l:libtensorflow_framework.so.2"
+    return f"-L{os.path.dirname(tf.framework)} -l:{os.path.basename(tf.framework)}"
+
+
+def _release_hint(facts: Facts, absl: list[str]) -> tuple[str, list[str]]:
+    """(release the library was built for, evidence) from the package metadata, else abseil."""
+    req = facts.tf_requirement
+    if req is not None and req.release:
+        return req.release, [f"{req.distribution} requires {req.spec}", f"read from {req.source}"]
+    for ns in absl:
+        if ns in ABSL_RELEASES:
+            return ABSL_RELEASES[ns], [f"absl::{ns} is the abseil of TensorFlow "
+                                       f"{ABSL_RELEASES[ns]} wheels"]
+    return "", []
+
+
+def _static(facts: Facts) -> Iterator[Finding]:
+    """Version and build findings from the library's undefined symbols (nothing loaded)."""
+    tf = facts.tensorflow
+    image = facts.image
+    needed = [str(n) for n in image.tags.get("DT_NEEDED", [])]
+    table = facts.symbol_tables.of_image(image)
+    undefined = [s.name for s in table.undefined()]
+    tf_undef = [n for n in undefined if "10tensorflow" in n]
+    if tf_undef and not any(n.startswith("libtensorflow") for n in needed):
+        yield OD431.finding(
+            facts.path, f"uses {len(tf_undef)} TensorFlow C++ symbol(s) but does not link "
+            "libtensorflow_framework: it loads only into a process where `import tensorflow` "
+            "made TensorFlow's symbols global",
+            (f"DT_NEEDED: {', '.join(needed) or 'none'}",
+             *[f"undefined: {demangle(n)}  [{n}]" for n in sorted(tf_undef)[:3]],
+             "`import tensorflow` loads _pywrap_tensorflow_internal.so with RTLD_GLOBAL "
+             "(tensorflow/python/pywrap_tensorflow.py); ctypes.CDLL before it fails with "
+             f"\"undefined symbol: {sorted(tf_undef)[0]}\""),
+            fix=f"add the link flags to the build: {_link_flags(facts)} "
+            "(python -c 'import tensorflow as tf; print(tf.sysconfig.get_link_flags())')")
+    if tf is None:
+        return
+    unresolved = [s.name for s in facts.binding.unresolved]
+    if not unresolved:
+        return
+    installed = f"TensorFlow {tf.version}"
+    old = old_abi_tf_symbols(unresolved)
+    if old and tf.cxx11_abi == 1:
+        yield OD340.finding(
+            facts.path, f"built with _GLIBCXX_USE_CXX11_ABI=0; {installed} uses 1: "
+            f"{len(old)} TensorFlow function(s) taking std::string are not found",
+            (*[f"needs (old ABI): {d}" for d in old[:3]],
+             f"{tf.framework} exports the std::__cxx11 names",
+             "tf.sysconfig.get_compile_flags() includes -D_GLIBCXX_USE_CXX11_ABI=1"))
+        return
+    absl = [ns for ns in absl_namespaces(unresolved) if ns != tf.absl]
+    release, rev = _release_hint(facts, absl)
+    built_for = f"TensorFlow {release}" if release else "another TensorFlow release"
+    if absl and tf.absl:
+        ex = [n for n in unresolved if absl[0] in n][:3]
+        yield OD341.finding(
+            facts.path, f"built against {built_for}: it needs abseil absl::{absl[0]}, "
+            f"{installed} exports absl::{tf.absl}",
+            (*[f"undefined: {demangle(n)}" for n in ex], *rev,
+             f"{tf.framework}: absl::{tf.absl}"),
+            fix=_fix_for(facts, release, installed))
+        return
+    api = [n for n in unresolved if n.startswith(("TF_", "TFE_", "TFL_")) or "10tensorflow" in n]
+    if api:
+        yield OD342.finding(
+            facts.path, f"built for {built_for}: {len(api)} TensorFlow API symbol(s) are not "
+            f"exported by {installed} (removed or renamed since)",
+            (*[f"undefined: {demangle(n)}" for n in api[:3]], *rev,
+             f"not exported by {tf.framework}"),
+            fix=_fix_for(facts, release, installed))
+
+
+def _fix_for(facts: Facts, release: str, installed: str) -> str:
+    """Install the package release made for the installed TF, or the TF it was made for."""
+    req = facts.tf_requirement
+    return _fix_with(req.distribution.split()[0] if req else "", release, installed)
+
+
+def _fix_with(name: str, release: str, installed: str) -> str:
+    """The fix text: the package release made for the installed TF, or the TF it was made for."""
+    pin = (f"a TensorFlow {release} release" if "–" in release
+           else f"tensorflow=={release}.*")
+    if name and release:
+        return (f"install the {name} release built for {installed} (pip install "
+                f"--upgrade {name}: a release whose metadata allows {installed}), or use {pin} "
+                f"with this {name}")
+    if release:
+        return (f"rebuild against {installed}'s headers and flags (tf.sysconfig."
+                f"get_compile_flags()/get_link_flags()), or use {pin}")
+    return OD341.fix
+
+
+_LOAD_UNDEF = re.compile(r"(/\S+\.so(?:\.\d+)*): undefined symbol: (\S+)")
+
+
+def _package_load_error(facts: Facts, message: str) -> Iterator[Finding]:
+    """A package import that failed in tf.load_op_library with "undefined symbol": name the
+    TensorFlow release the failing library was built for (its metadata, else its abseil)."""
+    tf = facts.tensorflow
+    m = _LOAD_UNDEF.search(message)
+    if tf is None or m is None:
+        return
+    lib, sym = m.group(1), m.group(2)
+    installed = f"TensorFlow {tf.version}"
+    req = requirement_for(lib)
+    absl = [ns for ns in absl_namespaces([sym]) if ns != tf.absl]
+    rev = [f"{req.distribution} requires {req.spec}", f"read from {req.source}"] if req else []
+    release = req.release if req and req.release else (
+        ABSL_RELEASES.get(absl[0], "") if absl else "")
+    if not rev and release:
+        rev = [f"absl::{absl[0]} is the abseil of TensorFlow {release} wheels"]
+    built_for = f"TensorFlow {release}" if release else "another TensorFlow release"
+    fix = _fix_with(req.distribution.split()[0] if req else "", release, installed)
+    ev = [f"tf.load_op_library: {lib}: undefined symbol: {sym}", f"  = {demangle(sym)}", *rev]
+    if absl and tf.absl:
+        yield OD341.finding(lib, f"built against {built_for}: it needs abseil absl::{absl[0]}, "
+                            f"{installed} exports absl::{tf.absl}",
+                            (*ev, f"{tf.framework}: absl::{tf.absl}"), fix=fix)
+    elif sym.startswith(("TF_", "TFE_", "TFL_")) or "10tensorflow" in sym:
+        yield OD342.finding(lib, f"built for {built_for}: {installed} does not export "
+                            f"{demangle(sym)}", (*ev, f"not exported by {tf.framework}"),
+                            fix=fix)
+
+
+def _probe(facts: Facts) -> Iterator[Finding]:
+    """What the real TensorFlow process says about the library's registrations."""
+    res = facts.probe_result()
+    if res is not None and facts.options.package and res.state is ProbeState.LOAD_FAILED:
+        yield from _package_load_error(facts, res.load_message)
+        return
+    if res is None or res.tensorflow is None or res.state is not ProbeState.LOADED:
+        return
+    tfp = res.tensorflow
+    static_ops = list(facts.registration.tf_ops) if facts.tf_op_library else []
+    yield from _duplicates(facts, tfp, static_ops)
+    devices = "[" + ", ".join(tfp.devices) + "]" if tfp.devices else "[CPU]"
+    for op in tfp.ops:
+        if not tfp.kernels.get(op):
+            yield OD150.finding(
+                op, f"{op} is registered without any kernel: calling it fails with \"No "
+                f"OpKernel was registered to support Op '{op}' … Registered devices: "
+                f"{devices}\" (eagerly: \"Could not find device for node\")",
+                (f"TF_GetOpList on the library's handle: {op}",
+                 f"kernels.get_registered_kernels_for_op('{op}'): <no registered kernels>"))
+    if not facts.options.package and facts.tf_op_library and not tfp.ops and not any(
+            op in tfp.registered_before for op in static_ops):
+        yield OD152.finding(facts.path, "the library loaded but registered no TensorFlow op",
+                            ("TF_GetOpList on the library's handle: no op",
+                             "static: " + (f"op names in .rodata: {', '.join(static_ops)}"
+                                           if static_ops else "no REGISTER_OP in the file")))
+    for exp in facts.tf_expected_ops:
+        ks = tfp.kernels.get(exp.op, ())
+        if exp.op not in tfp.registered_after:
+            yield from _not_registered(facts, res.mapped, exp.op)
+            continue
+        have = sorted({k.device for k in ks})
+        missing = [d for d in exp.keys if d not in have]
+        if missing and ks:
+            yield OD150.finding(
+                exp.op, f"{exp.op} has kernels for {', '.join(have)}, not {'/'.join(missing)}: "
+                f"on {missing[0]} it fails with \"No OpKernel was registered to support Op "
+                f"'{exp.op}'\"", (*[f"kernel: device={k.device}"
+                                    + (f" {' '.join(k.constraints)}" if k.constraints else "")
+                                    for k in ks],
+                                  f"devices in this process: {devices}"))
+
+
+def _duplicates(facts: Facts, tfp: TfProbe, static_ops: list[str]) -> Iterator[Finding]:
+    """Ops this library defines that were registered before it loaded: TF kept the first."""
+    tf = facts.tensorflow
+    for op in static_ops:
+        if op not in tfp.registered_before or op in tfp.ops:
+            continue
+        first = [p for p, ops in tfp.preloads if op in ops]
+        if not first:
+            exclude = (tf.directory,) if tf else ()
+            first = libraries_defining(op, list(tfp.mapped_before), exclude)
+        me = os.path.realpath(facts.path)
+        first = [p for p in first if os.path.realpath(p) != me]
+        who = first[0] if first else (f"TensorFlow {tf.version} itself (a built-in op)"
+                                      if tf else "another library")
+        yield OD151.finding(
+            op, f"{op} was already registered by {who}; TensorFlow kept that one and this "
+            f"library ({facts.path}) registered nothing",
+            (f"before the load the registry already had {op}",
+             f"TF_GetOpList on {os.path.basename(facts.path)}'s handle: "
+             f"{', '.join(tfp.ops) or 'no op'}",
+             *[f"first registered by: {p}" for p in first[:3]],
+             f"this library defines {op} (.rodata)"))
+
+
+def _not_registered(facts: Facts, mapped: tuple[str, ...], op: str) -> Iterator[Finding]:
+    """An expected op missing after the load: trace it back to the library that defines it."""
+    tf = facts.tensorflow
+    msg = f"Op type not registered '{op}' in binary running on {platform.node()}"
+    if not facts.options.package:
+        yield OD152.finding(op, f"{msg}: the library loaded but did not register {op}",
+                            (f"static op names in the library: "
+                             f"{', '.join(facts.registration.tf_ops) or 'none'}",))
+        return
+    where = facts.path if os.path.isdir(facts.path) else os.path.dirname(facts.path)
+    candidates = libraries_defining(op, facts.shared_libraries_under(where),
+                                    (tf.directory,) if tf else ())
+    loaded = {os.path.realpath(m) for m in mapped}
+    never = [c for c in candidates if os.path.realpath(c) not in loaded]
+    if candidates and never:
+        yield OD530.finding(
+            op, f"{msg}: `import {facts.options.package}` never loads {never[0]}, the library "
+            f"that defines {op}",
+            [f"defines {op}: {c}" for c in candidates],
+            fix=f"load it where the package is imported: tf.load_op_library(os.path.join("
+            f"os.path.dirname(__file__), '{os.path.basename(never[0])}')) in the package's "
+            "__init__.py (or the module that wraps the op)")
+        return
+    if candidates:
+        yield OD152.finding(op, f"{msg}: {candidates[0]} was loaded by the import but "
+                            f"registered nothing under that name",
+                            (f"mapped by the import: {candidates[0]}",))
+        return
+    yield OD152.finding(op, f"{msg}: no library under {where} defines {op}",
+                        (f"searched: {where}",),
+                        fix="build the library that defines the op into this package; if it "
+                        "was built for another interpreter, install it for this one "
+                        "(--python)")
+
+
+OD530 = CodeDoc(
+    "OD530", "the package never loads the op library that defines the op", Severity.ERROR,
+    what="When --expect-op names a TensorFlow op and a package is imported, the package's "
+    "import loads the library in it that defines the op.",
+    why="\"Op type not registered 'ZeroOut' in binary running on …\": the op library is "
+    "installed, intact and correct, but nothing in the import chain calls "
+    "tf.load_op_library on it, so the op never reaches the registry.",
+    example="zero_op/__init__.py computes the library path but never calls tf.load_op_library",
+    fix="Call tf.load_op_library(<the library>) in the module that defines the op's Python "
+    "wrapper (usually the package __init__.py).",
+    references=(_GUIDE,),
+)
+
+CODES = (OD150, OD151, OD152, OD340, OD341, OD342, OD431, OD530)
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """Static version/build findings for a TensorFlow library, then what the probe saw."""
+    if facts.tf_op_library and not facts.blocker:
+        yield from _static(facts)
+    if facts.tf_probe:
+        yield from _probe(facts)
+
+
+def section(facts: Facts) -> dict[str, Any]:
+    """The TensorFlow install, and the library's ops with their kernels per device."""
+    tf = facts.tensorflow
+    out: dict[str, Any] = {
+        "tensorflow": tf.version if tf else None,
+        "absl": tf.absl if tf else None,
+        "cxx11_abi": tf.cxx11_abi if tf else None,
+        "static_ops": (list(facts.registration.tf_ops)
+                       if facts.tf_op_library and not facts.blocker else []),
+        "library": facts.tf_op_library,
+    }
+    req = facts.tf_requirement if facts.tf_op_library else None
+    if req is not None:
+        out["requires"] = {"distribution": req.distribution, "spec": req.spec,
+                           "release": req.release}
+    res = facts.probe_result() if facts.tf_probe else None
+    tfp = res.tensorflow if res is not None else None
+    out["probed"] = tfp is not None
+    if tfp is not None:
+        out["ops"] = [{"name": op, "kernels": [{"device": k.device, "label": k.label,
+                                                "constraints": list(k.constraints)}
+                                               for k in tfp.kernels.get(op, ())]}
+                      for op in dict.fromkeys([*tfp.ops, *tfp.registered_after])]
+        out["devices"] = list(tfp.devices)
+    return out
+
+
+def _applies(facts: Facts) -> str:
+    if facts.tf_probe or facts.tf_op_library:
+        return ""
+    if facts.options.package:
+        return "TensorFlow is not installed for the target interpreter"
+    return "not a TensorFlow library"
+
+
+CHECK = Check(
+    name="tensorflow",
+    summary="TensorFlow op libraries: ops and kernels per device in a real TensorFlow process, "
+    "duplicate op names, built for another TensorFlow (ABI, abseil, C API), link flags",
+    causes=(Cause.REGISTRATION, Cause.VERSION, Cause.BUILD),
+    codes=CODES,
+    run=run,
+    needs_elf=False,
+    section=section,
+    applies=_applies,
+)

@@ -1,0 +1,124 @@
+"""The load probe's TensorFlow branch: runs inside the target interpreter (stdlib + tensorflow
+only; it cannot import opdoctor). ``probe_script.py`` loads this file by path and calls
+:func:`main` when the request says ``"tensorflow": true``.
+
+It does what ``tf.load_op_library(path)`` does, step by step, so each step's result is known:
+``TF_LoadLibrary`` (the dlopen; TensorFlow raises ``NotFoundError`` with the dlerror), then
+``TF_GetOpList`` on *that library's handle* (the ops this library registered — an op whose name
+was already registered is silently not added, so it is absent here), then the Python wrappers.
+For each op it lists the kernels per device (``kernels.get_registered_kernels_for_op``). Plugin
+ops never appear in ``tf.raw_ops``, so that is not consulted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+Emit = Callable[..., None]
+
+
+def _kernels(kernels: Any, name: str) -> list[dict[str, Any]]:
+    """The kernels registered for op ``name``: device, type constraints, label."""
+    out = []
+    for k in kernels.get_registered_kernels_for_op(name).kernel:
+        constraints = [f"{c.name}={','.join(str(v) for v in c.allowed_values.list.type)}"
+                       for c in k.constraint]
+        out.append({"device": k.device_type, "label": k.label, "constraints": constraints})
+    return out
+
+
+def _registered(registry: Any, names: list[str]) -> list[str]:
+    """The names among ``names`` that the process's op registry knows (uncached C++ lookup)."""
+    return [n for n in names if registry.get(n) is not None]
+
+
+def main(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any, req: dict[str, Any],
+         mapped: Callable[[], list[str]],
+         imported_since: Callable[[set[str]], list[dict[str, str]]]) -> None:
+    """Import TensorFlow, load the library (or import the package), report its ops."""
+    emit(P.STAGE, stage="import tensorflow")
+    try:
+        import tensorflow as tf
+        from tensorflow.core.framework import op_def_pb2
+        from tensorflow.python.client import pywrap_tf_session as py_tf
+        from tensorflow.python.framework import _op_def_registry as registry
+        from tensorflow.python.framework import kernels
+    except BaseException as exc:  # a broken TensorFlow is what we report
+        emit(P.FRAMEWORK_IMPORT_FAILED, error=err(exc), framework="tensorflow")
+        return
+    emit(P.FRAMEWORK, version=tf.__version__, cuda=None, file=tf.__file__,
+         framework="tensorflow")
+    watch = list(dict.fromkeys(req.get("tf_ops", [])))
+
+    def load(path: str) -> list[str]:
+        """tf.load_op_library(path), step by step; the names of the ops it registered."""
+        handle = py_tf.TF_LoadLibrary(path)
+        try:
+            op_list = op_def_pb2.OpList()
+            op_list.ParseFromString(py_tf.TF_GetOpList(handle))
+            # What tf.load_op_library does next: a failure here fails the user's call too.
+            from tensorflow.python.framework import _pywrap_python_op_gen
+            _pywrap_python_op_gen.GetPythonWrappers(py_tf.TF_GetOpList(handle))
+        finally:
+            py_tf.TF_DeleteLibraryHandle(handle)
+        return [o.name for o in op_list.op]
+
+    preloads: list[dict[str, Any]] = []
+    for pre in req.get("preload", []):
+        emit(P.STAGE, stage="preload", path=pre)
+        try:
+            preloads.append({"path": pre, "ops": load(pre)})
+        except BaseException as exc:
+            emit(P.PRELOAD_FAILED, path=pre, error=err(exc))
+            return
+    before = _registered(registry, watch)
+    maps_before = mapped()
+    emit(P.STAGE, stage="load", path=req["path"], package=req.get("package"))
+    modules_before = set(sys.modules)
+    ops: list[str] = []
+    try:
+        if req.get("package"):
+            import importlib
+            # Model `python -c "import pkg"` run in the job's cwd: sys.path[0] is ''.
+            if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+                sys.path[0] = ""
+            importlib.import_module(req["package"])
+        else:
+            ops = load(req["path"])
+    except BaseException as exc:
+        cause = exc.__cause__ or exc.__context__
+        emit(P.LOAD_FAILED, error=err(exc), cause=err(cause) if cause else None)
+        emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
+        if req.get("package"):
+            emit(P.IMPORTED, modules=imported_since(modules_before))
+        return
+    emit(P.LOADED)
+    emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
+    if req.get("package"):
+        emit(P.IMPORTED, modules=imported_since(modules_before))
+        # The target library, when the import loaded it: TensorFlow keeps each loaded library's
+        # op list, so loading it again returns what it registered and loads nothing new.
+        # Its cache is keyed by the path string, so try the path as given, then the real one.
+        real = os.path.realpath(req["path"])
+        if os.path.isfile(real) and real in {os.path.realpath(m) for m in mapped()}:
+            for cand in dict.fromkeys([req["path"], real]):
+                try:
+                    ops = load(cand)
+                except Exception:  # informative only: the import itself succeeded
+                    ops = []
+                if ops:
+                    break
+    emit(P.STAGE, stage="inspect")
+    after = _registered(registry, watch)
+    try:
+        devices = sorted({d.device_type for d in tf.config.list_physical_devices()})
+    except Exception:  # device enumeration is informative only
+        devices = []
+    names = list(dict.fromkeys(ops + after))
+    emit(P.TF_OPS, ops=ops, kernels={n: _kernels(kernels, n) for n in names},
+         registered_before=before, registered_after=after, devices=devices,
+         preloads=preloads, mapped_before=maps_before)
+    emit(P.DONE)

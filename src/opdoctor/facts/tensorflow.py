@@ -1,0 +1,202 @@
+"""Facts about TensorFlow installs and TensorFlow op libraries, read from disk (nothing imported).
+
+* The install: its release (the ``tensorflow*.dist-info`` beside the package), its C++11 ABI and
+  the abseil LTS inline namespace its ``libtensorflow_framework`` exports (``absl::lts_2025…``).
+* A library: the abseil namespaces and the old-ABI ``std::string`` its TensorFlow-facing symbols
+  use, and the distribution that installed it with the TensorFlow release it requires
+  (``Requires-Dist`` in its metadata, or a ``tensorflow>=X,<Y`` guard in its Python files).
+"""
+
+from __future__ import annotations
+
+import glob
+import mmap
+import os
+import re
+from dataclasses import dataclass
+
+from opdoctor.facts.elf.demangle import demangle_all
+
+# Distribution names that install the ``tensorflow`` package.
+TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
+                    "tensorflow-macos", "tf-nightly", "tf-nightly-cpu", "tensorflow-aarch64")
+
+# abseil LTS inline namespace → the TensorFlow releases whose wheels export it (observed on the
+# PyPI wheels: tensorflow-io 0.37.1 for TF 2.16 and tensorflow-text 2.19.0 use lts_20230802,
+# tensorflow-text 2.20.1 lts_20250127, tensorflow-cpu 2.21.0 lts_20250814).
+ABSL_RELEASES = {
+    "lts_20230125": "2.13–2.15",
+    "lts_20230802": "2.16–2.19",
+    "lts_20250127": "2.20",
+    "lts_20250814": "2.21",
+}
+
+_ABSL = re.compile(rb"absl12(lts_\d{8})")
+_REQ = re.compile(r"^(?:Requires-Dist:\s*)?(tensorflow(?:-cpu|-gpu|-intel|-macos)?|tf-nightly)"
+                  r"\s*\(?\s*([<>=!~][^;)\"']*)", re.I)
+_GUARD = re.compile(r"""["'](tensorflow(?:-cpu|-gpu)?\s*[<>=~!][^"']{1,60})["']""")
+
+
+@dataclass(frozen=True)
+class TfInstall:
+    """A TensorFlow install on disk."""
+
+    directory: str  # the tensorflow package directory
+    version: str  # "2.21.0" ("unknown" when no dist-info says)
+    framework: str | None  # libtensorflow_framework.so.N
+    absl: str  # the abseil LTS namespace it exports ("" when none found)
+    cxx11_abi: int | None  # 1 when it exports std::__cxx11 names
+
+
+@dataclass(frozen=True)
+class TfRequirement:
+    """The TensorFlow release a library's distribution says it was built for."""
+
+    distribution: str  # "tensorflow-io-gcs-filesystem 0.37.1"
+    spec: str  # "tensorflow<2.17.0,>=2.16.0"
+    release: str  # "2.16" (the lower bound's major.minor; "" when it has none)
+    source: str  # where it was read: METADATA path or the guard's file:line
+
+
+def _search(path: str, pattern: re.Pattern[bytes]) -> list[bytes]:
+    """All distinct first groups of ``pattern`` in the file (memory-mapped)."""
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return sorted({m.group(1) for m in pattern.finditer(mm)})
+    except (OSError, ValueError):
+        return []
+
+
+def _contains(path: str, needle: bytes) -> bool:
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return mm.find(needle) >= 0
+    except (OSError, ValueError):
+        return False
+
+
+def _dist_version(site: str, names: tuple[str, ...]) -> tuple[str, str]:
+    """(distribution name, version) of the first installed distribution among ``names``."""
+    for info in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
+        try:
+            with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
+                head = fh.read(4096)
+        except OSError:
+            continue
+        name = re.search(r"^Name:\s*(\S+)", head, re.M)
+        ver = re.search(r"^Version:\s*(\S+)", head, re.M)
+        if name and ver and name.group(1).lower().replace("_", "-") in names:
+            return name.group(1), ver.group(1)
+    return "", ""
+
+
+def read_install(tensorflow_dir: str, framework: str | None) -> TfInstall:
+    """Describe the TensorFlow install at ``tensorflow_dir`` without importing it."""
+    _name, version = _dist_version(os.path.dirname(tensorflow_dir), TF_DISTRIBUTIONS)
+    absl = ""
+    abi: int | None = None
+    if framework:
+        found = _search(framework, _ABSL)
+        absl = found[-1].decode() if found else ""
+        abi = 1 if _contains(framework, b"St7__cxx11") else 0
+    return TfInstall(tensorflow_dir, version or "unknown", framework, absl, abi)
+
+
+def absl_namespaces(names: list[str]) -> list[str]:
+    """The abseil LTS namespaces (``lts_20230802`` …) that mangled ``names`` use."""
+    return sorted({m.group(1).decode() for n in names for m in _ABSL.finditer(n.encode())})
+
+
+def old_abi_tf_symbols(names: list[str]) -> list[str]:
+    """Demangled TensorFlow symbols among ``names`` that take ``std::string`` in the pre-C++11
+    ABI (``Ss`` / ``std::basic_string<…>`` without ``__cxx11``)."""
+    out = []
+    for _mangled, d in demangle_all([n for n in names if "10tensorflow" in n]).items():
+        if d.startswith("tensorflow::") and "std::__cxx11::" not in d and (
+                "std::string" in d or "std::basic_string<" in d):
+            out.append(d)
+    return out
+
+
+def release_of(spec: str) -> str:
+    """The major.minor of a requirement's lower bound (``>=2.16.0,<2.17`` → ``2.16``)."""
+    m = re.search(r"(?:>=|==|~=)\s*(\d+)\.(\d+)", spec)
+    if m:
+        return f"{m.group(1)}.{m.group(2)}"
+    m = re.search(r"<\s*(\d+)\.(\d+)", spec)  # only an upper bound: the release before it
+    if m and int(m.group(2)) > 0:
+        return f"{m.group(1)}.{int(m.group(2)) - 1}"
+    return ""
+
+
+def _owning_dist(path: str) -> tuple[str, str, str] | None:
+    """(dist-info dir, site dir, path relative to it) of the distribution whose RECORD lists
+    ``path`` (walking up from the file to the first directory with ``*.dist-info``)."""
+    real = os.path.realpath(path)
+    d = os.path.dirname(real)
+    while d and d != os.path.dirname(d):
+        infos = glob.glob(os.path.join(d, "*.dist-info"))
+        if infos:
+            rel = os.path.relpath(real, d)
+            for info in sorted(infos):
+                try:
+                    with open(os.path.join(info, "RECORD"), encoding="utf-8",
+                              errors="replace") as fh:
+                        if any(line.split(",", 1)[0] == rel for line in fh):
+                            return info, d, rel
+                except OSError:
+                    continue
+            return None
+        d = os.path.dirname(d)
+    return None
+
+
+def requirement_for(path: str) -> TfRequirement | None:
+    """The TensorFlow release the distribution that installed ``path`` requires: its METADATA's
+    ``Requires-Dist: tensorflow…`` (extras included), else a ``"tensorflow>=…"`` guard string in
+    the Python files of the library's top-level package."""
+    owner = _owning_dist(path)
+    if owner is None:
+        return None
+    info, site, rel = owner
+    meta = os.path.join(info, "METADATA")
+    dist = os.path.basename(info)[:-len(".dist-info")].replace("-", " ", 1)
+    try:
+        with open(meta, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.startswith("Requires-Dist:"):
+                    continue
+                m = _REQ.match(line.strip())
+                if m:
+                    spec = m.group(1) + m.group(2).strip().replace(" ", "")
+                    return TfRequirement(dist, spec, release_of(spec),
+                                         f"{meta}: {line.strip()}")
+    except OSError:
+        pass
+    top = os.path.join(site, rel.split(os.sep)[0])
+    for py in sorted(glob.glob(os.path.join(top, "**", "*.py"), recursive=True))[:200]:
+        try:
+            with open(py, encoding="utf-8", errors="replace") as fh:
+                for no, line in enumerate(fh, 1):
+                    m = _GUARD.search(line)
+                    if m:
+                        spec = m.group(1).replace(" ", "")
+                        return TfRequirement(dist, spec, release_of(spec),
+                                             f"{py}:{no}: {line.strip()[:120]}")
+        except OSError:
+            continue
+    return None
+
+
+def libraries_defining(op: str, paths: list[str], exclude: tuple[str, ...]) -> list[str]:
+    """Shared objects among ``paths`` (not under ``exclude`` directories) whose bytes hold the op
+    name as a C string beside TensorFlow's op registration (``OpDefBuilderWrapper``)."""
+    needle = b"\0" + op.encode() + b"\0"
+    out = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if any(real.startswith(os.path.realpath(x) + os.sep) for x in exclude):
+            continue
+        if _contains(real, needle) and _contains(real, b"OpDefBuilderWrapper"):
+            out.append(p)
+    return out
