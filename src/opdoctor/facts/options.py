@@ -27,6 +27,8 @@ class CheckOptions:
     against_site_packages: bool = False  # look for the same namespace in other installed .so
     package: str | None = None  # import chain: the package `import` should find
     cwd: str = ""  # the job's working directory (sys.path[0] of `python -c`); "" = os.getcwd()
+    opcheck: bool = False  # probe: compile readiness + torch.library.opcheck of each new op
+    require: tuple[str, ...] = ()  # readiness the user requires: "compile" makes OD14x errors
 
 
 _EXPECT = re.compile(r"^(?P<ns>[A-Za-z_]\w*)::(?P<op>[A-Za-z_][\w.]*)(?:\[(?P<keys>[\w ,]*)\])?$")

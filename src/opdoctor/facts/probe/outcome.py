@@ -82,6 +82,36 @@ class Swallowed:
 
 
 @dataclass(frozen=True)
+class OpcheckTest:
+    """One ``torch.library.opcheck`` test of one op (``--opcheck``)."""
+
+    test: str
+    ok: bool
+    skipped: str = ""  # why it did not really test anything ("" when it did)
+    error_type: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CompileOp:
+    """The compile readiness of one op, as the probe observed it (``--opcheck``)."""
+
+    name: str
+    keys: tuple[str, ...]
+    custom_op: bool
+    fake: bool | None  # None: could not be decided
+    fake_via: str
+    pystub: str
+    pystub_error: str
+    fake_after_pystub: bool | None  # None: no pystub to import, or a fake kernel already
+    autograd: bool | None
+    autograd_via: str
+    skipped: str  # why opcheck did not run for this op
+    args: str
+    tests: tuple[OpcheckTest, ...]
+
+
+@dataclass(frozen=True)
 class ProbeOutcome:
     """Everything the probe established, typed."""
 
@@ -111,6 +141,9 @@ class ProbeOutcome:
     smoke: tuple[SmokeCall, ...] = ()
     swallowed: tuple[Swallowed, ...] = ()
     finished: bool = False  # the probe reached a final event
+    compile_checked: bool = False  # the --opcheck stage reported
+    compile_ops: tuple[CompileOp, ...] = ()
+    opcheck_seconds: float = 0.0
 
     @property
     def load_message(self) -> str:
@@ -147,6 +180,29 @@ def _smoke(raw: Any) -> tuple[SmokeCall, ...]:
                   str(r.get("result", "")) if ok else (err.message if err else ""))
         out.append(SmokeCall(str(r.get("name", "")), ok if isinstance(ok, bool) else None,
                              detail, err))
+    return tuple(out)
+
+
+def _opt_bool(v: Any) -> bool | None:
+    return v if isinstance(v, bool) else None
+
+
+def _compile_ops(raw: Any) -> tuple[CompileOp, ...]:
+    out = []
+    for o in raw if isinstance(raw, list) else []:
+        if not isinstance(o, dict):
+            continue
+        tests = tuple(OpcheckTest(str(t.get("test", "")), bool(t.get("ok")),
+                                  str(t.get("skipped", "")), str(t.get("type", "")),
+                                  str(t.get("message", "")))
+                      for t in o.get("tests", []) or [] if isinstance(t, dict))
+        out.append(CompileOp(
+            str(o.get("name", "")), tuple(str(k) for k in o.get("keys", []) or []),
+            bool(o.get("custom_op")), _opt_bool(o.get("fake")), str(o.get("fake_via", "")),
+            str(o.get("pystub", "")), str(o.get("pystub_error", "")),
+            _opt_bool(o.get("fake_after_pystub")), _opt_bool(o.get("autograd")),
+            str(o.get("autograd_via", "")), str(o.get("skipped", "")), str(o.get("args", "")),
+            tests))
     return tuple(out)
 
 
@@ -208,4 +264,7 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         ops=_ops(ops_event.get("ops")), inspected=P.OPS in last,
         dangling=tuple(str(x) for x in last.get(P.DANGLING, {}).get("impls", []) or []),
         smoke=_smoke(last.get(P.SMOKE, {}).get("results")),
-        swallowed=swallowed, finished=finished)
+        swallowed=swallowed, finished=finished,
+        compile_checked=P.COMPILE in last,
+        compile_ops=_compile_ops(last.get(P.COMPILE, {}).get("ops")),
+        opcheck_seconds=float(last.get(P.COMPILE, {}).get("seconds", 0.0) or 0.0))

@@ -43,6 +43,7 @@ class ProbeRequest:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str = ""
     hidden: list[dict[str, Any]] = field(default_factory=list)  # swallowed imports to retry
+    opcheck: bool = False  # compile readiness + torch.library.opcheck of the new ops
 
 
 def _note_start(path: str) -> None:
@@ -66,9 +67,12 @@ class ProbeHandle:
         self.req = req
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-probe-")
         script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
-        payload = {"path": req.path, "package": req.package, "torch": req.torch,
-                   "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
-                   "hidden": req.hidden}
+        payload: dict[str, Any] = {"path": req.path, "package": req.package, "torch": req.torch,
+                                   "preload": list(req.preload), "ops": list(req.ops),
+                                   "smoke": req.smoke, "hidden": req.hidden}
+        if req.opcheck:
+            # Half the probe's time for opcheck; the rest of the ops are then marked skipped.
+            payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
         env = dict(req.env)
         env.update({"LD_DEBUG": "libs,versions",
                     "LD_DEBUG_OUTPUT": os.path.join(self.tmp, "ld"),
