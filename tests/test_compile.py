@@ -123,7 +123,7 @@ def test_python_custom_op_static() -> None:
 
 
 def test_python_fake_for_cpp_op_without_pystub_static() -> None:
-    report = check(PYFIX / "cop_pyfake", package="cop_pyfake", require=("compile",))
+    report = check(PYFIX / "cop_pyfake" / "libcop.so", package="cop_pyfake", require=("compile",))
     assert compile_codes(report) == ["OD142"]
     f = next(f for f in report.findings if f.code == "OD142")
     assert "cop_pyfake.fake" in f.message
@@ -207,7 +207,8 @@ def test_python_custom_ops_probe_and_ground_truth() -> None:
 def test_python_fake_for_cpp_op_without_pystub_probe() -> None:
     truth = meta_call("cop_pyfake")
     assert truth == {"cop::scale": "ok"}  # works — because __init__ imports .fake
-    report = check(PYFIX / "cop_pyfake", probe=True, package="cop_pyfake", opcheck=True)
+    report = check(PYFIX / "cop_pyfake" / "libcop.so", probe=True, package="cop_pyfake",
+                   opcheck=True)
     assert compile_codes(report) == ["OD142"]
     assert any("_dispatch_pystub returned None" in e for e in report.findings[0].evidence)
     # Loaded without the package, the op has no fake kernel: what OD142 warns about.

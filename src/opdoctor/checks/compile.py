@@ -276,6 +276,9 @@ def section(facts: Facts) -> dict[str, Any]:
         note = "not run: " + ("--static" if not facts.options.probe else
                               "the probe did not reach the opcheck stage" if res else
                               "no probe for this target")
+    elif res is not None and res.opcheck_error is not None:
+        note = f"the opcheck stage failed (opdoctor's bug): {res.opcheck_error.type}: " \
+            f"{res.opcheck_error.message}"
     return {
         "asked": asked(facts),
         "required": "compile" in facts.options.require,

@@ -144,6 +144,7 @@ class ProbeOutcome:
     compile_checked: bool = False  # the --opcheck stage reported
     compile_ops: tuple[CompileOp, ...] = ()
     opcheck_seconds: float = 0.0
+    opcheck_error: Failure | None = None  # the opcheck stage itself raised (opdoctor's bug)
 
     @property
     def load_message(self) -> str:
@@ -267,4 +268,5 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         swallowed=swallowed, finished=finished,
         compile_checked=P.COMPILE in last,
         compile_ops=_compile_ops(last.get(P.COMPILE, {}).get("ops")),
-        opcheck_seconds=float(last.get(P.COMPILE, {}).get("seconds", 0.0) or 0.0))
+        opcheck_seconds=float(last.get(P.COMPILE, {}).get("seconds", 0.0) or 0.0),
+        opcheck_error=Failure.of(last.get(P.COMPILE, {}).get("error")))

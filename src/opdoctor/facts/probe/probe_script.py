@@ -152,13 +152,17 @@ def selftest_fault(stage: str) -> None:
 def opcheck_stage(torch: Any, names: list[str]) -> None:
     """--opcheck: compile readiness of the new ops (probe_compile.py, loaded by file path)."""
     emit(P.STAGE, stage="opcheck")
-    spec = importlib.util.spec_from_file_location(
-        "_opdoctor_probe_compile", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                "probe_compile.py"))
-    assert spec is not None and spec.loader is not None
-    mod: Any = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    emit(P.COMPILE, **mod.run(torch, names, True, float(REQ.get("opcheck_budget", 60))))
+    try:  # a failure here must not hide what the load established
+        spec = importlib.util.spec_from_file_location(
+            "_opdoctor_probe_compile", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                    "probe_compile.py"))
+        assert spec is not None and spec.loader is not None
+        mod: Any = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        result = mod.run(torch, names, True, float(REQ.get("opcheck_budget", 60)))
+    except Exception as exc:
+        result = {"ops": [], "opcheck": True, "seconds": 0.0, "error": err(exc)}
+    emit(P.COMPILE, **result)
 
 
 def main() -> None:

@@ -71,7 +71,7 @@ class ProbeHandle:
                                    "preload": list(req.preload), "ops": list(req.ops),
                                    "smoke": req.smoke, "hidden": req.hidden}
         if req.opcheck:
-            # Half the probe's time for opcheck; the rest of the ops are then marked skipped.
+            # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
             payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
         env = dict(req.env)
         env.update({"LD_DEBUG": "libs,versions",
@@ -108,7 +108,8 @@ class ProbeHandle:
         import psutil  # imported here: only a run with the probe pays for it
 
         timed_out = memory_killed = False
-        deadline = self.start + self.req.timeout
+        # --opcheck gets its own --timeout on top: importing torch._dynamo alone takes seconds.
+        deadline = self.start + self.req.timeout * (2 if self.req.opcheck else 1)
         out = err = b""
         try:
             ps = psutil.Process(self.proc.pid)
