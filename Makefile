@@ -350,7 +350,7 @@ FLAGS_cop_pystub_missing := -DCOP_PYSTUB
 COMPILE_FX := $(patsubst %,$(KFX)/%.so,nometa meta meta_autograd pystub_missing stable_meta \
                 stable_nometa stable_meta_stripped multi) \
               $(KFX)/python/pyop_nofake/__init__.py $(KFX)/python/pyop_fake/__init__.py \
-              $(KFX)/python/cop_pyfake/libcop.so
+              $(KFX)/python/pyop_badgrad/__init__.py $(KFX)/python/cop_pyfake/libcop.so
 
 $(KFX)/%.so: $(KSRC)/cop.cpp $(BUILD)/config.mk
 	@mkdir -p $(@D)
@@ -370,6 +370,9 @@ $(KFX)/python/pyop_nofake/__init__.py: $(KSRC)/python/pyop_nofake_init.py
 	@mkdir -p $(@D)
 	cp $< $@
 $(KFX)/python/pyop_fake/__init__.py: $(KSRC)/python/pyop_fake_init.py
+	@mkdir -p $(@D)
+	cp $< $@
+$(KFX)/python/pyop_badgrad/__init__.py: $(KSRC)/python/pyop_badgrad_init.py
 	@mkdir -p $(@D)
 	cp $< $@
 $(KFX)/python/cop_pyfake/libcop.so: $(KFX)/nometa.so $(KSRC)/python/cop_pyfake_init.py \

@@ -154,12 +154,16 @@ def test_nometa_opcheck_and_ground_truth() -> None:
     truth = meta_call(str(lib))
     assert "no fake impl or Meta kernel registered" in truth["cop::scale"]
     report = check(lib, probe=True, opcheck=True)
-    assert compile_codes(report) == ["OD140"]
+    # OD143 too: the CPU kernel calls x.mul(alpha), so its output requires grad without an
+    # autograd kernel — opcheck's own test_autograd_registration verdict (inputs with grad).
+    assert compile_codes(report) == ["OD140", "OD143"]
     op = ops(report)["cop::scale"]
-    assert op["observed"] == "probe" and op["fake"] is False
+    assert op["observed"] == "probe" and op["fake"] is False and op["autograd"] is False
     assert op["opcheck"]["test_schema"]["ok"] is True
     assert "UnsupportedOperatorException" in op["opcheck"]["test_faketensor"]["error"]
-    assert any("opcheck test_faketensor" in e for e in report.findings[0].evidence)
+    assert "requires_grad=True" in op["opcheck"]["test_autograd_registration"]["error"]
+    od140 = next(f for f in report.findings if f.code == "OD140")
+    assert any("opcheck test_faketensor" in e for e in od140.evidence)
 
 
 @pytest.mark.probe
@@ -182,8 +186,8 @@ def test_pystub_module_missing() -> None:
     truth = meta_call(str(lib))["cop::scale"]
     assert "could not find the fake impl" in truth and "'cop_fake_impls_missing'" in truth
     report = check(lib, probe=True, opcheck=True)
-    assert compile_codes(report) == ["OD141"]
-    f = report.findings[0]
+    assert compile_codes(report) == ["OD141", "OD143"]
+    f = next(f for f in report.findings if f.code == "OD141")
     assert "cop_fake_impls_missing" in f.message and "ModuleNotFoundError" in f.message
     assert ops(report)["cop::scale"]["pystub"] == "cop_fake_impls_missing"
 
@@ -209,8 +213,31 @@ def test_python_fake_for_cpp_op_without_pystub_probe() -> None:
     assert truth == {"cop::scale": "ok"}  # works — because __init__ imports .fake
     report = check(PYFIX / "cop_pyfake" / "libcop.so", probe=True, package="cop_pyfake",
                    opcheck=True)
-    assert compile_codes(report) == ["OD142"]
-    assert any("_dispatch_pystub returned None" in e for e in report.findings[0].evidence)
+    assert compile_codes(report) == ["OD142", "OD143"]
+    od142 = next(f for f in report.findings if f.code == "OD142")
+    assert any("_dispatch_pystub returned None" in e for e in od142.evidence)
     # Loaded without the package, the op has no fake kernel: what OD142 warns about.
     assert "no fake impl or Meta kernel" in meta_call(str(PYFIX / "cop_pyfake" / "libcop.so"))[
         "cop::scale"]
+
+
+def test_autograd_function_at_backend_key_static() -> None:
+    report = check(PYFIX / "pyop_badgrad", package="pyop_badgrad", require=("compile",))
+    assert compile_codes(report) == ["OD143"]
+    assert "torch.autograd.Function at a backend key" in report.findings[0].message
+    op = ops(report)["pybadgrad::scale"]
+    assert op["keys"] == ["CPU"] and op["fake"] is True and op["autograd"] is False
+    # The compile-ready custom_op with register_autograd is not flagged.
+    assert compile_codes(check(PYFIX / "pyop_fake", package="pyop_fake",
+                               require=("compile",))) == []
+
+
+@pytest.mark.probe
+def test_autograd_function_at_backend_key_opcheck() -> None:
+    report = check(PYFIX / "pyop_badgrad", probe=True, package="pyop_badgrad", opcheck=True)
+    assert compile_codes(report) == ["OD143"]  # one finding: the static site is its evidence
+    f = report.findings[0]
+    assert "opcheck" in f.message and any("__init__.py:28" in e for e in f.evidence)
+    tests = ops(report)["pybadgrad::scale"]["opcheck"]
+    assert tests["test_faketensor"]["ok"] is True
+    assert tests["test_autograd_registration"]["ok"] is False

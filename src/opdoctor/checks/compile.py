@@ -207,9 +207,10 @@ def _fake_findings(facts: Facts, row: OpRow) -> Iterator[Finding]:
                         fix=_fix_no_fake(row), severity=_severity(facts, OD140))
 
 
-def _python_findings(facts: Facts, table: dict[str, OpRow]) -> Iterator[Finding]:
+def _python_findings(facts: Facts, table: dict[str, OpRow], reported: set[str]
+                     ) -> Iterator[Finding]:
     ci = facts.compile_inventory
-    done: set[str] = set()
+    done = set(reported)  # ops whose OD143 the probe already raised (with this evidence)
     for r in ci.python:
         rel = f"{os.path.basename(r.file)}:{r.line}"
         row = table.get(r.op)
@@ -243,16 +244,27 @@ def run(facts: Facts) -> Iterator[Finding]:
     if not asked(facts):
         return
     table = {r.name: r for r in rows(facts)}
+    static_grad = {r.op: r for r in facts.compile_inventory.python
+                   if r.kind == "autograd_unsupported"}
+    reported: set[str] = set()
     for row in table.values():
         if row.fake is False:
             yield from _fake_findings(facts, row)
         t = _failed(row, "test_autograd_registration")
         if t:
-            yield OD143.finding(row.name, f"{row.name}: opcheck test_autograd_registration "
-                                "failed: outputs require grad but no autograd kernel is "
-                                "registered at an Autograd key",
-                                (f"{t.error_type}: {t.message[:300]}", f"inputs: {row.args}"),
+            yield OD143.finding(row.name, f"{row.name}: outputs require grad but no autograd "
+                                "kernel is registered at an Autograd key (opcheck "
+                                "test_autograd_registration): gradients come from inside the "
+                                "backend kernel and are not what torch.compile computes",
+                                (f"{t.error_type}: {t.message[:300]}",
+                                 f"inputs: {row.args.replace(' (requires_grad)', '')} "
+                                 "(tensors with requires_grad)",
+                                 *([f"{static_grad[row.name].file}:"
+                                    f"{static_grad[row.name].line}: "
+                                    f"{static_grad[row.name].how}"]
+                                   if row.name in static_grad else [])),
                                 severity=_severity(facts, OD143))
+            reported.add(row.name)
         failed = [x for x in ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
                   if _failed(row, x) and not (row.fake is False and x != "test_schema")]
         if failed:
@@ -264,7 +276,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         if row.skipped and facts.options.opcheck:
             yield OD145.finding(row.name, f"{row.name} was not tested by opcheck: "
                                 f"{row.skipped}", (row.skipped,))
-    yield from _python_findings(facts, table)
+    yield from _python_findings(facts, table, reported)
 
 
 def section(facts: Facts) -> dict[str, Any]:

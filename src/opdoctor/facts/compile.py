@@ -47,6 +47,7 @@ class PyRegistration:
     line: int
     module: str  # dotted module name of the file
     imported: bool  # the module runs on `import pkg` (reached by the static import chain)
+    key: str = ""  # the dispatch key of a kernel registration
 
 
 @dataclass
@@ -186,9 +187,9 @@ class _ModuleReader:
         self.funcs: dict[str, ast.AST] = {}
         self.out: list[PyRegistration] = []
 
-    def add(self, kind: str, op: str, how: str, line: int) -> None:
+    def add(self, kind: str, op: str, how: str, line: int, key: str = "") -> None:
         self.out.append(PyRegistration(kind, op, how, self.file, line, self.module,
-                                       self.imported))
+                                       self.imported, key))
 
     def read(self, tree: ast.Module) -> list[PyRegistration]:
         nodes = list(ast.walk(tree))
@@ -287,7 +288,7 @@ class _ModuleReader:
         for key in keys:
             kind = _key_kind(key)
             for k in kind.split("+"):
-                self.add(k, op, f"{how}(…, {key!r})", line)
+                self.add(k, op, f"{how}(…, {key!r})", line, key)
             if kind == "kernel" and self._wraps_autograd_function(func):
                 self.add("autograd_unsupported", op,
                          f"{how}(…, {key!r}) registers a torch.autograd.Function at a "
@@ -378,6 +379,7 @@ def static_ops(inv: Inventory | None, stable: StableRegistrars,
 
 def _judge(name: str, origin: str, keys: set[str], regs: list[PyRegistration],
            catch_all: bool, unknown: bool) -> StaticOp:
+    keys = keys | {r.key for r in regs if r.key}
     fake_keys = [k for k in FAKE_KEYS if k in keys]
     fake_py = [r for r in regs if r.kind == "fake"]
     auto_keys = [k for k in AUTOGRAD_KEYS if k in keys]

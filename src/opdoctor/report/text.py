@@ -111,7 +111,8 @@ def compile_line(op: dict[str, Any]) -> str:
     def mark(v: Any) -> str:
         return "✓" if v is True else "✗" if v is False else "?"
 
-    line = f"{op['name']} [{', '.join(op['keys'])}] fake {mark(op['fake'])}"
+    keys = f" [{', '.join(op['keys'])}]" if op["keys"] else ""
+    line = f"{op['name']}{keys} fake {mark(op['fake'])}"
     if op["fake"] is False and op.get("pystub"):
         line += f" (pystub {op['pystub']}: {'✓' if op.get('fake_after_pystub') else '✗'})"
     line += f" autograd {mark(op['autograd'])}"

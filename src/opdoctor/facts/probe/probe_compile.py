@@ -158,11 +158,34 @@ def _opcheck(torch: Any, op: Any, grad: bool, entry: dict[str, Any]) -> None:
             tests.append({"test": t, "ok": False, "type": type(v).__name__,
                           "message": _short(v) if isinstance(v, BaseException) else str(v)[:600]})
     if not grad:
+        # No autograd registered: the op is tested as inference-only (no requires_grad, so
+        # aot_dispatch does not demand a backward) — but opcheck's autograd test still runs
+        # with inputs that require grad: a backend kernel whose outputs require grad (an
+        # autograd.Function inside it, or differentiable ATen calls) is what it exists to catch.
         for row in tests:
-            if row["test"] == "test_autograd_registration" and row["ok"]:
-                row["skipped"] = "no autograd registered: inputs without requires_grad, so " \
-                    "opcheck has nothing to test"
+            if row["test"] == "test_autograd_registration":
+                _autograd_with_grad(torch, op, row)
     entry["tests"] = tests
+
+
+def _autograd_with_grad(torch: Any, op: Any, row: dict[str, Any]) -> None:
+    built, _why = sample_args(torch, op, True)
+    if built is None or not any(getattr(a, "requires_grad", False) for a in built):
+        row.update(ok=True, skipped="no input can require grad")
+        return
+    try:
+        res = torch.library.opcheck(op, built, test_utils="test_autograd_registration",
+                                    raise_exception=False)
+        v = res.get("test_autograd_registration", "SUCCESS")
+    except Exception as exc:
+        v = exc
+    row.pop("type", None)
+    row.pop("message", None)
+    if v == "SUCCESS":
+        row.update(ok=True, skipped="")
+    else:
+        row.update(ok=False, type=type(v).__name__,
+                   message=_short(v) if isinstance(v, BaseException) else str(v)[:600])
 
 
 def inspect_op(torch: Any, name: str, opcheck: bool) -> dict[str, Any]:
