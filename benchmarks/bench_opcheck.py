@@ -40,7 +40,9 @@ def run_probe(lib: str, opcheck: bool) -> tuple[float, float]:
     assert res.inspected, res.stderr[-2000:]
     if opcheck:
         assert res.compile_checked and res.compile_ops, res.stderr[-2000:]
-        bad = [(o.name, t.test) for o in res.compile_ops for t in o.tests if not t.ok]
+        # Every op tested by all four opcheck tests (their verdicts are not the point here:
+        # multi.so's kernels call ATen ops, which test_autograd_registration rejects).
+        bad = [o.name for o in res.compile_ops if o.skipped or len(o.tests) != 4]
         assert not bad, bad
     return took
 
