@@ -241,3 +241,18 @@ def test_autograd_function_at_backend_key_opcheck() -> None:
     tests = ops(report)["pybadgrad::scale"]["opcheck"]
     assert tests["test_faketensor"]["ok"] is True
     assert tests["test_autograd_registration"]["ok"] is False
+
+
+@pytest.mark.parametrize(("message", "code"), [
+    ("NotImplementedError: cop::scale: attempted to run this operator with Meta tensors, but "
+     "there was no fake impl or Meta kernel registered.", "OD140"),
+    ("NotImplementedError: cop::scale: We could not find the fake impl for this operator. The "
+     "operator specified that you may need to import the 'cop_fake_impls_missing' Python "
+     "module to load the fake impl.", "OD141"),
+])
+def test_explain_names_the_compile_codes(capsys: pytest.CaptureFixture[str], message: str,
+                                         code: str) -> None:
+    # The messages torch gave for the nometa / pystub_missing fixtures (see the probe tests).
+    res = cli(capsys, "explain", message)
+    assert res.code == 0 and "Cause 1" in res.out and code in res.out
+    assert "opdoctor check --opcheck" in res.out
