@@ -22,7 +22,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv venv-tf reference fixtures truth test demo lint bench clean distclean readme realworld
+.PHONY: all venv venv-tf reference fixtures truth test demo lint bench clean distclean readme realworld compile
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -446,6 +446,52 @@ $(RWFX)/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
 	  rm -f $(SKIP)/$*.txt; else cp $(@D)/fetch.log $(SKIP)/$*.txt; fi
 	touch $@
 
+# ---------------------------------------------------------------- compile-readiness fixtures (cause 1)
+# One op, cop::scale, in variants (see tests/fixtures/compile/cop.cpp); stable-ABI registrars;
+# Python custom_op packages; a package registering a C++ op's fake impl from Python.
+KSRC := tests/fixtures/compile
+KFX := $(FIX)/compile
+FLAGS_cop_nometa :=
+FLAGS_cop_meta := -DCOP_META
+FLAGS_cop_meta_autograd := -DCOP_META -DCOP_AUTOGRAD
+FLAGS_cop_pystub_missing := -DCOP_PYSTUB
+COMPILE_FX := $(patsubst %,$(KFX)/%.so,nometa meta meta_autograd pystub_missing stable_meta \
+                stable_nometa stable_meta_stripped multi) \
+              $(KFX)/python/pyop_nofake/__init__.py $(KFX)/python/pyop_fake/__init__.py \
+              $(KFX)/python/pyop_badgrad/__init__.py $(KFX)/python/cop_pyfake/libcop.so
+
+$(KFX)/%.so: $(KSRC)/cop.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) $(FLAGS_cop_$*) $< -o $@ $(LDFLAGS_TORCH)
+$(KFX)/stable_meta.so: $(KSRC)/stable_meta.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) $< -o $@ $(LDFLAGS_TORCH)
+$(KFX)/stable_nometa.so: $(KSRC)/stable_meta.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) -DSTABLE_NO_META $< -o $@ $(LDFLAGS_TORCH)
+$(KFX)/multi.so: $(KSRC)/multi.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) $< -o $@ $(LDFLAGS_TORCH)
+$(KFX)/stable_meta_stripped.so: $(KFX)/stable_meta.so
+	strip --strip-all -o $@ $<
+$(KFX)/python/pyop_nofake/__init__.py: $(KSRC)/python/pyop_nofake_init.py
+	@mkdir -p $(@D)
+	cp $< $@
+$(KFX)/python/pyop_fake/__init__.py: $(KSRC)/python/pyop_fake_init.py
+	@mkdir -p $(@D)
+	cp $< $@
+$(KFX)/python/pyop_badgrad/__init__.py: $(KSRC)/python/pyop_badgrad_init.py
+	@mkdir -p $(@D)
+	cp $< $@
+$(KFX)/python/cop_pyfake/libcop.so: $(KFX)/nometa.so $(KSRC)/python/cop_pyfake_init.py \
+                                    $(KSRC)/python/cop_pyfake_fake.py
+	@mkdir -p $(@D)
+	cp $(KSRC)/python/cop_pyfake_init.py $(@D)/__init__.py
+	cp $(KSRC)/python/cop_pyfake_fake.py $(@D)/fake.py
+	cp $< $@
+
+compile: $(COMPILE_FX)
+
 # ---------------------------------------------------------------- wheels (CI gating)
 WFX := $(FIX)/wheels
 WHEELS := $(WFX)/good/.built $(WFX)/abi/.built
@@ -462,7 +508,7 @@ $(WFX)/abi/.built: $(BUILD)/pkg/myop/libmyop.so $(LFX)/abi0.so native/make_wheel
 
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO)
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) compile
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

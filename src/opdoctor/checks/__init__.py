@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 
 from opdoctor.checks import (
     abi,
+    compile,
     cuda,
     deps,
     importchain,
@@ -40,6 +41,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     importchain.CHECK,
     tensorflow.CHECK,  # waits for the probe too, when it loads the library the TF way
     probe.CHECK,  # last: it waits for the load probe started before the static checks
+    compile.CHECK,  # after the probe: with --opcheck it reads the probe's opcheck stage
 )
 
 

@@ -97,6 +97,12 @@ SETTINGS: tuple[Setting, ...] = (
             "--package.", "DIR", option="cwd"),
     Setting("against-site-packages", "bool", False, "Find other installed libraries that "
             "define the same TORCH_LIBRARY namespace.", option="against_site_packages"),
+    Setting("opcheck", "bool", False, "Probe: decide per op whether a fake (Meta) kernel "
+            "exists and run torch.library.opcheck on sample inputs (imports torch._dynamo: "
+            "seconds).", option="opcheck"),
+    Setting("require", "list", [], "Readiness the library must have: compile (ops without a "
+            "fake kernel, broken pystubs … become errors) (repeatable).", "WHAT",
+            option="require", choices=("compile",)),
     Setting("baseline", "str", None, "Only findings not in this baseline fail the run.",
             "FILE"),
 )
@@ -112,7 +118,12 @@ def check_value(spec: Setting, value: Any, where: str) -> None:
     if not isinstance(value, _TYPES[spec.kind]) or (spec.kind in ("int", "float") and
                                                     isinstance(value, bool)):
         raise ConfigError(f"{where}: {spec.key} must be a {spec.kind}, got {value!r}")
-    if spec.choices and value not in spec.choices:
+    if spec.choices and isinstance(value, list):
+        bad = [v for v in value if v not in spec.choices]
+        if bad:
+            raise ConfigError(f"{where}: {spec.key} must be one of {' | '.join(spec.choices)}, "
+                              f"got {bad[0]!r}")
+    elif spec.choices and value not in spec.choices:
         raise ConfigError(f"{where}: {spec.key} must be one of {' | '.join(spec.choices)}, "
                           f"got {value!r}")
     if spec.positive and isinstance(value, (int, float)) and value <= 0:

@@ -18,6 +18,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from opdoctor.facts.abi import AbiMismatch, abi_mismatch
+from opdoctor.facts.compile import (
+    CompileInventory,
+    PyRegistration,
+    python_registrations,
+    read_stable,
+    rodata_modules,
+    static_ops,
+)
 from opdoctor.facts.cuda import Fatbin, parse_gpu, read_fatbin
 from opdoctor.facts.elf.dynsym import DynSymbols
 from opdoctor.facts.elf.image import (
@@ -243,7 +251,8 @@ class Facts:
             ops=tuple(f"{e.namespace}::{e.op}" for e in self.expected_ops),
             smoke=self.options.smoke, timeout=self.options.timeout,
             memory_mb=self.options.probe_memory_mb, env=self.environ,
-            tensorflow=self.tf_probe, tf_ops=self._tf_watch())
+            tensorflow=self.tf_probe, tf_ops=self._tf_watch(),
+            opcheck=self.options.opcheck and uses_torch)
         self._probe = start_probe(req)
 
     def probe_result(self) -> ProbeOutcome | None:
@@ -491,6 +500,34 @@ class Facts:
     def tf_requirement(self) -> TfRequirement | None:
         """The TensorFlow release the distribution that installed the target requires."""
         return requirement_for(self.path)
+
+    # ------------------------------------------------------------ compile readiness (#19)
+    @cached_property
+    def compile_python(self) -> list[PyRegistration]:
+        """Registrations in the package's Python sources (package mode; [] otherwise)."""
+        chain = self.chain
+        if chain is None or not chain.package_dir:
+            return []
+        init = os.path.join(chain.package_dir, "__init__.py")
+        imported = {os.path.realpath(f) for f in [init] + [
+            r for link in chain.links if link.kind == "submodule" for r in link.resolved
+            if r.endswith(".py")]}
+        return python_registrations(chain.python_files, imported, chain.package_dir,
+                                    chain.name)
+
+    @cached_property
+    def compile_inventory(self) -> CompileInventory:
+        """Per op: fake / autograd paths known statically, pystub module names in .rodata."""
+        out = CompileInventory(python=self.compile_python)
+        has_elf = not self.is_package_dir and self.structure.image is not None \
+            and not self.blocker
+        inv = self.registration if has_elf else None
+        if has_elf:
+            out.stable = read_stable(self.image)
+            modules = sorted({r.module for r in out.python})
+            out.pystub_modules = rodata_modules(self.image, modules)
+        out.ops = static_ops(inv, out.stable, out.python)
+        return out
 
 
 def _pyinit_in(table: DynSymbols, module: str) -> tuple[bool, list[str]]:

@@ -30,6 +30,8 @@ class CheckOptions:
     # The user named this library itself (not found by a directory walk, a wheel or `scan`):
     # a library that registers nothing then gets a finding saying so (OD116).
     named: bool = False
+    opcheck: bool = False  # probe: compile readiness + torch.library.opcheck of each new op
+    require: tuple[str, ...] = ()  # readiness the user requires: "compile" makes OD14x errors
 
 
 # ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace: a TensorFlow op, whose

@@ -142,6 +142,32 @@ def _chain(console: Console, chain: dict[str, Any], raised: str = "") -> None:
         console.print(f"  {ok} ops registered by the import: {escape(regs)}")
 
 
+def compile_line(op: dict[str, Any]) -> str:
+    """``cop::scale [CPU, Meta] fake ✓ autograd ✗ opcheck 4/4`` for one op of the compile
+    section (``?`` where it cannot be told)."""
+    def mark(v: Any) -> str:
+        return "✓" if v is True else "✗" if v is False else "?"
+
+    keys = f" [{', '.join(op['keys'])}]" if op["keys"] else ""
+    line = f"{op['name']}{keys} fake {mark(op['fake'])}"
+    if op["fake"] is False and op.get("pystub"):
+        line += f" (pystub {op['pystub']}: {'✓' if op.get('fake_after_pystub') else '✗'})"
+    line += f" autograd {mark(op['autograd'])}"
+    tests = op.get("opcheck") or {}
+    if tests:
+        ok = sum(1 for t in tests.values() if t["ok"])
+        line += f" opcheck {ok}/{len(tests)}"
+    elif op.get("opcheck_skipped"):
+        line += " opcheck skipped"
+    return line + ("" if op["observed"] == "probe" else " (static)")
+
+
+def _compile_lines(console: Console, section: dict[str, Any] | None) -> None:
+    """One line per op under cause 1: compile readiness (torch.compile / export / fake)."""
+    for op in (section or {}).get("ops", []):
+        console.print(f"  [dim]compile: {escape(compile_line(op))}[/]")
+
+
 def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
     """Print one target's report."""
     t = report.target
@@ -181,6 +207,8 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
             console.print(f"[green]{head}[/]: {escape(detail)}")
         else:
             console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
+        if int(row.cause) == 1:
+            _compile_lines(console, report.sections.get("compile"))
     notes = [f for f in report.findings if f.code in NOT_A_VERDICT]
     for f in notes:
         console.print(f"[yellow]! {f.code} {escape(f.message)}[/]")

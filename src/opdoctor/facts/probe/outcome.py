@@ -126,6 +126,36 @@ def _tensorflow(raw: Any) -> TfProbe | None:
 
 
 @dataclass(frozen=True)
+class OpcheckTest:
+    """One ``torch.library.opcheck`` test of one op (``--opcheck``)."""
+
+    test: str
+    ok: bool
+    skipped: str = ""  # why it did not really test anything ("" when it did)
+    error_type: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CompileOp:
+    """The compile readiness of one op, as the probe observed it (``--opcheck``)."""
+
+    name: str
+    keys: tuple[str, ...]
+    custom_op: bool
+    fake: bool | None  # None: could not be decided
+    fake_via: str
+    pystub: str
+    pystub_error: str
+    fake_after_pystub: bool | None  # None: no pystub to import, or a fake kernel already
+    autograd: bool | None
+    autograd_via: str
+    skipped: str  # why opcheck did not run for this op
+    args: str
+    tests: tuple[OpcheckTest, ...]
+
+
+@dataclass(frozen=True)
 class ProbeOutcome:
     """Everything the probe established, typed."""
 
@@ -158,6 +188,10 @@ class ProbeOutcome:
     # TensorFlow (probe_tf.py): what TF_GetOpList listed on the library's own handle, and
     # the kernels per device of each op; see TfProbe.
     tensorflow: TfProbe | None = None
+    compile_checked: bool = False  # the --opcheck stage reported
+    compile_ops: tuple[CompileOp, ...] = ()
+    opcheck_seconds: float = 0.0
+    opcheck_error: Failure | None = None  # the opcheck stage itself raised (opdoctor's bug)
 
     @property
     def load_message(self) -> str:
@@ -194,6 +228,29 @@ def _smoke(raw: Any) -> tuple[SmokeCall, ...]:
                   str(r.get("result", "")) if ok else (err.message if err else ""))
         out.append(SmokeCall(str(r.get("name", "")), ok if isinstance(ok, bool) else None,
                              detail, err))
+    return tuple(out)
+
+
+def _opt_bool(v: Any) -> bool | None:
+    return v if isinstance(v, bool) else None
+
+
+def _compile_ops(raw: Any) -> tuple[CompileOp, ...]:
+    out = []
+    for o in raw if isinstance(raw, list) else []:
+        if not isinstance(o, dict):
+            continue
+        tests = tuple(OpcheckTest(str(t.get("test", "")), bool(t.get("ok")),
+                                  str(t.get("skipped", "")), str(t.get("type", "")),
+                                  str(t.get("message", "")))
+                      for t in o.get("tests", []) or [] if isinstance(t, dict))
+        out.append(CompileOp(
+            str(o.get("name", "")), tuple(str(k) for k in o.get("keys", []) or []),
+            bool(o.get("custom_op")), _opt_bool(o.get("fake")), str(o.get("fake_via", "")),
+            str(o.get("pystub", "")), str(o.get("pystub_error", "")),
+            _opt_bool(o.get("fake_after_pystub")), _opt_bool(o.get("autograd")),
+            str(o.get("autograd_via", "")), str(o.get("skipped", "")), str(o.get("args", "")),
+            tests))
     return tuple(out)
 
 
@@ -256,4 +313,8 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         dangling=tuple(str(x) for x in last.get(P.DANGLING, {}).get("impls", []) or []),
         smoke=_smoke(last.get(P.SMOKE, {}).get("results")),
         swallowed=swallowed, finished=finished,
-        tensorflow=_tensorflow(last.get(P.TF_OPS)))
+        tensorflow=_tensorflow(last.get(P.TF_OPS)),
+        compile_checked=P.COMPILE in last,
+        compile_ops=_compile_ops(last.get(P.COMPILE, {}).get("ops")),
+        opcheck_seconds=float(last.get(P.COMPILE, {}).get("seconds", 0.0) or 0.0),
+        opcheck_error=Failure.of(last.get(P.COMPILE, {}).get("error")))

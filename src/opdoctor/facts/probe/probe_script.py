@@ -160,6 +160,22 @@ def _sibling(filename: str) -> Any:
     return mod
 
 
+def opcheck_stage(torch: Any, names: list[str]) -> None:
+    """--opcheck: compile readiness of the new ops (probe_compile.py, loaded by file path)."""
+    emit(P.STAGE, stage="opcheck")
+    try:  # a failure here must not hide what the load established
+        spec = importlib.util.spec_from_file_location(
+            "_opdoctor_probe_compile", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                    "probe_compile.py"))
+        assert spec is not None and spec.loader is not None
+        mod: Any = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        result = mod.run(torch, names, True, float(REQ.get("opcheck_budget", 60)))
+    except Exception as exc:
+        result = {"ops": [], "opcheck": True, "seconds": 0.0, "error": err(exc)}
+    emit(P.COMPILE, **result)
+
+
 def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
     emit(P.START, pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
@@ -230,6 +246,8 @@ def main() -> None:
         if name not in new and name in after:
             ops.append(op_details(torch, name))
     emit(P.OPS, new=new, ops=ops)
+    if REQ.get("opcheck"):
+        opcheck_stage(torch, new)
     try:
         dangling = [str(x) for x in torch._C._dispatch_find_dangling_impls()]
     except Exception as exc:

@@ -25,6 +25,7 @@ HIDDEN = "hidden"  # errors: [{target, where, error}] — swallowed imports, ret
 OPS = "ops"  # new: [names], ops: [OpDetails]
 DANGLING = "dangling"  # impls: [str]
 SMOKE = "smoke"  # results: [SmokeCall]
+COMPILE = "compile"  # ops: [CompileOp], opcheck: bool, seconds — only when asked (--opcheck)
 DONE = "done"
 PROBE_ERROR = "probe_error"  # error: the probe script itself failed (opdoctor's bug)
 # TensorFlow (probe_tf.py): ops: [names TF_GetOpList listed on the library's handle],
@@ -36,7 +37,8 @@ TF_OPS = "tf_ops"
 FINAL = (DONE, LOAD_FAILED, FRAMEWORK_IMPORT_FAILED, PRELOAD_FAILED, PROBE_ERROR)
 
 # Stages, in order (``STAGE`` events).
-STAGES = ("start", "import torch", "import tensorflow", "preload", "load", "inspect", "smoke")
+STAGES = ("start", "import torch", "import tensorflow", "preload", "load", "inspect", "smoke",
+          "opcheck")
 
 
 class ErrorInfo(TypedDict):
@@ -82,3 +84,31 @@ class TfKernel(TypedDict):
     device: str
     label: str
     constraints: list[str]
+
+
+class OpcheckResult(TypedDict, total=False):
+    """One ``torch.library.opcheck`` test of one op: "SUCCESS", or the exception."""
+
+    test: str  # test_schema, test_autograd_registration, test_faketensor, test_aot_dispatch_dynamic
+    ok: bool
+    skipped: str  # why it did not run ("" when it ran)
+    type: str  # the exception's type name
+    message: str
+
+
+class CompileOp(TypedDict, total=False):
+    """The compile readiness of one op the load registered (``--opcheck``)."""
+
+    name: str
+    keys: list[str]  # dispatch keys with a kernel (from a fixed list of the relevant ones)
+    custom_op: bool  # defined by torch.library.custom_op
+    fake: bool  # torch's own predicate (torch._library.utils.has_fake_kernel) or the fallback
+    fake_via: str  # what provides it / which predicate answered
+    pystub: str  # m.set_python_module("…") of the op ("" when none)
+    pystub_error: str  # importing that module failed (type: message)
+    fake_after_pystub: bool  # a fake kernel exists once the pystub module is imported
+    autograd: bool
+    autograd_via: str
+    skipped: str  # why opcheck did not run for this op
+    args: str  # the sample inputs, described
+    tests: list[OpcheckResult]

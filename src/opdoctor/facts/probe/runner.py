@@ -52,6 +52,7 @@ class ProbeRequest:
     hidden: list[dict[str, Any]] = field(default_factory=list)  # swallowed imports to retry
     tensorflow: bool = False  # load with TensorFlow (probe_tf.py) instead of torch/ctypes
     tf_ops: tuple[str, ...] = ()  # TensorFlow op names to look up in the registry
+    opcheck: bool = False  # compile readiness + torch.library.opcheck of the new ops
 
 
 def _note_start(path: str) -> None:
@@ -117,10 +118,13 @@ class ProbeHandle:
         self.req = req
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-probe-")
         script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
-        payload = {"path": req.path, "package": req.package, "torch": req.torch,
-                   "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
-                   "hidden": req.hidden, "tensorflow": req.tensorflow,
-                   "tf_ops": list(req.tf_ops)}
+        payload: dict[str, Any] = {"path": req.path, "package": req.package, "torch": req.torch,
+                                   "preload": list(req.preload), "ops": list(req.ops),
+                                   "smoke": req.smoke, "hidden": req.hidden,
+                                   "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops)}
+        if req.opcheck:
+            # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
+            payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
         env = dict(req.env)
         self.tag = uuid.uuid4().hex
         env.update({TAG_VAR: self.tag, "LD_DEBUG": "libs,versions",
@@ -171,7 +175,8 @@ class ProbeHandle:
         import psutil  # imported here: only a run with the probe pays for it
 
         timed_out = memory_killed = False
-        deadline = self.start + self.req.timeout
+        # --opcheck gets its own --timeout on top: importing torch._dynamo alone takes seconds.
+        deadline = self.start + self.req.timeout * (2 if self.req.opcheck else 1)
         try:
             ps = psutil.Process(self.proc.pid)
         except psutil.Error:
