@@ -22,7 +22,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv reference fixtures test demo lint bench clean distclean
+.PHONY: all venv reference fixtures test demo lint bench fuzz clean distclean
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -352,9 +352,17 @@ $(WFX)/abi/.built: $(BUILD)/pkg/myop/libmyop.so $(LFX)/abi0.so native/make_wheel
 	$(PY) native/make_wheel.py $(@D) myop 0.1.0 $(BUILD)/pkg/myop $(LFX)/abi0.so
 	touch $@
 
+# ---------------------------------------------------------------- fuzzing seeds (robustness)
+# A constructor that creates $$OPDOCTOR_FUZZ_MARKER when it runs: --static must never run it.
+ZFX := $(FIX)/fuzz
+FUZZ_SO := $(ZFX)/marker_ctor.so
+$(ZFX)/marker_ctor.so: tests/fixtures/fuzz/marker_ctor.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -O1 $< -o $@
+
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS) $(TF_SO)
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(FUZZ_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi
@@ -377,6 +385,13 @@ bench: venv
 	$(MAKE) -j$(NPROC) reference
 	$(PY) benchmarks/bench_static.py
 	$(PY) benchmarks/bench_probe.py
+
+# A long fuzzing campaign over mutated seed libraries (make fuzz N=20000 SEED=fuzz-campaign).
+N ?= 20000
+SEED ?= campaign
+fuzz: venv
+	$(MAKE) -j$(NPROC) fixtures
+	$(PY) -m tests.fuzz.harness --count $(N) --campaign $(SEED)
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks

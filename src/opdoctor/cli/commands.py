@@ -69,6 +69,8 @@ def build_options(values: dict[str, Any], registry: Registry) -> Any:
             else:
                 merged.pop(k, None)
         env = tuple(sorted(merged.items()))
+    if py is not None:
+        _require_python(py, dict(env) if env is not None else None)
     unknown = [c for c in values["select"] + values["ignore"] + list(values["severity"])
                if not any(code.startswith(c) for code in registry.catalog)]
     if unknown:
@@ -80,6 +82,15 @@ def build_options(values: dict[str, Any], registry: Registry) -> Any:
         smoke=bool(values["smoke"]), preload=tuple(values["preload"]),
         against_site_packages=bool(values["against-site-packages"]),
         package=values["package"], cwd=os.path.abspath(values["cwd"]) if values["cwd"] else "")
+
+
+def _require_python(python: str, env: dict[str, str] | None) -> None:
+    """--python must answer like a Python: anything else is a usage error (exit 3)."""
+    from opdoctor.facts.interp import usable_python
+
+    why = usable_python(python, env)
+    if why:
+        raise UsageProblem(f"--python {python}: {why}")
 
 
 def _severity(name: str, what: str) -> Severity:
@@ -201,6 +212,8 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
     threshold = _severity(fail_on, "--fail-on")
     if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UsageProblem(f"--python {python}: not an executable file")
+    if python is not None:
+        _require_python(python, None)
     try:
         interp = inspect_interpreter(python)
     except InterpreterError as exc:
