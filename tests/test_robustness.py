@@ -47,7 +47,7 @@ def test_interpreter_that_prints_a_banner(tmp_path: Path,
     banner = subprocess.run([str(py), "-c", "pass"], capture_output=True, text=True, timeout=60)
     assert "Welcome to the cluster" in banner.stdout  # the banner really is printed
     interp = inspect_interpreter(str(py))
-    assert interp.version == "%d.%d.%d" % sys.version_info[:3]
+    assert interp.version == ".".join(map(str, sys.version_info[:3]))
     res = cli(capsys, "check", "--static", "-f", "json", "--python", str(py),
               str(fixture("fuzz/marker_ctor.so")))
     assert res.code in (0, 1), res.err
