@@ -1,6 +1,7 @@
 # opdoctor: venv, reference operator, fixtures, tests, demo.
 #   make demo   — check the bundled reference operator (clean) and one broken fixture (fails)
 #   make test   — build everything needed and run the test suite
+#   make fuzz   — a long fuzzing campaign of the static check (N=20000 inputs, SEED=campaign)
 # Builds are incremental and parallel (make -jN); objects are shared between fixture variants.
 
 SHELL := /bin/bash
@@ -386,12 +387,13 @@ bench: venv
 	$(PY) benchmarks/bench_static.py
 	$(PY) benchmarks/bench_probe.py
 
-# A long fuzzing campaign over mutated seed libraries (make fuzz N=20000 SEED=fuzz-campaign).
+# A long fuzzing campaign over mutated seed libraries (make fuzz N=20000 SEED=campaign
+# [MINUTES=30]: stop after that long and report how many inputs ran).
 N ?= 20000
 SEED ?= campaign
 fuzz: venv
 	$(MAKE) -j$(NPROC) fixtures
-	$(PY) -m tests.fuzz.harness --count $(N) --campaign $(SEED)
+	$(PY) -m tests.fuzz.harness --count $(N) --campaign $(SEED) $(if $(MINUTES),--max-minutes $(MINUTES))
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks

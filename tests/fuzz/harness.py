@@ -326,8 +326,9 @@ class Stats:
 
 
 def campaign(campaign_name: str, count: int, seed_names: list[str] | None = None,
-             progress: bool = False) -> Stats:
-    """Run ``count`` mutated inputs and collect statistics."""
+             progress: bool = False, max_seconds: float | None = None) -> Stats:
+    """Run ``count`` mutated inputs (or as many as fit in ``max_seconds``) and collect
+    statistics; ``Stats.inputs`` says how many really ran."""
     seeds, missing = load_seeds(seed_names)
     for name, why in missing.items():
         print(f"seed {name} skipped: {why}", file=sys.stderr)
@@ -335,6 +336,10 @@ def campaign(campaign_name: str, count: int, seed_names: list[str] | None = None
     start = time.monotonic()
     with Runner() as runner:
         for case in cases(campaign_name, count, seeds):
+            if max_seconds is not None and time.monotonic() - start > max_seconds:
+                print(f"time limit reached after {stats.inputs} of {count} inputs",
+                      file=sys.stderr)
+                break
             stats.add(case, run_case(runner, case, seeds))
             if progress and stats.inputs % 500 == 0:
                 rate = stats.inputs / (time.monotonic() - start)
@@ -358,10 +363,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--campaign", default="campaign", help="seed of the random generator")
     ap.add_argument("--seeds", default="", help="comma-separated seed names (default: all)")
     ap.add_argument("--failures", default="", help="write failing inputs (JSON) here")
+    ap.add_argument("--max-minutes", type=float, default=None,
+                    help="stop after this long and report the inputs that ran")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     stats = campaign(args.campaign, args.count,
-                     [s for s in args.seeds.split(",") if s] or None, progress=True)
+                     [s for s in args.seeds.split(",") if s] or None, progress=True,
+                     max_seconds=args.max_minutes * 60 if args.max_minutes else None)
     print(stats.summary())
     print(f"wall time:         {time.monotonic() - t0:.0f} s")
     if args.failures:
