@@ -1,6 +1,7 @@
 # opdoctor: venv, reference operator, fixtures, tests, demo.
 #   make demo   — check the bundled reference operator (clean) and one broken fixture (fails)
 #   make test   — build everything needed and run the test suite
+#   make fuzz   — a long fuzzing campaign of the static check (N=20000 inputs, SEED=campaign)
 # Builds are incremental and parallel (make -jN); objects are shared between fixture variants.
 
 SHELL := /bin/bash
@@ -22,7 +23,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv venv-tf reference fixtures truth test demo lint bench clean distclean readme realworld compile
+.PHONY: all venv venv-tf reference fixtures truth test demo lint bench fuzz clean distclean readme realworld compile
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -506,9 +507,17 @@ $(WFX)/abi/.built: $(BUILD)/pkg/myop/libmyop.so $(LFX)/abi0.so native/make_wheel
 	$(PY) native/make_wheel.py $(@D) myop 0.1.0 $(BUILD)/pkg/myop $(LFX)/abi0.so
 	touch $@
 
+# ---------------------------------------------------------------- fuzzing seeds (robustness)
+# A constructor that creates $$OPDOCTOR_FUZZ_MARKER when it runs: --static must never run it.
+ZFX := $(FIX)/fuzz
+FUZZ_SO := $(ZFX)/marker_ctor.so
+$(ZFX)/marker_ctor.so: tests/fixtures/fuzz/marker_ctor.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -O1 $< -o $@
+
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) compile
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) $(FUZZ_SO) compile
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi
@@ -538,6 +547,14 @@ bench: venv
 # (see benchmarks/realworld/README.md). RW_ARGS=--quick or RW_ARGS='--case NAME'.
 realworld: venv
 	$(PY) benchmarks/realworld/run.py $(RW_ARGS)
+
+# A long fuzzing campaign over mutated seed libraries (make fuzz N=20000 SEED=campaign
+# [MINUTES=30]: stop after that long and report how many inputs ran).
+N ?= 20000
+SEED ?= campaign
+fuzz: venv
+	$(MAKE) -j$(NPROC) fixtures
+	$(PY) -m tests.fuzz.harness --count $(N) --campaign $(SEED) $(if $(MINUTES),--max-minutes $(MINUTES))
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -224,7 +224,8 @@ def run(facts: Facts) -> Iterator[Finding]:
     loaded = {f for link in chain.links for f in link.resolved}
     unloaded = [f for f in chain.extensions_on_disk if f not in loaded]
     if win.kind == "package" and chain.extensions_on_disk and not chain.libraries and \
-            not any(link.problem for link in chain.links) and not _probe_mapped(facts, unloaded):
+            not any(link.problem for link in chain.links) and not chain.truncated \
+            and not _probe_mapped(facts, unloaded):
         yield OD505.finding(name, f"{name}/__init__.py never imports or loads "
                             f"{', '.join(os.path.basename(f) for f in unloaded[:3])}",
                             (f"{_rel(os.path.join(win.path, '__init__.py'), chain)}: no import "

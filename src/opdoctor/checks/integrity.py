@@ -144,7 +144,33 @@ OD412 = CodeDoc(
     references=("https://sourceware.org/glibc/wiki/Release/2.41",),
 )
 
-CODES = (OD401, OD402, OD403, OD404, OD405, OD406, OD407, OD408, OD409, OD410, OD411, OD412)
+OD413 = CodeDoc(
+    "OD413", "damaged symbol, version or dynamic tables", Severity.ERROR,
+    what="The tables the dynamic loader trusts are consistent (an error when ld.so uses the "
+    "damaged table; a warning when only tools read it: section headers, st_shndx): every "
+    "string-table link and name offset points inside its table, .dynsym entries name real "
+    "sections, the hash tables "
+    "and .gnu.version/.gnu.version_d/.gnu.version_r fit their sections and agree with "
+    ".dynsym, the sizes and addresses in the dynamic section (DT_STRSZ, DT_INIT_ARRAY + "
+    "DT_INIT_ARRAYSZ …) lie inside the loaded segments, and PT_LOAD offsets are page-aligned.",
+    why="A linker never writes these inconsistencies: they come from a corrupted copy, a "
+    "bad binary patch or a forged file. ld.so believes the tables — it refuses some outright "
+    "('unsupported version 0 of Verdef record', 'ELF load command address/offset not "
+    "page-aligned'), and for the others it binds the wrong symbol, reads unmapped memory or "
+    "runs garbage as an initialiser (a crash inside dlopen). No other check can say anything "
+    "reliable about such a file, so they are skipped.",
+    example=".gnu.version_d: record 0 has version 0: ld.so says 'unsupported version 0 of "
+    "Verdef record'; DT_INIT_ARRAY 0x3df0 + DT_INIT_ARRAYSZ 0x10000000000 is not inside any "
+    "loaded segment",
+    fix="Rebuild the library, or copy it again from the build output and compare checksums; "
+    "if a tool patched it (patchelf, a packager, strip), re-run that step on a fresh build "
+    "with a current version of the tool. `readelf -a` shows the same damage.",
+    references=("elf(5)", "https://refspecs.linuxfoundation.org/LSB_5.0.0/LSB-Core-generic/"
+                "LSB-Core-generic/symversion.html", "glibc elf/dl-version.c, elf/dl-load.c"),
+)
+
+CODES = (OD401, OD402, OD403, OD404, OD405, OD406, OD407, OD408, OD409, OD410, OD411, OD412,
+         OD413)
 
 
 def _hex(n: int) -> str:
@@ -195,6 +221,15 @@ def run(facts: Facts) -> Iterator[Finding]:
     if st.problems:
         yield OD411.finding(path, "the ELF structure is malformed", st.problems)
         return
+    if st.damage:
+        yield OD413.finding(path, f"the tables the loader trusts are damaged "
+                            f"({len(st.damage)} problem{'s' if len(st.damage) > 1 else ''}): "
+                            f"{st.damage[0]}", [*st.damage, *st.oddities])
+        return
+    if st.oddities:
+        yield OD413.finding(path, "section headers or symbol entries are inconsistent (ld.so "
+                            f"does not read them, tools do): {st.oddities[0]}", st.oddities,
+                            severity=Severity.WARNING)
     host = facts.host
     if host.bits is not None and hdr.bits != host.bits:
         yield OD407.finding(path, f"ELF{hdr.bits} library, but this host ({host.machine}) "

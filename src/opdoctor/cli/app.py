@@ -223,8 +223,8 @@ def scan_cmd(
 ) -> int:
     """Check every compiled extension of an installed environment that links a framework.
 
-    Exit codes: 0 clean · 1 findings · 2 interpreter cannot be inspected · 3 usage (also a
-    --python that is not an executable file) · 4 internal.
+    Exit codes: 0 clean · 1 findings · 2 interpreter cannot be inspected · 3 usage (a --python
+    that is not a usable Python included) · 4 internal.
     """
     from opdoctor.cli.commands import scan_command
 

@@ -48,6 +48,9 @@ def build_options(values: dict[str, Any], registry: Registry) -> Any:
     py = values["python"]
     if py is not None and not (os.path.isfile(py) and os.access(py, os.X_OK)):
         raise UsageProblem(f"--python {py}: not an executable file")
+    if py is not None:
+        env = _option_value("env", values["env"])
+        _require_python(py, dict(env) if env is not None else None)
     unknown = [c for c in values["select"] + values["ignore"] + list(values["severity"])
                if not any(code.startswith(c) for code in registry.catalog)]
     if unknown:
@@ -129,6 +132,15 @@ def report_crashes(reports: list[Any]) -> bool:
         if errors_mod.DEBUG and c.detail:
             sys.stderr.write(c.detail)
     return True
+
+
+def _require_python(python: str, env: dict[str, str] | None) -> None:
+    """--python must answer like a Python: anything else is a usage error (exit 3)."""
+    from opdoctor.facts.interp import usable_python
+
+    why = usable_python(python, env)
+    if why:
+        raise UsageProblem(f"--python {python}: {why}")
 
 
 def _severity(name: str, what: str) -> Severity:
@@ -261,6 +273,8 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
     threshold = _severity(fail_on, "--fail-on")
     if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UsageProblem(f"--python {python}: not an executable file")
+    if python is not None:
+        _require_python(python, None)
     try:
         interp = inspect_interpreter(python)
     except InterpreterError as exc:

@@ -37,6 +37,7 @@ from opdoctor.facts.elf.image import (
     header_extents,
     parse_header,
 )
+from opdoctor.facts.elf.validate import table_damage
 from opdoctor.facts.inputfile import FileData, InputError, open_input
 from opdoctor.facts.interp import Interpreter, InterpreterError, inspect_interpreter
 from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, needs_torch
@@ -92,6 +93,10 @@ class Structure:
     beyond_eof: list[Extent] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     image: ElfImage | None = None
+    # Inconsistent symbol/version/hash/dynamic tables (facts.elf.validate): OD413 — `damage`
+    # in what ld.so uses (blocks the other checks), `oddities` in what only tools read.
+    damage: list[str] = field(default_factory=list)
+    oddities: list[str] = field(default_factory=list)
 
 
 class Facts:
@@ -135,6 +140,9 @@ class Facts:
             st.image = ElfImage.open(data)
         except ElfFormatError as exc:
             st.problems.append(str(exc))
+            return st
+        found = table_damage(st.image)
+        st.damage, st.oddities = found.fatal, found.ignored
         return st
 
     @cached_property
@@ -149,6 +157,8 @@ class Facts:
             return "the file is truncated"
         if st.problems or st.image is None:
             return "the ELF structure is malformed"
+        if st.damage:
+            return "the ELF symbol/version/dynamic tables are damaged"
         host = self.host
         if host.bits is not None and st.header.bits != host.bits:
             return f"the file is ELF{st.header.bits}, this host loads ELF{host.bits}"

@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -99,10 +100,89 @@ def _read_torch(directory: str, ext_suffix: str) -> TorchInstall | None:
                         deps if os.path.exists(deps) else None)
 
 
+def _answer(stdout: str, token: str) -> dict[str, Any] | None:
+    """The JSON between the two ``token`` delimiters, or None when there is none."""
+    start = stdout.find(token)
+    end = stdout.find(token, start + len(token)) if start >= 0 else -1
+    if start < 0 or end < 0:
+        return None
+    try:
+        info = json.loads(stdout[start + len(token):end])
+    except ValueError:
+        return None
+    if not isinstance(info, dict) or not info.keys() >= _EXPECTED:
+        return None
+    return info
+
+
+_EXPECTED = frozenset(("executable", "version", "ext_suffix", "soabi", "ldlibrary", "libdir",
+                       "sys_path", "torch_dir"))
+
+
+def _run_script(exe: str, timeout: float, env: dict[str, str] | None) -> dict[str, Any]:
+    """Run the inspection script in ``exe``; its answer travels between two random delimiters.
+
+    An interpreter may print anything around it — a banner from a ``.pth`` file or
+    ``sitecustomize``, warnings, text at exit — so stdout is never parsed whole. Something that
+    runs but does not answer (not a Python, or a wrapper that swallows ``-c``) is "not a usable
+    Python".
+    """
+    token = f"@@opdoctor-{secrets.token_hex(8)}@@"
+    code = _SCRIPT + f"sys.stdout.write({token!r} + json.dumps(info) + {token!r})\n" \
+        "sys.stdout.flush()\n"
+    try:
+        proc = subprocess.run([exe, "-c", code], capture_output=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, env=env)
+    except subprocess.TimeoutExpired:
+        raise InterpreterError(f"{exe} is not a usable Python: no answer within "
+                               f"{timeout:g} s") from None
+    except OSError as exc:
+        raise InterpreterError(f"cannot run {exe}: {exc.strerror or exc}") from None
+    stdout = proc.stdout.decode("utf-8", "replace")
+    info = _answer(stdout, token)
+    if info is not None:
+        return info
+    err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode != 0:
+        why = f"it exited with status {proc.returncode}" + (f": {err[-1][:200]}" if err else "")
+    elif not stdout.strip():
+        why = "it ran but printed nothing"
+    else:
+        why = "it ran but did not answer like a Python 3 interpreter"
+    raise InterpreterError(f"{exe} is not a usable Python: {why}")
+
+
+_ANSWERS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def _cached_answer(exe: str, timeout: float, env: dict[str, str] | None) -> dict[str, Any]:
+    """:func:`_run_script`, once per interpreter file and environment (``check`` validates
+    ``--python`` up front and then inspects it again for the checks)."""
+    try:
+        st = os.stat(exe)
+        key: tuple[Any, ...] = (os.path.abspath(exe), st.st_mtime_ns, st.st_size,
+                                tuple(sorted(env.items())) if env is not None else None)
+    except OSError:
+        return _run_script(exe, timeout, env)
+    if key not in _ANSWERS:
+        _ANSWERS[key] = _run_script(exe, timeout, env)
+    return dict(_ANSWERS[key])
+
+
+def usable_python(python: str, env: dict[str, str] | None = None) -> str:
+    """"" when ``python`` answers like a Python interpreter, else why not (one line)."""
+    try:
+        inspect_interpreter(python, env=env)
+    except InterpreterError as exc:
+        return str(exc)
+    return ""
+
+
 def inspect_interpreter(python: str | None = None, timeout: float = 30.0,
                         env: dict[str, str] | None = None) -> Interpreter:
     """Run a tiny script in ``python`` (default: this interpreter) and describe it; ``env`` is
-    the job's environment (its PYTHONPATH shapes sys.path)."""
+    the job's environment (its PYTHONPATH shapes sys.path). Raises :class:`InterpreterError`
+    when it cannot be run or is not a usable Python."""
     exe = python or sys.executable
     same_path = env is None or env.get("PYTHONPATH") == os.environ.get("PYTHONPATH")
     # Compare without resolving symlinks: a venv's python is a symlink to the base interpreter
@@ -115,15 +195,7 @@ def inspect_interpreter(python: str | None = None, timeout: float = 30.0,
         # own script directory.
         info["sys_path"] = ["", *info["sys_path"][1:]]
     else:
-        try:
-            proc = subprocess.run([exe, "-c", _SCRIPT + "print(json.dumps(info))"],
-                                  capture_output=True, text=True, timeout=timeout,
-                                  stdin=subprocess.DEVNULL, env=env)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise InterpreterError(f"cannot run {exe}: {exc}") from None
-        if proc.returncode != 0:
-            raise InterpreterError(f"{exe} failed: {proc.stderr.strip().splitlines()[-1:]}")
-        info = json.loads(proc.stdout)
+        info = _cached_answer(exe, timeout, env)
     libpython = None
     if info["ldlibrary"].endswith(".so") or ".so." in info["ldlibrary"]:
         cand = os.path.join(info["libdir"], info["ldlibrary"])

@@ -18,6 +18,7 @@ import glob
 import hashlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -61,6 +62,9 @@ class ImportChain:
     record_missing: list[str] = field(default_factory=list)
     record_changed: list[str] = field(default_factory=list)
     dist: str = ""  # the installed distribution that owns the package (dist-info dir)
+    # The walk hit a bound (MAX_MODULES modules, MAX_DEPTH levels, MAX_WALK_FILES files): what
+    # was not read cannot be called missing.
+    truncated: bool = False
 
     @property
     def package_dir(self) -> str:
@@ -204,19 +208,114 @@ def module_files(pkg_dir: str, mod: str, suffixes: list[str]) -> tuple[list[str]
     return good, others
 
 
+# Bounds: a package's import chain to its extension is a few modules deep; a file larger than
+# this is generated code, not the statements that load a library.
+MAX_DEPTH = 3
+MAX_MODULES = 48
+MAX_SOURCE_BYTES = 4 << 20  # one module
+MAX_TOTAL_BYTES = 3 << 20  # all modules followed for one package
+MAX_WALK_FILES = 50_000
+
+
+_TRUNCATED = "\0truncated"  # put in `seen` when a bound stopped the walk
+
+
+def _size(file: str) -> int:
+    try:
+        return os.path.getsize(file)
+    except OSError:
+        return 0
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A parsed module and the byte offsets of its lines (for statement text in O(length))."""
+
+    tree: ast.Module
+    lines: tuple[bytes, ...]
+    hot: tuple[int, ...]  # hot[i]: lines 1..i that mention a loader name (a running count)
+
+    def may_call(self, node: ast.AST) -> bool:
+        """False only when no line of ``node`` mentions a loader or import_module."""
+        first = getattr(node, "lineno", None)
+        last = getattr(node, "end_lineno", None)
+        if not isinstance(first, int) or not isinstance(last, int) or \
+                not 1 <= first <= last < len(self.hot):
+            return True
+        return self.hot[last] > self.hot[first - 1]
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of ``node`` — what ``ast.get_source_segment`` returns, without
+        re-splitting the whole file on every call (which made a long module quadratic)."""
+        first = getattr(node, "lineno", 0) - 1
+        last = getattr(node, "end_lineno", None)
+        col, end_col = getattr(node, "col_offset", 0), getattr(node, "end_col_offset", None)
+        if not isinstance(last, int) or not isinstance(end_col, int) or \
+                not 0 <= first < last <= len(self.lines):
+            return ""
+        if first == last - 1:  # col offsets are UTF-8 byte offsets, as in the AST
+            raw = self.lines[first][col:end_col]
+        else:
+            raw = (self.lines[first][col:] + b"".join(self.lines[first + 1:last - 1])
+                   + self.lines[last - 1][:end_col])
+        return raw.decode("utf-8", "replace")
+
+
+# Line ends as the tokenizer (and ast.get_source_segment) see them: not form feeds or the other
+# characters str.splitlines() also splits on.
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+_HOT = re.compile(rb"load_library|load_op_library|CDLL|PyDLL|LoadLibrary|cdll|import_module")
+
+
+@lru_cache(maxsize=256)
+def _parse(file: str, mtime_ns: int, size: int) -> _Source | None:
+    """Parse a module once per run (memoised on its path, mtime and size)."""
+    if size > MAX_SOURCE_BYTES:
+        return None
+    try:
+        with open(file, "rb") as fh:
+            raw = fh.read(MAX_SOURCE_BYTES + 1)
+        tree = ast.parse(raw.decode("utf-8"), file)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = tuple(_LINE.findall(raw))
+    hot = [0]
+    for line in lines:
+        hot.append(hot[-1] + (1 if _HOT.search(line) else 0))
+    return _Source(tree, lines, tuple(hot))
+
+
+def _source(file: str) -> _Source | None:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return _parse(file, st.st_mtime_ns, st.st_size)
+
+
 def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 seen: set[str] | None = None) -> list[Link]:
-    """Statements in ``file`` (and the package modules it imports) that lead to compiled code."""
+    """Statements in ``file`` (and the package modules it imports) that lead to compiled code.
+
+    Linear in the size of the modules read: each is parsed once, statement text is cut from a
+    line table only for the statements that become links, at most ``MAX_MODULES`` modules are
+    followed ``MAX_DEPTH`` deep, and the walk stops at compiled code.
+    """
     seen = seen if seen is not None else set()
-    if file in seen or depth > 3:
+    if file in seen:
+        return []
+    read = [f for f in seen if f != _TRUNCATED]
+    if depth > MAX_DEPTH or len(read) >= MAX_MODULES or \
+            sum(_size(f) for f in read) > MAX_TOTAL_BYTES:
+        seen.add(_TRUNCATED)
         return []
     seen.add(file)
-    try:
-        with open(file, encoding="utf-8") as fh:
-            src = fh.read()
-        tree = ast.parse(src, file)
-    except (OSError, SyntaxError, ValueError):
+    parsed = _source(file)
+    if parsed is None:
         return []
+    tree = parsed.tree
     pkg_dir = os.path.dirname(file)
     names: dict[str, object] = {}
     links: list[Link] = []
@@ -236,7 +335,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
             names[node.targets[0].id] = ev.value(node.value)
-        seg = ast.get_source_segment(src, node) or ""
+        seg = parsed.segment(node) if isinstance(node, (ast.Import, ast.ImportFrom, ast.Call)) \
+            else ""
         if isinstance(node, ast.ImportFrom) and node.level >= 1:
             base = node.module
             mods = [base] if base else [a.name for a in node.names]
@@ -270,7 +370,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     value, str) else []
                 link = Link(file, node.lineno, "cdll" if "CDLL" in last or last == "cdll"
                             else "load_library", seg,
-                            ast.get_source_segment(src, node.args[0]) or "?",
+                            parsed.segment(node.args[0]) or "?",
                             [os.path.abspath(str(r)) for r in resolved],
                             _swallow(handlers))
                 if not resolved:
@@ -279,7 +379,10 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     link.problem = f"{resolved[0]} does not exist"
                 links.append(link)
         for child in ast.iter_child_nodes(node):
-            visit(child, handlers)
+            # Statements are always visited (imports, assignments); an expression only when
+            # its lines mention a loader: the calls looked for cannot hide anywhere else.
+            if isinstance(child, (ast.stmt, ast.ExceptHandler)) or parsed.may_call(child):
+                visit(child, handlers)
 
     for stmt in tree.body:
         visit(stmt, [])
@@ -359,8 +462,15 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) ->
         return chain
     init = os.path.join(pkg, "__init__.py")
     if os.path.isfile(init):
-        chain.links = parse_links(init, name, suffixes)
+        seen: set[str] = set()
+        chain.links = parse_links(init, name, suffixes, seen=seen)
+        chain.truncated = _TRUNCATED in seen
+    walked = 0
     for root, _dirs, files in os.walk(pkg):
+        walked += len(files)
+        if walked > MAX_WALK_FILES:
+            chain.truncated = True
+            break
         for f in sorted(files):
             full = os.path.join(root, f)
             if f.endswith(".so") or ".so." in f:
@@ -376,15 +486,29 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) ->
 def _script_relative(file: str) -> list[tuple[str, int]]:
     """Relative imports in a file that also has an ``if __name__ == "__main__"`` block."""
     try:
-        with open(file, encoding="utf-8") as fh:
+        if os.path.getsize(file) > MAX_SOURCE_BYTES:
+            return []
+        with open(file, encoding="utf-8", errors="replace") as fh:
             src = fh.read()
     except OSError:
         return []
-    if not re.search(r"^if __name__ == ['\"]__main__['\"]", src, re.M):
+    if not re.search(r"^if __name__ == ['\"]__main__['\"]", src, re.M) or \
+            not re.search(r"^[ \t]*from[ \t]+\.", src, re.M):
+        return []  # parse only a file that may have both
+    parsed = _source(file)
+    if parsed is None:
         return []
-    try:
-        tree = ast.parse(src, file)
-    except SyntaxError:
-        return []
-    return [(file, n.lineno) for n in ast.walk(tree)
+    return [(file, n.lineno) for n in _statements(parsed.tree.body)
             if isinstance(n, ast.ImportFrom) and n.level >= 1][:1]
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included, without visiting a single expression."""
+    for stmt in body:
+        yield stmt
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+        for part in [*getattr(stmt, "handlers", []), *getattr(stmt, "cases", [])]:
+            yield from _statements(part.body)

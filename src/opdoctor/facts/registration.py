@@ -122,9 +122,12 @@ def _section_range(img: ElfImage, name: str) -> tuple[int, int] | None:
 
 def markers(img: ElfImage) -> list[str]:
     """TORCH_LIBRARY* function names from ``.strtab`` (demangled identifier only)."""
-    rng = _section_range(img, ".strtab")
-    if rng is None:
+    sym = img.symtab_section()
+    strtab = img.sections[sym.link] if sym is not None and 0 < sym.link < len(img.sections) \
+        else img.section(".strtab")
+    if strtab is None or strtab.sh_type == 8:  # SHT_NOBITS
         return []
+    rng = strtab.offset, strtab.offset + strtab.size
     out: list[str] = []
     for m in _MARKER.finditer(img.data.buf, rng[0], rng[1]):
         n = int(m.group(1))
@@ -276,7 +279,7 @@ def source_file_symbols(img: ElfImage) -> list[str]:
 
 def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
     """Everything this module can read; ``dynstr_names`` are the PyInit_ names exported."""
-    stripped = img.section(".symtab") is None
+    stripped = img.symtab_section() is None
     inv = Inventory(stripped=stripped)
     inv.namespaces = resolve_namespaces(img, _namespaces(markers(img)))
     inv.schemas = schemas(img)

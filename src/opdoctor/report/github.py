@@ -8,14 +8,16 @@ from typing import TextIO
 
 from opdoctor.model import Report, Severity
 from opdoctor.report import RenderContext
+from opdoctor.report.escape import printable
 from opdoctor.verdict.gate import fingerprint
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def escape_data(text: str) -> str:
-    """Escape a workflow-command message (%, CR, LF)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Escape a workflow-command message (%, CR, LF; undecodable bytes as \\xNN), as
+    @actions/core's escapeData does: nothing in it can end the line or start a command."""
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
@@ -37,7 +39,9 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
                               f"fix: {f.fix}" if f.fix else ""]).strip()
             out.write(f"::{COMMAND[f.severity]} file={escape_property(rel)},"
                       f"title={escape_property(title)}::{escape_data(body)}\n")
-        out.write(f"opdoctor: {rel}: {report.diagnosis.summary}\n")
+        # A plain log line, but the runner still parses any line that starts with "::": the
+        # file name (it may contain a newline and "::error …") is escaped like a message.
+        out.write(f"opdoctor: {escape_data(rel)}: {escape_data(report.diagnosis.summary)}\n")
     for e in ctx.errors:
         rel = os.path.relpath(e.target) if os.path.isabs(e.target) else e.target
         out.write(f"::error file={escape_property(rel)},title={escape_property(e.code)} not "

@@ -10,6 +10,7 @@ from typing import TextIO
 from opdoctor.codes import CodeDoc
 from opdoctor.model import CheckStatus, Report
 from opdoctor.report import RenderContext
+from opdoctor.report.escape import xml_text
 from opdoctor.verdict.gate import fingerprint
 
 
@@ -63,6 +64,16 @@ def _codes(ctx: RenderContext, check: str) -> list[CodeDoc]:
     return []
 
 
+def _xml_safe(elem: ET.Element) -> None:
+    """Make every attribute and text XML 1.0 can hold: a file name may contain control
+    characters or undecodable bytes that ElementTree would write as they are (invalid XML)."""
+    for e in elem.iter():
+        for key, value in e.attrib.items():
+            e.set(key, xml_text(value))
+        if e.text:
+            e.text = xml_text(e.text)
+
+
 def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
     """Write the JUnit XML document."""
     root = ET.Element("testsuites", name="opdoctor")
@@ -75,6 +86,7 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
         ET.SubElement(case, "error", message=f"{e.code} {e.message}", type=e.code)
     for attr in ("tests", "failures", "errors", "skipped"):
         root.set(attr, str(sum(int(s.get(attr, "0")) for s in root)))
+    _xml_safe(root)
     ET.indent(root)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(ET.tostring(root, encoding="unicode"))

@@ -11,6 +11,7 @@ from opdoctor import __version__
 from opdoctor.codes import SECTION_TITLES, CodeDoc
 from opdoctor.model import Report, Severity
 from opdoctor.report import RenderContext
+from opdoctor.report.escape import printable, uri_path
 from opdoctor.verdict.gate import fingerprint
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -34,12 +35,25 @@ def _rule(doc: CodeDoc) -> dict[str, Any]:
 
 
 def _uri(path: str) -> str:
+    """A URI reference: relative to the working directory when below it, percent-encoded so
+    that any byte of a file name (space, newline, %, #, undecodable bytes) stays valid."""
     rel = os.path.relpath(path) if os.path.isabs(path) else path
-    return rel if not rel.startswith("..") else path
+    return uri_path(rel if not rel.startswith("..") else path)
+
+
+def _clean(value: Any) -> Any:
+    """Every string of the log as valid UTF-8 (undecodable file-name bytes as \\xNN)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
 
 
 def sarif_log(reports: list[Report], ctx: RenderContext) -> dict[str, Any]:
-    """The SARIF log as a dict."""
+    """The SARIF log as a dict (strings valid UTF-8, URIs percent-encoded)."""
     codes = sorted({f.code for r in reports for f in r.findings})
     rules = [_rule(ctx.catalog[c]) for c in codes if c in ctx.catalog]
     index = {r["id"]: i for i, r in enumerate(rules)}
@@ -68,7 +82,7 @@ def sarif_log(reports: list[Report], ctx: RenderContext) -> dict[str, Any]:
             if fp in ctx.baseline:
                 res["baselineState"] = "unchanged"
             results.append(res)
-    return {
+    log: dict[str, Any] = _clean({
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
@@ -91,7 +105,8 @@ def sarif_log(reports: list[Report], ctx: RenderContext) -> dict[str, Any]:
             # consumer sees the same diagnosis as the text and JSON reports.
             "properties": {"diagnoses": verdicts},
         }],
-    }
+    })
+    return log
 
 
 def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:

@@ -38,7 +38,7 @@ def fingerprint(report: Report, f: Finding) -> str:
     """A stable identity for a finding across machines and runs."""
     subject = os.path.basename(f.subject) if "/" in f.subject else f.subject
     key = f"{f.code}|{os.path.basename(report.target.path)}|{subject}"
-    return hashlib.sha256(key.encode()).hexdigest()[:24]
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def write_baseline(path: str, reports: Iterable[Report]) -> int:

@@ -57,12 +57,21 @@ class DynSymbols:
     _secs: dict[str, _Sec] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        for sec in self.image.sections:
+        secs = self.image.sections
+        for sec in secs:
             kind = _SHT.get(sec.sh_type)
             if kind and kind not in self._secs:
                 self._secs[kind] = _Sec(sec.offset, sec.size, sec.entsize, sec.link)
-            elif sec.sh_type == 3 and sec.name == ".dynstr":  # SHT_STRTAB
-                self._secs["dynstr"] = _Sec(sec.offset, sec.size)
+        # The string table is the one .dynsym links to (what the ELF spec and the tools use);
+        # the name ".dynstr" only when that link is broken — section names may be damaged.
+        dynsym = self._secs.get("SHT_DYNSYM")
+        linked = secs[dynsym.link] if dynsym and 0 < dynsym.link < len(secs) else None
+        if linked is not None and linked.sh_type == 3:  # SHT_STRTAB
+            self._secs["dynstr"] = _Sec(linked.offset, linked.size)
+        else:
+            named = next((x for x in secs if x.sh_type == 3 and x.name == ".dynstr"), None)
+            if named is not None:
+                self._secs["dynstr"] = _Sec(named.offset, named.size)
 
     # ------------------------------------------------------------------ raw helpers
     @property
@@ -83,8 +92,8 @@ class DynSymbols:
         return "SHT_DYNSYM" in self._secs and "dynstr" in self._secs
 
     def _str(self, off: int) -> str:
-        sec = self._secs["dynstr"]
-        if off >= sec.size:
+        sec = self._secs.get("dynstr")
+        if sec is None or off >= sec.size:
             return ""
         start = sec.offset + off
         end = self._buf.find(b"\0", start, sec.offset + sec.size)
@@ -102,8 +111,11 @@ class DynSymbols:
         return sec.size // ent
 
     def _raw(self, idx: int) -> tuple[int, int, int, int]:
-        """(st_name, st_info, st_other, st_shndx) of symbol ``idx``."""
+        """(st_name, st_info, st_other, st_shndx) of symbol ``idx`` (all zero outside the
+        table: an index from a damaged hash table never reads past .dynsym)."""
         sec = self._secs["SHT_DYNSYM"]
+        if not 0 <= idx < self.count:
+            return 0, 0, 0, 0
         if self._is64:
             name, info, other, shndx = struct.unpack_from(self._end + "IBBH", self._buf,
                                                           sec.offset + idx * 24)
@@ -123,7 +135,9 @@ class DynSymbols:
             while seen < 4096 and off + 20 <= vd.offset + vd.size:
                 _ver, flags, ndx, cnt, _h, aux, nxt = struct.unpack_from(e + "HHHHIII",
                                                                          self._buf, off)
-                if cnt and aux and not flags & 1:  # VER_FLG_BASE names the file itself
+                # VER_FLG_BASE names the file itself; an aux record outside the section is
+                # damage (reported by the integrity check), never read.
+                if cnt and aux and not flags & 1 and off + aux + 4 <= vd.offset + vd.size:
                     (name_off,) = struct.unpack_from(e + "I", self._buf, off + aux)
                     names[ndx] = self._str(name_off)
                 if not nxt:
@@ -281,7 +295,7 @@ class DynSymbols:
         want = name.encode()
         (idx,) = struct.unpack_from(e + "I", buf, sec.offset + 8 + (h % nbucket) * 4)
         out, steps = [], 0
-        while idx and idx < nchain and steps < nchain:
+        while idx and idx < min(nchain, self.count) and steps < nchain:
             if self._name_is(idx, want):
                 out.append(idx)
             (idx,) = struct.unpack_from(e + "I", buf, sec.offset + 8 + (nbucket + idx) * 4)
@@ -290,7 +304,9 @@ class DynSymbols:
 
     def _name_is(self, idx: int, want: bytes) -> bool:
         name_off = self._raw(idx)[0]
-        sec = self._secs["dynstr"]
+        sec = self._secs.get("dynstr")
+        if sec is None or name_off >= sec.size:
+            return False
         start = sec.offset + name_off
         return bool(self._buf[start:start + len(want) + 1] == want + b"\0")
 

@@ -223,6 +223,8 @@ class Segment:
     flags: int
     offset: int
     filesz: int
+    vaddr: int = 0
+    memsz: int = 0
 
 
 @dataclass
@@ -288,6 +290,10 @@ class ElfImage:
         """The first section called ``name``."""
         return next((s for s in self.sections if s.name == name), None)
 
+    def symtab_section(self) -> Section | None:
+        """``.symtab``, found by its type (SHT_SYMTAB): section names may be damaged."""
+        return next((s for s in self.sections if s.sh_type == 2), None)
+
     @cached_property
     def segments(self) -> list[Segment]:
         """Program headers."""
@@ -296,12 +302,12 @@ class ElfImage:
         for i in range(hdr.e_phnum):
             off = hdr.e_phoff + i * (32 if hdr.bits == 32 else 56)
             if hdr.bits == 32:
-                p_type, p_offset, _va, _pa, p_filesz, _m, p_flags, _al = struct.unpack_from(
+                p_type, p_offset, va, _pa, p_filesz, memsz, p_flags, _al = struct.unpack_from(
                     e + "IIIIIIII", buf, off)
             else:
-                p_type, p_flags, p_offset, _va, _pa, p_filesz, _m, _al = struct.unpack_from(
+                p_type, p_flags, p_offset, va, _pa, p_filesz, memsz, _al = struct.unpack_from(
                     e + "IIQQQQQQ", buf, off)
-            out.append(Segment(p_type, p_flags, p_offset, p_filesz))
+            out.append(Segment(p_type, p_flags, p_offset, p_filesz, va, memsz))
         return out
 
     def cstring(self, section: Section, offset: int) -> str:
@@ -338,7 +344,7 @@ class ElfImage:
         Only for the small tables of user libraries: exported names are looked up through the
         hash tables (:mod:`opdoctor.facts.elf.dynsym`), never by walking a symbol table.
         """
-        sym = self.section(".symtab")
+        sym = self.symtab_section()
         if sym is None or sym.link >= len(self.sections) or sym.size > max_bytes:
             return
         strtab = self.sections[sym.link]
