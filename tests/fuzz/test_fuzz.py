@@ -170,7 +170,10 @@ def test_section_index_damage_is_a_warning(tmp_path: Path,
     assert _dlopen(lib).returncode == 0
     res = cli(capsys, "check", "--static", "-f", "json", str(lib))
     f = res.json()["reports"][0]["findings"]
-    assert res.code == 0 and [(x["code"], x["severity"]) for x in f] == [("OD413", "warning")]
+    # The marker seed is a plain C library: named explicitly, it also gets OD116 ("registers
+    # no operator"), a warning that says nothing about the damage.
+    damage = [(x["code"], x["severity"]) for x in f if x["code"] != "OD116"]
+    assert res.code == 0 and damage == [("OD413", "warning")]
 
 
 def _real_libraries() -> list[str]:

@@ -90,11 +90,14 @@ def _linked_strtab(secs: list[Section], sec: Section | None) -> Section | None:
 
 def _section_links(img: ElfImage, secs: list[Section], out: _Problems) -> None:
     hdr = img.header
-    if secs and hdr.e_shstrndx and secs[hdr.e_shstrndx].sh_type != SHT_STRTAB:
+    if hdr.e_shnum == 0:
+        return  # no section header table: the sections were synthesised from PT_DYNAMIC
+    # secs may be synthesised from PT_DYNAMIC (no section header table): bounds first.
+    if secs and 0 < hdr.e_shstrndx < len(secs) and secs[hdr.e_shstrndx].sh_type != SHT_STRTAB:
         out.add(f"e_shstrndx {hdr.e_shstrndx} names a section of type "
                 f"{secs[hdr.e_shstrndx].sh_type:#x}, not a string table: section names are "
                 "unreadable")
-    elif secs and hdr.e_shstrndx:
+    elif secs and 0 < hdr.e_shstrndx < len(secs):
         names = secs[hdr.e_shstrndx]
         buf = img.data.buf
         if names.size and (buf[names.offset] != 0 or buf[names.offset + names.size - 1] != 0):
