@@ -161,7 +161,9 @@ def _symbols(img: ElfImage, dynsym: Section, dynstr: Section, out: _Problems,
         why = ""
         if shndx == SHN_XINDEX and not has_xindex:
             why = "st_shndx is 0xffff (SHN_XINDEX) but there is no SHT_SYMTAB_SHNDX section"
-        elif shnum <= shndx < SHN_LORESERVE:
+        elif shnum <= shndx < SHN_LORESERVE and img.header.e_shnum:
+            # (without a section header table the sections are synthesised from PT_DYNAMIC:
+            # st_shndx still counts the sections the file was linked with)
             why = f"st_shndx {shndx} is beyond the {shnum} sections"
         if why:
             odd += 1
