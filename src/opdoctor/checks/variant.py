@@ -96,6 +96,7 @@ CHECK = Check(
     run=run,
     needs_elf=False,
     section=section,
-    applies=lambda facts: "" if facts.torch_variant is not None else
-    "no torch in the target interpreter",
+    applies=lambda facts: "no torch in the target interpreter" if facts.torch_variant is None
+    # A broken file proves nothing about its variant: never claim ✓ for it.
+    else facts.blocker if not facts.is_package_dir and facts.blocker else "",
 )
