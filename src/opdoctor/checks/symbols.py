@@ -180,8 +180,11 @@ def own_namespaces(facts: Facts, undefined: list[str]) -> set[str]:
     its hash table: one prefix search per namespace) — its own code, not a dependency's."""
     table = facts.symbol_tables.of_image(facts.image)
     out = set()
-    for ns in {_top_namespace(n) for n in undefined} - {"", "c10", "at", "torch", "caffe2",
-                                                          "std", "__gnu_cxx", "pybind11"}:
+    # Frameworks' and runtimes' namespaces: an extension instantiates their templates (so it
+    # "defines" names there), but an undefined one is theirs to provide, not a missing file.
+    foreign = {"", "c10", "at", "torch", "caffe2", "std", "__gnu_cxx", "pybind11", "tensorflow",
+               "absl", "tsl", "xla", "google", "mindspore", "oneflow", "Eigen"}
+    for ns in {_top_namespace(n) for n in undefined} - foreign:
         if table.names_with_prefix(f"_ZN{len(ns)}{ns}", limit=1):
             out.add(ns)
     return out

@@ -160,8 +160,10 @@ def _cached_answer(exe: str, timeout: float, env: dict[str, str] | None) -> dict
     ``--python`` up front and then inspects it again for the checks)."""
     try:
         st = os.stat(exe)
+        # The answer depends on the environment it runs in (PYTHONPATH shapes sys.path):
+        # without an explicit one, that is opdoctor's own, as it is now.
         key: tuple[Any, ...] = (os.path.abspath(exe), st.st_mtime_ns, st.st_size,
-                                tuple(sorted(env.items())) if env is not None else None)
+                                tuple(sorted((env if env is not None else os.environ).items())))
     except OSError:
         return _run_script(exe, timeout, env)
     if key not in _ANSWERS:

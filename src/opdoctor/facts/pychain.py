@@ -22,7 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-_LOADERS = {"load_library", "CDLL", "PyDLL", "LoadLibrary", "load_op_library", "cdll"}
+# Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
+# tf.experimental.register_filesystem_plugin).
+_LOADERS = {"load_library", "CDLL", "PyDLL", "LoadLibrary", "load_op_library", "cdll",
+            "register_filesystem_plugin"}
 
 
 @dataclass(frozen=True)
@@ -266,7 +269,8 @@ class _Source:
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-_HOT = re.compile(rb"load_library|load_op_library|CDLL|PyDLL|LoadLibrary|cdll|import_module")
+_HOT = re.compile(rb"load_library|load_op_library|CDLL|PyDLL|LoadLibrary|cdll|import_module|"
+                  rb"register_filesystem_plugin")
 
 
 @lru_cache(maxsize=256)
