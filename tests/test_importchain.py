@@ -158,3 +158,42 @@ def test_fixture_errors_of_python_are_explained() -> None:
     od511 = next(f for f in report.findings if f.code == "OD511")
     assert explain_text(od511.message).cause == 5
     assert fixture("integrity/empty.so").exists()
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_chain_fallbacks_build_targets_and_subpackage_imports(tmp_path: Path) -> None:
+    # The shapes of fbgemm_gpu 1.8 and torchcodec 0.17 that OD510 used to report: a load in an
+    # except handler (a fallback), a Buck target passed to load_library, absolute imports from
+    # inside a subpackage, a two-dot relative import.
+    _write(tmp_path, {
+        "pkg/__init__.py": (
+            "import os\nimport torch\nfrom . import sub\n"
+            "try:\n    from . import _core\nexcept ImportError:\n"
+            "    torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libfb.so'))\n"
+            "torch.ops.load_library('//deeplearning/fbgemm/fbgemm_gpu:cumem_utils')\n"
+            "torch.ops.load_library('https://example.org/lib.so')\n"),
+        "pkg/_core.py": "X = 1\n",
+        "pkg/utils.py": "Y = 2\n",
+        "pkg/sub/__init__.py": ("from pkg.utils import Y\nfrom .._core import X\n"
+                                "from . import deep\n"),
+        "pkg/sub/deep.py": "import pkg.utils\nfrom pkg._core import X\n",
+    })
+    report = chain(tmp_path, "pkg", probe=False)
+    assert "OD510" not in codes(report)
+    links = report.sections["import-chain"]["links"]
+    fb = next(li for li in links if "libfb.so" in li["text"])
+    assert fb["fallback"] and "does not exist" in fb["problem"]
+    # A module that really is missing still fires, from the subpackage as from the top.
+    _write(tmp_path, {"pkg/sub/deep.py": "from pkg.missing import Z\nfrom .._gone import W\n"})
+    from opdoctor.facts.pychain import _analyse
+    _analyse.cache_clear()  # the chain is cached per package and interpreter
+    missing = chain(tmp_path, "pkg", probe=False)
+    msgs = [f.message for f in missing.findings if f.code == "OD510"]
+    assert len(msgs) == 2 and all(str(tmp_path / "pkg") + " " not in m for m in msgs), msgs
+    assert any(m.startswith("pkg.missing: no module missing in") for m in msgs)
+    assert any(m.startswith("pkg._gone: no module _gone in") for m in msgs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from opdoctor.facts import CheckOptions
-from opdoctor.facts.registration import check_schema_syntax
+from opdoctor.facts.registration import Schema, check_schema_syntax, plausible_schema
 from opdoctor.model import Report
 from opdoctor.pipeline import Selection, run_check
 from tests.conftest import cuda_built, fixture, reference
@@ -125,3 +125,29 @@ def test_builtin_schema_grammar() -> None:
 def test_expect_op_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", "--expect-op", "weighted_sum", str(reference()))
     assert res.code == 3
+
+
+def test_schema_grammar_tuple_returns() -> None:
+    # Real schemas from torchcodec 0.17 / torchaudio 2.11 / xformers 0.0.35 that the greedy
+    # split used to reject ("argument 'Tensor' needs a type and a name"); torch parses them all.
+    for text in ("get_next_frame(Tensor(a!) decoder) -> (Tensor, Tensor, Tensor)",
+                 "_blocks_demuxer_add_stream(Tensor(a!) demuxer, int? stream_index=None, "
+                 "str? media_type=None) -> (int, str)",
+                 "_overdrive_core_loop(Tensor waveform,Tensor temp,Tensor(a!) last_in,"
+                 "Tensor(b!) last_out,Tensor(c!) output_waveform) -> "
+                 "(Tensor(a!), Tensor(b!), Tensor(c!))",
+                 "_nvcc_build_version() -> (int, int, int)",
+                 "xformers::_sparse24_sm90_cutlass_compress(Tensor a) -> (Tensor, Tensor)"):
+        assert check_schema_syntax(text) == "", text
+    assert "needs a type and a name" in check_schema_syntax("f(Tensor) -> (Tensor, Tensor)")
+    assert check_schema_syntax("f(Tensor x -> Tensor") == "not of the form name(args) -> returns"
+
+
+def test_not_schemas_are_dropped() -> None:
+    assert not plausible_schema(Schema('torch_call_dispatcher( "aten::slice", "Tensor", x)',
+                                       "torch_call_dispatcher", True), True)
+    assert not plausible_schema(Schema("Ten(Tensor x, Tensor y)", "Ten", True), False)
+    assert not plausible_schema(Schema("list(int n)", "list", True), False)
+    assert plausible_schema(Schema("ns::op(Tensor x)", "ns::op", True), False)
+    assert plausible_schema(Schema("op(Tensor x)", "op", True), True)  # m.def in a registrar
+    assert plausible_schema(Schema('op(str r="sum") -> Tensor', "op", False), False)

@@ -204,7 +204,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         if link.problem.startswith("no file for this interpreter"):
             yield OD503.finding(link.target, f"{link.target}: {link.problem}", (where,))
         elif link.problem and link.kind in ("load_library", "cdll") and "does not exist" in \
-                link.problem:
+                link.problem and not link.fallback:  # a fallback in an except: not the path
             yield OD510.finding(link.target, f"the package loads {link.resolved[0]}, which does "
                                 "not exist", (where,))
         elif link.problem and link.kind == "submodule":
@@ -276,7 +276,8 @@ def section(facts: Facts) -> dict[str, Any]:
                        for c in chain.candidates],
         "links": [{"file": link.file, "line": link.line, "kind": link.kind, "text": link.text,
                    "target": link.target, "resolved": link.resolved, "problem": link.problem,
-                   "swallowed": link.swallowed} for link in chain.links],
+                   "swallowed": link.swallowed, "fallback": link.fallback}
+                  for link in chain.links],
         "extensions_on_disk": chain.extensions_on_disk,
         "imported": imported,
         "libraries_loaded": mapped,

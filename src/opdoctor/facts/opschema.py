@@ -23,7 +23,12 @@ import torch
 out = {}
 for s in json.load(sys.stdin):
     try:
-        torch._C.parse_schema(s)
+        # m.def parses with allow_typevars=False: an unknown type ("flaot") is an error there,
+        # where the default parse would take it for a type variable. Older torch lacks it.
+        try:
+            torch._C.parse_schema(s, allow_typevars=False)
+        except TypeError:
+            torch._C.parse_schema(s)
         out[s] = ""
     except Exception as e:
         out[s] = str(e).strip().splitlines()[0]
@@ -40,7 +45,9 @@ def cache_dir() -> Path:
 
 def _cache_file(interp: Interpreter) -> Path:
     assert interp.torch is not None
-    key = hashlib.sha256(f"{interp.torch.directory}|{interp.torch.version}".encode()).hexdigest()
+    # "typevars-off": verdicts cached before the parser ran as m.def does are not reused.
+    ident = f"{interp.torch.directory}|{interp.torch.version}|typevars-off"
+    key = hashlib.sha256(ident.encode()).hexdigest()
     return cache_dir() / f"schemas-{key[:16]}.json"
 
 

@@ -49,6 +49,9 @@ class Link:
     resolved: list[str] = field(default_factory=list)  # files it resolves to
     swallowed: str = ""  # "try: … except ImportError: pass" around it (the except clause)
     problem: str = ""  # why it cannot work (no file for this interpreter …)
+    # A load inside an ``except`` handler: the fallback when the main path failed, not the
+    # package's load path (a missing fallback file is no finding of its own).
+    fallback: bool = False
 
 
 @dataclass
@@ -299,10 +302,18 @@ def _source(file: str) -> _Source | None:
     return _parse(file, st.st_mtime_ns, st.st_size)
 
 
+def _not_a_path(value: str) -> bool:
+    """A build-system target (``//deeplearning/fbgemm/fbgemm_gpu:cumem_utils``) or a URL:
+    strings a loader call may get in another build of the package, never a file here."""
+    return value.startswith("//") or "://" in value
+
+
 def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
-                seen: set[str] | None = None) -> list[Link]:
+                seen: set[str] | None = None, top_dir: str = "") -> list[Link]:
     """Statements in ``file`` (and the package modules it imports) that lead to compiled code.
 
+    ``top_dir`` is the top-level package's directory (the directory of ``file`` when empty):
+    absolute imports ``from pkg.x import y`` resolve from it wherever ``file`` sits.
     Linear in the size of the modules read: each is parsed once, statement text is cut from a
     line table only for the statements that become links, at most ``MAX_MODULES`` modules are
     followed ``MAX_DEPTH`` deep, and the walk stops at compiled code.
@@ -321,20 +332,21 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         return []
     tree = parsed.tree
     pkg_dir = os.path.dirname(file)
+    top_dir = top_dir or pkg_dir
     names: dict[str, object] = {}
     links: list[Link] = []
     ev = _Eval(file, names)
 
-    def visit(node: ast.AST, handlers: list[ast.ExceptHandler]) -> None:
+    def visit(node: ast.AST, handlers: list[ast.ExceptHandler], in_except: bool = False) -> None:
         if isinstance(node, ast.Try):
             inner = handlers + list(node.handlers)
             for n in node.body:
-                visit(n, inner)
+                visit(n, inner, in_except)
             for n in [*node.orelse, *node.finalbody]:
-                visit(n, handlers)
+                visit(n, handlers, in_except)
             for h in node.handlers:
                 for n in h.body:
-                    visit(n, handlers)
+                    visit(n, handlers, True)
             return
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
@@ -344,19 +356,23 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         if isinstance(node, ast.ImportFrom) and node.level >= 1:
             base = node.module
             mods = [base] if base else [a.name for a in node.names]
+            # "from .." climbs one directory per dot beyond the first, as the import system does.
+            rel_dir = pkg_dir
+            for _ in range(node.level - 1):
+                rel_dir = os.path.dirname(rel_dir)
             for mod in mods:
-                links.extend(_submodule(file, node.lineno, seg, mod.split(".")[0], pkg_dir,
-                                        package, suffixes, handlers, depth, seen))
+                links.extend(_submodule(file, node.lineno, seg, mod.split(".")[0], rel_dir,
+                                        package, suffixes, handlers, depth, seen, top_dir))
         elif isinstance(node, ast.ImportFrom) and node.module and \
                 node.module.split(".")[0] == package and "." in node.module:
-            links.extend(_submodule(file, node.lineno, seg, node.module.split(".")[1], pkg_dir,
-                                    package, suffixes, handlers, depth, seen))
+            links.extend(_submodule(file, node.lineno, seg, node.module.split(".")[1], top_dir,
+                                    package, suffixes, handlers, depth, seen, top_dir))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 parts = a.name.split(".")
                 if parts[0] == package and len(parts) > 1:
-                    links.extend(_submodule(file, node.lineno, seg, parts[1], pkg_dir, package,
-                                            suffixes, handlers, depth, seen))
+                    links.extend(_submodule(file, node.lineno, seg, parts[1], top_dir, package,
+                                            suffixes, handlers, depth, seen, top_dir))
         if isinstance(node, ast.Call):
             fn = _dotted(node.func)
             last = fn.rsplit(".", 1)[-1]
@@ -366,18 +382,25 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     parts = target.lstrip(".").split(".")
                     sub = parts[-1] if target.startswith(".") or parts[0] == package else ""
                     if sub and (len(parts) > 1 or target.startswith(".")):
-                        links.extend(_submodule(file, node.lineno, seg, sub, pkg_dir, package,
-                                                suffixes, handlers, depth, seen))
+                        links.extend(_submodule(file, node.lineno, seg, sub,
+                                                pkg_dir if target.startswith(".") else top_dir,
+                                                package, suffixes, handlers, depth, seen,
+                                                top_dir))
             elif last in _LOADERS and node.args:
                 value = ev.value(node.args[0])
                 resolved = value if isinstance(value, list) else [value] if isinstance(
                     value, str) else []
+                targets = [r for r in resolved if not _not_a_path(str(r))]
+                not_paths = len(targets) < len(resolved)
+                resolved = targets
                 link = Link(file, node.lineno, "cdll" if "CDLL" in last or last == "cdll"
                             else "load_library", seg,
                             parsed.segment(node.args[0]) or "?",
                             [os.path.abspath(str(r)) for r in resolved],
-                            _swallow(handlers))
-                if not resolved:
+                            _swallow(handlers), fallback=in_except)
+                if not resolved and not_paths:
+                    link.problem = ""  # a build target / URL: not a file this install loads
+                elif not resolved:
                     link.problem = "the path expression cannot be evaluated statically"
                 elif not any(os.path.isfile(str(r)) for r in resolved):
                     link.problem = f"{resolved[0]} does not exist"
@@ -386,7 +409,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             # Statements are always visited (imports, assignments); an expression only when
             # its lines mention a loader: the calls looked for cannot hide anywhere else.
             if isinstance(child, (ast.stmt, ast.ExceptHandler)) or parsed.may_call(child):
-                visit(child, handlers)
+                visit(child, handlers, in_except)
 
     for stmt in tree.body:
         visit(stmt, [])
@@ -395,14 +418,14 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
 
 def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: str,
                suffixes: list[str], handlers: list[ast.ExceptHandler], depth: int,
-               seen: set[str]) -> list[Link]:
+               seen: set[str], top_dir: str = "") -> list[Link]:
     good, others = module_files(pkg_dir, mod, suffixes)
     link = Link(file, line, "submodule", seg, f"{package}.{mod}", good, _swallow(handlers))
     out = [link]
     py = [g for g in good if g.endswith(".py")]
     if py:
         link.resolved = py
-        out += parse_links(py[0], package, suffixes, depth + 1, seen)
+        out += parse_links(py[0], package, suffixes, depth + 1, seen, top_dir or pkg_dir)
         return out
     if not good and others:
         names = ", ".join(os.path.basename(o) for o in others)

@@ -239,6 +239,16 @@ def schemas(img: ElfImage) -> list[Schema]:
     return list(found.values())
 
 
+def plausible_schema(s: Schema, has_registrar: bool) -> bool:
+    """False for text that only looks like a schema: C++ call text (``torch_call_dispatcher(
+    "aten::slice", …)``), a fragment of a C signature (``Ten(Tensor, Tensor)``), a TensorFlow
+    attr spec (``list(int)``). A schema names its op ``ns::op``, or — the ``m.def("op(…)")``
+    form — is a whole ``op(args) -> returns`` or sits in a library with a registrar."""
+    if re.search(r'[(,]\s*"', s.text):
+        return False  # an argument that is a string literal: call text (defaults follow "=")
+    return "::" in s.name or not s.partial or has_registrar
+
+
 def initializers(img: ElfImage) -> tuple[int, list[str]]:
     """(count, names) of ``.init_array`` entries (+ DT_INIT, + ``.ctors``)."""
     count, addrs = 0, []
@@ -300,6 +310,7 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
         inv.source_files = sorted({f.decode() for f in files if b"/include/" not in f})[:20]
     # Assign schemas to the namespace this library defines when there is exactly one.
     defined = [ns for ns in inv.namespaces.values() if ns.defines or ns.fragments]
+    inv.schemas = [s for s in inv.schemas if plausible_schema(s, bool(defined))]
     for s in inv.schemas:
         if "::" in s.name:
             ns_name, op = s.name.split("::", 1)
@@ -358,6 +369,22 @@ def read_tensorflow(img: ElfImage, inv: Inventory) -> None:
                 break
 
 
+def split_schema(text: str) -> tuple[str, str, str] | None:
+    """(name, argument list, rest) of ``name(args) rest``, the argument list ending at the
+    parenthesis that balances the first one — a greedy match would swallow a tuple return
+    (``f(Tensor a) -> (Tensor, Tensor)``) into the arguments. None when not of that form."""
+    m = re.match(r"^([\w:.]+)\(", text)
+    if not m:
+        return None
+    depth = 0
+    for i in range(m.end() - 1, len(text)):
+        depth += text[i] == "("
+        depth -= text[i] == ")"
+        if depth == 0:
+            return m.group(1), text[m.end():i], text[i + 1:]
+    return None  # unbalanced
+
+
 def check_schema_syntax(text: str) -> str:
     """Built-in grammar check of a schema's argument list; "" when it looks valid.
 
@@ -365,14 +392,15 @@ def check_schema_syntax(text: str) -> str:
     type is one the schema language knows (with ``?``, ``[]``, ``[N]``, ``(a!)`` suffixes), and
     the return part, when present, follows ``->``.
     """
-    m = re.match(r"^([\w:.]+)\((.*)\)(.*)$", text)
-    if not m:
+    split = split_schema(text)
+    if split is None:
         return "not of the form name(args) -> returns"
-    rest = m.group(3).strip()
+    _, arglist, rest = split
+    rest = rest.strip()
     if rest and not rest.startswith("->"):
         return f"expected '->' after the argument list, found {rest!r}"
     args, depth, cur = [], 0, ""
-    for ch in m.group(2):
+    for ch in arglist:
         if ch == "(":
             depth += 1
         elif ch == ")":
