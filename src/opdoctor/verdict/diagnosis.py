@@ -60,9 +60,11 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
             return Diagnosis(0, "low", f"No error — {n} warning(s): {about_run[0].message}.",
                              ())
         return Diagnosis(0, "high", f"No problem found{note}.", ())
-    causal = [f for f in serious if f.code not in SYMPTOMS] or serious
-    worst = max(f.severity.rank for f in causal)
-    top = [f for f in causal if f.severity.rank == worst]
+    # A warning never outranks an error: the root is taken among the most severe findings,
+    # causes before symptoms (an error that is only a symptom still beats a warning).
+    worst = max(f.severity.rank for f in serious)
+    severest = [f for f in serious if f.severity.rank == worst]
+    top = [f for f in severest if f.code not in SYMPTOMS] or severest
     for cause in FAIL_ORDER:
         roots = [f for f in top if f.cause == cause]
         if roots:
