@@ -197,3 +197,29 @@ def test_chain_fallbacks_build_targets_and_subpackage_imports(tmp_path: Path) ->
     assert len(msgs) == 2 and all(str(tmp_path / "pkg") + " " not in m for m in msgs), msgs
     assert any(m.startswith("pkg.missing: no module missing in") for m in msgs)
     assert any(m.startswith("pkg._gone: no module _gone in") for m in msgs)
+
+
+@pytest.mark.probe
+def test_swallowed_loader_error_is_the_root_not_the_warning() -> None:
+    # The static symbol check (OD301) is left out, as on real wheels where it cannot see the
+    # missing symbol: the verdict then rests on what the probe saw behind the try/except.
+    from opdoctor.pipeline import Selection
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    cwd = PYFIX / "swallow"
+    opts = CheckOptions(package="myext", cwd=str(cwd), probe=True, env=tuple(base.items()))
+    so = next((cwd / "myext").glob("_C*.so"))
+    report = run_check(str(so), opts, Selection(ignore=("OD30", "OD43")))
+    assert {"OD509", "OD512", "OD321"} <= {f.code for f in report.findings}
+    d = report.diagnosis
+    assert d.cause == 3
+    assert [r.code for r in d.root_findings] == ["OD321"]
+    assert "undefined symbol missing_helper" in d.summary
+
+
+def test_a_warning_never_outranks_an_error() -> None:
+    # Only a symptom is an error (OD511 without a loader message): it still beats a warning.
+    from opdoctor.checks.importchain import OD509, OD511
+    from opdoctor.verdict.diagnosis import diagnose
+    d = diagnose([OD509.finding("p._C", "the import of p._C is inside `except Exception`"),
+                  OD511.finding("p", "import p raised NameError: name 'x' is not defined")])
+    assert [r.code for r in d.root_findings] == ["OD511"] and d.confidence == "high"

@@ -16,6 +16,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
+from opdoctor.facts.loaderror import NOT_FOUND, UNDEFINED, VERSION, loader_error
 from opdoctor.facts.probe.outcome import ProbeOutcome, ProbeState
 from opdoctor.model import Cause, Finding, Severity
 
@@ -216,9 +217,9 @@ CODES = (OD120, OD121, OD122, OD123, OD124, OD125, OD126, OD127, OD129, OD130, O
 # Stages before the library is touched: what stops the probe there is not the library's doing.
 BEFORE_LOAD = ("start", "import torch")
 
-_NOT_FOUND = re.compile(r"([^\s:'\"]+): cannot open shared object file")
-_UNDEF = re.compile(r"undefined symbol: (\S+)")
-_VERSION = re.compile(r"version `([^']+)' not found")
+_NOT_FOUND = NOT_FOUND
+_UNDEF = UNDEFINED
+_VERSION = VERSION
 
 
 def _static_prediction(facts: Facts) -> str:
@@ -330,6 +331,8 @@ def run(facts: Facts) -> Iterator[Finding]:
     res = facts.probe_result()
     if res is None:
         return
+    if facts.options.package:
+        yield from _swallowed_load_errors(facts, res)
     prediction = _static_prediction(facts)
     failed_load = False  # failed in a way the static loader emulation claims to predict
     if res.state is ProbeState.PROBE_ERROR:
@@ -394,6 +397,29 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 f"{'failed' if actual == 'fails' else 'succeeded'}",
                                 (f"static: {prediction}", f"probe: {actual}",
                                  f"probe error: {res.load_message or 'none'}"))
+
+
+def _swallowed_load_errors(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
+    """Package mode: an import error the package swallowed (OD512, a symptom) that is the
+    dynamic loader's is classified as the probe's own load errors are (OD321/OD322/OD220),
+    so the verdict names the loader's cause instead of the try/except warning (OD509)."""
+    for hidden in res.swallowed:
+        err = loader_error(hidden.error.message)
+        if err is None:
+            continue
+        where = f"swallowed by {hidden.where} around {hidden.target}"
+        if err.kind == "version":
+            yield OD322.finding(facts.path, f"version {err.subject} not found (hidden: "
+                                f"{hidden.target} fails to import)", (err.text, where))
+        elif err.kind == "not-found":
+            name = os.path.basename(err.subject)
+            yield OD220.finding(name, f"{name} was not found by the real loader (hidden: "
+                                f"{hidden.target} fails to import)", (f"dlopen: {err.text}",
+                                                                      where))
+        else:
+            yield OD321.finding(facts.path, f"undefined symbol {demangle(err.subject)} (hidden: "
+                                f"{hidden.target} fails to import)",
+                                (f"dlopen: {err.text}", where))
 
 
 def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator[Finding]:

@@ -64,9 +64,11 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
             return Diagnosis(0, "low", f"No error — {n} warning(s): {about_run[0].message}.",
                              ())
         return Diagnosis(0, "high", f"No problem found{note}.", ())
-    causal = [f for f in serious if f.code not in SYMPTOMS] or serious
-    worst = max(f.severity.rank for f in causal)
-    top = [f for f in causal if f.severity.rank == worst]
+    # A warning never outranks an error: the root is taken among the most severe findings,
+    # causes before symptoms (an error that is only a symptom still beats a warning).
+    worst = max(f.severity.rank for f in serious)
+    severest = [f for f in serious if f.severity.rank == worst]
+    top = [f for f in severest if f.code not in SYMPTOMS] or severest
     # A finding another top finding explains is a consequence, whatever its cause number:
     # a framework-variant mismatch (cause 3) explains the missing libc10_cuda.so (cause 2).
     top = [f for f in top if not any(f.code in EXPLAINS.get(o.code, ()) for o in top
