@@ -272,8 +272,9 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
     for e in ctx.errors:
         if reports:
             console.print()
-        console.print(f"[bold red]✗ {escape(e.target)}: {escape(e.message)} [{e.code}][/] — "
-                      "not analysed")
+        # InputError messages already start with the path: do not print it twice.
+        what = e.message if e.message.startswith(e.target) else f"{e.target}: {e.message}"
+        console.print(f"[bold red]✗ {escape(what)} [{e.code}][/] — not analysed")
     console.print()
     line = (f"{totals[Severity.ERROR]} error(s) · {totals[Severity.WARNING]} warning(s) · "
             f"{totals[Severity.INFO]} info · exit {ctx.exit_code}")
