@@ -14,19 +14,45 @@ from tests.helpers import cli_proc
 COMMANDS = ("check", "scan", "explain", "codes", "config", "fleet")
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_every_option_has_help_and_a_plain_metavar(command: str) -> None:
-    res = cli_proc(command, "--help")
+@pytest.mark.parametrize("command", ("", *COMMANDS))
+def test_every_parameter_has_help_and_a_plain_metavar(command: str) -> None:
+    res = cli_proc(*([command] if command else []), "--help", env={"COLUMNS": "80"})
     assert res.code == 0, res.err
-    options = res.out.split("Options:", 1)[1]
-    # An option line: "  -f, --format FORMAT  help…" — no <type> placeholders, no bare flag
-    # without help text.
-    for line in options.splitlines():
-        m = re.match(r"^  (-\w, )?(--[\w-]+)( \S+)?\s{2,}(\S.*)?$", line)
-        if m:
-            assert "<" not in (m.group(3) or ""), line
-            assert m.group(4), f"{m.group(2)} has no help: {line!r}"
+    usage = res.out.split("\n\n", 1)[0]
+    # typer's own rendering: "Usage: … {TEXT}", "PATH <list[str]>"; click's: "TEXT", "[PATH]...".
+    assert not re.search(r"[<>{}]", usage), usage
+    sections = dict(re.findall(r"^(\w+):\n((?:  .*\n|\n(?=  ))+)", res.out, re.M))
+    assert "Options" in sections, res.out
+    if command in ("check", "fleet", "explain"):
+        assert "Arguments" in sections, res.out
+    rows = 0
+    for title in ("Arguments", "Options"):
+        for line in sections.get(title, "").splitlines():
+            # A parameter line: "  -f, --format FORMAT  help…" or "  PATH...  help…" — a plain
+            # upper-case metavar, never a <type> or {choice} placeholder, and help text.
+            m = re.match(r"^  ((?:-\w, )?--[\w-]+|[A-Z][A-Z_]*(?:\.\.\.)?)( \S+)?"
+                         r"(?:\s{2,}(\S.*))?$", line)
+            if not m:
+                assert line.startswith(" " * 6) or not line.strip(), f"unexpected: {line!r}"
+                continue
+            rows += 1
+            metavar = m.group(2) or ""
+            assert not re.search(r"[<>{}]", line.split("  ")[1] if metavar else m.group(1)), line
+            assert not metavar or re.fullmatch(r" [A-Z][A-Z_=]*(\.\.\.)?", metavar), line
+            assert m.group(3), f"{m.group(1)} has no help: {line!r}"
+            assert len(line) <= 80, line
+    assert rows >= 2
+    # Help text wraps at spaces only: no word ends in a hyphen at a line end ("nvidia-⏎smi").
+    assert not re.search(r"\w-\n", res.out), res.out
     assert "[tool.opdoctor]" not in res.out or "tool.opdoctor" in res.out
+
+
+def test_command_summaries_fit_on_one_line() -> None:
+    res = cli_proc("--help", env={"COLUMNS": "80"})
+    commands = res.out.split("Commands:\n", 1)[1]
+    assert {line.split()[0] for line in commands.splitlines() if line.strip()} == set(COMMANDS)
+    assert "..." not in commands and "…" not in commands, commands
+    assert "--debug" in res.out  # accepted anywhere, documented once, at the top
 
 
 def test_numeric_ranges_are_usage_errors(tmp_path: object) -> None:

@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from opdoctor import __version__
 from opdoctor.cli.errors import Exit, UsageProblem
+from opdoctor.cli.helpfmt import PlainCommand, PlainGroup
 from opdoctor.cli.settings import FORMATS, SETTINGS, SEVERITIES, Setting
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    cls=PlainGroup,  # plain metavars, help wrapped only at spaces
 )
 
 
@@ -57,6 +59,9 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option(
+        "--debug", help="Print the traceback of an internal error (not only the crash log's "
+        "path). Accepted anywhere on the command line.")] = False,
 ) -> None:
     """opdoctor: diagnose custom operators that fail to register."""
 
@@ -151,7 +156,8 @@ check.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
                       annotation=Annotated[bool, typer.Option(
                           "--verbose", "-v", help="All evidence lines and per-check timings.")]),
 ])
-app.command()(check)
+app.command(cls=PlainCommand, short_help="Diagnose libraries, packages or wheels: cause, "
+            "evidence, fix.")(check)
 
 
 def fleet_cmd(**kw: Any) -> int:
@@ -196,10 +202,12 @@ fleet_cmd.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
                       annotation=Annotated[bool, typer.Option(
                           "--verbose", "-v", help="All evidence lines.")]),
 ])
-app.command("fleet")(fleet_cmd)
+app.command("fleet", cls=PlainCommand, short_help="Check every rank of a job and compare the "
+            "nodes.")(fleet_cmd)
 
 
-@app.command("scan")
+@app.command("scan", cls=PlainCommand, short_help="Check every compiled extension of an "
+             "environment.")
 def scan_cmd(
     python: Annotated[str | None, typer.Option(
         metavar="PYTHON", help="Interpreter whose site-packages to scan (default: this "
@@ -233,7 +241,7 @@ def scan_cmd(
     return scan_command(python, fmt, output, fail_on, jobs, probe)
 
 
-@app.command("config")
+@app.command("config", cls=PlainCommand)
 def config_cmd(
     config: Annotated[str | None, typer.Option(
         metavar="FILE", help="Configuration file to read (default: the nearest opdoctor.toml "
@@ -301,7 +309,7 @@ def _render_doc(doc: CodeDoc) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-@app.command()
+@app.command(cls=PlainCommand, short_help="Explain a code, an error message or a CI log.")
 def explain(
     what: Annotated[str, typer.Argument(
         metavar="TEXT", help="A code (OD401), an error message in quotes, or - to read a log "
@@ -356,7 +364,7 @@ def _doc_dict(d: CodeDoc) -> dict[str, Any]:
             "references": list(d.references)}
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def codes(
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
                                      help="text | json | markdown")] = "text",
