@@ -301,7 +301,11 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
             renderer(form)(reports, ctx, out)
             return code
         con = Console(file=out, no_color=not _color(out), highlight=False, width=140)
-        table = Table(title=f"opdoctor scan — {interp.invoke} ({len(items)} libraries)")
+        # The title on a line of its own: as a Table title Rich wraps it to the table's width
+        # (a few columns when the names are short), whatever the terminal's width.
+        con.print(escape(f"opdoctor scan — {interp.invoke} ({len(items)} libraries)"),
+                  soft_wrap=True, style="bold")
+        table = Table()
         for col in ("package", "library", "ops", "verdict"):
             table.add_column(col)
         for it, r in results:

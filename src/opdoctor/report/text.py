@@ -11,6 +11,7 @@ from rich.markup import escape
 from opdoctor import __version__
 from opdoctor.model import CheckStatus, Finding, Report, Severity
 from opdoctor.report import RenderContext
+from opdoctor.report.layout import Printer, quote_path, unbreakable, wrap_width
 from opdoctor.verdict.causes import CauseState, cause_statuses, severity_counts
 from opdoctor.verdict.diagnosis import NOT_A_VERDICT
 
@@ -21,7 +22,7 @@ _MARK = {CauseState.FOUND: "✗", CauseState.CLEAN: "✓", CauseState.NOT_CHECKE
 
 def _size(n: int | None) -> str:
     if n is None:
-        return "?"
+        return ""
     for unit in ("bytes", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n} {unit}" if unit == "bytes" else f"{n:.0f} {unit}"
@@ -29,31 +30,33 @@ def _size(n: int | None) -> str:
     return f"{n}"
 
 
-def _finding(console: Console, f: Finding, ctx: RenderContext) -> None:
+def _finding(p: Printer, f: Finding, ctx: RenderContext) -> None:
     doc = ctx.catalog.get(f.code)
     style = _SEV_STYLE[f.severity]
     title = f" ({escape(doc.title)})" if doc and ctx.verbose else ""
-    console.print(f"  [{style}]{f.code}[/] {escape(f.message)}{title}")
+    p.line(f"  [{style}]{f.code}[/] ", f"{escape(f.message)}{title}")
     limit = None if ctx.verbose else 6
     ev = list(f.evidence)
     shown = ev if limit is None else ev[:limit]
     for i, line in enumerate(shown):
         label = "evidence:" if i == 0 else "         "
-        console.print(f"    [dim]{label}[/] {escape(line)}")
+        # Continuations two columns deeper than the evidence column: a wrapped evidence line
+        # stays distinguishable from the next one.
+        p.line(f"    [dim]{label}[/] ", escape(line), hang=16)
     if limit is not None and len(ev) > limit:
-        console.print(f"    [dim]          … {len(ev) - limit} more (-v shows all)[/]")
+        p.line(" " * 14, f"[dim]… {len(ev) - limit} more (-v shows all)[/]")
     if f.fix:
-        console.print(f"    [green]fix:[/]      {escape(f.fix)}")
+        p.line("    [green]fix:[/]      ", escape(f.fix))
 
 
-def _consequences(console: Console, found: tuple[Finding, ...], root: str,
+def _consequences(p: Printer, found: tuple[Finding, ...], root: str,
                   ctx: RenderContext) -> None:
     """The findings a root explains, folded under it (dim, evidence shortened)."""
     for f in found:
         how = "confirms" if f.code in PROBE_CODES else "a consequence of"
-        console.print(f"  [dim]{f.code} {escape(f.message)} — {how} {root}[/]")
+        p.line(f"  [dim]{f.code}[/] ", f"[dim]{escape(f.message)} — {how} {root}[/]")
         for line in f.evidence[: None if ctx.verbose else 3]:
-            console.print(f"    [dim]{escape(line)}[/]")
+            p.line("    ", f"[dim]{escape(line)}[/]", hang=6)
 
 
 def inventory_line(section: dict[str, Any]) -> str:
@@ -116,30 +119,32 @@ def _clean_detail(report: Report, cause: int) -> str:
     return ""
 
 
-def _tree(console: Console, node: dict[str, Any], depth: int) -> None:
+def _tree(p: Printer, node: dict[str, Any], depth: int) -> None:
     for kid in node.get("needed", []):
-        where = kid["path"] or "NOT FOUND"
-        console.print(f"{'  ' * depth}{escape(kid['name'])} => {escape(where)} "
-                      f"[dim]\\[{escape(kid['rule'])}][/]")
-        _tree(console, kid, depth + 1)
+        where = _path(kid["path"]) if kid["path"] else "NOT FOUND"
+        p.line("  " * depth, f"{escape(kid['name'])} => {escape(where)} "
+               f"[dim]\\[{escape(kid['rule'])}][/]", hang=2 * depth + 4)
+        _tree(p, kid, depth + 1)
 
 
-def _chain(console: Console, chain: dict[str, Any], raised: str = "") -> None:
+def _chain(p: Printer, chain: dict[str, Any], raised: str = "") -> None:
     """``import myop → myop/__init__.py → … → libmyop.so → ops`` with a mark per link;
     ``raised``: the import's error when the probe saw it raise (the line is then ✗)."""
     ok, bad = "[green]✓[/]", "[red]✗[/]"
     winner = chain.get("winner")
     tail = f" (raised: {escape(raised)})" if raised else ""
-    console.print(f"\nimport chain: {ok if winner and not raised else bad} import "
-                  f"{escape(chain['package'])} → {escape(winner or 'not found')}{tail}")
+    p.blank()
+    p.line(f"import chain: {ok if winner and not raised else bad} ",
+           f"import {escape(chain['package'])} → {escape(_path(winner) if winner else 'not found')}"
+           f"{tail}", hang=4)
     for link in chain.get("links", []):
         mark = bad if link["problem"] or link["swallowed"] else ok
         target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
-        console.print(f"  {mark} {escape(os.path.basename(link['file']))}:{link['line']} "
-                      f"{escape(link['text'].strip()[:80])} → {escape(target)}")
+        p.line(f"  {mark} ", f"{escape(_path(os.path.basename(link['file'])))}:"
+               f"{link['line']} {escape(link['text'].strip()[:80])} → {escape(target)}", hang=6)
     if chain.get("ops"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in chain["ops"])
-        console.print(f"  {ok} ops registered by the import: {escape(regs)}")
+        p.line(f"  {ok} ", f"ops registered by the import: {escape(regs)}", hang=6)
 
 
 def compile_line(op: dict[str, Any]) -> str:
@@ -162,24 +167,40 @@ def compile_line(op: dict[str, Any]) -> str:
     return line + ("" if op["observed"] == "probe" else " (static)")
 
 
-def _compile_lines(console: Console, section: dict[str, Any] | None) -> None:
+def _compile_lines(p: Printer, section: dict[str, Any] | None) -> None:
     """One line per op under cause 1: compile readiness (torch.compile / export / fake)."""
     for op in (section or {}).get("ops", []):
-        console.print(f"  [dim]compile: {escape(compile_line(op))}[/]")
+        p.line("  [dim]compile:[/] ", f"[dim]{escape(compile_line(op))}[/]")
 
 
-def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
+def _path(path: str) -> str:
+    """A file name for the text report: quoted when odd, never wrapped inside."""
+    return unbreakable(quote_path(path))
+
+
+def _header(t: Any) -> str:
+    """``(ELF64 x86-64, shared object, 15 KB)``: what was analysed, only what is known."""
+    parts = [x for x in (t.kind, _size(t.size)) if x]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
     """Print one target's report."""
     t = report.target
-    kind = f"{t.kind}, " if t.kind else ""
-    console.print(f"[bold]opdoctor {__version__}[/] — {escape(t.path)} ({kind}{_size(t.size)})")
+    # An odd file name (spaces, a newline, control characters) is quoted wherever the report
+    # repeats it, so the message cannot be split or disguised by it.
+    quoted = _path(t.path)
+    if quoted != t.path:
+        p.names[escape(t.path)] = escape(quoted)
+    p.line(f"[bold]opdoctor {__version__}[/] — ", f"{escape(quoted)}{escape(_header(t))}",
+           hang=2)
     diag = report.diagnosis
     style = "bold green" if diag.cause == 0 else "bold red" if diag.confidence == "high" \
         else "bold yellow"
-    console.print(f"[{style}]{escape(diag.summary)}[/]")
+    p.line("", f"[{style}]{escape(diag.summary)}[/]", hang=2)
     folded = {id(f): root for root, fs in diag.consequences.items() for f in fs}
     roots = {id(f) for f in diag.root_findings}
-    console.print()
+    p.blank()
     for row in cause_statuses(report):
         head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
         if row.state is CauseState.FOUND:
@@ -188,96 +209,108 @@ def render_one(console: Console, report: Report, ctx: RenderContext) -> None:
                 # Only consequences of a root elsewhere: one story, told under that root.
                 codes = ", ".join(dict.fromkeys(f.code for f in row.findings))
                 root = folded[id(row.findings[0])]
-                console.print(f"[dim]↳ Cause {int(row.cause)} — {row.cause.title}: {codes}, "
-                              f"a consequence of {root} (shown under it)[/]")
+                p.line("", f"[dim]↳ Cause {int(row.cause)} — {row.cause.title}: {codes}, "
+                       f"a consequence of {root} (shown under it)[/]", hang=2)
                 continue
             worst = max(own, key=lambda f: f.severity.rank).severity
-            console.print(f"[{_SEV_STYLE[worst]}]{head}[/]")
+            p.line("", f"[{_SEV_STYLE[worst]}]{head}[/]", hang=2)
             for f in own:
-                _finding(console, f, ctx)
+                _finding(p, f, ctx)
                 if id(f) in roots:
-                    _consequences(console, diag.consequences.get(f.code, ()), f.code, ctx)
+                    _consequences(p, diag.consequences.get(f.code, ()), f.code, ctx)
             reg = report.sections.get("registration")
             if int(row.cause) == 1 and reg is not None and inventory_line(reg):
-                console.print(f"  [dim]inventory: {escape(inventory_line(reg))}[/]")
+                p.line("  [dim]inventory:[/] ", f"[dim]{escape(inventory_line(reg))}[/]")
         elif row.state is CauseState.CLEAN:
             detail = _clean_detail(report, int(row.cause)) or f"no problem found ({row.reason})"
             if int(row.cause) == 1 and diag.cause in (2, 3, 4) and diag.confidence == "high":
                 detail += " (static view; not reached: the load fails first)"
-            console.print(f"[green]{head}[/]: {escape(detail)}")
+            p.line("", f"[green]{head}[/]: {escape(detail)}", hang=2)
         else:
-            console.print(f"[dim]{head}: not checked ({escape(row.reason)})[/]")
+            p.line("", f"[dim]{head}: not checked ({escape(row.reason)})[/]", hang=2)
         if int(row.cause) == 1:
-            _compile_lines(console, report.sections.get("compile"))
+            _compile_lines(p, report.sections.get("compile"))
     notes = [f for f in report.findings if f.code in NOT_A_VERDICT]
     for f in notes:
-        console.print(f"[yellow]! {f.code} {escape(f.message)}[/]")
+        p.line(f"[yellow]! {f.code}[/] ", f"[yellow]{escape(f.message)}[/]", hang=4)
         for line in f.evidence[: None if ctx.verbose else 3]:
-            console.print(f"    [dim]{escape(line)}[/]")
+            p.line("    ", f"[dim]{escape(line)}[/]", hang=6)
         if f.fix:
-            console.print(f"    [green]fix:[/]      {escape(f.fix)}")
+            p.line("    [green]fix:[/]      ", escape(f.fix))
     chain = report.sections.get("import-chain")
     if chain and chain.get("package"):
         raised = next((f.message for f in report.findings if f.code == "OD511"), "")
-        _chain(console, chain, raised)
+        _chain(p, chain, raised)
     probe = report.sections.get("probe")
     if probe and probe.get("ran"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])
         regs = tf_probe_ops(report.sections.get("tensorflow") or {}) or regs
-        line = f"\nprobe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
+        line = f"probe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
         if probe["outcome"] == "loaded":
             line += f", registered {regs}" if regs else ", registered no operator"
-        console.print(escape(line))
+        p.blank()
+        p.line("", escape(line), hang=2)
     cuda = report.sections.get("cuda")
     if cuda and cuda.get("entries"):
         code = ", ".join(dict.fromkeys(e["arch"] for e in cuda["entries"]))
-        console.print(f"\nGPU code: {escape(code)}  (targets: {escape(cuda['targets_from'])})")
+        p.blank()
+        p.line("GPU code: ", f"{escape(code)}  (targets: {escape(cuda['targets_from'])})",
+               hang=2)
         for row in cuda.get("gpus", []):
             mark = {"native": "[green]✓[/]", "jit": "[yellow]~[/]", "none": "[red]✗[/]"}
             how = {"native": f"runs natively ({row['via']})",
                    "jit": f"runs via PTX JIT ({row['via']})",
                    "none": "no kernel image"}[row["runs"]]
-            console.print(f"  {mark[row['runs']]} {row['gpu']}: {how}")
+            p.line(f"  {mark[row['runs']]} ", f"{escape(row['gpu'])}: {escape(how)}")
     deps = report.sections.get("dependencies")
     if ctx.verbose and deps:
-        console.print()
-        console.print(f"[bold]dependency tree[/] (loaded into {escape(deps['context'])}):")
-        _tree(console, deps["tree"], 1)
+        p.blank()
+        p.line("", f"[bold]dependency tree[/] (loaded into {escape(deps['context'])}):",
+               hang=2)
+        _tree(p, deps["tree"], 1)
     failed = [c for c in report.checks if c.status is CheckStatus.FAILED]
     for c in failed:
-        console.print(f"[bold red]! check {c.name} failed:[/] {escape(c.reason)} — "
-                      "the report is incomplete; please report this")
+        p.line("", f"[bold red]! check {c.name} failed:[/] {escape(c.reason)} — "
+               "the report is incomplete; please report this", hang=2)
     if ctx.verbose:
-        console.print()
+        p.blank()
         for c in report.checks:
             why = f" ({escape(c.reason)})" if c.reason else ""
-            console.print(f"[dim]  check {c.name}: {c.status.value} in {c.seconds * 1000:.1f} ms"
-                          f"{why}[/]")
+            p.line("  ", f"[dim]check {c.name}: {c.status.value} in "
+                   f"{c.seconds * 1000:.1f} ms{why}[/]", hang=4)
 
 
 def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
-    """Print every report, then one summary line with the exit code."""
+    """Print every report, then one summary line with the exit code.
+
+    Lines are wrapped at ``ctx.width``, else at the terminal's width (see
+    :func:`~opdoctor.report.layout.wrap_width`), with a hanging indent; the text is the same
+    on a terminal and in a pipe apart from colour.
+    """
+    # Rich only colours; the Printer does all the wrapping (Rich's own would fold paths).
     console = Console(file=out, force_terminal=ctx.color, no_color=not ctx.color,
-                      highlight=False, width=ctx.width or (None if ctx.color else 100),
-                      soft_wrap=not ctx.color)
+                      highlight=False, width=10_000, soft_wrap=True)
+    p = Printer(console, ctx.width or wrap_width(out))
     totals = dict.fromkeys(Severity, 0)
     codes: list[str] = []
     for i, report in enumerate(reports):
         if i:
-            console.print()
-        render_one(console, report, ctx)
+            p.blank()
+        render_one(p, report, ctx)
         for sev, n in severity_counts(report).items():
             totals[sev] += n
         codes += [f.code for f in report.findings if f.code not in codes]
     for e in ctx.errors:
         if reports:
-            console.print()
+            p.blank()
         # InputError messages already start with the path: do not print it twice.
         what = e.message if e.message.startswith(e.target) else f"{e.target}: {e.message}"
-        console.print(f"[bold red]✗ {escape(what)} [{e.code}][/] — not analysed")
-    console.print()
+        quoted = _path(e.target)
+        what = quoted + what[len(e.target):] if what.startswith(e.target) else what
+        p.line("[bold red]✗[/] ", f"[bold red]{escape(f'{what} [{e.code}]')}[/] — not analysed")
+    p.blank()
     line = (f"{totals[Severity.ERROR]} error(s) · {totals[Severity.WARNING]} warning(s) · "
             f"{totals[Severity.INFO]} info · exit {ctx.exit_code}")
+    p.line("", line, hang=2)
     if codes:
-        line += f"          explain a code: opdoctor explain {codes[0]}"
-    console.print(line)
+        p.line("", f"explain a code: opdoctor explain {codes[0]}", hang=2)
