@@ -43,7 +43,8 @@ def test_directory_without_libraries_exits_2(tmp_path: Path,
     (tmp_path / "notes.txt").write_text("no library here")
     res = cli(capsys, "check", str(tmp_path))
     assert res.code == 2
-    assert "no shared library found" in _one_clean_line(res.err)
+    line = _one_clean_line(res.err)
+    assert "no shared library in this directory" in line and "[OD415]" in line
 
 
 def test_fifo_does_not_hang(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -92,7 +93,12 @@ def run_check(
     else:
         data = facts.file  # raises InputError before any check runs
         header = facts.structure.header
-        target = TargetInfo(display or path, data.size, header.describe() if header else "")
+        kind = header.describe() if header else ""
+        if display and display != path and os.path.isdir(display) and facts.options.package:
+            # A package directory named by the user: say so, and which library it loads.
+            kind = (f"Python package {facts.options.package}, loads "
+                    f"{os.path.basename(path)}" + (f": {kind}" if kind else ""))
+        target = TargetInfo(display or path, data.size, kind)
         if facts.options.probe and not facts.blocker and not facts.framework_library:
             facts.start_probe()  # runs concurrently with the static checks below
     checks: list[CheckRun] = []

@@ -169,8 +169,43 @@ OD413 = CodeDoc(
                 "LSB-Core-generic/symversion.html", "glibc elf/dl-version.c, elf/dl-load.c"),
 )
 
+# Input-level codes: raised before any check runs (opdoctor.facts.inputfile, opdoctor.targets)
+# and reported as "not analysed" with exit 2; declared here so `opdoctor explain` knows them.
+OD414 = CodeDoc(
+    "OD414", "symbolic link loop", Severity.ERROR,
+    what="The path resolves: following its symbolic links ends at a file, not back at a link "
+    "already followed.",
+    why="The kernel gives up after 40 links (ELOOP) and dlopen reports 'Too many levels of "
+    "symbolic links'; no file is opened, so nothing about the library can be checked. A loop "
+    "usually comes from a versioned-name chain (libfoo.so → libfoo.so.1 → libfoo.so) that a "
+    "packaging step or a careless `ln -sf` rewrote.",
+    example="ln -s libb.so liba.so; ln -s liba.so libb.so; opdoctor check liba.so → 'liba.so: "
+    "symbolic link loop (Too many levels of symbolic links)' (exit 2)",
+    fix="Find the loop with `namei -l PATH` (or `ls -l` on each link) and point the last link at "
+    "the real file: `ln -sf libfoo.so.1.2.3 libfoo.so.1`.",
+    references=("path_resolution(7)", "symlink(7)"),
+)
+OD415 = CodeDoc(
+    "OD415", "no compiled library to check", Severity.ERROR,
+    what="What was named contains, or loads, at least one compiled shared library: a wheel "
+    "with a .so, a directory with one below it, a package whose import loads one.",
+    why="Every cause opdoctor diagnoses lives in a compiled library (the operator's "
+    "registration, its dependencies, its symbols). A pure-Python wheel or package has none, so "
+    "'no problem found' would be a claim nothing backs; the usual mistake is checking the "
+    "source tree or the sdist instead of the built wheel, or a build that skipped the "
+    "extension.",
+    example="opdoctor check dist/mypkg-1.0-py3-none-any.whl → 'no compiled library in the "
+    "wheel (a pure-Python wheel: py3-none-any)' (exit 2)",
+    fix="Check the built artefact: the platform wheel (…-cp311-cp311-linux_x86_64.whl), the "
+    "build directory, or the installed package (`--package NAME`). A py3-none-any wheel of an "
+    "operator package means the extension was not built: look for 'skipping extension' in the "
+    "build log (a missing compiler or CUDA).",
+    references=("https://packaging.python.org/en/latest/specifications/binary-distribution-"
+                "format/",),
+)
+
 CODES = (OD401, OD402, OD403, OD404, OD405, OD406, OD407, OD408, OD409, OD410, OD411, OD412,
-         OD413)
+         OD413, OD414, OD415)
 
 
 def _hex(n: int) -> str:

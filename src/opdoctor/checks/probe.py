@@ -471,12 +471,34 @@ def _registered(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
                                  *[f"{k}: registered at {s}" for k, s in o.key_sites.items()]))
     if res.dangling:
         yield OD126.finding(facts.path, f"{len(res.dangling)} kernel registration(s) without a "
-                            "definition", res.dangling[:5])
+                            "definition", tuple(dangling_line(d) for d in res.dangling[:5]))
     for r in res.smoke:
         if r.ok is False:
             kind = r.error.type if r.error else "an error"
             yield OD127.finding(r.name, f"calling {r.name} on small CPU tensors raised "
                                 f"{kind}", (r.detail[:400],))
+
+
+def dangling_line(dump: str) -> str:
+    """One evidence line for one entry of ``torch._C._dispatch_find_dangling_impls()``, which is
+    a multi-line dispatcher dump ("name: ns::op", "schema: (none)", "CPU: registered at
+    file.cpp:44 :: (Tensor _0) -> Tensor _0 [ boxed unboxed ]"): ``ns::op: no schema (no
+    def); CPU kernel registered at file.cpp:44``. Lines it does not recognise are kept, joined."""
+    name, schema, kernels, other = "", "", [], []
+    for line in (x.strip() for x in dump.splitlines()):
+        key, sep, rest = line.partition(": ")
+        if not line:
+            continue
+        if key == "name" and sep:
+            name = rest
+        elif key == "schema" and sep:
+            schema = "no schema (no def)" if rest.strip() == "(none)" else f"schema {rest}"
+        elif sep and rest.startswith("registered at "):
+            kernels.append(f"{key} kernel registered at {rest[14:].split(' :: ')[0]}")
+        else:
+            other.append(line)
+    parts = [p for p in (schema, *kernels, *other) if p]
+    return f"{name}: {'; '.join(parts)}" if name else "; ".join(parts) or dump.strip()
 
 
 def section(facts: Facts) -> dict[str, Any]:

@@ -189,7 +189,7 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
         with expand(paths, options, errors) as targets:
             if not targets and not errors:
                 sys.stderr.write(f"opdoctor: error: no shared library found in "
-                                 f"{', '.join(paths)} [OD401]\n")
+                                 f"{', '.join(paths)} [OD415]\n")
                 return Exit.BAD_INPUT
             for t in targets:
                 signal.setitimer(signal.ITIMER_REAL, STATIC_TIMEOUT + t.options.timeout)
@@ -208,6 +208,13 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                     continue
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
+                if os.path.isdir(t.path) and not report.findings:
+                    # A package that loads no compiled library: "no problem found" would claim
+                    # what nothing was checked for.
+                    errors.append(TargetError(
+                        t.display, "OD415", f"Python package {t.options.package} loads no "
+                        "compiled library (pure Python): no operator library to check"))
+                    continue
                 reports.append(report)
     finally:
         signal.signal(signal.SIGALRM, old)

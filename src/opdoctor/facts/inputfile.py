@@ -65,6 +65,9 @@ def open_input(path: str) -> FileData:
     except PermissionError:
         raise InputError("OD403", path, "permission denied") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError("OD414", path, "symbolic link loop (Too many levels of symbolic "
+                             "links)") from None
         raise InputError("OD403", path, os.strerror(exc.errno or errno.EIO)) from None
     if not stat.S_ISREG(st.st_mode):
         raise InputError("OD402", path, f"is {_kind_of_mode(st.st_mode)}, not a library file")

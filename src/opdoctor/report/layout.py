@@ -121,7 +121,7 @@ class Printer:
         for raw, quoted in self.names.items():
             body = body.replace(raw, quoted)
         head = Text.from_markup(prefix)
-        text = Text.from_markup(no_controls(body))
+        text = Text.from_markup(no_controls(body.rstrip("\n")))
         text.plain = _UNIT.sub(GLUE, text.plain)  # same length: the styles stay in place
         indent = head.cell_len if hang is None else hang
         lines: list[Text] = []

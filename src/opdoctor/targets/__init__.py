@@ -60,9 +60,16 @@ def _with_package(path: str, options: CheckOptions, display: str) -> Target:
                   display)
 
 
-def _walk(root: str) -> list[str]:
+def _walk(root: str, denied: list[str] | None = None) -> list[str]:
+    """Every shared library below ``root`` (links skipped: their targets are listed where they
+    live); the directories that could not be listed are appended to ``denied``."""
     out = []
-    for d, dirs, files in os.walk(root):
+
+    def unlisted(exc: OSError) -> None:
+        if denied is not None:
+            denied.append(exc.filename or root)
+
+    for d, dirs, files in os.walk(root, onerror=unlisted):
         dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
         out += [os.path.join(d, f) for f in sorted(files) if is_shared_library(f)
                 and not os.path.islink(os.path.join(d, f))]
@@ -88,6 +95,14 @@ def unpack_wheel(path: str, dest: str) -> None:
             zf.extractall(dest)
     except zipfile.BadZipFile as exc:
         raise WheelError(f"{path}: not a valid wheel (zip): {exc}") from None
+
+
+def _wheel_kind(path: str) -> str:
+    """``a pure-Python wheel: py3-none-any`` from the wheel's file name tags (PEP 427)."""
+    tags = os.path.basename(path)[:-4].split("-")[-3:]
+    if len(tags) == 3 and tags[1:] == ["none", "any"]:
+        return f"a pure-Python wheel: {'-'.join(tags)}"
+    return "only Python files in it"
 
 
 @contextmanager
@@ -121,16 +136,22 @@ def expand(paths: list[str], options: CheckOptions,
                     continue
                 libs = _walk(tmp)
                 if not libs and errors is not None:
-                    errors.append(TargetError(path, "OD401", "no shared library in the wheel "
-                                              "(a pure-Python wheel?)"))
+                    errors.append(TargetError(path, "OD415", "no compiled library in the wheel"
+                                              f" ({_wheel_kind(path)})"))
                 for lib in libs:
                     rel = os.path.relpath(lib, tmp)
                     targets.append(_with_package(lib, options, f"{path}!/{rel}"))
             elif os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
-                found = _walk(path)
-                if not found and errors is not None:
-                    errors.append(TargetError(path, "OD401", "no shared library found in this "
-                                              "directory"))
+                denied: list[str] = []
+                found = _walk(path, denied)
+                if errors is not None:
+                    for d in denied:
+                        # Not "no library here": the libraries in it were never seen.
+                        errors.append(TargetError(d, "OD403", "permission denied: cannot list "
+                                                  "this directory"))
+                    if not found and not denied:
+                        errors.append(TargetError(path, "OD415", "no shared library in this "
+                                                  "directory or below it"))
                 targets += [_with_package(lib, options, lib) for lib in found]
             elif os.path.isdir(path):
                 name = os.path.basename(os.path.abspath(path))

@@ -1,0 +1,159 @@
+"""Each kind of bad input gets its own label and code, on real files: a symbolic link loop
+(OD414), a directory the user cannot list (OD403, not "no library here"), a pure-Python wheel,
+directory or package (OD415, not "path not found"), and scan's documented exit code for a
+--python that is not a Python. The kernel, ld.so or zipfile is asked first that the fault is
+real."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PKG_DIR, fixture, reference
+from tests.helpers import cli, cli_proc
+
+
+def _one_error(err: str) -> str:
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_symlink_loop_is_od414(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "liba.so", tmp_path / "libb.so"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    with pytest.raises(OSError) as exc:
+        os.stat(a)
+    assert exc.value.errno == errno.ELOOP
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        ctypes.CDLL(str(a))  # what the loader says: nothing is opened, nothing runs
+    res = cli(capsys, "check", "--static", str(a))
+    line = _one_error(res.err)
+    assert res.code == 2 and "[OD414]" in line and "symbolic link loop" in line, line
+    assert "permission" not in line and "not readable" not in line
+    loopdir = tmp_path / "loopdir"
+    loopdir.symlink_to(loopdir)
+    res = cli(capsys, "check", "--static", str(loopdir))
+    assert res.code == 2 and "[OD414]" in _one_error(res.err)
+    explained = cli(capsys, "explain", "OD414")
+    assert explained.code == 0 and "symbolic link loop" in explained.out
+
+
+def _pure_wheel(where: Path) -> Path:
+    """A real pure-Python wheel (PEP 427 layout), as `pip wheel` writes one."""
+    whl = where / "purepkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        zf.writestr("purepkg/__init__.py", "VALUE = 1\n")
+        zf.writestr("purepkg-1.0.dist-info/METADATA",
+                    "Metadata-Version: 2.1\nName: purepkg\nVersion: 1.0\n")
+        zf.writestr("purepkg-1.0.dist-info/WHEEL",
+                    "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr("purepkg-1.0.dist-info/RECORD", "")
+    return whl
+
+
+def test_pure_python_wheel_is_od415(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    whl = _pure_wheel(tmp_path)
+    with zipfile.ZipFile(whl) as zf:
+        assert zipfile.is_zipfile(whl) and not [n for n in zf.namelist() if ".so" in n]
+    res = cli(capsys, "check", "--static", str(whl))
+    line = _one_error(res.err)
+    assert res.code == 2 and "[OD415]" in line and "py3-none-any" in line, line
+    assert "not found" not in line
+
+
+def test_pure_python_package_is_od415(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    pkg = tmp_path / "tinyop"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("VALUE = 1\n")
+    # It imports (the chain is fine): there is simply no compiled library behind it.
+    subprocess.run([sys.executable, "-c", "import tinyop"], cwd=tmp_path, check=True,
+                   timeout=60)
+    for args in ([str(pkg)], ["--package", "tinyop", "--cwd", str(tmp_path)]):
+        res = cli(capsys, "check", "--static", *args)
+        line = _one_error(res.err)
+        assert res.code == 2 and "[OD415]" in line and "no compiled library" in line, line
+        assert "?" not in res.out and "No problem found" not in res.out
+
+
+def test_package_directory_header_names_the_library(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pkg = PKG_DIR / "myop"
+    assert (pkg / "__init__.py").exists(), "run `make fixtures`"
+    res = cli(capsys, "check", "--static", str(pkg))
+    header = res.out.splitlines()[0]
+    assert "(Python package myop, loads libmyop.so: ELF64 x86-64, shared object," in header
+    assert "?" not in header
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None and os.geteuid() == 0,
+                    reason="root reads every directory; setpriv (util-linux) is needed to drop "
+                    "CAP_DAC_OVERRIDE")
+def test_unlistable_directory_is_permission_denied(tmp_path: Path) -> None:
+    """A directory mode 000: as a normal user, or as root without the capabilities that let
+    root read anything (setpriv drops them), listing it fails — and the report says so."""
+    top = tmp_path / "libs"
+    locked = top / "locked"
+    locked.mkdir(parents=True)
+    shutil.copy(reference(), locked / "libmyop.so")
+    shutil.copy(reference(), top / "libmyop.so")
+    locked.chmod(0)
+    prefix = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+                  "--inh-caps=-dac_override,-dac_read_search"]
+    try:
+        probe = subprocess.run([*prefix, sys.executable, "-c",
+                                f"import os; os.listdir({str(locked)!r})"],
+                               capture_output=True, text=True, timeout=60)
+        assert "PermissionError" in probe.stderr  # the fault is real for this user
+        for target, checked in ((locked, False), (top, True)):
+            p = subprocess.run([*prefix, sys.executable, "-m", "opdoctor", "check", "--static",
+                                str(target)], capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, NO_COLOR="1"))
+            line = _one_error(p.stderr)
+            assert p.returncode == 2, p.stderr
+            assert f"{locked}: permission denied" in line and "[OD403]" in line, line
+            assert "no shared library" not in p.stderr
+            # The readable library beside it is still checked.
+            assert (f"— {top / 'libmyop.so'} (" in p.stdout) is checked, p.stdout
+    finally:
+        locked.chmod(0o755)
+
+
+def test_missing_path_stays_od401(capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "check", "--static", "/nonexistent/libmyop.so")
+    assert res.code == 2 and "[OD401]" in _one_error(res.err)
+
+
+def test_scan_python_exit_code_is_the_documented_one() -> None:
+    helptext = " ".join(cli_proc("scan", "--help").out.split())
+    assert "3 usage (a --python that is not a usable Python included)" in helptext
+    for bad in ("/nonexistent/python", str(fixture("integrity/not_elf.so"))):
+        res = cli_proc("scan", "--python", bad)
+        assert res.code == 3, (bad, res.err)
+        assert "Traceback" not in res.err and f"--python {bad}" in _one_error(res.err)
+
+
+@pytest.mark.probe
+def test_dangling_impl_evidence_is_one_line_per_op(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """OD126 on a library whose TORCH_LIBRARY_IMPL has no TORCH_LIBRARY def: torch's own
+    _dispatch_find_dangling_impls dump (several lines per op) becomes one evidence line."""
+    res = cli(capsys, "check", "-f", "json", str(fixture("registration/impl_only.so")))
+    found = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD126"]
+    assert found, res.out
+    for line in found[0]["evidence"]:
+        assert "\n" not in line, line
+        assert line.startswith("myop::weighted_sum: no schema (no def); CPU kernel registered "
+                               "at ") and "weighted_sum.cpp:" in line, line
