@@ -81,5 +81,11 @@ def test_bash_completion_offers_formats_and_flags() -> None:
     out = subprocess.run([sys.executable, "-m", "opdoctor"], env=env, capture_output=True,
                          text=True, timeout=60).stdout.split()
     assert out == ["--fail-on"]
+    env.update(COMP_WORDS="opdoctor explain OD40", COMP_CWORD="2")
+    out = subprocess.run([sys.executable, "-m", "opdoctor"], env=env, capture_output=True,
+                         text=True, timeout=60).stdout.split()
+    assert out == [f"OD40{i}" for i in range(1, 10)]
     script = cli_proc("--show-completion", "bash")
     assert script.code == 0 and "_opdoctor_completion" in script.out
+    # Paths: bash's own file completion, when opdoctor offers nothing for an argument.
+    assert "complete -o default" in script.out

@@ -309,11 +309,18 @@ def _render_doc(doc: CodeDoc) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _complete_code(incomplete: str) -> list[str]:
+    """Shell completion for `explain`: the codes that start with what was typed."""
+    from opdoctor.checks import load_registry
+
+    return [c for c in sorted(load_registry().catalog) if c.startswith(incomplete.upper())]
+
+
 @app.command(cls=PlainCommand, short_help="Explain a code, an error message or a CI log.")
 def explain(
     what: Annotated[str, typer.Argument(
-        metavar="TEXT", help="A code (OD401), an error message in quotes, or - to read a log "
-        "from stdin.")],
+        metavar="TEXT", autocompletion=_complete_code,
+        help="A code (OD401), an error message in quotes, or - to read a log from stdin.")],
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
                                      autocompletion=lambda: ["text", "json"],
                                      help="text | json [default: text]",
