@@ -44,7 +44,24 @@ def test_every_parameter_has_help_and_a_plain_metavar(command: str) -> None:
     assert rows >= 2
     # Help text wraps at spaces only: no word ends in a hyphen at a line end ("nvidia-⏎smi").
     assert not re.search(r"\w-\n", res.out), res.out
-    assert "[tool.opdoctor]" not in res.out or "tool.opdoctor" in res.out
+
+
+def test_help_texts_are_printed_as_written() -> None:
+    """No markup eaten: every setting's help (brackets, ellipses, backticks included) is in
+    `check --help` word for word; typer's rich mode printed "pyproject.toml with )."."""
+    from opdoctor.cli.settings import SETTINGS
+
+    shown = " ".join(cli_proc("check", "--help").out.split())
+    for spec in SETTINGS:
+        assert " ".join(spec.help.split()) in shown, spec.flag
+    assert "pyproject.toml with a tool.opdoctor table" in shown and " )." not in shown
+
+
+def test_unknown_option_suggests_only_near_misses() -> None:
+    res = cli_proc("check", "--statik", "x.so")
+    assert res.code == 3 and "--static" in res.err.splitlines()[-1]
+    res = cli_proc("check", "--bogus", "x.so")
+    assert res.code == 3 and res.err.splitlines()[-1] == "Error: No such option: --bogus"
 
 
 def test_command_summaries_fit_on_one_line() -> None:

@@ -422,6 +422,16 @@ def _crash(exc: BaseException, debug: bool) -> int:
     return int(Exit.INTERNAL)
 
 
+def _close_options(name: str, candidates: Any) -> list[str]:
+    """The options worth suggesting for a mistyped ``name``: click compares whole strings, so
+    the shared ``--`` makes ``--bogus`` "close" to ``--gpu``; compare the words only."""
+    import difflib
+
+    words = {c.lstrip("-"): c for c in candidates}
+    return [words[w] for w in difflib.get_close_matches(name.lstrip("-"), list(words), n=3,
+                                                        cutoff=0.75)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``opdoctor`` script; returns the exit code instead of raising."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -433,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=args, prog_name="opdoctor", standalone_mode=False)
     except click_exc.UsageError as exc:
+        if isinstance(exc, click_exc.NoSuchOption):
+            exc.possibilities = _close_options(exc.option_name, exc.possibilities or ())
         exc.show()
         return int(Exit.USAGE)
     except UsageProblem as exc:
