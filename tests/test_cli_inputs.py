@@ -157,3 +157,19 @@ def test_dangling_impl_evidence_is_one_line_per_op(
         assert "\n" not in line, line
         assert line.startswith("myop::weighted_sum: no schema (no def); CPU kernel registered "
                                "at ") and "weighted_sum.cpp:" in line, line
+
+
+def test_linker_script_preview_is_escaped_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """glibc's libc.so is a GNU ld script: ld.so refuses it, and the report shows its first
+    bytes as Python would (one backslash per newline, not two)."""
+    candidates = ("/usr/lib/x86_64-linux-gnu/libc.so", "/usr/lib64/libc.so", "/usr/lib/libc.so")
+    script = next((Path(p) for p in candidates if Path(p).is_file()), None)
+    if script is None:
+        pytest.skip("no libc.so linker script here (libc6-dev / glibc-devel not installed)")
+    assert script.read_bytes().startswith(b"/* GNU ld script")
+    with pytest.raises(OSError, match="invalid ELF header"):
+        ctypes.CDLL(str(script))
+    res = cli(capsys, "check", "--static", str(script))
+    assert res.code == 1
+    line = next(x for x in res.out.splitlines() if "first bytes:" in x)
+    assert "first bytes: '/* GNU ld script\\n" in line and "\\\\n" not in line, line

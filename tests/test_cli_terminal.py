@@ -18,7 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from opdoctor.report.layout import Printer, quote_path
-from tests.conftest import fixture
+from tests.conftest import fixture, reference
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 UNIT = re.compile(r"\b\d+ (?:bytes|KB|MB|GB|s)\b")
@@ -129,3 +129,13 @@ def test_scan_title_is_one_line_at_120_columns(tmp_path: Path) -> None:
     title = [x for x in text.splitlines() if "opdoctor scan —" in x]
     assert len(title) == 1, text
     assert title[0].rstrip().endswith("(0 libraries)"), text
+    # On a narrow terminal the table fits the terminal (Rich wraps cells), not 140 columns:
+    # with one operator library installed its row is wider than 60 columns unwrapped.
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "myop").mkdir()
+    shutil.copy(reference(), site / "myop" / "libmyop.so")
+    wide = _piped(["scan", "--python", str(venv / "bin" / "python")], None)
+    assert "libmyop.so" in wide and max(len(x) for x in wide.splitlines()) > 60, wide
+    narrow = ANSI.sub("", _on_pty(["scan", "--python", str(venv / "bin" / "python")], 60))
+    table = [x for x in narrow.splitlines() if x[:1] in "┏┃┡└"]
+    assert table and all(len(x) <= 60 for x in table), narrow

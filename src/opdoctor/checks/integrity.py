@@ -237,7 +237,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     if st.header is None:
         head = bytes(facts.file.buf[:512])
         what = sniff(head)
-        preview = head[:40].decode("latin-1").replace("\n", "\\n")
+        preview = head[:40].decode("latin-1")  # !r below escapes newlines (once)
         yield OD405.finding(path, f"not an ELF file: it is {what}",
                             (f"first bytes: {preview!r}", f"size: {size} bytes"),
                             fix=not_elf_fix(what, bytes(facts.file.buf[:4096])))

@@ -307,7 +307,11 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
             ctx = RenderContext(load_registry().catalog, threshold, code)
             renderer(form)(reports, ctx, out)
             return code
-        con = Console(file=out, no_color=not _color(out), highlight=False, width=140)
+        from opdoctor.report.layout import wrap_width
+
+        # The table fits the terminal (Rich wraps cells, not lines); 140 columns in a log.
+        con = Console(file=out, no_color=not _color(out), highlight=False,
+                      width=wrap_width(out) or 140)
         # The title on a line of its own: as a Table title Rich wraps it to the table's width
         # (a few columns when the names are short), whatever the terminal's width.
         con.print(escape(f"opdoctor scan — {interp.invoke} ({len(items)} libraries)"),
