@@ -84,6 +84,12 @@ def test_pure_python_package_is_od415(tmp_path: Path,
         line = _one_error(res.err)
         assert res.code == 2 and "[OD415]" in line and "no compiled library" in line, line
         assert "?" not in res.out and "No problem found" not in res.out
+    # A pure-Python package that defines an op (torch.library.custom_op) is checked as usual.
+    pyop = fixture("compile/python/pyop_fake")
+    assert not list(pyop.rglob("*.so"))
+    res = cli(capsys, "check", "--static", str(pyop))
+    assert res.code == 0 and "OD415" not in res.err, res.err
+    assert "pyfake::double" in res.out and "(Python package pyop_fake)" in res.out
 
 
 def test_package_directory_header_names_the_library(

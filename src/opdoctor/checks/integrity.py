@@ -188,7 +188,8 @@ OD414 = CodeDoc(
 OD415 = CodeDoc(
     "OD415", "no compiled library to check", Severity.ERROR,
     what="What was named contains, or loads, at least one compiled shared library: a wheel "
-    "with a .so, a directory with one below it, a package whose import loads one.",
+    "with a .so, a directory with one below it, a package whose import loads one (or, for a "
+    "package, defines an operator from Python with torch.library).",
     why="Every cause opdoctor diagnoses lives in a compiled library (the operator's "
     "registration, its dependencies, its symbols). A pure-Python wheel or package has none, so "
     "'no problem found' would be a claim nothing backs; the usual mistake is checking the "

@@ -208,12 +208,14 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                     continue
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
-                if os.path.isdir(t.path) and not report.findings:
-                    # A package that loads no compiled library: "no problem found" would claim
-                    # what nothing was checked for.
+                compiled = report.sections.get("compile") or {}
+                if os.path.isdir(t.path) and not report.findings and not (
+                        compiled.get("ops") or compiled.get("python_registrations")):
+                    # A package that loads no compiled library and defines no op from Python
+                    # either: "no problem found" would claim what nothing was checked for.
                     errors.append(TargetError(
                         t.display, "OD415", f"Python package {t.options.package} loads no "
-                        "compiled library (pure Python): no operator library to check"))
+                        "compiled library and defines no operator: nothing to check"))
                     continue
                 reports.append(report)
     finally:
