@@ -102,6 +102,15 @@ def test_package_directory_header_names_the_library(
     assert "?" not in header
 
 
+def test_missing_package_header_does_not_call_the_directory_the_package(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    res = cli(capsys, "check", "--static", "--package", "nosuchpkg_xyz", "--cwd", str(tmp_path))
+    assert res.code == 1 and "OD501" in res.out
+    header = res.out.splitlines()[0]
+    assert header.endswith(f"{tmp_path} (the directory Python package nosuchpkg_xyz was "
+                           "looked up from)"), header
+
+
 @pytest.mark.skipif(shutil.which("setpriv") is None and os.geteuid() == 0,
                     reason="root reads every directory; setpriv (util-linux) is needed to drop "
                     "CAP_DAC_OVERRIDE")

@@ -87,7 +87,12 @@ def run_check(
     facts = Facts(path, options)
     data = None
     if facts.is_package_dir:
-        target = TargetInfo(display or path, None, f"Python package {facts.options.package}")
+        pkg = facts.options.package
+        # The directory is the package itself, or (the package was not found) the directory
+        # it was looked up from: the header must not call the latter the package.
+        is_pkg = os.path.basename(os.path.abspath(path)) == (pkg or "").split(".")[-1]
+        target = TargetInfo(display or path, None, f"Python package {pkg}" if is_pkg else
+                            f"the directory Python package {pkg} was looked up from")
         if facts.options.probe:
             facts.start_probe()
     else:
