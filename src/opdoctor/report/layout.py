@@ -34,7 +34,10 @@ def wrap_width(stream: TextIO) -> int | None:
     cols = os.environ.get("COLUMNS", "")
     if cols.isdigit() and int(cols) >= 20:
         return int(cols)
-    for fd in (_fileno(stream), 2):
+    out = _fileno(stream)
+    # stderr's terminal only for the process's own stdout piped (`opdoctor … | less`), not for
+    # a stream of the caller's (a StringIO, a test's capture).
+    for fd in (out, 2 if out == 1 else None):
         if fd is not None and os.isatty(fd):
             try:
                 return max(os.get_terminal_size(fd).columns, 20)
