@@ -186,6 +186,47 @@ def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
     ("Check failed: Cannot find op_type_name: my_add", 1),
     ("InvalidArgumentError: No OpKernel was registered to support Op 'MyOp' used by {{node x}} "
      "with these attrs: [T=DT_FLOAT]\nRegistered devices: [CPU]", 1),
+    # a mangled name whose underscores an issue's Markdown ate: still the package's own code
+    ("ValueError: (InvalidArgument) Fail to open library: /e/site-packages/paddle_custom_device/"
+     "libpaddle-custom-npu.so with error: /e/site-packages/paddle_custom_device/libpaddle-custom"
+     "-npu.so: undefined symbol: ZN13custom_kernel14GatherNdKernelIbN3phi13CustomContextEEEvRKT0"
+     "_RKNS1_11DenseTensorES8_PS6\n[Hint: dso_handle should not be null.] (at /paddle/paddle/"
+     "fluid/platform/init.cc:152)", 4),
+    # a glibc-versioned symbol: built for another glibc release
+    ("ImportError: /e/site-packages/paddle/fluid/core_avx.so: undefined symbol: _dl_sym, version "
+     "GLIBC_PRIVATE", 3),
+    # relocatable device code without the device-link step
+    ("ImportError: /x/ext/_C.so: undefined symbol: __cudaRegisterLinkedBinary_54_tmpxft_0000"
+     "1a3b_00000000_7_kernel_cpp1_ii_abc", 4),
+    # the soname major against the installed major the text states
+    ("cuda 12.1 installed\nFAIL : Failed to load library libonnxruntime_providers_cuda.so with "
+     "error: libcublasLt.so.11: cannot open shared object file: No such file or directory", 3),
+    ("CUDA Version: 11.8\nImportError: libcudart.so.11.0: cannot open shared object file: No "
+     "such file or directory", 2),
+    ("Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot "
+     "open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/cuda-12.2"
+     "/lib64", 3),
+    # Windows forms: a missing entry point (another release), 0xc000007b (another architecture)
+    ("The procedure entry point ?dtype@TensorImpl@c10@@QEBA?AVTypeMeta@caffe2@@XZ could not be "
+     "located in the dynamic link library C:\\env\\Lib\\site-packages\\torchvision\\_C.pyd.", 3),
+    ("无法定位程序输入点 ?xyz@@YAXXZ 于动态链接库 C:\\env\\Lib\\site-packages\\x\\_C.pyd 上。", 3),
+    ("The application was unable to start correctly (0xc000007b). Click OK to close the "
+     "application.", 4),
+    # glibc's translated messages, HTML entities and JSON-escaped newlines as pasted
+    ("ImportError: /a/b/_C.so: 未定义的符号: _ZN3c104impl3cow11cow_deleterEPv", 3),
+    ("ImportError: libc10.so: 无法打开共享对象文件: 没有那个文件或目录", 5),
+    ("NotFoundError: Op type not registered &#39;SentencepieceOp&#39; in binary running on h.", 5),
+    ('{"log": "Traceback (most recent call last):\\n  File \\"x.py\\", line 1\\nImportError: '
+     '/opt/x/libop.so: undefined symbol: _ZN5myops6helperEv\\n"}', 4),
+    # onnxruntime's Python package without its core API: shadowed or two distributions
+    ("AttributeError: module 'onnxruntime' has no attribute 'InferenceSession'", 5),
+    ("ImportError: cannot import name 'get_all_providers' from 'onnxruntime.capi._pybind_state' "
+     "(/home/u/.local/lib/python3.10/site-packages/onnxruntime/capi/_pybind_state.py)", 5),
+    # a C++ loader looking up an op whose library was never loaded
+    ("Error during testing: Could not find schema for custom_ops::selective_scan_fwd", 5),
+    # a low-confidence top cause with one alternative stays on top
+    ("Installed CUDA version 11.8 does not match the version torch was compiled with 12.1, "
+     "unable to compile cuda/cpp extensions without a matching cuda version.", 3),
 ])
 def test_issue_message_forms(text: str, cause: int) -> None:
     assert explain_text(text).cause == cause
@@ -304,3 +345,14 @@ def test_explain_imports_neither_torch_nor_typer() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin"})
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_normalise_keeps_windows_paths_and_ascii_text() -> None:
+    from opdoctor.explain.entities import normalise
+
+    win = 'Error loading "C:\\Users\\x\\torch\\lib\\nvfuser_codegen.dll" or one of its deps.'
+    assert normalise(win) == win  # "\lib\nvfuser": not an escaped newline
+    assert normalise("a\\nTraceback (most recent") == "a\nTraceback (most recent"
+    assert normalise("x: 未定义的符号: _Z1fv") == "x: undefined symbol: _Z1fv"
+    plain = "ImportError: /opt/x.so: undefined symbol: _Z1fv"
+    assert normalise(plain) == plain

@@ -153,8 +153,17 @@ def _namespace_from_mangled(mangled: str) -> str:
 def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
     """Classify an undefined symbol by what it names (and which library wanted it)."""
     d = demangle(mangled)
+    if d == mangled and mangled.startswith(("_Z", "__Z")) and demangle(mangled + "_") != \
+            mangled + "_":
+        d = demangle(mangled + "_")  # a trailing underscore that Markdown ate with the first
     if d == mangled and mangled.startswith(("_Z", "__Z")):
         d = _namespace_from_mangled(mangled) + mangled  # undemanglable: keep its namespace
+    if re.match(r"_{1,2}cudaRegisterLinkedBinary", mangled):
+        return SymbolInfo(mangled, d, "own",
+                          "the registration stub of relocatable device code (nvcc -rdc=true): "
+                          "the device-link step (nvcc -dlink, or CUDA_SEPARABLE_COMPILATION / "
+                          "CUDA_RESOLVE_DEVICE_SYMBOLS) is missing from the build", (4, 3),
+                          "OD301")
     special, core = _strip_special(d)
     if not special and re.match(r"_{1,2}ZT[IVS]", mangled):
         special = {"I": "typeinfo", "V": "vtable", "S": "typeinfo name"}[
@@ -313,6 +322,46 @@ def compare_pair(built: str, have: str) -> str:
     if vb != vh and (vb or vh):
         return "variant"
     return ""
+
+
+# ------------------------------------------------------------------ how the text was pasted
+_ENTITIES = {"&#39;": "'", "&#x27;": "'", "&quot;": '"', "&lt;": "<", "&gt;": ">", "&amp;": "&",
+             "\\'": "'", '\\"': '"'}
+# glibc's translated loader messages (a localised system prints these), mapped to the C locale
+_LOCALISED = (
+    (re.compile(r"无法打开共享对象文件|無法開啟共享物件檔案|共有オブジェクトファイルを開けません|"
+                r"[Kk]ann die Shared-Object-Datei nicht öffnen|ne peut ouvrir le fichier d'objet "
+                r"partagé|no se puede abrir el archivo del objeto compartido|невозможно открыть "
+                r"разделяемый объектный файл|impossibile aprire il file oggetto condiviso"),
+     "cannot open shared object file"),
+    (re.compile(r"未定义的?符号|未定義のシンボル|[Nn]icht definiertes Symbol|symbole non défini|"
+                r"símbolo no definido|неопределённый символ|неопределенный символ"),
+     "undefined symbol"),
+    (re.compile(r"没有那个文件或目录|沒有此一檔案或目錄|そのようなファイルやディレクトリはありません|"
+                r"Datei oder Verzeichnis nicht gefunden|Aucun fichier ou dossier de ce type|"
+                r"No existe el archivo o el directorio|Нет такого файла или каталога"),
+     "No such file or directory"),
+)
+
+
+_ESCAPED_NL = re.compile(r"(?:\\r)?\\n(?=\s|$|\\n|Traceback|File \"|During handling|The above|"
+                         r"[A-Z][A-Za-z]{0,40}(?:Error|Exception|Warning)\b|\w{1,60}Error:)")
+
+
+def normalise(text: str) -> str:
+    """The message as the program printed it, from the way it was pasted: HTML entities and
+    escaped quotes of an issue page or a JSON log, a log that kept its newlines as ``\\n``
+    (a one-line JSON field, a CI annotation), and glibc's translated loader messages."""
+    if "&" in text or "\\" in text:
+        for k, v in _ENTITIES.items():
+            text = text.replace(k, v)
+    if "\\n" in text and text.count("\n") < 3:
+        # only where a line break is plausible: a Windows path's "\\lib\\nvrtc…" stays whole
+        text = _ESCAPED_NL.sub("\n", text)
+    if not text.isascii():
+        for rx, english in _LOCALISED:
+            text = rx.sub(english, text)
+    return text
 
 
 # ------------------------------------------------------------------ general extraction

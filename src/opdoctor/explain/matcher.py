@@ -24,7 +24,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from opdoctor.explain import rank
-from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, path_kind
+from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, normalise, path_kind
 
 TYPE_CHECKING = False  # not from typing: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -346,7 +346,8 @@ def _pick_path(ent: dict[str, Any], groups: dict[str, str]) -> str:
 def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explanation:
     """Explain an error message or a whole log: the root error's cause, ranked alternatives."""
     patterns = patterns if patterns is not None else load_patterns()
-    lines = _join_wrapped(text[: MAX_LINE * 50])
+    text = normalise(text[: MAX_LINE * 50])
+    lines = _join_wrapped(text)
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES]
     matches = _match_lines(lines, patterns)

@@ -305,6 +305,35 @@ def _missing_library(ctx: Context) -> Refinement | None:
     return None
 
 
+@refiner("cuda-library")
+def _cuda_library(ctx: Context) -> Refinement | None:
+    """A CUDA/cuDNN library a framework dlopens by name: the soname major against the installed
+    major the text states (the rest of the text cannot separate path from release)."""
+    lib = ctx.group("library")
+    pairing = _cuda_major_pairing(_basename(lib), ctx.text) if lib else None
+    if pairing is None or pairing[0]:
+        return None
+    return Refinement((3, 2), f"{_basename(lib)} is the major the framework was built for, while "
+                      f"the text shows {pairing[1]} installed", ("OD312",),
+                      f"{_basename(lib)} not found: built for another CUDA/cuDNN major than the "
+                      f"installed {pairing[1]}", "medium")
+
+
+@refiner("ort-native")
+def _ort_native(ctx: Context) -> Refinement | None:
+    """onnxruntime's compiled core did not import: on Windows a DLL it needs is missing (the
+    Visual C++ runtime); elsewhere the Python side of the install is inconsistent."""
+    paths = re.findall(r"\((/[^)\s]{1,400})\)|File \"(/[^\"\n]{1,400})\"", ctx.text)
+    if re.search(r"DLL|[A-Za-z]:\\|WinError|\.pyd\b", ctx.text) or not paths:
+        return None
+    return Refinement((5, 2), "the names missing from onnxruntime.capi._pybind_state on a "
+                      "non-Windows system: two onnxruntime distributions (onnxruntime and "
+                      "onnxruntime-gpu) installed over each other, or a partial upgrade",
+                      ("OD502",), "onnxruntime's Python package and its compiled core disagree",
+                      "medium", "`pip list | grep onnxruntime`: more than one distribution means "
+                      "uninstall all and install one")
+
+
 # ------------------------------------------------------------------ symbol versions
 @refiner("symbol-version")
 def _symbol_version(ctx: Context) -> Refinement | None:
