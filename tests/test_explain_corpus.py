@@ -227,6 +227,20 @@ def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
     # a low-confidence top cause with one alternative stays on top
     ("Installed CUDA version 11.8 does not match the version torch was compiled with 12.1, "
      "unable to compile cuda/cpp extensions without a matching cuda version.", 3),
+    # an op missing from a serving or non-Python host binary: registration, not an import
+    ("docker run -p 8501:8501 tensorflow/serving\n... Not found: Op type not registered "
+     "'RegexSplitWithOffsets' in binary running on 7f.", 1),
+    ("Exception in thread \"main\" org.tensorflow.exceptions.TensorFlowException: Op type not "
+     "registered 'SentencepieceOp' in binary running on host.", 1),
+    ("ERROR: Regular TensorFlow ops are not supported by this interpreter. Make sure you "
+     "apply/link the Flex delegate before inference.", 1),
+    # a worker process's environment; an extension built for another Python
+    ("(raylet) ModuleNotFoundError: No module named 'my_ops'", 5),
+    ("ImportError: /opt/venv/lib/python3.8/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+     "linux-gnu.so: cannot open shared object file: No such file or directory", 5),
+    # a CUDA library's symbol (nvJitLink) is the search path or a CUDA release, not own code
+    ("ImportError: /e/site-packages/nvidia/cusparse/lib/libcusparse.so.12: undefined symbol: "
+     "__nvJitLinkAddData_12_5, version libnvJitLink.so.12", 2),
 ])
 def test_issue_message_forms(text: str, cause: int) -> None:
     assert explain_text(text).cause == cause

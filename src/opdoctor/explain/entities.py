@@ -123,8 +123,9 @@ _THIRD_PARTY = re.compile(r"^(?:iJIT_|mkl_|MKL_|cblas_|openblas|gotoblas|GOMP_|o
                           r"kmp_|del_curterm|tgetent|setupterm|SSL_|EVP_|OPENSSL_|CRYPTO_|"
                           r"inflate|deflate|png_|jpeg_|H5|google::protobuf::|google::|cv::|"
                           r"boost::|Json::|fmt::|spdlog::|folly::|dnnl_|dnnl::|mkldnn)")
-_CUDA_C = re.compile(r"^(?:cu(?:da|blas|blasLt|dnn|fft|rand|sparse|solver|Launch|Module|Ctx|Mem)"
-                     r"|nccl|nvrtc|nvinfer|nvjpeg|cutlass)", re.I)
+_CUDA_C = re.compile(r"^(?:cu(?:da|blas|blasLt|dnn|fft|rand|sparse|solver|Launch|Module|Ctx|Mem|"
+                     r"pti|tensor)|nccl|nvrtc|nvinfer|nvjpeg|cutlass|_{0,2}nvJitLink|nvml|nvtx)",
+                     re.I)
 _CXX_RT = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|operator (?:new|delete))"
                      r"|^(?:typeinfo|vtable) for std::|^__cxa_|^__gxx_")
 _OLD_ABI_STRING = re.compile(r"std::(?:string\b|basic_string<)")

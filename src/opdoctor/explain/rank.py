@@ -285,6 +285,11 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "major that is not installed", ("OD201", "OD312"),
                           f"{base} not found: the CUDA libraries are not on the search path",
                           "medium")
+    built, ran = python_versions(text)
+    if built and ran and not built & ran:
+        return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
+                          f"but the process runs Python {sorted(ran)[0]}", ("OD503",),
+                          "an extension built for another Python", "high")
     if "/" in lib and "installed" in kinds and re.search(r"cannot open shared object file",
                                                           text):
         return Refinement((4, 2), f"{lib} is a file the package installed, yet the loader cannot "
@@ -429,10 +434,22 @@ def _tf_op(ctx: Context) -> Refinement | None:
     text = ctx.text
     op = ctx.group("op")
     if re.search(r"tensorflow_serving|[Ss]ervable|Loading servable|TF_?Serving|tritonserver|"
-                 r"inference server", text):
+                 r"inference server|tensorflow/serving|tensorflow_model_server|model_server|"
+                 r"tf-serving", text):
         return Refinement((1, 5), "the op is loaded by a server binary (TF Serving, Triton) that "
                           f"does not contain {op}: custom ops must be compiled into the server",
                           ("OD106",), f"the serving binary has no {op}", "high")
+    if re.search(r"org\.tensorflow\.|TensorFlowException|tfjs-node|@tensorflow/tfjs|"
+                 r"TensorFlowSharp|Tensorflow\.NET|TF_LoadSessionFromSavedModel|"
+                 r"TF_GraphImportGraphDef|SavedModelBundle|\.java:\d|\.go:\d|\.cs:line \d|"
+                 r"tensorflow::LoadSavedModel", text):
+        # not a Python process: no package import can register the op; the host program's
+        # TensorFlow library has it only when linked in or loaded explicitly (TF_LoadLibrary)
+        return Refinement((1, 5), f"the model is loaded by a non-Python program (Java, C/C++, "
+                          f"Node.js, Go, .NET) whose TensorFlow library does not contain {op}: "
+                          "custom ops must be linked into it or loaded with TF_LoadLibrary / "
+                          "TensorFlow.loadLibrary", ("OD106",), f"the host program's TensorFlow "
+                          f"has no {op}", "medium")
     if re.search(r"[Aa]ndroid|\biOS\b|mobile|TFLite|tflite|libtensorflow_inference", text):
         return Refinement((1,), f"mobile/selective builds register only a subset of ops; {op} is "
                           "not in this one", ("OD106",), f"{op} is not in this mobile build",
@@ -523,6 +540,15 @@ def _module(ctx: Context) -> Refinement | None:
         return Refinement((5, 3), f"the traceback goes through two Pythons ({pys}): packages "
                           "of one interpreter are imported by another", ("OD503",),
                           "two Python installations mixed in one process", "medium")
+    if re.search(r"\(raylet\)|\bray::|\(pid=\d|pyspark|[Ee]xecutor \d|dask[._-]worker|"
+                 r"\[while running '|apache_beam|SpawnProcess|[Ww]orker (?:process|node)|srun:",
+                 text):
+        return Refinement((5, 4), f"{full} fails in a worker process (Ray, Spark, Dask, Beam, "
+                          "a spawned or remote worker): that process runs another interpreter or "
+                          "environment, without the package (or without it imported)",
+                          ("OD501",), f"{full} missing in a worker's environment", "medium",
+                          "the interpreter and environment the workers run (their runtime_env / "
+                          "image / PYTHONPATH) against the driver's")
     if where == "source-tree" and (compiled or name):
         return Refinement((5, 4), f"the traceback runs {top} from a source checkout (not "
                           "site-packages): it shadows the installed package and has no built "
