@@ -237,6 +237,12 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
         return SymbolInfo(mangled, d, owner,
                           "a CUDA runtime internal: the code was compiled by a newer CUDA "
                           "toolkit than the libcudart that is loaded", (3, 2), "OD312")
+    if owner == "third-party" and re.match(r"(?:omp_|GOMP_|__kmpc_|kmp_)", core):
+        return SymbolInfo(mangled, d, owner,
+                          "an OpenMP runtime function: the library was compiled with OpenMP but "
+                          "not linked against its runtime (-fopenmp / -lgomp missing from the "
+                          "link), or expects another OpenMP runtime (libgomp vs libiomp5)",
+                          (4, 3), "OD301")
     if owner == "third-party" and not lib_kind & {"build-tree", "torch-extensions"}:
         return SymbolInfo(mangled, d, owner,
                           "a function of a third-party library (MKL, OpenMP, ncurses, OpenSSL, "

@@ -569,6 +569,15 @@ def _module(ctx: Context) -> Refinement | None:
             return Refinement((4, 5, 3), f"{full} is a compiled submodule missing from the "
                               "installed package: it was installed without building its "
                               "extension (or a lite variant)", ("OD510",), None, "medium")
+        if not _traceback_paths(text) and not _FRAMEWORK_MODULES.match(top):
+            # no traceback to show a checkout: most often the package was installed without
+            # its compiled part (a source/"lite" install, an optional extension not built)
+            return Refinement((4, 5), f"{full} is a compiled submodule the package was "
+                              "installed without (a source or lite install, an optional "
+                              "extension that was not built), or a checkout found first",
+                              ("OD510", "OD502"), None, "medium",
+                              f"which directory `import {top}` picks and whether it has the "
+                              f"built .so: `opdoctor check --package {top}`")
         return Refinement((5, 4), f"{full} is a compiled submodule: the package directory that "
                           "was imported has no built extension — a source checkout or stale "
                           "directory found first, two conflicting installs, or an extension "
@@ -636,7 +645,8 @@ def _windows(ctx: Context) -> Refinement | None:
         return Refinement((3, 4), "Windows error 127: the DLL was found but lacks a function "
                           "another module needs — a build for another release", ("OD304",),
                           "a DLL of another release (a missing entry point)", "medium")
-    if re.search(r"WinError 193|error 193|0xc000007[bB]|应用程序无法正常启动", line):
+    if re.search(r"WinError 193|error 193|0xc000007[bB]|应用程序无法正常启动", line) or \
+            re.search(r"[\\/][\w.+-]{1,200}\.so(?:\.[\d.]{1,20})?[\"']", line):
         return Refinement((4,), "Windows error 193: not a valid binary for this architecture",
                           ("OD408",), "a DLL for another architecture", "high")
     return Refinement((2, 3, 4), "Windows error 126: a DLL or one of its dependencies (the "
