@@ -250,6 +250,14 @@ def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
      "\"C:\\x\\site-packages\\pkg\\lib\\pkg_linux.so\" or one of its dependencies.", 4),
     ("ModuleNotFoundError: No module named 'apex.normalization.fused_layer_norm_cuda'", 4),
     ("ModuleNotFoundError: No module named 'oneflow._oneflow_internal'", 5),
+    # TF: an op with no GPU kernel (1) is not TensorFlow without a GPU (3)
+    ("InvalidArgumentError: Cannot assign a device for operation MyOp: Could not satisfy "
+     "explicit device specification '/device:GPU:0' because no supported kernel for GPU devices "
+     "is available.", 1),
+    ("Could not satisfy explicit device specification '/device:GPU:0' because no devices "
+     "matching that specification are registered in this process", 3),
+    # ptxas too old for the GPU architecture asked for
+    ("ptxas fatal   : Value 'sm_90' is not defined for option 'gpu-name'", 3),
 ])
 def test_issue_message_forms(text: str, cause: int) -> None:
     assert explain_text(text).cause == cause
@@ -257,6 +265,7 @@ def test_issue_message_forms(text: str, cause: int) -> None:
 
 @pytest.mark.parametrize("text", [
     "Segmentation fault (core dumped)",
+    "Process finished with exit code -1073741819 (0xC0000005)",  # Windows access violation
     "python: ../nptl/pthread_mutex_lock.c:81: __pthread_mutex_lock: Assertion "
     "`mutex->__data.__owner == 0' failed.",
 ])
