@@ -258,6 +258,15 @@ def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
      "matching that specification are registered in this process", 3),
     # ptxas too old for the GPU architecture asked for
     ("ptxas fatal   : Value 'sm_90' is not defined for option 'gpu-name'", 3),
+    # TorchBind: the fully qualified class form, and a serialized model whose class library
+    # was not loaded; an out-of-tree device type whose backend package was not imported
+    ("RuntimeError: Tried to instantiate class '__torch__.torch.classes.my_classes.MyStack', "
+     "but it does not exist! Ensure that it is registered via torch::class_", 1),
+    ("RuntimeError: Unknown type name '__torch__.torch.classes.my_classes.MyStack':\n  File "
+     "\"code/__torch__.py\", line 3", 5),
+    ("RuntimeError: Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, "
+     "fpga, ort, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of "
+     "device string: npu", 5),
 ])
 def test_issue_message_forms(text: str, cause: int) -> None:
     assert explain_text(text).cause == cause
