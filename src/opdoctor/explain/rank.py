@@ -569,15 +569,6 @@ def _module(ctx: Context) -> Refinement | None:
             return Refinement((4, 5, 3), f"{full} is a compiled submodule missing from the "
                               "installed package: it was installed without building its "
                               "extension (or a lite variant)", ("OD510",), None, "medium")
-        if not _traceback_paths(text) and not _FRAMEWORK_MODULES.match(top):
-            # no traceback to show a checkout: most often the package was installed without
-            # its compiled part (a source/"lite" install, an optional extension not built)
-            return Refinement((4, 5), f"{full} is a compiled submodule the package was "
-                              "installed without (a source or lite install, an optional "
-                              "extension that was not built), or a checkout found first",
-                              ("OD510", "OD502"), None, "medium",
-                              f"which directory `import {top}` picks and whether it has the "
-                              f"built .so: `opdoctor check --package {top}`")
         return Refinement((5, 4), f"{full} is a compiled submodule: the package directory that "
                           "was imported has no built extension — a source checkout or stale "
                           "directory found first, two conflicting installs, or an extension "
