@@ -266,6 +266,14 @@ def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
     ("RuntimeError: Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, "
      "fpga, ort, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of "
      "device string: npu", 5),
+    # registration-layer forms: fake tensors, python overrides, a wrong signature, TF kernels
+    ("torch._subclasses.fake_tensor.UnsupportedOperatorException: mylib.foo.default", 1),
+    ("RuntimeError: This is not allowed since there's already a kernel registered from python "
+     "overriding foo's behavior for CPU dispatch key and mylib namespace.", 1),
+    ("RuntimeError: Tried to access or call an operator with a wrong signature.\n  operator: "
+     "mylib::foo(Tensor x) -> Tensor", 1),
+    ("NotFoundError: No registered 'ZeroOut' OpKernel for 'GPU' devices compatible with node "
+     "{{node ZeroOut}}", 1),
 ])
 def test_issue_message_forms(text: str, cause: int) -> None:
     assert explain_text(text).cause == cause
