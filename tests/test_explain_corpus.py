@@ -274,6 +274,15 @@ def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
      "mylib::foo(Tensor x) -> Tensor", 1),
     ("NotFoundError: No registered 'ZeroOut' OpKernel for 'GPU' devices compatible with node "
      "{{node ZeroOut}}", 1),
+    # the Python side: a local module shadowing the framework, a build without the framework
+    # in its (isolated) environment, an extension linked to another libpython
+    ("AttributeError: partially initialized module 'torch' has no attribute 'cuda' (most likely "
+     "due to a circular import)", 5),
+    ("AttributeError: module 'tensorflow' has no attribute 'load_op_library'\n  File \"/home/me/"
+     "project/tensorflow.py\", line 1", 5),
+    ("ModuleNotFoundError: No module named 'torch'\n  ERROR: Failed building wheel for flash-attn",
+     5),
+    ("Fatal Python error: _PyInterpreterState_Get(): no current interpreter", 5),
 ])
 def test_issue_message_forms(text: str, cause: int) -> None:
     assert explain_text(text).cause == cause

@@ -657,12 +657,36 @@ def _framework_module(ctx: Context) -> Refinement | None:
             module.endswith(("._C", "._ext")):
         return _module(ctx)
     top = module.split(".")[0]
+    local = [p for p in _traceback_paths(ctx.text)
+             if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
+             and "installed" not in path_kind(p)]
+    if re.search(r"partially initialized module|circular import", ctx.line) or local:
+        return Refinement((5, 3), f"the '{top}' that was imported is not the installed package: "
+                          + (f"{local[0]} shadows it" if local else "a local file or directory "
+                             f"named {top} (or the script's own name) is imported instead, "
+                             "half-initialised"), ("OD502",),
+                          f"a local {top} shadows the installed package", "high")
     return Refinement((3, 5), f"{module}{'.' + name if name else ''} is part of {top}'s Python "
                       f"API, not a compiled part: the code was written for another {top} "
                       "release (it was removed, renamed or not yet added)", ("OD304",),
                       f"the code expects another {top} release", "medium",
                       f"the {top} release the failing package requires (its setup metadata) "
                       "against `pip show " + top + "`")
+
+
+@refiner("build-failure")
+def _build_failure(ctx: Context) -> Refinement | None:
+    """A failed build whose log says the framework itself cannot be imported: the build ran in
+    an environment without it (pip's build isolation, another interpreter), not a code error."""
+    m = re.search(r"No module named '(torch|tensorflow|paddle|mindspore|oneflow|numpy)'", ctx.text)
+    if not m:
+        return None
+    return Refinement((5, 4), f"the build could not import {m.group(1)}: it ran in an "
+                      f"environment without it (pip's isolated build environment, another "
+                      "interpreter), so the extension was never built", ("OD501",),
+                      f"the build environment has no {m.group(1)}", "medium",
+                      "`pip install --no-build-isolation …` with the framework installed in the "
+                      "same interpreter")
 
 
 def order_with(ref: Refinement | None, base: tuple[int, ...]) -> tuple[int, ...]:
