@@ -413,3 +413,11 @@ def test_normalise_keeps_windows_paths_and_ascii_text() -> None:
     assert normalise("x: 未定义的符号: _Z1fv") == "x: undefined symbol: _Z1fv"
     plain = "ImportError: /opt/x.so: undefined symbol: _Z1fv"
     assert normalise(plain) == plain
+
+
+def test_unmatched_text_naming_a_known_symbol_is_ranked_from_it() -> None:
+    e = explain_text("my op wants _ZN3c104impl3cow11cow_deleterEPv and it is gone")
+    assert e.cause == 3 and e.confidence == "low" and e.subcause == "entity.symbol"
+    assert "cow_deleter" in e.why and "will not invent" not in e.explanation
+    own = explain_text("my op wants _ZN5myops6helperEv")  # own code alone says too little
+    assert own.cause == 0
