@@ -111,6 +111,8 @@ FAMILY_SAMPLES = [
     ("pytorch/pytorch#111654", "torch.torchscript-unknown-op"),
     ("ultralytics/yolov5#5511", "torch.vision-ops-mismatch"),
     ("PaddlePaddle/PaddleFormers#2284", "windows.load-error"),
+    ("pytorch/pytorch#145394", "torch.schema-missing"),
+    ("PaddlePaddle/Paddle#69403", "loader.undefined-symbol"),  # inside Paddle's dlopen wrapper
 ]
 
 
