@@ -111,6 +111,8 @@ FAMILY_SAMPLES = [
     ("pytorch/pytorch#111654", "torch.torchscript-unknown-op"),
     ("ultralytics/yolov5#5511", "torch.vision-ops-mismatch"),
     ("PaddlePaddle/PaddleFormers#2284", "windows.load-error"),
+    ("pytorch/pytorch#145394", "torch.schema-missing"),
+    ("PaddlePaddle/Paddle#69403", "loader.undefined-symbol"),  # inside Paddle's dlopen wrapper
 ]
 
 
@@ -186,6 +188,103 @@ def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
     ("Check failed: Cannot find op_type_name: my_add", 1),
     ("InvalidArgumentError: No OpKernel was registered to support Op 'MyOp' used by {{node x}} "
      "with these attrs: [T=DT_FLOAT]\nRegistered devices: [CPU]", 1),
+    # a mangled name whose underscores an issue's Markdown ate: still the package's own code
+    ("ValueError: (InvalidArgument) Fail to open library: /e/site-packages/paddle_custom_device/"
+     "libpaddle-custom-npu.so with error: /e/site-packages/paddle_custom_device/libpaddle-custom"
+     "-npu.so: undefined symbol: ZN13custom_kernel14GatherNdKernelIbN3phi13CustomContextEEEvRKT0"
+     "_RKNS1_11DenseTensorES8_PS6\n[Hint: dso_handle should not be null.] (at /paddle/paddle/"
+     "fluid/platform/init.cc:152)", 4),
+    # a glibc-versioned symbol: built for another glibc release
+    ("ImportError: /e/site-packages/paddle/fluid/core_avx.so: undefined symbol: _dl_sym, version "
+     "GLIBC_PRIVATE", 3),
+    # relocatable device code without the device-link step
+    ("ImportError: /x/ext/_C.so: undefined symbol: __cudaRegisterLinkedBinary_54_tmpxft_0000"
+     "1a3b_00000000_7_kernel_cpp1_ii_abc", 4),
+    # the soname major against the installed major the text states
+    ("cuda 12.1 installed\nFAIL : Failed to load library libonnxruntime_providers_cuda.so with "
+     "error: libcublasLt.so.11: cannot open shared object file: No such file or directory", 3),
+    ("CUDA Version: 11.8\nImportError: libcudart.so.11.0: cannot open shared object file: No "
+     "such file or directory", 2),
+    ("Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot "
+     "open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/cuda-12.2"
+     "/lib64", 3),
+    # Windows forms: a missing entry point (another release), 0xc000007b (another architecture)
+    ("The procedure entry point ?dtype@TensorImpl@c10@@QEBA?AVTypeMeta@caffe2@@XZ could not be "
+     "located in the dynamic link library C:\\env\\Lib\\site-packages\\torchvision\\_C.pyd.", 3),
+    ("无法定位程序输入点 ?xyz@@YAXXZ 于动态链接库 C:\\env\\Lib\\site-packages\\x\\_C.pyd 上。", 3),
+    ("The application was unable to start correctly (0xc000007b). Click OK to close the "
+     "application.", 4),
+    # glibc's translated messages, HTML entities and JSON-escaped newlines as pasted
+    ("ImportError: /a/b/_C.so: 未定义的符号: _ZN3c104impl3cow11cow_deleterEPv", 3),
+    ("ImportError: libc10.so: 无法打开共享对象文件: 没有那个文件或目录", 5),
+    ("NotFoundError: Op type not registered &#39;SentencepieceOp&#39; in binary running on h.", 5),
+    ('{"log": "Traceback (most recent call last):\\n  File \\"x.py\\", line 1\\nImportError: '
+     '/opt/x/libop.so: undefined symbol: _ZN5myops6helperEv\\n"}', 4),
+    # onnxruntime's Python package without its core API: shadowed or two distributions
+    ("AttributeError: module 'onnxruntime' has no attribute 'InferenceSession'", 5),
+    ("ImportError: cannot import name 'get_all_providers' from 'onnxruntime.capi._pybind_state' "
+     "(/home/u/.local/lib/python3.10/site-packages/onnxruntime/capi/_pybind_state.py)", 5),
+    # a C++ loader looking up an op whose library was never loaded
+    ("Error during testing: Could not find schema for custom_ops::selective_scan_fwd", 5),
+    # a low-confidence top cause with one alternative stays on top
+    ("Installed CUDA version 11.8 does not match the version torch was compiled with 12.1, "
+     "unable to compile cuda/cpp extensions without a matching cuda version.", 3),
+    # an op missing from a serving or non-Python host binary: registration, not an import
+    ("docker run -p 8501:8501 tensorflow/serving\n... Not found: Op type not registered "
+     "'RegexSplitWithOffsets' in binary running on 7f.", 1),
+    ("Exception in thread \"main\" org.tensorflow.exceptions.TensorFlowException: Op type not "
+     "registered 'SentencepieceOp' in binary running on host.", 1),
+    ("ERROR: Regular TensorFlow ops are not supported by this interpreter. Make sure you "
+     "apply/link the Flex delegate before inference.", 1),
+    # a worker process's environment; an extension built for another Python
+    ("(raylet) ModuleNotFoundError: No module named 'my_ops'", 5),
+    ("ImportError: /opt/venv/lib/python3.8/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+     "linux-gnu.so: cannot open shared object file: No such file or directory", 5),
+    # a CUDA library's symbol (nvJitLink) is the search path or a CUDA release, not own code
+    ("ImportError: /e/site-packages/nvidia/cusparse/lib/libcusparse.so.12: undefined symbol: "
+     "__nvJitLinkAddData_12_5, version libnvJitLink.so.12", 2),
+    # incomplete builds: an old glibc's alignment wording, OpenMP not linked, a Linux .so on
+    # Windows; a framework's own compiled module missing is the Python side
+    ("OSError: /e/site-packages/torch_npu/lib/libtorch_npu.so: ELF load command address/offset "
+     "not properly aligned", 4),
+    ("ImportError: /x/site-packages/pkg/_lib.so: undefined symbol: omp_get_thread_num", 4),
+    ("OSError: [WinError 126] The specified module could not be found. Error loading "
+     "\"C:\\x\\site-packages\\pkg\\lib\\pkg_linux.so\" or one of its dependencies.", 4),
+    ("ModuleNotFoundError: No module named 'oneflow._oneflow_internal'", 5),
+    # TF: an op with no GPU kernel (1) is not TensorFlow without a GPU (3)
+    ("InvalidArgumentError: Cannot assign a device for operation MyOp: Could not satisfy "
+     "explicit device specification '/device:GPU:0' because no supported kernel for GPU devices "
+     "is available.", 1),
+    ("Could not satisfy explicit device specification '/device:GPU:0' because no devices "
+     "matching that specification are registered in this process", 3),
+    # ptxas too old for the GPU architecture asked for
+    ("ptxas fatal   : Value 'sm_90' is not defined for option 'gpu-name'", 3),
+    # TorchBind: the fully qualified class form, and a serialized model whose class library
+    # was not loaded; an out-of-tree device type whose backend package was not imported
+    ("RuntimeError: Tried to instantiate class '__torch__.torch.classes.my_classes.MyStack', "
+     "but it does not exist! Ensure that it is registered via torch::class_", 1),
+    ("RuntimeError: Unknown type name '__torch__.torch.classes.my_classes.MyStack':\n  File "
+     "\"code/__torch__.py\", line 3", 5),
+    ("RuntimeError: Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, "
+     "fpga, ort, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of "
+     "device string: npu", 5),
+    # registration-layer forms: fake tensors, python overrides, a wrong signature, TF kernels
+    ("torch._subclasses.fake_tensor.UnsupportedOperatorException: mylib.foo.default", 1),
+    ("RuntimeError: This is not allowed since there's already a kernel registered from python "
+     "overriding foo's behavior for CPU dispatch key and mylib namespace.", 1),
+    ("RuntimeError: Tried to access or call an operator with a wrong signature.\n  operator: "
+     "mylib::foo(Tensor x) -> Tensor", 1),
+    ("NotFoundError: No registered 'ZeroOut' OpKernel for 'GPU' devices compatible with node "
+     "{{node ZeroOut}}", 1),
+    # the Python side: a local module shadowing the framework, a build without the framework
+    # in its (isolated) environment, an extension linked to another libpython
+    ("AttributeError: partially initialized module 'torch' has no attribute 'cuda' (most likely "
+     "due to a circular import)", 5),
+    ("AttributeError: module 'tensorflow' has no attribute 'load_op_library'\n  File \"/home/me/"
+     "project/tensorflow.py\", line 1", 5),
+    ("ModuleNotFoundError: No module named 'torch'\n  ERROR: Failed building wheel for flash-attn",
+     5),
+    ("Fatal Python error: _PyInterpreterState_Get(): no current interpreter", 5),
 ])
 def test_issue_message_forms(text: str, cause: int) -> None:
     assert explain_text(text).cause == cause
@@ -193,6 +292,7 @@ def test_issue_message_forms(text: str, cause: int) -> None:
 
 @pytest.mark.parametrize("text", [
     "Segmentation fault (core dumped)",
+    "Process finished with exit code -1073741819 (0xC0000005)",  # Windows access violation
     "python: ../nptl/pthread_mutex_lock.c:81: __pthread_mutex_lock: Assertion "
     "`mutex->__data.__owner == 0' failed.",
 ])
@@ -304,3 +404,22 @@ def test_explain_imports_neither_torch_nor_typer() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin"})
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_normalise_keeps_windows_paths_and_ascii_text() -> None:
+    from opdoctor.explain.entities import normalise
+
+    win = 'Error loading "C:\\Users\\x\\torch\\lib\\nvfuser_codegen.dll" or one of its deps.'
+    assert normalise(win) == win  # "\lib\nvfuser": not an escaped newline
+    assert normalise("a\\nTraceback (most recent") == "a\nTraceback (most recent"
+    assert normalise("x: 未定义的符号: _Z1fv") == "x: undefined symbol: _Z1fv"
+    plain = "ImportError: /opt/x.so: undefined symbol: _Z1fv"
+    assert normalise(plain) == plain
+
+
+def test_unmatched_text_naming_a_known_symbol_is_ranked_from_it() -> None:
+    e = explain_text("my op wants _ZN3c104impl3cow11cow_deleterEPv and it is gone")
+    assert e.cause == 3 and e.confidence == "low" and e.subcause == "entity.symbol"
+    assert "cow_deleter" in e.why and "will not invent" not in e.explanation
+    own = explain_text("my op wants _ZN5myops6helperEv")  # own code alone says too little
+    assert own.cause == 0

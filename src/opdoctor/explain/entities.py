@@ -123,8 +123,9 @@ _THIRD_PARTY = re.compile(r"^(?:iJIT_|mkl_|MKL_|cblas_|openblas|gotoblas|GOMP_|o
                           r"kmp_|del_curterm|tgetent|setupterm|SSL_|EVP_|OPENSSL_|CRYPTO_|"
                           r"inflate|deflate|png_|jpeg_|H5|google::protobuf::|google::|cv::|"
                           r"boost::|Json::|fmt::|spdlog::|folly::|dnnl_|dnnl::|mkldnn)")
-_CUDA_C = re.compile(r"^(?:cu(?:da|blas|blasLt|dnn|fft|rand|sparse|solver|Launch|Module|Ctx|Mem)"
-                     r"|nccl|nvrtc|nvinfer|nvjpeg|cutlass)", re.I)
+_CUDA_C = re.compile(r"^(?:cu(?:da|blas|blasLt|dnn|fft|rand|sparse|solver|Launch|Module|Ctx|Mem|"
+                     r"pti|tensor)|nccl|nvrtc|nvinfer|nvjpeg|cutlass|_{0,2}nvJitLink|nvml|nvtx)",
+                     re.I)
 _CXX_RT = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|operator (?:new|delete))"
                      r"|^(?:typeinfo|vtable) for std::|^__cxa_|^__gxx_")
 _OLD_ABI_STRING = re.compile(r"std::(?:string\b|basic_string<)")
@@ -153,8 +154,17 @@ def _namespace_from_mangled(mangled: str) -> str:
 def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
     """Classify an undefined symbol by what it names (and which library wanted it)."""
     d = demangle(mangled)
+    if d == mangled and mangled.startswith(("_Z", "__Z")) and demangle(mangled + "_") != \
+            mangled + "_":
+        d = demangle(mangled + "_")  # a trailing underscore that Markdown ate with the first
     if d == mangled and mangled.startswith(("_Z", "__Z")):
         d = _namespace_from_mangled(mangled) + mangled  # undemanglable: keep its namespace
+    if re.match(r"_{1,2}cudaRegisterLinkedBinary", mangled):
+        return SymbolInfo(mangled, d, "own",
+                          "the registration stub of relocatable device code (nvcc -rdc=true): "
+                          "the device-link step (nvcc -dlink, or CUDA_SEPARABLE_COMPILATION / "
+                          "CUDA_RESOLVE_DEVICE_SYMBOLS) is missing from the build", (4, 3),
+                          "OD301")
     special, core = _strip_special(d)
     if not special and re.match(r"_{1,2}ZT[IVS]", mangled):
         special = {"I": "typeinfo", "V": "vtable", "S": "typeinfo name"}[
@@ -227,6 +237,12 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
         return SymbolInfo(mangled, d, owner,
                           "a CUDA runtime internal: the code was compiled by a newer CUDA "
                           "toolkit than the libcudart that is loaded", (3, 2), "OD312")
+    if owner == "third-party" and re.match(r"(?:omp_|GOMP_|__kmpc_|kmp_)", core):
+        return SymbolInfo(mangled, d, owner,
+                          "an OpenMP runtime function: the library was compiled with OpenMP but "
+                          "not linked against its runtime (-fopenmp / -lgomp missing from the "
+                          "link), or expects another OpenMP runtime (libgomp vs libiomp5)",
+                          (4, 3), "OD301")
     if owner == "third-party" and not lib_kind & {"build-tree", "torch-extensions"}:
         return SymbolInfo(mangled, d, owner,
                           "a function of a third-party library (MKL, OpenMP, ncurses, OpenSSL, "
@@ -313,6 +329,46 @@ def compare_pair(built: str, have: str) -> str:
     if vb != vh and (vb or vh):
         return "variant"
     return ""
+
+
+# ------------------------------------------------------------------ how the text was pasted
+_ENTITIES = {"&#39;": "'", "&#x27;": "'", "&quot;": '"', "&lt;": "<", "&gt;": ">", "&amp;": "&",
+             "\\'": "'", '\\"': '"'}
+# glibc's translated loader messages (a localised system prints these), mapped to the C locale
+_LOCALISED = (
+    (re.compile(r"无法打开共享对象文件|無法開啟共享物件檔案|共有オブジェクトファイルを開けません|"
+                r"[Kk]ann die Shared-Object-Datei nicht öffnen|ne peut ouvrir le fichier d'objet "
+                r"partagé|no se puede abrir el archivo del objeto compartido|невозможно открыть "
+                r"разделяемый объектный файл|impossibile aprire il file oggetto condiviso"),
+     "cannot open shared object file"),
+    (re.compile(r"未定义的?符号|未定義のシンボル|[Nn]icht definiertes Symbol|symbole non défini|"
+                r"símbolo no definido|неопределённый символ|неопределенный символ"),
+     "undefined symbol"),
+    (re.compile(r"没有那个文件或目录|沒有此一檔案或目錄|そのようなファイルやディレクトリはありません|"
+                r"Datei oder Verzeichnis nicht gefunden|Aucun fichier ou dossier de ce type|"
+                r"No existe el archivo o el directorio|Нет такого файла или каталога"),
+     "No such file or directory"),
+)
+
+
+_ESCAPED_NL = re.compile(r"(?:\\r)?\\n(?=\s|$|\\n|Traceback|File \"|During handling|The above|"
+                         r"[A-Z][A-Za-z]{0,40}(?:Error|Exception|Warning)\b|\w{1,60}Error:)")
+
+
+def normalise(text: str) -> str:
+    """The message as the program printed it, from the way it was pasted: HTML entities and
+    escaped quotes of an issue page or a JSON log, a log that kept its newlines as ``\\n``
+    (a one-line JSON field, a CI annotation), and glibc's translated loader messages."""
+    if "&" in text or "\\" in text:
+        for k, v in _ENTITIES.items():
+            text = text.replace(k, v)
+    if "\\n" in text and text.count("\n") < 3:
+        # only where a line break is plausible: a Windows path's "\\lib\\nvrtc…" stays whole
+        text = _ESCAPED_NL.sub("\n", text)
+    if not text.isascii():
+        for rx, english in _LOCALISED:
+            text = rx.sub(english, text)
+    return text
 
 
 # ------------------------------------------------------------------ general extraction

@@ -24,7 +24,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from opdoctor.explain import rank
-from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, path_kind
+from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, normalise, path_kind
 
 TYPE_CHECKING = False  # not from typing: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -346,7 +346,8 @@ def _pick_path(ent: dict[str, Any], groups: dict[str, str]) -> str:
 def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explanation:
     """Explain an error message or a whole log: the root error's cause, ranked alternatives."""
     patterns = patterns if patterns is not None else load_patterns()
-    lines = _join_wrapped(text[: MAX_LINE * 50])
+    text = normalise(text[: MAX_LINE * 50])
+    lines = _join_wrapped(text)
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES]
     matches = _match_lines(lines, patterns)
@@ -449,6 +450,20 @@ def _no_match(text: str) -> Explanation:
                    + (f"Low-confidence hint: {guess}." if guess else
                       "Generic triage: check the library file, its dependencies and symbols, "
                       "then the Python package that loads it."))
+    if syms and syms[0]["owner"] != "own":
+        # no message form matched, but a mangled name of a known owner (the framework, the C++
+        # runtime, CUDA) is there: what it names is evidence enough for a low-confidence order
+        info = classify_symbol(str(syms[0]["mangled"]))
+        order = rank.order_with(rank.Refinement(info.causes, ""), (3, 2, 4))
+        ranked = [rank_alt(c, v, f"no message form matched; the text names {info.demangled}: "
+                           f"{info.is_}" if i == 0 else rank.why_for(c, None))
+                  for i, (c, v) in enumerate(rank.scores(order, "low", {}))]
+        cause, title = ranked[0].cause, f"no known message form; {info.demangled} is {info.is_}"
+        explanation = ("opdoctor does not recognise this message form; the order of causes is "
+                       f"read from the symbol it names alone (low confidence): {info.demangled} "
+                       f"is {info.is_}.")
+        return Explanation(cause, "entity.symbol", [info.code], "low", title, explanation, ent,
+                           steps, ranked=ranked, why=ranked[0].why)
     return Explanation(cause, "", [], "low", title, explanation, ent, steps, ranked=ranked)
 
 

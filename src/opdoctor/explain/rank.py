@@ -90,7 +90,19 @@ def symbol_of(ctx: Context) -> SymbolInfo | None:
     if not sym:
         return None
     sym = re.sub(r"\s+", "", sym).rstrip(".,;:'\"`)]")
-    return classify_symbol(sym, ctx.group("path", "library"))
+    return classify_symbol(repair_markdown_symbol(sym), ctx.group("path", "library"))
+
+
+def repair_markdown_symbol(sym: str) -> str:
+    """A mangled name whose leading underscore an issue tracker's Markdown ate (``_ZN…_`` is
+    italics there, so a pasted ``_ZN3foo3barEv`` shows as ``ZN3foo3barEv``): put it back, so
+    that the namespace can be read."""
+    if re.match(r"Z(?:N|T[IVS]|\d{1,3}[A-Za-z_])", sym) and re.search(r"\d[A-Za-z_]", sym[:8]):
+        return "_" + sym
+    return sym
+
+
+_VERSIONED = re.compile(r"undefined symbol: ?[\w$@.]{1,3000}, version (?P<ver>[\w.@-]{1,80})")
 
 
 @refiner("symbol")
@@ -105,6 +117,20 @@ def _symbol(ctx: Context) -> Refinement | None:
                           f"so {info.demangled} is only there when Python exported it globally",
                           ("OD301",), f"undefined symbol {info.demangled}: the op library is "
                           "not linked against the framework library", "high")
+    ver = _VERSIONED.search(ctx.line)
+    if ver and re.match(r"GLIBC_", ver.group("ver")):
+        # versioned against glibc (GLIBC_2.xx, GLIBC_PRIVATE): the binary and this system's glibc
+        # are of different releases — the binary was built for another OS release
+        return Refinement((3, 4), f"{info.demangled} is versioned {ver.group('ver')}: a glibc "
+                          "symbol this system's glibc does not provide — the binary was built "
+                          "for another glibc release (another OS release)", ("OD302",),
+                          f"undefined {info.demangled}@{ver.group('ver')}: built for another "
+                          "glibc", "high")
+    if ver and re.match(r"(?:GLIBCXX|CXXABI)_", ver.group("ver")):
+        return Refinement((3, 2), f"{info.demangled} is versioned {ver.group('ver')}: the C++ "
+                          "runtime that was loaded is older than the one the library was built "
+                          "with (or another copy is found first)", ("OD302",), None, "medium",
+                          "whether a newer libstdc++ is installed but not found first")
     conf = "high" if info.causes[0] in (3, 4) and info.owner not in ("own",) else "medium"
     decides = ""
     if len(info.causes) > 1:
@@ -133,6 +159,35 @@ _OWN_PROVIDER = re.compile(r"^libonnxruntime_providers_shared\.so")
 
 def _basename(p: str) -> str:
     return re.split(r"[/\\]", p.strip().strip("'\"`"))[-1]
+
+
+# libraries whose soname major is the CUDA major (cufft/curand/cusolver number otherwise)
+_CUDA_MAJOR_LIB = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc|cusparse)\.so\.(\d{1,2})\b")
+_CUDNN_LIB = re.compile(r"^libcudnn\w{0,30}\.so\.(\d{1,2})\b")
+# what the text says is installed (not what a package says it requires)
+_CUDA_HAVE = re.compile(r"(?<![Rr]equire )(?<![Rr]equires )(?:\bCUDA(?:[ _-]?(?:[Vv]ersion|"
+                        r"[Tt]oolkit|[Rr]untime))?\s{0,3}[:=]?\s{0,3}v?|release |cuda-|"
+                        r"\+cu|-cu|cudatoolkit[=\s]{1,3})(\d{1,2})(?:\.\d|(?<=cu\d\d)\d|"
+                        r"(?<=cu\d\d)\b)")
+_CUDNN_HAVE = re.compile(r"(?<![Rr]equire )(?<![Rr]equires )\bcu[Dd][Nn][Nn](?:[ _-]?"
+                         r"[Vv]ersion)?\s{0,3}[:=]?\s{0,3}v?(\d{1,2})(?:\.\d|\b)")
+
+
+def _cuda_major_pairing(base: str, text: str) -> tuple[bool, str] | None:
+    """(whether the missing CUDA/cuDNN library's soname major matches the installed major the
+    text states, that installed version) — None when either side is not in the text."""
+    m = _CUDA_MAJOR_LIB.match(base)
+    rx, what = _CUDA_HAVE, "CUDA"
+    if not m:
+        m = _CUDNN_LIB.match(base)
+        rx, what = _CUDNN_HAVE, "cuDNN"
+    if not m:
+        return None
+    have = {h for h in rx.findall(text) if 7 <= int(h) <= 13}
+    if not have:
+        return None
+    want = str(int(m.group(1)))
+    return want in have, f"{what} " + "/".join(sorted(have))
 
 
 @refiner("missing-library")
@@ -192,6 +247,21 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           f"{base}: the binary links an OS library this system does not have",
                           "medium", f"which package links {base}: `opdoctor check <its .so>`; "
                           "a build for this OS release (or installing that library) fixes it")
+    pairing = _cuda_major_pairing(base, text)
+    if pairing is not None:
+        same, have = pairing
+        if not same:
+            return Refinement((3, 2), f"{base} is the major the binary was built for, while the "
+                              f"text shows {have} installed: the build targets another "
+                              "CUDA/cuDNN major than the one this machine has", ("OD312",),
+                              f"{base} not found: built for another CUDA/cuDNN major than the "
+                              f"installed {have}", "medium",
+                              f"a build for {have} (or installing the major {base} names)")
+        return Refinement((2, 3), f"{base} is of the major the text shows installed ({have}): "
+                          "it is there but not on the loader's search path (LD_LIBRARY_PATH, "
+                          "the pip nvidia-* wheels' directories, a missing symlink)",
+                          ("OD201",), f"{base} not found although {have} is installed: the "
+                          "search path", "medium")
     if outer and _CUDA_LIB.match(base) and not base.startswith("libnvinfer"):
         m = re.search(r"\.so\.(\d{1,3})", base)
         return Refinement((3, 2), f"the {outer.group('outer')} provider needs {base}"
@@ -215,6 +285,11 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "major that is not installed", ("OD201", "OD312"),
                           f"{base} not found: the CUDA libraries are not on the search path",
                           "medium")
+    built, ran = python_versions(text)
+    if built and ran and not built & ran:
+        return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
+                          f"but the process runs Python {sorted(ran)[0]}", ("OD503",),
+                          "an extension built for another Python", "high")
     if "/" in lib and "installed" in kinds and re.search(r"cannot open shared object file",
                                                           text):
         return Refinement((4, 2), f"{lib} is a file the package installed, yet the loader cannot "
@@ -233,6 +308,35 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           f"but the process runs Python {sorted(ran)[0]}", ("OD503",),
                           "an extension built for another Python", "high")
     return None
+
+
+@refiner("cuda-library")
+def _cuda_library(ctx: Context) -> Refinement | None:
+    """A CUDA/cuDNN library a framework dlopens by name: the soname major against the installed
+    major the text states (the rest of the text cannot separate path from release)."""
+    lib = ctx.group("library")
+    pairing = _cuda_major_pairing(_basename(lib), ctx.text) if lib else None
+    if pairing is None or pairing[0]:
+        return None
+    return Refinement((3, 2), f"{_basename(lib)} is the major the framework was built for, while "
+                      f"the text shows {pairing[1]} installed", ("OD312",),
+                      f"{_basename(lib)} not found: built for another CUDA/cuDNN major than the "
+                      f"installed {pairing[1]}", "medium")
+
+
+@refiner("ort-native")
+def _ort_native(ctx: Context) -> Refinement | None:
+    """onnxruntime's compiled core did not import: on Windows a DLL it needs is missing (the
+    Visual C++ runtime); elsewhere the Python side of the install is inconsistent."""
+    paths = re.findall(r"\((/[^)\s]{1,400})\)|File \"(/[^\"\n]{1,400})\"", ctx.text)
+    if re.search(r"DLL|[A-Za-z]:\\|WinError|\.pyd\b", ctx.text) or not paths:
+        return None
+    return Refinement((5, 2), "the names missing from onnxruntime.capi._pybind_state on a "
+                      "non-Windows system: two onnxruntime distributions (onnxruntime and "
+                      "onnxruntime-gpu) installed over each other, or a partial upgrade",
+                      ("OD502",), "onnxruntime's Python package and its compiled core disagree",
+                      "medium", "`pip list | grep onnxruntime`: more than one distribution means "
+                      "uninstall all and install one")
 
 
 # ------------------------------------------------------------------ symbol versions
@@ -285,6 +389,14 @@ def _op_missing(ctx: Context) -> Refinement | None:
     if re.search(r"Failed to load|undefined symbol|cannot open shared object", text):
         return Refinement((3, 2), "the library that defines the op failed to load (see the load "
                           "error in the text)", ("OD304",), None, "medium")
+    if ctx.pattern_id == "torch.schema-missing" and not _PACKAGE_NS.match(ns):
+        # findSchemaOrThrow from C++ (a TorchScript/AOTI/export loader, a C++ program): the
+        # caller expects the op's library to be loaded already; with no load in sight it was not
+        return Refinement((5, 1, 3), f"{op or ns} is looked up by a loader (TorchScript, AOTI, "
+                          "a C++ program) that expects the library defining it to be loaded "
+                          "already: it was not imported/loaded in this process", ("OD505",),
+                          None, "medium", f"whether the library that defines {op or ns} is "
+                          "imported (or linked and kept) before the model is loaded")
     if _PACKAGE_NS.match(ns) and ctx.pattern_id == "torch.op-does-not-exist":
         # "operator ns::op does not exist" is what the package's own import raises (its fake
         # registrations run at import): it was imported, its op library did not load
@@ -322,10 +434,22 @@ def _tf_op(ctx: Context) -> Refinement | None:
     text = ctx.text
     op = ctx.group("op")
     if re.search(r"tensorflow_serving|[Ss]ervable|Loading servable|TF_?Serving|tritonserver|"
-                 r"inference server", text):
+                 r"inference server|tensorflow/serving|tensorflow_model_server|model_server|"
+                 r"tf-serving", text):
         return Refinement((1, 5), "the op is loaded by a server binary (TF Serving, Triton) that "
                           f"does not contain {op}: custom ops must be compiled into the server",
                           ("OD106",), f"the serving binary has no {op}", "high")
+    if re.search(r"org\.tensorflow\.|TensorFlowException|tfjs-node|@tensorflow/tfjs|"
+                 r"TensorFlowSharp|Tensorflow\.NET|TF_LoadSessionFromSavedModel|"
+                 r"TF_GraphImportGraphDef|SavedModelBundle|\.java:\d|\.go:\d|\.cs:line \d|"
+                 r"tensorflow::LoadSavedModel", text):
+        # not a Python process: no package import can register the op; the host program's
+        # TensorFlow library has it only when linked in or loaded explicitly (TF_LoadLibrary)
+        return Refinement((1, 5), f"the model is loaded by a non-Python program (Java, C/C++, "
+                          f"Node.js, Go, .NET) whose TensorFlow library does not contain {op}: "
+                          "custom ops must be linked into it or loaded with TF_LoadLibrary / "
+                          "TensorFlow.loadLibrary", ("OD106",), f"the host program's TensorFlow "
+                          f"has no {op}", "medium")
     if re.search(r"[Aa]ndroid|\biOS\b|mobile|TFLite|tflite|libtensorflow_inference", text):
         return Refinement((1,), f"mobile/selective builds register only a subset of ops; {op} is "
                           "not in this one", ("OD106",), f"{op} is not in this mobile build",
@@ -416,6 +540,15 @@ def _module(ctx: Context) -> Refinement | None:
         return Refinement((5, 3), f"the traceback goes through two Pythons ({pys}): packages "
                           "of one interpreter are imported by another", ("OD503",),
                           "two Python installations mixed in one process", "medium")
+    if re.search(r"\(raylet\)|\bray::|\(pid=\d|pyspark|[Ee]xecutor \d|dask[._-]worker|"
+                 r"\[while running '|apache_beam|SpawnProcess|[Ww]orker (?:process|node)|srun:",
+                 text):
+        return Refinement((5, 4), f"{full} fails in a worker process (Ray, Spark, Dask, Beam, "
+                          "a spawned or remote worker): that process runs another interpreter or "
+                          "environment, without the package (or without it imported)",
+                          ("OD501",), f"{full} missing in a worker's environment", "medium",
+                          "the interpreter and environment the workers run (their runtime_env / "
+                          "image / PYTHONPATH) against the driver's")
     if where == "source-tree" and (compiled or name):
         return Refinement((5, 4), f"the traceback runs {top} from a source checkout (not "
                           "site-packages): it shadows the installed package and has no built "
@@ -498,11 +631,13 @@ def _crash(ctx: Context) -> Refinement | None:
 @refiner("windows")
 def _windows(ctx: Context) -> Refinement | None:
     line = ctx.line
-    if re.search(r"WinError 127|error 127|procedure could not be found|找不到指定的程序", line):
+    if re.search(r"WinError 127|error 127|procedure could not be found|找不到指定的程序|"
+                 r"entry point .{1,400}? could not be located|无法定位程序输入点", line):
         return Refinement((3, 4), "Windows error 127: the DLL was found but lacks a function "
                           "another module needs — a build for another release", ("OD304",),
                           "a DLL of another release (a missing entry point)", "medium")
-    if re.search(r"WinError 193|error 193", line):
+    if re.search(r"WinError 193|error 193|0xc000007[bB]|应用程序无法正常启动", line) or \
+            re.search(r"[\\/][\w.+-]{1,200}\.so(?:\.[\d.]{1,20})?[\"']", line):
         return Refinement((4,), "Windows error 193: not a valid binary for this architecture",
                           ("OD408",), "a DLL for another architecture", "high")
     return Refinement((2, 3, 4), "Windows error 126: a DLL or one of its dependencies (the "
@@ -522,12 +657,36 @@ def _framework_module(ctx: Context) -> Refinement | None:
             module.endswith(("._C", "._ext")):
         return _module(ctx)
     top = module.split(".")[0]
+    local = [p for p in _traceback_paths(ctx.text)
+             if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
+             and "installed" not in path_kind(p)]
+    if re.search(r"partially initialized module|circular import", ctx.line) or local:
+        return Refinement((5, 3), f"the '{top}' that was imported is not the installed package: "
+                          + (f"{local[0]} shadows it" if local else "a local file or directory "
+                             f"named {top} (or the script's own name) is imported instead, "
+                             "half-initialised"), ("OD502",),
+                          f"a local {top} shadows the installed package", "high")
     return Refinement((3, 5), f"{module}{'.' + name if name else ''} is part of {top}'s Python "
                       f"API, not a compiled part: the code was written for another {top} "
                       "release (it was removed, renamed or not yet added)", ("OD304",),
                       f"the code expects another {top} release", "medium",
                       f"the {top} release the failing package requires (its setup metadata) "
                       "against `pip show " + top + "`")
+
+
+@refiner("build-failure")
+def _build_failure(ctx: Context) -> Refinement | None:
+    """A failed build whose log says the framework itself cannot be imported: the build ran in
+    an environment without it (pip's build isolation, another interpreter), not a code error."""
+    m = re.search(r"No module named '(torch|tensorflow|paddle|mindspore|oneflow|numpy)'", ctx.text)
+    if not m:
+        return None
+    return Refinement((5, 4), f"the build could not import {m.group(1)}: it ran in an "
+                      f"environment without it (pip's isolated build environment, another "
+                      "interpreter), so the extension was never built", ("OD501",),
+                      f"the build environment has no {m.group(1)}", "medium",
+                      "`pip install --no-build-isolation …` with the framework installed in the "
+                      "same interpreter")
 
 
 def order_with(ref: Refinement | None, base: tuple[int, ...]) -> tuple[int, ...]:
@@ -543,10 +702,11 @@ def scores(order: tuple[int, ...], confidence: str, extra: dict[int, float]) -> 
     top = {"high": 0.85, "medium": 0.65, "low": 0.45}[confidence]
     out: dict[int, float] = {order[0]: top}
     rest = order[1:]
+    # not renormalised over the alternatives listed: with one alternative, a low-confidence top
+    # (0.45) would otherwise be outranked by it (0.55); the unlisted remainder is "something else"
     weights = [0.6, 0.25, 0.1, 0.05][: len(rest)]
-    total = sum(weights) or 1.0
     for c, w in zip(rest, weights, strict=False):
-        out[c] = (1 - top) * w / total
+        out[c] = (1 - top) * w
     for c, w in extra.items():
         out[c] = out.get(c, 0.0) + w
     s = sum(out.values())
