@@ -538,8 +538,7 @@ demo: venv
 
 bench: venv
 	$(MAKE) -j$(NPROC) reference
-	$(PY) benchmarks/bench_static.py
-	$(PY) benchmarks/bench_probe.py
+	$(PY) benchmarks/bench_table.py
 	$(PY) benchmarks/bench_elf.py
 	$(PY) benchmarks/bench_explain.py
 

@@ -1,69 +1,65 @@
-"""Load-probe overhead: the probe (child process, LD_DEBUG trace, registry snapshots, dispatcher
-dump) against a bare `python -c "import torch; torch.ops.load_library(p)"`, same library, same
-run; and a full `opdoctor check` (static checks and probe concurrently) against the two run one
-after the other.
+"""Bar: a full `opdoctor check` (static checks and the load probe, concurrently) takes at most
+1.10× a bare `python -c "import torch; torch.ops.load_library(p)"` on the same library.
 
 Usage: python benchmarks/bench_probe.py [--repeat N] [LIB]
+Also printed, for scale (not a bar): the probe alone, through opdoctor's own runner.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-from opdoctor.facts.probe.runner import ProbeRequest, start_probe
+from _bench import DEFAULT_REPEAT, ROOT, Row, env, opdoctor, side_by_side, table, wall
 
-ROOT = Path(__file__).resolve().parent.parent
+TARGET = 1.10
 
 
-def timed(fn: object) -> float:
-    """Seconds one call of ``fn`` takes."""
-    start = time.perf_counter()
-    fn()  # type: ignore[operator]
-    return time.perf_counter() - start
+def _probe_alone(lib: str) -> float:
+    sys.path.insert(0, str(ROOT / "src"))
+    from opdoctor.facts.probe.runner import ProbeRequest, start_probe
+
+    t = time.perf_counter()
+    res = start_probe(ProbeRequest(lib, sys.executable, True, env=env())).wait()
+    assert res.event("ops") is not None, res.stderr
+    return time.perf_counter() - t
+
+
+def bars(repeat: int = DEFAULT_REPEAT, lib: str | None = None,
+         with_probe_alone: bool = False) -> list[Row]:
+    """One row (two with ``with_probe_alone``)."""
+    path = os.path.abspath(lib or ROOT / "build/myop/libmyop.so")
+    if not os.path.isfile(path):
+        return [Row("full `check` vs bare `import torch; load_library`", f"≤ {TARGET:.2f}×",
+                    note=f"{path} missing: make reference")]
+    fns = {
+        "bare": lambda: wall([sys.executable, "-c",
+                              f"import torch; torch.ops.load_library({path!r})"]),
+        "check": lambda: wall([*opdoctor(), "check", "-f", "json", path]),
+    }
+    if with_probe_alone:
+        fns["probe"] = lambda: _probe_alone(path)
+    runs = side_by_side(fns, repeat)
+    row = Row(f"full `check` (static + probe) of {os.path.basename(path)}", f"≤ {TARGET:.2f}× bare",
+              runs["check"], baseline="bare `import torch; load_library`",
+              base_samples=runs["bare"])
+    row.met = row.ratio is not None and row.ratio <= TARGET
+    rows = [row]
+    if with_probe_alone:
+        rows.append(Row("… the probe alone (opdoctor's runner)", "(for scale)", runs["probe"],
+                        baseline="bare", base_samples=runs["bare"]))
+    return rows
 
 
 def main() -> int:
-    """Run the comparison and print a Markdown table."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("lib", nargs="?", default=str(ROOT / "build/myop/libmyop.so"))
+    """Print the rows."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=DEFAULT_REPEAT)
+    ap.add_argument("lib", nargs="?")
     args = ap.parse_args()
-    lib = os.path.abspath(args.lib)
-    bare_code = f"import torch; torch.ops.load_library({lib!r})"
-
-    def bare() -> None:
-        subprocess.run([sys.executable, "-c", bare_code], check=True, capture_output=True)
-
-    def probe() -> None:
-        res = start_probe(ProbeRequest(lib, sys.executable, True, env=dict(os.environ))).wait()
-        assert res.event("ops") is not None, res.stderr
-
-    def check(*extra: str) -> None:
-        subprocess.run([sys.executable, "-m", "opdoctor", "check", "-f", "json", *extra, lib],
-                       capture_output=True)
-
-    rows = {
-        "bare import torch + load_library": bare,
-        "opdoctor probe alone": probe,
-        "opdoctor check --static": lambda: check("--static"),
-        "opdoctor check (static + probe, concurrent)": check,
-    }
-    times = {name: statistics.median(timed(fn) for _ in range(args.repeat))
-             for name, fn in rows.items()}
-    print(f"library: {lib}, repeat={args.repeat}, {time.strftime('%Y-%m-%d')}\n")
-    print("| what | median wall (s) | vs bare |")
-    print("| --- | --- | --- |")
-    base = times["bare import torch + load_library"]
-    for name, t in times.items():
-        print(f"| {name} | {t:.3f} | {t / base:.2f}× |")
-    serial = times["opdoctor check --static"] + times["opdoctor probe alone"]
-    print(f"\nstatic + probe one after the other would take {serial:.3f} s")
+    print(table(bars(args.repeat, args.lib, with_probe_alone=True)))
     return 0
 
 

@@ -1,64 +1,77 @@
-"""Static check speed: `opdoctor check` vs the ldd + nm -D pipeline, on the same files, same run.
+"""Bars: `opdoctor check --static` on a torch extension vs the `ldd` + `nm -D` + `comm` pipeline a
+person would type (≤ 1.0×, stretch 0.5×), and on torch's own libtorch_cpu.so (< 0.5 s, peak RSS
+< 100 MiB).
 
-Usage: python benchmarks/bench_static.py [--repeat N] [LIB ...]
-Default libraries: the reference operator and torch's own libtorch_cpu.so. Prints a Markdown
-table of median wall time and peak RSS (of the process tree) per tool and library.
+Usage: python benchmarks/bench_static.py [--repeat N] [--lib EXTENSION.so]
+Default extension: the reference operator (build/myop/libmyop.so, `make reference`). Peak RSS is
+the largest process of the tree (the CLI and any child it starts).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _bench import DEFAULT_REPEAT, ROOT, Row, opdoctor, side_by_side, table, wall, wall_rss
 
-_MEASURE = (
-    "import resource, subprocess, sys, time\n"
-    "t = time.perf_counter()\n"
-    "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-    "dt = time.perf_counter() - t\n"
-    "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)\n"
-)
+RATIO = 1.0
+BIG_S = 0.5
+BIG_MIB = 100.0
 
 
-def measure(cmd: list[str]) -> tuple[float, int]:
-    """(seconds, peak RSS in KiB of the largest process) of one run of ``cmd``."""
-    out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True,
-                         text=True, check=True).stdout.split()
-    return float(out[0]), int(out[1])
+def libtorch_cpu() -> Path | None:
+    """torch's libtorch_cpu.so in this interpreter, if torch is installed."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return None
+    lib = Path(spec.origin).parent / "lib" / "libtorch_cpu.so"
+    return lib if lib.is_file() else None
+
+
+def bars(repeat: int = DEFAULT_REPEAT, lib: str | None = None) -> list[Row]:
+    """Two rows (one when torch is missing)."""
+    ext = Path(lib or ROOT / "build/myop/libmyop.so")
+    check = [*opdoctor(), "check", "--static", "-f", "json"]
+    rows = []
+    if not ext.is_file():
+        rows.append(Row("`check --static` on a torch extension", "≤ 1.0× the pipeline",
+                        note=f"{ext} missing: make reference"))
+    else:
+        runs = side_by_side({
+            "pipeline": lambda: wall(["bash", str(ROOT / "benchmarks/pipeline.sh"), str(ext)]),
+            "check": lambda: wall([*check, str(ext)]),
+        }, repeat)
+        row = Row(f"`check --static` on a torch extension ({ext.name})",
+                  f"≤ {RATIO:g}× `ldd`+`nm -D`+`comm` (stretch 0.5×)", runs["check"],
+                  baseline="pipeline.sh", base_samples=runs["pipeline"])
+        row.met = row.ratio is not None and row.ratio <= RATIO
+        rows.append(row)
+    big = libtorch_cpu()
+    if big is None:
+        rows.append(Row("`check --static` of libtorch_cpu.so", "< 0.5 s, < 100 MiB",
+                        note="torch not installed"))
+        return rows
+    wall_rss([*check, str(big)])  # warm-up: page cache, opdoctor's caches
+    samples = [wall_rss([*check, str(big)]) for _ in range(repeat)]
+    secs = [s for s, _ in samples]
+    rss = [m for _, m in samples]
+    row = Row(f"`check --static` of libtorch_cpu.so ({big.stat().st_size / 2**20:.0f} MiB)",
+              f"< {BIG_S:g} s", secs)
+    row.met = sorted(secs)[len(secs) // 2] < BIG_S
+    mem = Row("… its peak RSS", f"< {BIG_MIB:g} MiB", rss, unit="MiB")
+    mem.met = max(rss) < BIG_MIB
+    return [*rows, row, mem]
 
 
 def main() -> int:
-    """Run the comparison and print the table."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("libs", nargs="*")
+    """Print the rows."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=DEFAULT_REPEAT)
+    ap.add_argument("--lib", help="the torch extension to check (default: the reference op)")
     args = ap.parse_args()
-    spec = importlib.util.find_spec("torch")
-    libs = args.libs or [str(ROOT / "build/myop/libmyop.so")]
-    if not args.libs and spec and spec.origin:
-        libs.append(str(Path(spec.origin).parent / "lib" / "libtorch_cpu.so"))
-    tools = {
-        "opdoctor check --static": [sys.executable, "-m", "opdoctor", "check", "--static",
-                                    "-f", "json"],
-        "ldd + nm -D pipeline": ["bash", str(ROOT / "benchmarks/pipeline.sh")],
-    }
-    print(f"repeat={args.repeat}, python {sys.version.split()[0]}, "
-          f"{time.strftime('%Y-%m-%d')}\n")
-    print("| library | size | tool | median wall (s) | peak RSS (MiB) |")
-    print("| --- | --- | --- | --- | --- |")
-    for lib in libs:
-        size = Path(lib).stat().st_size / 2**20
-        for name, cmd in tools.items():
-            runs = [measure([*cmd, lib]) for _ in range(args.repeat)]
-            wall = statistics.median(r[0] for r in runs)
-            rss = max(r[1] for r in runs) / 1024
-            print(f"| {Path(lib).name} | {size:.1f} MiB | {name} | {wall:.3f} | {rss:.0f} |")
+    print(table(bars(args.repeat, args.lib)))
     return 0
 
 

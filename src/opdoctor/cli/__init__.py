@@ -12,13 +12,21 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``opdoctor`` script; returns the exit code.
 
-    ``opdoctor explain "<message>"`` is answered without importing the typer app (which alone
-    costs several hundred milliseconds); every other command goes to :mod:`opdoctor.cli.app`.
+    ``opdoctor explain "<message>"`` (:mod:`opdoctor.explain.fast`), ``--version``, ``codes``
+    and ``explain ODnnn`` (:mod:`opdoctor.cli.fast`) are answered without importing the typer
+    app (which alone costs several hundred milliseconds); every other command goes to
+    :mod:`opdoctor.cli.app`.
     """
-    from opdoctor.explain.fast import fast_main
+    from opdoctor.cli.fast import fast_main as fast_cli
 
     args = list(sys.argv[1:] if argv is None else argv)
-    code = fast_main(args)
+    code = None
+    if args[:1] == ["explain"]:
+        from opdoctor.explain.fast import fast_main
+
+        code = fast_main(args)
+    if code is None:
+        code = fast_cli(args)
     if code is not None:
         return code
     from opdoctor.cli.app import main as app_main

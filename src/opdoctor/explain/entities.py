@@ -11,13 +11,11 @@ Everything here is plain ``re`` on bounded input (linear time); nothing imports 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 TYPE_CHECKING = False  # not from typing: importing it costs start-up time
 
@@ -42,7 +40,10 @@ def _demangler() -> _Demangle:
     if fast is not None:
         return fast
     mod = sys.modules.get("opdoctor.facts.elf.demangle")
-    if mod is None:
+    if mod is None:  # importlib.util and pathlib only here: they cost start-up time
+        import importlib.util
+        from pathlib import Path
+
         path = Path(__file__).resolve().parent.parent / "facts" / "elf" / "demangle.py"
         spec = importlib.util.spec_from_file_location("opdoctor._explain_demangle", str(path))
         if spec is None or spec.loader is None:  # pragma: no cover - broken install

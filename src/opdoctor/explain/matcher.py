@@ -13,7 +13,7 @@ what both sides of a "built for … you have …" pair say.
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import re
 import sys
@@ -21,7 +21,6 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from pathlib import Path
 
 from opdoctor.explain import rank
 from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, normalise, path_kind
@@ -149,8 +148,8 @@ def _unbounded_repeat(rx: str) -> bool:
     return False
 
 
-PATTERNS_FILE = Path(__file__).with_name("patterns.toml")
-CACHE_FORMAT = b"\0opdoctor-explain-cache-2"  # bump when the cached fields change
+PATTERNS_FILE = os.path.join(os.path.dirname(__file__), "patterns.toml")  # str: no pathlib
+CACHE_FORMAT = b"\0opdoctor-explain-cache-3"  # bump when the cached fields change
 
 
 def _needles(source: str) -> list[str] | None:
@@ -192,22 +191,29 @@ def _needles(source: str) -> list[str] | None:
     return of_seq(sre.parse(source))
 
 
-def _cache_path(raw: bytes) -> Path:
+def _cache_path(raw: bytes) -> str:
     key = f"{zlib.crc32(raw + CACHE_FORMAT):08x}{len(raw):x}"  # zlib: hashlib is slow to import
-    cache_dir = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "opdoctor"
-    return cache_dir / f"patterns-{key}.json"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "opdoctor", f"patterns-{key}-{sys.hexversion:x}.marshal")
 
 
-def _read_knowledge_base() -> tuple[dict[str, Any], Path | None]:
+def _read_knowledge_base() -> tuple[dict[str, Any], str | None]:
     """patterns.toml, parsed, and where to cache it once validated (None: read from the cache,
-    which holds only content that passed validation — its name is the file's hash)."""
-    raw = PATTERNS_FILE.read_bytes()
+    which holds only content that passed validation — its name is the file's hash).
+
+    The cache is marshal with a CRC, not JSON: marshal is built in (importing json costs
+    start-up time) and loads several times faster; a corrupt file is no cache."""
+    with open(PATTERNS_FILE, "rb") as fh:
+        raw = fh.read()
     cache = _cache_path(raw)
     try:
-        data: dict[str, Any] = json.loads(cache.read_text(encoding="utf-8"))
-        if isinstance(data.get("pattern"), list):
-            return data, None
-    except (OSError, ValueError):
+        with open(cache, "rb") as fh:
+            blob = fh.read()
+        if int.from_bytes(blob[:4], "little") == zlib.crc32(blob[4:]):
+            data: dict[str, Any] = marshal.loads(blob[4:])
+            if isinstance(data, dict) and isinstance(data.get("pattern"), list):
+                return data, None
+    except (OSError, ValueError, EOFError, TypeError):
         pass
     if sys.version_info >= (3, 11):  # imported here: a cached start never needs it
         import tomllib
@@ -220,13 +226,15 @@ def _read_knowledge_base() -> tuple[dict[str, Any], Path | None]:
     return data, cache
 
 
-def _write_cache(cache: Path, data: dict[str, Any]) -> None:
+def _write_cache(cache: str, data: dict[str, Any]) -> None:
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
+        payload = marshal.dumps(data)
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        tmp = f"{cache}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(zlib.crc32(payload).to_bytes(4, "little") + payload)
         os.replace(tmp, cache)
-    except OSError:
+    except (OSError, ValueError):
         pass  # no cache: the next run validates again
 
 

@@ -1,0 +1,144 @@
+"""Fast answers for the commands whose output depends only on opdoctor itself.
+
+``opdoctor --version`` prints a constant. ``opdoctor codes …`` and ``opdoctor explain OD301``
+print the code catalog, which only changes when opdoctor's sources or the installed plugins
+change — yet computing it means importing typer (and pydantic behind it) and every check
+family with its readers, ~0.5 s, for a command people run to look something up.
+
+So the first run of such a command goes through the full CLI, in this process, and its exact
+output (stdout, stderr, exit code) is stored; later runs with the same arguments replay it
+without importing anything heavy. The stored answer is keyed by everything it depends on:
+
+* opdoctor's version and the size and mtime of every file of the package (a changed check
+  declares other codes);
+* the interpreter, and the directories of ``sys.path`` with their mtimes (installing or
+  removing a distribution — a plugin of the ``opdoctor.checks`` entry-point group included —
+  adds or removes a ``*.dist-info`` directory there, which changes the directory's mtime);
+* the arguments.
+
+An answer is stored only when the registry had no plugin at all (a plugin's own code could
+change its codes without any of the above changing), the command exited 0, and it wrote
+nothing to stderr but what it always writes. A corrupt or unreadable cache is no cache.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+import zlib
+from collections.abc import Sequence
+
+from opdoctor import __version__
+
+FORMAT = 1  # bump when the stored layout changes
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _memoizable(args: Sequence[str]) -> bool:
+    """True for ``codes [options]`` and ``explain ODnnn [options]``, without --help."""
+    if not args or any(a in ("--help", "-h", "--debug") for a in args):
+        return False
+    if args[0] == "codes":
+        return True
+    return (args[0] == "explain" and len(args) >= 2 and len(args[1]) == 5
+            and args[1].upper().startswith("OD") and args[1][2:].isdecimal())
+
+
+def _key(args: Sequence[str]) -> str:
+    """Everything the answer depends on, as one string."""
+    parts = [str(FORMAT), __version__, sys.executable, sys.version]
+    for root, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".toml", ".json")):
+                st = os.stat(os.path.join(root, name))
+                parts.append(f"{root}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    for entry in sys.path:
+        try:
+            parts.append(f"{entry}:{os.stat(entry or '.').st_mtime_ns}")
+        except OSError:
+            parts.append(f"{entry}:-")
+    parts.append("\0".join(args))
+    return "\n".join(parts)
+
+
+def _cache_file(key: str) -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "opdoctor", f"cli-{zlib.crc32(key.encode()):08x}.marshal")
+
+
+def _read(path: str, key: str) -> tuple[str, str, int] | None:
+    try:
+        with open(path, "rb") as fh:
+            blob = fh.read()
+        if int.from_bytes(blob[:4], "little") != zlib.crc32(blob[4:]):
+            return None
+        stored_key, out, err, code = marshal.loads(blob[4:])
+        if stored_key != key or not isinstance(out, str) or not isinstance(err, str):
+            return None
+        return out, err, int(code)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+
+
+def _write(path: str, key: str, out: str, err: str, code: int) -> None:
+    try:
+        payload = marshal.dumps((key, out, err, code))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(zlib.crc32(payload).to_bytes(4, "little") + payload)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass  # no cache: the next run computes the answer again
+
+
+def _emit(out: str, err: str) -> None:
+    try:
+        if err:
+            sys.stderr.write(err)
+            sys.stderr.flush()
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `opdoctor codes | head`: as the full CLI, not an error
+        pass
+
+
+def _run_and_store(args: list[str], path: str, key: str) -> int:
+    """Run the full CLI in this process, capture what it writes, store it when safe."""
+    import contextlib
+    import io
+
+    from opdoctor.cli.app import main as app_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = app_main(args)
+    _emit(out.getvalue(), err.getvalue())
+    checks = sys.modules.get("opdoctor.checks")
+    registry = checks.load_registry() if checks is not None else None  # lru-cached: no cost
+    builtin_only = (registry is not None and not registry.problems
+                    and len(registry.checks) == len(checks.BUILTIN_CHECKS))  # type: ignore[union-attr]
+    if code == 0 and builtin_only:
+        _write(path, key, out.getvalue(), err.getvalue(), code)
+    return code
+
+
+def fast_main(args: list[str]) -> int | None:
+    """Answer ``--version``, ``codes …`` and ``explain ODnnn …`` quickly; None: not handled."""
+    if args == ["--version"]:
+        _emit(f"opdoctor {__version__}\n", "")
+        return 0
+    if not _memoizable(args):
+        return None
+    try:
+        key = _key(args)
+    except OSError:
+        return None
+    path = _cache_file(key)
+    hit = _read(path, key)
+    if hit is not None:
+        _emit(hit[0], hit[1])
+        return hit[2]
+    return _run_and_store(args, path, key)

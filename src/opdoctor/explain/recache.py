@@ -1,0 +1,130 @@
+"""A disk cache of compiled regular expressions, so ``opdoctor explain`` starts in milliseconds.
+
+Compiling the explain package's regexes (the module-level ones of :mod:`~opdoctor.explain.rank`
+and :mod:`~opdoctor.explain.entities`, and the patterns a line may match) costs more than
+50 ms per start, more than everything else explain does. ``re`` parses a pattern into a list
+of SRE opcodes and hands it to ``_sre.compile``; that list depends only on the pattern, its
+flags and the interpreter. This module stores the lists on disk once and, at the next start,
+builds the pattern objects straight from them and puts them into ``re``'s own cache — so every
+``re.compile``/``re.search`` of the same pattern and flags, wherever it is written, gets the
+object ``re`` would have built (saving verifies that with ``==``, which compares the opcodes).
+
+Safe by construction: the file name carries the interpreter's version, ``_sre.MAGIC`` and a
+checksum of the explain package's sources (a change of any pattern writes a new file); the
+content carries a CRC; any error while reading means "no cache" (``re`` compiles as usual);
+writes go to a temporary file renamed into place, so concurrent runs never see half a file.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import re
+import sys
+import zlib
+
+TYPE_CHECKING = False  # not from typing: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+FORMAT = 1  # bump when the stored tuple changes
+MAX_ENTRIES = 400  # re's cache holds 512; leave room so ours are never evicted on load
+_PACKAGE = os.path.dirname(__file__)
+_SOURCES = ("entities.py", "rank.py", "matcher.py", "patterns.toml")
+
+
+def _sre() -> Any:
+    import _sre  # type: ignore[import-not-found]
+
+    return _sre
+
+
+def cache_file() -> str:
+    """Where this interpreter's cache for the current explain sources lives (paths are str:
+    importing pathlib costs start-up time)."""
+    crc = 0
+    for name in _SOURCES:
+        try:
+            with open(os.path.join(_PACKAGE, name), "rb") as fh:
+                crc = zlib.crc32(fh.read(), crc)
+        except OSError:
+            pass
+    tag = f"{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre().MAGIC}-{FORMAT}"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "opdoctor", f"regex-{tag}-{crc:08x}.marshal")
+
+
+def warm(path: str | None = None) -> int:
+    """Put the cached patterns into ``re``'s cache; the number loaded (0: no usable cache)."""
+    cache = getattr(re, "_cache", None)
+    if not isinstance(cache, dict):  # another re implementation: nothing to warm
+        return 0
+    try:
+        with open(path or cache_file(), "rb") as fh:
+            blob = fh.read()
+        if len(blob) < 4 or int.from_bytes(blob[:4], "little") != zlib.crc32(blob[4:]):
+            return 0
+        entries = marshal.loads(blob[4:])
+        compile_ = _sre().compile
+        n = 0
+        for key_flags, pattern, flags, code, groups, groupindex, indexgroup in entries:
+            if n >= MAX_ENTRIES or len(cache) >= MAX_ENTRIES:
+                break
+            cache[(str, pattern, key_flags)] = compile_(pattern, flags, code, groups,
+                                                        groupindex, indexgroup)
+            n += 1
+        return n
+    except Exception:  # a corrupt or foreign file is no cache; re compiles as usual
+        return 0
+
+
+def _entry(pattern: str, flags: int) -> tuple[Any, ...] | None:
+    """What ``re`` passes to ``_sre.compile`` for ``pattern``, verified against ``re`` itself."""
+    try:
+        if sys.version_info >= (3, 11):
+            from re import _compiler, _parser  # type: ignore[attr-defined]
+        else:  # pragma: no cover - Python 3.10
+            import sre_compile as _compiler
+            import sre_parse as _parser
+        p = _parser.parse(pattern, flags)
+        code = _compiler._code(p, flags)  # type: ignore[attr-defined]
+        groupindex = dict(p.state.groupdict)
+        indexgroup: list[str | None] = [None] * p.state.groups
+        for k, i in groupindex.items():
+            indexgroup[i] = k
+        # plain ints: the opcodes are int subclasses, which marshal does not store
+        entry = (flags, pattern, int(flags | p.state.flags), [int(c) for c in code],
+                 int(p.state.groups - 1), groupindex, tuple(indexgroup))
+        # Pattern == compares flags, pattern and the opcodes: the cached object is re's own
+        if _sre().compile(*entry[1:]) != re.compile(pattern, flags):
+            return None
+        return entry
+    except Exception:  # a pattern re rejects, or internals this version lays out differently
+        return None
+
+
+def save(extra: Iterable[str] = (), path: str | None = None) -> bool:
+    """Write the cache: every str pattern in ``re``'s cache now (this run's) plus ``extra``
+    (the knowledge base's patterns, which a later line may need). False when not written."""
+    cache = getattr(re, "_cache", None)
+    if not isinstance(cache, dict):
+        return False
+    keys: dict[tuple[str, int], None] = {}
+    for key in list(cache):
+        if isinstance(key, tuple) and len(key) == 3 and key[0] is str:
+            keys[(key[1], int(key[2]))] = None
+    for source in extra:
+        keys.setdefault((source, 0), None)
+    entries = [e for k in keys if (e := _entry(*k)) is not None][:MAX_ENTRIES]
+    target = path or cache_file()
+    try:
+        payload = marshal.dumps(entries)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(zlib.crc32(payload).to_bytes(4, "little") + payload)
+        os.replace(tmp, target)
+    except (OSError, ValueError):
+        return False
+    return True

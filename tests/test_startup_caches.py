@@ -1,0 +1,129 @@
+"""The start-up caches of issue #21: they change how fast opdoctor answers, never what it says.
+
+- ``explain.recache``: compiled regexes of the explain package, stored on disk and put into
+  ``re``'s own cache at start. Every stored entry must equal what ``re.compile`` builds (Pattern
+  ``==`` compares the opcodes), and explain's answers must be the same with and without it.
+- ``cli.fast``: ``--version``, ``codes`` and ``explain ODnnn`` replay the full CLI's stored
+  output; it must be byte-identical to the typer app's, exit codes included, and a corrupt
+  cache must be no cache.
+
+Each run here uses its own ``XDG_CACHE_HOME`` so the user's caches are neither read nor written.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from opdoctor.explain import load_patterns, recache
+from tests.conftest import ROOT
+
+LINE = ("ImportError: /opt/venv/lib/python3.11/site-packages/myop/_C.so: undefined symbol: "
+        "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs")
+MESSAGES = [
+    LINE,
+    "RuntimeError: operator myops::fused_gelu does not exist",
+    "OSError: libc10_cuda.so: cannot open shared object file: No such file or directory",
+    "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32' not found",
+    "tensorflow.python.framework.errors_impl.NotFoundError: Op type not registered 'ZeroOut'",
+    "nothing opdoctor knows about at all",
+]
+
+
+def _run(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "NO_COLOR": "1",
+           "XDG_CACHE_HOME": str(cache)}
+    return subprocess.run([sys.executable, "-m", "opdoctor", *args], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+
+
+# ------------------------------------------------------------------ compiled-regex cache
+def test_every_cached_regex_is_the_one_re_builds() -> None:
+    sources = [p.source for p in load_patterns()]
+    for src in sources:
+        entry = recache._entry(src, 0)
+        assert entry is not None, src  # every knowledge-base pattern can be cached
+    # flags are part of the key: an IGNORECASE pattern is not the plain one
+    entry = recache._entry(r"undefined symbol", re.IGNORECASE)
+    assert entry is not None and entry[0] == int(re.IGNORECASE)
+    assert recache._entry(r"undefined symbol", 0) != entry
+
+
+def test_warm_loads_what_save_wrote_and_rejects_a_corrupt_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "regex.marshal")
+    assert recache.save([p.source for p in load_patterns()], path)
+    code = ("import re, sys\nfrom opdoctor.explain import recache\n"
+            f"n = recache.warm({path!r})\n"
+            "from opdoctor.explain.matcher import load_patterns\n"
+            "hits = [re._cache.get((str, p.source, 0)) is not None for p in load_patterns()]\n"
+            "print(n, all(hits))\n")
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=60, check=True).stdout.split()
+    assert int(out[0]) >= len(load_patterns()) and out[1] == "True"
+    blob = bytearray(Path(path).read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # one flipped byte: the CRC no longer matches
+    Path(path).write_bytes(bytes(blob))
+    assert recache.warm(path) == 0
+    Path(path).write_bytes(b"\0\0")
+    assert recache.warm(path) == 0
+    assert recache.warm(str(tmp_path / "missing")) == 0
+
+
+def test_explain_answers_the_same_with_and_without_the_caches(tmp_path: Path) -> None:
+    for i, msg in enumerate(MESSAGES):
+        for fmt in ("text", "json"):
+            cold = _run(["explain", msg, "-f", fmt], tmp_path / f"c{i}{fmt}")  # writes caches
+            warm = _run(["explain", msg, "-f", fmt], tmp_path / f"c{i}{fmt}")  # reads them
+            assert any((tmp_path / f"c{i}{fmt}" / "opdoctor").glob("regex-*.marshal"))
+            assert (cold.returncode, cold.stdout, cold.stderr) == (
+                warm.returncode, warm.stdout, warm.stderr), msg
+            assert cold.returncode == (1 if msg.startswith("nothing") else 0)
+
+
+# ------------------------------------------------------------------ replayed CLI answers
+@pytest.mark.parametrize("args", [
+    ["--version"], ["codes"], ["codes", "-f", "json"], ["codes", "--format", "markdown"],
+    ["explain", "OD301"], ["explain", "od301", "-f", "json"],
+    ["codes", "-f", "bogus"], ["explain", "OD999"],
+])
+def test_replayed_answers_equal_the_typer_app(args: list[str], tmp_path: Path) -> None:
+    from opdoctor.cli.app import main as app_main
+
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "NO_COLOR": "1"}
+    code = ("import sys\nfrom opdoctor.cli.app import main\n"
+            f"sys.exit(main({args!r}))\n")
+    typer_run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               env=env, timeout=120, check=False)
+    first = _run(args, tmp_path)  # computes (and, when it succeeded, stores)
+    second = _run(args, tmp_path)  # replays
+    for run in (first, second):
+        assert (run.returncode, run.stdout, run.stderr) == (
+            typer_run.returncode, typer_run.stdout, typer_run.stderr), args
+    stored = list((tmp_path / "opdoctor").glob("cli-*.marshal")) if (
+        tmp_path / "opdoctor").is_dir() else []
+    # failures are never stored; the constant --version needs no cache at all
+    assert bool(stored) == (typer_run.returncode == 0 and args != ["--version"])
+    assert app_main is not None
+
+
+def test_replay_needs_no_typer_and_a_corrupt_cache_is_recomputed(tmp_path: Path) -> None:
+    first = _run(["codes"], tmp_path)
+    (stored,) = (tmp_path / "opdoctor").glob("cli-*.marshal")
+    assert first.returncode == 0 and first.stdout.startswith("OD")
+    code = ("import io, sys, contextlib\nfrom opdoctor.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    rc = main(['codes'])\n"
+            "print(rc, [m for m in ('typer', 'pydantic', 'opdoctor.checks', 'opdoctor.facts')"
+            " if m in sys.modules])\n")
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(tmp_path)}
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, timeout=60, check=True).stdout.strip() for _ in range(2)]
+    assert outs[0].startswith("0 [") and "typer" in outs[0]  # computed: the full CLI ran
+    assert outs[1] == "0 []", outs  # replayed: nothing heavy imported
+    stored.write_bytes(stored.read_bytes()[:-7])  # truncated: the CRC fails
+    again = _run(["codes"], tmp_path)
+    assert (again.returncode, again.stdout) == (0, first.stdout)
