@@ -182,8 +182,9 @@ class TorchTests:
         assert self.light is not None
         try:
             if test == "test_schema":
+                copied = self._copy(args)  # outside the mode, as safe_schema_check does
                 with self.light["schema_mode"]():
-                    op(*self._copy(args))
+                    op(*copied)
             elif test == "test_autograd_registration":
                 if self._needs_grad(args):  # safe_autograd_registration_check's rule
                     self.light["autograd_registration_check"](op, self._copy(args), {})
@@ -229,9 +230,9 @@ def _opcheck(torch: Any, runner: TorchTests, op: Any, grad: bool,
         entry["skipped"] = f"the kernel rejects the sample inputs: {type(exc).__name__}: " \
             f"{_short(exc, 300)}"
         return
-    built, _ = sample_args(torch, op, grad)  # fresh: the call may have mutated them
+    fresh, _ = sample_args(torch, op, grad)  # fresh: the call may have mutated them
     try:
-        res = runner.run(op, built, TESTS)
+        res = runner.run(op, fresh or built, TESTS)
     except Exception as exc:
         entry["tests"] = [{"test": t, "ok": False, "type": type(exc).__name__,
                            "message": _short(exc)} for t in TESTS]
