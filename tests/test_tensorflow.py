@@ -238,3 +238,62 @@ def test_tf_scan_lists_op_libraries_with_ops_and_verdict(
     assert bad["diagnosis"]["cause"] == 3 and "OD342" in bad["diagnosis"]["root_findings"]
     res = cli(capsys, "scan", "--python", tf_python(), "-j", "2")
     assert "ZeroOut" in res.out and "cause 3: OD342" in res.out
+
+
+_GRAPH = '''node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }
+  int_val: 3 int_val: 4 } } } }
+node { name: "z" op: "ZeroOut" input: "c" }'''
+
+_REPRO = '''import sys
+from google.protobuf import text_format
+import tensorflow as tf
+import zero_op_user
+g = text_format.Parse(sys.argv[2], tf.compat.v1.GraphDef())
+try:
+    tf.graph_util.import_graph_def(g, name="a")
+    print("loaded without the op library")
+except Exception as exc:
+    print("FIRST:", exc)
+sys.path.append(sys.argv[1])  # the other Python's site-packages
+import zero_op
+tf.graph_util.import_graph_def(g, name="b")
+print("SECOND: imported")
+'''
+
+
+@pytest.mark.probe
+def test_tf_op_library_installed_for_another_python(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The third way to "Op type not registered": the op library (the healthy zero_op package)
+    is installed for another Python — in a user site of Python 3.10 — while the job runs the
+    TensorFlow venv's 3.11, whose package imports fine and registers nothing."""
+    py = tf_python()
+    home = tmp_path / "home"
+    other = home / ".local" / "lib" / "python3.10" / "site-packages"
+    shutil.copytree(TFPKG / "zero_op", other / "zero_op")
+    job = tmp_path / "job"
+    (job / "zero_op_user").mkdir(parents=True)
+    (job / "zero_op_user" / "__init__.py").write_text(
+        '"""The job\'s model code: it uses ZeroOut and expects it registered."""\n'
+        "import tensorflow as tf  # noqa: F401\n")
+    # TensorFlow itself: the graph fails in this interpreter, and loads once the other
+    # Python's copy of the op library is on the path.
+    p = subprocess.run([py, "-c", _REPRO, str(other), _GRAPH], cwd=job, capture_output=True,
+                       text=True, timeout=300)
+    assert "FIRST: Op type not registered 'ZeroOut' in binary running on" in p.stdout, \
+        p.stdout + p.stderr[-2000:]
+    assert "SECOND: imported" in p.stdout, p.stderr[-2000:]
+    monkeypatch.setenv("HOME", str(home))
+    report = tf_check(job / "zero_op_user", package="zero_op_user", cwd=str(job),
+                      expect_ops=("ZeroOut",))
+    f = by_code(report, "OD146")
+    assert "Op type not registered 'ZeroOut'" in f.message
+    assert str(other / "zero_op" / "zero_out.so") in f.message
+    assert any(e.startswith(f"{other} is not on the sys.path of {py}") for e in f.evidence)
+    assert roots(report) == ["OD146"]
+    # Without that other install the same job is the plain "nothing defines it" (OD152).
+    shutil.rmtree(other / "zero_op")
+    report = tf_check(job / "zero_op_user", package="zero_op_user", cwd=str(job),
+                      expect_ops=("ZeroOut",))
+    assert "OD146" not in codes(report) and roots(report) == ["OD152"]
