@@ -297,3 +297,43 @@ def test_tf_op_library_installed_for_another_python(tmp_path: Path,
     report = tf_check(job / "zero_op_user", package="zero_op_user", cwd=str(job),
                       expect_ops=("ZeroOut",))
     assert "OD146" not in codes(report) and roots(report) == ["OD152"]
+
+
+_FAILURES = '''import sys
+from google.protobuf import text_format
+import tensorflow as tf
+noreg, nokernel, graph = sys.argv[1:4]
+g = text_format.Parse(graph, tf.compat.v1.GraphDef())
+def attempt(tag):
+    try:
+        tf.graph_util.import_graph_def(g, name=tag)
+        print(tag.upper() + ": imported")
+    except Exception as exc:
+        print(tag.upper() + ":", str(exc).splitlines()[0])
+tf.load_op_library(noreg)
+attempt("noreg")
+import zero_op_noload
+attempt("noload")
+lib = tf.load_op_library(nokernel)
+try:
+    lib.zero_out(tf.constant([1, 2]))
+    print("NOKERNEL: ran")
+except Exception as exc:
+    print("NOKERNEL:", " ".join(str(exc).split())[:300])
+'''
+
+
+@pytest.mark.probe
+def test_tf_itself_fails_as_the_fixtures_say() -> None:
+    """What OD152, OD530 and OD150 claim, reproduced by TensorFlow 2.21 itself in one process:
+    the registration compiled out and the package that never loads its library both end in
+    "Op type not registered"; the op without a kernel fails when it is run."""
+    p = subprocess.run([tf_python(), "-c", _FAILURES, str(fixture("tensorflow/zero_out_noreg.so")),
+                        str(fixture("tensorflow/zero_out_nokernel.so")), _GRAPH],
+                       cwd=TFPKG, capture_output=True, text=True, timeout=300)
+    out = p.stdout
+    assert "NOREG: Op type not registered 'ZeroOut' in binary running on" in out, \
+        out + p.stderr[-2000:]
+    assert "NOLOAD: Op type not registered 'ZeroOut' in binary running on" in out, out
+    line = next(x for x in out.splitlines() if x.startswith("NOKERNEL:"))
+    assert "ZeroOut" in line and ("Could not find device" in line or "No OpKernel" in line), line
