@@ -302,7 +302,14 @@ def test_tf_op_library_installed_for_another_python(tmp_path: Path,
 _FAILURES = '''import sys
 from google.protobuf import text_format
 import tensorflow as tf
-noreg, nokernel, graph = sys.argv[1:4]
+noreg, nokernel, graph, abi0, plug = sys.argv[1:6]
+for tag, load, path in (("ABI0", tf.load_op_library, abi0),
+                        ("PLUG", tf.experimental.register_filesystem_plugin, plug)):
+    try:
+        load(path)
+        print(tag + ": loaded")
+    except Exception as exc:
+        print(tag + ":", type(exc).__name__, " ".join(str(exc).split())[:400])
 g = text_format.Parse(graph, tf.compat.v1.GraphDef())
 def attempt(tag):
     try:
@@ -325,15 +332,21 @@ except Exception as exc:
 
 @pytest.mark.probe
 def test_tf_itself_fails_as_the_fixtures_say() -> None:
-    """What OD152, OD530 and OD150 claim, reproduced by TensorFlow 2.21 itself in one process:
-    the registration compiled out and the package that never loads its library both end in
-    "Op type not registered"; the op without a kernel fails when it is run."""
+    """What OD340, OD342, OD152, OD530 and OD150 claim, reproduced by TensorFlow 2.21 itself in
+    one process: the old-ABI build and the 2.16 plugin fail to load; the registration compiled
+    out and the package that never loads its library both end in "Op type not registered"; the
+    op without a kernel fails when it is run."""
     p = subprocess.run([tf_python(), "-c", _FAILURES, str(fixture("tensorflow/zero_out_noreg.so")),
-                        str(fixture("tensorflow/zero_out_nokernel.so")), _GRAPH],
+                        str(fixture("tensorflow/zero_out_nokernel.so")), _GRAPH,
+                        str(fixture("tensorflow/zero_out_abi0.so")),
+                        str(TFPKG / "tfplug" / "libtfplug.so")],
                        cwd=TFPKG, capture_output=True, text=True, timeout=300)
     out = p.stdout
     assert "NOREG: Op type not registered 'ZeroOut' in binary running on" in out, \
         out + p.stderr[-2000:]
     assert "NOLOAD: Op type not registered 'ZeroOut' in binary running on" in out, out
+    # OD340 and OD342: the old-ABI build and the TF 2.16 plugin do not load in TF 2.21.
+    assert "ABI0: NotFoundError" in out and "undefined symbol" in out, out
+    assert "PLUG: " in out and "undefined symbol: TF_VLog" in out, out
     line = next(x for x in out.splitlines() if x.startswith("NOKERNEL:"))
     assert "ZeroOut" in line and ("Could not find device" in line or "No OpKernel" in line), line
