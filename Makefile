@@ -568,3 +568,16 @@ distclean: clean
 # Regenerate the README's code tables from the catalog (tests/test_layout.py checks they match).
 readme: venv
 	$(PY) native/update_readme.py
+
+# ---------------------------------------------------------------- MPICH for the fleet's mpirun test
+# A real mpirun (MPICH's Hydra, from the mpich wheel: 9 MB, no compiler, no system package) so
+# that tests/test_fleet.py runs `mpirun -n 2 python -m opdoctor fleet …` on 127.0.0.1; the test
+# skips, naming this target, when it is absent. mpi4py is not needed: opdoctor reads PMI_*.
+MPI_DIR := $(BUILD)/probe/mpi
+MPICH_VERSION := 5.0.2
+mpi: $(MPI_DIR)/.installed
+$(MPI_DIR)/.installed: | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --target $(@D) mpich==$(MPICH_VERSION) > $(@D)/../mpi-pip.log 2>&1; \
+	  then rm -f $(SKIP)/mpi.txt; touch $@; else tail -1 $(@D)/../mpi-pip.log > $(SKIP)/mpi.txt; fi
+fixtures: mpi

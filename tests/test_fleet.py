@@ -392,3 +392,76 @@ def test_32_local_ranks_fingerprint_only(tmp_path: Path, launch: Launcher) -> No
     print(f"32 ranks: rank 0 gather {t['gather']:.3f} s, grouping {t['group']:.3f} s "
           f"(waiting for the others: {t['waiting']:.3f} s)")
     assert t["gather"] + t["group"] < 5.0
+
+
+def _slurm_port() -> tuple[int, int]:
+    """(SLURM_JOB_ID, port): a job id whose derived port (29500 + id % 1000) is free now."""
+    for job in range(4242, 5242):
+        port = 29500 + job % 1000
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return job, port
+    pytest.skip("no free port in 29500-30499")
+
+
+@pytest.mark.probe
+def test_srun_environment(tmp_path: Path, cache: str) -> None:
+    # No Slurm here: two real interpreters get the variables srun gives a 2-task job step
+    # (no RANK/WORLD_SIZE/MASTER_*): rank, size and local rank from SLURM_*, the store on the
+    # first host of SLURM_STEP_NODELIST, its port derived from SLURM_JOB_ID.
+    job, port = _slurm_port()
+    base = rank_env(dict(os.environ), 0, 0, 0, {"OPDOCTOR_CACHE_DIR": cache,
+                                                "PYTHONPATH": str(ROOT / "src")})
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        base.pop(k)
+    lib = str(fixture("loader/depdir/libmyop_dep.so"))
+    out = tmp_path / "fleet.json"
+    procs = []
+    for r in (0, 1):
+        env = dict(base, SLURM_PROCID=str(r), SLURM_LOCALID="0", SLURM_STEP_NUM_TASKS="2",
+                   SLURM_NTASKS="2", SLURM_JOB_ID=str(job), SLURM_STEP_NODELIST="127.0.0.1",
+                   OPDOCTOR_FLEET_NODE=f"node{r}")
+        args = [sys.executable, "-m", "opdoctor", "fleet", "--fingerprint-only", "-f", "json",
+                *(["-o", str(out)] if r == 0 else []), lib]
+        procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    res = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _o, e in res]
+    doc = json.loads(out.read_text())
+    assert doc["world"]["launcher"] == "srun" and doc["world"]["size"] == 2
+    assert doc["world"]["rendezvous"] == f"127.0.0.1:{port}"
+    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
+    assert all(r["checked_by"] == r["rank"] for r in doc["ranks"])  # two nodes: two checks
+
+
+MPIRUN = Path(os.environ.get("OPDOCTOR_BUILD", ROOT / "build")) / "probe/mpi/bin/mpirun"
+
+
+@pytest.mark.probe
+def test_mpirun(tmp_path: Path, cache: str) -> None:
+    # A real MPICH (Hydra) mpirun from the mpich wheel (`make mpi`): it starts both ranks with
+    # PMI_RANK/PMI_SIZE/MPI_LOCALRANKID; MPI publishes no rendezvous address, so MASTER_* are
+    # passed with -genv as the README says.
+    if not MPIRUN.exists():
+        pytest.skip(f"no {MPIRUN} (make mpi)")
+    env = rank_env(dict(os.environ), 0, 0, 0, {"OPDOCTOR_CACHE_DIR": cache,
+                                               "PYTHONPATH": str(ROOT / "src")})
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k)
+    out = tmp_path / "fleet.json"
+    p = subprocess.run([str(MPIRUN), "-n", "2", "-hosts", "127.0.0.1",
+                        "-genv", "MASTER_ADDR", "127.0.0.1", "-genv", "MASTER_PORT",
+                        str(free_port()), sys.executable, "-m", "opdoctor", "fleet", "--ignore",
+                        "OD116", "-f", "json", "-o", str(out),
+                        str(fixture("loader/depdir/libmyop_dep.so"))],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["world"]["launcher"] == "mpirun (PMI)" and doc["exit_code"] == 0
+    ranks = {r["rank"]: r for r in doc["ranks"]}
+    # Both ranks on this host: local rank 0 (MPI_LOCALRANKID) checks, local rank 1 reuses it.
+    assert ranks[0]["checked_by"] == 0 and ranks[1]["checked_by"] == 0
+    assert ranks[1]["local_rank"] == 1 and ranks[1]["reports"] == []

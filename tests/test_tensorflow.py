@@ -238,3 +238,115 @@ def test_tf_scan_lists_op_libraries_with_ops_and_verdict(
     assert bad["diagnosis"]["cause"] == 3 and "OD342" in bad["diagnosis"]["root_findings"]
     res = cli(capsys, "scan", "--python", tf_python(), "-j", "2")
     assert "ZeroOut" in res.out and "cause 3: OD342" in res.out
+
+
+_GRAPH = '''node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }
+  int_val: 3 int_val: 4 } } } }
+node { name: "z" op: "ZeroOut" input: "c" }'''
+
+_REPRO = '''import sys
+from google.protobuf import text_format
+import tensorflow as tf
+import zero_op_user
+g = text_format.Parse(sys.argv[2], tf.compat.v1.GraphDef())
+try:
+    tf.graph_util.import_graph_def(g, name="a")
+    print("loaded without the op library")
+except Exception as exc:
+    print("FIRST:", exc)
+sys.path.append(sys.argv[1])  # the other Python's site-packages
+import zero_op
+tf.graph_util.import_graph_def(g, name="b")
+print("SECOND: imported")
+'''
+
+
+@pytest.mark.probe
+def test_tf_op_library_installed_for_another_python(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The third way to "Op type not registered": the op library (the healthy zero_op package)
+    is installed for another Python — in a user site of Python 3.10 — while the job runs the
+    TensorFlow venv's 3.11, whose package imports fine and registers nothing."""
+    py = tf_python()
+    home = tmp_path / "home"
+    other = home / ".local" / "lib" / "python3.10" / "site-packages"
+    shutil.copytree(TFPKG / "zero_op", other / "zero_op")
+    job = tmp_path / "job"
+    (job / "zero_op_user").mkdir(parents=True)
+    (job / "zero_op_user" / "__init__.py").write_text(
+        '"""The job\'s model code: it uses ZeroOut and expects it registered."""\n'
+        "import tensorflow as tf  # noqa: F401\n")
+    # TensorFlow itself: the graph fails in this interpreter, and loads once the other
+    # Python's copy of the op library is on the path.
+    p = subprocess.run([py, "-c", _REPRO, str(other), _GRAPH], cwd=job, capture_output=True,
+                       text=True, timeout=300)
+    assert "FIRST: Op type not registered 'ZeroOut' in binary running on" in p.stdout, \
+        p.stdout + p.stderr[-2000:]
+    assert "SECOND: imported" in p.stdout, p.stderr[-2000:]
+    monkeypatch.setenv("HOME", str(home))
+    report = tf_check(job / "zero_op_user", package="zero_op_user", cwd=str(job),
+                      expect_ops=("ZeroOut",))
+    f = by_code(report, "OD146")
+    assert "Op type not registered 'ZeroOut'" in f.message
+    assert str(other / "zero_op" / "zero_out.so") in f.message
+    assert any(e.startswith(f"{other} is not on the sys.path of {py}") for e in f.evidence)
+    assert roots(report) == ["OD146"]
+    # Without that other install the same job is the plain "nothing defines it" (OD152).
+    shutil.rmtree(other / "zero_op")
+    report = tf_check(job / "zero_op_user", package="zero_op_user", cwd=str(job),
+                      expect_ops=("ZeroOut",))
+    assert "OD146" not in codes(report) and roots(report) == ["OD152"]
+
+
+_FAILURES = '''import sys
+from google.protobuf import text_format
+import tensorflow as tf
+noreg, nokernel, graph, abi0, plug = sys.argv[1:6]
+for tag, load, path in (("ABI0", tf.load_op_library, abi0),
+                        ("PLUG", tf.experimental.register_filesystem_plugin, plug)):
+    try:
+        load(path)
+        print(tag + ": loaded")
+    except Exception as exc:
+        print(tag + ":", type(exc).__name__, " ".join(str(exc).split())[:400])
+g = text_format.Parse(graph, tf.compat.v1.GraphDef())
+def attempt(tag):
+    try:
+        tf.graph_util.import_graph_def(g, name=tag)
+        print(tag.upper() + ": imported")
+    except Exception as exc:
+        print(tag.upper() + ":", str(exc).splitlines()[0])
+tf.load_op_library(noreg)
+attempt("noreg")
+import zero_op_noload
+attempt("noload")
+lib = tf.load_op_library(nokernel)
+try:
+    lib.zero_out(tf.constant([1, 2]))
+    print("NOKERNEL: ran")
+except Exception as exc:
+    print("NOKERNEL:", " ".join(str(exc).split())[:300])
+'''
+
+
+@pytest.mark.probe
+def test_tf_itself_fails_as_the_fixtures_say() -> None:
+    """What OD340, OD342, OD152, OD530 and OD150 claim, reproduced by TensorFlow 2.21 itself in
+    one process: the old-ABI build and the 2.16 plugin fail to load; the registration compiled
+    out and the package that never loads its library both end in "Op type not registered"; the
+    op without a kernel fails when it is run."""
+    p = subprocess.run([tf_python(), "-c", _FAILURES, str(fixture("tensorflow/zero_out_noreg.so")),
+                        str(fixture("tensorflow/zero_out_nokernel.so")), _GRAPH,
+                        str(fixture("tensorflow/zero_out_abi0.so")),
+                        str(TFPKG / "tfplug" / "libtfplug.so")],
+                       cwd=TFPKG, capture_output=True, text=True, timeout=300)
+    out = p.stdout
+    assert "NOREG: Op type not registered 'ZeroOut' in binary running on" in out, \
+        out + p.stderr[-2000:]
+    assert "NOLOAD: Op type not registered 'ZeroOut' in binary running on" in out, out
+    # OD340 and OD342: the old-ABI build and the TF 2.16 plugin do not load in TF 2.21.
+    assert "ABI0: NotFoundError" in out and "undefined symbol" in out, out
+    assert "PLUG: " in out and "undefined symbol: TF_VLog" in out, out
+    line = next(x for x in out.splitlines() if x.startswith("NOKERNEL:"))
+    assert "ZeroOut" in line and ("Could not find device" in line or "No OpKernel" in line), line

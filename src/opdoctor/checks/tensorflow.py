@@ -22,6 +22,7 @@ from opdoctor.facts.probe.outcome import ProbeState, TfProbe
 from opdoctor.facts.tensorflow import (
     ABSL_RELEASES,
     absl_namespaces,
+    installed_elsewhere,
     libraries_defining,
     old_abi_tf_symbols,
     requirement_for,
@@ -353,6 +354,23 @@ def _not_registered(facts: Facts, mapped: tuple[str, ...], op: str) -> Iterator[
                             f"registered nothing under that name",
                             (f"mapped by the import: {candidates[0]}",))
         return
+    interp = facts.interpreter
+    elsewhere = installed_elsewhere(op, interp.sys_path if interp else (),
+                                    (tf.directory,) if tf else ())
+    if elsewhere:
+        lib, site = elsewhere[0]
+        who = interp.invoke if interp else "this interpreter"
+        yield OD146.finding(
+            op, f"{msg}: {op} is defined by {lib}, installed for another Python ({site}), "
+            f"not for the interpreter that runs the job ({who})",
+            [f"defines {op}: {lib}" for lib, _s in elsewhere[:3]]
+            + [f"{site} is not on the sys.path of {who}"
+               + (f" (Python {interp.version})" if interp else ""),
+               f"no library under {where} defines {op}"],
+            fix=f"install the package that holds {os.path.basename(lib)} for this interpreter "
+            f"(`{who} -m pip install …`, then load it with tf.load_op_library before the graph "
+            "or model that uses the op), or run the job with the Python it is installed for")
+        return
     yield OD152.finding(op, f"{msg}: no library under {where} defines {op}",
                         (f"searched: {where}",),
                         fix="build the library that defines the op into this package; if it "
@@ -360,6 +378,22 @@ def _not_registered(facts: Facts, mapped: tuple[str, ...], op: str) -> Iterator[
                         "(--python)")
 
 
+OD146 = CodeDoc(
+    "OD146", "TensorFlow op library installed only for another Python", Severity.ERROR,
+    what="When --expect-op names a TensorFlow op that the package's import did not register, "
+    "and no library of the package defines it: the site-packages of other Python environments "
+    "(user sites ~/.local/lib/python3.X, /usr/lib and /usr/local/lib, environments beside the "
+    "target's) are searched, by bytes, for an op library that defines it.",
+    why="\"Op type not registered 'ZeroOut' in binary running on …\": the op library exists "
+    "and works, but it was installed (and loaded) for another interpreter — pip of another "
+    "Python, another venv or conda env — so nothing in this process can load it.",
+    example="ZeroOut is defined by ~/.local/lib/python3.10/site-packages/zero_op/zero_out.so; "
+    "the job runs venv/bin/python (3.11), whose sys.path does not have that directory",
+    fix="Install the package for the interpreter the job runs (`<that python> -m pip install "
+    "…`) and load its op library before the graph that uses the op, or run the job with the "
+    "Python it is installed for.",
+    references=(_GUIDE,),
+)
 OD530 = CodeDoc(
     "OD530", "the package never loads the op library that defines the op", Severity.ERROR,
     what="When --expect-op names a TensorFlow op and a package is imported, the package's "
@@ -373,7 +407,7 @@ OD530 = CodeDoc(
     references=(_GUIDE,),
 )
 
-CODES = (OD150, OD151, OD152, OD340, OD341, OD342, OD431, OD530)
+CODES = (OD146, OD150, OD151, OD152, OD340, OD341, OD342, OD431, OD530)
 
 
 def run(facts: Facts) -> Iterator[Finding]:

@@ -460,10 +460,14 @@ def _tf_op(ctx: Context) -> Refinement | None:
                           ("OD505",), None, "medium")
     return Refinement((5, 1, 3), f"{op} is a custom op: it registers when its package's op "
                       "library is loaded — import that package (tensorflow_text, "
-                      "tensorflow_decision_forests, …) before loading the model, or the op "
-                      "library failed to load", ("OD505", "OD101"), None, "medium",
+                      "tensorflow_decision_forests, …) before loading the model; or it is "
+                      "installed only for another Python (another venv, a user site of "
+                      "another release); or the op library failed to load",
+                      ("OD505", "OD146", "OD101"), None, "medium",
                       f"which package defines {op}: import it first, then "
-                      "`opdoctor check <its op library .so>`")
+                      "`opdoctor check <its op library .so>`; `opdoctor check --python <the "
+                      f"job's python> --package <the job's package> --expect-op {op}` finds an "
+                      "op library installed for another Python (OD146)")
 
 
 # ------------------------------------------------------------------ dispatch keys

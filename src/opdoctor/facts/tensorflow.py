@@ -200,3 +200,53 @@ def libraries_defining(op: str, paths: list[str], exclude: tuple[str, ...]) -> l
         if _contains(real, needle) and _contains(real, b"OpDefBuilderWrapper"):
             out.append(p)
     return out
+
+
+# Framework libraries (libtensorflow_cc, libtorch_cpu: hundreds of MB) are not op libraries of a
+# package; reading them would make the search cost seconds.
+_MAX_SCAN_BYTES = 256 << 20
+
+
+def other_site_dirs(sys_path: tuple[str, ...] | list[str]) -> list[str]:
+    """site-packages of Python environments other than the one whose ``sys_path`` is given.
+
+    Where "installed for another Python" usually means: the user site of each Python release
+    (``~/.local/lib/python3.X/site-packages``), the system's (``/usr/lib``, ``/usr/local/lib``),
+    and sibling environments of the target's own (other venvs or conda envs beside it). Only
+    directories that exist and are not on ``sys_path``.
+    """
+    mine = {os.path.realpath(p) for p in sys_path if p}
+    pats = [os.path.join(os.path.expanduser("~"), ".local/lib/python3*/site-packages")]
+    for base in ("/usr/lib", "/usr/local/lib"):
+        pats += [f"{base}/python3*/site-packages", f"{base}/python3*/dist-packages"]
+    for p in sys_path:
+        if os.path.basename(p) in ("site-packages", "dist-packages"):
+            env = os.path.dirname(os.path.dirname(os.path.dirname(p)))  # <env>/lib/python3.X
+            pats.append(os.path.join(os.path.dirname(env), "*/lib/python3*/site-packages"))
+    out: list[str] = []
+    for pat in pats:
+        for d in sorted(glob.glob(pat)):
+            real = os.path.realpath(d)
+            if os.path.isdir(real) and real not in mine and d not in out:
+                out.append(d)
+    return out
+
+
+def installed_elsewhere(op: str, sys_path: tuple[str, ...] | list[str],
+                        exclude: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(library, site-packages directory) of op libraries that define ``op`` in the
+    environments of :func:`other_site_dirs` — nothing is loaded, the bytes are searched."""
+    found: list[tuple[str, str]] = []
+    for site in other_site_dirs(sys_path):
+        libs = []
+        for root, _dirs, files in os.walk(site):
+            for f in files:
+                if f.endswith(".so") or ".so." in f:
+                    p = os.path.join(root, f)
+                    try:
+                        if os.path.getsize(p) <= _MAX_SCAN_BYTES:
+                            libs.append(p)
+                    except OSError:
+                        continue
+        found += [(lib, site) for lib in libraries_defining(op, sorted(libs), exclude)]
+    return found

@@ -12,6 +12,8 @@ probe.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import time
 from typing import Any
 
@@ -126,8 +128,97 @@ def sample_args(torch: Any, op: Any, grad: bool) -> tuple[tuple[Any, ...] | None
     return tuple(args), ", ".join(desc) + (" (requires_grad)" if grad else "")
 
 
-def _opcheck(torch: Any, op: Any, grad: bool, entry: dict[str, Any]) -> None:
-    """Run torch.library.opcheck on fresh sample inputs and record each test."""
+class TorchTests:
+    """torch's own opcheck sub-tests, importing only what each one needs.
+
+    ``torch.library.opcheck`` imports ``torch.testing._internal.optests``, whose
+    ``generate_tests.py`` imports ``torch._dynamo`` unconditionally: 2.5-3 s, more than the rest
+    of the probe after ``import torch``. Only ``test_aot_dispatch_dynamic`` needs it (AOT
+    autograd). The other three are run with torch's own check functions — ``fake_check`` and
+    ``autograd_registration_check``, loaded from their files under a private name so that the
+    package's ``__init__`` (which imports generate_tests) does not run — wrapped exactly as
+    generate_tests' ``safe_*_check`` wrap them. On a release where those files are not where
+    2.13 has them, every test goes through ``torch.library.opcheck`` as before.
+    """
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.light: dict[str, Any] | None = None
+        try:
+            from torch._subclasses.schema_check_mode import SchemaCheckMode
+            fake = self._load("fake_tensor.py").fake_check
+            grad = self._load("autograd_registration.py").autograd_registration_check
+            self.light = {"schema_mode": SchemaCheckMode, "fake_check": fake,
+                          "autograd_registration_check": grad}
+        except Exception:  # another layout: the full opcheck below
+            self.light = None
+
+    def _load(self, filename: str) -> Any:
+        base = os.path.join(os.path.dirname(self.torch.__file__), "testing", "_internal",
+                            "optests")
+        spec = importlib.util.spec_from_file_location("_opdoctor_optests_" + filename[:-3],
+                                                      os.path.join(base, filename))
+        if spec is None or spec.loader is None:
+            raise ImportError(filename)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    def _copy(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """generate_tests' deepcopy_tensors (dynamo's clone_input) for dense CPU inputs."""
+        def one(x: Any) -> Any:
+            if isinstance(x, self.torch.Tensor):
+                return x.detach().clone().requires_grad_(x.requires_grad)
+            if isinstance(x, list):
+                return [one(y) for y in x]
+            return x
+        return tuple(one(a) for a in args)
+
+    def _needs_grad(self, args: tuple[Any, ...]) -> bool:
+        flat = [y for a in args for y in (a if isinstance(a, list) else [a])]
+        return any(isinstance(x, self.torch.Tensor) and x.requires_grad for x in flat)
+
+    def _run_light(self, test: str, op: Any, args: tuple[Any, ...]) -> Any:
+        assert self.light is not None
+        try:
+            if test == "test_schema":
+                copied = self._copy(args)  # outside the mode, as safe_schema_check does
+                with self.light["schema_mode"]():
+                    op(*copied)
+            elif test == "test_autograd_registration":
+                if self._needs_grad(args):  # safe_autograd_registration_check's rule
+                    self.light["autograd_registration_check"](op, self._copy(args), {})
+            else:
+                self.light["fake_check"](op, self._copy(args), {})
+            return "SUCCESS"
+        except Exception as exc:
+            return exc
+
+    def run(self, op: Any, args: tuple[Any, ...], tests: tuple[str, ...]) -> dict[str, Any]:
+        """{test: "SUCCESS" | exception | a "not run: …" string}, like opcheck's dict."""
+        if self.light is None:
+            return dict(self.torch.library.opcheck(op, args, test_utils=tests,
+                                                   raise_exception=False))
+        res: dict[str, Any] = {}
+        for t in tests:
+            if t != "test_aot_dispatch_dynamic":
+                res[t] = self._run_light(t, op, args)
+            elif res.get("test_faketensor", "SUCCESS") != "SUCCESS":
+                # AOT dispatch traces the op with fake tensors too: with test_faketensor
+                # failing there is nothing more to learn, and running it costs the dynamo import.
+                res[t] = NOT_RUN
+            else:
+                res.update(self.torch.library.opcheck(op, args, test_utils=t,
+                                                      raise_exception=False))
+        return res
+
+
+NOT_RUN = "not run: test_faketensor failed, and AOT dispatch runs the op on fake tensors too"
+
+
+def _opcheck(torch: Any, runner: TorchTests, op: Any, grad: bool,
+             entry: dict[str, Any]) -> None:
+    """Run torch's opcheck tests on fresh sample inputs and record each test."""
     built, why = sample_args(torch, op, grad)
     if built is None:
         entry["skipped"] = f"schema cannot be satisfied: {why}"
@@ -139,9 +230,9 @@ def _opcheck(torch: Any, op: Any, grad: bool, entry: dict[str, Any]) -> None:
         entry["skipped"] = f"the kernel rejects the sample inputs: {type(exc).__name__}: " \
             f"{_short(exc, 300)}"
         return
-    built, _ = sample_args(torch, op, grad)  # fresh: the call may have mutated them
+    fresh, _ = sample_args(torch, op, grad)  # fresh: the call may have mutated them
     try:
-        res = torch.library.opcheck(op, built, raise_exception=False)
+        res = runner.run(op, fresh or built, TESTS)
     except Exception as exc:
         entry["tests"] = [{"test": t, "ok": False, "type": type(exc).__name__,
                            "message": _short(exc)} for t in TESTS]
@@ -154,6 +245,8 @@ def _opcheck(torch: Any, op: Any, grad: bool, entry: dict[str, Any]) -> None:
         v = res[t]
         if v == "SUCCESS":
             tests.append({"test": t, "ok": True})
+        elif v == NOT_RUN:
+            tests.append({"test": t, "ok": False, "skipped": NOT_RUN})
         else:
             tests.append({"test": t, "ok": False, "type": type(v).__name__,
                           "message": _short(v) if isinstance(v, BaseException) else str(v)[:600]})
@@ -164,19 +257,18 @@ def _opcheck(torch: Any, op: Any, grad: bool, entry: dict[str, Any]) -> None:
         # autograd.Function inside it, or differentiable ATen calls) is what it exists to catch.
         for row in tests:
             if row["test"] == "test_autograd_registration":
-                _autograd_with_grad(torch, op, row)
+                _autograd_with_grad(torch, runner, op, row)
     entry["tests"] = tests
 
 
-def _autograd_with_grad(torch: Any, op: Any, row: dict[str, Any]) -> None:
+def _autograd_with_grad(torch: Any, runner: TorchTests, op: Any, row: dict[str, Any]) -> None:
     built, _why = sample_args(torch, op, True)
     if built is None or not any(getattr(a, "requires_grad", False) for a in built):
         row.update(ok=True, skipped="no input can require grad")
         return
     try:
-        res = torch.library.opcheck(op, built, test_utils="test_autograd_registration",
-                                    raise_exception=False)
-        v = res.get("test_autograd_registration", "SUCCESS")
+        v = runner.run(op, built, ("test_autograd_registration",)).get(
+            "test_autograd_registration", "SUCCESS")
     except Exception as exc:
         v = exc
     row.pop("type", None)
@@ -188,7 +280,8 @@ def _autograd_with_grad(torch: Any, op: Any, row: dict[str, Any]) -> None:
                    message=_short(v) if isinstance(v, BaseException) else str(v)[:600])
 
 
-def inspect_op(torch: Any, name: str, opcheck: bool) -> dict[str, Any]:
+def inspect_op(torch: Any, name: str, opcheck: bool,
+               runner: TorchTests | None = None) -> dict[str, Any]:
     """Keys, fake kernel, pystub, autograd and (when asked) opcheck results of one op."""
     entry: dict[str, Any] = {"name": name, "keys": [], "tests": []}
     try:
@@ -223,7 +316,7 @@ def inspect_op(torch: Any, name: str, opcheck: bool) -> dict[str, Any]:
         entry["autograd"] = bool(via)
         entry["autograd_via"] = f"{via[0]} kernel" if via else ""
     if opcheck:
-        _opcheck(torch, op, bool(entry["autograd"]), entry)
+        _opcheck(torch, runner or TorchTests(torch), op, bool(entry["autograd"]), entry)
     return entry
 
 
@@ -231,9 +324,10 @@ def run(torch: Any, names: list[str], opcheck: bool, budget: float) -> dict[str,
     """Inspect every op (opcheck within ``budget`` seconds; later ops are marked skipped)."""
     start = time.monotonic()
     ops = []
+    runner = TorchTests(torch) if opcheck else None
     for name in names:
         over = time.monotonic() - start > budget
-        entry = inspect_op(torch, name, opcheck and not over)
+        entry = inspect_op(torch, name, opcheck and not over, runner)
         if opcheck and over:
             entry["skipped"] = f"opcheck time budget ({budget:g} s) used up by earlier ops"
         ops.append(entry)
