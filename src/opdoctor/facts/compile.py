@@ -23,6 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfImage
 from opdoctor.facts.registration import Inventory
 
@@ -34,6 +35,12 @@ _KNOWN_KEYS = ("CPU", "CUDA", "Meta", "CompositeImplicitAutograd", "CompositeExp
 _STABLE = re.compile(rb"(?:_ZL|_Z)(\d+)(STABLE_TORCH_LIBRARY\w+)")
 _MAX_FILES = 400
 _MAX_BYTES = 1 << 20
+# Every registration _ModuleReader recognises needs one of these words in the source (a
+# custom_op, a Library object, a torch.library function, the deprecated _custom_ops API): a
+# module without any of them cannot register anything, so it is not parsed. Most of a large
+# package's modules mention torch; very few mention these.
+_REGISTERS = re.compile(r"custom_op|Library|register_fake|impl_abstract|register_autograd|"
+                        r"impl_backward|impl_save_for_backward|library\s*\.\s*impl")
 
 
 @dataclass(frozen=True)
@@ -319,12 +326,13 @@ def python_registrations(files: list[str], imported: set[str], package_dir: str,
     """Registrations in the package's Python files (each parsed once; large files skipped)."""
     out: list[PyRegistration] = []
     for file in files[:_MAX_FILES]:
+        checkpoint(f"looking for registrations in {file}")
         try:
             if os.path.getsize(file) > _MAX_BYTES:
                 continue
             with open(file, encoding="utf-8") as fh:
                 src = fh.read()
-            if "torch" not in src and "custom_op" not in src and "Library" not in src:
+            if not _REGISTERS.search(src):
                 continue  # cheap: only modules that can register anything are parsed
             tree = ast.parse(src, file)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
