@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from opdoctor.facts.budget import checkpoint
+from opdoctor.facts.budget import checkpoint, tick
 
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
@@ -352,7 +352,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     visit(n, handlers, True)
             return
         if isinstance(node, ast.stmt):
-            checkpoint(f"reading module {file}, line {node.lineno}")
+            tick(f"reading module {file}", 64)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
             names[node.targets[0].id] = ev.value(node.value)
@@ -517,17 +517,22 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) ->
     return chain
 
 
+_MAIN_GUARD = re.compile(rb"^if __name__ == ['\"]__main__['\"]", re.M)
+_RELATIVE_FROM = re.compile(rb"^[ \t]*from[ \t]+\.", re.M)
+
+
 def _script_relative(file: str) -> list[tuple[str, int]]:
     """Relative imports in a file that also has an ``if __name__ == "__main__"`` block."""
     try:
         if os.path.getsize(file) > MAX_SOURCE_BYTES:
             return []
-        with open(file, encoding="utf-8", errors="replace") as fh:
-            src = fh.read()
+        with open(file, "rb") as fh:
+            raw = fh.read()
     except OSError:
         return []
-    if not re.search(r"^if __name__ == ['\"]__main__['\"]", src, re.M) or \
-            not re.search(r"^[ \t]*from[ \t]+\.", src, re.M):
+    # Bytes, not decoded text: the patterns are ASCII, so they match the same lines, and most
+    # files are rejected by the first substring test without decoding anything.
+    if b"__main__" not in raw or not _MAIN_GUARD.search(raw) or not _RELATIVE_FROM.search(raw):
         return []  # parse only a file that may have both
     parsed = _source(file)
     if parsed is None:
