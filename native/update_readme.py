@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from opdoctor.checks import load_registry
+from opdoctor.checks.base import PIPELINE_CODES
 from opdoctor.codes import RETIRED, markdown_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -27,6 +28,8 @@ def allocation_table() -> str:
     for c in reg.checks:
         causes = ", ".join(str(int(x)) for x in c.causes)
         rows.append(f"| `{c.name}` | {causes} | {', '.join(d.code for d in c.codes)} |")
+    # Codes the pipeline emits on behalf of any stage (OD190: a stage stopped at its budget).
+    rows.append(f"| (pipeline) | – | {', '.join(d.code for d in PIPELINE_CODES)} |")
     retired = ", ".join(f"{old} → {new}" for old, new in sorted(RETIRED.items())) or "none"
     return "\n".join(rows) + f"\n\nRetired codes (never reused; `opdoctor explain` redirects): " \
         f"{retired}.\n"
@@ -35,11 +38,12 @@ def allocation_table() -> str:
 def render(text: str) -> str:
     """The README with every generated block rewritten."""
     reg = load_registry(with_plugins=False)
-    by_name = {c.name: c for c in reg.checks}
+    by_name = {c.name: c.codes for c in reg.checks}
+    by_name["pipeline"] = PIPELINE_CODES  # not a check: codes about the run itself
 
     def table(m: re.Match[str]) -> str:
         names = [n.strip() for n in m.group(2).split(",")]
-        docs = [d for n in names for d in by_name[n].codes]
+        docs = [d for n in names for d in by_name[n]]
         return m.group(1) + markdown_table(docs) + m.group(4)
 
     text = BLOCK.sub(table, text)

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from opdoctor.checks import Registry, load_registry
-from opdoctor.checks.base import Check
-from opdoctor.facts import CheckOptions, Facts
+from opdoctor.checks.base import OD190, Check
+from opdoctor.facts import CheckOptions, Facts, budget
 from opdoctor.model import CheckRun, CheckStatus, Finding, Report, Severity, TargetInfo
+from opdoctor.verdict.causes import STOPPED_PREFIX
 from opdoctor.verdict.diagnosis import diagnose
 from opdoctor.verdict.gate import apply_overrides
 
@@ -29,8 +30,22 @@ class Selection:
         return not any(code.startswith(p) for p in self.ignore)
 
 
-def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[str, Any]
-             ) -> tuple[CheckRun, list[Finding]]:
+# A stage's budget grows by one base budget per this many bytes of target: reading a 2 GB
+# CUDA library is a bigger job than reading a 2 MB extension.
+BUDGET_BYTES_PER_SHARE = 256 << 20
+
+
+def stage_budget(check: Check, target_bytes: int, scale: float) -> float:
+    """CPU seconds ``check`` may spend on a target of ``target_bytes`` bytes."""
+    return check.budget * (1.0 + target_bytes / BUDGET_BYTES_PER_SHARE) * scale
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:.1f}" if seconds >= 1 else f"{seconds:.2f}"
+
+
+def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[str, Any],
+             target_bytes: int = 0) -> tuple[CheckRun, list[Finding]]:
     wanted = [d.code for d in check.codes if selection.wants(d.code)]
     if not wanted:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
@@ -47,10 +62,30 @@ def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[st
             return CheckRun(check.name, check.causes, CheckStatus.SKIPPED, reason=why_not), []
     declared = {d.code for d in check.codes}
     start = time.perf_counter()
+    seconds_allowed = stage_budget(check, target_bytes, facts.options.budget_scale)
+    found: list[Finding] = []
     try:
-        found = list(check.run(facts))
-        if check.section is not None:
-            sections[check.name] = check.section(facts)
+        with budget.stage(check.name, seconds_allowed):
+            # Findings already yielded when the stage runs out are complete and kept.
+            for finding in check.run(facts):
+                found.append(finding)
+            if check.section is not None:
+                sections[check.name] = check.section(facts)
+    except budget.BudgetExceeded as stop:
+        # Stopped, not crashed: the causes it covers are "not checked", the others still run.
+        note = OD190.finding(
+            facts.path, f"stage {check.name} stopped after {_secs(stop.used)} s: {stop.doing} "
+            f"(budget {seconds_allowed:.3g} s of CPU time); what it would have found is "
+            "missing from this report",
+            evidence=[f"stage: {check.name}", f"budget: {seconds_allowed:.3g} s CPU "
+                      f"(base {check.budget:g} s, --budget-scale "
+                      f"{facts.options.budget_scale:g})",
+                      f"stopped while: {stop.doing}"])
+        kept = [f for f in found if f.code in {d.code for d in check.codes}]
+        return (CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
+                         time.perf_counter() - start,
+                         f"{STOPPED_PREFIX} after {_secs(stop.used)} s of CPU time"),
+                [f for f in [*kept, note] if selection.wants(f.code)])
     except Exception as exc:  # a crashing check is reported, the others still run
         import traceback
 
@@ -110,8 +145,9 @@ def run_check(
     findings: list[Finding] = []
     sections: dict[str, Any] = {}
     try:
+        size = data.size if data is not None else 0
         for check in registry.checks:
-            run, found = _run_one(check, facts, selection, sections)
+            run, found = _run_one(check, facts, selection, sections, size)
             checks.append(run)
             findings.extend(found)
     finally:

@@ -25,7 +25,7 @@ from opdoctor.checks import (
     tensorflow,
     variant,
 )
-from opdoctor.checks.base import Check
+from opdoctor.checks.base import PIPELINE_CODES, Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
 
 ENTRY_POINT_GROUP = "opdoctor.checks"
@@ -78,7 +78,7 @@ def _load_plugin(ep_name: str, obj: object, taken: set[str]) -> Check:
 def load_registry(with_plugins: bool = True) -> Registry:
     """Built-in checks plus every plugin that loads and validates."""
     checks = list(BUILTIN_CHECKS)
-    catalog = build_catalog(c.codes for c in checks)
+    catalog = build_catalog([*(c.codes for c in checks), PIPELINE_CODES])
     problems: list[PluginProblem] = []
     if with_plugins:
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):

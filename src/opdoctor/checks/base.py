@@ -8,7 +8,47 @@ from typing import Any
 
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.model import Cause, Finding
+from opdoctor.model import Cause, Finding, Severity
+
+# CPU seconds each built-in stage may spend on a 0-byte target (the pipeline adds one share
+# per 256 MiB of target and multiplies by --budget-scale; see pipeline.stage_budget). Sized
+# from real packages: the slowest stage of any of them uses under 2 s, so a budget only ever
+# stops a pathological input. Loops that wait for a child process do not count (CPU time).
+STAGE_BUDGETS: dict[str, float] = {
+    "integrity": 10.0,
+    "dependencies": 15.0,  # loader emulation: every library of the dependency tree
+    "symbols": 15.0,  # binding every undefined symbol through the tree's hash tables
+    "cxx-abi": 10.0,
+    "cuda": 15.0,  # fat binary members of multi-GB CUDA libraries
+    "variant": 10.0,
+    "registration": 20.0,  # string scans of .rodata / .dynstr
+    "import-chain": 10.0,  # the package's module walk
+    "tensorflow": 15.0,
+    "probe": 10.0,  # opdoctor's own work on the probe's answer; the wait is its --timeout
+    "compile": 10.0,
+}
+DEFAULT_BUDGET = 10.0  # a plugin that does not declare one
+
+OD190 = CodeDoc(
+    "OD190", "an analysis stage stopped at its time budget (report incomplete)",
+    Severity.WARNING,
+    what="Each analysis stage (integrity, dependencies, symbols, cuda, variant, registration, "
+    "import-chain, tensorflow, probe, compile) finishes within its own budget of CPU seconds, "
+    "proportional to its job and to the size of the target.",
+    why="A stage that runs out of budget is stopped where it is, so one pathological input "
+    "(a package with thousands of modules, a library with millions of strings) cannot hold "
+    "the whole report hostage. What that stage would have found is missing: the causes it "
+    "covers are 'not checked', the other stages' findings stand. This is a note about the "
+    "run, never a verdict on the library.",
+    example="stage import-chain stopped after 10.3 s: reading module torchaudio/io/_x.py "
+    "(budget 10 s)",
+    fix="Rerun with a larger budget (--budget-scale 4, or budget-scale = 4 in "
+    "[tool.opdoctor]) to let the stage finish; if a real library or package needs it, please "
+    "report it to opdoctor with the finding.",
+    references=("README.md#robustness",),
+)
+# Codes the pipeline itself emits (on behalf of any stage), declared beside the checks' own.
+PIPELINE_CODES: tuple[CodeDoc, ...] = (OD190,)
 
 
 @dataclass(frozen=True)
@@ -30,6 +70,15 @@ class Check:
     section: Callable[[Facts], dict[str, Any]] | None = None
     # Optional: why the check does not apply to this target ("" when it does).
     applies: Callable[[Facts], str] | None = None
+    # CPU seconds the stage may take on a small target (None: STAGE_BUDGETS or the default).
+    budget_s: float | None = None
+
+    @property
+    def budget(self) -> float:
+        """The stage's base budget in CPU seconds (before size and --budget-scale)."""
+        if self.budget_s is not None:
+            return self.budget_s
+        return STAGE_BUDGETS.get(self.name, DEFAULT_BUDGET)
 
     def code(self, code: str) -> CodeDoc:
         """The declaration of one of this check's codes (KeyError when not declared)."""

@@ -78,7 +78,7 @@ def _option_value(key: str, value: Any) -> Any:
         return tuple(sorted(merged.items()))
     if key == "cwd":
         return os.path.abspath(value) if value else ""
-    if key == "timeout":
+    if key in ("timeout", "budget-scale"):
         return float(value)
     if isinstance(value, list):
         return tuple(value)

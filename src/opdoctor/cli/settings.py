@@ -79,6 +79,9 @@ SETTINGS: tuple[Setting, ...] = (
             "this one).", "PYTHON", option="python"),
     Setting("timeout", "float", 60.0, "Seconds the load probe may take.", "SECONDS",
             option="timeout", positive=True),
+    Setting("budget-scale", "float", 1.0, "Multiply every analysis stage's CPU-time budget "
+            "(a stage that runs out stops with finding OD190; the rest of the report still "
+            "comes out).", "FACTOR", option="budget_scale", positive=True),
     Setting("static", "bool", False, "Static checks only: never load or execute the library. "
             "The target interpreter may still be started to read facts (sys.path, torch's "
             "schema parser); the library itself is never loaded.", option="probe"),

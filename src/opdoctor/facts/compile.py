@@ -23,6 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfImage
 from opdoctor.facts.registration import Inventory
 
@@ -34,6 +35,26 @@ _KNOWN_KEYS = ("CPU", "CUDA", "Meta", "CompositeImplicitAutograd", "CompositeExp
 _STABLE = re.compile(rb"(?:_ZL|_Z)(\d+)(STABLE_TORCH_LIBRARY\w+)")
 _MAX_FILES = 400
 _MAX_BYTES = 1 << 20
+# Every registration _ModuleReader recognises needs one of these words in the source (a
+# custom_op, a Library object, a torch.library function, the deprecated _custom_ops API): a
+# module without any of them cannot register anything, so it is not parsed. Most of a large
+# package's modules mention torch; very few mention these.
+_REGISTER_WORDS = (b"custom_op", b"register_fake", b"impl_abstract",
+                   b"register_autograd", b"impl_backward", b"impl_save_for_backward")
+# A Library object is only known to the reader from a call ``x = ….Library("ns", …)``:
+# "Library" in a docstring does not count.
+_LIBRARY_CALL = re.compile(rb"Library\s*\(")
+_IMPL_CALL = re.compile(rb"\.\s*impl\s*\(")
+
+
+def _may_register(raw: bytes) -> bool:
+    """True when the source has a word some registration needs (plain substring searches:
+    much faster than one alternation regex over hundreds of files)."""
+    # torch.library.impl: a dotted call starting with "library" / "torch.library" whose last
+    # part is "impl", so both "library" and ".impl(" are in the source.
+    return any(w in raw for w in _REGISTER_WORDS) \
+        or (b"library" in raw and _IMPL_CALL.search(raw) is not None) \
+        or (b"Library" in raw and _LIBRARY_CALL.search(raw) is not None)
 
 
 @dataclass(frozen=True)
@@ -319,14 +340,15 @@ def python_registrations(files: list[str], imported: set[str], package_dir: str,
     """Registrations in the package's Python files (each parsed once; large files skipped)."""
     out: list[PyRegistration] = []
     for file in files[:_MAX_FILES]:
+        checkpoint(f"looking for registrations in {file}")
         try:
             if os.path.getsize(file) > _MAX_BYTES:
                 continue
-            with open(file, encoding="utf-8") as fh:
-                src = fh.read()
-            if "torch" not in src and "custom_op" not in src and "Library" not in src:
-                continue  # cheap: only modules that can register anything are parsed
-            tree = ast.parse(src, file)
+            with open(file, "rb") as fh:
+                raw = fh.read()
+            if not _may_register(raw):
+                continue  # cheap: only modules that can register anything are decoded, parsed
+            tree = ast.parse(raw.decode("utf-8"), file)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
             continue
         mod = module_name(file, package_dir, package)

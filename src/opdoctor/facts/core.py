@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from opdoctor.facts.abi import AbiMismatch, abi_mismatch
+from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.compile import (
     CompileInventory,
     PyRegistration,
@@ -296,6 +297,7 @@ class Facts:
             if not self.is_package_dir and self.structure.image is not None and not self.blocker \
             else frozenset()
         for path, needed in libs:
+            checkpoint(f"reading the build variant of {path}")
             v, m, shown = variant_of_needed(needed, missing)
             if shown:
                 evidence.append(f"{os.path.basename(path)} needs {', '.join(shown[:4])}")
@@ -408,6 +410,7 @@ class Facts:
                 if real == me or real in seen:
                     continue
                 seen.add(real)
+                checkpoint(f"searching {path} for the same namespace")
                 try:
                     with open(real, "rb") as fh, mmap.mmap(fh.fileno(), 0,
                                                            access=mmap.ACCESS_READ) as mm:

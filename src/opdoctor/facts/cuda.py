@@ -22,6 +22,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfImage
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -86,6 +87,7 @@ def _parse_container(buf: Any, off: int, end: int, out: Fatbin) -> int:
                             f"{end - body}")
         return end
     out.containers += 1
+    checkpoint(f"reading the fat binary container at {off:#x}")
     pos, count = body, 0
     while pos + 0x20 <= stop and count < 10_000:
         kind, _u, ehsz, psz = struct.unpack_from("<HHIQ", buf, pos)

@@ -32,6 +32,8 @@ class CheckOptions:
     named: bool = False
     opcheck: bool = False  # probe: compile readiness + torch.library.opcheck of each new op
     require: tuple[str, ...] = ()  # readiness the user requires: "compile" makes OD14x errors
+    # Multiplies every stage's CPU budget (OD190); < 1 only to test, > 1 for huge inputs.
+    budget_scale: float = 1.0
 
 
 # ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace: a TensorFlow op, whose

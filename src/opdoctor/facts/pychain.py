@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from opdoctor.facts.budget import checkpoint, tick
+
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
 _LOADERS = {"load_library", "CDLL", "PyDLL", "LoadLibrary", "load_op_library", "cdll",
@@ -327,6 +329,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         seen.add(_TRUNCATED)
         return []
     seen.add(file)
+    checkpoint(f"reading module {file}")
     parsed = _source(file)
     if parsed is None:
         return []
@@ -348,6 +351,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 for n in h.body:
                     visit(n, handlers, True)
             return
+        if isinstance(node, ast.stmt):
+            tick(f"reading module {file}", 64)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
             names[node.targets[0].id] = ev.value(node.value)
@@ -458,6 +463,7 @@ def _record_check(chain: ImportChain, site: str) -> None:
             if not row or not row[0] or row[0].endswith("RECORD"):
                 continue
             path = os.path.normpath(os.path.join(site, row[0]))
+            checkpoint(f"checking {row[0]} against {os.path.basename(dist)}/RECORD")
             if not os.path.exists(path):
                 chain.record_missing.append(row[0])
             elif len(row) > 1 and row[1].startswith("sha256=") and \
@@ -498,6 +504,7 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) ->
         if walked > MAX_WALK_FILES:
             chain.truncated = True
             break
+        checkpoint(f"listing package directory {root}")
         for f in sorted(files):
             full = os.path.join(root, f)
             if f.endswith(".so") or ".so." in f:
@@ -510,17 +517,22 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) ->
     return chain
 
 
+_MAIN_GUARD = re.compile(rb"^if __name__ == ['\"]__main__['\"]", re.M)
+_RELATIVE_FROM = re.compile(rb"^[ \t]*from[ \t]+\.", re.M)
+
+
 def _script_relative(file: str) -> list[tuple[str, int]]:
     """Relative imports in a file that also has an ``if __name__ == "__main__"`` block."""
     try:
         if os.path.getsize(file) > MAX_SOURCE_BYTES:
             return []
-        with open(file, encoding="utf-8", errors="replace") as fh:
-            src = fh.read()
+        with open(file, "rb") as fh:
+            raw = fh.read()
     except OSError:
         return []
-    if not re.search(r"^if __name__ == ['\"]__main__['\"]", src, re.M) or \
-            not re.search(r"^[ \t]*from[ \t]+\.", src, re.M):
+    # Bytes, not decoded text: the patterns are ASCII, so they match the same lines, and most
+    # files are rejected by the first substring test without decoding anything.
+    if b"__main__" not in raw or not _MAIN_GUARD.search(raw) or not _RELATIVE_FROM.search(raw):
         return []  # parse only a file that may have both
     parsed = _source(file)
     if parsed is None:

@@ -19,6 +19,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfImage
 
 # Types the TorchScript schema language knows (with ?, [], [N], (a!) suffixes handled apart).
@@ -129,7 +130,9 @@ def markers(img: ElfImage) -> list[str]:
         return []
     rng = strtab.offset, strtab.offset + strtab.size
     out: list[str] = []
-    for m in _MARKER.finditer(img.data.buf, rng[0], rng[1]):
+    for i, m in enumerate(_MARKER.finditer(img.data.buf, rng[0], rng[1])):
+        if not i % 256:
+            checkpoint(f"scanning .strtab for registrars ({m.start() - rng[0]:,} bytes in)")
         n = int(m.group(1))
         ident = m.group(2)[:n].decode("ascii", "replace")
         # When the init function is inlined only the static registrar object is left
@@ -209,7 +212,9 @@ def schemas(img: ElfImage) -> list[Schema]:
     buf = img.data.buf
     found: dict[str, Schema] = {}
     limit = min(rng[1], rng[0] + (64 << 20))  # bound the scan of a huge .rodata
-    for m in _SCHEMA.finditer(buf, rng[0], limit):
+    for i, m in enumerate(_SCHEMA.finditer(buf, rng[0], limit)):
+        if not i % 256:
+            checkpoint(f"scanning .rodata for schemas ({m.start() - rng[0]:,} bytes in)")
         name = m.group(1).decode()
         args = m.group(2).decode()
         if args.strip() and not _TYPE_HINT.search(args):
@@ -359,6 +364,8 @@ def read_tensorflow(img: ElfImage, inv: Inventory) -> None:
     strings = [m.group(0).decode() for m in
                _RODATA_STR.finditer(buf, ro[0], min(ro[1], ro[0] + (16 << 20)))]
     for i, text in enumerate(strings):
+        if not i % 4096:
+            checkpoint(f"scanning .rodata strings for TensorFlow op specs ({i:,} read)")
         if not _TF_SPEC.match(text):
             continue
         inv.tf_specs.append(text)

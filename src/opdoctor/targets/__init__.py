@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from opdoctor.facts import CheckOptions, Facts
+from opdoctor.checks.base import STAGE_BUDGETS
+from opdoctor.facts import CheckOptions, Facts, budget
 from opdoctor.model import TargetError
 
 MAX_WHEEL_BYTES = 4 << 30  # refuse zip bombs: total uncompressed size of a wheel
@@ -118,7 +119,15 @@ def expand(paths: list[str], options: CheckOptions,
     targets: list[Target] = []
     try:
         if options.package:
-            chain = Facts(".", options).chain
+            # The import chain decides the target; it is read under the import-chain stage's
+            # budget. When it runs out, the package directory is the target and the pipeline's
+            # import-chain stage stops at the same point with finding OD190.
+            try:
+                with budget.stage("import-chain",
+                                  STAGE_BUDGETS["import-chain"] * options.budget_scale):
+                    chain = Facts(".", options).chain
+            except budget.BudgetExceeded:
+                chain = None
             libs = chain.libraries if chain else []
             where = libs[0] if libs else (chain.package_dir if chain and chain.package_dir
                                           else os.path.abspath(options.cwd or "."))

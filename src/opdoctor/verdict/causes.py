@@ -8,6 +8,9 @@ from enum import Enum
 
 from opdoctor.model import Cause, CheckStatus, Finding, Report, Severity
 
+# How the pipeline words the skip reason of a stage that ran out of budget (pipeline._run_one).
+STOPPED_PREFIX = "stopped at its budget"
+
 
 class CauseState(str, Enum):
     """What the run established about one cause."""
@@ -39,12 +42,18 @@ def cause_statuses(report: Report) -> list[CauseStatus]:
         runs = [c for c in report.checks if cause in c.causes]
         ran = [c.name for c in runs if c.status == CheckStatus.RAN]
         crashed = [c.name for c in runs if c.status == CheckStatus.FAILED]
+        # A stage stopped at its budget (OD190) may have missed findings of this cause.
+        stopped = [c.name for c in runs if c.status == CheckStatus.SKIPPED
+                   and c.reason.startswith(STOPPED_PREFIX)]
         if found:
             rows.append(CauseStatus(cause, CauseState.FOUND, found, ""))
         elif crashed:
             # A check that crashed proves nothing about its cause: never claim it is clean.
             rows.append(CauseStatus(cause, CauseState.NOT_CHECKED, (),
                                     f"{', '.join(crashed)} crashed (opdoctor bug)"))
+        elif stopped:
+            rows.append(CauseStatus(cause, CauseState.NOT_CHECKED, (),
+                                    f"{', '.join(stopped)} stopped at its time budget"))
         elif ran:
             rows.append(CauseStatus(cause, CauseState.CLEAN, (), "checked by " + ", ".join(ran)))
         else:

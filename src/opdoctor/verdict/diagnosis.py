@@ -48,7 +48,8 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     for code in {*_EXPLAINS, *VERDICT_EXPLAINS}}
 # Findings about the run, not the library (opdoctor's probe failed, or stopped before it
 # touched the library): reported, never a verdict.
-NOT_A_VERDICT = _NOT_A_VERDICT | {"OD132"}
+# A stage stopped at its time budget (OD190) is about the run too.
+NOT_A_VERDICT = _NOT_A_VERDICT | {"OD132", "OD190"}
 
 def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     """Rank the causes of a report's findings and name the root."""

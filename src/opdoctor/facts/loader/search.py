@@ -20,6 +20,7 @@ import platform
 from collections import deque
 from dataclasses import dataclass, field
 
+from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfFormatError, ElfHeader, ElfImage, parse_header
 from opdoctor.facts.inputfile import InputError, open_input
 from opdoctor.facts.loader.ldcache import load_ld_cache
@@ -252,6 +253,7 @@ class Resolver:
         queue: deque[Library] = deque([root])
         while queue:
             obj = queue.popleft()
+            checkpoint(f"emulating the load of {obj.path}'s dependencies")
             chain = chains.get(obj.path, [])
             out: list[tuple[str, Library | Missing]] = []
             for name in obj.needed:

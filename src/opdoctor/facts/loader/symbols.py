@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.dynsym import DynSymbols, Sym
 from opdoctor.facts.elf.image import ElfImage
 from opdoctor.facts.loader.process import Process
@@ -106,6 +107,8 @@ def bind(target: ElfImage, process: Process, tables: SymbolTables) -> Binding:
     for sym in mine.undefined():
         if sym.weak:
             continue
+        if not out.checked % 256:
+            checkpoint(f"binding undefined symbols ({out.checked:,} bound)")
         out.checked += 1
         found = ""
         for lib, table in tables_in_scope:
