@@ -43,6 +43,7 @@ from opdoctor.facts.interp import Interpreter, InterpreterError, inspect_interpr
 from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, needs_torch
 from opdoctor.facts.loader.search import Environment, Resolver
 from opdoctor.facts.loader.symbols import Binding, SymbolTables, bind
+from opdoctor.facts.mindspore import AotFunction, read_aot
 from opdoctor.facts.opschema import parse_with_torch
 from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
 from opdoctor.facts.probe.outcome import ProbeOutcome
@@ -510,6 +511,17 @@ class Facts:
     def tf_requirement(self) -> TfRequirement | None:
         """The TensorFlow release the distribution that installed the target requires."""
         return requirement_for(self.path)
+
+    # ------------------------------------------------------------ MindSpore (facts/mindspore.py)
+    @cached_property
+    def mindspore_aot(self) -> AotFunction | None:
+        """The AOT function ``lib.so:Func`` names, as MindSpore's dlsym will find it (None when
+        no function was named or the file is not a loadable ELF)."""
+        name = self.options.aot_function
+        if not name or self.is_package_dir or self.blocker:
+            return None
+        unresolved = [s.name for s in self.binding.unresolved if not s.weak]
+        return read_aot(self.image, self.symbol_tables.of_image(self.image), name, unresolved)
 
     # ------------------------------------------------------------ compile readiness (#19)
     @cached_property

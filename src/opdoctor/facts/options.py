@@ -32,6 +32,8 @@ class CheckOptions:
     named: bool = False
     opcheck: bool = False  # probe: compile readiness + torch.library.opcheck of each new op
     require: tuple[str, ...] = ()  # readiness the user requires: "compile" makes OD14x errors
+    # MindSpore AOT: the function named by ``lib.so:Func`` (ops.Custom's own notation).
+    aot_function: str = ""
 
 
 # ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace: a TensorFlow op, whose
