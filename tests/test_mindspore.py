@@ -187,3 +187,48 @@ def test_cli_missing_library_with_function_is_an_input_error(
     res = cli(capsys, "check", "--static", f"{tmp_path}/nope.so:CustomAdd")
     assert res.code == 2
     assert "Traceback" not in res.out + res.err
+
+
+# ------------------------------------------------------------------ the probe (real MindSpore)
+
+def probe(name: str, func: str = "CustomAdd", python: str | None = None) -> Report:
+    """Check with the probe: MindSpore's dlopen/dlsym, then the op run through MindSpore."""
+    opts = CheckOptions(aot_function=func, probe=True, smoke=True,
+                        python=python or ms_python(), timeout=120)
+    return run_check(str(fixture(f"mindspore/{name}")), opts)
+
+
+@pytest.mark.probe
+def test_probe_runs_the_healthy_op() -> None:
+    report = probe("aot_add.so")
+    assert codes(report) == []
+    seen = report.sections["mindspore"]["probe"]
+    assert seen["mindspore"] == "2.10.0" and seen["found"] and seen["init_found"]
+    assert seen["smoke"] == {"ok": True, "result": "[[2.0, 2.0], [2.0, 2.0]]"}
+
+
+@pytest.mark.probe
+def test_probe_survives_the_lazy_symbol_lookup_error() -> None:
+    report = probe("aot_add_undef.so")
+    f = next(f for f in report.findings if f.code == "OD164")
+    assert "exited with status 127" in f.message and "aot_helper_log" in f.message
+    assert not any(f.code == "OD131" for f in report.findings)  # not an initialiser's exit()
+
+
+@pytest.mark.probe
+def test_probe_confirms_the_missing_function() -> None:
+    report = probe("aot_add.so", "CustomAd")
+    assert codes(report) == ["OD161"]  # the smoke run's identical error is not repeated
+    assert any('dlsym("CustomAd") returned NULL' in e for e in report.findings[0].evidence)
+
+
+@pytest.mark.probe
+def test_probe_without_mindspore_loads_the_mindspore_way() -> None:
+    """The interpreter opdoctor runs in has no MindSpore: the probe still dlopens with
+    RTLD_LAZY (the lazy undefined function does not fail the load) and says it did not run."""
+    import sys
+
+    report = probe("aot_add_undef.so", python=sys.executable)
+    seen = report.sections["mindspore"]["probe"]
+    assert seen["mindspore"] is None and seen["found"]
+    assert seen["smoke"] == {"skipped": "mindspore is not installed for this interpreter"}

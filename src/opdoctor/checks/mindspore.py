@@ -9,6 +9,7 @@ Facts come from :mod:`opdoctor.facts.mindspore`; the target notation ``lib.so:Fu
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
 from opdoctor.facts.mindspore import AOT_SIGNATURE, INIT_SIGNATURE, AotFunction
+from opdoctor.facts.probe.outcome import ProbeState
 from opdoctor.model import Cause, Finding, Severity
 
 _DOCS = "https://www.mindspore.cn/tutorials/en/master/custom_program/operation/op_custom_aot.html"
@@ -87,7 +89,20 @@ OD164 = CodeDoc(
     references=(_DOCS, "https://man7.org/linux/man-pages/man3/dlopen.3.html"),
 )
 
-CODES = (OD160, OD161, OD162, OD163, OD164)
+OD165 = CodeDoc(
+    "OD165", "MindSpore AOT op failed when run", Severity.ERROR,
+    what="With --smoke, the probe runs ops.Custom(\"lib.so:Func\", …, func_type=\"aot\") once "
+    "through MindSpore on two 2x2 float32 CPU tensors, and it returns a tensor.",
+    why="A function that is found can still fail: a non-zero return value (\"Return value from "
+    "CPU AOT kernel(…)'s function(…) is 1\"), a C++ exception, or a kernel MindSpore cannot "
+    "build. The exception is what the user's script will see.",
+    example="CustomAdd returns 1 when nparam != 3 and is called with another number of tensors",
+    fix="Read MindSpore's message (and its [ERROR] log lines on stderr); run the op with the "
+    "real inputs' count, shapes and dtypes.",
+    references=(_DOCS,),
+)
+
+CODES = (OD160, OD161, OD162, OD163, OD164, OD165)
 
 
 def _lib(facts: Facts) -> str:
@@ -163,14 +178,64 @@ def _lazy(facts: Facts, aot: AotFunction) -> Iterator[Finding]:
          "MindSpore 2.10: custom_aot_cpu_kernel.cc dlopen(path, RTLD_LAZY | RTLD_LOCAL)"))
 
 
+def _probe_lines(facts: Facts) -> list[str]:
+    """What the probe saw of the function (dlsym after MindSpore's dlopen), as evidence."""
+    res = facts.probe_result()
+    ms = res.mindspore if res is not None else None
+    if not ms:
+        return []
+    out = [f"probe: dlopen(RTLD_LAZY | RTLD_LOCAL) then dlsym(\"{ms.get('function')}\") "
+           + ("found it" if ms.get("found") else "returned NULL")]
+    if ms.get("mindspore"):
+        out.append(f"probe: in a process that imported mindspore {ms['mindspore']}")
+    return out
+
+
+def _launched(facts: Facts, aot: AotFunction) -> Iterator[Finding]:
+    """--smoke: what running the op through MindSpore did (the probe's ground truth)."""
+    res = facts.probe_result()
+    if res is None:
+        return
+    lines = [x for x in res.stderr.strip().splitlines() if x.strip()]
+    if res.stage == "smoke" and not res.finished and res.state not in (
+            ProbeState.TIMED_OUT, ProbeState.MEMORY_KILLED, ProbeState.PROBE_ERROR):
+        lookup = next((x for x in lines if "symbol lookup error" in x), "")
+        how = (f"was killed by {res.signal_name}" if res.signal_name
+               else f"exited with status {res.returncode}")
+        yield OD164.finding(
+            facts.path, f"running the op through MindSpore ended the process: it {how}"
+            + (f" — {lookup.split(': ', 1)[-1]}" if lookup else ""),
+            (f"probe (--smoke): ops.Custom(\"{facts.path}:{aot.name}\", …) {how}",
+             *[f"stderr: {x}" for x in lines[-3:]],
+             *[f"undefined (PLT, bound at first call): {demangle(n)}"
+               for n in aot.lazy_undefined[:3]]))
+        return
+    ms = res.mindspore or {}
+    smoke = ms.get("smoke") or {}
+    if smoke.get("ok") is False and ms.get("found"):  # not found: OD160-OD162 say why
+        e = smoke.get("error") or {}
+        first = next((x for x in str(e.get("message", "")).splitlines() if x.strip()), "")
+        logged = [x for x in lines if "[ERROR]" in x][-2:]
+        yield OD165.finding(
+            facts.path, f"ops.Custom(\"…:{aot.name}\") raised {e.get('type', 'an exception')}"
+            + (f": {first[:200]}" if first else " with no message of its own"),
+            (*[f"MindSpore log: {x[:300]}" for x in logged],
+             f"probe (--smoke): two 2x2 float32 CPU tensors, mindspore {ms.get('mindspore')}"))
+
+
 def run(facts: Facts) -> Iterator[Finding]:
-    """Findings for the AOT function named by ``lib.so:Func``."""
+    """Findings for the AOT function named by ``lib.so:Func``: static, then the probe's."""
     aot = facts.mindspore_aot
     if aot is None:
         return
-    yield from _function(facts, aot)
+    seen = _probe_lines(facts)
+    for f in _function(facts, aot):
+        yield dataclasses.replace(f, evidence=(*f.evidence, *seen)) if seen else f
     yield from _init(aot)
-    yield from _lazy(facts, aot)
+    launched = list(_launched(facts, aot))
+    if not any(f.code == "OD164" for f in launched):
+        yield from _lazy(facts, aot)
+    yield from launched
 
 
 def section(facts: Facts) -> dict[str, Any]:
@@ -184,7 +249,9 @@ def section(facts: Facts) -> dict[str, Any]:
             "init": "exported" if aot.init_exported else (
                 "C++ name only" if aot.init_cxx else "absent (optional)"),
             "closest": list(aot.closest), "lazy_undefined": list(aot.lazy_undefined),
-            "bind_now": aot.bind_now}
+            "bind_now": aot.bind_now,
+            "probe": (facts.probe_result().mindspore  # type: ignore[union-attr]
+                      if facts.probe_result() is not None else None)}
 
 
 def _applies(facts: Facts) -> str:

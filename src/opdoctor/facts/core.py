@@ -263,7 +263,8 @@ class Facts:
             smoke=self.options.smoke, timeout=self.options.timeout,
             memory_mb=self.options.probe_memory_mb, env=self.environ,
             tensorflow=self.tf_probe, tf_ops=self._tf_watch(),
-            opcheck=self.options.opcheck and uses_torch)
+            opcheck=self.options.opcheck and uses_torch,
+            aot_function="" if self.options.package else self.options.aot_function)
         self._probe = start_probe(req)
 
     def probe_result(self) -> ProbeOutcome | None:
