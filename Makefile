@@ -535,6 +535,18 @@ $(MSFX)/helper/libaot_helper.so: $(MSSRC)/aot_helper.c
 $(MSFX)/needs_missing.so: $(MSSRC)/needs_missing.c $(MSFX)/helper/libaot_helper.so
 	$(CC) -shared -fPIC -O1 $< -o $@ -L$(MSFX)/helper -laot_helper
 
+# A CustomOpBuilder-like extension module linking libmindspore_core.so, with MindSpore's old C++
+# ABI (abi0) and with the new one (abi1). Needs the MindSpore venv's libraries to link against.
+MS_LIBDIR = $(abspath $(MS_VENV))/lib/python3.11/site-packages/mindspore/lib
+MS_EXT := $(MSFX)/abi0/ms_ext$(PY_EXT_SUFFIX) $(MSFX)/abi1/ms_ext$(PY_EXT_SUFFIX)
+MS_SO += $(MS_EXT)
+$(MSFX)/abi%/ms_ext$(PY_EXT_SUFFIX): $(MSSRC)/ms_ext.cc $(BUILD)/config.mk
+	@mkdir -p $(@D) $(SKIP)
+	if [ -f $(MS_LIBDIR)/libmindspore_core.so ]; then \
+	  $(CXX) $(PYEXT_FLAGS) -D_GLIBCXX_USE_CXX11_ABI=$* $< -o $@ -L$(MS_LIBDIR) \
+	    -Wl,-rpath,$(MS_LIBDIR) -lmindspore_core && rm -f $(SKIP)/ms_ext_abi$*.txt; \
+	else echo "no MindSpore install to link against: run make venv-ms" > $(SKIP)/ms_ext_abi$*.txt; fi
+
 # A MindSpore environment for the MindSpore probe tests: mindspore from PyPI (an 804 MB wheel),
 # reused when present. When pip cannot install it the reason is recorded and the tests that
 # need it are skipped with it.

@@ -232,3 +232,30 @@ def test_probe_without_mindspore_loads_the_mindspore_way() -> None:
     seen = report.sections["mindspore"]["probe"]
     assert seen["mindspore"] is None and seen["found"]
     assert seen["smoke"] == {"skipped": "mindspore is not installed for this interpreter"}
+
+
+# ------------------------------------------------------------------ MindSpore's old C++ ABI
+
+EXT = "ms_ext.cpython-311-x86_64-linux-gnu.so"
+
+
+def test_new_abi_module_against_old_abi_mindspore() -> None:
+    """A CustomOpBuilder-like module linking libmindspore_core.so: built with
+    -D_GLIBCXX_USE_CXX11_ABI=1 it needs std::__cxx11 names MindSpore does not export, and
+    `import mindspore; import ms_ext` really fails with that undefined symbol."""
+    bad = fixture(f"mindspore/abi1/{EXT}")
+    report = run_check(str(bad), CheckOptions())
+    assert [f.code for f in report.diagnosis.root_findings] == ["OD350"]
+    f = next(f for f in report.findings if f.code == "OD350")
+    assert "std::__cxx11::basic_string" in f.evidence[0]
+    assert f.fix == "rebuild with -D_GLIBCXX_USE_CXX11_ABI=0"
+    good = fixture(f"mindspore/abi0/{EXT}")
+    assert "OD350" not in codes(run_check(str(good), CheckOptions()))
+    code = "import mindspore, ms_ext; print('imported')"
+    ok = subprocess.run([ms_python(), "-c", code], cwd=good.parent, capture_output=True,
+                        text=True, timeout=300)
+    assert ok.returncode == 0 and "imported" in ok.stdout
+    fail = subprocess.run([ms_python(), "-c", code], cwd=bad.parent, capture_output=True,
+                          text=True, timeout=300)
+    assert fail.returncode == 1
+    assert "undefined symbol: _ZN9mindspore10InitializeERKNSt7__cxx11" in fail.stderr

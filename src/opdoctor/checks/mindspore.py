@@ -17,7 +17,12 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
-from opdoctor.facts.mindspore import AOT_SIGNATURE, INIT_SIGNATURE, AotFunction
+from opdoctor.facts.mindspore import (
+    AOT_SIGNATURE,
+    INIT_SIGNATURE,
+    AotFunction,
+    new_abi_mindspore_symbols,
+)
 from opdoctor.facts.probe.outcome import ProbeState
 from opdoctor.model import Cause, Finding, Severity
 
@@ -102,7 +107,21 @@ OD165 = CodeDoc(
     references=(_DOCS,),
 )
 
-CODES = (OD160, OD161, OD162, OD163, OD164, OD165)
+OD350 = CodeDoc(
+    "OD350", "built with the new C++ ABI; MindSpore uses the old one", Severity.ERROR,
+    what="A library that calls MindSpore's C++ API (a CustomOpBuilder module, anything linking "
+    "libmindspore_*) is compiled with -D_GLIBCXX_USE_CXX11_ABI=0, as MindSpore is.",
+    why="MindSpore's PyPI builds use the pre-C++11 std::string (its libmindspore_core.so "
+    "exports no std::__cxx11 name), unlike torch and TensorFlow; a module built with the "
+    "compiler's default ABI needs mindspore::…(std::__cxx11::basic_string…) symbols that do "
+    "not exist: \"ImportError: …: undefined symbol: _ZN9mindspore10InitializeERKNSt7__cxx11…\".",
+    example="g++ -shared -fPIC ms_ext.cc -lmindspore_core (no -D_GLIBCXX_USE_CXX11_ABI=0)",
+    fix="Compile with -D_GLIBCXX_USE_CXX11_ABI=0 (ops.CustomOpBuilder adds it for you; a "
+    "hand-written setup.py or CMake build must add it to every translation unit).",
+    references=(_DOCS,),
+)
+
+CODES = (OD160, OD161, OD162, OD163, OD164, OD165, OD350)
 
 
 def _lib(facts: Facts) -> str:
@@ -223,8 +242,28 @@ def _launched(facts: Facts, aot: AotFunction) -> Iterator[Finding]:
              f"probe (--smoke): two 2x2 float32 CPU tensors, mindspore {ms.get('mindspore')}"))
 
 
+def _abi(facts: Facts) -> Iterator[Finding]:
+    """MindSpore API symbols the library needs in the new C++ ABI (MindSpore has the old)."""
+    new = new_abi_mindspore_symbols([s.name for s in
+                                     facts.symbol_tables.of_image(facts.image).undefined()])
+    if not new:
+        return
+    unresolved = {s.name for s in facts.binding.unresolved}
+    missing = [n for n in new if n in unresolved]
+    yield OD350.finding(
+        facts.path, f"built with _GLIBCXX_USE_CXX11_ABI=1: {len(new)} MindSpore function(s) "
+        "taking std::string are needed in the std::__cxx11 form, which MindSpore (old C++ ABI) "
+        "does not export",
+        (*[f"needs: {demangle(n)}" for n in new[:3]],
+         *([f"not defined by any loaded library: {missing[0]}"] if missing else []),
+         "MindSpore's libraries export std::string names only in the pre-C++11 form "
+         "(libmindspore_core.so: no St7__cxx11 name)"),
+        fix="rebuild with -D_GLIBCXX_USE_CXX11_ABI=0")
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """Findings for the AOT function named by ``lib.so:Func``: static, then the probe's."""
+    yield from _abi(facts)
     aot = facts.mindspore_aot
     if aot is None:
         return
@@ -255,16 +294,16 @@ def section(facts: Facts) -> dict[str, Any]:
 
 
 def _applies(facts: Facts) -> str:
-    if facts.options.aot_function:
+    if facts.options.aot_function or facts.mindspore_library:
         return ""
-    return "no MindSpore AOT function named (use lib.so:FuncName)"
+    return "not a MindSpore library, and no AOT function named (use lib.so:FuncName)"
 
 
 CHECK = Check(
     name="mindspore",
     summary="MindSpore AOT custom operators (lib.so:Func): exported C name, signature, "
-    "FuncInit, undefined functions that only fail at the first launch",
-    causes=(Cause.REGISTRATION,),
+    "FuncInit, undefined functions that only fail at the first launch; MindSpore's old C++ ABI",
+    causes=(Cause.REGISTRATION, Cause.VERSION),
     codes=CODES,
     run=run,
     section=section,

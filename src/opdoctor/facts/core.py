@@ -38,6 +38,7 @@ from opdoctor.facts.elf.image import (
     parse_header,
 )
 from opdoctor.facts.elf.validate import table_damage
+from opdoctor.facts.frameworks import MINDSPORE
 from opdoctor.facts.inputfile import FileData, InputError, open_input
 from opdoctor.facts.interp import Interpreter, InterpreterError, inspect_interpreter
 from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, needs_torch
@@ -523,6 +524,15 @@ class Facts:
             return None
         unresolved = [s.name for s in self.binding.unresolved if not s.weak]
         return read_aot(self.image, self.symbol_tables.of_image(self.image), name, unresolved)
+
+    @cached_property
+    def mindspore_library(self) -> bool:
+        """True when the target links libmindspore_* or needs MindSpore C++ symbols."""
+        if self.is_package_dir or self.structure.image is None or self.blocker:
+            return False
+        needed = [str(n) for n in self.image.tags.get("DT_NEEDED", [])]
+        return MINDSPORE.linked_by(needed) or self.symbol_tables.of_image(
+            self.image).dynstr_contains(b"_ZN9mindspore")
 
     # ------------------------------------------------------------ compile readiness (#19)
     @cached_property

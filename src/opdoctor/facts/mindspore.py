@@ -157,6 +157,13 @@ def bind_now(image: ElfImage) -> bool:
             or bool(tags.get("DT_BIND_NOW")))
 
 
+def new_abi_mindspore_symbols(undefined: list[str]) -> list[str]:
+    """Mangled MindSpore names among ``undefined`` that use the C++11 ABI's std::string
+    (``std::__cxx11::basic_string`` / ``B5cxx11``): MindSpore's builds export none."""
+    return sorted(n for n in undefined if "9mindspore" in n
+                  and ("St7__cxx11" in n or "B5cxx11" in n))
+
+
 def read_aot(image: ElfImage, table: DynSymbols, name: str,
              unresolved: list[str]) -> AotFunction:
     """What ``dlsym`` will find for ``name`` and ``name + "Init"``, and which undefined symbols
