@@ -544,8 +544,31 @@ $(MSFX)/abi%/ms_ext$(PY_EXT_SUFFIX): $(MSSRC)/ms_ext.cc $(BUILD)/config.mk
 	@mkdir -p $(@D) $(SKIP)
 	if [ -f $(MS_LIBDIR)/libmindspore_core.so ]; then \
 	  $(CXX) $(PYEXT_FLAGS) -D_GLIBCXX_USE_CXX11_ABI=$* $< -o $@ -L$(MS_LIBDIR) \
-	    -Wl,-rpath,$(MS_LIBDIR) -lmindspore_core && rm -f $(SKIP)/ms_ext_abi$*.txt; \
-	else echo "no MindSpore install to link against: run make venv-ms" > $(SKIP)/ms_ext_abi$*.txt; fi
+	    -Wl,-rpath,$(MS_LIBDIR) -lmindspore_core && rm -f $(SKIP)/ms_ext$(PY_EXT_SUFFIX).txt; \
+	else echo "no MindSpore install to link against: run make venv-ms" > $(SKIP)/ms_ext$(PY_EXT_SUFFIX).txt; fi
+
+# ---------------------------------------------------------------- OneFlow fixtures (static only)
+# OneFlow has no wheel for Python 3.11: these are compiled against native/oneflow/oneflow_min.h, a
+# minimal header declaring the same registry API (the ELF markers are what the checks read), and
+# a stub liboneflow.so built from liboneflow_stub.cc. No OneFlow runtime is involved.
+OFSRC := native/oneflow
+OFFX := $(FIX)/oneflow
+OF_SO := $(OFFX)/lib/liboneflow.so $(OFFX)/relu_op.so $(OFFX)/relu_op_nokernel.so \
+         $(OFFX)/relu_op_abi1.so $(OFFX)/relu_op_nolink.so
+OF_CXX := $(CXX) -shared -fPIC -O1 -I$(OFSRC)
+OF_LINK = -L$(OFFX)/lib -Wl,-rpath,$(abspath $(OFFX))/lib -loneflow
+$(OFFX)/lib/liboneflow.so: $(OFSRC)/liboneflow_stub.cc $(OFSRC)/oneflow_min.h
+	@mkdir -p $(@D)
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=0 $< -o $@
+$(OFFX)/relu_op.so: $(OFSRC)/relu_op.cc $(OFFX)/lib/liboneflow.so
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=0 $< -o $@ $(OF_LINK)
+$(OFFX)/relu_op_nokernel.so: $(OFSRC)/relu_op.cc $(OFFX)/lib/liboneflow.so
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=0 -DOF_NO_KERNEL $< -o $@ $(OF_LINK)
+$(OFFX)/relu_op_abi1.so: $(OFSRC)/relu_op.cc $(OFFX)/lib/liboneflow.so
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=1 $< -o $@ $(OF_LINK)
+$(OFFX)/relu_op_nolink.so: $(OFSRC)/relu_op.cc $(OFSRC)/oneflow_min.h
+	@mkdir -p $(@D)
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=0 $< -o $@
 
 # A MindSpore environment for the MindSpore probe tests: mindspore from PyPI (an 804 MB wheel),
 # reused when present. When pip cannot install it the reason is recorded and the tests that
@@ -569,7 +592,7 @@ $(ZFX)/marker_ctor.so: tests/fixtures/fuzz/marker_ctor.c
 
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) $(FUZZ_SO) $(MS_SO) compile
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) $(FUZZ_SO) $(MS_SO) $(OF_SO) compile
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

@@ -58,6 +58,8 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     # failure mode (RTLD_LAZY); the old C++ ABI explains the unbound std::__cxx11 symbols.
     "OD164": ("OD301",),
     "OD350": ("OD301", "OD321", "OD511"),
+    "OD351": ("OD301", "OD321", "OD511"),
+    "OD352": ("OD301",),
 }
 
 # Findings that report *that* something failed rather than why: they become the root only when

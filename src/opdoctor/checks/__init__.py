@@ -20,6 +20,7 @@ from opdoctor.checks import (
     importchain,
     integrity,
     mindspore,
+    oneflow,
     probe,
     registration,
     symbols,
@@ -41,6 +42,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     registration.CHECK,
     importchain.CHECK,
     mindspore.CHECK,
+    oneflow.CHECK,
     tensorflow.CHECK,  # waits for the probe too, when it loads the library the TF way
     probe.CHECK,  # last: it waits for the load probe started before the static checks
     compile.CHECK,  # after the probe: with --opcheck it reads the probe's opcheck stage

@@ -45,6 +45,7 @@ from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, ne
 from opdoctor.facts.loader.search import Environment, Resolver
 from opdoctor.facts.loader.symbols import Binding, SymbolTables, bind
 from opdoctor.facts.mindspore import AotFunction, read_aot
+from opdoctor.facts.oneflow import OneFlowInventory, read_oneflow
 from opdoctor.facts.opschema import parse_with_torch
 from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
 from opdoctor.facts.probe.outcome import ProbeOutcome
@@ -533,6 +534,21 @@ class Facts:
         needed = [str(n) for n in self.image.tags.get("DT_NEEDED", [])]
         return MINDSPORE.linked_by(needed) or self.symbol_tables.of_image(
             self.image).dynstr_contains(b"_ZN9mindspore")
+
+    # ------------------------------------------------------------ OneFlow (facts/oneflow.py)
+    @cached_property
+    def oneflow(self) -> OneFlowInventory | None:
+        """The OneFlow registrations of the target (None when it uses no OneFlow C++ API)."""
+        if self.is_package_dir or self.structure.image is None or self.blocker:
+            return None
+        table = self.symbol_tables.of_image(self.image)
+        if not table.dynstr_contains(b"_ZN7oneflow") and not table.dynstr_contains(
+                b"_ZTIN7oneflow"):
+            return None
+        undefined = [s.name for s in table.undefined()]
+        defined = [table.symbol(i).name for i in range(1, min(table.count, 200000))]
+        defined = [n for n in defined if "7oneflow" in n and n not in undefined]
+        return read_oneflow(self.image, undefined, defined)
 
     # ------------------------------------------------------------ compile readiness (#19)
     @cached_property
