@@ -57,7 +57,10 @@ SURVIVABLE = [("aot_add.so", "CustomAdd"), ("aot_add_noinit.so", "CustomAdd"),
 
 @pytest.fixture(scope="module")
 def mindspore_runs() -> dict[str, dict[str, Any]]:
-    """What real MindSpore does with each survivable spec: {spec: {result | error, stderr}}."""
+    """What real MindSpore does with each survivable spec: {spec: {result | error, stderr}};
+    empty when the MindSpore venv is absent (each test's MindSpore half then skips)."""
+    if not MS_PY.exists():
+        return {}
     py = ms_python()
     specs = [spec(n, f) for n, f in SURVIVABLE]
     proc = subprocess.run([py, str(RUNNER), *specs], capture_output=True, text=True,
@@ -69,6 +72,9 @@ def mindspore_runs() -> dict[str, dict[str, Any]]:
 
 
 def ms_run(runs: dict[str, dict[str, Any]], name: str, func: str = "CustomAdd") -> dict[str, Any]:
+    """Real MindSpore's outcome for one spec; skips (after the static half ran) without it."""
+    if not runs:
+        ms_python()
     return runs[spec(name, func)]
 
 
@@ -251,6 +257,7 @@ def test_new_abi_module_against_old_abi_mindspore() -> None:
     assert f.fix == "rebuild with -D_GLIBCXX_USE_CXX11_ABI=0"
     good = fixture(f"mindspore/abi0/{EXT}")
     assert "OD350" not in codes(run_check(str(good), CheckOptions()))
+    assert run_check(str(good), CheckOptions()).sections["mindspore"] == {}
     code = "import mindspore, ms_ext; print('imported')"
     ok = subprocess.run([ms_python(), "-c", code], cwd=good.parent, capture_output=True,
                         text=True, timeout=300)
