@@ -266,3 +266,25 @@ def test_new_abi_module_against_old_abi_mindspore() -> None:
                           text=True, timeout=300)
     assert fail.returncode == 1
     assert "undefined symbol: _ZN9mindspore10InitializeERKNSt7__cxx11" in fail.stderr
+
+
+# ------------------------------------------------------------------ ops.Custom in a package
+
+def test_package_ops_custom_calls_are_checked(tmp_path: Path) -> None:
+    """--package: the ops.Custom("lib.so:Func", …, func_type="aot") strings in the package's
+    Python files are found and each named function is checked in its library."""
+    import shutil
+
+    pkg = tmp_path / "aotpkg"
+    pkg.mkdir()
+    shutil.copy(fixture("mindspore/aot_add_mangled.so"), pkg)
+    (pkg / "__init__.py").write_text(
+        "from mindspore import ops\n"
+        "add = ops.Custom(\"aot_add_mangled.so:CustomAdd\", out_shape=lambda x, _: x,\n"
+        "                 out_dtype=lambda x, _: x, func_type=\"aot\")\n")
+    opts = CheckOptions(package="aotpkg", cwd=str(tmp_path))
+    report = run_check(str(pkg), opts)
+    f = next(f for f in report.findings if f.code == "OD160")
+    assert f.evidence[0] == f"called at {pkg / '__init__.py'}:2"
+    calls = report.sections["mindspore"]["aot_calls"]
+    assert calls[0]["function"] == "CustomAdd" and calls[0]["exported"] is False

@@ -128,11 +128,21 @@ def _lib(facts: Facts) -> str:
     return facts.path
 
 
-def _function(facts: Facts, aot: AotFunction) -> Iterator[Finding]:
-    """Is ``Func`` what MindSpore's dlsym and call expect."""
+def _function(facts: Facts, aot: AotFunction, lib: str = "",
+              where: str = "") -> Iterator[Finding]:
+    """Is ``Func`` what MindSpore's dlsym and call expect (``lib``: another library than the
+    target, named by ``where``, an ops.Custom call in the package)."""
     name = aot.name
+    lib = lib or _lib(facts)
     sig = AOT_SIGNATURE.format(name=name)
-    fetch = _FETCH.format(name=name, lib=_lib(facts))
+    fetch = _FETCH.format(name=name, lib=lib)
+    for f in _function_findings(aot, name, lib, sig, fetch):
+        yield dataclasses.replace(f, evidence=(f"called at {where}", *f.evidence)) if where \
+            else f
+
+
+def _function_findings(aot: AotFunction, name: str, lib: str, sig: str,
+                       fetch: str) -> Iterator[Finding]:
     if aot.exported:
         return
     good = [c for c in aot.cxx if c.matches]
@@ -165,7 +175,7 @@ def _function(facts: Facts, aot: AotFunction) -> Iterator[Finding]:
          f"exported C functions: {aot.exported_functions}"
          + (f", closest: {near}" if near else ""),
          f"MindSpore 2.10 raises: RuntimeError: {fetch}"),
-        fix=(f"name the exported function in ops.Custom: \"{facts.path}:{aot.closest[0]}\""
+        fix=(f"name the exported function in ops.Custom: \"{lib}:{aot.closest[0]}\""
              if aot.closest else f"define and export {sig} in this library (extern \"C\")"))
 
 
@@ -263,7 +273,12 @@ def _abi(facts: Facts) -> Iterator[Finding]:
 
 def run(facts: Facts) -> Iterator[Finding]:
     """Findings for the AOT function named by ``lib.so:Func``: static, then the probe's."""
-    yield from _abi(facts)
+    if facts.mindspore_library:
+        yield from _abi(facts)
+    for use, found in facts.mindspore_aot_uses:
+        if found is not None:
+            yield from _function(facts, found, use.resolved, f"{use.file}:{use.line}")
+            yield from _init(found)
     aot = facts.mindspore_aot
     if aot is None:
         return
@@ -278,11 +293,14 @@ def run(facts: Facts) -> Iterator[Finding]:
 
 
 def section(facts: Facts) -> dict[str, Any]:
-    """The AOT function as MindSpore will see it."""
+    """The AOT function as MindSpore will see it (and, for a package, its ops.Custom calls)."""
+    uses = [{"file": u.file, "line": u.line, "library": u.library, "function": u.function,
+             "resolved": u.resolved or None, "exported": a.exported if a else None}
+            for u, a in facts.mindspore_aot_uses]
     aot = facts.mindspore_aot
     if aot is None:
-        return {}
-    return {"function": aot.name, "exported": aot.exported,
+        return {"aot_calls": uses} if uses else {}
+    return {"function": aot.name, "exported": aot.exported, "aot_calls": uses,
             "cxx": [{"mangled": c.mangled, "signature": c.demangled, "matches": c.matches}
                     for c in aot.cxx],
             "init": "exported" if aot.init_exported else (
@@ -294,7 +312,7 @@ def section(facts: Facts) -> dict[str, Any]:
 
 
 def _applies(facts: Facts) -> str:
-    if facts.options.aot_function or facts.mindspore_library:
+    if facts.options.aot_function or facts.mindspore_library or facts.mindspore_aot_uses:
         return ""
     return "not a MindSpore library, and no AOT function named (use lib.so:FuncName)"
 
@@ -306,6 +324,7 @@ CHECK = Check(
     causes=(Cause.REGISTRATION, Cause.VERSION),
     codes=CODES,
     run=run,
+    needs_elf=False,  # a package directory has ops.Custom calls to check too
     section=section,
     applies=_applies,
 )

@@ -44,7 +44,7 @@ from opdoctor.facts.interp import Interpreter, InterpreterError, inspect_interpr
 from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, needs_torch
 from opdoctor.facts.loader.search import Environment, Resolver
 from opdoctor.facts.loader.symbols import Binding, SymbolTables, bind
-from opdoctor.facts.mindspore import AotFunction, read_aot
+from opdoctor.facts.mindspore import AotFunction, AotUse, aot_uses, read_aot
 from opdoctor.facts.oneflow import OneFlowInventory, read_oneflow
 from opdoctor.facts.opschema import parse_with_torch
 from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
@@ -525,6 +525,35 @@ class Facts:
             return None
         unresolved = [s.name for s in self.binding.unresolved if not s.weak]
         return read_aot(self.image, self.symbol_tables.of_image(self.image), name, unresolved)
+
+    @cached_property
+    def mindspore_aot_uses(self) -> list[tuple[AotUse, AotFunction | None]]:
+        """Package mode: the ``ops.Custom("lib.so:Func", …, func_type="aot")`` calls in the
+        package's Python files, each with what its library offers (None: no such library)."""
+        chain = self.chain
+        if chain is None or not chain.package_dir:
+            return []
+        out: list[tuple[AotUse, AotFunction | None]] = []
+        # MindSpore resolves a relative path against the process's working directory; the
+        # package directory is the fallback that finds the library the author meant.
+        bases = [self.options.cwd or os.getcwd(), chain.package_dir]
+        for use in aot_uses(chain.python_files[:500], bases)[:20]:
+            aot = None
+            if use.resolved:
+                try:
+                    data = open_input(use.resolved)
+                except InputError:
+                    data = None
+                if data is not None:
+                    try:
+                        image = ElfImage.open(data)
+                        aot = read_aot(image, DynSymbols(image), use.function, [])
+                    except (ElfFormatError, OSError, ValueError):
+                        aot = None
+                    finally:
+                        data.close()
+            out.append((use, aot))
+        return out
 
     @cached_property
     def mindspore_library(self) -> bool:

@@ -14,6 +14,7 @@ parameter types: that is where a wrong signature can be read statically.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -162,6 +163,44 @@ def new_abi_mindspore_symbols(undefined: list[str]) -> list[str]:
     (``std::__cxx11::basic_string`` / ``B5cxx11``): MindSpore's builds export none."""
     return sorted(n for n in undefined if "9mindspore" in n
                   and ("St7__cxx11" in n or "B5cxx11" in n))
+
+
+# ops.Custom("dir/libx.so:Func", …, func_type="aot") in Python source (one call, ≤ 600 chars).
+_CUSTOM = re.compile(r"""Custom\(\s*(?:func\s*=\s*)?["']([^"'\n]{1,300}\.so[^"':\n]*)"""
+                     r""":(\w{1,200})["']([^)]{0,600})""", re.S)
+
+
+@dataclass(frozen=True)
+class AotUse:
+    """An ``ops.Custom("lib.so:Func", …, func_type="aot")`` call found in a package's source."""
+
+    file: str
+    line: int
+    library: str  # as written
+    function: str
+    resolved: str  # the path it names, relative ones resolved ("" when no such file)
+
+
+def aot_uses(files: list[str], bases: list[str]) -> list[AotUse]:
+    """AOT custom-op calls in ``files``; a relative library path is tried against ``bases``
+    (the job's working directory, then the package directory), then the file's directory."""
+    out = []
+    for path in files:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read(1 << 20)
+        except OSError:
+            continue
+        for m in _CUSTOM.finditer(text):
+            if "aot" not in m.group(3):
+                continue
+            lib = m.group(1)
+            cands = [lib] if lib.startswith("/") else [
+                *[f"{b}/{lib}" for b in bases], f"{path.rsplit('/', 1)[0]}/{lib}"]
+            found = next((c for c in cands if os.path.isfile(c)), "")
+            out.append(AotUse(path, text.count("\n", 0, m.start()) + 1, lib, m.group(2),
+                              os.path.normpath(found) if found else ""))
+    return out
 
 
 def read_aot(image: ElfImage, table: DynSymbols, name: str,
