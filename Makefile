@@ -23,7 +23,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv venv-tf reference fixtures truth test demo lint bench fuzz clean distclean readme realworld compile
+.PHONY: all venv venv-tf venv-ms reference fixtures truth test demo lint bench fuzz clean distclean readme realworld compile
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -507,6 +507,81 @@ $(WFX)/abi/.built: $(BUILD)/pkg/myop/libmyop.so $(LFX)/abi0.so native/make_wheel
 	$(PY) native/make_wheel.py $(@D) myop 0.1.0 $(BUILD)/pkg/myop $(LFX)/abi0.so
 	touch $@
 
+# ---------------------------------------------------------------- MindSpore fixtures (cause 1)
+# AOT custom operators (ops.Custom("lib.so:Func", ..., func_type="aot")) and the ordinary ways
+# they break: native/mindspore/aot_add.cc says which switch does what. tests/test_mindspore.py
+# runs each through real MindSpore (build/venv-ms) to prove its failure (or health).
+MS_VERSION := 2.10.0
+MSSRC := native/mindspore
+MSFX := $(FIX)/mindspore
+MS_VARIANTS := noinit mangled badsig initmangled undef
+FLAGS_MS_noinit := -DAOT_NO_INIT
+FLAGS_MS_mangled := -DAOT_MANGLED
+FLAGS_MS_badsig := -DAOT_BADSIG
+FLAGS_MS_initmangled := -DAOT_INIT_MANGLED
+FLAGS_MS_undef := -DAOT_UNDEF
+MS_SO := $(MSFX)/aot_add.so $(patsubst %,$(MSFX)/aot_add_%.so,$(MS_VARIANTS)) \
+         $(MSFX)/needs_missing.so
+$(MSFX)/aot_add.so: $(MSSRC)/aot_add.cc
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -O1 $< -o $@
+$(MSFX)/aot_add_%.so: $(MSSRC)/aot_add.cc
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -O1 $(FLAGS_MS_$*) $< -o $@
+# Links libaot_helper.so from a directory that is not searched at run time (no RPATH).
+$(MSFX)/helper/libaot_helper.so: $(MSSRC)/aot_helper.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -O1 $< -o $@
+$(MSFX)/needs_missing.so: $(MSSRC)/needs_missing.c $(MSFX)/helper/libaot_helper.so
+	$(CC) -shared -fPIC -O1 $< -o $@ -L$(MSFX)/helper -laot_helper
+
+# A CustomOpBuilder-like extension module linking libmindspore_core.so, with MindSpore's old C++
+# ABI (abi0) and with the new one (abi1). Needs the MindSpore venv's libraries to link against.
+MS_LIBDIR = $(abspath $(MS_VENV))/lib/python3.11/site-packages/mindspore/lib
+MS_EXT := $(MSFX)/abi0/ms_ext$(PY_EXT_SUFFIX) $(MSFX)/abi1/ms_ext$(PY_EXT_SUFFIX)
+MS_SO += $(MS_EXT)
+$(MSFX)/abi%/ms_ext$(PY_EXT_SUFFIX): $(MSSRC)/ms_ext.cc $(BUILD)/config.mk
+	@mkdir -p $(@D) $(SKIP)
+	if [ -f $(MS_LIBDIR)/libmindspore_core.so ]; then \
+	  $(CXX) $(PYEXT_FLAGS) -D_GLIBCXX_USE_CXX11_ABI=$* $< -o $@ -L$(MS_LIBDIR) \
+	    -Wl,-rpath,$(MS_LIBDIR) -lmindspore_core && rm -f $(SKIP)/ms_ext$(PY_EXT_SUFFIX).txt; \
+	else echo "no MindSpore install to link against: run make venv-ms" > $(SKIP)/ms_ext$(PY_EXT_SUFFIX).txt; fi
+
+# ---------------------------------------------------------------- OneFlow fixtures (static only)
+# OneFlow has no wheel for Python 3.11: these are compiled against native/oneflow/oneflow_min.h, a
+# minimal header declaring the same registry API (the ELF markers are what the checks read), and
+# a stub liboneflow.so built from liboneflow_stub.cc. No OneFlow runtime is involved.
+OFSRC := native/oneflow
+OFFX := $(FIX)/oneflow
+OF_SO := $(OFFX)/lib/liboneflow.so $(OFFX)/relu_op.so $(OFFX)/relu_op_nokernel.so \
+         $(OFFX)/relu_op_abi1.so $(OFFX)/relu_op_nolink.so
+OF_CXX := $(CXX) -shared -fPIC -O1 -I$(OFSRC)
+OF_LINK = -L$(OFFX)/lib -Wl,-rpath,$(abspath $(OFFX))/lib -loneflow
+$(OFFX)/lib/liboneflow.so: $(OFSRC)/liboneflow_stub.cc $(OFSRC)/oneflow_min.h
+	@mkdir -p $(@D)
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=0 $< -o $@
+$(OFFX)/relu_op.so: $(OFSRC)/relu_op.cc $(OFFX)/lib/liboneflow.so
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=0 $< -o $@ $(OF_LINK)
+$(OFFX)/relu_op_nokernel.so: $(OFSRC)/relu_op.cc $(OFFX)/lib/liboneflow.so
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=0 -DOF_NO_KERNEL $< -o $@ $(OF_LINK)
+$(OFFX)/relu_op_abi1.so: $(OFSRC)/relu_op.cc $(OFFX)/lib/liboneflow.so
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=1 $< -o $@ $(OF_LINK)
+$(OFFX)/relu_op_nolink.so: $(OFSRC)/relu_op.cc $(OFSRC)/oneflow_min.h
+	@mkdir -p $(@D)
+	$(OF_CXX) -D_GLIBCXX_USE_CXX11_ABI=0 $< -o $@
+
+# A MindSpore environment for the MindSpore probe tests: mindspore from PyPI (an 804 MB wheel),
+# reused when present. When pip cannot install it the reason is recorded and the tests that
+# need it are skipped with it.
+MS_VENV := $(BUILD)/venv-ms
+venv-ms: $(MS_VENV)/.installed
+$(MS_VENV)/.installed:
+	@mkdir -p $(SKIP)
+	test -x $(MS_VENV)/bin/python || $(PYTHON) -m venv $(MS_VENV)
+	if $(MS_VENV)/bin/python -m pip install -q mindspore==$(MS_VERSION) > $(MS_VENV)/pip.log 2>&1; \
+	  then rm -f $(SKIP)/venv-ms.txt; touch $@; \
+	  else tail -1 $(MS_VENV)/pip.log > $(SKIP)/venv-ms.txt; fi
+
 # ---------------------------------------------------------------- fuzzing seeds (robustness)
 # A constructor that creates $$OPDOCTOR_FUZZ_MARKER when it runs: --static must never run it.
 ZFX := $(FIX)/fuzz
@@ -517,14 +592,14 @@ $(ZFX)/marker_ctor.so: tests/fixtures/fuzz/marker_ctor.c
 
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) $(FUZZ_SO) compile
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) $(FUZZ_SO) $(MS_SO) $(OF_SO) compile
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi
 
 all: venv reference
 
-test: venv venv-tf
+test: venv venv-tf venv-ms
 	$(MAKE) -j$(NPROC) fixtures
 	$(PY) -m pytest -q
 

@@ -54,6 +54,12 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD150": ("OD108",),
     "OD152": ("OD101", "OD121"),
     "OD530": ("OD505", "OD511"),
+    # MindSpore (checks/mindspore.py): a lazily bound undefined function is an AOT op's own
+    # failure mode (RTLD_LAZY); the old C++ ABI explains the unbound std::__cxx11 symbols.
+    "OD164": ("OD301",),
+    "OD350": ("OD301", "OD321", "OD511"),
+    "OD351": ("OD301", "OD321", "OD511"),
+    "OD352": ("OD301",),
 }
 
 # Findings that report *that* something failed rather than why: they become the root only when

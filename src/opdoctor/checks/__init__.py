@@ -19,6 +19,8 @@ from opdoctor.checks import (
     deps,
     importchain,
     integrity,
+    mindspore,
+    oneflow,
     probe,
     registration,
     symbols,
@@ -39,6 +41,8 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     variant.CHECK,
     registration.CHECK,
     importchain.CHECK,
+    mindspore.CHECK,
+    oneflow.CHECK,
     tensorflow.CHECK,  # waits for the probe too, when it loads the library the TF way
     probe.CHECK,  # last: it waits for the load probe started before the static checks
     compile.CHECK,  # after the probe: with --opcheck it reads the probe's opcheck stage

@@ -342,7 +342,10 @@ def _static(facts: Facts) -> Iterator[Finding]:
         yield OD101.finding(path, f"the library links {framework} but contains no operator "
                             "registration", ev)
     elif not torch_lib and not inv.tf_library and not inv.registers_anything \
-            and facts.options.named and facts.image.header.e_shnum != 0:
+            and facts.options.named and facts.image.header.e_shnum != 0 \
+            and not facts.options.aot_function \
+            and not (facts.oneflow and facts.oneflow.is_oneflow):
+        # A MindSpore AOT library registers nothing; OneFlow's registrations are its own check.
         yield from _not_an_op_library(facts, inv)
     if inv.tf_op_registrars and not inv.tf_kernel_registrars:
         ops = ", ".join(inv.tf_ops) or "its ops"

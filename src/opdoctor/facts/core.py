@@ -39,11 +39,14 @@ from opdoctor.facts.elf.image import (
     parse_header,
 )
 from opdoctor.facts.elf.validate import table_damage
+from opdoctor.facts.frameworks import MINDSPORE
 from opdoctor.facts.inputfile import FileData, InputError, open_input
 from opdoctor.facts.interp import Interpreter, InterpreterError, inspect_interpreter
 from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, needs_torch
 from opdoctor.facts.loader.search import Environment, Resolver
 from opdoctor.facts.loader.symbols import Binding, SymbolTables, bind
+from opdoctor.facts.mindspore import AotFunction, AotUse, aot_uses, read_aot
+from opdoctor.facts.oneflow import OneFlowInventory, read_oneflow
 from opdoctor.facts.opschema import parse_with_torch
 from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
 from opdoctor.facts.probe.outcome import ProbeOutcome
@@ -263,7 +266,8 @@ class Facts:
             smoke=self.options.smoke, timeout=self.options.timeout,
             memory_mb=self.options.probe_memory_mb, env=self.environ,
             tensorflow=self.tf_probe, tf_ops=self._tf_watch(),
-            opcheck=self.options.opcheck and uses_torch)
+            opcheck=self.options.opcheck and uses_torch,
+            aot_function="" if self.options.package else self.options.aot_function)
         self._probe = start_probe(req)
 
     def probe_result(self) -> ProbeOutcome | None:
@@ -513,6 +517,70 @@ class Facts:
     def tf_requirement(self) -> TfRequirement | None:
         """The TensorFlow release the distribution that installed the target requires."""
         return requirement_for(self.path)
+
+    # ------------------------------------------------------------ MindSpore (facts/mindspore.py)
+    @cached_property
+    def mindspore_aot(self) -> AotFunction | None:
+        """The AOT function ``lib.so:Func`` names, as MindSpore's dlsym will find it (None when
+        no function was named or the file is not a loadable ELF)."""
+        name = self.options.aot_function
+        if not name or self.is_package_dir or self.blocker:
+            return None
+        unresolved = [s.name for s in self.binding.unresolved if not s.weak]
+        return read_aot(self.image, self.symbol_tables.of_image(self.image), name, unresolved)
+
+    @cached_property
+    def mindspore_aot_uses(self) -> list[tuple[AotUse, AotFunction | None]]:
+        """Package mode: the ``ops.Custom("lib.so:Func", …, func_type="aot")`` calls in the
+        package's Python files, each with what its library offers (None: no such library)."""
+        chain = self.chain
+        if chain is None or not chain.package_dir:
+            return []
+        out: list[tuple[AotUse, AotFunction | None]] = []
+        # MindSpore resolves a relative path against the process's working directory; the
+        # package directory is the fallback that finds the library the author meant.
+        bases = [self.options.cwd or os.getcwd(), chain.package_dir]
+        for use in aot_uses(chain.python_files[:500], bases)[:20]:
+            aot = None
+            if use.resolved:
+                try:
+                    data = open_input(use.resolved)
+                except InputError:
+                    data = None
+                if data is not None:
+                    try:
+                        image = ElfImage.open(data)
+                        aot = read_aot(image, DynSymbols(image), use.function, [])
+                    except (ElfFormatError, OSError, ValueError):
+                        aot = None
+                    finally:
+                        data.close()
+            out.append((use, aot))
+        return out
+
+    @cached_property
+    def mindspore_library(self) -> bool:
+        """True when the target links libmindspore_* or needs MindSpore C++ symbols."""
+        if self.is_package_dir or self.structure.image is None or self.blocker:
+            return False
+        needed = [str(n) for n in self.image.tags.get("DT_NEEDED", [])]
+        return MINDSPORE.linked_by(needed) or self.symbol_tables.of_image(
+            self.image).dynstr_contains(b"_ZN9mindspore")
+
+    # ------------------------------------------------------------ OneFlow (facts/oneflow.py)
+    @cached_property
+    def oneflow(self) -> OneFlowInventory | None:
+        """The OneFlow registrations of the target (None when it uses no OneFlow C++ API)."""
+        if self.is_package_dir or self.structure.image is None or self.blocker:
+            return None
+        table = self.symbol_tables.of_image(self.image)
+        if not table.dynstr_contains(b"_ZN7oneflow") and not table.dynstr_contains(
+                b"_ZTIN7oneflow"):
+            return None
+        undefined = [s.name for s in table.undefined()]
+        defined = [table.symbol(i).name for i in range(1, min(table.count, 200000))]
+        defined = [n for n in defined if "7oneflow" in n and n not in undefined]
+        return read_oneflow(self.image, undefined, defined)
 
     # ------------------------------------------------------------ compile readiness (#19)
     @cached_property

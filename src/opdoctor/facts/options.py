@@ -34,6 +34,8 @@ class CheckOptions:
     require: tuple[str, ...] = ()  # readiness the user requires: "compile" makes OD14x errors
     # Multiplies every stage's CPU budget (OD190); < 1 only to test, > 1 for huge inputs.
     budget_scale: float = 1.0
+    # MindSpore AOT: the function named by ``lib.so:Func`` (ops.Custom's own notation).
+    aot_function: str = ""
 
 
 # ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace: a TensorFlow op, whose

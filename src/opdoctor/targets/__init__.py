@@ -5,7 +5,9 @@
 * any other directory: every shared library below it;
 * a wheel (``.whl``): unpacked into a temporary directory, every shared library in it checked
   with the package context of the wheel's layout;
-* ``--package NAME``: resolved on the target interpreter's sys.path.
+* ``--package NAME``: resolved on the target interpreter's sys.path;
+* ``dir/libx.so:FuncName`` (MindSpore's AOT notation): the library, with the function MindSpore
+  will ``dlsym`` (``CheckOptions.aot_function``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 
 from opdoctor.checks.base import STAGE_BUDGETS
 from opdoctor.facts import CheckOptions, Facts, budget
+from opdoctor.facts.mindspore import is_function_name
 from opdoctor.model import TargetError
 
 MAX_WHEEL_BYTES = 4 << 30  # refuse zip bombs: total uncompressed size of a wheel
@@ -38,6 +41,17 @@ class Target:
 def is_shared_library(name: str) -> bool:
     """``libfoo.so``, ``libfoo.so.1.2``, ``_C.cpython-311-x86_64-linux-gnu.so``."""
     return name.endswith(".so") or ".so." in name
+
+
+def split_aot_target(path: str) -> tuple[str, str]:
+    """MindSpore's ``dir/libx.so:FuncName`` → (``dir/libx.so``, ``FuncName``); only when the
+    whole text is not itself a file and the part before the last colon is one."""
+    if os.path.exists(path) or ":" not in path:
+        return path, ""
+    lib, func = path.rsplit(":", 1)
+    if os.path.isfile(lib) and is_function_name(func):
+        return lib, func
+    return path, ""
 
 
 def package_of(path: str) -> tuple[str, str] | None:
@@ -172,8 +186,9 @@ def expand(paths: list[str], options: CheckOptions,
                         if os.path.abspath(lib).startswith(os.path.abspath(path))]
                 targets.append(Target(libs[0] if libs else path, opts, path))
             else:
-                targets.append(_with_package(path, dataclasses.replace(options, named=True),
-                                             path))
+                lib, func = split_aot_target(path)
+                opts = dataclasses.replace(options, named=True, aot_function=func)
+                targets.append(_with_package(lib, opts, path))
         yield targets
     finally:
         for tmp in tmpdirs:

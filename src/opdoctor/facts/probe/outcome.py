@@ -192,6 +192,8 @@ class ProbeOutcome:
     compile_ops: tuple[CompileOp, ...] = ()
     opcheck_seconds: float = 0.0
     opcheck_error: Failure | None = None  # the opcheck stage itself raised (opdoctor's bug)
+    # MindSpore AOT (probe_ms.py): the last ms_aot event as sent (see protocol.MS_AOT).
+    mindspore: dict[str, Any] | None = None
 
     @property
     def load_message(self) -> str:
@@ -314,6 +316,7 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         smoke=_smoke(last.get(P.SMOKE, {}).get("results")),
         swallowed=swallowed, finished=finished,
         tensorflow=_tensorflow(last.get(P.TF_OPS)),
+        mindspore=last.get(P.MS_AOT) if isinstance(last.get(P.MS_AOT), dict) else None,
         compile_checked=P.COMPILE in last,
         compile_ops=_compile_ops(last.get(P.COMPILE, {}).get("ops")),
         opcheck_seconds=float(last.get(P.COMPILE, {}).get("seconds", 0.0) or 0.0),

@@ -182,6 +182,9 @@ def main() -> None:
     if REQ.get("tensorflow"):  # a TensorFlow op library: probe_tf.py, loaded by path
         _sibling("probe_tf.py").main(emit, err, P, REQ, mapped, imported_since)
         return
+    if REQ.get("aot_function"):  # a MindSpore AOT library: probe_ms.py, loaded by path
+        _sibling("probe_ms.py").main(emit, err, P, REQ)
+        return
     torch: Any = None
     if REQ.get("torch"):
         emit(P.STAGE, stage="import torch")

@@ -32,13 +32,16 @@ PROBE_ERROR = "probe_error"  # error: the probe script itself failed (opdoctor's
 # kernels: {op: [TfKernel]}, registered_before/after: [watched op names the registry knew],
 # devices: [physical device types], preloads: [{path, ops}], mapped_before: [paths]
 TF_OPS = "tf_ops"
+# MindSpore AOT (probe_ms.py): mindspore (version or null), function, found, init_found (dlsym
+# after dlopen(RTLD_LAZY | RTLD_LOCAL)), smoke: null | {ok, result} | {ok, error} | {skipped}
+MS_AOT = "ms_aot"
 
 # Events after which the probe has said everything it will say about the load.
 FINAL = (DONE, LOAD_FAILED, FRAMEWORK_IMPORT_FAILED, PRELOAD_FAILED, PROBE_ERROR)
 
 # Stages, in order (``STAGE`` events).
-STAGES = ("start", "import torch", "import tensorflow", "preload", "load", "inspect", "smoke",
-          "opcheck")
+STAGES = ("start", "import torch", "import tensorflow", "import mindspore", "preload", "load",
+          "inspect", "smoke", "opcheck")
 
 
 class ErrorInfo(TypedDict):

@@ -53,6 +53,7 @@ class ProbeRequest:
     tensorflow: bool = False  # load with TensorFlow (probe_tf.py) instead of torch/ctypes
     tf_ops: tuple[str, ...] = ()  # TensorFlow op names to look up in the registry
     opcheck: bool = False  # compile readiness + torch.library.opcheck of the new ops
+    aot_function: str = ""  # MindSpore AOT: load and dlsym the MindSpore way (probe_ms.py)
 
 
 def _note_start(path: str) -> None:
@@ -121,7 +122,8 @@ class ProbeHandle:
         payload: dict[str, Any] = {"path": req.path, "package": req.package, "torch": req.torch,
                                    "preload": list(req.preload), "ops": list(req.ops),
                                    "smoke": req.smoke, "hidden": req.hidden,
-                                   "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops)}
+                                   "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops),
+                                   "aot_function": req.aot_function}
         if req.opcheck:
             # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
             payload.update(opcheck=True, opcheck_budget=req.timeout / 2)

@@ -1,0 +1,290 @@
+"""MindSpore AOT custom operators (``ops.Custom("lib.so:Func", …, func_type="aot")``).
+
+Each fixture (native/mindspore/, built by `make fixtures`) is checked statically, and the same
+library is run through real MindSpore 2.10 (build/venv-ms, `make venv-ms`) to prove that it
+fails (or works) the way the finding says. Nothing is mocked: the MindSpore half is skipped,
+naming the make target, only when that venv is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from opdoctor.facts import CheckOptions
+from opdoctor.model import Report
+from opdoctor.pipeline import run_check
+from opdoctor.targets import split_aot_target
+from tests.conftest import BUILD, fixture
+from tests.helpers import cli
+
+MS_PY = BUILD / "venv-ms" / "bin" / "python"
+RUNNER = Path(__file__).parent / "resources" / "ms_run_aot.py"
+
+
+def check(name: str, func: str = "CustomAdd") -> Report:
+    """Static check of ``mindspore/<name>:<func>`` (the library is never loaded)."""
+    return run_check(str(fixture(f"mindspore/{name}")), CheckOptions(aot_function=func))
+
+
+def codes(report: Report) -> list[str]:
+    return sorted(f.code for f in report.findings)
+
+
+def spec(name: str, func: str = "CustomAdd") -> str:
+    return f"{fixture(f'mindspore/{name}').resolve()}:{func}"
+
+
+def ms_python() -> str:
+    """The MindSpore venv's interpreter; skip (naming the make target) when it is absent."""
+    if not MS_PY.exists():
+        note = BUILD / "fixtures" / "skipped" / "venv-ms.txt"
+        why = note.read_text().strip() if note.exists() else "not created"
+        pytest.skip(f"{MS_PY} missing ({why}): run `make venv-ms` (mindspore 2.10.0)")
+    return str(MS_PY)
+
+
+# Specs that MindSpore survives (it raises or returns): run in one MindSpore process.
+SURVIVABLE = [("aot_add.so", "CustomAdd"), ("aot_add_noinit.so", "CustomAdd"),
+              ("aot_add.so", "CustomAd"), ("aot_add_mangled.so", "CustomAdd"),
+              ("aot_add_badsig.so", "CustomAdd"), ("aot_add_initmangled.so", "CustomAdd"),
+              ("needs_missing.so", "CustomAdd")]
+
+
+@pytest.fixture(scope="module")
+def mindspore_runs() -> dict[str, dict[str, Any]]:
+    """What real MindSpore does with each survivable spec: {spec: {result | error, stderr}};
+    empty when the MindSpore venv is absent (each test's MindSpore half then skips)."""
+    if not MS_PY.exists():
+        return {}
+    py = ms_python()
+    specs = [spec(n, f) for n, f in SURVIVABLE]
+    proc = subprocess.run([py, str(RUNNER), *specs], capture_output=True, text=True,
+                          timeout=600)
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert lines[0] == {"mindspore": "2.10.0"}
+    return {d["spec"]: d for d in lines[1:]}
+
+
+def ms_run(runs: dict[str, dict[str, Any]], name: str, func: str = "CustomAdd") -> dict[str, Any]:
+    """Real MindSpore's outcome for one spec; skips (after the static half ran) without it."""
+    if not runs:
+        ms_python()
+    return runs[spec(name, func)]
+
+
+# ------------------------------------------------------------------ healthy
+
+def test_healthy_aot_op_is_clean(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+    report = check("aot_add.so")
+    assert codes(report) == []
+    sec = report.sections["mindspore"]
+    assert sec["exported"] and sec["init"] == "exported"
+    run = ms_run(mindspore_runs, "aot_add.so")
+    assert run["result"] == [[2.0, 2.0], [2.0, 2.0]]
+    assert "CustomAddInit called" in run["stderr"]  # MindSpore called the extern "C" Init
+
+
+def test_healthy_without_init_is_clean(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+    report = check("aot_add_noinit.so")
+    assert codes(report) == []
+    assert report.sections["mindspore"]["init"] == "absent (optional)"
+    assert ms_run(mindspore_runs, "aot_add_noinit.so")["result"] == [[2.0, 2.0], [2.0, 2.0]]
+
+
+# ------------------------------------------------------------------ the function
+
+def test_wrong_name_suggests_the_exported_one(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+    report = check("aot_add.so", "CustomAd")
+    assert codes(report) == ["OD161"]
+    f = report.findings[0]
+    assert "did you mean CustomAdd?" in f.message
+    assert f.fix.endswith("aot_add.so:CustomAdd\"")
+    err = ms_run(mindspore_runs, "aot_add.so", "CustomAd")["error"]
+    assert "error occurs when fetching function 'CustomAd'" in err
+    assert "undefined symbol: CustomAd" in err
+
+
+def test_mangled_function_shows_signature_and_extern_c(
+        mindspore_runs: dict[str, dict[str, Any]]) -> None:
+    report = check("aot_add_mangled.so")
+    assert codes(report) == ["OD160"]
+    f = report.findings[0]
+    assert "_Z9CustomAddiPPvPiPPlPPKcS_S_" in f.message
+    assert any("CustomAdd(int, void**, int*, long**, char const**, void*, void*)" in e
+               for e in f.evidence)
+    assert f.fix.startswith('declare it extern "C": extern "C" int CustomAdd(int nparam')
+    err = ms_run(mindspore_runs, "aot_add_mangled.so")["error"]
+    assert "undefined symbol: CustomAdd" in err
+
+
+def test_signature_mismatch_from_mangled_name(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+    report = check("aot_add_badsig.so")
+    assert codes(report) == ["OD162"]
+    f = report.findings[0]
+    assert "CustomAdd(float*, float*, float*, long)" in f.message
+    assert "void **params" in f.fix
+    assert "undefined symbol: CustomAdd" in ms_run(mindspore_runs, "aot_add_badsig.so")["error"]
+
+
+def test_init_without_extern_c_is_silently_skipped(
+        mindspore_runs: dict[str, dict[str, Any]]) -> None:
+    report = check("aot_add_initmangled.so")
+    assert codes(report) == ["OD163"]
+    assert report.findings[0].severity.value == "warning"
+    assert "_Z13CustomAddInitPiPPlPPKcPv" in report.findings[0].message
+    run = ms_run(mindspore_runs, "aot_add_initmangled.so")
+    assert run["result"] == [[2.0, 2.0], [2.0, 2.0]]  # no error at all …
+    assert "CustomAddInit called" not in run["stderr"]  # … and the Init never ran
+
+
+# ------------------------------------------------------------------ loading
+
+def test_needed_library_not_found(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+    report = check("needs_missing.so")
+    assert "OD201" in codes(report)
+    assert "libaot_helper.so" in next(f for f in report.findings if f.code == "OD201").message
+    assert "OD164" not in codes(report)  # the dlopen fails first: no launch-time claim
+    run = ms_run(mindspore_runs, "needs_missing.so")
+    # MindSpore's exception has no message of its own; the cause is only in its ERROR log.
+    assert run["error"].startswith("RuntimeError: \n")
+    assert "libaot_helper.so" not in run["error"]
+    assert "libaot_helper.so: cannot open shared object file" in run["stderr"]
+
+
+def test_undefined_function_kills_at_first_launch() -> None:
+    report = check("aot_add_undef.so")
+    assert {"OD164", "OD301"} <= set(codes(report))
+    f = next(f for f in report.findings if f.code == "OD164")
+    assert "aot_helper_log" in f.message and "exit 127" in f.message
+    proc = subprocess.run([ms_python(), str(RUNNER), "--raw", spec("aot_add_undef.so")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 127
+    assert "symbol lookup error" in proc.stderr and "aot_helper_log" in proc.stderr
+    assert len(proc.stdout.splitlines()) == 1  # the version line; the call never returned
+
+
+# ------------------------------------------------------------------ the notation
+
+def test_split_aot_target() -> None:
+    lib = str(fixture("mindspore/aot_add.so"))
+    assert split_aot_target(f"{lib}:CustomAdd") == (lib, "CustomAdd")
+    assert split_aot_target(lib) == (lib, "")
+    assert split_aot_target(f"{lib}:not a name") == (f"{lib}:not a name", "")
+    assert split_aot_target("/no/such.so:CustomAdd") == ("/no/such.so:CustomAdd", "")
+
+
+def test_cli_accepts_lib_colon_function(capsys: pytest.CaptureFixture[str]) -> None:
+    lib = fixture("mindspore/aot_add_mangled.so")
+    res = cli(capsys, "check", "--static", "-f", "json", f"{lib}:CustomAdd")
+    assert res.code == 1
+    assert "OD160" in {f["code"] for f in res.json()["reports"][0]["findings"]}
+    res = cli(capsys, "check", "--static", f"{fixture('mindspore/aot_add.so')}:CustomAdd")
+    assert res.code == 0
+
+
+def test_cli_missing_library_with_function_is_an_input_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    res = cli(capsys, "check", "--static", f"{tmp_path}/nope.so:CustomAdd")
+    assert res.code == 2
+    assert "Traceback" not in res.out + res.err
+
+
+# ------------------------------------------------------------------ the probe (real MindSpore)
+
+def probe(name: str, func: str = "CustomAdd", python: str | None = None) -> Report:
+    """Check with the probe: MindSpore's dlopen/dlsym, then the op run through MindSpore."""
+    opts = CheckOptions(aot_function=func, probe=True, smoke=True,
+                        python=python or ms_python(), timeout=120)
+    return run_check(str(fixture(f"mindspore/{name}")), opts)
+
+
+@pytest.mark.probe
+def test_probe_runs_the_healthy_op() -> None:
+    report = probe("aot_add.so")
+    assert codes(report) == []
+    seen = report.sections["mindspore"]["probe"]
+    assert seen["mindspore"] == "2.10.0" and seen["found"] and seen["init_found"]
+    assert seen["smoke"] == {"ok": True, "result": "[[2.0, 2.0], [2.0, 2.0]]"}
+
+
+@pytest.mark.probe
+def test_probe_survives_the_lazy_symbol_lookup_error() -> None:
+    report = probe("aot_add_undef.so")
+    f = next(f for f in report.findings if f.code == "OD164")
+    assert "exited with status 127" in f.message and "aot_helper_log" in f.message
+    assert not any(f.code == "OD131" for f in report.findings)  # not an initialiser's exit()
+
+
+@pytest.mark.probe
+def test_probe_confirms_the_missing_function() -> None:
+    report = probe("aot_add.so", "CustomAd")
+    assert codes(report) == ["OD161"]  # the smoke run's identical error is not repeated
+    assert any('dlsym("CustomAd") returned NULL' in e for e in report.findings[0].evidence)
+
+
+@pytest.mark.probe
+def test_probe_without_mindspore_loads_the_mindspore_way() -> None:
+    """The interpreter opdoctor runs in has no MindSpore: the probe still dlopens with
+    RTLD_LAZY (the lazy undefined function does not fail the load) and says it did not run."""
+    import sys
+
+    report = probe("aot_add_undef.so", python=sys.executable)
+    seen = report.sections["mindspore"]["probe"]
+    assert seen["mindspore"] is None and seen["found"]
+    assert seen["smoke"] == {"skipped": "mindspore is not installed for this interpreter"}
+
+
+# ------------------------------------------------------------------ MindSpore's old C++ ABI
+
+EXT = "ms_ext.cpython-311-x86_64-linux-gnu.so"
+
+
+def test_new_abi_module_against_old_abi_mindspore() -> None:
+    """A CustomOpBuilder-like module linking libmindspore_core.so: built with
+    -D_GLIBCXX_USE_CXX11_ABI=1 it needs std::__cxx11 names MindSpore does not export, and
+    `import mindspore; import ms_ext` really fails with that undefined symbol."""
+    bad = fixture(f"mindspore/abi1/{EXT}")
+    report = run_check(str(bad), CheckOptions())
+    assert [f.code for f in report.diagnosis.root_findings] == ["OD350"]
+    f = next(f for f in report.findings if f.code == "OD350")
+    assert "std::__cxx11::basic_string" in f.evidence[0]
+    assert f.fix == "rebuild with -D_GLIBCXX_USE_CXX11_ABI=0"
+    good = fixture(f"mindspore/abi0/{EXT}")
+    assert "OD350" not in codes(run_check(str(good), CheckOptions()))
+    assert run_check(str(good), CheckOptions()).sections["mindspore"] == {}
+    code = "import mindspore, ms_ext; print('imported')"
+    ok = subprocess.run([ms_python(), "-c", code], cwd=good.parent, capture_output=True,
+                        text=True, timeout=300)
+    assert ok.returncode == 0 and "imported" in ok.stdout
+    fail = subprocess.run([ms_python(), "-c", code], cwd=bad.parent, capture_output=True,
+                          text=True, timeout=300)
+    assert fail.returncode == 1
+    assert "undefined symbol: _ZN9mindspore10InitializeERKNSt7__cxx11" in fail.stderr
+
+
+# ------------------------------------------------------------------ ops.Custom in a package
+
+def test_package_ops_custom_calls_are_checked(tmp_path: Path) -> None:
+    """--package: the ops.Custom("lib.so:Func", …, func_type="aot") strings in the package's
+    Python files are found and each named function is checked in its library."""
+    import shutil
+
+    pkg = tmp_path / "aotpkg"
+    pkg.mkdir()
+    shutil.copy(fixture("mindspore/aot_add_mangled.so"), pkg)
+    (pkg / "__init__.py").write_text(
+        "from mindspore import ops\n"
+        "add = ops.Custom(\"aot_add_mangled.so:CustomAdd\", out_shape=lambda x, _: x,\n"
+        "                 out_dtype=lambda x, _: x, func_type=\"aot\")\n")
+    opts = CheckOptions(package="aotpkg", cwd=str(tmp_path))
+    report = run_check(str(pkg), opts)
+    f = next(f for f in report.findings if f.code == "OD160")
+    assert f.evidence[0] == f"called at {pkg / '__init__.py'}:2"
+    calls = report.sections["mindspore"]["aot_calls"]
+    assert calls[0]["function"] == "CustomAdd" and calls[0]["exported"] is False
