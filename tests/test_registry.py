@@ -102,7 +102,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.model import Cause, Severity
 
-DOC = CodeDoc("OD190", "team policy: library must be named lib*.so", Severity.ERROR,
+DOC = CodeDoc("OD199", "team policy: library must be named lib*.so", Severity.ERROR,
               what="the file name starts with lib", why="our loader script globs lib*.so",
               example="myop.so", fix="rename it", references=("internal wiki",))
 
@@ -134,10 +134,10 @@ def test_plugin_via_entry_point_reports_its_finding(tmp_path: Path) -> None:
     renamed.write_bytes(reference().read_bytes())
     res = cli_proc("check", str(renamed), env=env)
     assert res.code == 1, res.out + res.err
-    assert "OD190" in res.out and "library name does not start with lib" in res.out
+    assert "OD199" in res.out and "library name does not start with lib" in res.out
     listed = cli_proc("check", "--list-checks", env=env)
     assert "team-naming" in listed.out
-    assert "OD190" in cli_proc("explain", "OD190", env=env).out
+    assert "OD199" in cli_proc("explain", "OD199", env=env).out
     # The healthy reference keeps its name and stays clean with the plugin installed.
     assert cli_proc("check", str(reference()), env=env).code == 0
 
@@ -158,3 +158,11 @@ def test_static_check_does_not_import_torch() -> None:
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert not textwrap.dedent(p.stderr).strip()
+
+
+def test_builtin_codes_leave_the_plugin_range_free() -> None:
+    """ODx95–ODx99 stay free for third-party checks (README "Third-party checks")."""
+    from opdoctor.checks import load_registry
+
+    taken = [c for c in load_registry(with_plugins=False).catalog if int(c[2:]) % 100 >= 95]
+    assert taken == []
