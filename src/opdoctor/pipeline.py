@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,19 @@ class Selection:
         return not any(code.startswith(p) for p in self.ignore)
 
 
+def _no_library_reason(facts: Facts) -> str:
+    """Why an ELF check did not run on a package: say whether the package has compiled
+    libraries its import chain does not reach (never "has none" when it ships some)."""
+    chain = facts.chain
+    on_disk = chain.extensions_on_disk if chain is not None else []
+    if not on_disk:
+        return "the package has no compiled library to analyse"
+    names = ", ".join(os.path.basename(f) for f in on_disk[:3])
+    more = f" (+{len(on_disk) - 3} more)" if len(on_disk) > 3 else ""
+    return (f"the import chain reaches none of the package's {len(on_disk)} compiled "
+            f"libraries ({names}{more}) statically; name one to analyse it")
+
+
 def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[str, Any]
              ) -> tuple[CheckRun, list[Finding]]:
     wanted = [d.code for d in check.codes if selection.wants(d.code)]
@@ -36,7 +50,7 @@ def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[st
                         reason="none of its codes is selected"), []
     if check.needs_elf and facts.is_package_dir:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
-                        reason="the package has no compiled library to analyse"), []
+                        reason=_no_library_reason(facts)), []
     if check.needs_elf and facts.blocker:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
                         reason=f"{facts.blocker}"), []
