@@ -445,20 +445,41 @@ def _swallowed_load_errors(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]
             yield OD321.finding(facts.path, f"undefined symbol {demangle(err.subject)}"
                                 f"{_framework_symbol_note(facts, err.subject)} (hidden: "
                                 f"{hidden.target} fails to import)",
-                                (f"dlopen: {err.text}", where))
+                                (f"dlopen: {err.text}", where),
+                                fix=_symbol_fix(facts, err.subject))
 
 
 _FRAMEWORK_SYMBOL = re.compile(r"^_ZN?K?(?:3c10|2at|5torch)")
 
 
+_TF_SYMBOL = re.compile(r"^(?:_ZN?K?(?:10tensorflow|3tsl)|TF_)")
+
+
 def _framework_symbol_note(facts: Facts, symbol: str) -> str:
-    """For a torch symbol (c10::, at::, torch::) the installed torch does not export: the
-    library was built against another torch (release or C++ ABI), said with the version."""
+    """For a torch symbol (c10::, at::, torch::) the installed torch does not export — or a
+    TensorFlow one (tensorflow::, tsl::, the TF_ C API) TensorFlow does not: the library was
+    built against another release (or C++ ABI) of that framework, said with the version."""
     tv = facts.torch_variant
-    if tv is None or not _FRAMEWORK_SYMBOL.match(symbol):
-        return ""
-    return (f" — a torch symbol the installed torch {tv.version} does not export: built "
-            "against another torch (release or C++ ABI)")
+    if tv is not None and _FRAMEWORK_SYMBOL.match(symbol):
+        return (f" — a torch symbol the installed torch {tv.version} does not export: built "
+                "against another torch (release or C++ ABI)")
+    tf = facts.tensorflow
+    if tf is not None and _TF_SYMBOL.match(symbol):
+        return (f" — a TensorFlow symbol the installed TensorFlow {tf.version} does not "
+                "export: built against another tensorflow release")
+    return ""
+
+
+def _symbol_fix(facts: Facts, symbol: str) -> str | None:
+    """OD321's fix for a framework symbol: install the matching pair (None: the generic fix)."""
+    note = _framework_symbol_note(facts, symbol)
+    if "TensorFlow" in note:
+        return ("install the release of the package built for the installed TensorFlow (each "
+                "release pairs with one TensorFlow minor), or the TensorFlow it was built for")
+    if note:
+        return ("install the release of the extension built for the installed torch (or the "
+                "torch it was built for), or rebuild it against this torch")
+    return None
 
 
 def _not_found(facts: Facts, name: str, hidden: str, ev: list[str]) -> Finding:
@@ -521,7 +542,7 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
         sym = m.group(1)
         yield OD321.finding(facts.path, f"undefined symbol {demangle(sym)}"
                             f"{_framework_symbol_note(facts, sym)}",
-                            (f"dlopen: undefined symbol: {sym}",))
+                            (f"dlopen: undefined symbol: {sym}",), fix=_symbol_fix(facts, sym))
         return
     yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
 
