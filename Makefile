@@ -435,6 +435,24 @@ $(TRFX)/nosections/tinyop.so: $(TRFX)/tinyop.so $(TRSRC)/sstrip.py
 
 truth: $(TRUTH_SO)
 
+# ---------------------------------------------------------------- realpkg fixtures (verdict truth, #15)
+# An initialiser that allocates 640 MiB at load (the memory-limit fix text).
+RPSRC := tests/fixtures/realpkg
+RPFX := $(FIX)/realpkg
+# Real wheels (fetched like realwheels/): xformers 0.0.35 records the torch it was built for.
+REALPKG_SO := $(RPFX)/alloc.so $(patsubst %,$(RPFX)/wheels/%/.ready,xformers-0.0.35 \
+  fbgemm-gpu-cpu-1.8.0 fbgemm-gpu-cpu-1.9.0)
+$(RPFX)/alloc.so: $(RPSRC)/alloc.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -O1 $< -o $@
+# name-with-dashes-1.2.3 → name-with-dashes==1.2.3 (only the last dash is the separator).
+$(RPFX)/wheels/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) native/fetch_wheel.py "$$(echo $* | sed 's/-\([^-]*\)$$/==\1/')" $(@D) \
+	  > $(@D)/fetch.log 2>&1; then \
+	  rm -f $(SKIP)/$*.txt; else cp $(@D)/fetch.log $(SKIP)/$*.txt; fi
+	touch $@
+
 # ---------------------------------------------------------------- real PyPI wheels (cause 3)
 # Real extension wheels beside the pinned CPU torch: PyPI's torchvision 0.28.0 is a CUDA 13.0
 # build (needs libc10_cuda.so, libtorch_cuda.so): the commonest "torchvision::nms does not
@@ -592,7 +610,8 @@ $(ZFX)/marker_ctor.so: tests/fixtures/fuzz/marker_ctor.c
 
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
-          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) $(FUZZ_SO) $(MS_SO) $(OF_SO) compile
+          $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) $(FUZZ_SO) $(MS_SO) $(OF_SO) compile \
+          $(REALPKG_SO)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

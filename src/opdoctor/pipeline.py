@@ -44,6 +44,19 @@ def _secs(seconds: float) -> str:
     return f"{seconds:.1f}" if seconds >= 1 else f"{seconds:.2f}"
 
 
+def _no_library_reason(facts: Facts) -> str:
+    """Why an ELF check did not run on a package: say whether the package has compiled
+    libraries its import chain does not reach (never "has none" when it ships some)."""
+    chain = facts.chain
+    on_disk = chain.extensions_on_disk if chain is not None else []
+    if not on_disk:
+        return "the package has no compiled library to analyse"
+    names = ", ".join(os.path.basename(f) for f in on_disk[:3])
+    more = f" (+{len(on_disk) - 3} more)" if len(on_disk) > 3 else ""
+    return (f"the import chain reaches none of the package's {len(on_disk)} compiled "
+            f"libraries ({names}{more}) statically; name one to analyse it")
+
+
 def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[str, Any],
              target_bytes: int = 0) -> tuple[CheckRun, list[Finding]]:
     wanted = [d.code for d in check.codes if selection.wants(d.code)]
@@ -52,7 +65,7 @@ def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[st
                         reason="none of its codes is selected"), []
     if check.needs_elf and facts.is_package_dir:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
-                        reason="the package has no compiled library to analyse"), []
+                        reason=_no_library_reason(facts)), []
     if check.needs_elf and facts.blocker:
         return CheckRun(check.name, check.causes, CheckStatus.SKIPPED,
                         reason=f"{facts.blocker}"), []

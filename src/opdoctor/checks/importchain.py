@@ -14,7 +14,7 @@ from typing import Any
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.pychain import ImportChain
+from opdoctor.facts.pychain import ImportChain, Link, loader_calls
 from opdoctor.model import Cause, Finding, Severity
 
 _IMPORT = "https://docs.python.org/3/reference/import.html"
@@ -144,6 +144,38 @@ OD512 = CodeDoc(
 CODES = (OD501, OD502, OD503, OD504, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512)
 
 
+def _optional(link: Link) -> bool:
+    """An optional import: ``try: from . import _version except ImportError: …`` of a module
+    that is not in the package at all, built or not (no file of any build, no directory). The
+    package was written to run without it (fbgemm_gpu's optional op modules, torchrl's and
+    tensordict's generated version modules); a missing extension the package needs is still
+    reported where it is loaded (OD510 for a load path, OD505/OD506 for the package)."""
+    mod = link.target.rsplit(".", 1)[-1]
+    # `_C` is what cpp_extension names the extension itself: its absence is never optional.
+    return link.kind == "submodule" and bool(link.swallowed) and \
+        link.problem.startswith("no module ") and not mod.startswith("_C")
+
+
+def _leads_to_compiled(link: Link) -> bool:
+    """Whether the statement loads compiled code (a load call, a compiled module, or a
+    module of that name built for another interpreter): only then does swallowing its error
+    hide a loader failure (OD509). A swallowed import of a Python module is the package's own
+    business."""
+    if link.kind != "submodule":
+        return True
+    if link.problem.startswith("no file for this interpreter"):
+        return True
+    return any(f.endswith((".so", ".pyd")) or ".so." in f for f in link.resolved) or \
+        link.target.rsplit(".", 1)[-1].startswith("_C")
+
+
+def _hidden_optional(chain: ImportChain, target: str, message: str) -> bool:
+    """A swallowed ModuleNotFoundError for that very module, which does not exist on disk:
+    the package's own fallback for an optional module, not a hidden failure."""
+    return any(link.target == target and _optional(link) for link in chain.links) and \
+        f"No module named '{target}'" in message
+
+
 def _rel(path: str, chain: ImportChain) -> str:
     pkg = chain.package_dir
     if pkg and path.startswith(os.path.dirname(pkg) + os.sep):
@@ -207,9 +239,9 @@ def run(facts: Facts) -> Iterator[Finding]:
                 link.problem and not link.fallback:  # a fallback in an except: not the path
             yield OD510.finding(link.target, f"the package loads {link.resolved[0]}, which does "
                                 "not exist", (where,))
-        elif link.problem and link.kind == "submodule":
+        elif link.problem and link.kind == "submodule" and not _optional(link):
             yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
-        if link.swallowed:
+        if link.swallowed and not _optional(link) and _leads_to_compiled(link):
             yield OD509.finding(link.target, f"the import of {link.target} is inside "
                                 f"`{link.swallowed}` that discards the error",
                                 (where, f"handler: {link.swallowed}"))
@@ -225,7 +257,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     unloaded = [f for f in chain.extensions_on_disk if f not in loaded]
     if win.kind == "package" and chain.extensions_on_disk and not chain.libraries and \
             not any(link.problem for link in chain.links) and not chain.truncated \
-            and not _probe_mapped(facts, unloaded):
+            and not _probe_mapped(facts, unloaded) and not loader_calls(chain, unloaded):
         yield OD505.finding(name, f"{name}/__init__.py never imports or loads "
                             f"{', '.join(os.path.basename(f) for f in unloaded[:3])}",
                             (f"{_rel(os.path.join(win.path, '__init__.py'), chain)}: no import "
@@ -255,6 +287,8 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         yield OD511.finding(chain.name, f"import {chain.name} raised {err.type}: "
                             f"{err.message[:200]}", err.tail(5))
     for hidden in res.swallowed:
+        if _hidden_optional(chain, hidden.target, hidden.error.message):
+            continue
         yield OD512.finding(hidden.target, f"{hidden.target} fails to import: "
                             f"{hidden.error.type}: {hidden.error.message[:300]}",
                             (f"swallowed by {hidden.where}", *hidden.error.tail(3)))

@@ -18,6 +18,7 @@ from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
 from opdoctor.facts.loaderror import NOT_FOUND, UNDEFINED, VERSION, loader_error
 from opdoctor.facts.probe.outcome import ProbeOutcome, ProbeState
+from opdoctor.facts.variant import variant_library
 from opdoctor.model import Cause, Finding, Severity
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
@@ -145,6 +146,24 @@ OD220 = CodeDoc(
     fix="See OD201: RPATH/RUNPATH ($ORIGIN), LD_LIBRARY_PATH, or install the dependency.",
     references=("https://man7.org/linux/man-pages/man8/ld.so.8.html",),
 )
+OD315 = CodeDoc(
+    "OD315", "load failed: a library of another torch build was not found", Severity.ERROR,
+    what="A library the real load could not find is not one that only another build of torch "
+    "provides: libc10_cuda.so / libtorch_cuda.so (CUDA builds), libc10_hip.so (ROCm), or the "
+    "CUDA runtime (libcudart.so.N, libnvrtc.so.N …) that CUDA builds of torch bring in through "
+    "the nvidia-* wheels.",
+    why="dlopen says 'libc10_cuda.so: cannot open shared object file', which reads like a "
+    "search-path problem (OD220), but the installed torch is a CPU (or other CUDA major) build "
+    "that has no such library anywhere: no RPATH or LD_LIBRARY_PATH can help. The extension was "
+    "built for another build of torch (cause 3).",
+    example="torchcodec 0.17.0 beside torch 2.13.0+cpu: libnvrtc.so.13: cannot open shared "
+    "object file; torchvision 0.28.0+cu130: libc10_cuda.so: cannot open shared object file",
+    fix="Install matching builds from the same index: the CPU build of the extension for your "
+    "torch (--index-url https://download.pytorch.org/whl/cpu), or the CUDA build of torch the "
+    "extension was made for. Never patch RPATH/LD_LIBRARY_PATH for this.",
+    references=("https://pytorch.org/get-started/locally/",
+                "https://github.com/pytorch/pytorch/issues/122494"),
+)
 OD320 = CodeDoc(
     "OD320", "torch itself fails to import", Severity.ERROR,
     what="`import torch` works in the target interpreter.",
@@ -211,8 +230,8 @@ OD132 = CodeDoc(
     references=(_PROBE,),
 )
 
-CODES = (OD120, OD121, OD122, OD123, OD124, OD125, OD126, OD127, OD129, OD130, OD220, OD320, OD321,
-         OD322, OD420, OD131, OD132)
+CODES = (OD120, OD121, OD122, OD123, OD124, OD125, OD126, OD127, OD129, OD130, OD220, OD315, OD320,
+         OD321, OD322, OD420, OD131, OD132)
 
 # Stages before the library is touched: what stops the probe there is not the library's doing.
 BEFORE_LOAD = ("start", "import torch")
@@ -335,6 +354,13 @@ def run(facts: Facts) -> Iterator[Finding]:
         return  # the load succeeded; the op's launch ended it: checks/mindspore.py says why
     if facts.options.package:
         yield from _swallowed_load_errors(facts, res)
+    if facts.is_package_dir:
+        # The package's import chain resolved no library (it loads them through paths built at
+        # run time): the real import is still the ground truth — classify why it failed.
+        if res.state is ProbeState.LOAD_FAILED:
+            yield from (f for f in _classify_load_error(facts, res, res.load_message)
+                        if f.code != "OD420")
+        return
     prediction = _static_prediction(facts)
     failed_load = False  # failed in a way the static loader emulation claims to predict
     if res.state is ProbeState.PROBE_ERROR:
@@ -384,7 +410,7 @@ def run(facts: Facts) -> Iterator[Finding]:
             found = [f for f in found if f.code != "OD420"]
         yield from found
         # Only loader-level failures are what the static emulation predicts.
-        failed_load = any(f.code in ("OD220", "OD321", "OD322") for f in found)
+        failed_load = any(f.code in ("OD220", "OD315", "OD321", "OD322") for f in found)
         if not failed_load:
             return
     elif res.state is ProbeState.LOADED and facts.torch_context and res.inspected:
@@ -415,13 +441,84 @@ def _swallowed_load_errors(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]
                                 f"{hidden.target} fails to import)", (err.text, where))
         elif err.kind == "not-found":
             name = os.path.basename(err.subject)
-            yield OD220.finding(name, f"{name} was not found by the real loader (hidden: "
-                                f"{hidden.target} fails to import)", (f"dlopen: {err.text}",
-                                                                      where))
+            yield _not_found(facts, name, f" (hidden: {hidden.target} fails to import)",
+                             [f"dlopen: {err.text}", where])
         else:
-            yield OD321.finding(facts.path, f"undefined symbol {demangle(err.subject)} (hidden: "
+            yield OD321.finding(facts.path, f"undefined symbol {demangle(err.subject)}"
+                                f"{_framework_symbol_note(facts, err.subject)} (hidden: "
                                 f"{hidden.target} fails to import)",
-                                (f"dlopen: {err.text}", where))
+                                (f"dlopen: {err.text}", where),
+                                fix=_symbol_fix(facts, err.subject))
+
+
+_FRAMEWORK_SYMBOL = re.compile(r"^_ZN?K?(?:3c10|2at|5torch)")
+
+
+_TF_SYMBOL = re.compile(r"^(?:_ZN?K?(?:10tensorflow|3tsl)|TF_)")
+
+
+def _framework_symbol_note(facts: Facts, symbol: str) -> str:
+    """For a torch symbol (c10::, at::, torch::) the installed torch does not export — or a
+    TensorFlow one (tensorflow::, tsl::, the TF_ C API) TensorFlow does not: the library was
+    built against another release (or C++ ABI) of that framework, said with the version."""
+    tv = facts.torch_variant
+    if tv is not None and _FRAMEWORK_SYMBOL.match(symbol):
+        return (f" — a torch symbol the installed torch {tv.version} does not export: built "
+                "against another torch (release or C++ ABI)")
+    tf = facts.tensorflow
+    if tf is not None and _TF_SYMBOL.match(symbol):
+        return (f" — a TensorFlow symbol the installed TensorFlow {tf.version} does not "
+                "export: built against another tensorflow release")
+    return ""
+
+
+def _symbol_fix(facts: Facts, symbol: str) -> str | None:
+    """OD321's fix for a framework symbol: install the matching pair (None: the generic fix)."""
+    note = _framework_symbol_note(facts, symbol)
+    if "TensorFlow" in note:
+        return ("install the release of the package built for the installed TensorFlow (each "
+                "release pairs with one TensorFlow minor), or the TensorFlow it was built for")
+    if note:
+        return ("install the release of the extension built for the installed torch (or the "
+                "torch it was built for), or rebuild it against this torch")
+    return None
+
+
+def _not_found(facts: Facts, name: str, hidden: str, ev: list[str]) -> Finding:
+    """A library the real loader did not find: OD220 (a search-path problem), or OD315 when
+    only another build of torch provides it (libc10_cuda.so beside a CPU torch,
+    libcudart.so.12 beside a CUDA 13 torch) — a variant mismatch no search path can fix."""
+    variant, major = variant_library(name)
+    tv = facts.torch_variant if variant else None
+    torch_major = int(tv.cuda.split(".")[0]) if tv is not None and tv.cuda and \
+        tv.cuda.split(".")[0].isdigit() else None
+    other_build = tv is not None and (variant != tv.variant or (
+        major is not None and torch_major is not None and major != torch_major))
+    if tv is None or not other_build:
+        return OD220.finding(name, f"{name} was not found by the real loader{hidden}", ev)
+    have = {"cpu": "a CPU-only build", "rocm": "a ROCm build"}.get(
+        tv.variant, f"a CUDA {tv.cuda or ''} build".replace(" build", " build").strip())
+    want = "CUDA" if variant == "cuda" else "ROCm"
+    if major is not None:
+        want += f" {major}"
+    ext = facts.extension_variant
+    dist = ext.distribution or "the extension"
+    built = f"{dist} {ext.package_version}".strip() if ext.package_version else dist
+    ev = [*ev, f"{name} ships only with a {want} build of torch",
+          f"installed torch {tv.version}: {have}"]
+    if ext.package_version:
+        ev.append(f"{dist} version {ext.package_version}"
+                  + (f" (requires {ext.requires_torch})" if ext.requires_torch else ""))
+    fix = (f"install matching builds: the CPU build of {dist} for torch {tv.version} "
+           f"(pip install {dist} --index-url https://download.pytorch.org/whl/cpu), or the "
+           f"{want} build of torch {built} was made for"
+           + (f" ({ext.requires_torch})" if ext.requires_torch else "")
+           + "; never patch RPATH/LD_LIBRARY_PATH for this") if tv.variant == "cpu" else (
+        f"install {dist} built for torch {tv.version} from the same index as torch, or the "
+        f"torch build it was made for")
+    return OD315.finding(name, f"{name} was not found by the real loader{hidden}: it belongs "
+                         f"to a {want} build of torch, and the installed torch {tv.version} is "
+                         f"{have}", ev, fix=fix)
 
 
 def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator[Finding]:
@@ -441,12 +538,13 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
     if m := _NOT_FOUND.search(text):
         name = os.path.basename(m.group(1))
         ev = [f"dlopen: {m.group(0)}", *res.trace.evidence_for(name)]
-        yield OD220.finding(name, f"{name} was not found by the real loader", ev)
+        yield _not_found(facts, name, "", ev)
         return
     if m := _UNDEF.search(text):
         sym = m.group(1)
-        yield OD321.finding(facts.path, f"undefined symbol {demangle(sym)}",
-                            (f"dlopen: undefined symbol: {sym}",))
+        yield OD321.finding(facts.path, f"undefined symbol {demangle(sym)}"
+                            f"{_framework_symbol_note(facts, sym)}",
+                            (f"dlopen: undefined symbol: {sym}",), fix=_symbol_fix(facts, sym))
         return
     yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
 
@@ -518,7 +616,7 @@ def section(facts: Facts) -> dict[str, Any]:
         "ops": [{"name": o.name, "schema": o.schema, "keys": list(o.keys),
                  "registered_at": o.registered_at} for o in res.ops],
         "load_error": res.load_message,
-        "static_prediction": _static_prediction(facts),
+        "static_prediction": "" if facts.is_package_dir else _static_prediction(facts),
         "smoke": [{"name": s.name, "ok": s.ok, "detail": s.detail} for s in res.smoke],
         "ld_trace_lines": res.trace.lines,
     }
@@ -527,6 +625,10 @@ def section(facts: Facts) -> dict[str, Any]:
 def _applies(facts: Facts) -> str:
     if not facts.options.probe:
         return "--static: the probe (which executes the library) was not run"
+    if facts.is_package_dir:
+        return ""  # package mode: the probe imports the package (see run)
+    if facts.blocker:
+        return facts.blocker
     if facts.framework_library:
         return f"part of the {facts.framework_library} install"
     return ""
@@ -539,5 +641,7 @@ CHECK = Check(
     codes=CODES,
     run=run,
     section=section,
+    # A package whose chain resolves no library is still imported for real (package mode).
+    needs_elf=False,
     applies=_applies,
 )

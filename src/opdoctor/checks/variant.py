@@ -9,6 +9,7 @@ CPU torch provide them, so the fix is to install builds that match, never patche
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,6 +45,11 @@ def _fix(facts: Facts) -> str:
     dist = ext.distribution or "the extension"
     tag = local_tag(ext.package_version)
     want = ext.requires_torch or "the torch release it was built for"
+    # The package's own build record names the exact build (xformers: 2.10.0+cu128).
+    built = re.search(r"built for torch (\d+\.\d+(?:\.\d+)?)\+?(\w*)", ext.built_for)
+    if built:
+        want = f"torch=={built.group(1)}"
+        tag = built.group(2) if built.group(2).startswith("cu") else tag
     if tv.variant == "cpu":
         index = f"https://download.pytorch.org/whl/{tag}" if tag.startswith("cu") else \
             "https://download.pytorch.org/whl/cu130"
@@ -72,6 +78,8 @@ def run(facts: Facts) -> Iterator[Finding]:
     if ext.package_version:
         ev.append(f"{name} version {ext.package_version}"
                   + (f" (requires {ext.requires_torch})" if ext.requires_torch else ""))
+    if ext.built_for:
+        ev.append(ext.built_for)
     ev.append(f"installed torch {tv.version}: {have}")
     yield OD307.finding(name, f"built for a {built} build of torch; the installed torch "
                         f"{tv.version} is {have}", ev, fix=_fix(facts))

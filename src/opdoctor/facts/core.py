@@ -57,6 +57,7 @@ from opdoctor.facts.tensorflow import TfInstall, TfRequirement, read_install, re
 from opdoctor.facts.variant import (
     ExtensionVariant,
     TorchVariant,
+    build_record,
     package_metadata,
     torch_variant,
     variant_of_needed,
@@ -309,7 +310,8 @@ class Facts:
             major = major or m
         pkg_dir = chain.package_dir if chain is not None else _package_dir_of(self.path)
         version, requires, dist = package_metadata(pkg_dir) if pkg_dir else ("", "", "")
-        return ExtensionVariant(variant, major, tuple(evidence[:4]), version, requires, dist)
+        return ExtensionVariant(variant, major, tuple(evidence[:4]), version, requires, dist,
+                                build_record(pkg_dir) if pkg_dir else "")
 
     def needed_of(self, path: str) -> list[str]:
         """DT_NEEDED names of another file (empty when unreadable or not ELF)."""

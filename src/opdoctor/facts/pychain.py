@@ -425,7 +425,12 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
                suffixes: list[str], handlers: list[ast.ExceptHandler], depth: int,
                seen: set[str], top_dir: str = "") -> list[Link]:
     good, others = module_files(pkg_dir, mod, suffixes)
-    link = Link(file, line, "submodule", seg, f"{package}.{mod}", good, _swallow(handlers))
+    # The module's full dotted name, as the import system names it: `from . import x` in
+    # pkg/docs/__init__.py imports pkg.docs.x, not pkg.x (the probe re-imports this name).
+    rel = os.path.relpath(pkg_dir, top_dir) if top_dir else "."
+    inner = "" if rel == "." or rel.startswith("..") else "." + rel.replace(os.sep, ".")
+    link = Link(file, line, "submodule", seg, f"{package}{inner}.{mod}", good,
+                _swallow(handlers))
     out = [link]
     py = [g for g in good if g.endswith(".py")]
     if py:
@@ -551,3 +556,50 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _statements(inner)
         for part in [*getattr(stmt, "handlers", []), *getattr(stmt, "cases", [])]:
             yield from _statements(part.body)
+
+
+MAX_SCAN_FILES = 4000  # Python files of one package scanned for loader calls (loader_calls)
+
+
+def loader_calls(chain: ImportChain, libraries: list[str]) -> list[str]:
+    """``file:line`` of code anywhere in the package that loads compiled code or imports one
+    of ``libraries`` by its module name — outside the chain followed from ``__init__.py`` too.
+
+    A package may load its libraries lazily or through names built at run time
+    (``tensorflow_io``'s ops modules, ``bitsandbytes.cextension`` picking a file per backend):
+    the static chain then resolves nothing, yet saying "the package never loads it" (OD505)
+    would be a guess the code refutes. Docstrings and comments do not count: only calls
+    (``load_library``, ``CDLL``, ``load_op_library`` …) and import statements, from the AST.
+    """
+    stems = {os.path.basename(lib).split(".")[0] for lib in libraries}
+    stems.discard("")
+    pattern = re.compile(_HOT.pattern + b"|" + b"|".join(
+        re.escape(s.encode()) for s in sorted(stems))) if stems else _HOT
+    found: list[str] = []
+    for file in chain.python_files[:MAX_SCAN_FILES]:
+        try:
+            if _size(file) > MAX_SOURCE_BYTES:
+                continue
+            with open(file, "rb") as fh:
+                if not pattern.search(fh.read()):
+                    continue
+        except OSError:
+            continue
+        parsed = _source(file)
+        if parsed is None:
+            continue
+        for node in ast.walk(parsed.tree):
+            hit = False
+            if isinstance(node, ast.Call):
+                hit = _dotted(node.func).rsplit(".", 1)[-1] in _LOADERS
+            elif isinstance(node, ast.ImportFrom):
+                mods = [node.module or "", *(a.name for a in node.names)]
+                hit = any(m.split(".")[-1] in stems for m in mods if m)
+            elif isinstance(node, ast.Import):
+                hit = any(a.name.split(".")[-1] in stems for a in node.names)
+            if hit:
+                found.append(f"{file}:{getattr(node, 'lineno', 0)}")
+                break
+        if len(found) >= 3:
+            break
+    return found

@@ -11,6 +11,7 @@ problem: no RPATH or LD_LIBRARY_PATH makes a CPU torch provide its CUDA half.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ class ExtensionVariant:
     package_version: str = ""  # e.g. "0.29.1+cu130" (version.py or dist-info)
     requires_torch: str = ""  # e.g. "torch==2.9.1" (dist-info Requires-Dist)
     distribution: str = ""  # the distribution name, for the pip command
+    # What the package's own build record says it was built for (xformers' cpp_lib.json:
+    # "torch 2.10.0+cu128, CUDA 12.8"), with the file it came from; "" when none.
+    built_for: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,21 @@ def variant_of_needed(needed: list[str], missing: frozenset[str] = frozenset()
     return variant, major, shown
 
 
+def variant_library(name: str) -> tuple[str, int | None]:
+    """(variant, CUDA major) that a library *name* belongs to: torch's own variant libraries
+    (``libc10_cuda.so`` → "cuda", ``libtorch_hip.so`` → "rocm") and the CUDA runtime libraries a
+    CUDA build of torch brings in through nvidia-* wheels (``libnvrtc.so.13`` → ("cuda", 13));
+    ("", None) for any other library."""
+    base = os.path.basename(name)
+    for variant, libs in TORCH.variant_libraries.items():
+        if any(base.startswith(lib) for lib in libs):
+            return variant, None
+    m = _CUDA_RUNTIME.match(base)
+    if m:
+        return "cuda", int(m.group(2))
+    return "", None
+
+
 def package_metadata(package_dir: str) -> tuple[str, str, str]:
     """(version, torch requirement, distribution name) of the installed package at
     ``package_dir``: ``version.py`` first, then the ``*.dist-info`` beside it."""
@@ -115,6 +134,27 @@ def package_metadata(package_dir: str) -> tuple[str, str, str]:
         requires = "torch" + r.group(1).replace(" ", "") if r else ""
         break
     return version, requires, dist
+
+
+def build_record(package_dir: str) -> str:
+    """The torch build the package records it was built for, with its source, from the build
+    record some packages ship and check at import (xformers' ``cpp_lib.json``:
+    ``{"version": {"torch": "2.10.0+cu128", "cuda": 1208}}``, read by its "xFormers was built
+    for: PyTorch 2.10.0+cu128" guard); "" when the package has none."""
+    path = os.path.join(package_dir, "cpp_lib.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.loads(fh.read(65536))
+    except (OSError, ValueError):
+        return ""
+    ver = data.get("version") if isinstance(data, dict) else None
+    if not isinstance(ver, dict) or not isinstance(ver.get("torch"), str):
+        return ""
+    cuda = ver.get("cuda")
+    # xformers encodes CUDA 12.8 as 1208 (major * 100 + minor).
+    cuda_txt = f", CUDA {cuda // 100}.{cuda % 100}" if isinstance(cuda, int) and cuda else ""
+    name = os.path.basename(package_dir.rstrip(os.sep))
+    return f"{name}/cpp_lib.json: built for torch {ver['torch']}{cuda_txt}"
 
 
 def _lists_top_level(info: str, name: str) -> bool:

@@ -15,7 +15,7 @@ from opdoctor.report.layout import Printer, quote_path, unbreakable, wrap_width
 from opdoctor.verdict.causes import CauseState, cause_statuses, severity_counts
 from opdoctor.verdict.diagnosis import NOT_A_VERDICT
 
-PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD321", "OD322", "OD126"}
+PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD315", "OD321", "OD322", "OD126"}
 _SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _MARK = {CauseState.FOUND: "✗", CauseState.CLEAN: "✓", CauseState.NOT_CHECKED: "–"}
 

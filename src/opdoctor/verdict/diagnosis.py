@@ -40,9 +40,12 @@ VERDICT_EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
     # A CUDA/ROCm build of the extension beside another torch build: every missing framework
     # or CUDA library, unbound symbol, failed load and import is its consequence.
-    "OD307": ("OD201", "OD202", "OD203", "OD220", "OD301", "OD304", "OD321", "OD420", "OD505",
-              "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312"),
+    "OD307": ("OD315", "OD201", "OD202", "OD203", "OD220", "OD301", "OD304", "OD321", "OD420",
+              "OD505", "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312"),
 }
+# The real load missed a library only another build of torch ships (OD315): the same story
+# told by the probe, with the same consequences.
+VERDICT_EXPLAINS["OD315"] = tuple(c for c in VERDICT_EXPLAINS["OD307"] if c != "OD315")
 EXPLAINS: dict[str, tuple[str, ...]] = {
     code: tuple(dict.fromkeys((*_EXPLAINS.get(code, ()), *VERDICT_EXPLAINS.get(code, ()))))
     for code in {*_EXPLAINS, *VERDICT_EXPLAINS}}
