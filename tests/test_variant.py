@@ -75,3 +75,24 @@ def test_healthy_libraries_have_no_variant_finding(capsys: pytest.CaptureFixture
         res = cli(capsys, "check", "--static", "-f", "json", str(lib))
         codes = [f["code"] for f in res.json()["reports"][0]["findings"]]
         assert "OD307" not in codes and res.code == 0, (lib, codes)
+
+
+def test_static_inventory_of_a_real_extension_names_only_its_ops(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """torchvision 0.28's ``_C.so`` keeps its inlined schema literals back to back in ``.rodata``
+    (``…float iou_thresholtorchvision::qroi_align(…``): the inventory must read
+    ``torchvision::qroi_align``, as the package's own Python calls it, never a glued name."""
+    import re
+
+    site = _site()
+    called = set()
+    for py in (site / "torchvision").rglob("*.py"):
+        called |= set(re.findall(r"torch\.ops\.torchvision\.(\w+)", py.read_text("utf-8")))
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
+              str(site / "torchvision" / "_C.so"))
+    reg = res.json()["reports"][0]["sections"]["registration"]
+    names = {s["schema"].split("(")[0] for s in reg["schemas"]}
+    assert "torchvision::qroi_align" in names  # was read as iou_thresholtorchvision::qroi_align
+    assert all(n.split("::")[-1] in called for n in names), names
+    assert all(n.startswith("torchvision::") for n in names if "::" in n), names
+    assert list(reg["namespaces"]) == ["torchvision"]

@@ -241,7 +241,27 @@ def schemas(img: ElfImage) -> list[Schema]:
         if partial and _unnamed_args(args):
             continue  # "des(int)": a C signature; m.def schemas name their arguments
         found.setdefault(text, Schema(text, name, partial))
-    return list(found.values())
+    return _unglue(list(found.values()))
+
+
+def _unglue(found: list[Schema]) -> list[Schema]:
+    """Undo the tail of a neighbouring literal glued to a namespace.
+
+    Inlined literals sit back to back in ``.rodata`` without NULs, so the chunk before
+    ``torchvision::qnms(…`` can end in the previous schema's text: torchvision 0.28's ``_C.so``
+    yields ``iou_thresholtorchvision::qroi_align``. A namespace that ends with another
+    namespace of the same library (and is not it) is that one with a glued prefix.
+    """
+    spaces = {s.name.split("::")[0] for s in found if "::" in s.name}
+    out: dict[str, Schema] = {}
+    for s in found:
+        ns, sep, _ = s.name.partition("::")
+        real = next((k for k in spaces if ns != k and ns.endswith(k)), None) if sep else None
+        if real is not None:
+            cut = len(ns) - len(real)
+            s = Schema(s.text[cut:], s.name[cut:], s.partial)
+        out.setdefault(s.text, s)
+    return list(out.values())
 
 
 def plausible_schema(s: Schema, has_registrar: bool) -> bool:
