@@ -27,15 +27,17 @@ SECTION_TITLES = {
 
 
 # ------------------------------------------------------------------ relations between codes
-# A finding of the key code explains findings of these codes when both are present.
-# Probe codes listed here confirm the static finding with the real load's evidence.
+# A finding of the key code explains findings of these codes when both are present (the one
+# table of these relations; verdict/diagnosis.py folds the consequences under their root).
+# Probe codes listed here confirm the static finding with the real load's evidence; a failed
+# load (OD511) and a failed import (OD420) are consequences of whatever stopped the load.
 EXPLAINS: dict[str, tuple[str, ...]] = {
-    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
+    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420"),
     "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
-    "OD302": ("OD301", "OD322", "OD321"),
-    "OD303": ("OD304", "OD301", "OD321"),
-    "OD304": ("OD301", "OD321"),
-    "OD301": ("OD321",),
+    "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
+    "OD303": ("OD304", "OD301", "OD321", "OD511", "OD420"),
+    "OD304": ("OD301", "OD321", "OD511", "OD420"),
+    "OD301": ("OD321", "OD511", "OD420"),
     "OD101": ("OD121", "OD106"),
     "OD102": ("OD123",),
     "OD105": ("OD106",),
@@ -60,6 +62,19 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD350": ("OD301", "OD321", "OD511"),
     "OD351": ("OD301", "OD321", "OD511"),
     "OD352": ("OD301",),
+    # Import chain and registration (verdict/diagnosis.py reads this table): the package never
+    # loads the extension, so "registered no operator" is the consequence.
+    "OD505": ("OD121", "OD101", "OD106", "OD122", "OD126"),
+    # A misspelt IMPL namespace: the bare def, the orphan impls, the dangling kernels.
+    "OD115": ("OD103", "OD104", "OD126", "OD122", "OD127"),
+    # A named library with no registration at all.
+    "OD116": ("OD121", "OD106"),
+    # Own code left out of the link: the real load's undefined symbol confirms it.
+    "OD430": ("OD321", "OD301", "OD420", "OD511"),
+    # A CUDA/ROCm build of the extension beside another torch build: every missing framework
+    # or CUDA library, unbound symbol, failed load and import is its consequence.
+    "OD307": ("OD201", "OD202", "OD203", "OD220", "OD301", "OD304", "OD321", "OD420", "OD505",
+              "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312"),
 }
 
 # Findings that report *that* something failed rather than why: they become the root only when
