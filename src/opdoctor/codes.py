@@ -84,6 +84,13 @@ SYMPTOMS = frozenset({"OD511", "OD512", "OD129", "OD130", "OD420"})
 # Findings about opdoctor itself (its probe script failed): reported, never a verdict.
 NOT_A_VERDICT = frozenset({"OD129"})
 
+# Findings about the run, not the library: opdoctor's probe failed (OD129), stopped before it
+# touched the library (OD132), or a stage ran out of its time budget (OD190, the pipeline's
+# own code). Reported as notes, never a verdict, and not a cause whatever the code's first
+# digit says (verdict/diagnosis.py and the code's documentation read this set).
+RUN_NOTES = NOT_A_VERDICT | {"OD132", "OD190"}
+RUN_NOTE_LABEL = "not a cause (run note)"
+
 # Retired codes and the code that replaced each (a code number is never reused):
 # `opdoctor explain` of a retired code names its replacement.
 RETIRED: dict[str, str] = {}
@@ -110,6 +117,19 @@ class CodeDoc:
     def cause(self) -> Cause:
         """The cause is the code's first digit: OD3xx is a version mismatch."""
         return Cause(int(self.code[2]))
+
+    @property
+    def run_note(self) -> bool:
+        """True for a code about the run rather than the library (:data:`RUN_NOTES`)."""
+        return self.code in RUN_NOTES
+
+    @property
+    def cause_label(self) -> str:
+        """How the code's documentation names its cause: "cause 3 (version mismatch)", or
+        "not a cause (run note)" for a run note (its first digit only places it)."""
+        if self.run_note:
+            return RUN_NOTE_LABEL
+        return f"cause {int(self.cause)} ({self.cause.title})"
 
     def validate(self) -> None:
         """Raise :class:`CodeError` unless the code is well-formed and fully documented."""

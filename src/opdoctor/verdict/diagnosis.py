@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from opdoctor.codes import EXPLAINS, SYMPTOMS
+from opdoctor.codes import EXPLAINS, RUN_NOTES, SYMPTOMS
 from opdoctor.codes import NOT_A_VERDICT as _NOT_A_VERDICT
 from opdoctor.model import Cause, Diagnosis, Finding, Severity
 
@@ -21,9 +21,8 @@ FAIL_ORDER = (Cause.BUILD, Cause.IMPORT_CHAIN, Cause.LIBRARY_PATH, Cause.VERSION
               Cause.REGISTRATION)
 
 # Findings about the run, not the library (opdoctor's probe failed, or stopped before it
-# touched the library): reported, never a verdict.
-# A stage stopped at its time budget (OD190) is about the run too.
-NOT_A_VERDICT = _NOT_A_VERDICT | {"OD132", "OD190"}
+# touched the library, or a stage stopped at its time budget): reported, never a verdict.
+NOT_A_VERDICT = RUN_NOTES
 
 def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     """Rank the causes of a report's findings and name the root."""
