@@ -14,7 +14,7 @@ from pathlib import Path
 
 from opdoctor.checks import load_registry
 from opdoctor.checks.base import PIPELINE_CODES
-from opdoctor.codes import RETIRED, markdown_table
+from opdoctor.codes import RETIRED, RUN_NOTE_LABEL, markdown_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCK = re.compile(r"(<!-- codes: ([\w,\- ]+) -->\n)(.*?)(<!-- /codes -->)", re.S)
@@ -29,7 +29,8 @@ def allocation_table() -> str:
         causes = ", ".join(str(int(x)) for x in c.causes)
         rows.append(f"| `{c.name}` | {causes} | {', '.join(d.code for d in c.codes)} |")
     # Codes the pipeline emits on behalf of any stage (OD190: a stage stopped at its budget).
-    rows.append(f"| (pipeline) | – | {', '.join(d.code for d in PIPELINE_CODES)} |")
+    pipeline = ", ".join(d.code for d in PIPELINE_CODES)
+    rows.append(f"| (pipeline) | {RUN_NOTE_LABEL} | {pipeline} |")
     retired = ", ".join(f"{old} → {new}" for old, new in sorted(RETIRED.items())) or "none"
     return "\n".join(rows) + f"\n\nRetired codes (never reused; `opdoctor explain` redirects): " \
         f"{retired}.\n"

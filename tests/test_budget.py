@@ -75,6 +75,23 @@ def test_od190_is_documented_and_not_a_verdict() -> None:
     assert "OD190" in NOT_A_VERDICT
 
 
+def test_run_notes_are_labelled_not_a_cause() -> None:
+    """OD190's number starts with 1, but it is a note about the run, not cause 1: its
+    documentation says so, like the other run notes; a library code keeps its cause."""
+    from opdoctor.checks.base import PIPELINE_CODES
+    from opdoctor.codes import RUN_NOTE_LABEL, RUN_NOTES
+    from opdoctor.verdict.diagnosis import NOT_A_VERDICT
+
+    catalog = load_registry(with_plugins=False).catalog
+    assert set(catalog) >= RUN_NOTES  # the set names real codes
+    assert {d.code for d in PIPELINE_CODES} <= RUN_NOTES and NOT_A_VERDICT == RUN_NOTES
+    for code in RUN_NOTES:
+        assert catalog[code].run_note and catalog[code].cause_label == RUN_NOTE_LABEL
+    assert catalog["OD190"].cause_label == "not a cause (run note)"
+    assert catalog["OD101"].cause_label == "cause 1 (registration)"
+    assert not catalog["OD101"].run_note
+
+
 def test_budget_scale_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", "--static", "--budget-scale", "0", str(reference()))
     assert res.code == 3 and "budget-scale" in res.err

@@ -203,13 +203,12 @@ def test_shared_results_and_summary_size() -> None:
     assert s.exit_code == 1 and "rank 5" in s.records[1]["unknown"]
 
 
-def test_every_format_renders(capsys: pytest.CaptureFixture[str]) -> None:
-    import io
-
+def _four_ranks() -> tuple[Any, Any]:
+    """A summary of four ranks (one with a finding, one reusing its check, one missing) and
+    the FleetContext to render it with."""
     from opdoctor.checks import load_registry
-    from opdoctor.fleet.render import FleetContext, render
+    from opdoctor.fleet.render import FleetContext
     from opdoctor.model import Severity
-    from opdoctor.report import Format
 
     finding = {"code": "OD201", "title": "", "severity": "error", "cause": 2,
                "subject": "libdep.so", "message": "libdep.so is not found", "evidence": [],
@@ -222,7 +221,16 @@ def test_every_format_renders(capsys: pytest.CaptureFixture[str]) -> None:
     s = summarise(recs, 4, [Missing(3, "never joined within 3 s", "h3")], False)
     world = detect_world({"RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1",
                           "MASTER_PORT": "29500"})
-    ctx = FleetContext(load_registry().catalog, Severity.ERROR, world)
+    return s, FleetContext(load_registry().catalog, Severity.ERROR, world)
+
+
+def test_every_format_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from opdoctor.fleet.render import render
+    from opdoctor.report import Format
+
+    s, ctx = _four_ranks()
     out = {}
     for form in Format:
         buf = io.StringIO()
@@ -243,6 +251,34 @@ def test_every_format_renders(capsys: pytest.CaptureFixture[str]) -> None:
         out[Format.GITHUB]
     assert "rank 3: never joined" in out[Format.GITHUB]
 
+
+
+def test_text_wraps_like_the_report_at_a_fixed_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At a fixed width the fleet text is wrapped at spaces with a hanging indent (the report's
+    Printer); unwrapped, the same words in the same order."""
+    import dataclasses
+    import io
+
+    from rich.cells import cell_len
+
+    from opdoctor.fleet.render import render_text
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    s, ctx = _four_ranks()
+    flat, narrow = io.StringIO(), io.StringIO()
+    render_text(s, ctx, flat)  # a StringIO is no terminal: not wrapped
+    render_text(s, dataclasses.replace(ctx, width=48), narrow)
+    wide = flat.getvalue().splitlines()
+    lines = narrow.getvalue().splitlines()
+    assert max(cell_len(x) for x in wide) > 48  # there is something to wrap
+    assert max(cell_len(x) for x in lines) <= 48
+    assert narrow.getvalue().split() == flat.getvalue().split()  # never inside a word
+    # The group line "  group A — …" continues under its verdicts' column (6); a difference
+    # "  ✗ …" under its text (4).
+    i = next(n for n, x in enumerate(lines) if x.startswith("  group B"))
+    assert lines[i + 1].startswith(" " * 6) and not lines[i + 1].startswith(" " * 7)
+    diffs = [n for n, x in enumerate(lines) if x.startswith("  ✗ ") and n > i]
+    assert any(lines[n + 1].startswith("    ") and lines[n + 1][4] != " " for n in diffs)
 
 # --- a world of one ----------------------------------------------------------------------
 

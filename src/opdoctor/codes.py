@@ -27,15 +27,17 @@ SECTION_TITLES = {
 
 
 # ------------------------------------------------------------------ relations between codes
-# A finding of the key code explains findings of these codes when both are present.
-# Probe codes listed here confirm the static finding with the real load's evidence.
+# A finding of the key code explains findings of these codes when both are present (the one
+# table of these relations; verdict/diagnosis.py folds the consequences under their root).
+# Probe codes listed here confirm the static finding with the real load's evidence; a failed
+# load (OD511) and a failed import (OD420) are consequences of whatever stopped the load.
 EXPLAINS: dict[str, tuple[str, ...]] = {
-    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
+    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420"),
     "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
-    "OD302": ("OD301", "OD322", "OD321"),
-    "OD303": ("OD304", "OD301", "OD321"),
-    "OD304": ("OD301", "OD321"),
-    "OD301": ("OD321",),
+    "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
+    "OD303": ("OD304", "OD301", "OD321", "OD511", "OD420"),
+    "OD304": ("OD301", "OD321", "OD511", "OD420"),
+    "OD301": ("OD321", "OD511", "OD420"),
     "OD101": ("OD121", "OD106"),
     "OD102": ("OD123",),
     "OD105": ("OD106",),
@@ -60,7 +62,23 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD350": ("OD301", "OD321", "OD511"),
     "OD351": ("OD301", "OD321", "OD511"),
     "OD352": ("OD301",),
+    # Import chain and registration (verdict/diagnosis.py reads this table): the package never
+    # loads the extension, so "registered no operator" is the consequence.
+    "OD505": ("OD121", "OD101", "OD106", "OD122", "OD126"),
+    # A misspelt IMPL namespace: the bare def, the orphan impls, the dangling kernels.
+    "OD115": ("OD103", "OD104", "OD126", "OD122", "OD127"),
+    # A named library with no registration at all.
+    "OD116": ("OD121", "OD106"),
+    # Own code left out of the link: the real load's undefined symbol confirms it.
+    "OD430": ("OD321", "OD301", "OD420", "OD511"),
+    # A CUDA/ROCm build of the extension beside another torch build: every missing framework
+    # or CUDA library, unbound symbol, failed load and import is its consequence.
+    "OD307": ("OD315", "OD201", "OD202", "OD203", "OD220", "OD301", "OD304", "OD321", "OD420",
+              "OD505", "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312"),
 }
+# The real load missed a library only another build of torch ships (OD315): the same story
+# told by the probe, with the same consequences.
+EXPLAINS["OD315"] = tuple(c for c in EXPLAINS["OD307"] if c != "OD315")
 
 # Findings that report *that* something failed rather than why: they become the root only when
 # nothing else explains the failure.
@@ -68,6 +86,13 @@ SYMPTOMS = frozenset({"OD511", "OD512", "OD129", "OD130", "OD420"})
 
 # Findings about opdoctor itself (its probe script failed): reported, never a verdict.
 NOT_A_VERDICT = frozenset({"OD129"})
+
+# Findings about the run, not the library: opdoctor's probe failed (OD129), stopped before it
+# touched the library (OD132), or a stage ran out of its time budget (OD190, the pipeline's
+# own code). Reported as notes, never a verdict, and not a cause whatever the code's first
+# digit says (verdict/diagnosis.py and the code's documentation read this set).
+RUN_NOTES = NOT_A_VERDICT | {"OD132", "OD190"}
+RUN_NOTE_LABEL = "not a cause (run note)"
 
 # Retired codes and the code that replaced each (a code number is never reused):
 # `opdoctor explain` of a retired code names its replacement.
@@ -95,6 +120,19 @@ class CodeDoc:
     def cause(self) -> Cause:
         """The cause is the code's first digit: OD3xx is a version mismatch."""
         return Cause(int(self.code[2]))
+
+    @property
+    def run_note(self) -> bool:
+        """True for a code about the run rather than the library (:data:`RUN_NOTES`)."""
+        return self.code in RUN_NOTES
+
+    @property
+    def cause_label(self) -> str:
+        """How the code's documentation names its cause: "cause 3 (version mismatch)", or
+        "not a cause (run note)" for a run note (its first digit only places it)."""
+        if self.run_note:
+            return RUN_NOTE_LABEL
+        return f"cause {int(self.cause)} ({self.cause.title})"
 
     def validate(self) -> None:
         """Raise :class:`CodeError` unless the code is well-formed and fully documented."""

@@ -16,6 +16,7 @@ from typing import Any
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
 from opdoctor.facts.probe.outcome import ProbeState
 from opdoctor.facts.registration import Inventory, check_schema_syntax, source_file_symbols
@@ -277,17 +278,6 @@ def reconcile_with_probe(facts: Facts, found: list[Finding]) -> Iterator[Finding
                 evidence=(*f.evidence, f"probe (ranks above the static reading): {why}"))
         else:
             yield f
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (namespaces are short: the quadratic table is fine)."""
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
 
 
 def near_misses(inv: Inventory) -> list[tuple[str, str]]:

@@ -23,13 +23,12 @@ nothing to stderr but what it always writes. A corrupt or unreadable cache is no
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 import zlib
 from collections.abc import Sequence
 
-from opdoctor import __version__
+from opdoctor import __version__, cachefile
 
 FORMAT = 1  # bump when the stored layout changes
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,34 +63,22 @@ def _key(args: Sequence[str]) -> str:
 
 
 def _cache_file(key: str) -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "opdoctor", f"cli-{zlib.crc32(key.encode()):08x}.marshal")
+    return os.path.join(cachefile.cache_dir(), f"cli-{zlib.crc32(key.encode()):08x}.marshal")
 
 
 def _read(path: str, key: str) -> tuple[str, str, int] | None:
     try:
-        with open(path, "rb") as fh:
-            blob = fh.read()
-        if int.from_bytes(blob[:4], "little") != zlib.crc32(blob[4:]):
-            return None
-        stored_key, out, err, code = marshal.loads(blob[4:])
+        stored_key, out, err, code = cachefile.read(path)
         if stored_key != key or not isinstance(out, str) or not isinstance(err, str):
             return None
         return out, err, int(code)
-    except (OSError, ValueError, EOFError, TypeError):
+    except (ValueError, TypeError):  # no cache (None), or not what this module stores
         return None
 
 
 def _write(path: str, key: str, out: str, err: str, code: int) -> None:
-    try:
-        payload = marshal.dumps((key, out, err, code))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(zlib.crc32(payload).to_bytes(4, "little") + payload)
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        pass  # no cache: the next run computes the answer again
+    # A failed write is no cache: the next run computes the answer again.
+    cachefile.write(path, (key, out, err, code))
 
 
 def _emit(out: str, err: str) -> None:

@@ -13,7 +13,6 @@ what both sides of a "built for … you have …" pair say.
 
 from __future__ import annotations
 
-import marshal
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
+from opdoctor import cachefile
 from opdoctor.explain import rank
 from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, normalise, path_kind
 
@@ -193,8 +193,7 @@ def _needles(source: str) -> list[str] | None:
 
 def _cache_path(raw: bytes) -> str:
     key = f"{zlib.crc32(raw + CACHE_FORMAT):08x}{len(raw):x}"  # zlib: hashlib is slow to import
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "opdoctor", f"patterns-{key}-{sys.hexversion:x}.marshal")
+    return os.path.join(cachefile.cache_dir(), f"patterns-{key}-{sys.hexversion:x}.marshal")
 
 
 def _read_knowledge_base() -> tuple[dict[str, Any], str | None]:
@@ -206,15 +205,9 @@ def _read_knowledge_base() -> tuple[dict[str, Any], str | None]:
     with open(PATTERNS_FILE, "rb") as fh:
         raw = fh.read()
     cache = _cache_path(raw)
-    try:
-        with open(cache, "rb") as fh:
-            blob = fh.read()
-        if int.from_bytes(blob[:4], "little") == zlib.crc32(blob[4:]):
-            data: dict[str, Any] = marshal.loads(blob[4:])
-            if isinstance(data, dict) and isinstance(data.get("pattern"), list):
-                return data, None
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
+    data: dict[str, Any] = cachefile.read(cache)
+    if isinstance(data, dict) and isinstance(data.get("pattern"), list):
+        return data, None
     if sys.version_info >= (3, 11):  # imported here: a cached start never needs it
         import tomllib
     else:  # pragma: no cover - Python 3.10
@@ -227,15 +220,7 @@ def _read_knowledge_base() -> tuple[dict[str, Any], str | None]:
 
 
 def _write_cache(cache: str, data: dict[str, Any]) -> None:
-    try:
-        payload = marshal.dumps(data)
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        tmp = f"{cache}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(zlib.crc32(payload).to_bytes(4, "little") + payload)
-        os.replace(tmp, cache)
-    except (OSError, ValueError):
-        pass  # no cache: the next run validates again
+    cachefile.write(cache, data)  # a failed write is no cache: the next run validates again
 
 
 @lru_cache(maxsize=4)

@@ -17,11 +17,12 @@ writes go to a temporary file renamed into place, so concurrent runs never see h
 
 from __future__ import annotations
 
-import marshal
 import os
 import re
 import sys
 import zlib
+
+from opdoctor import cachefile
 
 TYPE_CHECKING = False  # not from typing: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -51,8 +52,7 @@ def cache_file() -> str:
         except OSError:
             pass
     tag = f"{sys.implementation.cache_tag}-{sys.hexversion:x}-{_sre().MAGIC}-{FORMAT}"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "opdoctor", f"regex-{tag}-{crc:08x}.marshal")
+    return os.path.join(cachefile.cache_dir(), f"regex-{tag}-{crc:08x}.marshal")
 
 
 def warm(path: str | None = None) -> int:
@@ -60,12 +60,10 @@ def warm(path: str | None = None) -> int:
     cache = getattr(re, "_cache", None)
     if not isinstance(cache, dict):  # another re implementation: nothing to warm
         return 0
+    entries = cachefile.read(path or cache_file())
+    if entries is None:
+        return 0
     try:
-        with open(path or cache_file(), "rb") as fh:
-            blob = fh.read()
-        if len(blob) < 4 or int.from_bytes(blob[:4], "little") != zlib.crc32(blob[4:]):
-            return 0
-        entries = marshal.loads(blob[4:])
         compile_ = _sre().compile
         n = 0
         for key_flags, pattern, flags, code, groups, groupindex, indexgroup in entries:
@@ -118,13 +116,4 @@ def save(extra: Iterable[str] = (), path: str | None = None) -> bool:
         keys.setdefault((source, 0), None)
     entries = [e for k in keys if (e := _entry(*k)) is not None][:MAX_ENTRIES]
     target = path or cache_file()
-    try:
-        payload = marshal.dumps(entries)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        tmp = f"{target}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(zlib.crc32(payload).to_bytes(4, "little") + payload)
-        os.replace(tmp, target)
-    except (OSError, ValueError):
-        return False
-    return True
+    return cachefile.write(target, entries)

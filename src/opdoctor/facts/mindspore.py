@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.demangle import demangle_all
 from opdoctor.facts.elf.dynsym import DynSymbols
 from opdoctor.facts.elf.image import ElfImage
@@ -93,17 +94,6 @@ def _cxx(table: DynSymbols, name: str, want: tuple[str, ...]) -> tuple[CxxFuncti
         params = _params(d)
         out.append(CxxFunction(m, d, params, params == want))
     return tuple(out)
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (function names are short: the quadratic table is fine)."""
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
 
 
 def exported_c_functions(table: DynSymbols, limit: int = 20000) -> list[str]:

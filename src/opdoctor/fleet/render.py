@@ -45,6 +45,7 @@ class FleetContext:
     color: bool = False
     verbose: bool = False
     timing: dict[str, float] = field(default_factory=dict)
+    width: int | None = None  # wrap the text at this width (None: the terminal's, if any)
 
 
 def render(form: Format, summary: FleetSummary, ctx: FleetContext, out: TextIO) -> None:
@@ -135,61 +136,71 @@ def _header(summary: FleetSummary, ctx: FleetContext) -> list[str]:
 
 
 def render_text(summary: FleetSummary, ctx: FleetContext, out: TextIO) -> None:
-    """The human summary: agreement, groups with their verdicts, differences, missing ranks."""
+    """The human summary: agreement, groups with their verdicts, differences, missing ranks.
+
+    Laid out like the single-library report (:class:`~opdoctor.report.layout.Printer`): lines
+    are wrapped at spaces at ``ctx.width``, else at the terminal's width, with continuation
+    lines under the start of their text; in a pipe with no terminal, one line per line.
+    """
     from rich.console import Console
     from rich.markup import escape
 
+    from opdoctor.report.layout import Printer, wrap_width
+
+    # Rich only colours; the Printer does all the wrapping (Rich's own would fold paths).
     con = Console(file=out, no_color=not ctx.color, highlight=False, soft_wrap=True,
-                  force_terminal=ctx.color)
+                  force_terminal=ctx.color, width=10_000)
+    p = Printer(con, ctx.width or wrap_width(out))
     for line in _header(summary, ctx):
-        con.print(escape(line))
-    con.print()
+        p.line("", escape(line), hang=2)
+    p.blank()
     groups = summary.groups
     if len(groups) == 1 and not summary.missing:
         mark = "✓" if summary.exit_code == 0 else "✗"
-        con.print(f"{mark} a world of one" if summary.world_size == 1
-                  else f"{mark} all {summary.answered} ranks agree")
+        p.line(f"{mark} ", "a world of one" if summary.world_size == 1
+               else f"all {summary.answered} ranks agree")
     elif groups:
         main = groups[0]
         outliers = [r for g in groups[1:] for r in g.ranks]
         tail = f"; outliers: {ranks_text(outliers)}" if outliers else ""
-        con.print(f"✗ {len(main.ranks)} of {summary.world_size} ranks agree (group "
-                  f"{main.label}){escape(tail)}")
+        p.line("✗ ", f"{len(main.ranks)} of {summary.world_size} ranks agree (group "
+               f"{main.label}){escape(tail)}")
     for g in groups:
         verdicts = _group_verdicts(g)
-        con.print(f"  group {g.label} — {escape(_group_where(g))}: {escape(verdicts[0])}")
+        p.line("  ", f"group {g.label} — {escape(_group_where(g))}: {escape(verdicts[0])}",
+               hang=6)
         for extra in verdicts[1:]:
-            con.print(f"      {escape(extra)}")
+            p.line("      ", escape(extra))
         if ctx.verbose:
             for key, value in g.fingerprint.items():
-                con.print(f"      [dim]{escape(key)}: {escape(value)}[/]")
+                p.line("      ", f"[dim]{escape(key)}: {escape(value)}[/]", hang=8)
             for r in g.records:
                 by = "" if r.get("checked_by", r["rank"]) == r["rank"] \
                     else f", result of rank {r['checked_by']}"
-                con.print(f"      [dim]rank {r['rank']}: node {escape(str(r['node']))}, host "
-                          f"{escape(str(r['hostname']))}, pid {r['pid']}{escape(by)}[/]")
+                p.line("      ", f"[dim]rank {r['rank']}: node {escape(str(r['node']))}, host "
+                       f"{escape(str(r['hostname']))}, pid {r['pid']}{escape(by)}[/]", hang=8)
     if summary.differences:
-        con.print()
-        con.print("differences (✗ changes what the job loads or how it is judged):")
+        p.blank()
+        p.line("", "differences (✗ changes what the job loads or how it is judged):", hang=2)
         for d in summary.differences:
             mark = "✗" if d.matters else " "
-            con.print(f"  {mark} {escape(d.text())}")
+            p.line(f"  {mark} ", escape(d.text()))
     if summary.missing:
-        con.print()
-        con.print("never answered:")
+        p.blank()
+        p.line("never answered:")
         for m in summary.missing:
             host = f" (host {m.hostname})" if m.hostname else ""
-            con.print(f"  ✗ rank {m.rank}{escape(host)}: {escape(m.state)}")
-    con.print()
+            p.line("  ✗ ", f"rank {m.rank}{escape(host)}: {escape(m.state)}")
+    p.blank()
     if summary.exit_code == 0:
         tail = "; differences reported only (--fail-on-difference fails them)" \
             if summary.differences else ""
-        con.print(f"exit 0: every rank is clean and identical in what matters{tail}")
+        p.line("exit 0: ", f"every rank is clean and identical in what matters{tail}")
     else:
-        con.print(f"exit {summary.exit_code}: {escape('; '.join(summary.reasons))}")
+        p.line(f"exit {summary.exit_code}: ", escape("; ".join(summary.reasons)))
     if ctx.verbose and ctx.timing:
-        con.print("[dim]rank 0: " + ", ".join(f"{k} {v:.3f} s" for k, v in ctx.timing.items())
-                  + "[/]")
+        p.line("[dim]rank 0: [/]", "[dim]" + ", ".join(f"{k} {v:.3f} s"
+                                                      for k, v in ctx.timing.items()) + "[/]")
 
 
 def fleet_dict(summary: FleetSummary, ctx: FleetContext) -> dict[str, Any]:

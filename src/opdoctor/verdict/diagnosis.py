@@ -12,47 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from opdoctor.codes import EXPLAINS as _EXPLAINS
+from opdoctor.codes import EXPLAINS, RUN_NOTES, SYMPTOMS
 from opdoctor.codes import NOT_A_VERDICT as _NOT_A_VERDICT
-from opdoctor.codes import SYMPTOMS
 from opdoctor.model import Cause, Diagnosis, Finding, Severity
 
 # The order in which the loader and the framework hit problems (first = root when present).
 FAIL_ORDER = (Cause.BUILD, Cause.IMPORT_CHAIN, Cause.LIBRARY_PATH, Cause.VERSION,
               Cause.REGISTRATION)
 
-# Relations the verdict adds to the catalog's (kept here, beside the one reader of them):
-# a root and the findings that are its consequences.
-VERDICT_EXPLAINS: dict[str, tuple[str, ...]] = {
-    # The package never loads the extension: "registered no operator" is the consequence.
-    "OD505": ("OD121", "OD101", "OD106", "OD122", "OD126"),
-    # A misspelt IMPL namespace: the bare def, the orphan impls, the dangling kernels.
-    "OD115": ("OD103", "OD104", "OD126", "OD122", "OD127"),
-    # A named library with no registration at all.
-    "OD116": ("OD121", "OD106"),
-    # Own code left out of the link: the real load's undefined symbol confirms it.
-    "OD430": ("OD321", "OD301", "OD420", "OD511"),
-    # The import raised because the extension did not load: the import failure is a symptom.
-    "OD301": ("OD321", "OD511", "OD420"),
-    "OD304": ("OD301", "OD321", "OD511", "OD420"),
-    "OD303": ("OD304", "OD301", "OD321", "OD511", "OD420"),
-    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420"),
-    "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
-    # A CUDA/ROCm build of the extension beside another torch build: every missing framework
-    # or CUDA library, unbound symbol, failed load and import is its consequence.
-    "OD307": ("OD315", "OD201", "OD202", "OD203", "OD220", "OD301", "OD304", "OD321", "OD420",
-              "OD505", "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312"),
-}
-# The real load missed a library only another build of torch ships (OD315): the same story
-# told by the probe, with the same consequences.
-VERDICT_EXPLAINS["OD315"] = tuple(c for c in VERDICT_EXPLAINS["OD307"] if c != "OD315")
-EXPLAINS: dict[str, tuple[str, ...]] = {
-    code: tuple(dict.fromkeys((*_EXPLAINS.get(code, ()), *VERDICT_EXPLAINS.get(code, ()))))
-    for code in {*_EXPLAINS, *VERDICT_EXPLAINS}}
 # Findings about the run, not the library (opdoctor's probe failed, or stopped before it
-# touched the library): reported, never a verdict.
-# A stage stopped at its time budget (OD190) is about the run too.
-NOT_A_VERDICT = _NOT_A_VERDICT | {"OD132", "OD190"}
+# touched the library, or a stage stopped at its time budget): reported, never a verdict.
+NOT_A_VERDICT = RUN_NOTES
+
 
 def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     """Rank the causes of a report's findings and name the root."""

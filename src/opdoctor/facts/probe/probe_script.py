@@ -16,6 +16,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 # The shared protocol (event names), loaded by file path: the target interpreter need not have
@@ -120,6 +121,40 @@ def imported_since(before: set[str]) -> list[dict[str, str]]:
     return out
 
 
+def load_target(load: Callable[[str], Any], maps_before: list[str]) -> tuple[bool, Any]:
+    """Load the request's target and report it; shared by the torch and TensorFlow branches.
+
+    Imports ``REQ["package"]`` when given (as ``python -c "import pkg"`` would), otherwise
+    calls ``load(REQ["path"])``. Emits the load stage, then LOADED or LOAD_FAILED (with the
+    exception's cause), the libraries mapped since ``maps_before`` and, for a package, the
+    modules the import brought in. Returns (True, what ``load`` returned; None for a package)
+    or (False, None) when it failed.
+    """
+    emit(P.STAGE, stage="load", path=REQ["path"], package=REQ.get("package"))
+    modules_before = set(sys.modules)
+    result: Any = None
+    ok = True
+    try:
+        if REQ.get("package"):
+            import importlib
+            # Model `python -c "import pkg"` run in the job's cwd: sys.path[0] is ''.
+            if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+                sys.path[0] = ""
+            importlib.import_module(REQ["package"])
+        else:
+            result = load(REQ["path"])
+    except BaseException as exc:
+        cause = exc.__cause__ or exc.__context__
+        emit(P.LOAD_FAILED, error=err(exc), cause=err(cause) if cause else None)
+        ok = False
+    else:
+        emit(P.LOADED)
+    emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
+    if REQ.get("package"):
+        emit(P.IMPORTED, modules=imported_since(modules_before))
+    return ok, result
+
+
 def retry_hidden(torch: Any) -> None:
     """Re-run the imports a try/except swallowed, to surface the hidden error."""
     errors = []
@@ -164,13 +199,8 @@ def opcheck_stage(torch: Any, names: list[str]) -> None:
     """--opcheck: compile readiness of the new ops (probe_compile.py, loaded by file path)."""
     emit(P.STAGE, stage="opcheck")
     try:  # a failure here must not hide what the load established
-        spec = importlib.util.spec_from_file_location(
-            "_opdoctor_probe_compile", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                    "probe_compile.py"))
-        assert spec is not None and spec.loader is not None
-        mod: Any = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        result = mod.run(torch, names, True, float(REQ.get("opcheck_budget", 60)))
+        budget = float(REQ.get("opcheck_budget", 60))
+        result = _sibling("probe_compile.py").run(torch, names, True, budget)
     except Exception as exc:
         result = {"ops": [], "opcheck": True, "seconds": 0.0, "error": err(exc)}
     emit(P.COMPILE, **result)
@@ -180,7 +210,7 @@ def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
     emit(P.START, pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
     if REQ.get("tensorflow"):  # a TensorFlow op library: probe_tf.py, loaded by path
-        _sibling("probe_tf.py").main(emit, err, P, REQ, mapped, imported_since)
+        _sibling("probe_tf.py").main(emit, err, P, REQ, mapped, load_target)
         return
     if REQ.get("aot_function"):  # a MindSpore AOT library: probe_ms.py, loaded by path
         _sibling("probe_ms.py").main(emit, err, P, REQ)
@@ -209,34 +239,19 @@ def main() -> None:
             return
     if torch is not None:
         before = set(torch._C._dispatch_get_all_op_names())
-    emit(P.STAGE, stage="load", path=REQ["path"], package=REQ.get("package"))
-    modules_before = set(sys.modules)
-    maps_before = set(mapped())
-    try:
-        if REQ.get("package"):
-            import importlib
-            # Model `python -c "import pkg"` run in the job's cwd: sys.path[0] is ''.
-            if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
-                sys.path[0] = ""
-            importlib.import_module(REQ["package"])
-        elif torch is not None:
-            torch.ops.load_library(REQ["path"])
+    maps_before = mapped()
+
+    def load(path: str) -> None:
+        if torch is not None:
+            torch.ops.load_library(path)
         else:
             import ctypes
-            ctypes.CDLL(REQ["path"])
-    except BaseException as exc:
-        cause = exc.__cause__ or exc.__context__
-        emit(P.LOAD_FAILED, error=err(exc), cause=err(cause) if cause else None)
-        emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
-        if REQ.get("package"):
-            emit(P.IMPORTED, modules=imported_since(modules_before))
+            ctypes.CDLL(path)
+
+    if not load_target(load, maps_before)[0]:
         return
-    emit(P.LOADED)
-    emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
-    if REQ.get("package"):
-        emit(P.IMPORTED, modules=imported_since(modules_before))
-        if REQ.get("hidden"):
-            retry_hidden(torch)
+    if REQ.get("package") and REQ.get("hidden"):
+        retry_hidden(torch)
     if torch is None:
         emit(P.DONE)
         return

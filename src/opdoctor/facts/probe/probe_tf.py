@@ -13,7 +13,6 @@ ops never appear in ``tf.raw_ops``, so that is not consulted.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -37,8 +36,12 @@ def _registered(registry: Any, names: list[str]) -> list[str]:
 
 def main(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any, req: dict[str, Any],
          mapped: Callable[[], list[str]],
-         imported_since: Callable[[set[str]], list[dict[str, str]]]) -> None:
-    """Import TensorFlow, load the library (or import the package), report its ops."""
+         load_target: Callable[[Callable[[str], Any], list[str]], tuple[bool, Any]]) -> None:
+    """Import TensorFlow, load the library (or import the package), report its ops.
+
+    ``load_target`` is probe_script's: it imports the package or calls our ``load`` and emits
+    the load events the torch branch emits too.
+    """
     emit(P.STAGE, stage="import tensorflow")
     try:
         import tensorflow as tf
@@ -76,29 +79,11 @@ def main(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any, req
             return
     before = _registered(registry, watch)
     maps_before = mapped()
-    emit(P.STAGE, stage="load", path=req["path"], package=req.get("package"))
-    modules_before = set(sys.modules)
-    ops: list[str] = []
-    try:
-        if req.get("package"):
-            import importlib
-            # Model `python -c "import pkg"` run in the job's cwd: sys.path[0] is ''.
-            if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
-                sys.path[0] = ""
-            importlib.import_module(req["package"])
-        else:
-            ops = load(req["path"])
-    except BaseException as exc:
-        cause = exc.__cause__ or exc.__context__
-        emit(P.LOAD_FAILED, error=err(exc), cause=err(cause) if cause else None)
-        emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
-        if req.get("package"):
-            emit(P.IMPORTED, modules=imported_since(modules_before))
+    loaded, ops = load_target(load, maps_before)
+    if not loaded:
         return
-    emit(P.LOADED)
-    emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
+    ops = ops or []
     if req.get("package"):
-        emit(P.IMPORTED, modules=imported_since(modules_before))
         # The target library, when the import loaded it: TensorFlow keeps each loaded library's
         # op list, so loading it again returns what it registered and loads nothing new.
         # Its cache is keyed by the path string, so try the path as given, then the real one.
