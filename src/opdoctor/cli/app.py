@@ -298,7 +298,7 @@ def _render_doc(doc: CodeDoc) -> str:
     from opdoctor.codes import SECTION_TITLES
 
     lines = [f"{doc.code} — {doc.title}",
-             f"cause {int(doc.cause)} ({doc.cause.title}) · default severity {doc.severity.value}",
+             f"{doc.cause_label} · default severity {doc.severity.value}",
              ""]
     for key, title in SECTION_TITLES.items():
         value = getattr(doc, key)
@@ -366,7 +366,9 @@ def explain(
 
 
 def _doc_dict(d: CodeDoc) -> dict[str, Any]:
-    return {"code": d.code, "cause": int(d.cause), "severity": d.severity.value,
+    # A run note (OD190…) is no cause: 0, as a diagnosis without one, whatever its first digit.
+    return {"code": d.code, "cause": 0 if d.run_note else int(d.cause),
+            "severity": d.severity.value,
             "title": d.title, "what": d.what, "why": d.why, "example": d.example, "fix": d.fix,
             "references": list(d.references)}
 
@@ -395,7 +397,8 @@ def codes(
         typer.echo(json.dumps([_doc_dict(d) for d in catalog.values()], indent=2))
     elif fmt == "text":
         for d in catalog.values():
-            typer.echo(f"{d.code}  cause {int(d.cause)}  {d.severity.value:<7}  {d.title}")
+            cause = "run note" if d.run_note else f"cause {int(d.cause)}"
+            typer.echo(f"{d.code}  {cause:<8}  {d.severity.value:<7}  {d.title}")
     elif fmt == "markdown":
         from opdoctor.codes import markdown_table
 
