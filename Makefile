@@ -388,14 +388,16 @@ $(TF_VENV)/.installed:
 # switch does what); tests/test_truth.py loads each for real to prove its failure (or health).
 TRSRC := tests/fixtures/truth
 TRFX := $(FIX)/truth
-TRUTH_VARIANTS := assert macro_ns typo exit daemon undef
+TRUTH_VARIANTS := assert macro_ns typo exit daemon undef inferred
 FLAGS_TR_assert := -O0 -g -DTINYOP_ASSERT
 FLAGS_TR_macro_ns := -DTINYOP_NS_MACRO -DMY_NS=foo
 FLAGS_TR_typo := -DTINYOP_TYPO
 FLAGS_TR_exit := -DTINYOP_EXIT
 FLAGS_TR_daemon := -DTINYOP_DAEMON
 FLAGS_TR_undef := -DTINYOP_UNDEF
+FLAGS_TR_inferred := -DTINYOP_INFERRED
 TRUTH_SO := $(TRFX)/tinyop.so $(patsubst %,$(TRFX)/%.so,$(TRUTH_VARIANTS)) $(TRFX)/stripped.so \
+  $(TRFX)/inferred_stripped.so \
   $(TRFX)/noreg.so $(TRFX)/pkg_ok/tinyop/__init__.py $(TRFX)/pkg_noimport/tinyop/__init__.py \
   $(TRFX)/nosections/deps/libtinydep.so $(TRFX)/nosections/uses_dep.so \
   $(TRFX)/nosections/missing_dep.so $(TRFX)/nosections/tinyop.so
@@ -407,6 +409,8 @@ $(TRFX)/%.so: $(TRSRC)/tinyop.cpp $(BUILD)/config.mk
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_TORCH) $(FLAGS_TR_$*) $< -o $@ $(LDFLAGS_TORCH)
 $(TRFX)/stripped.so: $(TRFX)/tinyop.so
+	strip --strip-all -o $@ $<
+$(TRFX)/inferred_stripped.so: $(TRFX)/inferred.so
 	strip --strip-all -o $@ $<
 # Registration compiled out: with --as-needed (Ubuntu's default) no torch library stays linked.
 $(TRFX)/noreg.so: $(TRSRC)/tinyop.cpp $(BUILD)/config.mk

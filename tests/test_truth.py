@@ -83,6 +83,8 @@ def real() -> dict[str, dict[str, Any]]:
         {"name": "tinyop", "path": _path("tinyop.so"), "call": "tinyop::scale_add"},
         {"name": "assert", "path": _path("assert.so"), "call": "tinyop::scale_add"},
         {"name": "stripped", "path": _path("stripped.so"), "call": "tinyop::scale_add"},
+        {"name": "inferred_stripped", "path": _path("inferred_stripped.so"),
+         "call": "tinyop::scale_add"},
         {"name": "macro_ns", "path": _path("macro_ns.so"), "call": "foo::scale_add"},
         {"name": "typo", "path": _path("typo.so"), "call": "tinyop::scale_add"},
         {"name": "noreg", "path": _path("noreg.so")},
@@ -172,6 +174,21 @@ def test_stripped_healthy_extension_is_clean(real: dict[str, dict[str, Any]],
     assert real["stripped"]["call"] == "ok"
     code, rep = _json(capsys, "--static", _path("stripped.so"))
     assert code == 0 and _codes(rep, "error") == [] and "OD101" not in _codes(rep)
+
+
+def test_stripped_library_without_any_schema_string_is_not_called_empty(
+        real: dict[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    """``m.def("scale_add", &fn)`` lets torch infer the schema: stripped, the binary holds no
+    schema string and no registrar symbol, yet torch registers and runs the op. What is left
+    is the imported ``torch::Library`` constructor every TORCH_LIBRARY block calls."""
+    assert real["inferred_stripped"]["ops"] == ["tinyop::scale_add"]
+    assert real["inferred_stripped"]["call"] == "ok"
+    code, rep = _json(capsys, "--static", _path("inferred_stripped.so"))
+    assert code == 0 and _codes(rep, "error") == [] and "OD101" not in _codes(rep)
+    assert rep["sections"]["registration"]["schemas"] == []  # really no schema string
+    # The same library without the registration (compiled out, torch still linked) is OD101.
+    code, rep = _json(capsys, "--static", str(fixture("registration/no_registration.so")))
+    assert code == 1 and "OD101" in _codes(rep, "error")
 
 
 def test_macro_namespace_is_read_from_the_registration_string(

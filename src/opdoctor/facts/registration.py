@@ -96,6 +96,10 @@ class Inventory:
     pyinit: list[str] = field(default_factory=list)
     legacy_register_operators: bool = False
     def_with_function: bool = False  # m.def(schema, fn): a catch-all kernel comes with the def
+    # The library constructs a torch::Library (what every TORCH_LIBRARY* block expands to): it
+    # registers something even when no schema string survives (m.def("op", &fn) infers the
+    # schema from the C++ type; short literals are built from immediates; strip drops markers).
+    constructs_library: bool = False
     initializers: int = 0
     initializer_names: list[str] = field(default_factory=list)
     source_files: list[str] = field(default_factory=list)
@@ -110,8 +114,8 @@ class Inventory:
     def registers_anything(self) -> bool:
         """True when any registration evidence was found."""
         return bool(self.namespaces or self.schemas or self.pyinit
-                    or self.legacy_register_operators or self.tf_op_registrars
-                    or self.tf_kernel_registrars)
+                    or self.legacy_register_operators or self.constructs_library
+                    or self.tf_op_registrars or self.tf_kernel_registrars)
 
 
 def _section_range(img: ElfImage, name: str) -> tuple[int, int] | None:
@@ -325,6 +329,8 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
     if dynstr:
         buf = img.data.buf
         inv.legacy_register_operators = buf.find(b"_ZN5torch17RegisterOperators", *dynstr) >= 0
+        inv.constructs_library = any(buf.find(ctor, *dynstr) >= 0 for ctor in (
+            b"_ZN5torch7LibraryC1ENS0_4Kind", b"_ZN5torch7LibraryC2ENS0_4Kind"))
         # torch::Library::_def(schema, CppFunction&&, ...) means m.def binds a function.
         inv.def_with_function = re.search(
             rb"_ZNR?5torch7Library4_def\w*CppFunction", bytes(buf[dynstr[0]:dynstr[1]])) is not None

@@ -213,6 +213,8 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
                        f"a consequence of {root} (shown under it)[/]", hang=2)
                 continue
             worst = max(own, key=lambda f: f.severity.rank).severity
+            if worst is Severity.INFO:  # notes only: nothing is wrong with this cause
+                head = f"ℹ{head[1:]}"
             p.line("", f"[{_SEV_STYLE[worst]}]{head}[/]", hang=2)
             for f in own:
                 _finding(p, f, ctx)
