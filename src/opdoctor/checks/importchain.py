@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.pychain import ImportChain
 from opdoctor.model import Cause, Finding, Severity
+
+if TYPE_CHECKING:  # the probe's and the import chain's readers load only when used
+    from opdoctor.facts.pychain import ImportChain
 
 _IMPORT = "https://docs.python.org/3/reference/import.html"
 
