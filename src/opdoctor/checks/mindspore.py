@@ -23,7 +23,6 @@ from opdoctor.facts.mindspore import (
     AotFunction,
     new_abi_mindspore_symbols,
 )
-from opdoctor.facts.probe.outcome import ProbeState
 from opdoctor.model import Cause, Finding, Severity
 
 _DOCS = "https://www.mindspore.cn/tutorials/en/master/custom_program/operation/op_custom_aot.html"
@@ -225,6 +224,8 @@ def _launched(facts: Facts, aot: AotFunction) -> Iterator[Finding]:
     res = facts.probe_result()
     if res is None:
         return
+    from opdoctor.facts.probe.outcome import ProbeState  # loaded by the probe that ran
+
     lines = [x for x in res.stderr.strip().splitlines() if x.strip()]
     if res.stage == "smoke" and not res.finished and res.state not in (
             ProbeState.TIMED_OUT, ProbeState.MEMORY_KILLED, ProbeState.PROBE_ERROR):

@@ -10,16 +10,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
 from opdoctor.facts.loaderror import NOT_FOUND, UNDEFINED, VERSION, loader_error
-from opdoctor.facts.probe.outcome import ProbeOutcome, ProbeState
 from opdoctor.facts.variant import variant_library
 from opdoctor.model import Cause, Finding, Severity
+
+if TYPE_CHECKING:  # the probe's and the import chain's readers load only when used
+    from opdoctor.facts.probe.outcome import ProbeOutcome
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
 _PROBE = "opdoctor README, 'What the probe does'"
@@ -291,6 +293,8 @@ def _crash(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
 
 
 def _inconclusive(facts: Facts, res: ProbeOutcome) -> Finding:
+    from opdoctor.facts.probe.outcome import ProbeState
+
     """The probe stopped before it touched the library: a note about the environment or the
     limit, never a verdict on the library."""
     what = {ProbeState.TIMED_OUT: f"the --timeout of {facts.options.timeout:g} s ran out",
@@ -350,6 +354,8 @@ def run(facts: Facts) -> Iterator[Finding]:
     res = facts.probe_result()
     if res is None:
         return
+    from opdoctor.facts.probe.outcome import ProbeState  # loaded by the probe that ran
+
     if facts.options.aot_function and res.stage == "smoke" and not res.finished:
         return  # the load succeeded; the op's launch ended it: checks/mindspore.py says why
     if facts.options.package:
@@ -606,6 +612,8 @@ def section(facts: Facts) -> dict[str, Any]:
     res = facts.probe_result()
     if res is None:
         return {"ran": False}
+    from opdoctor.facts.probe.outcome import ProbeState
+
     return {
         "ran": True,
         "seconds": round(res.seconds, 3),

@@ -18,7 +18,6 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
-from opdoctor.facts.probe.outcome import ProbeState
 from opdoctor.facts.registration import Inventory, check_schema_syntax, source_file_symbols
 from opdoctor.model import Cause, Finding, Severity
 
@@ -238,7 +237,11 @@ def _probe_view(facts: Facts) -> tuple[dict[str, set[str]], list[str]] | None:
     if not facts.options.probe or not facts.torch_context:
         return None
     res = facts.probe_result()
-    if res is None or res.state is not ProbeState.LOADED or not res.inspected:
+    if res is None:
+        return None
+    from opdoctor.facts.probe.outcome import ProbeState  # loaded by the probe that ran
+
+    if res.state is not ProbeState.LOADED or not res.inspected:
         return None
     spaces: dict[str, set[str]] = {}
     for name in res.new_ops:

@@ -12,13 +12,12 @@ import os
 import platform
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
-from opdoctor.facts.probe.outcome import ProbeState, TfProbe
 from opdoctor.facts.tensorflow import (
     ABSL_RELEASES,
     absl_namespaces,
@@ -28,6 +27,9 @@ from opdoctor.facts.tensorflow import (
     requirement_for,
 )
 from opdoctor.model import Cause, Finding, Severity
+
+if TYPE_CHECKING:  # the probe's and the import chain's readers load only when used
+    from opdoctor.facts.probe.outcome import TfProbe
 
 _GUIDE = "https://www.tensorflow.org/guide/create_op"
 _BUILD = "https://www.tensorflow.org/guide/create_op#compile_the_op_using_your_system_compiler_tensorflow_binary_installation"
@@ -262,10 +264,14 @@ def _package_load_error(facts: Facts, message: str) -> Iterator[Finding]:
 def _probe(facts: Facts) -> Iterator[Finding]:
     """What the real TensorFlow process says about the library's registrations."""
     res = facts.probe_result()
-    if res is not None and facts.options.package and res.state is ProbeState.LOAD_FAILED:
+    if res is None:
+        return
+    from opdoctor.facts.probe.outcome import ProbeState  # loaded by the probe that ran
+
+    if facts.options.package and res.state is ProbeState.LOAD_FAILED:
         yield from _package_load_error(facts, res.load_message)
         return
-    if res is None or res.tensorflow is None or res.state is not ProbeState.LOADED:
+    if res.tensorflow is None or res.state is not ProbeState.LOADED:
         return
     tfp = res.tensorflow
     static_ops = list(facts.registration.tf_ops) if facts.tf_op_library else []

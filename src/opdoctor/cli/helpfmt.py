@@ -15,6 +15,8 @@ from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
 
+from opdoctor.cli.coerce import install as install_plain_coercion
+
 try:  # typer >= 0.24 vendors its own click; older releases depend on click itself
     from typer._click import Context, HelpFormatter
 except ImportError:  # pragma: no cover - depends on the installed typer
@@ -81,6 +83,13 @@ class PlainCommand(TyperCommand):
 
     context_class = PlainContext
 
+    def get_params(self, ctx: Context) -> list[Any]:
+        """The parameters (help option included), each given the pydantic-free coercion of
+        plain values (:mod:`opdoctor.cli.coerce`)."""
+        params: list[Any] = super().get_params(ctx)
+        install_plain_coercion(params)
+        return params
+
     def collect_usage_pieces(self, ctx: Context) -> list[str]:
         """The usage line: ``[OPTIONS]``, then each argument as ``NAME`` (required) or
         ``[NAME]`` (optional), ``...`` when it takes several values."""
@@ -116,3 +125,9 @@ class PlainGroup(TyperGroup):
     """The top-level group, with the same help formatter as its commands."""
 
     context_class = PlainContext
+
+    def get_params(self, ctx: Context) -> list[Any]:
+        """As :meth:`PlainCommand.get_params` (the completion options included)."""
+        params: list[Any] = super().get_params(ctx)
+        install_plain_coercion(params)
+        return params

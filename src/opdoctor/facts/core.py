@@ -16,52 +16,42 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from opdoctor.facts.abi import AbiMismatch, abi_mismatch
-from opdoctor.facts.budget import checkpoint
-from opdoctor.facts.compile import (
-    CompileInventory,
-    PyRegistration,
-    python_registrations,
-    read_stable,
-    rodata_modules,
-    static_ops,
-)
-from opdoctor.facts.cuda import Fatbin, parse_gpu, read_fatbin
-from opdoctor.facts.elf.dynsym import DynSymbols
-from opdoctor.facts.elf.image import (
-    HOST_MACHINES,
-    ElfFormatError,
-    ElfHeader,
-    ElfImage,
-    Extent,
-    header_extents,
-    parse_header,
-)
-from opdoctor.facts.elf.validate import table_damage
-from opdoctor.facts.frameworks import MINDSPORE
-from opdoctor.facts.inputfile import FileData, InputError, open_input
-from opdoctor.facts.interp import Interpreter, InterpreterError, inspect_interpreter
-from opdoctor.facts.loader.process import Process, emulate, needs_tensorflow, needs_torch
-from opdoctor.facts.loader.search import Environment, Resolver
-from opdoctor.facts.loader.symbols import Binding, SymbolTables, bind
-from opdoctor.facts.mindspore import AotFunction, AotUse, aot_uses, read_aot
-from opdoctor.facts.oneflow import OneFlowInventory, read_oneflow
-from opdoctor.facts.opschema import parse_with_torch
+# Only the options are imported here: every reader (ELF, loader, interpreter, probe …) is
+# imported by the fact that needs it, so a run pays only for the readers its checks use
+# (issue #21: importing them all was most of the start-up of `opdoctor check`).
 from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
-from opdoctor.facts.probe.outcome import ProbeOutcome
-from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest, start_probe
-from opdoctor.facts.pychain import ImportChain, analyse
-from opdoctor.facts.registration import Inventory, read_inventory
-from opdoctor.facts.tensorflow import TfInstall, TfRequirement, read_install, requirement_for
-from opdoctor.facts.variant import (
-    ExtensionVariant,
-    TorchVariant,
-    build_record,
-    package_metadata,
-    torch_variant,
-    variant_of_needed,
-)
+
+if TYPE_CHECKING:
+    from opdoctor.facts.abi import AbiMismatch
+    from opdoctor.facts.compile import (
+        CompileInventory,
+        PyRegistration,
+    )
+    from opdoctor.facts.cuda import Fatbin
+    from opdoctor.facts.elf.dynsym import DynSymbols
+    from opdoctor.facts.elf.image import (
+        ElfHeader,
+        ElfImage,
+        Extent,
+    )
+    from opdoctor.facts.inputfile import FileData
+    from opdoctor.facts.interp import Interpreter
+    from opdoctor.facts.loader.process import Process
+    from opdoctor.facts.loader.search import Resolver
+    from opdoctor.facts.loader.symbols import Binding, SymbolTables
+    from opdoctor.facts.mindspore import AotFunction, AotUse
+    from opdoctor.facts.oneflow import OneFlowInventory
+    from opdoctor.facts.probe.outcome import ProbeOutcome
+    from opdoctor.facts.probe.runner import ProbeHandle
+    from opdoctor.facts.pychain import ImportChain
+    from opdoctor.facts.registration import Inventory
+    from opdoctor.facts.tensorflow import TfInstall, TfRequirement
+    from opdoctor.facts.variant import (
+        ExtensionVariant,
+        TorchVariant,
+    )
 
 
 @dataclass(frozen=True)
@@ -76,6 +66,7 @@ class HostInfo:
 
 def detect_host() -> HostInfo:
     """Describe this machine: architecture and glibc version (None on non-glibc systems)."""
+    from opdoctor.facts.elf.image import HOST_MACHINES
     machine = platform.machine().lower()
     bits, em = HOST_MACHINES.get(machine, (None, None))
     glibc: tuple[int, int] | None = None
@@ -117,6 +108,7 @@ class Facts:
     @cached_property
     def file(self) -> FileData:
         """The target's bytes (memory-mapped). Raises InputError when it cannot be read."""
+        from opdoctor.facts.inputfile import open_input
         return open_input(self.path)
 
     @cached_property
@@ -127,6 +119,8 @@ class Facts:
     @cached_property
     def structure(self) -> Structure:
         """Header, layout and pyelftools image, with every structural problem recorded."""
+        from opdoctor.facts.elf.image import ElfFormatError, ElfImage, header_extents, parse_header
+        from opdoctor.facts.elf.validate import table_damage
         data = self.file
         st = Structure()
         if data.size == 0:
@@ -176,6 +170,7 @@ class Facts:
     @cached_property
     def interpreter(self) -> Interpreter | None:
         """The target interpreter and its torch install (None when it cannot be run)."""
+        from opdoctor.facts.interp import InterpreterError, inspect_interpreter
         try:
             return inspect_interpreter(self.options.python,
                                        env=self.environ if self.options.env is not None
@@ -193,12 +188,14 @@ class Facts:
     @cached_property
     def resolver(self) -> Resolver:
         """The ld.so emulation for this file's class/machine; images are shared."""
+        from opdoctor.facts.loader.search import Environment, Resolver
         return Resolver(self.image.header, Environment.from_env(self.environ),
                         {os.path.realpath(self.path): self.image})
 
     @cached_property
     def torch_context(self) -> bool:
         """True when the library will be loaded into a process that imported torch."""
+        from opdoctor.facts.loader.process import needs_torch
         interp = self.interpreter
         lib_dir = interp.torch.lib_dir if interp and interp.torch else None
         return needs_torch(self.image, lib_dir)
@@ -216,17 +213,20 @@ class Facts:
     @cached_property
     def process(self) -> Process:
         """The emulated process after loading the target (dependency tree included)."""
+        from opdoctor.facts.loader.process import emulate, needs_tensorflow
         return emulate(self.path, self.resolver, self.interpreter, self.torch_context,
                        needs_tensorflow(self.image))
 
     @cached_property
     def symbol_tables(self) -> SymbolTables:
         """Hash-table symbol access per library, shared by every check."""
+        from opdoctor.facts.loader.symbols import SymbolTables
         return SymbolTables()
 
     @cached_property
     def binding(self) -> Binding:
         """Version needs and undefined symbols of the target, bound in the emulated process."""
+        from opdoctor.facts.loader.symbols import bind
         return bind(self.image, self.process, self.symbol_tables)
 
     @property
@@ -239,6 +239,7 @@ class Facts:
         """The static import chain of the target package (None when not in package mode)."""
         if not self.options.package or self.framework_library:
             return None
+        from opdoctor.facts.pychain import analyse
         interp = self.interpreter
         sys_path = list(interp.sys_path) if interp else []
         suffix = interp.ext_suffix if interp else ".so"
@@ -247,6 +248,7 @@ class Facts:
 
     def start_probe(self) -> None:
         """Start the load probe now, so it runs while the static checks run."""
+        from opdoctor.facts.probe.runner import ProbeRequest, start_probe
         if self._probe is not None:
             return
         if not self.options.package and self.structure.image is None:
@@ -281,6 +283,7 @@ class Facts:
     @cached_property
     def torch_variant(self) -> TorchVariant | None:
         """The installed torch's build (CPU, CUDA, ROCm) in the target interpreter."""
+        from opdoctor.facts.variant import torch_variant
         interp = self.interpreter
         if interp is None or interp.torch is None:
             return None
@@ -291,6 +294,13 @@ class Facts:
     def extension_variant(self) -> ExtensionVariant:
         """The torch build the target (or, in package mode, the package's extensions) was
         made for: from DT_NEEDED names and the package's version / dist-info."""
+        from opdoctor.facts.budget import checkpoint
+        from opdoctor.facts.variant import (
+            ExtensionVariant,
+            build_record,
+            package_metadata,
+            variant_of_needed,
+        )
         libs: list[tuple[str, list[str]]] = []
         if not self.is_package_dir and self.structure.image is not None:
             libs.append((self.path, [str(n) for n in self.image.tags.get("DT_NEEDED", [])]))
@@ -315,6 +325,8 @@ class Facts:
 
     def needed_of(self, path: str) -> list[str]:
         """DT_NEEDED names of another file (empty when unreadable or not ELF)."""
+        from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+        from opdoctor.facts.inputfile import InputError, open_input
         try:
             data = open_input(path)
         except InputError:
@@ -330,6 +342,7 @@ class Facts:
     def abi_mismatch(self) -> AbiMismatch | None:
         """The extension's C++11 ABI vs the installed torch's, when both are known and differ
         (computed once: the ABI check and the symbol check both read it)."""
+        from opdoctor.facts.abi import abi_mismatch
         interp = self.interpreter
         if interp is None or interp.torch is None:
             return None
@@ -344,6 +357,7 @@ class Facts:
     @cached_property
     def registration(self) -> Inventory:
         """What the library would register: registrars, schemas, PyInit_, initialisers."""
+        from opdoctor.facts.registration import read_inventory
         table = self.symbol_tables.of_image(self.image)
         return read_inventory(self.image, table.names_with_prefix("PyInit_", limit=8))
 
@@ -354,6 +368,7 @@ class Facts:
         A schema whose return part was inlined into code is parsed with a neutral ``-> ()``.
         The label names the parser ("" when torch could not be asked).
         """
+        from opdoctor.facts.opschema import parse_with_torch
         full = {s.text: (s.text if not s.partial else s.text + " -> ()")
                 for s in self.registration.schemas}
         interp = self.interpreter
@@ -368,6 +383,7 @@ class Facts:
     @cached_property
     def fatbin(self) -> Fatbin | None:
         """The target's CUDA fat binary (None when it has none)."""
+        from opdoctor.facts.cuda import read_fatbin
         return read_fatbin(self.image)
 
     @cached_property
@@ -376,6 +392,7 @@ class Facts:
 
         ``--gpu`` wins; otherwise ``nvidia-smi`` on this machine, asked once per run.
         """
+        from opdoctor.facts.cuda import parse_gpu
         if self.options.gpus:
             return sorted({parse_gpu(g) for g in self.options.gpus}), "--gpu"
         smi = shutil.which("nvidia-smi")
@@ -402,6 +419,7 @@ class Facts:
     def namespace_definers(self) -> dict[str, list[tuple[str, str]]]:
         """Other installed libraries defining one of this library's TORCH_LIBRARY namespaces:
         namespace → [(library path, site-packages dir)] (byte search, nothing loaded)."""
+        from opdoctor.facts.budget import checkpoint
         names = [ns.name for ns in self.registration.namespaces.values() if ns.defines]
         found: dict[str, list[tuple[str, str]]] = {}
         if not names:
@@ -449,6 +467,9 @@ class Facts:
         return self._pyinit[key]
 
     def _read_pyinit(self, path: str, module: str) -> tuple[bool, list[str]]:
+        from opdoctor.facts.elf.dynsym import DynSymbols
+        from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+        from opdoctor.facts.inputfile import InputError, open_input
         if not self.is_package_dir and os.path.realpath(path) == os.path.realpath(self.path) \
                 and self.structure.image is not None:
             return _pyinit_in(self.symbol_tables.of_image(self.image), module)
@@ -486,12 +507,14 @@ class Facts:
         interp = self.interpreter
         if interp is None or not interp.tensorflow_dir:
             return None
+        from opdoctor.facts.tensorflow import read_install
         return read_install(interp.tensorflow_dir, interp.tensorflow_framework)
 
     @cached_property
     def tf_op_library(self) -> bool:
         """True when the target is a TensorFlow library (links libtensorflow_framework or uses
         its C++ API) outside the TensorFlow install itself."""
+        from opdoctor.facts.loader.process import needs_tensorflow
         if self.is_package_dir or self.structure.image is None \
                 or not needs_tensorflow(self.image):
             return False
@@ -518,6 +541,7 @@ class Facts:
     @cached_property
     def tf_requirement(self) -> TfRequirement | None:
         """The TensorFlow release the distribution that installed the target requires."""
+        from opdoctor.facts.tensorflow import requirement_for
         return requirement_for(self.path)
 
     # ------------------------------------------------------------ MindSpore (facts/mindspore.py)
@@ -528,6 +552,7 @@ class Facts:
         name = self.options.aot_function
         if not name or self.is_package_dir or self.blocker:
             return None
+        from opdoctor.facts.mindspore import read_aot
         unresolved = [s.name for s in self.binding.unresolved if not s.weak]
         return read_aot(self.image, self.symbol_tables.of_image(self.image), name, unresolved)
 
@@ -538,6 +563,11 @@ class Facts:
         chain = self.chain
         if chain is None or not chain.package_dir:
             return []
+        from opdoctor.facts.elf.dynsym import DynSymbols
+        from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+        from opdoctor.facts.inputfile import InputError, open_input
+        from opdoctor.facts.mindspore import aot_uses, read_aot
+
         out: list[tuple[AotUse, AotFunction | None]] = []
         # MindSpore resolves a relative path against the process's working directory; the
         # package directory is the fallback that finds the library the author meant.
@@ -563,6 +593,7 @@ class Facts:
     @cached_property
     def mindspore_library(self) -> bool:
         """True when the target links libmindspore_* or needs MindSpore C++ symbols."""
+        from opdoctor.facts.frameworks import MINDSPORE
         if self.is_package_dir or self.structure.image is None or self.blocker:
             return False
         needed = [str(n) for n in self.image.tags.get("DT_NEEDED", [])]
@@ -579,6 +610,7 @@ class Facts:
         if not table.dynstr_contains(b"_ZN7oneflow") and not table.dynstr_contains(
                 b"_ZTIN7oneflow"):
             return None
+        from opdoctor.facts.oneflow import read_oneflow
         undefined = [s.name for s in table.undefined()]
         defined = [table.symbol(i).name for i in range(1, min(table.count, 200000))]
         defined = [n for n in defined if "7oneflow" in n and n not in undefined]
@@ -588,6 +620,7 @@ class Facts:
     @cached_property
     def compile_python(self) -> list[PyRegistration]:
         """Registrations in the package's Python sources (package mode; [] otherwise)."""
+        from opdoctor.facts.compile import python_registrations
         chain = self.chain
         if chain is None or not chain.package_dir:
             return []
@@ -601,6 +634,7 @@ class Facts:
     @cached_property
     def compile_inventory(self) -> CompileInventory:
         """Per op: fake / autograd paths known statically, pystub module names in .rodata."""
+        from opdoctor.facts.compile import CompileInventory, read_stable, rodata_modules, static_ops
         out = CompileInventory(python=self.compile_python)
         has_elf = not self.is_package_dir and self.structure.image is not None \
             and not self.blocker
