@@ -112,6 +112,10 @@ SETTINGS: tuple[Setting, ...] = (
 
 KEYS: dict[str, Setting] = {s.key: s for s in SETTINGS}
 
+# The largest number a setting takes: a year of seconds, a petabyte of MiB — far past any real
+# limit, far below what time_t or an rlimit overflows at.
+MAX_NUMBER = 1e9
+
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "str": str, "list": list, "bool": bool, "float": (int, float), "int": int, "table": dict}
 
@@ -131,6 +135,11 @@ def check_value(spec: Setting, value: Any, where: str) -> None:
                           f"got {value!r}")
     if spec.positive and isinstance(value, (int, float)) and value <= 0:
         raise ConfigError(f"{where}: {spec.key} must be greater than 0, got {value!r}")
+    # inf, nan, 1e400: no clock or rlimit takes them (OverflowError deep in a wait otherwise).
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and not 0 <= abs(value) <= MAX_NUMBER:
+        raise ConfigError(f"{where}: {spec.key} must be a finite number up to "
+                          f"{MAX_NUMBER:.0e}, got {value!r}")
 
 
 def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
