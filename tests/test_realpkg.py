@@ -73,11 +73,16 @@ def test_memory_limit_kill_gets_the_allocation_fix(capsys: pytest.CaptureFixture
     static-initialisation order."""
     lib = FIX / "realpkg" / "alloc.so"
     assert lib.exists(), f"{lib} is missing: run `make fixtures`"
+    # Resident size now, not ru_maxrss: Linux keeps a process's peak across exec, so a child
+    # of a large pytest process would start with the parent's peak.
     real = subprocess.run([sys.executable, "-c", textwrap.dedent("""
-        import ctypes, resource, sys
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        import ctypes, sys
+        def rss():
+            with open("/proc/self/status") as fh:
+                return next(int(x.split()[1]) for x in fh if x.startswith("VmRSS:"))
+        before = rss()
         ctypes.CDLL(sys.argv[1])
-        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+        print((rss() - before) // 1024)
         """), str(lib)], capture_output=True, text=True, timeout=120)
     assert real.returncode == 0 and int(real.stdout) > 500, real  # MiB the load added
     res = cli(capsys, "check", "-f", "json", "--probe-memory", "500", str(lib))
