@@ -449,13 +449,17 @@ REALPKG_SO := $(RPFX)/alloc.so $(patsubst %,$(RPFX)/wheels/%/.ready,xformers-0.0
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@
+# One real PyPI wheel into $(@D) (native/fetch_wheel.py; a skip reason when pip cannot get it).
 # name-with-dashes-1.2.3 → name-with-dashes==1.2.3 (only the last dash is the separator).
-$(RPFX)/wheels/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
+define fetch_wheel
 	@mkdir -p $(@D) $(SKIP)
 	if $(PY) native/fetch_wheel.py "$$(echo $* | sed 's/-\([^-]*\)$$/==\1/')" $(@D) \
 	  > $(@D)/fetch.log 2>&1; then \
 	  rm -f $(SKIP)/$*.txt; else cp $(@D)/fetch.log $(SKIP)/$*.txt; fi
 	touch $@
+endef
+$(RPFX)/wheels/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
+	$(fetch_wheel)
 
 # ---------------------------------------------------------------- real PyPI wheels (cause 3)
 # Real extension wheels beside the pinned CPU torch: PyPI's torchvision 0.28.0 is a CUDA 13.0
@@ -464,10 +468,7 @@ $(RPFX)/wheels/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
 RWFX := $(FIX)/realwheels
 REALWHEELS := $(RWFX)/torchvision-0.28.0/.ready
 $(RWFX)/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
-	@mkdir -p $(@D) $(SKIP)
-	if $(PY) native/fetch_wheel.py "$(subst -,==,$*)" $(@D) > $(@D)/fetch.log 2>&1; then \
-	  rm -f $(SKIP)/$*.txt; else cp $(@D)/fetch.log $(SKIP)/$*.txt; fi
-	touch $@
+	$(fetch_wheel)
 
 # ---------------------------------------------------------------- compile-readiness fixtures (cause 1)
 # One op, cop::scale, in variants (see tests/fixtures/compile/cop.cpp); stable-ABI registrars;

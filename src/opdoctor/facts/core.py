@@ -448,12 +448,9 @@ class Facts:
     @staticmethod
     def shared_libraries_under(path: str) -> list[str]:
         """Shared libraries at or below ``path`` (a file is returned when it is one)."""
-        if os.path.isfile(path):
-            return [path] if path.endswith(".so") or ".so." in path else []
-        out = []
-        for root, _d, files in os.walk(path):
-            out += [os.path.join(root, f) for f in files if f.endswith(".so") or ".so." in f]
-        return sorted(out)
+        from opdoctor.facts.inputfile import shared_libraries_under
+
+        return shared_libraries_under(path)
 
     def pyinit_exports(self, path: str, module: str) -> tuple[bool, list[str]]:
         """(``path`` exports ``PyInit_<module>``, the PyInit_ names it does export).

@@ -124,3 +124,14 @@ def sniff(head: bytes) -> str:
     if head and all(b in b"\t\n\r" or 32 <= b < 127 for b in head[:512]):
         return "a text file"
     return "data of unknown type"
+
+
+def shared_libraries_under(path: str) -> list[str]:
+    """Shared libraries (``*.so``, ``*.so.N``) at or below ``path``, sorted (a file is
+    returned when it is one). Names only: nothing is opened."""
+    if os.path.isfile(path):
+        return [path] if path.endswith(".so") or ".so." in path else []
+    out = []
+    for root, _d, files in os.walk(path):
+        out += [os.path.join(root, f) for f in files if f.endswith(".so") or ".so." in f]
+    return sorted(out)

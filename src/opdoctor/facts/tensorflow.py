@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from opdoctor.facts.elf.demangle import demangle_all
+from opdoctor.facts.inputfile import shared_libraries_under
 
 # Distribution names that install the ``tensorflow`` package.
 TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
@@ -232,21 +233,20 @@ def other_site_dirs(sys_path: tuple[str, ...] | list[str]) -> list[str]:
     return out
 
 
+def _size(path: str) -> int:
+    """Size in bytes; an unreadable entry counts as too large to scan."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return _MAX_SCAN_BYTES + 1
+
+
 def installed_elsewhere(op: str, sys_path: tuple[str, ...] | list[str],
                         exclude: tuple[str, ...]) -> list[tuple[str, str]]:
     """(library, site-packages directory) of op libraries that define ``op`` in the
     environments of :func:`other_site_dirs` — nothing is loaded, the bytes are searched."""
     found: list[tuple[str, str]] = []
     for site in other_site_dirs(sys_path):
-        libs = []
-        for root, _dirs, files in os.walk(site):
-            for f in files:
-                if f.endswith(".so") or ".so." in f:
-                    p = os.path.join(root, f)
-                    try:
-                        if os.path.getsize(p) <= _MAX_SCAN_BYTES:
-                            libs.append(p)
-                    except OSError:
-                        continue
-        found += [(lib, site) for lib in libraries_defining(op, sorted(libs), exclude)]
+        libs = [p for p in shared_libraries_under(site) if _size(p) <= _MAX_SCAN_BYTES]
+        found += [(lib, site) for lib in libraries_defining(op, libs, exclude)]
     return found
