@@ -411,9 +411,7 @@ class Facts:
     def site_dirs(self) -> list[str]:
         """The target interpreter's site-packages directories."""
         interp = self.interpreter
-        paths = interp.sys_path if interp else ()
-        return [p for p in paths if p.endswith(("site-packages", "dist-packages"))
-                and os.path.isdir(p)]
+        return interp.site_dirs if interp else []
 
     @cached_property
     def namespace_definers(self) -> dict[str, list[tuple[str, str]]]:

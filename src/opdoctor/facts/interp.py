@@ -71,6 +71,12 @@ class Interpreter:
     tensorflow_dir: str | None = None  # the tensorflow package directory (found, not imported)
 
     @property
+    def site_dirs(self) -> list[str]:
+        """The site-packages (and Debian dist-packages) directories on its ``sys.path``."""
+        return [p for p in self.sys_path if p.endswith(("site-packages", "dist-packages"))
+                and os.path.isdir(p)]
+
+    @property
     def tensorflow_framework(self) -> str | None:
         """libtensorflow_framework.so.N of the TensorFlow install, if any."""
         if not self.tensorflow_dir:

@@ -49,12 +49,6 @@ def links_framework(path: str) -> bool:
         data.close()
 
 
-def site_dirs(interp: Interpreter) -> list[str]:
-    """The interpreter's site-packages directories."""
-    return [p for p in interp.sys_path if p.endswith(("site-packages", "dist-packages"))
-            and os.path.isdir(p)]
-
-
 def discover(interp: Interpreter) -> list[ScanItem]:
     """Framework-linked libraries (and the framework's own) under site-packages."""
     items: list[ScanItem] = []
@@ -63,7 +57,7 @@ def discover(interp: Interpreter) -> list[ScanItem]:
     # TensorFlow's own package holds hundreds of framework libraries, none an op library of
     # the user's: they are the install, not scan targets.
     tf_dir = os.path.realpath(interp.tensorflow_dir) + os.sep if interp.tensorflow_dir else ""
-    for site in site_dirs(interp):
+    for site in interp.site_dirs:
         for root, dirs, files in os.walk(site):
             dirs[:] = sorted(d for d in dirs if d not in ("__pycache__",) and
                              not d.endswith(".dist-info"))
