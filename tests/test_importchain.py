@@ -223,3 +223,56 @@ def test_a_warning_never_outranks_an_error() -> None:
     d = diagnose([OD509.finding("p._C", "the import of p._C is inside `except Exception`"),
                   OD511.finding("p", "import p raised NameError: name 'x' is not defined")])
     assert [r.code for r in d.root_findings] == ["OD511"] and d.confidence == "high"
+
+
+def _deep_package(root: Path) -> Path:
+    """A package whose library is loaded three packages down, the way tensorflow-text loads its
+    op libraries: ``from pkg.python.ops import *`` → ``ops/__init__`` → a module that loads
+    ``_x.so`` through ``resource_loader.get_path_to_datafile`` (or ``ctypes.CDLL``)."""
+    pkg = root / "deeppkg"
+    ops = pkg / "python" / "ops"
+    ops.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from deeppkg.python import extras\n"
+                                     "from deeppkg.python.ops import *\n")
+    (pkg / "python" / "__init__.py").write_text("")
+    (pkg / "python" / "extras.py").write_text("VALUE = 1\n")
+    (ops / "__init__.py").write_text("from deeppkg.python.ops.loader import lib\n")
+    (ops / "loader.py").write_text(
+        "import ctypes\n"
+        "try:\n"
+        "    from tensorflow.python.platform import resource_loader\n"
+        "    path = resource_loader.get_path_to_datafile('_x.so')\n"
+        "except ImportError:\n"
+        "    import os\n"
+        "    path = os.path.join(os.path.dirname(__file__), '_x.so')\n"
+        "lib = ctypes.CDLL(path)\n")
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), ops / "_x.so")
+    return pkg
+
+
+@pytest.mark.parametrize("python", ["venv", "tf"])
+def test_library_loaded_packages_down_is_found(tmp_path: Path, python: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import BUILD
+
+    interp = sys.executable if python == "venv" else str(BUILD / "venv-tf" / "bin" / "python")
+    if not os.path.exists(interp):
+        pytest.skip("build/venv-tf missing: run `make venv-tf`")
+    pkg = _deep_package(tmp_path)
+    lib = pkg / "python" / "ops" / "_x.so"
+    # What Python itself does: importing the package maps _x.so into the process.
+    maps = subprocess.run([interp, "-c", "import deeppkg; print(open('/proc/self/maps').read())"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True)
+    assert str(lib) in maps.stdout
+    res = cli(capsys, "check", "-f", "json", "--static", "--python", interp,
+              "--cwd", str(tmp_path), "--package", "deeppkg")
+    doc = res.json()
+    assert res.code == 0 and not doc["errors"], res.err  # not OD415 "loads no compiled library"
+    rep = doc["reports"][0]
+    assert rep["target"]["path"] == str(lib)
+    links = rep["sections"]["import-chain"]["links"]
+    assert any(link["resolved"] == [str(lib)] for link in links), links
+    assert not [link for link in links if link.get("problem")], links

@@ -178,6 +178,10 @@ class _Eval(ast.NodeVisitor):
                 return args[0]
             if last in ("glob", "iglob") and args:
                 return sorted(glob.glob(str(args[0])))
+            if last == "get_path_to_datafile" and len(args) == 1:
+                # TensorFlow's resource_loader: the path relative to the calling module's
+                # directory (how tensorflow-text and tensorflow-io name their op libraries).
+                return os.path.join(os.path.dirname(self.file), str(args[0]))
         return None
 
 
@@ -340,7 +344,32 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     links: list[Link] = []
     ev = _Eval(file, names)
 
+    def _import_path(parts: list[str], base: str, node: ast.ImportFrom | None,
+                seg: str) -> list[Link]:
+        """Links for importing ``parts`` (``a.b.c`` under ``base``), as the import system runs
+        them: each package's ``__init__`` in turn, then, for ``from a.b import x``, each name
+        that is a submodule of ``a.b`` (``from tensorflow_text.python import keras``)."""
+        out: list[Link] = []
+        here = base
+        for i, mod in enumerate(parts):
+            if i and not module_files(here, mod, suffixes)[0]:
+                return out  # a deeper level not found here: an attribute, not a module
+            out += _submodule(file, lineno, seg, mod, here, package, suffixes, handlers_now,
+                              depth, seen, top_dir)
+            if not os.path.isfile(os.path.join(here, mod, "__init__.py")):
+                return out  # a module file (or missing): what follows are its attributes
+            here = os.path.join(here, mod)
+        for a in node.names if node is not None else []:
+            if a.name != "*" and module_files(here, a.name, suffixes)[0]:
+                out += _submodule(file, lineno, seg, a.name, here, package, suffixes,
+                                  handlers_now, depth, seen, top_dir)
+        return out
+
+    lineno = 0
+    handlers_now: list[ast.ExceptHandler] = []
+
     def visit(node: ast.AST, handlers: list[ast.ExceptHandler], in_except: bool = False) -> None:
+        nonlocal lineno, handlers_now
         if isinstance(node, ast.Try):
             inner = handlers + list(node.handlers)
             for n in node.body:
@@ -358,26 +387,27 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             names[node.targets[0].id] = ev.value(node.value)
         seg = parsed.segment(node) if isinstance(node, (ast.Import, ast.ImportFrom, ast.Call)) \
             else ""
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            lineno, handlers_now = node.lineno, handlers
         if isinstance(node, ast.ImportFrom) and node.level >= 1:
-            base = node.module
-            mods = [base] if base else [a.name for a in node.names]
             # "from .." climbs one directory per dot beyond the first, as the import system does.
             rel_dir = pkg_dir
             for _ in range(node.level - 1):
                 rel_dir = os.path.dirname(rel_dir)
-            for mod in mods:
-                links.extend(_submodule(file, node.lineno, seg, mod.split(".")[0], rel_dir,
-                                        package, suffixes, handlers, depth, seen, top_dir))
+            if node.module:
+                links.extend(_import_path(node.module.split("."), rel_dir, node, seg))
+            else:
+                for a in node.names:
+                    links.extend(_submodule(file, node.lineno, seg, a.name, rel_dir, package,
+                                            suffixes, handlers, depth, seen, top_dir))
         elif isinstance(node, ast.ImportFrom) and node.module and \
                 node.module.split(".")[0] == package and "." in node.module:
-            links.extend(_submodule(file, node.lineno, seg, node.module.split(".")[1], top_dir,
-                                    package, suffixes, handlers, depth, seen, top_dir))
+            links.extend(_import_path(node.module.split(".")[1:], top_dir, node, seg))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 parts = a.name.split(".")
                 if parts[0] == package and len(parts) > 1:
-                    links.extend(_submodule(file, node.lineno, seg, parts[1], top_dir, package,
-                                            suffixes, handlers, depth, seen, top_dir))
+                    links.extend(_import_path(parts[1:], top_dir, None, seg))
         if isinstance(node, ast.Call):
             fn = _dotted(node.func)
             last = fn.rsplit(".", 1)[-1]
