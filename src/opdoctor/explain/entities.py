@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 
 TYPE_CHECKING = False  # not from typing: importing it costs start-up time
@@ -90,16 +89,34 @@ def demangle(mangled: str) -> str:
 
 
 # ------------------------------------------------------------------ symbols
-@dataclass(frozen=True)
 class SymbolInfo:
-    """What an undefined symbol is, and the causes that makes likely (best first)."""
+    """What an undefined symbol is, and the causes that makes likely (best first).
 
-    mangled: str
-    demangled: str
-    owner: str  # torch, tensorflow, abseil, paddle, …, cxx-runtime, cuda, python, own
-    is_: str  # one sentence
-    causes: tuple[int, ...]
-    code: str
+    A plain class, not a dataclass: importing ``dataclasses`` (inspect, ast, dis) costs ~15 ms of
+    every ``opdoctor explain`` start."""
+
+    __slots__ = ("causes", "code", "demangled", "is_", "mangled", "owner")
+
+    def __init__(self, mangled: str, demangled: str, owner: str, is_: str,
+                 causes: tuple[int, ...], code: str) -> None:
+        self.mangled = mangled
+        self.demangled = demangled
+        self.owner = owner  # torch, tensorflow, abseil, paddle, …, cxx-runtime, cuda, python, own
+        self.is_ = is_  # one sentence
+        self.causes = causes
+        self.code = code
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.mangled, self.demangled, self.owner, self.is_, self.causes, self.code)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SymbolInfo) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"SymbolInfo{self._key()!r}"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form (keys kept from schema 1: mangled, demangled, is, cause, code)."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from opdoctor.explain.entities import (
     SymbolInfo,
@@ -39,28 +38,39 @@ GENERIC_WHY = {
 }
 
 
-@dataclass
 class Refinement:
-    """A refiner's verdict: causes best first, and why."""
+    """A refiner's verdict: causes best first, and why. (Plain classes, not dataclasses:
+    importing ``dataclasses`` costs ~15 ms of every ``opdoctor explain`` start.)"""
 
-    causes: tuple[int, ...]
-    why: str
-    codes: tuple[str, ...] | None = None
-    title: str | None = None
-    confidence: str | None = None  # low / medium / high, overrides the pattern's
-    decides: str = ""  # when the text cannot decide: what would
-    alt_why: dict[int, str] = field(default_factory=dict)
+    __slots__ = ("alt_why", "causes", "codes", "confidence", "decides", "title", "why")
+
+    def __init__(self, causes: tuple[int, ...], why: str, codes: tuple[str, ...] | None = None,
+                 title: str | None = None, confidence: str | None = None, decides: str = "",
+                 alt_why: dict[int, str] | None = None) -> None:
+        self.causes = causes
+        self.why = why
+        self.codes = codes
+        self.title = title
+        self.confidence = confidence  # low / medium / high, overrides the pattern's
+        self.decides = decides  # when the text cannot decide: what would
+        self.alt_why: dict[int, str] = {} if alt_why is None else alt_why
+
+    def __repr__(self) -> str:
+        return f"Refinement(causes={self.causes}, why={self.why!r})"
 
 
-@dataclass
 class Context:
     """What a refiner sees."""
 
-    pattern_id: str
-    groups: dict[str, str]
-    line: str
-    text: str  # the whole text (bounded by the caller)
-    other_ids: tuple[str, ...]
+    __slots__ = ("groups", "line", "other_ids", "pattern_id", "text")
+
+    def __init__(self, pattern_id: str, groups: dict[str, str], line: str, text: str,
+                 other_ids: tuple[str, ...]) -> None:
+        self.pattern_id = pattern_id
+        self.groups = groups
+        self.line = line
+        self.text = text  # the whole text (bounded by the caller)
+        self.other_ids = other_ids
 
     def group(self, *names: str) -> str:
         """The first non-empty named group among ``names``."""
