@@ -271,6 +271,17 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
         return SymbolInfo(mangled, d, owner,
                           "a CPython API function: built for another Python (or not loaded "
                           "into a Python process)", (5, 3), "OD503")
+    if owner in ("own", "third-party") and not lib_kind & {"build-tree", "torch-extensions"} \
+            and ("std::__cxx11::" in d or _OLD_ABI_STRING.search(d)):
+        # a std::string in the signature: the two sides of the link may disagree on libstdc++'s
+        # dual ABI (_GLIBCXX_USE_CXX11_ABI) — the classic reason such a symbol is "missing"
+        # although the library that defines it is there
+        abi = "the new (cxx11)" if "std::__cxx11::" in d else "the old (pre-cxx11)"
+        return SymbolInfo(mangled, d, owner,
+                          f"a function taking std::string in {abi} C++ ABI: the library that "
+                          "defines it was built with the other _GLIBCXX_USE_CXX11_ABI setting "
+                          "(or is another release); an incomplete build is the alternative",
+                          (3, 4), "OD303")
     if "torch-extensions" in lib_kind or "build-tree" in lib_kind:
         return SymbolInfo(mangled, d, owner,
                           "the library's own (or a bundled dependency's) function, in a local "

@@ -365,9 +365,34 @@ def _fill(template: str, ent: dict[str, Any]) -> str:
     return re.sub(r"\{(\w+)\}", sub, template)
 
 
+_FRAME = re.compile(r'^\s{0,8}File "[^"\n]{1,500}", line \d{1,7}')
+_RAISED = re.compile(r"^\s{0,8}(?:[\w.]{1,120}(?:Error|Exception|Exit|Fail\w{0,10}|NotFound\w{0,10}"
+                     r"|Warning)\b|During handling|The above exception)")
+
+
+def _source_lines(lines: Sequence[str]) -> set[int]:
+    """Indices of a Python traceback's frame lines (``File "…", line N, in f``) and of the source
+    lines it quotes under them (and their ^^^^ markers): a frame's function name
+    (``_register_fake``) or code such as ``@torch.library.register_fake("ns::op")`` or
+    ``raise OSError(f"Could not load this library: {path}")`` names an error without being one,
+    so no pattern may match it — the error is the exception line the traceback ends with."""
+    out = {i for i, line in enumerate(lines) if _FRAME.match(line)}  # a frame names a function
+    for i in range(1, len(lines)):
+        if _FRAME.match(lines[i - 1]) and not _FRAME.match(lines[i]) \
+                and not _RAISED.match(lines[i]):
+            out.add(i)
+            if i + 1 < len(lines) and lines[i + 1].strip() and \
+                    not lines[i + 1].strip().strip("^~ "):
+                out.add(i + 1)
+    return out
+
+
 def _match_lines(lines: Sequence[str], patterns: Sequence[Pattern]) -> list[Match]:
     matches: list[Match] = []
+    code = _source_lines(lines)
     for i, line in enumerate(lines):
+        if i in code:
+            continue
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE]
         for p in patterns:

@@ -164,6 +164,14 @@ _CUDA_LIB = re.compile(r"^lib(?:cuda|cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft|cu
 _OS_LIB = re.compile(r"^lib(?:ssl|crypto|ffi|readline|tinfo|ncurses\w{0,3}|gfortran|quadmath|"
                      r"icu\w{1,10}|boost_\w{1,40}|protobuf|python3\.\d{1,2}m?|jpeg|png\d{0,3}|"
                      r"tiff|webp|avcodec|avformat|opencv_\w{1,30}|gomp|hwloc|udev)\.so\.\d")
+# CUDA toolkit libraries a CUDA build of torch/TensorFlow ships or loads itself (not TensorRT,
+# not the driver's libcuda)
+_CUDA_TOOLKIT_LIB = re.compile(r"^lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft|curand|cusparse|"
+                               r"cusolver|nvrtc|nvJitLink|nccl|cupti)\.so\.\d")
+# an op library loaded into a running framework: torch.ops.load_library / tf.load_op_library
+_OP_LIBRARY_LOAD = re.compile(r"(?:Could not load this library: |load_op_library\(|"
+                              r"ops\.load_library\()[^\s)]{0,300}")
+_FRAMEWORK_OWN = re.compile(r"[/\\](?:torch|tensorflow)[/\\]lib[/\\]")
 _OWN_PROVIDER = re.compile(r"^libonnxruntime_providers_shared\.so")
 
 
@@ -289,6 +297,21 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           f"{base} not found: TensorFlow's CUDA major vs the installed one",
                           "medium", "the CUDA/cuDNN versions tested with this TensorFlow "
                           "release (tensorflow.org/install/source#gpu) against the installed")
+    loaded = _OP_LIBRARY_LOAD.search(text)
+    if _CUDA_TOOLKIT_LIB.match(base) and loaded and not _FRAMEWORK_OWN.search(loaded.group(0)):
+        # an op library loaded into a framework that is already running: a CUDA build of the
+        # framework of that major has this library loaded (its own wheels bring it), so the
+        # framework installed is a CPU build or another CUDA major than the op library's
+        return Refinement((3, 2), f"{base} is needed by an op library loaded into an already "
+                          "running framework: a CUDA build of the framework (of that CUDA "
+                          "major) brings and loads it, so the framework here is a CPU build or "
+                          "another CUDA major than the one the op library was built for",
+                          ("OD313", "OD312"), f"{base} not found: a CUDA build of the op "
+                          "library next to a CPU (or other CUDA major) framework", "medium",
+                          "whether the framework is a CUDA build of the major the op library "
+                          "needs (`python -c 'import torch; print(torch.__version__, "
+                          "torch.version.cuda)'`): CPU or another major → cause 3; the same "
+                          "major → the CUDA libraries are not on the search path (cause 2)")
     if _CUDA_LIB.match(base):
         return Refinement((2, 3), f"{base} is a CUDA library: not on the loader's search path "
                           "(LD_LIBRARY_PATH, the pip nvidia-* wheels' directories), or a CUDA "
@@ -300,6 +323,23 @@ def _missing_library(ctx: Context) -> Refinement | None:
         return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
                           f"but the process runs Python {sorted(ran)[0]}", ("OD503",),
                           "an extension built for another Python", "high")
+    pkg_dir = os.path.dirname(lib)
+    if "/" in lib and kinds & {"source-tree", "build-tree"} and "installed" not in kinds \
+            and re.search(r"No such file", text) and any(
+            os.path.dirname(t) == pkg_dir and t.endswith("__init__.py")
+            for t in _traceback_paths(text)) and any(
+            "installed" in path_kind(t) for t in _traceback_paths(text)):
+        # the package's own __init__.py ran from a directory outside site-packages (the
+        # framework's frames are in site-packages): Python imported a source checkout, which has
+        # no built library — it shadows the installed package
+        top = os.path.basename(pkg_dir)
+        return Refinement((5, 4), f"{top} was imported from {pkg_dir}, a source checkout (not "
+                          "site-packages, where the framework is): it shadows the installed "
+                          f"package and has no built {base} (the current directory or "
+                          "PYTHONPATH is sys.path[0])", ("OD502",),
+                          f"a source checkout of {top} shadows the installed package", "high",
+                          f"where `import {top}` resolves from another directory: `cd /tmp && "
+                          f"python -c 'import {top}'`; `opdoctor check --package {top}`")
     if "/" in lib and "installed" in kinds and re.search(r"cannot open shared object file",
                                                           text):
         return Refinement((4, 2), f"{lib} is a file the package installed, yet the loader cannot "
@@ -409,14 +449,25 @@ def _op_missing(ctx: Context) -> Refinement | None:
                           "imported (or linked and kept) before the model is loaded")
     if _PACKAGE_NS.match(ns) and ctx.pattern_id == "torch.op-does-not-exist":
         # "operator ns::op does not exist" is what the package's own import raises (its fake
-        # registrations run at import): it was imported, its op library did not load
-        return Refinement((3, 5), f"{ns}:: belongs to a package whose op library loads when the "
+        # registrations run at import): it was imported, its op library did not load — in the
+        # wild overwhelmingly a torch/package pairing (release, or CUDA vs CPU build)
+        own_import = bool(re.search(r"[/\\]" + re.escape(ns) + r"[/\\][\w/\\]{0,200}"
+                                    r"(?:_meta_registrations|__init__)\.py", text))
+        return Refinement((3, 1, 5) if own_import else (3, 5),
+                          f"{ns}:: belongs to a package whose op library loads when the "
                           "package is imported; 'does not exist' is raised by that import's "
-                          "own registrations, so it was imported and its library failed to load "
-                          "— usually built for another torch release (the error is swallowed "
-                          "into a warning)", ("OD304", "OD505"), None, "medium",
-                          f"`python -c 'import torch, {ns}'` shows the swallowed load error; "
-                          f"then `opdoctor check --package {ns}`")
+                          "own registrations, so it was imported and its library did not "
+                          f"register the op — almost always a {ns} built for another torch "
+                          "release or build variant (a +cuXXX CUDA build next to a +cpu torch, or "
+                          "another CUDA major), whose load error is swallowed into a warning",
+                          ("OD304", "OD505"), None, "medium",
+                          f"whether the installed {ns} is the release and CUDA/CPU variant made "
+                          f"for the installed torch (`pip list | grep -E 'torch|{ns}'`: same "
+                          "+cpu/+cuXXX tag, matching release): `opdoctor check --package "
+                          f"{ns}` loads its library and names the mismatch; if it loads and "
+                          "still registers nothing, the build left the op out (cause 1)",
+                          {1: f"the {ns} library loaded but registers no such op (built without "
+                              "it)"} if own_import else {})
     if _PACKAGE_NS.match(ns):
         return Refinement((5, 3), f"{ns}:: ops register when the package is imported (or, in a "
                           "C++ program, when its library is linked and kept): this program "
@@ -604,8 +655,29 @@ def _pair(ctx: Context) -> Refinement | None:
                           f"variant differs ({variant_of(built) or '?'} vs "
                           f"{variant_of(have) or '?'})", ("OD313", "OD304"),
                           "CPU/CUDA build-variant mismatch", "high")
-    return Refinement((3,), f"built for {built.strip()}, installed {have.strip()}",
-                      ("OD304", "OD312"), None, "high")
+    what = _pair_subject(ctx.line)
+    why = f"built for {what}{built.strip()}, installed {have.strip()}"
+    pkg = re.search(r"(?:[Pp]lease reinstall|pip install -U|pip install --upgrade) "
+                    r"(?P<pkg>[A-Za-z][\w-]{1,60})", ctx.text)
+    if what == "Python ":
+        # a "built for … (you have …)" banner whose Python line survived: the compiled extension
+        # is a wheel for another interpreter — and the banner's other lines (framework release,
+        # CUDA build) were cut off, so the pairing is the package build against this environment
+        why += (": the package's compiled C++/CUDA extension is a build for another interpreter "
+                "(its banner also lists the PyTorch release and CUDA build it needs)")
+    if re.search(r"device=cpu \(supported: \{'cuda'\}\)", ctx.text):
+        why += "; its kernels support CUDA devices only (device=cpu is not supported)"
+    decides = (f"`opdoctor check --package {pkg.group('pkg')}` names the framework release, "
+               "CUDA build and Python its extension needs against the installed ones"
+               if pkg else "")
+    return Refinement((3,), why, ("OD304", "OD312"), None, "high", decides)
+
+
+def _pair_subject(line: str) -> str:
+    """'Python ', 'PyTorch ', 'CUDA ' … when the line names what the version pair is of."""
+    m = re.search(r"\b(Python|PyTorch|torch|TensorFlow|CUDA|cuDNN)\s{1,4}(?:version\s{0,2})?"
+                  r"[\d.]{1,20}", line)
+    return m.group(1) + " " if m else ""
 
 
 # ------------------------------------------------------------------ ORT opsets
