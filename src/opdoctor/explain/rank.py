@@ -183,10 +183,10 @@ def _basename(p: str) -> str:
 _CUDA_MAJOR_LIB = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc|cusparse)\.so\.(\d{1,2})\b")
 _CUDNN_LIB = re.compile(r"^libcudnn\w{0,30}\.so\.(\d{1,2})\b")
 # what the text says is installed (not what a package says it requires)
-_CUDA_HAVE = re.compile(r"(?<![Rr]equire )(?<![Rr]equires )(?:\bCUDA(?:[ _-]?(?:[Vv]ersion|"
-                        r"[Tt]oolkit|[Rr]untime))?\s{0,3}[:=]?\s{0,3}v?|release |cuda-|"
-                        r"\+cu|-cu|cudatoolkit[=\s]{1,3})(\d{1,2})(?:\.\d|(?<=cu\d\d)\d|"
-                        r"(?<=cu\d\d)\b)")
+_CUDA_HAVE = re.compile(r"(?<![Rr]equire )(?<![Rr]equires )(?:\b(?:CUDA|[Cc]uda)(?:[ _-]?"
+                        r"(?:[Vv]ersion|[Tt]oolkit|[Rr]untime))?\s{0,3}[:=]?\s{0,3}v?|"
+                        r"release |cuda-|\+cu|-cu|cudatoolkit[=\s]{1,3})(\d{1,2})(?:\.\d|"
+                        r"(?<=cu\d\d)\d|(?<=cu\d\d)\b)")
 _CUDNN_HAVE = re.compile(r"(?<![Rr]equire )(?<![Rr]equires )\bcu[Dd][Nn][Nn](?:[ _-]?"
                          r"[Vv]ersion)?\s{0,3}[:=]?\s{0,3}v?(\d{1,2})(?:\.\d|\b)")
 
