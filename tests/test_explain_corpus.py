@@ -496,3 +496,15 @@ def test_a_std_string_symbol_of_another_library_is_the_cxx11_abi_first() -> None
     e = explain_text("ImportError: undefined symbol: _ZNK6AsdOps3Ops18GetOperationByNameERKSs")
     assert [a.cause for a in e.ranked][:2] == [3, 4], e.why
     assert "ABI" in e.why
+
+
+@pytest.mark.parametrize("text", [
+    "ImportError: DLL load failed while importing onnxruntime_pybind11_state: A dynamic link "
+    "library (DLL) initialization routine failed.",
+    "OSError: [WinError 1114] A dynamic link library (DLL) initialization routine failed. Error "
+    "loading \"C:\\env\\Lib\\site-packages\\torch\\lib\\c10.dll\" or one of its dependencies.",
+])
+def test_a_dll_that_fails_to_initialise_is_a_runtime_of_another_release(text: str) -> None:
+    e = explain_text(text)
+    assert [a.cause for a in e.ranked][:2] == [3, 2], (e.subcause, e.why)
+    assert "1114" in e.why

@@ -379,6 +379,8 @@ def _ort_native(ctx: Context) -> Refinement | None:
     """onnxruntime's compiled core did not import: on Windows a DLL it needs is missing (the
     Visual C++ runtime); elsewhere the Python side of the install is inconsistent."""
     paths = re.findall(r"\((/[^)\s]{1,400})\)|File \"(/[^\"\n]{1,400})\"", ctx.text)
+    if _DLL_INIT_FAILED.search(ctx.text):
+        return _dll_init_failed()
     if re.search(r"DLL|[A-Za-z]:\\|WinError|\.pyd\b", ctx.text) or not paths:
         return None
     return Refinement((5, 2), "the names missing from onnxruntime.capi._pybind_state on a "
@@ -714,9 +716,27 @@ def _crash(ctx: Context) -> Refinement | None:
 
 
 # ------------------------------------------------------------------ Windows
+# Windows error 1114: the DLL and its dependencies were found and mapped, but one's DllMain
+# failed — in practice a dependency of another release loaded first (an older Visual C++
+# runtime from PATH or another package, a second copy of a DLL)
+_DLL_INIT_FAILED = re.compile(r"WinError 1114|initiali[sz]ation routine failed|初始化例程失败")
+
+
+def _dll_init_failed() -> Refinement:
+    return Refinement((3, 2), "Windows error 1114: every DLL was found, but one failed to "
+                      "initialise — a dependency of another release was loaded (typically an "
+                      "older Visual C++ runtime, msvcp140.dll, found first)", ("OD302",),
+                      "a DLL failed to initialise: a runtime of another release", "medium",
+                      "which msvcp140.dll/vcruntime140.dll the process loads and its version "
+                      "(Process Explorer, or Dependencies.exe on the .pyd): older than the "
+                      "build needs → install the current Visual C++ redistributable")
+
+
 @refiner("windows")
 def _windows(ctx: Context) -> Refinement | None:
     line = ctx.line
+    if _DLL_INIT_FAILED.search(line):
+        return _dll_init_failed()
     if re.search(r"WinError 127|error 127|procedure could not be found|找不到指定的程序|"
                  r"entry point .{1,400}? could not be located|无法定位程序输入点", line):
         return Refinement((3, 4), "Windows error 127: the DLL was found but lacks a function "
