@@ -508,3 +508,27 @@ def test_a_dll_that_fails_to_initialise_is_a_runtime_of_another_release(text: st
     e = explain_text(text)
     assert [a.cause for a in e.ranked][:2] == [3, 2], (e.subcause, e.why)
     assert "1114" in e.why
+
+
+@pytest.mark.parametrize(("text", "order"), [
+    # a compiler installation's libstdc++ put first on the search path
+    ("/u/local/compilers/gcc/10.2.0/lib/../lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not "
+     "found", [2, 3]),
+    # a local build (system compiler) run in a conda env whose libstdc++ is older
+    ("ImportError: /home/me/anaconda3/envs/x/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not "
+     "found (required by /home/me/src/proj/proj/_ext.cpython-38-x86_64-linux-gnu.so)", [2, 3]),
+    # a wheel's library needing a newer runtime than the environment has: another release
+    ("/home/me/anaconda3/bin/../lib/libstdc++.so.6: version 'GLIBCXX_3.4.30' not found "
+     "(required by /home/me/anaconda3/lib/python3.9/site-packages/paddle/base/libpaddle.so)",
+     [3, 2]),
+])
+def test_which_libstdcxx_was_found_decides_path_or_release(text: str, order: list[int]) -> None:
+    e = explain_text(text)
+    assert [a.cause for a in e.ranked][:2] == order, e.why
+
+
+def test_a_torch_python_binding_symbol_means_torch_was_not_imported_first() -> None:
+    e = explain_text("/env/lib/python3.6/site-packages/x/lltm_cpp.cpython-36m-x86_64-linux-gnu.so:"
+                     " undefined symbol: THPVariableClass")
+    assert [a.cause for a in e.ranked][:2] == [5, 4], e.why
+    assert "import torch" in e.why

@@ -134,6 +134,9 @@ _FRAMEWORK_NS = (
     ("onnxruntime", re.compile(r"^(?:onnxruntime|Ort)::")),
 )
 # C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API)
+# torch's Python-binding symbols: THPVariable…, torch::python::…, torch::autograd::python::…
+_TORCH_PYTHON = re.compile(r"^THP[A-Z]|^torch::(?:autograd::)?python::|^torch::utils::"
+                           r"(?:wrap|unwrap)|^pybind11::detail::type_caster<at::Tensor")
 _FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]")),
                 ("tensorflow", re.compile(r"^TF_[A-Z]")))
 _CUDA_RT_INTERNAL = re.compile(r"^_{1,2}cuda\w|^cudaGetDriverEntryPoint")
@@ -209,6 +212,15 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
                 owner = "third-party"
             elif _PY_C.match(core):
                 owner = "python"
+    if owner == "torch" and (_TORCH_PYTHON.match(core) or "type_caster<at::Tensor" in core) \
+            and not lib_kind & {"framework-lib"}:
+        # defined by torch's Python extension (libtorch_python / torch._C), which only
+        # `import torch` loads into the process
+        return SymbolInfo(mangled, d, owner,
+                          "a symbol of torch's Python bindings (libtorch_python), which `import "
+                          "torch` loads: the extension was imported before torch (or loaded "
+                          "outside a Python process that imported it), or its link left "
+                          "libtorch_python out", (5, 4), "OD505")
     if owner in ("torch", "tensorflow", "abseil", "paddle", "oneflow", "mindspore", "onnxruntime"):
         fw = "TensorFlow" if owner in ("tensorflow", "abseil") else owner
         if lib_kind & {"framework-lib"}:

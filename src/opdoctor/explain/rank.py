@@ -403,6 +403,26 @@ def _symbol_version(ctx: Context) -> Refinement | None:
                           f"this system's glibc is older than {needer or 'the binary'} needs",
                           "high")
     rk, nk = path_kind(runtime), path_kind(needer)
+    if runtime and re.search(r"[/\\](?:compilers?|gcc[-\w.]{0,20}|devtoolset[-\w]{0,10})[/\\]",
+                             runtime):
+        # a compiler's own runtime (a module load, /usr/local/gcc-X) put first on the search path
+        return Refinement((2, 3), f"the libstdc++ that was loaded ({runtime}) belongs to a "
+                          "compiler installation put on the search path (LD_LIBRARY_PATH, a "
+                          "module load): it is found before the newer one the library needs",
+                          ("OD202", "OD302"), f"a compiler's older libstdc++ is found first "
+                          f"({version})", "medium",
+                          "whether the environment or the system has a libstdc++ with "
+                          f"{version}: then drop the compiler's directory from LD_LIBRARY_PATH")
+    if runtime and "env" in rk and nk & {"source-tree", "build-tree"}:
+        # built locally with the system compiler, run in a conda env whose libstdc++ is older
+        return Refinement((2, 3), f"{needer} was built locally (a source/build tree) with the "
+                          "system compiler, whose libstdc++ has " + version + ", but the "
+                          f"environment's older copy ({runtime}) is found first", ("OD202",
+                                                                                  "OD302"),
+                          f"the environment's libstdc++ is older than the compiler's ({version})",
+                          "medium", "strings /usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep "
+                          + version + ": present → a newer libstdc++ in the environment "
+                          "(conda install -c conda-forge libstdcxx-ng) or build with its gcc")
     if runtime and "system" in rk and "env" in nk:
         return Refinement((2, 3), f"the libstdc++ that was loaded is the system's ({runtime}), "
                           f"while {needer} lives in a conda/virtual env, which usually brings a "
