@@ -532,3 +532,13 @@ def test_a_torch_python_binding_symbol_means_torch_was_not_imported_first() -> N
                      " undefined symbol: THPVariableClass")
     assert [a.cause for a in e.ranked][:2] == [5, 4], e.why
     assert "import torch" in e.why
+
+
+def test_an_undefined_symbol_inside_an_nvidia_library_is_a_release_mix() -> None:
+    from opdoctor.explain.entities import classify_symbol
+
+    info = classify_symbol("_ZN5pwgen18nvrtcCreateProgramE",
+                           "/opt/TensorRT-8.2/build/lib/libnvinfer_plugin.so.8")
+    assert info.causes[:2] == (3, 2), info
+    # the same symbol in the package's own library stays an incomplete build first
+    assert classify_symbol("_ZN5pwgen18nvrtcCreateProgramE", "/opt/x/libop.so").causes[0] == 4

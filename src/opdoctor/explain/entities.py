@@ -133,10 +133,14 @@ _FRAMEWORK_NS = (
     ("mindspore", re.compile(r"^mindspore::")),
     ("onnxruntime", re.compile(r"^(?:onnxruntime|Ort)::")),
 )
-# C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API)
+# NVIDIA's own libraries: an undefined symbol inside one is a companion library of another release
+_NVIDIA_LIB = re.compile(r"(?:^|[/\\])lib(?:nvinfer\w{0,20}|nvonnxparser|cudnn\w{0,30}|"
+                         r"cublas(?:Lt)?|cusparse\w{0,5}|cufft\w{0,5}|curand|cusolver\w{0,5}|nvrtc|nccl|"
+                         r"nvJitLink)\.so")
 # torch's Python-binding symbols: THPVariable…, torch::python::…, torch::autograd::python::…
 _TORCH_PYTHON = re.compile(r"^THP[A-Z]|^torch::(?:autograd::)?python::|^torch::utils::"
                            r"(?:wrap|unwrap)|^pybind11::detail::type_caster<at::Tensor")
+# C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API)
 _FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]")),
                 ("tensorflow", re.compile(r"^TF_[A-Z]")))
 _CUDA_RT_INTERNAL = re.compile(r"^_{1,2}cuda\w|^cudaGetDriverEntryPoint")
@@ -283,6 +287,14 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
         return SymbolInfo(mangled, d, owner,
                           "a CPython API function: built for another Python (or not loaded "
                           "into a Python process)", (5, 3), "OD503")
+    if owner in ("own", "third-party") and _NVIDIA_LIB.search(library):
+        # the library that wants it is one of NVIDIA's own (TensorRT, cuDNN, cuBLAS …): its
+        # companion library that was loaded is of another release
+        return SymbolInfo(mangled, d, owner,
+                          "a function NVIDIA's own library (" + library.rsplit("/", 1)[-1]
+                          + ") expects from a companion library: the CUDA/cuDNN/TensorRT "
+                          "libraries loaded are of different releases (or another copy is found "
+                          "first)", (3, 2), "OD312")
     if owner in ("own", "third-party") and not lib_kind & {"build-tree", "torch-extensions"} \
             and ("std::__cxx11::" in d or _OLD_ABI_STRING.search(d)):
         # a std::string in the signature: the two sides of the link may disagree on libstdc++'s
