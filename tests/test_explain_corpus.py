@@ -542,3 +542,14 @@ def test_an_undefined_symbol_inside_an_nvidia_library_is_a_release_mix() -> None
     assert info.causes[:2] == (3, 2), info
     # the same symbol in the package's own library stays an incomplete build first
     assert classify_symbol("_ZN5pwgen18nvrtcCreateProgramE", "/opt/x/libop.so").causes[0] == 4
+
+
+def test_a_torch_library_of_another_era_names_the_release() -> None:
+    text = ("pytorch version: 1.4\nImportError: libtorch_cpu.so: cannot open shared object file: "
+            "No such file or directory")
+    e = explain_text(text)
+    assert [a.cause for a in e.ranked][:2] == [3, 5], e.why
+    assert "1.4" in e.why
+    # with no torch release in the text it stays 'torch not imported first'
+    assert explain_text("ImportError: libtorch_cpu.so: cannot open shared object file: No such "
+                        "file or directory").cause == 5

@@ -208,6 +208,33 @@ def _cuda_major_pairing(base: str, text: str) -> tuple[bool, str] | None:
     return want in have, f"{what} " + "/".join(sorted(have))
 
 
+# torch libraries that exist only in some releases: (first, last) minor of the 1.x/2.x line
+_TORCH_LIB_ERA = {"libtorch_cpu.so": ((1, 5), None), "libtorch_cuda.so": ((1, 5), None),
+                  "libtorch_cuda_cu.so": ((1, 10), (1, 12)),
+                  "libtorch_cuda_cpp.so": ((1, 10), (1, 12))}
+_TORCH_HAVE = re.compile(r"\b(?:py)?torch(?:[ _-]?version)?\s{0,3}(?:[:=]{1,2}|\s)\s{0,3}v?"
+                         r"(\d)\.(\d{1,2})\b", re.I)
+
+
+def _torch_lib_era(base: str, text: str) -> str:
+    """Why a torch library that exists only in some releases is missing, when the text states
+    an installed torch outside that range ('' otherwise)."""
+    era = _TORCH_LIB_ERA.get(base)
+    if not era:
+        return ""
+    have = {(int(a), int(b)) for a, b in _TORCH_HAVE.findall(text)}
+    if len(have) != 1:
+        return ""
+    (ver,) = have
+    first, last = era
+    if ver < first or (last is not None and ver > last):
+        span = f"{first[0]}.{first[1]}" + (f"–{last[0]}.{last[1]}" if last else "+")
+        return (f"{base} exists only in torch {span}, while the text shows torch "
+                f"{ver[0]}.{ver[1]} installed: the extension was built for another torch "
+                "release")
+    return ""
+
+
 @refiner("missing-library")
 def _missing_library(ctx: Context) -> Refinement | None:
     lib = ctx.group("library", "path")
@@ -237,6 +264,13 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "(JIT or setup.py): there is nothing to load", ("OD404",),
                           "the extension's build failed earlier, so its library does not exist",
                           "high")
+    era = _torch_lib_era(base, text)
+    if era:
+        return Refinement((3, 5), era, ("OD304",), f"{base} not found: the extension was built "
+                          "for another torch release", "medium",
+                          "the torch release the extension was built for (its wheel tag or "
+                          "requirements) against `python -c 'import torch; print(torch."
+                          "__version__)'`")
     if _CORE_TORCH.match(base):
         return Refinement((5, 2), f"{base} is torch's own core library: an extension cannot find "
                           "it when it is imported before `import torch` (which loads it), or "
