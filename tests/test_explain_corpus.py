@@ -113,6 +113,9 @@ FAMILY_SAMPLES = [
     ("PaddlePaddle/PaddleFormers#2284", "windows.load-error"),
     ("pytorch/pytorch#145394", "torch.schema-missing"),
     ("PaddlePaddle/Paddle#69403", "loader.undefined-symbol"),  # inside Paddle's dlopen wrapper
+    ("PaddlePaddle/Paddle#77220", "build.tooling"),
+    ("microsoft/onnxruntime#28523", "ort.api-version"),
+    ("vllm-project/vllm-ascend#1144", "loader.undefined-symbol"),  # std::string: the C++ ABI
 ]
 
 
