@@ -113,6 +113,9 @@ FAMILY_SAMPLES = [
     ("PaddlePaddle/PaddleFormers#2284", "windows.load-error"),
     ("pytorch/pytorch#145394", "torch.schema-missing"),
     ("PaddlePaddle/Paddle#69403", "loader.undefined-symbol"),  # inside Paddle's dlopen wrapper
+    ("PaddlePaddle/Paddle#77220", "build.tooling"),
+    ("microsoft/onnxruntime#28523", "ort.api-version"),
+    ("vllm-project/vllm-ascend#1144", "loader.undefined-symbol"),  # std::string: the C++ ABI
 ]
 
 
@@ -400,7 +403,10 @@ def test_explain_imports_neither_torch_nor_typer() -> None:
     code = ("import sys, io, contextlib\nfrom opdoctor.explain.fast import fast_main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    fast_main(['explain', 'operator myop::f does not exist'])\n"
-            "bad = [m for m in ('torch', 'typer', 'opdoctor.facts', 'opdoctor.checks') "
+            "    fast_main(['explain', 'x.so: undefined symbol: _ZN3c1010TensorImpl4sizeEv'])\n"
+            # dataclasses pulls in inspect, ast and dis: ~15 ms of every explain (issue #21)
+            "bad = [m for m in ('torch', 'typer', 'opdoctor.facts', 'opdoctor.checks', "
+            "'dataclasses') "
             "if m in sys.modules]\nprint(bad)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin"})
@@ -424,3 +430,129 @@ def test_unmatched_text_naming_a_known_symbol_is_ranked_from_it() -> None:
     assert "cow_deleter" in e.why and "will not invent" not in e.explanation
     own = explain_text("my op wants _ZN5myops6helperEv")  # own code alone says too little
     assert own.cause == 0
+
+
+# ------------------------------------------------------------------ the real-world suite's forms
+# (tracebacks as benchmarks/realworld/run.py records them from real PyPI wheels; paths shortened)
+_SITE = "/opt/venv/lib/python3.11/site-packages"
+_TV_META = (
+    "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+    f"  File \"{_SITE}/torchvision/__init__.py\", line 8, in <module>\n"
+    "    from torchvision import (\n"
+    f"  File \"{_SITE}/torchvision/_meta_registrations.py\", line 163, in <module>\n"
+    "    @torch.library.register_fake(\"torchvision::nms\")\n"
+    "     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+    f"  File \"{_SITE}/torch/library.py\", line 352, in _register_fake\n"
+    "    handle = entry.fake_impl.register(\n"
+    f"  File \"{_SITE}/torch/library.py\", line 493, in impl\n"
+    "    if torch._C._dispatch_has_kernel_for_dispatch_key(\n"
+    "RuntimeError: operator torchvision::nms does not exist")
+
+
+def test_package_op_missing_at_its_own_import_is_a_pairing_first() -> None:
+    """torchvision's own fake registrations raise 'does not exist': the pairing (release or
+    CUDA/CPU variant) first, registration second — and the frame and code lines naming
+    register_fake are not the error."""
+    e = explain_text(_TV_META)
+    assert [a.cause for a in e.ranked][:2] == [3, 1], (e.subcause, e.why)
+    assert e.subcause == "torch.op-does-not-exist"
+    assert "CUDA" in e.why and "opdoctor check --package torchvision" in e.decides
+
+
+def test_cuda_library_missing_for_an_op_library_loaded_into_torch() -> None:
+    text = (f"  File \"{_SITE}/torch/_ops.py\", line 1516, in load_library\n    ctypes.CDLL(path)\n"
+            "OSError: libnvrtc.so.13: cannot open shared object file: No such file or directory\n"
+            "\nThe above exception was the direct cause of the following exception:\n\n"
+            f"  File \"{_SITE}/torchcodec/_internally_replaced_utils.py\", line 71, in load\n"
+            "    torch.ops.load_library(image_library_path)\n"
+            f"OSError: Could not load this library: {_SITE}/torchcodec/libtorchcodec_image.so")
+    e = explain_text(text)
+    assert [a.cause for a in e.ranked][:2] == [3, 2], e.why
+    # the same library missing for torch itself stays a search-path problem first
+    assert explain_text("from torch._C import *\nImportError: libcudnn.so.9: cannot open shared "
+                        "object file: No such file or directory").cause == 2
+
+
+def test_source_checkout_without_the_built_library_shadows_the_install() -> None:
+    lib = "/home/me/src/fbgemm_gpu/fbgemm_gpu_config.so"
+    text = (f"OSError: {lib}: cannot open shared object file: No such file or directory\n\n"
+            "The above exception was the direct cause of the following exception:\n\n"
+            "  File \"/home/me/src/fbgemm_gpu/__init__.py\", line 108, in _load_library\n"
+            "    torch.ops.load_library(os.path.join(os.path.dirname(__file__), filename))\n"
+            f"  File \"{_SITE}/torch/_ops.py\", line 1518, in load_library\n"
+            f"OSError: Could not load this library: {lib}")
+    e = explain_text(text)
+    assert e.cause == 5 and 4 in [a.cause for a in e.ranked], e.why
+    assert "shadows" in e.title
+
+
+def test_python_line_of_a_built_for_banner_names_the_package_build() -> None:
+    text = ("    Python  3.10.19 (you have 3.11.7)\n  Please reinstall xformers (see https://"
+            "github.com/facebookresearch/xformers#installing-xformers)\n`ckF` is not supported "
+            "because:\n    device=cpu (supported: {'cuda'})\n    operator wasn't built")
+    e = explain_text(text)
+    assert e.cause == 3 and "Python 3.10.19" in e.why and "CUDA" in e.why
+    assert "opdoctor check --package xformers" in e.decides
+
+
+def test_a_std_string_symbol_of_another_library_is_the_cxx11_abi_first() -> None:
+    e = explain_text("ImportError: undefined symbol: _ZNK6AsdOps3Ops18GetOperationByNameERKSs")
+    assert [a.cause for a in e.ranked][:2] == [3, 4], e.why
+    assert "ABI" in e.why
+
+
+@pytest.mark.parametrize("text", [
+    "ImportError: DLL load failed while importing onnxruntime_pybind11_state: A dynamic link "
+    "library (DLL) initialization routine failed.",
+    "OSError: [WinError 1114] A dynamic link library (DLL) initialization routine failed. Error "
+    "loading \"C:\\env\\Lib\\site-packages\\torch\\lib\\c10.dll\" or one of its dependencies.",
+])
+def test_a_dll_that_fails_to_initialise_is_a_runtime_of_another_release(text: str) -> None:
+    e = explain_text(text)
+    assert [a.cause for a in e.ranked][:2] == [3, 2], (e.subcause, e.why)
+    assert "1114" in e.why
+
+
+@pytest.mark.parametrize(("text", "order"), [
+    # a compiler installation's libstdc++ put first on the search path
+    ("/u/local/compilers/gcc/10.2.0/lib/../lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not "
+     "found", [2, 3]),
+    # a local build (system compiler) run in a conda env whose libstdc++ is older
+    ("ImportError: /home/me/anaconda3/envs/x/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not "
+     "found (required by /home/me/src/proj/proj/_ext.cpython-38-x86_64-linux-gnu.so)", [2, 3]),
+    # a wheel's library needing a newer runtime than the environment has: another release
+    ("/home/me/anaconda3/bin/../lib/libstdc++.so.6: version 'GLIBCXX_3.4.30' not found "
+     "(required by /home/me/anaconda3/lib/python3.9/site-packages/paddle/base/libpaddle.so)",
+     [3, 2]),
+])
+def test_which_libstdcxx_was_found_decides_path_or_release(text: str, order: list[int]) -> None:
+    e = explain_text(text)
+    assert [a.cause for a in e.ranked][:2] == order, e.why
+
+
+def test_a_torch_python_binding_symbol_means_torch_was_not_imported_first() -> None:
+    e = explain_text("/env/lib/python3.6/site-packages/x/lltm_cpp.cpython-36m-x86_64-linux-gnu.so:"
+                     " undefined symbol: THPVariableClass")
+    assert [a.cause for a in e.ranked][:2] == [5, 4], e.why
+    assert "import torch" in e.why
+
+
+def test_an_undefined_symbol_inside_an_nvidia_library_is_a_release_mix() -> None:
+    from opdoctor.explain.entities import classify_symbol
+
+    info = classify_symbol("_ZN5pwgen18nvrtcCreateProgramE",
+                           "/opt/TensorRT-8.2/build/lib/libnvinfer_plugin.so.8")
+    assert info.causes[:2] == (3, 2), info
+    # the same symbol in the package's own library stays an incomplete build first
+    assert classify_symbol("_ZN5pwgen18nvrtcCreateProgramE", "/opt/x/libop.so").causes[0] == 4
+
+
+def test_a_torch_library_of_another_era_names_the_release() -> None:
+    text = ("pytorch version: 1.4\nImportError: libtorch_cpu.so: cannot open shared object file: "
+            "No such file or directory")
+    e = explain_text(text)
+    assert [a.cause for a in e.ranked][:2] == [3, 5], e.why
+    assert "1.4" in e.why
+    # with no torch release in the text it stays 'torch not imported first'
+    assert explain_text("ImportError: libtorch_cpu.so: cannot open shared object file: No such "
+                        "file or directory").cause == 5

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 
 TYPE_CHECKING = False  # not from typing: importing it costs start-up time
@@ -90,16 +89,34 @@ def demangle(mangled: str) -> str:
 
 
 # ------------------------------------------------------------------ symbols
-@dataclass(frozen=True)
 class SymbolInfo:
-    """What an undefined symbol is, and the causes that makes likely (best first)."""
+    """What an undefined symbol is, and the causes that makes likely (best first).
 
-    mangled: str
-    demangled: str
-    owner: str  # torch, tensorflow, abseil, paddle, …, cxx-runtime, cuda, python, own
-    is_: str  # one sentence
-    causes: tuple[int, ...]
-    code: str
+    A plain class, not a dataclass: importing ``dataclasses`` (inspect, ast, dis) costs ~15 ms of
+    every ``opdoctor explain`` start."""
+
+    __slots__ = ("causes", "code", "demangled", "is_", "mangled", "owner")
+
+    def __init__(self, mangled: str, demangled: str, owner: str, is_: str,
+                 causes: tuple[int, ...], code: str) -> None:
+        self.mangled = mangled
+        self.demangled = demangled
+        self.owner = owner  # torch, tensorflow, abseil, paddle, …, cxx-runtime, cuda, python, own
+        self.is_ = is_  # one sentence
+        self.causes = causes
+        self.code = code
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.mangled, self.demangled, self.owner, self.is_, self.causes, self.code)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SymbolInfo) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"SymbolInfo{self._key()!r}"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form (keys kept from schema 1: mangled, demangled, is, cause, code)."""
@@ -116,6 +133,13 @@ _FRAMEWORK_NS = (
     ("mindspore", re.compile(r"^mindspore::")),
     ("onnxruntime", re.compile(r"^(?:onnxruntime|Ort)::")),
 )
+# NVIDIA's own libraries: an undefined symbol inside one is a companion library of another release
+_NVIDIA_LIB = re.compile(r"(?:^|[/\\])lib(?:nvinfer\w{0,20}|nvonnxparser|cudnn\w{0,30}|"
+                         r"cublas(?:Lt)?|cusparse\w{0,5}|cufft\w{0,5}|curand|cusolver\w{0,5}|nvrtc|nccl|"
+                         r"nvJitLink)\.so")
+# torch's Python-binding symbols: THPVariable…, torch::python::…, torch::autograd::python::…
+_TORCH_PYTHON = re.compile(r"^THP[A-Z]|^torch::(?:autograd::)?python::|^torch::utils::"
+                           r"(?:wrap|unwrap)|^pybind11::detail::type_caster<at::Tensor")
 # C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API)
 _FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]")),
                 ("tensorflow", re.compile(r"^TF_[A-Z]")))
@@ -192,6 +216,15 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
                 owner = "third-party"
             elif _PY_C.match(core):
                 owner = "python"
+    if owner == "torch" and (_TORCH_PYTHON.match(core) or "type_caster<at::Tensor" in core) \
+            and not lib_kind & {"framework-lib"}:
+        # defined by torch's Python extension (libtorch_python / torch._C), which only
+        # `import torch` loads into the process
+        return SymbolInfo(mangled, d, owner,
+                          "a symbol of torch's Python bindings (libtorch_python), which `import "
+                          "torch` loads: the extension was imported before torch (or loaded "
+                          "outside a Python process that imported it), or its link left "
+                          "libtorch_python out", (5, 4), "OD505")
     if owner in ("torch", "tensorflow", "abseil", "paddle", "oneflow", "mindspore", "onnxruntime"):
         fw = "TensorFlow" if owner in ("tensorflow", "abseil") else owner
         if lib_kind & {"framework-lib"}:
@@ -254,6 +287,25 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
         return SymbolInfo(mangled, d, owner,
                           "a CPython API function: built for another Python (or not loaded "
                           "into a Python process)", (5, 3), "OD503")
+    if owner in ("own", "third-party") and _NVIDIA_LIB.search(library):
+        # the library that wants it is one of NVIDIA's own (TensorRT, cuDNN, cuBLAS …): its
+        # companion library that was loaded is of another release
+        return SymbolInfo(mangled, d, owner,
+                          "a function NVIDIA's own library (" + library.rsplit("/", 1)[-1]
+                          + ") expects from a companion library: the CUDA/cuDNN/TensorRT "
+                          "libraries loaded are of different releases (or another copy is found "
+                          "first)", (3, 2), "OD312")
+    if owner in ("own", "third-party") and not lib_kind & {"build-tree", "torch-extensions"} \
+            and ("std::__cxx11::" in d or _OLD_ABI_STRING.search(d)):
+        # a std::string in the signature: the two sides of the link may disagree on libstdc++'s
+        # dual ABI (_GLIBCXX_USE_CXX11_ABI) — the classic reason such a symbol is "missing"
+        # although the library that defines it is there
+        abi = "the new (cxx11)" if "std::__cxx11::" in d else "the old (pre-cxx11)"
+        return SymbolInfo(mangled, d, owner,
+                          f"a function taking std::string in {abi} C++ ABI: the library that "
+                          "defines it was built with the other _GLIBCXX_USE_CXX11_ABI setting "
+                          "(or is another release); an incomplete build is the alternative",
+                          (3, 4), "OD303")
     if "torch-extensions" in lib_kind or "build-tree" in lib_kind:
         return SymbolInfo(mangled, d, owner,
                           "the library's own (or a bundled dependency's) function, in a local "

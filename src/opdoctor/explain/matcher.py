@@ -18,8 +18,7 @@ import re
 import sys
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from opdoctor import cachefile
 from opdoctor.explain import rank
@@ -42,72 +41,153 @@ class KnowledgeBaseError(ValueError):
     """The pattern file is invalid (bad regex, unbounded repeat, unknown code, bad cause)."""
 
 
-@dataclass(frozen=True)
 class Pattern:
     """One entry of the knowledge base. The regex is compiled on first use: ``needles`` (literal
     strings one of which every match contains) let a line skip the patterns it cannot match, so
-    a one-line explain compiles only the few that could."""
+    a one-line explain compiles only the few that could.
 
-    id: str
-    framework: str
-    source: str
-    cause: int
-    codes: tuple[str, ...]
-    priority: int
-    confidence: str
-    title: str
-    explanation: str
-    next: str
-    alt: tuple[int, ...] = ()
-    refine: str = ""
-    needles: tuple[str, ...] = ()
+    The classes here are plain classes with ``__slots__``, not dataclasses: importing
+    ``dataclasses`` (inspect, ast, dis) costs ~15 ms of every ``opdoctor explain`` start."""
 
-    @cached_property
+    __slots__ = (
+        "_regex",
+        "alt",
+        "cause",
+        "codes",
+        "confidence",
+        "explanation",
+        "framework",
+        "id",
+        "needles",
+        "next",
+        "priority",
+        "refine",
+        "source",
+        "title",
+    )
+
+    def __init__(self, id: str, framework: str, source: str, cause: int,
+                 codes: tuple[str, ...], priority: int, confidence: str, title: str,
+                 explanation: str, next: str, alt: tuple[int, ...] = (),
+                 refine: str = "", needles: tuple[str, ...] = ()) -> None:
+        self.id = id
+        self.framework = framework
+        self.source = source
+        self.cause = cause
+        self.codes = codes
+        self.priority = priority
+        self.confidence = confidence
+        self.title = title
+        self.explanation = explanation
+        self.next = next
+        self.alt = alt
+        self.refine = refine
+        self.needles = needles
+        self._regex: re.Pattern[str] | None = None
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.id, self.framework, self.source, self.cause, self.codes, self.priority,
+                self.confidence, self.title, self.explanation, self.next, self.alt,
+                self.refine, self.needles)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pattern) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Pattern(id={self.id!r}, cause={self.cause}, source={self.source!r})"
+
+    @property
     def regex(self) -> re.Pattern[str]:
         """The compiled regex."""
-        return re.compile(self.source)
+        if self._regex is None:
+            self._regex = re.compile(self.source)
+        return self._regex
 
     def could_match(self, line: str) -> bool:
         """False when the line lacks every needle (then the regex cannot match)."""
         return not self.needles or any(n in line for n in self.needles)
 
 
-@dataclass
 class Match:
     """One pattern matched on one line."""
 
-    pattern: Pattern
-    line_no: int
-    line: str
-    groups: dict[str, str]
+    __slots__ = ("groups", "line", "line_no", "pattern")
+
+    def __init__(self, pattern: Pattern, line_no: int, line: str, groups: dict[str, str]) -> None:
+        self.pattern = pattern
+        self.line_no = line_no
+        self.line = line
+        self.groups = groups
+
+    def __repr__(self) -> str:
+        return f"Match({self.pattern.id!r}, line {self.line_no})"
 
 
-@dataclass
 class Alternative:
     """A ranked cause: its number, a confidence in [0, 1], and why it is listed."""
 
-    cause: int
-    confidence: float
-    why: str
+    __slots__ = ("cause", "confidence", "why")
+
+    def __init__(self, cause: int, confidence: float, why: str) -> None:
+        self.cause = cause
+        self.confidence = confidence
+        self.why = why
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Alternative) and (self.cause, self.confidence, self.why) == (
+            other.cause, other.confidence, other.why)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"Alternative(cause={self.cause}, confidence={self.confidence}, why={self.why!r})"
 
 
-@dataclass
 class Explanation:
     """What ``opdoctor explain`` answers."""
 
-    cause: int  # 1–5, 0 when nothing matched
-    subcause: str  # the pattern id
-    codes: list[str]
-    confidence: str
-    title: str
-    explanation: str
-    entities: dict[str, Any] = field(default_factory=dict)
-    next_steps: list[str] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)  # the lines that matter
-    other_matches: list[str] = field(default_factory=list)
-    ranked: list[Alternative] = field(default_factory=list)  # every cause considered, best first
-    why: str = ""  # why the top cause: pattern, line, entity
-    decides: str = ""  # when the text cannot decide between the top two: what does
+    __slots__ = (
+        "cause",
+        "codes",
+        "confidence",
+        "decides",
+        "entities",
+        "evidence",
+        "explanation",
+        "next_steps",
+        "other_matches",
+        "ranked",
+        "subcause",
+        "title",
+        "why",
+    )
+
+    def __init__(self, cause: int, subcause: str, codes: list[str], confidence: str, title: str,
+                 explanation: str, entities: dict[str, Any] | None = None,
+                 next_steps: list[str] | None = None, evidence: list[str] | None = None,
+                 other_matches: list[str] | None = None,
+                 ranked: list[Alternative] | None = None, why: str = "",
+                 decides: str = "") -> None:
+        self.cause = cause  # 1–5, 0 when nothing matched
+        self.subcause = subcause  # the pattern id
+        self.codes = codes
+        self.confidence = confidence
+        self.title = title
+        self.explanation = explanation
+        self.entities: dict[str, Any] = {} if entities is None else entities
+        self.next_steps: list[str] = [] if next_steps is None else next_steps
+        self.evidence: list[str] = [] if evidence is None else evidence  # the lines that matter
+        self.other_matches: list[str] = [] if other_matches is None else other_matches
+        # every cause considered, best first
+        self.ranked: list[Alternative] = [] if ranked is None else ranked
+        self.why = why  # why the top cause: pattern, line, entity
+        self.decides = decides  # when the text cannot decide between the top two: what does
+
+    def __repr__(self) -> str:
+        return f"Explanation(cause={self.cause}, subcause={self.subcause!r})"
 
     @property
     def alternatives(self) -> list[Alternative]:
@@ -285,9 +365,34 @@ def _fill(template: str, ent: dict[str, Any]) -> str:
     return re.sub(r"\{(\w+)\}", sub, template)
 
 
+_FRAME = re.compile(r'^\s{0,8}File "[^"\n]{1,500}", line \d{1,7}')
+_RAISED = re.compile(r"^\s{0,8}(?:[\w.]{1,120}(?:Error|Exception|Exit|Fail\w{0,10}|NotFound\w{0,10}"
+                     r"|Warning)\b|During handling|The above exception)")
+
+
+def _source_lines(lines: Sequence[str]) -> set[int]:
+    """Indices of a Python traceback's frame lines (``File "…", line N, in f``) and of the source
+    lines it quotes under them (and their ^^^^ markers): a frame's function name
+    (``_register_fake``) or code such as ``@torch.library.register_fake("ns::op")`` or
+    ``raise OSError(f"Could not load this library: {path}")`` names an error without being one,
+    so no pattern may match it — the error is the exception line the traceback ends with."""
+    out = {i for i, line in enumerate(lines) if _FRAME.match(line)}  # a frame names a function
+    for i in range(1, len(lines)):
+        if _FRAME.match(lines[i - 1]) and not _FRAME.match(lines[i]) \
+                and not _RAISED.match(lines[i]):
+            out.add(i)
+            if i + 1 < len(lines) and lines[i + 1].strip() and \
+                    not lines[i + 1].strip().strip("^~ "):
+                out.add(i + 1)
+    return out
+
+
 def _match_lines(lines: Sequence[str], patterns: Sequence[Pattern]) -> list[Match]:
     matches: list[Match] = []
+    code = _source_lines(lines)
     for i, line in enumerate(lines):
+        if i in code:
+            continue
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE]
         for p in patterns:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from opdoctor.explain.entities import (
     SymbolInfo,
@@ -39,28 +38,39 @@ GENERIC_WHY = {
 }
 
 
-@dataclass
 class Refinement:
-    """A refiner's verdict: causes best first, and why."""
+    """A refiner's verdict: causes best first, and why. (Plain classes, not dataclasses:
+    importing ``dataclasses`` costs ~15 ms of every ``opdoctor explain`` start.)"""
 
-    causes: tuple[int, ...]
-    why: str
-    codes: tuple[str, ...] | None = None
-    title: str | None = None
-    confidence: str | None = None  # low / medium / high, overrides the pattern's
-    decides: str = ""  # when the text cannot decide: what would
-    alt_why: dict[int, str] = field(default_factory=dict)
+    __slots__ = ("alt_why", "causes", "codes", "confidence", "decides", "title", "why")
+
+    def __init__(self, causes: tuple[int, ...], why: str, codes: tuple[str, ...] | None = None,
+                 title: str | None = None, confidence: str | None = None, decides: str = "",
+                 alt_why: dict[int, str] | None = None) -> None:
+        self.causes = causes
+        self.why = why
+        self.codes = codes
+        self.title = title
+        self.confidence = confidence  # low / medium / high, overrides the pattern's
+        self.decides = decides  # when the text cannot decide: what would
+        self.alt_why: dict[int, str] = {} if alt_why is None else alt_why
+
+    def __repr__(self) -> str:
+        return f"Refinement(causes={self.causes}, why={self.why!r})"
 
 
-@dataclass
 class Context:
     """What a refiner sees."""
 
-    pattern_id: str
-    groups: dict[str, str]
-    line: str
-    text: str  # the whole text (bounded by the caller)
-    other_ids: tuple[str, ...]
+    __slots__ = ("groups", "line", "other_ids", "pattern_id", "text")
+
+    def __init__(self, pattern_id: str, groups: dict[str, str], line: str, text: str,
+                 other_ids: tuple[str, ...]) -> None:
+        self.pattern_id = pattern_id
+        self.groups = groups
+        self.line = line
+        self.text = text  # the whole text (bounded by the caller)
+        self.other_ids = other_ids
 
     def group(self, *names: str) -> str:
         """The first non-empty named group among ``names``."""
@@ -154,6 +164,14 @@ _CUDA_LIB = re.compile(r"^lib(?:cuda|cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft|cu
 _OS_LIB = re.compile(r"^lib(?:ssl|crypto|ffi|readline|tinfo|ncurses\w{0,3}|gfortran|quadmath|"
                      r"icu\w{1,10}|boost_\w{1,40}|protobuf|python3\.\d{1,2}m?|jpeg|png\d{0,3}|"
                      r"tiff|webp|avcodec|avformat|opencv_\w{1,30}|gomp|hwloc|udev)\.so\.\d")
+# CUDA toolkit libraries a CUDA build of torch/TensorFlow ships or loads itself (not TensorRT,
+# not the driver's libcuda)
+_CUDA_TOOLKIT_LIB = re.compile(r"^lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft|curand|cusparse|"
+                               r"cusolver|nvrtc|nvJitLink|nccl|cupti)\.so\.\d")
+# an op library loaded into a running framework: torch.ops.load_library / tf.load_op_library
+_OP_LIBRARY_LOAD = re.compile(r"(?:Could not load this library: |load_op_library\(|"
+                              r"ops\.load_library\()[^\s)]{0,300}")
+_FRAMEWORK_OWN = re.compile(r"[/\\](?:torch|tensorflow)[/\\]lib[/\\]")
 _OWN_PROVIDER = re.compile(r"^libonnxruntime_providers_shared\.so")
 
 
@@ -165,10 +183,10 @@ def _basename(p: str) -> str:
 _CUDA_MAJOR_LIB = re.compile(r"^lib(?:cudart|cublas|cublasLt|nvrtc|cusparse)\.so\.(\d{1,2})\b")
 _CUDNN_LIB = re.compile(r"^libcudnn\w{0,30}\.so\.(\d{1,2})\b")
 # what the text says is installed (not what a package says it requires)
-_CUDA_HAVE = re.compile(r"(?<![Rr]equire )(?<![Rr]equires )(?:\bCUDA(?:[ _-]?(?:[Vv]ersion|"
-                        r"[Tt]oolkit|[Rr]untime))?\s{0,3}[:=]?\s{0,3}v?|release |cuda-|"
-                        r"\+cu|-cu|cudatoolkit[=\s]{1,3})(\d{1,2})(?:\.\d|(?<=cu\d\d)\d|"
-                        r"(?<=cu\d\d)\b)")
+_CUDA_HAVE = re.compile(r"(?<![Rr]equire )(?<![Rr]equires )(?:\b(?:CUDA|[Cc]uda)(?:[ _-]?"
+                        r"(?:[Vv]ersion|[Tt]oolkit|[Rr]untime))?\s{0,3}[:=]?\s{0,3}v?|"
+                        r"release |cuda-|\+cu|-cu|cudatoolkit[=\s]{1,3})(\d{1,2})(?:\.\d|"
+                        r"(?<=cu\d\d)\d|(?<=cu\d\d)\b)")
 _CUDNN_HAVE = re.compile(r"(?<![Rr]equire )(?<![Rr]equires )\bcu[Dd][Nn][Nn](?:[ _-]?"
                          r"[Vv]ersion)?\s{0,3}[:=]?\s{0,3}v?(\d{1,2})(?:\.\d|\b)")
 
@@ -188,6 +206,33 @@ def _cuda_major_pairing(base: str, text: str) -> tuple[bool, str] | None:
         return None
     want = str(int(m.group(1)))
     return want in have, f"{what} " + "/".join(sorted(have))
+
+
+# torch libraries that exist only in some releases: (first, last) minor of the 1.x/2.x line
+_TORCH_LIB_ERA = {"libtorch_cpu.so": ((1, 5), None), "libtorch_cuda.so": ((1, 5), None),
+                  "libtorch_cuda_cu.so": ((1, 10), (1, 12)),
+                  "libtorch_cuda_cpp.so": ((1, 10), (1, 12))}
+_TORCH_HAVE = re.compile(r"\b(?:py)?torch(?:[ _-]?version)?\s{0,3}(?:[:=]{1,2}|\s)\s{0,3}v?"
+                         r"(\d)\.(\d{1,2})\b", re.I)
+
+
+def _torch_lib_era(base: str, text: str) -> str:
+    """Why a torch library that exists only in some releases is missing, when the text states
+    an installed torch outside that range ('' otherwise)."""
+    era = _TORCH_LIB_ERA.get(base)
+    if not era:
+        return ""
+    have = {(int(a), int(b)) for a, b in _TORCH_HAVE.findall(text)}
+    if len(have) != 1:
+        return ""
+    (ver,) = have
+    first, last = era
+    if ver < first or (last is not None and ver > last):
+        span = f"{first[0]}.{first[1]}" + (f"–{last[0]}.{last[1]}" if last else "+")
+        return (f"{base} exists only in torch {span}, while the text shows torch "
+                f"{ver[0]}.{ver[1]} installed: the extension was built for another torch "
+                "release")
+    return ""
 
 
 @refiner("missing-library")
@@ -219,6 +264,13 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "(JIT or setup.py): there is nothing to load", ("OD404",),
                           "the extension's build failed earlier, so its library does not exist",
                           "high")
+    era = _torch_lib_era(base, text)
+    if era:
+        return Refinement((3, 5), era, ("OD304",), f"{base} not found: the extension was built "
+                          "for another torch release", "medium",
+                          "the torch release the extension was built for (its wheel tag or "
+                          "requirements) against `python -c 'import torch; print(torch."
+                          "__version__)'`")
     if _CORE_TORCH.match(base):
         return Refinement((5, 2), f"{base} is torch's own core library: an extension cannot find "
                           "it when it is imported before `import torch` (which loads it), or "
@@ -279,6 +331,21 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           f"{base} not found: TensorFlow's CUDA major vs the installed one",
                           "medium", "the CUDA/cuDNN versions tested with this TensorFlow "
                           "release (tensorflow.org/install/source#gpu) against the installed")
+    loaded = _OP_LIBRARY_LOAD.search(text)
+    if _CUDA_TOOLKIT_LIB.match(base) and loaded and not _FRAMEWORK_OWN.search(loaded.group(0)):
+        # an op library loaded into a framework that is already running: a CUDA build of the
+        # framework of that major has this library loaded (its own wheels bring it), so the
+        # framework installed is a CPU build or another CUDA major than the op library's
+        return Refinement((3, 2), f"{base} is needed by an op library loaded into an already "
+                          "running framework: a CUDA build of the framework (of that CUDA "
+                          "major) brings and loads it, so the framework here is a CPU build or "
+                          "another CUDA major than the one the op library was built for",
+                          ("OD313", "OD312"), f"{base} not found: a CUDA build of the op "
+                          "library next to a CPU (or other CUDA major) framework", "medium",
+                          "whether the framework is a CUDA build of the major the op library "
+                          "needs (`python -c 'import torch; print(torch.__version__, "
+                          "torch.version.cuda)'`): CPU or another major → cause 3; the same "
+                          "major → the CUDA libraries are not on the search path (cause 2)")
     if _CUDA_LIB.match(base):
         return Refinement((2, 3), f"{base} is a CUDA library: not on the loader's search path "
                           "(LD_LIBRARY_PATH, the pip nvidia-* wheels' directories), or a CUDA "
@@ -290,6 +357,23 @@ def _missing_library(ctx: Context) -> Refinement | None:
         return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
                           f"but the process runs Python {sorted(ran)[0]}", ("OD503",),
                           "an extension built for another Python", "high")
+    pkg_dir = os.path.dirname(lib)
+    if "/" in lib and kinds & {"source-tree", "build-tree"} and "installed" not in kinds \
+            and re.search(r"No such file", text) and any(
+            os.path.dirname(t) == pkg_dir and t.endswith("__init__.py")
+            for t in _traceback_paths(text)) and any(
+            "installed" in path_kind(t) for t in _traceback_paths(text)):
+        # the package's own __init__.py ran from a directory outside site-packages (the
+        # framework's frames are in site-packages): Python imported a source checkout, which has
+        # no built library — it shadows the installed package
+        top = os.path.basename(pkg_dir)
+        return Refinement((5, 4), f"{top} was imported from {pkg_dir}, a source checkout (not "
+                          "site-packages, where the framework is): it shadows the installed "
+                          f"package and has no built {base} (the current directory or "
+                          "PYTHONPATH is sys.path[0])", ("OD502",),
+                          f"a source checkout of {top} shadows the installed package", "high",
+                          f"where `import {top}` resolves from another directory: `cd /tmp && "
+                          f"python -c 'import {top}'`; `opdoctor check --package {top}`")
     if "/" in lib and "installed" in kinds and re.search(r"cannot open shared object file",
                                                           text):
         return Refinement((4, 2), f"{lib} is a file the package installed, yet the loader cannot "
@@ -329,6 +413,8 @@ def _ort_native(ctx: Context) -> Refinement | None:
     """onnxruntime's compiled core did not import: on Windows a DLL it needs is missing (the
     Visual C++ runtime); elsewhere the Python side of the install is inconsistent."""
     paths = re.findall(r"\((/[^)\s]{1,400})\)|File \"(/[^\"\n]{1,400})\"", ctx.text)
+    if _DLL_INIT_FAILED.search(ctx.text):
+        return _dll_init_failed()
     if re.search(r"DLL|[A-Za-z]:\\|WinError|\.pyd\b", ctx.text) or not paths:
         return None
     return Refinement((5, 2), "the names missing from onnxruntime.capi._pybind_state on a "
@@ -351,6 +437,26 @@ def _symbol_version(ctx: Context) -> Refinement | None:
                           f"this system's glibc is older than {needer or 'the binary'} needs",
                           "high")
     rk, nk = path_kind(runtime), path_kind(needer)
+    if runtime and re.search(r"[/\\](?:compilers?|gcc[-\w.]{0,20}|devtoolset[-\w]{0,10})[/\\]",
+                             runtime):
+        # a compiler's own runtime (a module load, /usr/local/gcc-X) put first on the search path
+        return Refinement((2, 3), f"the libstdc++ that was loaded ({runtime}) belongs to a "
+                          "compiler installation put on the search path (LD_LIBRARY_PATH, a "
+                          "module load): it is found before the newer one the library needs",
+                          ("OD202", "OD302"), f"a compiler's older libstdc++ is found first "
+                          f"({version})", "medium",
+                          "whether the environment or the system has a libstdc++ with "
+                          f"{version}: then drop the compiler's directory from LD_LIBRARY_PATH")
+    if runtime and "env" in rk and nk & {"source-tree", "build-tree"}:
+        # built locally with the system compiler, run in a conda env whose libstdc++ is older
+        return Refinement((2, 3), f"{needer} was built locally (a source/build tree) with the "
+                          "system compiler, whose libstdc++ has " + version + ", but the "
+                          f"environment's older copy ({runtime}) is found first", ("OD202",
+                                                                                  "OD302"),
+                          f"the environment's libstdc++ is older than the compiler's ({version})",
+                          "medium", "strings /usr/lib/x86_64-linux-gnu/libstdc++.so.6 | grep "
+                          + version + ": present → a newer libstdc++ in the environment "
+                          "(conda install -c conda-forge libstdcxx-ng) or build with its gcc")
     if runtime and "system" in rk and "env" in nk:
         return Refinement((2, 3), f"the libstdc++ that was loaded is the system's ({runtime}), "
                           f"while {needer} lives in a conda/virtual env, which usually brings a "
@@ -399,14 +505,25 @@ def _op_missing(ctx: Context) -> Refinement | None:
                           "imported (or linked and kept) before the model is loaded")
     if _PACKAGE_NS.match(ns) and ctx.pattern_id == "torch.op-does-not-exist":
         # "operator ns::op does not exist" is what the package's own import raises (its fake
-        # registrations run at import): it was imported, its op library did not load
-        return Refinement((3, 5), f"{ns}:: belongs to a package whose op library loads when the "
+        # registrations run at import): it was imported, its op library did not load — in the
+        # wild overwhelmingly a torch/package pairing (release, or CUDA vs CPU build)
+        own_import = bool(re.search(r"[/\\]" + re.escape(ns) + r"[/\\][\w/\\]{0,200}"
+                                    r"(?:_meta_registrations|__init__)\.py", text))
+        return Refinement((3, 1, 5) if own_import else (3, 5),
+                          f"{ns}:: belongs to a package whose op library loads when the "
                           "package is imported; 'does not exist' is raised by that import's "
-                          "own registrations, so it was imported and its library failed to load "
-                          "— usually built for another torch release (the error is swallowed "
-                          "into a warning)", ("OD304", "OD505"), None, "medium",
-                          f"`python -c 'import torch, {ns}'` shows the swallowed load error; "
-                          f"then `opdoctor check --package {ns}`")
+                          "own registrations, so it was imported and its library did not "
+                          f"register the op — almost always a {ns} built for another torch "
+                          "release or build variant (a +cuXXX CUDA build next to a +cpu torch, or "
+                          "another CUDA major), whose load error is swallowed into a warning",
+                          ("OD304", "OD505"), None, "medium",
+                          f"whether the installed {ns} is the release and CUDA/CPU variant made "
+                          f"for the installed torch (`pip list | grep -E 'torch|{ns}'`: same "
+                          "+cpu/+cuXXX tag, matching release): `opdoctor check --package "
+                          f"{ns}` loads its library and names the mismatch; if it loads and "
+                          "still registers nothing, the build left the op out (cause 1)",
+                          {1: f"the {ns} library loaded but registers no such op (built without "
+                              "it)"} if own_import else {})
     if _PACKAGE_NS.match(ns):
         return Refinement((5, 3), f"{ns}:: ops register when the package is imported (or, in a "
                           "C++ program, when its library is linked and kept): this program "
@@ -594,8 +711,29 @@ def _pair(ctx: Context) -> Refinement | None:
                           f"variant differs ({variant_of(built) or '?'} vs "
                           f"{variant_of(have) or '?'})", ("OD313", "OD304"),
                           "CPU/CUDA build-variant mismatch", "high")
-    return Refinement((3,), f"built for {built.strip()}, installed {have.strip()}",
-                      ("OD304", "OD312"), None, "high")
+    what = _pair_subject(ctx.line)
+    why = f"built for {what}{built.strip()}, installed {have.strip()}"
+    pkg = re.search(r"(?:[Pp]lease reinstall|pip install -U|pip install --upgrade) "
+                    r"(?P<pkg>[A-Za-z][\w-]{1,60})", ctx.text)
+    if what == "Python ":
+        # a "built for … (you have …)" banner whose Python line survived: the compiled extension
+        # is a wheel for another interpreter — and the banner's other lines (framework release,
+        # CUDA build) were cut off, so the pairing is the package build against this environment
+        why += (": the package's compiled C++/CUDA extension is a build for another interpreter "
+                "(its banner also lists the PyTorch release and CUDA build it needs)")
+    if re.search(r"device=cpu \(supported: \{'cuda'\}\)", ctx.text):
+        why += "; its kernels support CUDA devices only (device=cpu is not supported)"
+    decides = (f"`opdoctor check --package {pkg.group('pkg')}` names the framework release, "
+               "CUDA build and Python its extension needs against the installed ones"
+               if pkg else "")
+    return Refinement((3,), why, ("OD304", "OD312"), None, "high", decides)
+
+
+def _pair_subject(line: str) -> str:
+    """'Python ', 'PyTorch ', 'CUDA ' … when the line names what the version pair is of."""
+    m = re.search(r"\b(Python|PyTorch|torch|TensorFlow|CUDA|cuDNN)\s{1,4}(?:version\s{0,2})?"
+                  r"[\d.]{1,20}", line)
+    return m.group(1) + " " if m else ""
 
 
 # ------------------------------------------------------------------ ORT opsets
@@ -632,9 +770,27 @@ def _crash(ctx: Context) -> Refinement | None:
 
 
 # ------------------------------------------------------------------ Windows
+# Windows error 1114: the DLL and its dependencies were found and mapped, but one's DllMain
+# failed — in practice a dependency of another release loaded first (an older Visual C++
+# runtime from PATH or another package, a second copy of a DLL)
+_DLL_INIT_FAILED = re.compile(r"WinError 1114|initiali[sz]ation routine failed|初始化例程失败")
+
+
+def _dll_init_failed() -> Refinement:
+    return Refinement((3, 2), "Windows error 1114: every DLL was found, but one failed to "
+                      "initialise — a dependency of another release was loaded (typically an "
+                      "older Visual C++ runtime, msvcp140.dll, found first)", ("OD302",),
+                      "a DLL failed to initialise: a runtime of another release", "medium",
+                      "which msvcp140.dll/vcruntime140.dll the process loads and its version "
+                      "(Process Explorer, or Dependencies.exe on the .pyd): older than the "
+                      "build needs → install the current Visual C++ redistributable")
+
+
 @refiner("windows")
 def _windows(ctx: Context) -> Refinement | None:
     line = ctx.line
+    if _DLL_INIT_FAILED.search(line):
+        return _dll_init_failed()
     if re.search(r"WinError 127|error 127|procedure could not be found|找不到指定的程序|"
                  r"entry point .{1,400}? could not be located|无法定位程序输入点", line):
         return Refinement((3, 4), "Windows error 127: the DLL was found but lacks a function "
