@@ -276,3 +276,26 @@ def test_library_loaded_packages_down_is_found(tmp_path: Path, python: str,
     links = rep["sections"]["import-chain"]["links"]
     assert any(link["resolved"] == [str(lib)] for link in links), links
     assert not [link for link in links if link.get("problem")], links
+
+
+def test_large_chain_text_shows_loads_and_counts_the_rest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pkg = _deep_package(tmp_path)
+    extra = [f"mod{i}" for i in range(15)]
+    for name in extra:
+        (pkg / "python" / f"{name}.py").write_text("VALUE = 1\n")
+    init = pkg / "__init__.py"
+    init.write_text("".join(f"from deeppkg.python import {n}\n" for n in extra)
+                    + init.read_text())
+    res = cli(capsys, "check", "--static", "--cwd", str(tmp_path), "--package", "deeppkg")
+    assert res.code == 0, res.out
+    chain_lines = res.out[res.out.index("import chain:"):].splitlines()
+    assert any("_x.so" in line for line in chain_lines), chain_lines
+    assert not any("mod3.py" in line for line in chain_lines), chain_lines
+    more = [line for line in chain_lines if "more imports of the package's own Python" in line]
+    assert more and int(more[0].split("✓")[1].split()[0]) >= 15, chain_lines
+    doc = cli(capsys, "check", "-f", "json", "--static", "--cwd", str(tmp_path),
+              "--package", "deeppkg").json()
+    links = doc["reports"][0]["sections"]["import-chain"]["links"]
+    assert {f"{n}.py" for n in extra} <= {os.path.basename(r) for lk in links
+                                          for r in lk["resolved"]}

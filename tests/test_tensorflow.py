@@ -350,3 +350,35 @@ def test_tf_itself_fails_as_the_fixtures_say() -> None:
     assert "PLUG: " in out and "undefined symbol: TF_VLog" in out, out
     line = next(x for x in out.splitlines() if x.startswith("NOKERNEL:"))
     assert "ZeroOut" in line and ("Could not find device" in line or "No OpKernel" in line), line
+
+
+def _lib_via_helper(tmp: Path) -> Path:
+    """``liba.so`` → ``libb.so`` (its RUNPATH $ORIGIN) → ``libtensorflow_framework.so.2``: the
+    shape of tensorflow-text's pybind modules, whose own NEEDED list has no TensorFlow library."""
+    fw_dir = TF_PY.parent.parent / "lib" / "python3.11" / "site-packages" / "tensorflow"
+    (tmp / "b.c").write_text("int b_value(void) { return 2; }\n")
+    (tmp / "a.c").write_text("int b_value(void);\nint a_value(void) { return b_value(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp / "libb.so"), str(tmp / "b.c"),
+                    "-Wl,--no-as-needed", f"-L{fw_dir}", "-l:libtensorflow_framework.so.2"],
+                   check=True, timeout=120)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp / "liba.so"), str(tmp / "a.c"),
+                    f"-L{tmp}", "-lb", "-Wl,-rpath,$ORIGIN"], check=True, timeout=120)
+    return tmp / "liba.so"
+
+
+def test_dependency_needing_tensorflow_is_loaded_after_import_tensorflow(tmp_path: Path) -> None:
+    py = tf_python()
+    lib = _lib_via_helper(tmp_path)
+    load = f"import ctypes; ctypes.CDLL({str(lib)!r})"
+    # What the real loader does: alone, libb.so's libtensorflow_framework.so.2 is not found;
+    # after `import tensorflow` (the only way a package gets it) the load works.
+    bare = subprocess.run([py, "-c", load], capture_output=True, text=True, timeout=120)
+    assert bare.returncode != 0 and "libtensorflow_framework.so.2" in bare.stderr
+    subprocess.run([py, "-c", f"import tensorflow; {load}"], check=True, timeout=300,
+                   capture_output=True)
+    report = tf_check(lib, probe=False)
+    assert "OD201" not in codes(report), [f.message for f in report.findings]
+    assert "import tensorflow" in report.sections["dependencies"]["context"]
+    # An interpreter without TensorFlow cannot provide it: there the finding stays.
+    bare_report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD201",)))
+    assert codes(bare_report) == ["OD201"]

@@ -213,9 +213,24 @@ class Facts:
     @cached_property
     def process(self) -> Process:
         """The emulated process after loading the target (dependency tree included)."""
+        from opdoctor.facts.frameworks import TENSORFLOW, TORCH
         from opdoctor.facts.loader.process import emulate, needs_tensorflow
-        return emulate(self.path, self.resolver, self.interpreter, self.torch_context,
-                       needs_tensorflow(self.image))
+        interp = self.interpreter
+        with_torch, with_tf = self.torch_context, needs_tensorflow(self.image)
+        proc = emulate(self.path, self.resolver, interp, with_torch, with_tf)
+        missing = [m.name for m in proc.tree.missing]
+        # A dependency of the library needs the framework's own library (tensorflow-text's pybind
+        # modules need libpybinds_library_common.so, which needs libtensorflow_framework.so.2):
+        # nothing but the framework's import can provide it, so the package imports the
+        # framework first — load it into that process, as the real one is.
+        more_tf = not with_tf and interp is not None and bool(
+            interp.tensorflow_framework) and TENSORFLOW.linked_by(missing)
+        more_torch = not with_torch and interp is not None and interp.torch is not None and \
+            TORCH.linked_by(missing)
+        if more_tf or more_torch:
+            proc = emulate(self.path, self.resolver, interp, with_torch or more_torch,
+                           with_tf or more_tf)
+        return proc
 
     @cached_property
     def symbol_tables(self) -> SymbolTables:

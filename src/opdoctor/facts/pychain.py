@@ -350,19 +350,31 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         them: each package's ``__init__`` in turn, then, for ``from a.b import x``, each name
         that is a submodule of ``a.b`` (``from tensorflow_text.python import keras``)."""
         out: list[Link] = []
+        step: Link | None = None  # the statement's own link: one per statement, its last level
         here = base
         for i, mod in enumerate(parts):
-            if i and not module_files(here, mod, suffixes)[0]:
-                return out  # a deeper level not found here: an attribute, not a module
-            out += _submodule(file, lineno, seg, mod, here, package, suffixes, handlers_now,
-                              depth, seen, top_dir)
-            if not os.path.isfile(os.path.join(here, mod, "__init__.py")):
-                return out  # a module file (or missing): what follows are its attributes
+            if i and not module_files(here, mod, suffixes)[0] and \
+                    not os.path.isdir(os.path.join(here, mod)):
+                break  # a deeper level not found here: an attribute, not a module
+            if step is not None and not step.problem:
+                out.remove(step)
+            got = _submodule(file, lineno, seg, mod, here, package, suffixes, handlers_now,
+                             depth, seen, top_dir)
+            step = got[0]
+            out += got
+            sub = os.path.join(here, mod)
+            if not os.path.isfile(os.path.join(sub, "__init__.py")) and (
+                    not os.path.isdir(sub) or module_files(here, mod, suffixes)[0]):
+                # A module file (or missing): what follows are its attributes. A directory
+                # without __init__.py and without a module file of that name is a namespace
+                # package, as the import system finds it: its submodules are followed.
+                break
             here = os.path.join(here, mod)
-        for a in node.names if node is not None else []:
-            if a.name != "*" and module_files(here, a.name, suffixes)[0]:
-                out += _submodule(file, lineno, seg, a.name, here, package, suffixes,
-                                  handlers_now, depth, seen, top_dir)
+        else:
+            for a in node.names if node is not None else []:
+                if a.name != "*" and module_files(here, a.name, suffixes)[0]:
+                    out += _submodule(file, lineno, seg, a.name, here, package, suffixes,
+                                      handlers_now, depth, seen, top_dir)
         return out
 
     lineno = 0

@@ -127,6 +127,13 @@ def _tree(p: Printer, node: dict[str, Any], depth: int) -> None:
         _tree(p, kid, depth + 1)
 
 
+_MAX_CHAIN_LINES = 12
+
+
+def _compiled(path: str) -> bool:
+    return path.endswith((".so", ".pyd")) or ".so." in path
+
+
 def _chain(p: Printer, chain: dict[str, Any], raised: str = "") -> None:
     """``import myop → myop/__init__.py → … → libmyop.so → ops`` with a mark per link;
     ``raised``: the import's error when the probe saw it raise (the line is then ✗)."""
@@ -137,11 +144,23 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "") -> None:
     p.line(f"import chain: {ok if winner and not raised else bad} ",
            f"import {escape(chain['package'])} → {escape(_path(winner) if winner else 'not found')}"
            f"{tail}", hang=4)
-    for link in chain.get("links", []):
+    links = chain.get("links", [])
+    plain = [lk for lk in links if not (lk["problem"] or lk["swallowed"]) and
+             lk["kind"] == "submodule" and not any(_compiled(r) for r in lk["resolved"])]
+    if len(links) > _MAX_CHAIN_LINES and plain:
+        # A large package (tensorflow_text: 300 imports): the lines that load compiled code or
+        # have a problem; the Python modules that merely resolve are counted.
+        links = [lk for lk in links if lk not in plain]
+    else:
+        plain = []
+    for link in links:
         mark = bad if link["problem"] or link["swallowed"] else ok
         target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
         p.line(f"  {mark} ", f"{escape(_path(os.path.basename(link['file'])))}:"
                f"{link['line']} {escape(link['text'].strip()[:80])} → {escape(target)}", hang=6)
+    if plain:
+        p.line(f"  {ok} ", f"{len(plain)} more imports of the package's own Python modules "
+               "resolve (the JSON report lists them)", hang=6)
     if chain.get("ops"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in chain["ops"])
         p.line(f"  {ok} ", f"ops registered by the import: {escape(regs)}", hang=6)
