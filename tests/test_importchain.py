@@ -299,3 +299,36 @@ def test_large_chain_text_shows_loads_and_counts_the_rest(
     links = doc["reports"][0]["sections"]["import-chain"]["links"]
     assert {f"{n}.py" for n in extra} <= {os.path.basename(r) for lk in links
                                           for r in lk["resolved"]}
+
+
+@pytest.mark.parametrize("handler, swallowed", [
+    ("    pass\n", True),
+    ("    lib = ctypes.CDLL(os.path.join(here, '_x_fallback.so'))\n", False),
+])
+def test_fallback_load_in_handler_is_not_a_swallowed_error(tmp_path: Path, handler: str,
+                                                           swallowed: bool) -> None:
+    """fbgemm_gpu's loader: ``try: load_library(a) except Exception: load_library(b)``. When
+    the fallback fails, its own error propagates (checked with the real import), so nothing is
+    discarded; ``except Exception: pass`` does discard it."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "fbpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\nhere = os.path.dirname(__file__)\n"
+        "try:\n    lib = ctypes.CDLL(os.path.join(here, '_x.so'))\nexcept Exception:\n"
+        + handler)
+    (pkg / "_x.so").write_bytes(b"not an ELF file")  # the first load fails for real
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), pkg / "_x_fallback.so")
+    run = subprocess.run([sys.executable, "-c", "import fbpkg"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr  # the import succeeds both ways
+    (pkg / "_x_fallback.so").unlink()
+    if not swallowed:  # without its file the fallback raises: the error is not discarded
+        run = subprocess.run([sys.executable, "-c", "import fbpkg"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode != 0 and "_x_fallback.so" in run.stderr
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), pkg / "_x_fallback.so")
+    report = chain(tmp_path, "fbpkg", probe=False)
+    assert ("OD509" in codes(report)) is swallowed, [f.message for f in report.findings]
