@@ -8,9 +8,11 @@ plugin is reported, never fatal.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.metadata import entry_points
+from typing import Any
 
 from opdoctor.checks import (
     abi,
@@ -78,6 +80,50 @@ def _load_plugin(ep_name: str, obj: object, taken: set[str]) -> Check:
     return obj
 
 
+def _may_declare(group: str) -> bool:
+    """False only when no distribution importlib.metadata would find declares entry points
+    of ``group``: its own search (each ``sys.path`` directory's ``*.dist-info`` and
+    ``*.egg-info`` children, and ``EGG-INFO`` of an ``.egg`` directory) with a byte search of
+    each ``entry_points.txt``. Importing importlib.metadata (email, zipfile, csv …) and
+    parsing every distribution's metadata costs more than a static check of a small library,
+    and almost no environment has an opdoctor plugin. True whenever it cannot tell: a zip on
+    ``sys.path``, or a finder of distributions other than the standard one."""
+    from importlib.machinery import PathFinder
+
+    if any(getattr(f, "find_distributions", None) is not None and f is not PathFinder
+           for f in sys.meta_path):
+        return True
+    needle = group.encode()
+    for entry in sys.path:
+        root = entry or "."
+        try:
+            children = os.listdir(root)
+        except OSError:
+            if os.path.isfile(root):
+                return True  # a zip: importlib.metadata reads its members
+            continue
+        is_egg = os.path.basename(root).lower().endswith(".egg")
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")) or (is_egg and low == "egg-info"):
+                try:
+                    with open(os.path.join(root, child, "entry_points.txt"), "rb") as fh:
+                        if needle in fh.read():
+                            return True
+                except OSError:
+                    continue
+    return False
+
+
+def _plugin_entry_points() -> list[Any]:
+    """The entry points of the ``opdoctor.checks`` group, sorted by name."""
+    if not _may_declare(ENTRY_POINT_GROUP):
+        return []
+    from importlib.metadata import entry_points
+
+    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+
+
 @lru_cache(maxsize=1)
 def load_registry(with_plugins: bool = True) -> Registry:
     """Built-in checks plus every plugin that loads and validates."""
@@ -85,7 +131,7 @@ def load_registry(with_plugins: bool = True) -> Registry:
     catalog = build_catalog([*(c.codes for c in checks), PIPELINE_CODES])
     problems: list[PluginProblem] = []
     if with_plugins:
-        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        for ep in _plugin_entry_points():
             try:
                 check = _load_plugin(ep.name, ep.load(), set(catalog))
             except Exception as exc:  # any error in third-party code is the plugin's problem

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
-import platform
 import re
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -66,7 +63,10 @@ class HostInfo:
 
 def detect_host() -> HostInfo:
     """Describe this machine: architecture and glibc version (None on non-glibc systems)."""
+    import platform  # here: most runs never need it
+
     from opdoctor.facts.elf.image import HOST_MACHINES
+
     machine = platform.machine().lower()
     bits, em = HOST_MACHINES.get(machine, (None, None))
     glibc: tuple[int, int] | None = None
@@ -395,9 +395,12 @@ class Facts:
         from opdoctor.facts.cuda import parse_gpu
         if self.options.gpus:
             return sorted({parse_gpu(g) for g in self.options.gpus}), "--gpu"
+        import shutil  # here: only runs that look for the GPUs need it
+
         smi = shutil.which("nvidia-smi")
         if not smi:
             return [], "no --gpu given and no nvidia-smi on this machine"
+        import subprocess
         try:
             out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=15).stdout

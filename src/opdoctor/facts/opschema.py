@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from pathlib import Path
 
 from opdoctor.facts.interp import Interpreter
@@ -64,6 +63,8 @@ def parse_with_torch(interp: Interpreter, texts: list[str], timeout: float = 120
         cached = {}
     todo = [t for t in texts if t not in cached]
     if todo:
+        import subprocess  # here: cached verdicts need no child
+
         try:
             proc = subprocess.run([interp.invoke, "-c", _PARSE], input=json.dumps(todo),
                                   capture_output=True, text=True, timeout=timeout)

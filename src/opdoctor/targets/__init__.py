@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -97,6 +94,8 @@ class WheelError(ValueError):
 
 def unpack_wheel(path: str, dest: str) -> None:
     """Unpack ``path`` into ``dest``, refusing absolute/parent paths and zip bombs."""
+    import zipfile  # here: only wheels need it (a check of a library starts faster)
+
     try:
         with zipfile.ZipFile(path) as zf:
             total = 0
@@ -148,6 +147,8 @@ def expand(paths: list[str], options: CheckOptions,
             targets.append(Target(where, options, where))
         for path in paths:
             if path.endswith(".whl") and os.path.isfile(path):
+                import tempfile
+
                 tmp = tempfile.mkdtemp(prefix="opdoctor-wheel-")
                 tmpdirs.append(tmp)
                 try:
@@ -192,4 +193,6 @@ def expand(paths: list[str], options: CheckOptions,
         yield targets
     finally:
         for tmp in tmpdirs:
+            import shutil  # here: only wheels leave a directory to remove
+
             shutil.rmtree(tmp, ignore_errors=True)
