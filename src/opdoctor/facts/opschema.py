@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
 
 from opdoctor.facts.interp import Interpreter
 
@@ -35,19 +34,19 @@ print("OPDOCTOR-JSON" + json.dumps(out))
 """
 
 
-def cache_dir() -> Path:
-    """Where parse verdicts are cached."""
-    base = os.environ.get("OPDOCTOR_CACHE_DIR") or os.path.join(
+def cache_dir() -> str:
+    """Where parse verdicts are cached (plain paths: pathlib's import costs more than the
+    cached lookup it would serve)."""
+    return os.environ.get("OPDOCTOR_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "opdoctor")
-    return Path(base)
 
 
-def _cache_file(interp: Interpreter) -> Path:
+def _cache_file(interp: Interpreter) -> str:
     assert interp.torch is not None
     # "typevars-off": verdicts cached before the parser ran as m.def does are not reused.
     ident = f"{interp.torch.directory}|{interp.torch.version}|typevars-off"
     key = hashlib.sha256(ident.encode()).hexdigest()
-    return cache_dir() / f"schemas-{key[:16]}.json"
+    return os.path.join(cache_dir(), f"schemas-{key[:16]}.json")
 
 
 def parse_with_torch(interp: Interpreter, texts: list[str], timeout: float = 120.0
@@ -58,7 +57,8 @@ def parse_with_torch(interp: Interpreter, texts: list[str], timeout: float = 120
     path = _cache_file(interp)
     cached: dict[str, str] = {}
     try:
-        cached = json.loads(path.read_text())
+        with open(path) as fh:
+            cached = json.loads(fh.read())
     except (OSError, ValueError):
         cached = {}
     todo = [t for t in texts if t not in cached]
@@ -76,8 +76,9 @@ def parse_with_torch(interp: Interpreter, texts: list[str], timeout: float = 120
             return {}, f"torch's parser failed: {last}"
         cached.update(json.loads(proc.stdout[marker + len("OPDOCTOR-JSON"):]))
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(cached))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write(json.dumps(cached))
         except OSError:
             pass  # a read-only home only costs the next run a torch import
     return {t: cached[t] for t in texts if t in cached}, ""
