@@ -146,9 +146,11 @@ def _body(kw: dict[str, Any]) -> int | None:
     paths = kw["paths"]
     if not paths and not values["package"]:
         return None
-    from opdoctor.checks import load_registry
+    from opdoctor.checks import load_lazy_registry, load_registry
 
-    registry = load_registry()
+    # Each check family's module imported when the family runs (the same checks and codes);
+    # the full registry, plugins included, when a plugin may be installed.
+    registry = load_lazy_registry() or load_registry()
     if registry.problems:
         return None
     from opdoctor.cli.commands import run_check_command
