@@ -63,11 +63,15 @@ class HostInfo:
 
 def detect_host() -> HostInfo:
     """Describe this machine: architecture and glibc version (None on non-glibc systems)."""
-    import platform  # here: most runs never need it
-
     from opdoctor.facts.elf.image import HOST_MACHINES
 
-    machine = platform.machine().lower()
+    # platform.machine() is uname's machine field; the module only when uname has none.
+    machine = os.uname().machine
+    if not machine:
+        import platform
+
+        machine = platform.machine()
+    machine = machine.lower()
     bits, em = HOST_MACHINES.get(machine, (None, None))
     glibc: tuple[int, int] | None = None
     try:

@@ -226,7 +226,11 @@ def _gnu_hash(img: ElfImage, secs: list[Section], count: int, out: _Problems) ->
         return
     off = sec.offset + 16 + bloom * word
     buckets = struct.unpack_from(f"{e}{nbuckets}I", img.data.buf, off)
-    wrong = [b for b in buckets if b and not symoffset <= b < count]
+    # Decided on the distinct values first (C-level set and sort; libtorch_cpu.so has 16k
+    # buckets); only a table that has a wrong one is walked in order to name it.
+    used = sorted(set(buckets) - {0})
+    wrong = [] if not used or (used[0] >= symoffset and used[-1] < count) else [
+        b for b in buckets if b and not symoffset <= b < count]
     if wrong:
         out.add(f".gnu.hash: {len(wrong)} bucket(s) point outside .dynsym (e.g. symbol "
                 f"{wrong[0]}; valid {symoffset}–{count - 1})")
@@ -347,7 +351,9 @@ def _versym(img: ElfImage, secs: list[Section], count: int, top: int, out: _Prob
         return
     e = "<" if img.header.little_endian else ">"
     values = struct.unpack_from(f"{e}{count}H", img.data.buf, sec.offset)
-    bad = [i for i, v in enumerate(values) if (v & 0x7FFF) > top]
+    # max() in C first: v & 0x7FFF <= v, so a largest value within range clears them all.
+    bad = [] if not values or max(values) <= top else [
+        i for i, v in enumerate(values) if (v & 0x7FFF) > top]
     if bad:
         out.add(f".gnu.version: {len(bad)} symbol(s) use a version index no version section "
                 f"defines (e.g. symbol {bad[0]}: index {values[bad[0]] & 0x7FFF}, highest "
