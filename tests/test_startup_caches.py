@@ -196,3 +196,61 @@ def test_gates_answer_as_the_check_families_do() -> None:
             answered[module].add(bool(why))
     # Every gate both skipped a family itself and let one through to the family.
     assert all(seen == {True, False} for seen in answered.values()), answered
+
+
+# ------------------------------------------------------------ compiled dataclass methods
+_DATACLASS_CODE = r'''
+import dataclasses, sys, types
+if sys.argv[1] == "cached":
+    from opdoctor.cli import dccache
+    dccache.install()
+import opdoctor.cli.settings, opdoctor.codes, opdoctor.facts.core, opdoctor.facts.elf.dynsym
+import opdoctor.model, opdoctor.pipeline
+
+def canon(c):
+    return tuple(canon(k) if isinstance(k, types.CodeType) else repr(k) if not
+                 isinstance(k, tuple) else tuple(map(repr, k)) for k in c.co_consts) + tuple(
+        repr(getattr(c, a, None)) for a in (
+            "co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_flags",
+            "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_firstlineno",
+            "co_qualname", "co_linetable", "co_exceptiontable", "co_filename", "co_name",
+            "co_stacksize"))
+
+out = []
+for mod in (opdoctor.cli.settings, opdoctor.codes, opdoctor.facts.core,
+            opdoctor.facts.elf.dynsym, opdoctor.model, opdoctor.pipeline):
+    for name, cls in sorted(vars(mod).items()):
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls) and \
+                cls.__module__ == mod.__name__:
+            for attr, fn in sorted(vars(cls).items()):
+                code = getattr(fn, "__code__", None)
+                if code is not None and code.co_filename == "<string>":
+                    out.append((mod.__name__, name, attr, canon(code)))
+compiled = bool(dccache._state.get("dirty")) if sys.argv[1] == "cached" else True
+if sys.argv[1] == "cached":
+    dccache.save()
+print(len(out), compiled)
+sys.stdout.write(repr(out))
+'''
+
+
+def test_cached_dataclass_methods_are_the_ones_exec_compiles(tmp_path: Path) -> None:
+    """opdoctor.cli.dccache: with a cold cache, a warm one and a corrupt one, every method
+    dataclasses generates for opdoctor's classes has exactly the code it has without it."""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin",
+           "XDG_CACHE_HOME": str(tmp_path), "PYTHONHASHSEED": "0"}
+
+    def dump(mode: str) -> str:
+        p = subprocess.run([sys.executable, "-c", _DATACLASS_CODE, mode], capture_output=True,
+                           text=True, env=env, timeout=120, check=True)
+        return p.stdout
+
+    n, _, plain = dump("plain").partition(" ")
+    assert int(n) > 50  # dataclass methods of opdoctor's classes compared
+    assert dump("cached") == f"{n} {plain}"  # cold: compiled (True) and stored
+    files = list((tmp_path / "opdoctor").glob("dataclasses-*.marshal"))
+    assert len(files) == 1
+    warm = dump("cached")
+    assert warm == f"{n} {plain.replace('True', 'False', 1)}"  # warm: nothing compiled
+    files[0].write_bytes(b"\0corrupt")
+    assert dump("cached") == f"{n} {plain}"  # a corrupt cache is no cache

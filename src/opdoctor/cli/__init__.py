@@ -29,12 +29,18 @@ def main(argv: list[str] | None = None) -> int:
     if code is None:
         code = fast_cli(args)
     if code is None and "check" in args:
+        from opdoctor.cli import dccache
+
+        dccache.install()  # before the modules that define dataclasses are imported
         from opdoctor.cli import errors
         from opdoctor.cli.fastcheck import fast_check
 
         debug = "--debug" in args
         errors.DEBUG = debug
-        code = fast_check([a for a in args if a != "--debug"], debug)
+        try:
+            code = fast_check([a for a in args if a != "--debug"], debug)
+        finally:
+            dccache.save()
     if code is not None:
         return code
     from opdoctor.cli.app import main as app_main

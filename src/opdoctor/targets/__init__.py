@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from opdoctor.checks.base import STAGE_BUDGETS
 from opdoctor.facts import CheckOptions, Facts, budget
-from opdoctor.facts.mindspore import is_function_name
 from opdoctor.model import TargetError
 
 MAX_WHEEL_BYTES = 4 << 30  # refuse zip bombs: total uncompressed size of a wheel
@@ -45,6 +44,8 @@ def split_aot_target(path: str) -> tuple[str, str]:
     whole text is not itself a file and the part before the last colon is one."""
     if os.path.exists(path) or ":" not in path:
         return path, ""
+    from opdoctor.facts.mindspore import is_function_name  # here: only `lib.so:Func` needs it
+
     lib, func = path.rsplit(":", 1)
     if os.path.isfile(lib) and is_function_name(func):
         return lib, func
