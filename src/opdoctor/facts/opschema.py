@@ -9,9 +9,9 @@ the documented fallback.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+from typing import Any
 
 from opdoctor.facts.interp import Interpreter
 
@@ -34,6 +34,19 @@ print("OPDOCTOR-JSON" + json.dumps(out))
 """
 
 
+def _sha256(data: bytes) -> Any:
+    """SHA-256 from CPython's own module when it has one: hashlib's loads OpenSSL's libcrypto
+    first, which costs more than the rest of a cached lookup (the digest is the same)."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # Python <= 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found]  # Python >= 3.12
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data)
+
+
 def cache_dir() -> str:
     """Where parse verdicts are cached (plain paths: pathlib's import costs more than the
     cached lookup it would serve)."""
@@ -45,7 +58,7 @@ def _cache_file(interp: Interpreter) -> str:
     assert interp.torch is not None
     # "typevars-off": verdicts cached before the parser ran as m.def does are not reused.
     ident = f"{interp.torch.directory}|{interp.torch.version}|typevars-off"
-    key = hashlib.sha256(ident.encode()).hexdigest()
+    key = _sha256(ident.encode()).hexdigest()
     return os.path.join(cache_dir(), f"schemas-{key[:16]}.json")
 
 
