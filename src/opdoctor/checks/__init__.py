@@ -4,6 +4,10 @@ Built-ins are named here one by one (no "import every file in the folder"), so t
 checks and the set of codes are reviewable in one place. Third-party checks register a
 :class:`~opdoctor.checks.base.Check` under the entry-point group ``opdoctor.checks``; a broken
 plugin is reported, never fatal.
+
+Importing this package imports no check family: :func:`load_registry` imports them all (and
+the plugins); :func:`load_lazy_registry`, used by ``opdoctor check``, imports each family only
+when it runs (see "the lazy registry" below).
 """
 
 from __future__ import annotations
