@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             code = fast_check([a for a in args if a != "--debug"], debug)
         finally:
             dccache.save()
+        if code is None:
+            dccache.stop_recording()
     if code is not None:
         return code
     from opdoctor.cli.app import main as app_main

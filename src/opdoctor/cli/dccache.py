@@ -46,7 +46,7 @@ def install() -> None:
         return
     stored = cachefile.read(cache_path())
     codes: dict[str, object] = stored if isinstance(stored, dict) else {}
-    _state["codes"], _state["dirty"] = codes, False
+    _state["codes"], _state["dirty"], _state["recording"] = codes, False, True
 
     def cached_exec(source: Any, globals: Any = None, locals: Any = None) -> None:
         if type(source) is str:
@@ -55,13 +55,20 @@ def install() -> None:
                 # dataclasses.py has no __future__ import: compile as its exec does, with no
                 # flags of this module (whose `annotations` future would change the result).
                 code = compile(source, "<string>", "exec", dont_inherit=True)
-                if len(codes) < MAX_ENTRIES:
+                if _state["recording"] and len(codes) < MAX_ENTRIES:
                     codes[source] = code
                     _state["dirty"] = True
             source = code
         builtins.exec(source, globals, locals)
 
     dataclasses.exec = cached_exec  # type: ignore[attr-defined]
+
+
+def stop_recording() -> None:
+    """Compile what is not cached without storing it from now on: the command went to the
+    typer app (``--help``, a usage error), whose classes would only make the file every
+    ``check`` reads larger."""
+    _state["recording"] = False
 
 
 def save() -> None:
