@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,3 +128,129 @@ def test_replay_needs_no_typer_and_a_corrupt_cache_is_recomputed(tmp_path: Path)
     stored.write_bytes(stored.read_bytes()[:-7])  # truncated: the CRC fails
     again = _run(["codes"], tmp_path)
     assert (again.returncode, again.stdout) == (0, first.stdout)
+
+
+# --------------------------------------------------------------------- the lazy check registry
+# `check` builds its checks from a cached manifest and imports a family's module only when the
+# family runs (opdoctor.checks.load_lazy_registry); each family's "does it apply" goes to a gate
+# first. Both must be the full registry's, declaration for declaration and answer for answer.
+
+
+def _declared(check: object) -> tuple[object, ...]:
+    c: Any = check
+    return (c.name, c.summary, c.causes, c.codes, c.needs_elf, c.budget, c.section is None,
+            c.applies is None)
+
+
+def test_lazy_registry_declares_what_the_full_registry_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opdoctor.checks import load_lazy_registry, load_registry
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    full = load_registry()
+    for state in ("no cache", "cached", "corrupt cache"):
+        if state == "corrupt cache":
+            for f in (tmp_path / "opdoctor").glob("checks-*.marshal"):
+                f.write_bytes(b"\0garbage")
+        load_lazy_registry.cache_clear()
+        lazy = load_lazy_registry()
+        load_lazy_registry.cache_clear()
+        assert lazy is not None, state
+        assert lazy.catalog == full.catalog, state
+        assert [_declared(c) for c in lazy.checks] == [_declared(c) for c in full.checks], state
+        assert list(tmp_path.glob("opdoctor/checks-*.marshal")), state
+
+
+def _gate_targets() -> list[tuple[str, str, dict[str, Any]]]:
+    from tests.conftest import BUILD, fixture, reference
+
+    pkg = BUILD / "pkg"
+    return [
+        ("reference --static", str(reference()), {}),
+        ("reference, probe", str(reference()), {"probe": True}),
+        ("TensorFlow op", str(fixture("tensorflow/zero_out.so")), {}),
+        ("MindSpore AOT", str(fixture("mindspore/aot_add.so")), {}),
+        ("MindSpore AOT named", str(fixture("mindspore/aot_add.so")),
+         {"aot_function": "CustomAdd"}),
+        ("OneFlow op", str(fixture("oneflow/relu_op.so")), {}),
+        ("package", str(pkg / "myop"), {"package": "myop", "cwd": str(pkg)}),
+        ("package, probe", str(pkg / "myop"), {"package": "myop", "cwd": str(pkg),
+                                               "probe": True}),
+        ("broken file", str(fixture("integrity/not_elf.so")), {}),
+    ]
+
+
+def test_gates_answer_as_the_check_families_do() -> None:
+    import importlib
+
+    from opdoctor.checks import GATES
+    from opdoctor.facts import CheckOptions, Facts
+
+    answered: dict[str, set[bool]] = {m: set() for m in GATES}
+    for label, path, opts in _gate_targets():
+        for module, gate in GATES.items():
+            real = importlib.import_module(f"opdoctor.checks.{module}").CHECK
+            why = gate(Facts(path, CheckOptions(**opts)))
+            truth = real.applies(Facts(path, CheckOptions(**opts)))
+            assert why in ("", truth), (label, module, why, truth)
+            answered[module].add(bool(why))
+    # Every gate both skipped a family itself and let one through to the family.
+    assert all(seen == {True, False} for seen in answered.values()), answered
+
+
+# ------------------------------------------------------------ compiled dataclass methods
+_DATACLASS_CODE = r'''
+import dataclasses, sys, types
+if sys.argv[1] == "cached":
+    from opdoctor.cli import dccache
+    dccache.install()
+import opdoctor.cli.settings, opdoctor.codes, opdoctor.facts.core, opdoctor.facts.elf.dynsym
+import opdoctor.model, opdoctor.pipeline
+
+def canon(c):
+    return tuple(canon(k) if isinstance(k, types.CodeType) else repr(k) if not
+                 isinstance(k, tuple) else tuple(map(repr, k)) for k in c.co_consts) + tuple(
+        repr(getattr(c, a, None)) for a in (
+            "co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_flags",
+            "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_firstlineno",
+            "co_qualname", "co_linetable", "co_exceptiontable", "co_filename", "co_name",
+            "co_stacksize"))
+
+out = []
+for mod in (opdoctor.cli.settings, opdoctor.codes, opdoctor.facts.core,
+            opdoctor.facts.elf.dynsym, opdoctor.model, opdoctor.pipeline):
+    for name, cls in sorted(vars(mod).items()):
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls) and \
+                cls.__module__ == mod.__name__:
+            for attr, fn in sorted(vars(cls).items()):
+                code = getattr(fn, "__code__", None)
+                if code is not None and code.co_filename == "<string>":
+                    out.append((mod.__name__, name, attr, canon(code)))
+compiled = bool(dccache._state.get("dirty")) if sys.argv[1] == "cached" else True
+if sys.argv[1] == "cached":
+    dccache.save()
+print(len(out), compiled)
+sys.stdout.write(repr(out))
+'''
+
+
+def test_cached_dataclass_methods_are_the_ones_exec_compiles(tmp_path: Path) -> None:
+    """opdoctor.cli.dccache: with a cold cache, a warm one and a corrupt one, every method
+    dataclasses generates for opdoctor's classes has exactly the code it has without it."""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin",
+           "XDG_CACHE_HOME": str(tmp_path), "PYTHONHASHSEED": "0"}
+
+    def dump(mode: str) -> str:
+        p = subprocess.run([sys.executable, "-c", _DATACLASS_CODE, mode], capture_output=True,
+                           text=True, env=env, timeout=120, check=True)
+        return p.stdout
+
+    n, _, plain = dump("plain").partition(" ")
+    assert int(n) > 50  # dataclass methods of opdoctor's classes compared
+    assert dump("cached") == f"{n} {plain}"  # cold: compiled (True) and stored
+    files = list((tmp_path / "opdoctor").glob("dataclasses-*.marshal"))
+    assert len(files) == 1
+    warm = dump("cached")
+    assert warm == f"{n} {plain.replace('True', 'False', 1)}"  # warm: nothing compiled
+    files[0].write_bytes(b"\0corrupt")
+    assert dump("cached") == f"{n} {plain}"  # a corrupt cache is no cache

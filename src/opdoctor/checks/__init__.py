@@ -4,49 +4,64 @@ Built-ins are named here one by one (no "import every file in the folder"), so t
 checks and the set of codes are reviewable in one place. Third-party checks register a
 :class:`~opdoctor.checks.base.Check` under the entry-point group ``opdoctor.checks``; a broken
 plugin is reported, never fatal.
+
+Importing this package imports no check family: :func:`load_registry` imports them all (and
+the plugins); :func:`load_lazy_registry`, used by ``opdoctor check``, imports each family only
+when it runs (see "the lazy registry" below).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
 
-from opdoctor.checks import (
-    abi,
-    compile,
-    cuda,
-    deps,
-    importchain,
-    integrity,
-    mindspore,
-    oneflow,
-    probe,
-    registration,
-    symbols,
-    tensorflow,
-    variant,
-)
 from opdoctor.checks.base import PIPELINE_CODES, Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
 
+if TYPE_CHECKING:
+    from opdoctor.facts import Facts
+
 ENTRY_POINT_GROUP = "opdoctor.checks"
 
-BUILTIN_CHECKS: tuple[Check, ...] = (
-    integrity.CHECK,
-    deps.CHECK,
-    symbols.CHECK,
-    abi.CHECK,
-    cuda.CHECK,
-    variant.CHECK,
-    registration.CHECK,
-    importchain.CHECK,
-    mindspore.CHECK,
-    oneflow.CHECK,
-    tensorflow.CHECK,  # waits for the probe too, when it loads the library the TF way
-    probe.CHECK,  # last: it waits for the load probe started before the static checks
-    compile.CHECK,  # after the probe: with --opcheck it reads the probe's opcheck stage
+# The built-in checks, in the order they run: the module of each (its ``CHECK``).
+BUILTIN_MODULES: tuple[str, ...] = (
+    "integrity",
+    "deps",
+    "symbols",
+    "abi",
+    "cuda",
+    "variant",
+    "registration",
+    "importchain",
+    "mindspore",
+    "oneflow",
+    "tensorflow",  # waits for the probe too, when it loads the library the TF way
+    "probe",  # last: it waits for the load probe started before the static checks
+    "compile",  # after the probe: with --opcheck it reads the probe's opcheck stage
 )
+
+
+def _check_of(module: str) -> Check:
+    import importlib
+
+    check: Check = importlib.import_module(f"opdoctor.checks.{module}").CHECK
+    return check
+
+
+def builtin_checks() -> tuple[Check, ...]:
+    """The built-in checks, their modules imported."""
+    return tuple(_check_of(m) for m in BUILTIN_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    # BUILTIN_CHECKS is computed on first use: importing this package (for Check, say) must not
+    # import every check family with its readers.
+    if name == "BUILTIN_CHECKS":
+        return builtin_checks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -78,14 +93,58 @@ def _load_plugin(ep_name: str, obj: object, taken: set[str]) -> Check:
     return obj
 
 
+def _may_declare(group: str) -> bool:
+    """False only when no distribution importlib.metadata would find declares entry points
+    of ``group``: its own search (each ``sys.path`` directory's ``*.dist-info`` and
+    ``*.egg-info`` children, and ``EGG-INFO`` of an ``.egg`` directory) with a byte search of
+    each ``entry_points.txt``. Importing importlib.metadata (email, zipfile, csv …) and
+    parsing every distribution's metadata costs more than a static check of a small library,
+    and almost no environment has an opdoctor plugin. True whenever it cannot tell: a zip on
+    ``sys.path``, or a finder of distributions other than the standard one."""
+    from importlib.machinery import PathFinder
+
+    if any(getattr(f, "find_distributions", None) is not None and f is not PathFinder
+           for f in sys.meta_path):
+        return True
+    needle = group.encode()
+    for entry in sys.path:
+        root = entry or "."
+        try:
+            children = os.listdir(root)
+        except OSError:
+            if os.path.isfile(root):
+                return True  # a zip: importlib.metadata reads its members
+            continue
+        is_egg = os.path.basename(root).lower().endswith(".egg")
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")) or (is_egg and low == "egg-info"):
+                try:
+                    with open(os.path.join(root, child, "entry_points.txt"), "rb") as fh:
+                        if needle in fh.read():
+                            return True
+                except OSError:
+                    continue
+    return False
+
+
+def _plugin_entry_points() -> list[Any]:
+    """The entry points of the ``opdoctor.checks`` group, sorted by name."""
+    if not _may_declare(ENTRY_POINT_GROUP):
+        return []
+    from importlib.metadata import entry_points
+
+    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+
+
 @lru_cache(maxsize=1)
 def load_registry(with_plugins: bool = True) -> Registry:
     """Built-in checks plus every plugin that loads and validates."""
-    checks = list(BUILTIN_CHECKS)
+    checks = list(builtin_checks())
     catalog = build_catalog([*(c.codes for c in checks), PIPELINE_CODES])
     problems: list[PluginProblem] = []
     if with_plugins:
-        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        for ep in _plugin_entry_points():
             try:
                 check = _load_plugin(ep.name, ep.load(), set(catalog))
             except Exception as exc:  # any error in third-party code is the plugin's problem
@@ -97,3 +156,142 @@ def load_registry(with_plugins: bool = True) -> Registry:
             checks.append(check)
             catalog.update({d.code: d for d in check.codes})
     return Registry(tuple(checks), dict(sorted(catalog.items())), tuple(problems))
+
+
+# ---------------------------------------------------------------------------- the lazy registry
+# `opdoctor check` of one library runs 13 check families, but on most targets several of them
+# only say why they do not apply (not a package, not a TensorFlow library, --static …), and
+# importing a family means its code catalog, its readers and their regexes. The lazy registry
+# builds the same checks from a manifest — every family's name, summary, causes, code
+# documentation, flags — cached on disk and keyed by the size and mtime of every file of the
+# package, and imports a family's module only when the family runs. Its "does it apply"
+# question is first put to a gate below, which answers only the cases it is sure of, in the
+# family's own words (tests/test_registry.py holds each gate to the family's applies); anything
+# else is asked of the family itself.
+
+MANIFEST_FORMAT = 1
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _not_a_package(facts: Facts) -> str:
+    return "" if facts.options.package else (
+        "not a package (use --package NAME, a package directory, or a .so inside a package)")
+
+
+def _not_probed(facts: Facts) -> str:
+    return "" if facts.options.probe else (
+        "--static: the probe (which executes the library) was not run")
+
+
+def _not_mindspore(facts: Facts) -> str:
+    if facts.options.aot_function or facts.mindspore_library or facts.mindspore_aot_uses:
+        return ""
+    return "not a MindSpore library, and no AOT function named (use lib.so:FuncName)"
+
+
+def _not_oneflow(facts: Facts) -> str:
+    return "" if facts.oneflow is not None else "not a OneFlow library"
+
+
+def _not_tensorflow(facts: Facts) -> str:
+    if facts.tf_probe or facts.tf_op_library:
+        return ""
+    if facts.options.package:
+        return "TensorFlow is not installed for the target interpreter"
+    return "not a TensorFlow library"
+
+
+# module → the family's applies for the cases the gate is sure of ("": ask the family)
+GATES: dict[str, Any] = {
+    "importchain": _not_a_package,
+    "probe": _not_probed,
+    "mindspore": _not_mindspore,
+    "oneflow": _not_oneflow,
+    "tensorflow": _not_tensorflow,
+}
+
+
+class _Deferred:
+    """``CHECK.<attr>`` of a check module, the module imported on the first call."""
+
+    def __init__(self, module: str, attr: str) -> None:
+        self.module, self.attr = module, attr
+
+    def __call__(self, facts: Facts) -> Any:
+        return getattr(_check_of(self.module), self.attr)(facts)
+
+
+class _Gated(_Deferred):
+    """A family's applies: its gate first, the family itself when the gate is not sure."""
+
+    def __call__(self, facts: Facts) -> Any:
+        gate = GATES.get(self.module)
+        why = gate(facts) if gate is not None else ""
+        return why or super().__call__(facts)
+
+
+def _sources_key() -> str:
+    """Everything the built-in checks' declarations depend on: opdoctor's sources."""
+    parts = [str(MANIFEST_FORMAT), sys.version]
+    for root, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".toml", ".json")):
+                st = os.stat(os.path.join(root, name))
+                parts.append(f"{root}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    return "\n".join(parts)
+
+
+def _describe(module: str, check: Check) -> tuple[Any, ...]:
+    docs = tuple((d.code, d.title, d.severity.value, d.what, d.why, d.example, d.fix,
+                  tuple(d.references)) for d in check.codes)
+    return (module, check.name, check.summary, tuple(int(c) for c in check.causes), docs,
+            check.needs_elf, check.budget_s, check.section is not None,
+            check.applies is not None)
+
+
+def _manifest() -> list[tuple[Any, ...]]:
+    """The built-in checks' declarations: from the cache, else from the modules (stored)."""
+    import zlib
+
+    from opdoctor import cachefile
+
+    key = _sources_key()
+    path = os.path.join(cachefile.cache_dir(), f"checks-{zlib.crc32(key.encode()):08x}.marshal")
+    stored = cachefile.read(path)
+    if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key:
+        return list(stored[1])
+    entries = [_describe(m, _check_of(m)) for m in BUILTIN_MODULES]
+    cachefile.write(path, (key, entries))
+    return entries
+
+
+def _lazy_check(entry: tuple[Any, ...]) -> Check:
+    from opdoctor.model import Cause, Severity
+
+    module, name, summary, causes, docs, needs_elf, budget_s, has_section, has_applies = entry
+    codes = tuple(CodeDoc(code, title, Severity(sev), what=what, why=why, example=example,
+                          fix=fix, references=tuple(refs))
+                  for code, title, sev, what, why, example, fix, refs in docs)
+    return Check(name, summary, tuple(Cause(c) for c in causes), codes, _Deferred(module, "run"),
+                 needs_elf=needs_elf,
+                 section=_Deferred(module, "section") if has_section else None,
+                 applies=_Gated(module, "applies") if has_applies else None, budget_s=budget_s)
+
+
+@lru_cache(maxsize=1)
+def load_lazy_registry() -> Registry | None:
+    """The built-in checks as :func:`load_registry` has them (same order, names, codes and
+    documentation, same results), each family's module imported when the family runs; None
+    when a plugin may be installed or the manifest cannot be read (use :func:`load_registry`)."""
+    if _may_declare(ENTRY_POINT_GROUP):
+        return None
+    try:
+        entries = _manifest()
+        if tuple(e[0] for e in entries) != BUILTIN_MODULES:
+            return None
+        checks = tuple(_lazy_check(e) for e in entries)
+    except Exception:  # a damaged cache or a broken module: the full registry says what
+        return None
+    catalog = build_catalog([*(c.codes for c in checks), PIPELINE_CODES])
+    return Registry(checks, dict(sorted(catalog.items())), ())

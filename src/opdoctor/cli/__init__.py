@@ -13,9 +13,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``opdoctor`` script; returns the exit code.
 
     ``opdoctor explain "<message>"`` (:mod:`opdoctor.explain.fast`), ``--version``, ``codes``
-    and ``explain ODnnn`` (:mod:`opdoctor.cli.fast`) are answered without importing the typer
-    app (which alone costs several hundred milliseconds); every other command goes to
-    :mod:`opdoctor.cli.app`.
+    and ``explain ODnnn`` (:mod:`opdoctor.cli.fast`), and ``check`` with a command line of its
+    documented options (:mod:`opdoctor.cli.fastcheck`) are answered without importing the
+    typer app (which alone costs more than a static check of a small library); everything
+    else, ``--help`` and every usage error included, goes to :mod:`opdoctor.cli.app`.
     """
     from opdoctor.cli.fast import fast_main as fast_cli
 
@@ -27,6 +28,21 @@ def main(argv: list[str] | None = None) -> int:
         code = fast_main(args)
     if code is None:
         code = fast_cli(args)
+    if code is None and "check" in args:
+        from opdoctor.cli import dccache
+
+        dccache.install()  # before the modules that define dataclasses are imported
+        from opdoctor.cli import errors
+        from opdoctor.cli.fastcheck import fast_check
+
+        debug = "--debug" in args
+        errors.DEBUG = debug
+        try:
+            code = fast_check([a for a in args if a != "--debug"], debug)
+        finally:
+            dccache.save()
+        if code is None:
+            dccache.stop_recording()
     if code is not None:
         return code
     from opdoctor.cli.app import main as app_main

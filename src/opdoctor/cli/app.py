@@ -11,7 +11,6 @@ Exit codes (also in ``--help`` and the README):
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,7 +23,8 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc  # type: ignore[no-redef,import-not-found]
 
 from opdoctor import __version__
-from opdoctor.cli.errors import Exit, UsageProblem
+from opdoctor.cli import values as values_mod
+from opdoctor.cli.errors import Exit, UsageProblem, crash
 from opdoctor.cli.helpfmt import PlainCommand, PlainGroup
 from opdoctor.cli.settings import FORMATS, SETTINGS, SEVERITIES, Setting
 
@@ -94,15 +94,10 @@ def _setting_param(spec: Setting) -> inspect.Parameter:
 
 def _given(kw: dict[str, Any]) -> dict[str, Any]:
     """The settings given on the command line, keyed like the table (tables parsed)."""
-    given: dict[str, Any] = {}
-    for spec in SETTINGS:
-        value = kw.get(spec.key.replace("-", "_"))
-        if spec.key == "gpu" and value:
-            value = [g for item in value for g in item.split(",") if g.strip()]
-        elif spec.kind == "table" and value:
-            value = _pairs(value, spec.flag, allow_empty=spec.key == "env")
-        given[spec.key] = value
-    return given
+    try:
+        return values_mod.given(kw)
+    except values_mod.ArgError as exc:
+        raise click_exc.UsageError(str(exc)) from None
 
 
 def check(**kw: Any) -> int:
@@ -268,30 +263,10 @@ def config_cmd(
 
 def _effective(given: dict[str, Any], config: str | None
                ) -> tuple[dict[str, Any], dict[str, str]]:
-    from opdoctor.cli.settings import ConfigError, find_config, merge, read_config
-
     try:
-        if config:
-            table = read_config(config)
-            if table is None:
-                raise ConfigError(f"{config}: no [tool.opdoctor] table")
-            found: tuple[str, dict[str, Any]] | None = (config, table)
-        else:
-            found = find_config(os.getcwd())
-        return merge(given, found)
-    except ConfigError as exc:
+        return values_mod.effective(given, config)
+    except values_mod.ArgError as exc:
         raise click_exc.UsageError(str(exc)) from None
-
-
-def _pairs(items: list[str] | None, flag: str, allow_empty: bool = False) -> dict[str, str]:
-    """KEY=VALUE arguments as a dict (``KEY=`` gives an empty value when allowed)."""
-    out: dict[str, str] = {}
-    for pair in items or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key or (not value and not allow_empty):
-            raise click_exc.UsageError(f"{flag} expects KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
 
 
 def _render_doc(doc: CodeDoc) -> str:
@@ -408,23 +383,6 @@ def codes(
     return Exit.OK
 
 
-def _crash(exc: BaseException, debug: bool) -> int:
-    import traceback
-
-    from opdoctor.cli.errors import write_crash_log
-
-    text = "".join(traceback.format_exception(exc))
-    log = write_crash_log(text)
-    if debug:
-        sys.stderr.write(text)
-    where = f"; details in {log}" if log else ""
-    sys.stderr.write(
-        f"opdoctor: internal error: {type(exc).__name__}: {exc}{where}\n"
-        f"  this is a bug in opdoctor {__version__}: please report it with that file "
-        "(rerun with --debug to print the traceback)\n")
-    return int(Exit.INTERNAL)
-
-
 def _close_options(name: str, candidates: Any) -> list[str]:
     """The options worth suggesting for a mistyped ``name``: click compares whole strings, so
     the shared ``--`` makes ``--bogus`` "close" to ``--gpu``; compare the words only."""
@@ -464,5 +422,5 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return int(Exit.OK)
     except Exception as exc:  # the crash handler: one message, traceback only on --debug
-        return _crash(exc, debug)
+        return crash(exc, debug)
     return int(rv) if isinstance(rv, int) else int(Exit.OK)

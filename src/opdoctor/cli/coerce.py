@@ -16,41 +16,20 @@ machinery (older releases) nothing is installed.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
+
+from opdoctor.cli.values import NOT_PLAIN, plain_value
+
+__all__ = ["NOT_PLAIN", "_NOT_PLAIN", "install", "plain_value"]
 
 try:  # typer's private coercion layer (typer >= 0.25); absent in older releases
     from typer._coercion import RuntimeParam, build_runtime_param
 except ImportError:  # pragma: no cover - depends on the installed typer
     RuntimeParam = None  # type: ignore[assignment,misc]
 
-_INT = re.compile(r"-?[0-9]{1,18}")
-_FLOAT = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
-_NOT_PLAIN = object()
-
-
-def plain_value(annotation: Any, value: Any) -> Any:
-    """``value`` coerced to ``annotation`` when it is a plain value whose coercion is obvious
-    (the same as pydantic's lax mode); ``_NOT_PLAIN`` for everything else."""
-    kind = type(value)
-    if annotation is str:
-        return value if kind is str else _NOT_PLAIN
-    if annotation is bool:
-        return value if kind is bool else _NOT_PLAIN
-    if annotation is int:
-        if kind is int:
-            return value
-        return int(value) if kind is str and _INT.fullmatch(value) else _NOT_PLAIN
-    if annotation is float:
-        if kind is float:
-            return value
-        if kind is int:
-            return float(value)
-        return float(value) if kind is str and _FLOAT.fullmatch(value) else _NOT_PLAIN
-    if annotation == list[str] and kind in (list, tuple):
-        return list(value) if all(type(v) is str for v in value) else _NOT_PLAIN
-    return _NOT_PLAIN
+# The coercion itself lives in opdoctor.cli.values (the fast `check` path uses it without typer).
+_NOT_PLAIN = NOT_PLAIN
 
 
 if RuntimeParam is not None:

@@ -38,3 +38,22 @@ def write_crash_log(text: str) -> str:
     except OSError:
         return ""
     return log
+
+
+def crash(exc: BaseException, debug: bool) -> int:
+    """The crash handler of every command: one message naming the crash log, the traceback
+    only with --debug; returns exit code 4."""
+    import traceback
+
+    from opdoctor import __version__
+
+    text = "".join(traceback.format_exception(exc))
+    log = write_crash_log(text)
+    if debug:
+        sys.stderr.write(text)
+    where = f"; details in {log}" if log else ""
+    sys.stderr.write(
+        f"opdoctor: internal error: {type(exc).__name__}: {exc}{where}\n"
+        f"  this is a bug in opdoctor {__version__}: please report it with that file "
+        "(rerun with --debug to print the traceback)\n")
+    return int(Exit.INTERNAL)

@@ -23,11 +23,6 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found]
-
 
 class ConfigError(ValueError):
     """The configuration file is invalid (unknown key, wrong type)."""
@@ -160,6 +155,12 @@ def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
 
 def read_config(path: str) -> dict[str, Any] | None:
     """The opdoctor table of a file (None when a pyproject.toml has none)."""
+    # Imported here: most runs have no configuration file, and the parser is not free.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found]
+
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)

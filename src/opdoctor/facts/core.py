@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
-import platform
 import re
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -67,7 +64,14 @@ class HostInfo:
 def detect_host() -> HostInfo:
     """Describe this machine: architecture and glibc version (None on non-glibc systems)."""
     from opdoctor.facts.elf.image import HOST_MACHINES
-    machine = platform.machine().lower()
+
+    # platform.machine() is uname's machine field; the module only when uname has none.
+    machine = os.uname().machine
+    if not machine:
+        import platform
+
+        machine = platform.machine()
+    machine = machine.lower()
     bits, em = HOST_MACHINES.get(machine, (None, None))
     glibc: tuple[int, int] | None = None
     try:
@@ -410,9 +414,12 @@ class Facts:
         from opdoctor.facts.cuda import parse_gpu
         if self.options.gpus:
             return sorted({parse_gpu(g) for g in self.options.gpus}), "--gpu"
+        import shutil  # here: only runs that look for the GPUs need it
+
         smi = shutil.which("nvidia-smi")
         if not smi:
             return [], "no --gpu given and no nvidia-smi on this machine"
+        import subprocess
         try:
             out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=15).stdout

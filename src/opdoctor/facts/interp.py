@@ -12,8 +12,6 @@ import glob
 import json
 import os
 import re
-import secrets
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -133,9 +131,13 @@ def _run_script(exe: str, timeout: float, env: dict[str, str] | None) -> dict[st
     runs but does not answer (not a Python, or a wrapper that swallows ``-c``) is "not a usable
     Python".
     """
+    import secrets  # here: a cached or in-process answer needs no token
+
     token = f"@@opdoctor-{secrets.token_hex(8)}@@"
     code = _SCRIPT + f"sys.stdout.write({token!r} + json.dumps(info) + {token!r})\n" \
         "sys.stdout.flush()\n"
+    import subprocess  # here: a cached or in-process answer needs no child
+
     try:
         proc = subprocess.run([exe, "-c", code], capture_output=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env)

@@ -9,11 +9,9 @@ the documented fallback.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import subprocess
-from pathlib import Path
+from typing import Any
 
 from opdoctor.facts.interp import Interpreter
 
@@ -36,19 +34,32 @@ print("OPDOCTOR-JSON" + json.dumps(out))
 """
 
 
-def cache_dir() -> Path:
-    """Where parse verdicts are cached."""
-    base = os.environ.get("OPDOCTOR_CACHE_DIR") or os.path.join(
+def _sha256(data: bytes) -> Any:
+    """SHA-256 from CPython's own module when it has one: hashlib's loads OpenSSL's libcrypto
+    first, which costs more than the rest of a cached lookup (the digest is the same)."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # Python <= 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found]  # Python >= 3.12
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data)
+
+
+def cache_dir() -> str:
+    """Where parse verdicts are cached (plain paths: pathlib's import costs more than the
+    cached lookup it would serve)."""
+    return os.environ.get("OPDOCTOR_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "opdoctor")
-    return Path(base)
 
 
-def _cache_file(interp: Interpreter) -> Path:
+def _cache_file(interp: Interpreter) -> str:
     assert interp.torch is not None
     # "typevars-off": verdicts cached before the parser ran as m.def does are not reused.
     ident = f"{interp.torch.directory}|{interp.torch.version}|typevars-off"
-    key = hashlib.sha256(ident.encode()).hexdigest()
-    return cache_dir() / f"schemas-{key[:16]}.json"
+    key = _sha256(ident.encode()).hexdigest()
+    return os.path.join(cache_dir(), f"schemas-{key[:16]}.json")
 
 
 def parse_with_torch(interp: Interpreter, texts: list[str], timeout: float = 120.0
@@ -59,11 +70,14 @@ def parse_with_torch(interp: Interpreter, texts: list[str], timeout: float = 120
     path = _cache_file(interp)
     cached: dict[str, str] = {}
     try:
-        cached = json.loads(path.read_text())
+        with open(path) as fh:
+            cached = json.loads(fh.read())
     except (OSError, ValueError):
         cached = {}
     todo = [t for t in texts if t not in cached]
     if todo:
+        import subprocess  # here: cached verdicts need no child
+
         try:
             proc = subprocess.run([interp.invoke, "-c", _PARSE], input=json.dumps(todo),
                                   capture_output=True, text=True, timeout=timeout)
@@ -75,8 +89,9 @@ def parse_with_torch(interp: Interpreter, texts: list[str], timeout: float = 120
             return {}, f"torch's parser failed: {last}"
         cached.update(json.loads(proc.stdout[marker + len("OPDOCTOR-JSON"):]))
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(cached))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write(json.dumps(cached))
         except OSError:
             pass  # a read-only home only costs the next run a torch import
     return {t: cached[t] for t in texts if t in cached}, ""

@@ -12,10 +12,7 @@ when they are built from ``__file__``, ``os.path``, ``pathlib`` and string const
 from __future__ import annotations
 
 import ast
-import base64
-import csv
 import glob
-import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -500,6 +497,11 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
 
 def _record_check(chain: ImportChain, site: str) -> None:
     """Files a dist-info RECORD lists that are missing or whose hash differs."""
+    # Imported here: only a package analysis reads RECORD files (not a check of a library).
+    import base64
+    import csv
+    import hashlib
+
     for dist in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
         record = os.path.join(dist, "RECORD")
         try:

@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from opdoctor.checks.base import STAGE_BUDGETS
 from opdoctor.facts import CheckOptions, Facts, budget
-from opdoctor.facts.mindspore import is_function_name
 from opdoctor.model import TargetError
 
 MAX_WHEEL_BYTES = 4 << 30  # refuse zip bombs: total uncompressed size of a wheel
@@ -48,6 +44,8 @@ def split_aot_target(path: str) -> tuple[str, str]:
     whole text is not itself a file and the part before the last colon is one."""
     if os.path.exists(path) or ":" not in path:
         return path, ""
+    from opdoctor.facts.mindspore import is_function_name  # here: only `lib.so:Func` needs it
+
     lib, func = path.rsplit(":", 1)
     if os.path.isfile(lib) and is_function_name(func):
         return lib, func
@@ -97,6 +95,8 @@ class WheelError(ValueError):
 
 def unpack_wheel(path: str, dest: str) -> None:
     """Unpack ``path`` into ``dest``, refusing absolute/parent paths and zip bombs."""
+    import zipfile  # here: only wheels need it (a check of a library starts faster)
+
     try:
         with zipfile.ZipFile(path) as zf:
             total = 0
@@ -148,6 +148,8 @@ def expand(paths: list[str], options: CheckOptions,
             targets.append(Target(where, options, where))
         for path in paths:
             if path.endswith(".whl") and os.path.isfile(path):
+                import tempfile
+
                 tmp = tempfile.mkdtemp(prefix="opdoctor-wheel-")
                 tmpdirs.append(tmp)
                 try:
@@ -192,4 +194,6 @@ def expand(paths: list[str], options: CheckOptions,
         yield targets
     finally:
         for tmp in tmpdirs:
+            import shutil  # here: only wheels leave a directory to remove
+
             shutil.rmtree(tmp, ignore_errors=True)

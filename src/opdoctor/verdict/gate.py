@@ -9,7 +9,6 @@ name and the finding's subject.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -38,6 +37,8 @@ def fingerprint(report: Report, f: Finding) -> str:
     """A stable identity for a finding across machines and runs."""
     subject = os.path.basename(f.subject) if "/" in f.subject else f.subject
     key = f"{f.code}|{os.path.basename(report.target.path)}|{subject}"
+    import hashlib  # here: only findings are fingerprinted (loading OpenSSL is not free)
+
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 

@@ -9,12 +9,9 @@ stay mangled.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import shutil
-import subprocess
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from typing import Any
 
 _CACHE: dict[str, str] = {}
 
@@ -22,9 +19,10 @@ _CACHE: dict[str, str] = {}
 @lru_cache(maxsize=1)
 def _cxa_demangle() -> Callable[[str], str | None] | None:
     """A Python callable around ``__cxa_demangle`` (None when no C++ runtime is loadable)."""
+    import ctypes  # here: only runs that demangle a name pay for ctypes
+
     try:
-        cxx = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        cxx, libc = _runtime(ctypes, "stdc++", "libstdc++.so.6"), _runtime(ctypes, "c", "libc.so.6")
         fn = cxx.__cxa_demangle
     except (OSError, AttributeError):
         return None
@@ -51,8 +49,24 @@ def _cxa_demangle() -> Callable[[str], str | None] | None:
     return demangle_one
 
 
+def _runtime(ctypes: Any, name: str, soname: str) -> Any:
+    """The library ``ctypes.util.find_library(name)`` names, loaded. Its usual answer, the
+    soname, is tried first: find_library runs ``ldconfig -p`` (and ``gcc``) in child processes,
+    which costs more than the rest of a small check; a system where that soname does not load
+    gets the search as before."""
+    try:
+        return ctypes.CDLL(soname)
+    except OSError:
+        import ctypes.util
+
+        return ctypes.CDLL(ctypes.util.find_library(name) or soname)
+
+
 def _cxxfilt(names: list[str]) -> dict[str, str]:
     """Batch fallback through ``c++filt`` (one call)."""
+    import shutil
+    import subprocess
+
     tool = shutil.which("c++filt")
     if not names or not tool:
         return {}

@@ -16,6 +16,7 @@ count or a loop in a chain costs microseconds, never a hang.
 from __future__ import annotations
 
 import struct
+import sys
 from dataclasses import dataclass, field
 
 from opdoctor.facts.elf.image import ElfImage, Section
@@ -149,6 +150,9 @@ def _symbols(img: ElfImage, dynsym: Section, dynstr: Section, out: _Problems,
     has_xindex = any(s.sh_type == SHT_SYMTAB_SHNDX for s in img.sections)
     fmt = ("<" if img.header.little_endian else ">") + ("IBBHQQ" if is64 else "IIIBBH")
     raw = img.data.buf[dynsym.offset:dynsym.offset + count * ent]
+    if _symbols_clean(raw, count, ent, is64, img.header.little_endian, dynstr.size,
+                      shnum if img.header.e_shnum else None, has_xindex):
+        return count
     bad = odd = 0
     for i, f in enumerate(struct.iter_unpack(fmt, raw)):
         name, shndx = (f[0], f[3]) if is64 else (f[0], f[5])
@@ -176,6 +180,27 @@ def _symbols(img: ElfImage, dynsym: Section, dynstr: Section, out: _Problems,
     return count
 
 
+def _symbols_clean(raw: bytes, count: int, ent: int, is64: bool, little: bool, strsize: int,
+                   shnum: int | None, has_xindex: bool) -> bool:
+    """True when no entry of ``raw`` would be reported by :func:`_symbols` — decided with C-level
+    slices and ``max``/``set`` over the fields (libtorch_cpu.so has 75k entries) instead of a
+    Python loop per entry. False means "maybe": the exact loop then finds and words them."""
+    if len(raw) != count * ent or little != (sys.byteorder == "little") or not count:
+        return False
+    view = memoryview(raw)
+    names = view.cast("I")[::ent // 4]
+    halves = view.cast("H")
+    shndx = halves[3::12] if is64 else halves[7::8]
+    if max(names) >= strsize:
+        return False
+    for value in set(shndx):
+        if value == SHN_XINDEX and not has_xindex:
+            return False
+        if shnum is not None and shnum <= value < SHN_LORESERVE:
+            return False
+    return True
+
+
 def _section_of(secs: list[Section], kind: int) -> Section | None:
     return next((s for s in secs if s.sh_type == kind and s.size), None)
 
@@ -201,7 +226,11 @@ def _gnu_hash(img: ElfImage, secs: list[Section], count: int, out: _Problems) ->
         return
     off = sec.offset + 16 + bloom * word
     buckets = struct.unpack_from(f"{e}{nbuckets}I", img.data.buf, off)
-    wrong = [b for b in buckets if b and not symoffset <= b < count]
+    # Decided on the distinct values first (C-level set and sort; libtorch_cpu.so has 16k
+    # buckets); only a table that has a wrong one is walked in order to name it.
+    used = sorted(set(buckets) - {0})
+    wrong = [] if not used or (used[0] >= symoffset and used[-1] < count) else [
+        b for b in buckets if b and not symoffset <= b < count]
     if wrong:
         out.add(f".gnu.hash: {len(wrong)} bucket(s) point outside .dynsym (e.g. symbol "
                 f"{wrong[0]}; valid {symoffset}–{count - 1})")
@@ -322,7 +351,9 @@ def _versym(img: ElfImage, secs: list[Section], count: int, top: int, out: _Prob
         return
     e = "<" if img.header.little_endian else ">"
     values = struct.unpack_from(f"{e}{count}H", img.data.buf, sec.offset)
-    bad = [i for i, v in enumerate(values) if (v & 0x7FFF) > top]
+    # max() in C first: v & 0x7FFF <= v, so a largest value within range clears them all.
+    bad = [] if not values or max(values) <= top else [
+        i for i, v in enumerate(values) if (v & 0x7FFF) > top]
     if bad:
         out.add(f".gnu.version: {len(bad)} symbol(s) use a version index no version section "
                 f"defines (e.g. symbol {bad[0]}: index {values[bad[0]] & 0x7FFF}, highest "

@@ -16,7 +16,6 @@ Candidates of the wrong ELF class or machine are skipped and the search goes on.
 from __future__ import annotations
 
 import os
-import platform
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -113,7 +112,11 @@ class Environment:
 def _expand(entry: str, origin: str, env: Environment) -> str:
     lib = env.lib or ("lib/x86_64-linux-gnu" if os.path.isdir("/lib/x86_64-linux-gnu")
                       else "lib64")
-    plat = env.platform_name or platform.machine()
+    plat = env.platform_name or ""
+    if not plat and "PLATFORM" in entry:
+        import platform  # here: $PLATFORM is rare, and the module's import is not free
+
+        plat = platform.machine()
     for token, value in (("$ORIGIN", origin), ("${ORIGIN}", origin), ("$LIB", lib),
                          ("${LIB}", lib), ("$PLATFORM", plat), ("${PLATFORM}", plat)):
         entry = entry.replace(token, value)

@@ -1,0 +1,78 @@
+"""The methods ``dataclasses`` generates, compiled once per interpreter instead of once per run.
+
+For every ``@dataclass`` the module writes the source of ``__init__``, ``__repr__``, ``__eq__``
+… and compiles it with ``exec``. A static check of one small library defines ~60 dataclasses
+(the facts, the findings, the reports), and compiling their ~280 generated functions is about
+a third of its CPU time — more than the analysis itself.
+
+:func:`install` gives the ``dataclasses`` module an ``exec`` of its own (a module global, which
+its code finds before the builtin) that looks the source up in a cache of code objects and
+compiles only what is not there: the same ``compile`` with the same file name and flags, so
+each code object is the one ``exec`` would have built (``tests/test_startup_caches.py``
+compares them). The cache is one ``marshal`` file per interpreter (code objects are only
+valid for the interpreter that made them) under ``$XDG_CACHE_HOME/opdoctor``; a corrupt or
+foreign file is no cache, and the file is rewritten only when a run compiled something new.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import zlib
+from typing import Any
+
+from opdoctor import cachefile
+
+FORMAT = 1
+MAX_ENTRIES = 4096  # bounded: a process that builds dataclasses from data never grows it
+_CODE = type(compile("", "<string>", "exec"))
+_state: dict[str, object] = {}
+
+
+def cache_path() -> str:
+    """The cache file of this interpreter."""
+    ident = f"{FORMAT}|{sys.version}|{sys.implementation.cache_tag}|{sys.executable}"
+    return os.path.join(cachefile.cache_dir(), f"dataclasses-{zlib.crc32(ident.encode()):08x}"
+                        ".marshal")
+
+
+def install() -> None:
+    """Route the ``exec`` calls of ``dataclasses`` through the cache (once per process; not
+    when ``dataclasses`` already has an ``exec`` of someone else's)."""
+    import dataclasses
+
+    if "exec" in vars(dataclasses):
+        return
+    stored = cachefile.read(cache_path())
+    codes: dict[str, object] = stored if isinstance(stored, dict) else {}
+    _state["codes"], _state["dirty"], _state["recording"] = codes, False, True
+
+    def cached_exec(source: Any, globals: Any = None, locals: Any = None) -> None:
+        if type(source) is str:
+            code = codes.get(source)
+            if type(code) is not _CODE:
+                # dataclasses.py has no __future__ import: compile as its exec does, with no
+                # flags of this module (whose `annotations` future would change the result).
+                code = compile(source, "<string>", "exec", dont_inherit=True)
+                if _state["recording"] and len(codes) < MAX_ENTRIES:
+                    codes[source] = code
+                    _state["dirty"] = True
+            source = code
+        builtins.exec(source, globals, locals)
+
+    dataclasses.exec = cached_exec  # type: ignore[attr-defined]
+
+
+def stop_recording() -> None:
+    """Compile what is not cached without storing it from now on: the command went to the
+    typer app (``--help``, a usage error), whose classes would only make the file every
+    ``check`` reads larger."""
+    _state["recording"] = False
+
+
+def save() -> None:
+    """Store what this run compiled (nothing when it compiled nothing new)."""
+    if _state.get("dirty"):
+        _state["dirty"] = False
+        cachefile.write(cache_path(), _state["codes"])
