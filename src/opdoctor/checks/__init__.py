@@ -22,6 +22,7 @@ from opdoctor.checks import (
     mindspore,
     oneflow,
     probe,
+    pyguard,
     registration,
     symbols,
     tensorflow,
@@ -45,6 +46,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     oneflow.CHECK,
     tensorflow.CHECK,  # waits for the probe too, when it loads the library the TF way
     probe.CHECK,  # last: it waits for the load probe started before the static checks
+    pyguard.CHECK,  # after the probe: a package's version check fires in its import
     compile.CHECK,  # after the probe: with --opcheck it reads the probe's opcheck stage
 )
 
