@@ -10,26 +10,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
-from tests.conftest import BUILD
+from tests.test_pyreg import site
 
-REALWORLD = BUILD / "realworld"
 NO_ENV = {k: v for k, v in os.environ.items()
           if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")}
 
 
-def site(case: str) -> Path:
-    path = REALWORLD / case / "site"
-    if not path.is_dir():
-        pytest.skip(f"real-world case {case} not installed: run "
-                    f"benchmarks/realworld/run.py --case {case}")
-    return path
 
 
 def check(case: str, package: str, probe: bool) -> Report:

@@ -12,25 +12,15 @@ import os
 import subprocess
 import sys
 import sysconfig
-from pathlib import Path
-
-import pytest
 
 from opdoctor.facts.pychain import ImportChain, analyse
-from tests.conftest import BUILD
+from tests.test_pyreg import site
 
-REALWORLD = BUILD / "realworld"
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 NO_ENV = {k: v for k, v in os.environ.items()
           if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")}
 
 
-def site(case: str) -> Path:
-    path = REALWORLD / case / "site"
-    if not path.is_dir():
-        pytest.skip(f"real-world case {case} not installed: run "
-                    f"benchmarks/realworld/run.py --case {case}")
-    return path
 
 
 def chain_of(case: str, package: str) -> ImportChain:

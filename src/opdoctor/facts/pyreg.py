@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from opdoctor.facts.compile import FAKE_KEYS, PyRegistration, StaticOp
 from opdoctor.facts.registration import Inventory
@@ -76,15 +77,25 @@ def library_ops(path: str, inv: Inventory, stable_namespaces: dict[str, set[str]
 
 
 def read_library(path: str) -> LibraryOps | None:
-    """The C++ view of one library file (None when it cannot be read as ELF)."""
+    """The C++ view of one library file (None when it cannot be read as ELF); read once per
+    run for the same file (every report of a package's libraries joins them all)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _read_library(path, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=128)
+def _read_library(path: str, _mtime_ns: int, size: int) -> LibraryOps | None:
     from opdoctor.facts.compile import read_stable
     from opdoctor.facts.elf.image import ElfFormatError, ElfImage
     from opdoctor.facts.inputfile import InputError, open_input
     from opdoctor.facts.registration import read_inventory
 
+    if size > MAX_LIBRARY_BYTES:
+        return None
     try:
-        if os.path.getsize(path) > MAX_LIBRARY_BYTES:
-            return None
         img = ElfImage.open(open_input(path))
         inv = read_inventory(img, [])
         st = read_stable(img)
