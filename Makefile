@@ -473,10 +473,11 @@ $(RWFX)/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
 # ---------------------------------------------------------------- Python registrations, computed
 # load paths, version guards (#14): real wheels whose ops are defined from Python (bitsandbytes,
 # torchao), whose loads are computed (torchvision, torchao, bitsandbytes), torchao 0.14.1 whose own
-# guard rejects torch 2.13, tensordict without its dependency pyvers. About 62 MB of downloads.
+# guard rejects torch 2.13, tensordict without its dependency pyvers, torchaudio (its loader is
+# a function of another module). About 64 MB of downloads.
 PRFX := $(FIX)/pyreg
 PYREG_WHEELS := $(patsubst %,$(PRFX)/%/.ready,bitsandbytes-0.50.2 torchao-0.14.1 torchao-0.18.0 \
-  torchvision-0.29.1 tensordict-0.11.0)
+  torchvision-0.29.1 tensordict-0.11.0 torchaudio-2.11.1)
 $(PRFX)/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
 	$(fetch_wheel)
 

@@ -36,6 +36,7 @@ FIXTURE_OF = {
     "torchao-0.18.0-cuda-ext-on-cpu": "pyreg/torchao-0.18.0",
     "torchvision-0.29.1-cu130": "pyreg/torchvision-0.29.1",
     "tensordict-0.11.0-missing-pyvers": "pyreg/tensordict-0.11.0",
+    "torchaudio-2.11.1": "pyreg/torchaudio-2.11.1",
     "xformers-0.0.35": "realpkg/wheels/xformers-0.0.35",
     "fbgemm-gpu-cpu-1.8.0": "realpkg/wheels/fbgemm-gpu-cpu-1.8.0",
     "fbgemm-gpu-cpu-1.9.0": "realpkg/wheels/fbgemm-gpu-cpu-1.9.0",

@@ -60,6 +60,19 @@ print(json.dumps(mod._get_extension_path("_C_stable")))
     assert truth == next(f for f in ch.libraries if f.endswith("_C_stable.so"))
 
 
+def test_imported_function_called_with_a_constant_torchaudio() -> None:
+    """torchaudio: `_extension/__init__.py` calls `_load_lib("_torchaudio")`, imported from
+    `_extension/utils.py`, which globs `_LIB_DIR.glob(f"{lib}*{suffix}")` (suffix ".so" unless
+    os.name == "nt"): the file the real import tries to load (and fails to: a CUDA build)."""
+    ch = chain_of("torchaudio-2.11.1", "torchaudio")
+    assert [os.path.basename(f) for f in ch.libraries] == ["_torchaudio.so", "libtorchaudio.so"]
+    assert not [link for link in ch.links if "cannot be evaluated" in link.problem]
+    env = dict(NO_ENV, PYTHONPATH=str(site("torchaudio-2.11.1")))
+    out = subprocess.run([sys.executable, "-c", "import torchaudio"], capture_output=True,
+                         text=True, env=env, timeout=240)
+    assert f"Could not load this library: {ch.libraries[0]}" in out.stderr
+
+
 def test_filefinder_in_a_module_function_xformers() -> None:
     ch = chain_of("xformers-0.0.35", "xformers")
     assert [os.path.basename(f) for f in ch.libraries] == ["_C.so"]

@@ -534,6 +534,14 @@ class _Source:
             return True
         return self.hot[last] > self.hot[first - 1]
 
+    def mentions(self, node: ast.AST, words: set[bytes]) -> bool:
+        """True when a line of ``node`` mentions one of ``words`` (imported loading functions:
+        torchaudio's ``_load_lib``, which the loader-name count cannot see)."""
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if not isinstance(first, int) or not isinstance(last, int):
+            return True
+        return any(w in line for line in self.lines[first - 1:last] for w in words)
+
     def segment(self, node: ast.AST) -> str:
         """The source text of ``node`` — what ``ast.get_source_segment`` returns, without
         re-splitting the whole file on every call (which made a long module quadratic)."""
@@ -630,6 +638,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     ev = _Eval(file, names, known)
     flat: dict[str, object] = {}
     ev_flat = _Eval(file, flat, known)
+    loader_funcs: set[bytes] = set()
     for stmt in tree.body:  # the module's functions, for calls that come before their def
         if isinstance(stmt, ast.FunctionDef):
             names[stmt.name] = _Func(stmt, file, names)
@@ -674,6 +683,10 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         if isinstance(node, ast.ImportFrom) and node.module and (
                 node.level >= 1 or node.module.split(".")[0] == package):
             _bind_imported(node, names, pkg_dir, top_dir, known)
+            for a in node.names:  # imported functions that load: their calls are followed
+                f = names.get(a.asname or a.name)
+                if isinstance(f, _Func) and f.file != file and _has_loader(f.node):
+                    loader_funcs.add((a.asname or a.name).encode())
         if isinstance(node, ast.ImportFrom) and node.level >= 1:
             base = node.module
             mods = [base] if base else [a.name for a in node.names]
@@ -697,6 +710,12 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     links.extend(_submodule(file, node.lineno, seg, parts[1], top_dir, package,
                                             suffixes, handlers, depth, seen, top_dir,
                                             known))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                isinstance(names.get(node.func.id), _Func):
+            callee = names[node.func.id]
+            assert isinstance(callee, _Func)
+            if callee.file != file:  # imported: its own module cannot see this call site
+                links.extend(_loads_in_call(callee, node, seg, ev, handlers, in_except))
         if isinstance(node, ast.Call):
             fn = _dotted(node.func)
             last = fn.rsplit(".", 1)[-1]
@@ -725,7 +744,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         for child in ast.iter_child_nodes(node):
             # Statements are always visited (imports, assignments); an expression only when
             # its lines mention a loader: the calls looked for cannot hide anywhere else.
-            if isinstance(child, (ast.stmt, ast.ExceptHandler)) or parsed.may_call(child):
+            if isinstance(child, (ast.stmt, ast.ExceptHandler)) or parsed.may_call(child) or \
+                    (loader_funcs and parsed.mentions(child, loader_funcs)):
                 visit(child, handlers, in_except, func)
 
     pending: list[tuple[Link, ast.FunctionDef, ast.Call]] = []
@@ -783,6 +803,46 @@ def _through_calls(tree: ast.Module, func: ast.FunctionDef, call: ast.Call, file
             if isinstance(v, str) and v not in found:
                 found.append(v)
     return found or None
+
+
+def _loads_in_call(callee: _Func, call: ast.Call, seg: str, ev: _Eval,
+                   handlers: list[ast.ExceptHandler], in_except: bool) -> list[Link]:
+    """The loads a call of an imported package function makes with these constant arguments
+    (torchaudio's ``_load_lib("libtorchaudio")`` of ``_extension/utils.py``): one resolved link
+    per loader call in the function's body."""
+    args = [ev.value(a) for a in call.args]
+    if not args or any(a is None for a in args):
+        return []
+    out = []
+    for inner in ast.walk(callee.node):
+        if not (isinstance(inner, ast.Call) and inner.args and
+                _dotted(inner.func).rsplit(".", 1)[-1] in _LOADERS):
+            continue
+        state = ev.call_function(callee, args, stop_at=inner)
+        if not isinstance(state, _Locals):
+            continue
+        value = _Eval(callee.file, callee.names, ev.known, state.values).value(inner.args[0])
+        last = _dotted(inner.func).rsplit(".", 1)[-1]
+        link = Link(callee.file, inner.lineno, "cdll" if "CDLL" in last or last == "cdll"
+                    else "load_library", f"{seg.strip()[:120]} → {callee.node.name}()",
+                    ast.unparse(inner.args[0]), [], _swallow(handlers), fallback=in_except)
+        _resolve_link(link, value)
+        if link.resolved:
+            out.append(link)
+    return out
+
+
+def _has_loader(fdef: ast.FunctionDef) -> bool:
+    return any(isinstance(n, ast.Call) and _dotted(n.func).rsplit(".", 1)[-1] in _LOADERS
+               for n in ast.walk(fdef))
+
+
+def _without_superseded(links: list[Link]) -> list[Link]:
+    """A loader call left unevaluated in its own module but computed at a call site in
+    another module is that computed link, not a second, unresolved one."""
+    done = {(lk.file, lk.line) for lk in links if lk.kind != "submodule" and lk.resolved}
+    return [lk for lk in links if lk.kind == "submodule" or lk.resolved or
+            (lk.file, lk.line) not in done]
 
 
 def _module_file(base: str, dotted: str) -> str:
@@ -953,8 +1013,9 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) ->
     init = os.path.join(pkg, "__init__.py")
     if os.path.isfile(init):
         seen: set[str] = set()
-        chain.links = parse_links(init, name, suffixes, seen=seen,
-                                  known=known_here(list(sys_path), suffixes))
+        chain.links = _without_superseded(parse_links(init, name, suffixes, seen=seen,
+                                                      known=known_here(list(sys_path),
+                                                                       suffixes)))
         chain.truncated = _TRUNCATED in seen
     walked = 0
     for root, _dirs, files in os.walk(pkg):
