@@ -470,6 +470,17 @@ REALWHEELS := $(RWFX)/torchvision-0.28.0/.ready
 $(RWFX)/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
 	$(fetch_wheel)
 
+# ---------------------------------------------------------------- Python registrations, computed
+# load paths, version guards (#14): real wheels whose ops are defined from Python (bitsandbytes,
+# torchao), whose loads are computed (torchvision, torchao, bitsandbytes), torchao 0.14.1 whose own
+# guard rejects torch 2.13, tensordict without its dependency pyvers, torchaudio (its loader is
+# a function of another module). About 64 MB of downloads.
+PRFX := $(FIX)/pyreg
+PYREG_WHEELS := $(patsubst %,$(PRFX)/%/.ready,bitsandbytes-0.50.2 torchao-0.14.1 torchao-0.18.0 \
+  torchvision-0.29.1 tensordict-0.11.0 torchaudio-2.11.1)
+$(PRFX)/%/.ready: native/fetch_wheel.py | $(VENV)/.installed
+	$(fetch_wheel)
+
 # ---------------------------------------------------------------- compile-readiness fixtures (cause 1)
 # One op, cop::scale, in variants (see tests/fixtures/compile/cop.cpp); stable-ABI registrars;
 # Python custom_op packages; a package registering a C++ op's fake impl from Python.
@@ -616,7 +627,7 @@ $(ZFX)/marker_ctor.so: tests/fixtures/fuzz/marker_ctor.c
 # ---------------------------------------------------------------- top-level targets
 fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $(PROBE_SO) \
           $(PY_FIXTURES) $(WHEELS) $(TF_SO) $(REALWHEELS) $(TRUTH_SO) $(FUZZ_SO) $(MS_SO) $(OF_SO) compile \
-          $(REALPKG_SO)
+          $(REALPKG_SO) $(PYREG_WHEELS)
 	@mkdir -p $(SKIP)
 	@if [ -n "$(CUDA_NOTE)" ]; then echo "$(CUDA_NOTE)" > $(SKIP)/cuda.txt; echo "NOTE: $(CUDA_NOTE)"; \
 	  else rm -f $(SKIP)/cuda.txt; fi

@@ -26,6 +26,7 @@ STAGE_BUDGETS: dict[str, float] = {
     "tensorflow": 15.0,
     "probe": 10.0,  # opdoctor's own work on the probe's answer; the wait is its --timeout
     "compile": 10.0,
+    "version-guard": 5.0,  # the package's modules that read a framework version
 }
 DEFAULT_BUDGET = 10.0  # a plugin that does not declare one
 

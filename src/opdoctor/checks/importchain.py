@@ -15,6 +15,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pychain import ImportChain, Link, loader_calls
+from opdoctor.facts.pyreg import describe
 from opdoctor.model import Cause, Finding, Severity
 
 _IMPORT = "https://docs.python.org/3/reference/import.html"
@@ -316,7 +317,18 @@ def section(facts: Facts) -> dict[str, Any]:
         "imported": imported,
         "libraries_loaded": mapped,
         "ops": [{"name": o.name, "keys": list(o.keys)} for o in ops],
+        "registrations": registrations(facts),
     }
+
+
+def registrations(facts: Facts) -> list[dict[str, Any]]:
+    """The package's ops, C++ and Python registrations joined: which key comes from where."""
+    merged = facts.package_registrations
+    if merged is None:
+        return []
+    return [{"name": o.name, "origin": o.origin, "defined": o.defined,
+             "keys": {k: v for k, v in sorted(o.keys.items())}, "fake": o.fake,
+             "autograd": o.autograd, "summary": describe(o)} for o in merged.ops]
 
 
 CHECK = Check(

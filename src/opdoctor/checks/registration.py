@@ -18,6 +18,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
+from opdoctor.facts.pyreg import refutation
 from opdoctor.facts.registration import Inventory, check_schema_syntax, source_file_symbols
 from opdoctor.model import Cause, Finding, Severity
 
@@ -228,7 +229,18 @@ def run(facts: Facts) -> Iterator[Finding]:
     """Inventory the registrations and report what cannot work; static guesses the load probe
     refutes are downgraded to info and say so (the probe's observation outranks them)."""
     found = list(_static(facts))
-    yield from reconcile_with_probe(facts, found)
+    yield from reconcile_with_probe(facts, list(reconcile_with_python(facts, found)))
+
+
+def reconcile_with_python(facts: Facts, found: list[Finding]) -> Iterator[Finding]:
+    """A package's Python registrations complete its libraries' (ops defined in Python, their
+    kernels in C++, or the other way round): a finding they refute is kept as info."""
+    merged = facts.package_registrations if facts.options.package else None
+    for f in found:
+        why = refutation(merged, f.code, f.subject, facts.path) if merged else ""
+        yield dataclasses.replace(f, severity=Severity.INFO, message=f"{f.message} — not a "
+                                  f"fault: {why}", evidence=(*f.evidence, f"Python: {why}")) \
+            if why else f
 
 
 def _probe_view(facts: Facts) -> tuple[dict[str, set[str]], list[str]] | None:

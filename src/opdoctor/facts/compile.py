@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 
 from opdoctor.facts.budget import checkpoint
@@ -39,19 +40,21 @@ _MAX_BYTES = 1 << 20
 # custom_op, a Library object, a torch.library function, the deprecated _custom_ops API): a
 # module without any of them cannot register anything, so it is not parsed. Most of a large
 # package's modules mention torch; very few mention these.
-_REGISTER_WORDS = (b"custom_op", b"register_fake", b"impl_abstract",
-                   b"register_autograd", b"impl_backward", b"impl_save_for_backward")
+_REGISTER_WORDS = (b"custom_op", b"triton_op", b"register_fake", b"impl_abstract",
+                   b"register_autograd", b"register_kernel", b"impl_backward",
+                   b"impl_save_for_backward")
 # A Library object is only known to the reader from a call ``x = ….Library("ns", …)``:
 # "Library" in a docstring does not count.
 _LIBRARY_CALL = re.compile(rb"Library\s*\(")
-_IMPL_CALL = re.compile(rb"\.\s*impl\s*\(")
+_IMPL_CALL = re.compile(rb"\.\s*(?:impl|define)\s*\(")
 
 
 def _may_register(raw: bytes) -> bool:
     """True when the source has a word some registration needs (plain substring searches:
     much faster than one alternation regex over hundreds of files)."""
-    # torch.library.impl: a dotted call starting with "library" / "torch.library" whose last
-    # part is "impl", so both "library" and ".impl(" are in the source.
+    # torch.library.impl / torch.library.define: a dotted call starting with "library" /
+    # "torch.library" whose last part is "impl" or "define", so both "library" and ".impl(" or
+    # ".define(" are in the source.
     return any(w in raw for w in _REGISTER_WORDS) \
         or (b"library" in raw and _IMPL_CALL.search(raw) is not None) \
         or (b"Library" in raw and _LIBRARY_CALL.search(raw) is not None)
@@ -61,7 +64,9 @@ def _may_register(raw: bytes) -> bool:
 class PyRegistration:
     """One registration in the package's Python sources."""
 
-    kind: str  # "define", "fake", "autograd", "kernel", "autograd_unsupported"
+    # "define", "fake", "autograd", "kernel", "autograd_unsupported"; "library": a
+    # torch.library.Library(ns, kind) object (op "ns::*", key "DEF"/"IMPL"/"FRAGMENT").
+    kind: str
     op: str  # "ns::op" ("" when the name is not a literal)
     how: str  # the API as written, e.g. "torch.library.register_fake"
     file: str
@@ -186,6 +191,16 @@ def _keys_of(node: ast.AST | None) -> list[str]:
     return [s] if s else []
 
 
+# torch.library device types → the dispatch key a kernel for that device is registered at.
+_DEVICE_KEYS = {"cpu": "CPU", "cuda": "CUDA", "xpu": "XPU", "mps": "MPS", "meta": "Meta",
+                "hpu": "HPU", "hip": "CUDA", "default": "CompositeExplicitAutograd"}
+
+
+def _device_keys(types: list[str]) -> list[str]:
+    """torch.library device types ("cpu", "cuda:0", "default") as dispatch keys."""
+    return [_DEVICE_KEYS.get(t.split(":")[0].lower(), t) for t in types]
+
+
 def _key_kind(key: str) -> str:
     k = key.lower()
     if k == "meta" or k in ("compositeexplicitautograd", "default"):
@@ -222,20 +237,33 @@ class _ModuleReader:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.funcs[node.name] = node
                 for dec in node.decorator_list:
-                    if isinstance(dec, ast.Call) and _dotted(dec.func).endswith("custom_op"):
+                    if not isinstance(dec, ast.Call):
+                        continue
+                    api = _dotted(dec.func).rsplit(".", 1)[-1]
+                    if api in ("custom_op", "triton_op"):
                         op = _str(dec.args[0]) if dec.args else ""
                         if op:
                             self.custom[node.name] = op
-                            self.add("define", op, "@torch.library.custom_op", node.lineno)
+                            self.add("define", op, f"@torch.library.{api}", node.lineno)
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
                     len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 fn = _dotted(node.value.func)
                 args = node.value.args
                 if fn.endswith("Library") and args and _str(args[0]):
                     self.libs[node.targets[0].id] = _str(args[0])
-                elif fn.endswith("custom_op") and args and _str(args[0]):
+                elif fn.rsplit(".", 1)[-1] in ("custom_op", "triton_op") and args and \
+                        _str(args[0]):
                     self.custom[node.targets[0].id] = _str(args[0])
-                    self.add("define", _str(args[0]), "torch.library.custom_op", node.lineno)
+                    self.add("define", _str(args[0]), f"torch.library.{fn.rsplit('.', 1)[-1]}",
+                             node.lineno)
+            if isinstance(node, ast.Call) and _dotted(node.func).endswith("Library") and \
+                    node.args and _str(node.args[0]):
+                # torch.library.Library("ns", "DEF" | "IMPL" | "FRAGMENT"[, key]): the kind
+                # says whether Python defines the namespace (DEF/FRAGMENT) or only adds to it.
+                kind = _str(node.args[1]) if len(node.args) > 1 else _str(_kwarg(node, "kind"))
+                if kind in ("DEF", "IMPL", "FRAGMENT"):
+                    self.add("library", f"{_str(node.args[0])}::*", f"torch.library.Library("
+                             f"{_str(node.args[0])!r}, {kind!r})", node.lineno, kind)
         for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for dec in node.decorator_list:
@@ -273,6 +301,21 @@ class _ModuleReader:
                 _str(args[0]):
             kind = "autograd" if last == "register_autograd" else "fake"
             self.add(kind, _str(args[0]), f"torch.library.{last}", call.lineno)
+        elif last == "define" and fn.startswith(("torch.library", "library")) and args and \
+                "::" in _str(args[0]):
+            # torch.library.define("ns::op", "(Tensor x) -> Tensor")
+            self.add("define", _str(args[0]).split("(")[0].strip(), "torch.library.define",
+                     call.lineno)
+        elif last == "register_kernel" and args and "::" in _str(args[0]):
+            # torch.library.register_kernel("ns::op", "cpu"|["cpu", "cuda"], fn): a kernel per
+            # device type (CPU, CUDA …); None means every device (CompositeExplicitAutograd).
+            node = args[1] if len(args) > 1 else _kwarg(call, "device_types")
+            types = _keys_of(node)
+            if isinstance(node, ast.Constant) and node.value is None:
+                types = ["CompositeExplicitAutograd"]
+            keys = _device_keys(types)
+            self._kernel(_str(args[0]), keys, "torch.library.register_kernel", call.lineno,
+                         args[2] if len(args) > 2 else None)
         elif last == "impl" and fn.startswith(("torch.library", "library")) and args:
             # torch.library.impl("ns::op", types, func) or torch.library.impl(lib, "op", key)
             if isinstance(args[0], ast.Name) and args[0].id in self.libs and len(args) > 1:
@@ -280,7 +323,8 @@ class _ModuleReader:
                 keys = _keys_of(args[2] if len(args) > 2 else _kwarg(call, "dispatch_key"))
             else:
                 op = _str(args[0])
-                keys = _keys_of(args[1] if len(args) > 1 else _kwarg(call, "types"))
+                keys = _device_keys(_keys_of(args[1] if len(args) > 1 else
+                                             _kwarg(call, "types")))
             func = args[2] if len(args) > 2 and not isinstance(args[0], ast.Name) else None
             self._kernel(op, keys, "torch.library.impl", call.lineno, func)
         elif last in ("impl_backward", "impl_save_for_backward"):
@@ -296,9 +340,13 @@ class _ModuleReader:
         elif attr == "impl" and args and _str(args[0]):
             name = _str(args[0])
             op = name if "::" in name else f"{ns}::{name}"
-            keys = _keys_of(args[2] if len(args) > 2 else _kwarg(call, "dispatch_key"))
-            self._kernel(op, keys or ["CompositeImplicitAutograd"], "Library.impl",
-                         call.lineno, args[1] if len(args) > 1 else None)
+            given = args[2] if len(args) > 2 else _kwarg(call, "dispatch_key")
+            keys = _keys_of(given)
+            if given is None:  # omitted: the op's CompositeImplicitAutograd kernel
+                keys = ["CompositeImplicitAutograd"]
+            # A key held in a variable (torchvision's `_key`) is unknown: no kernel is claimed.
+            self._kernel(op, keys, "Library.impl", call.lineno,
+                         args[1] if len(args) > 1 else None)
         elif attr == "_register_fake" and args and _str(args[0]):
             self.add("fake", f"{ns}::{_str(args[0])}", "Library._register_fake", call.lineno)
 
@@ -348,7 +396,9 @@ def python_registrations(files: list[str], imported: set[str], package_dir: str,
                 raw = fh.read()
             if not _may_register(raw):
                 continue  # cheap: only modules that can register anything are decoded, parsed
-            tree = ast.parse(raw.decode("utf-8"), file)
+            with warnings.catch_warnings():  # "invalid escape sequence" in the package's code
+                warnings.simplefilter("ignore")
+                tree = ast.parse(raw.decode("utf-8"), file)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
             continue
         mod = module_name(file, package_dir, package)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from opdoctor.facts.probe.outcome import ProbeOutcome
     from opdoctor.facts.probe.runner import ProbeHandle
     from opdoctor.facts.pychain import ImportChain
+    from opdoctor.facts.pyreg import PackageRegistrations
     from opdoctor.facts.registration import Inventory
     from opdoctor.facts.tensorflow import TfInstall, TfRequirement
     from opdoctor.facts.variant import (
@@ -661,7 +662,27 @@ class Facts:
             modules = sorted({r.module for r in out.python})
             out.pystub_modules = rodata_modules(self.image, modules)
         out.ops = static_ops(inv, out.stable, out.python)
+        if self.package_registrations is not None:  # the other side's kernels and fakes
+            from opdoctor.facts.pyreg import complete_static_ops
+            out.ops = complete_static_ops(out.ops, self.package_registrations)
         return out
+
+    @cached_property
+    def package_registrations(self) -> PackageRegistrations | None:
+        """The package's ops with their C++ (every library of the package, read statically)
+        and Python registrations joined (package mode; None otherwise)."""
+        from opdoctor.facts.budget import checkpoint
+        from opdoctor.facts.pyreg import MAX_LIBRARIES, merge, read_library
+        chain = self.chain
+        if chain is None or not chain.package_dir:
+            return None
+        libs = []
+        for path in chain.extensions_on_disk[:MAX_LIBRARIES]:
+            checkpoint(f"reading the registrations of {path}")
+            lib = read_library(path)
+            if lib is not None:
+                libs.append(lib)
+        return merge(chain.name, chain.package_dir, libs, self.compile_python)
 
 
 def _pyinit_in(table: DynSymbols, module: str) -> tuple[bool, list[str]]:

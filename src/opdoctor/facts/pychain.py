@@ -14,8 +14,11 @@ from __future__ import annotations
 import ast
 import glob
 import os
+import platform
 import re
-from collections.abc import Iterator
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -123,63 +126,342 @@ def winner_of(cands: list[Candidate]) -> Candidate | None:
     return cands[0] if cands else None
 
 
-class _Eval(ast.NodeVisitor):
-    """A tiny evaluator for path expressions built from __file__ and string constants."""
+@dataclass(frozen=True)
+class _Func:
+    """A function of a package module: evaluated with its arguments bound (call sites)."""
 
-    def __init__(self, file: str, names: dict[str, object]) -> None:
+    node: ast.FunctionDef
+    file: str
+    names: dict[str, object]
+
+
+@dataclass(frozen=True)
+class _Finder:
+    """``importlib.machinery.FileFinder(directory, (loader, suffixes))``."""
+
+    directory: str
+    suffixes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What ``FileFinder.find_spec(name)`` returns: its ``.origin`` is the file."""
+
+    origin: str
+
+
+@dataclass(frozen=True)
+class Known:
+    """Facts of this install that decide conditions statically: the target interpreter's
+    extension suffixes (``importlib.machinery.EXTENSION_SUFFIXES``) and its torch build
+    (``torch.version.hip`` / ``.cuda``: None on a CPU build)."""
+
+    suffixes: tuple[str, ...] = (".so",)
+    torch_hip: str | None = None
+    torch_cuda: str | None = None
+    torch_known: bool = False  # torch's version.py was read (else torch.version.* is unknown)
+
+
+_NO_KNOWN = Known()
+_MAX_STEPS = 400  # statements one evaluation of a function may run (call sites, nesting)
+
+
+class _Eval(ast.NodeVisitor):
+    """A tiny evaluator for path expressions built from __file__ and string constants.
+
+    It folds what can be computed here and nothing else: ``os.path``/``pathlib`` joins,
+    f-strings, ``glob``, ``importlib.machinery.FileFinder(...).find_spec(name).origin`` with
+    the interpreter's ``EXTENSION_SUFFIXES``, a dict ``.get`` on ``platform.system()``, and
+    calls of the package's own functions with constant arguments (their bodies run statement
+    by statement, taking only branches whose condition is decided here). ``None`` means
+    "cannot be computed statically".
+    """
+
+    def __init__(self, file: str, names: dict[str, object], known: Known = _NO_KNOWN,
+                 local: dict[str, object] | None = None, depth: int = 0,
+                 budget: list[int] | None = None) -> None:
         self.file = file
         self.names = names
+        self.known = known
+        self.local = local if local is not None else {}
+        self.depth = depth
+        # Statements left to run, shared by nested calls: one evaluation stays bounded.
+        self.budget = budget if budget is not None else [_MAX_STEPS]
 
+    # ---------------------------------------------------------------- conditions
+    def truth(self, node: ast.AST) -> bool | None:
+        """The condition's value when this install decides it (platform, torch build)."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            t = self.truth(node.operand)
+            return None if t is None else not t
+        if isinstance(node, ast.BoolOp):
+            vals = [self.truth(v) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return False if False in vals else None if None in vals else True
+            return True if True in vals else None if None in vals else False
+        if isinstance(node, ast.Call) and _dotted(node.func) == "bool" and len(node.args) == 1:
+            return self.truth(node.args[0])
+        dotted = _dotted(node)
+        if dotted in ("torch.version.hip", "torch.version.cuda") and self.known.torch_known:
+            return bool(self.known.torch_hip if dotted.endswith("hip") else
+                        self.known.torch_cuda)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            a, b = self.value(node.left), self.value(node.comparators[0])
+            op = node.ops[0]
+            if isinstance(a, str) and isinstance(b, str):
+                if isinstance(op, ast.Eq):
+                    return a == b
+                if isinstance(op, ast.NotEq):
+                    return a != b
+            if isinstance(a, str) and isinstance(b, list) and all(isinstance(x, str) for x in b):
+                if isinstance(op, ast.In):
+                    return a in b
+                if isinstance(op, ast.NotIn):
+                    return a not in b
+            return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("startswith", "endswith") and node.args:
+            v, arg = self.value(node.func.value), self.value(node.args[0])
+            if isinstance(v, str) and isinstance(arg, str):
+                return v.startswith(arg) if node.func.attr == "startswith" else v.endswith(arg)
+        return None
+
+    # ---------------------------------------------------------------- values
     def value(self, node: ast.AST) -> object:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
         if isinstance(node, ast.Name):
             if node.id == "__file__":
                 return self.file
+            if node.id in self.local:
+                return self.local[node.id]
             return self.names.get(node.id)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.value(e) for e in node.elts]
+        if isinstance(node, ast.Dict):
+            keys = [self.value(k) if k is not None else None for k in node.keys]
+            if all(isinstance(k, str) for k in keys):
+                return dict(zip([str(k) for k in keys], [self.value(v) for v in node.values],
+                                strict=False))
+            return None
+        if isinstance(node, ast.IfExp):
+            t = self.truth(node.test)
+            return None if t is None else self.value(node.body if t else node.orelse)
         if isinstance(node, ast.JoinedStr):
             parts = [self.value(v.value) if isinstance(v, ast.FormattedValue) else self.value(v)
                      for v in node.values]
-            return "".join(str(p) for p in parts) if all(isinstance(p, str) for p in parts) \
-                else None
+            return _each(parts, lambda xs: "".join(xs))
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
             a, b = self.value(node.left), self.value(node.right)
             if isinstance(a, str) and isinstance(b, str):
                 return os.path.join(a, b) if isinstance(node.op, ast.Div) else a + b
+            if isinstance(a, list) and isinstance(b, list) and isinstance(node.op, ast.Add):
+                return a + b
             return None
-        if isinstance(node, ast.Attribute) and node.attr == "parent":
-            v = self.value(node.value)
-            return os.path.dirname(v) if isinstance(v, str) else None
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node)
         if isinstance(node, ast.Subscript):
             v = self.value(node.value)
+            key = self.value(node.slice) if not isinstance(node.slice, ast.Constant) or \
+                isinstance(node.slice.value, str) else node.slice.value
             if isinstance(v, list) and v:
-                return v[0]
+                return v[key] if isinstance(key, int) and -len(v) <= key < len(v) else v[0]
+            if isinstance(v, dict) and isinstance(key, str):
+                return v.get(key)
             return None
         if isinstance(node, ast.Call):
-            fn = _dotted(node.func)
-            args = [self.value(a) for a in node.args]
-            if not all(isinstance(a, str) for a in args):
-                return None
-            last = fn.rsplit(".", 1)[-1]
-            if last == "join" and args:
-                return os.path.join(*[str(a) for a in args])
-            if last in ("dirname",) and args:
-                return os.path.dirname(str(args[0]))
-            if last in ("abspath", "realpath", "normpath", "resolve", "expanduser") and args:
-                return os.path.abspath(str(args[0]))
-            if last in ("resolve", "absolute") and not args and isinstance(node.func,
-                                                                          ast.Attribute):
-                v = self.value(node.func.value)
-                return os.path.abspath(v) if isinstance(v, str) else None
-            if last in ("Path", "PurePath", "str", "fspath") and len(args) == 1:
-                return args[0]
-            if last in ("glob", "iglob") and args:
-                return sorted(glob.glob(str(args[0])))
-            if last == "get_path_to_datafile" and len(args) == 1:
-                # TensorFlow's resource_loader: the path relative to the calling module's
-                # directory (how tensorflow-text and tensorflow-io name their op libraries).
-                return os.path.join(os.path.dirname(self.file), str(args[0]))
+            return self._call(node)
         return None
+
+    def _attribute(self, node: ast.Attribute) -> object:
+        dotted = _dotted(node)
+        if dotted in ("importlib.machinery.EXTENSION_SUFFIXES", "machinery.EXTENSION_SUFFIXES",
+                      "EXTENSION_SUFFIXES"):
+            return list(self.known.suffixes)
+        if dotted == "os.name":
+            return os.name
+        if dotted == "sys.platform":
+            return sys.platform
+        if node.attr == "parent":
+            v = self.value(node.value)
+            return os.path.dirname(v) if isinstance(v, str) else None
+        if node.attr == "origin":
+            v = self.value(node.value)
+            return v.origin if isinstance(v, _Spec) else None
+        return None
+
+    def _call(self, node: ast.Call) -> object:
+        fn = _dotted(node.func)
+        last = fn.rsplit(".", 1)[-1] if fn else (
+            node.func.attr if isinstance(node.func, ast.Attribute) else "")
+        if fn == "platform.system" and not node.args:
+            return platform.system()
+        callee = self.value(node.func) if isinstance(node.func, ast.Name) else None
+        if isinstance(callee, _Func):
+            return self.call_function(callee, [self.value(a) for a in node.args])
+        if isinstance(node.func, ast.Attribute):
+            owner = self.value(node.func.value)
+            method = node.func.attr
+            if isinstance(owner, _Finder) and method == "find_spec" and node.args:
+                name = self.value(node.args[0])
+                if isinstance(name, str):
+                    for suf in owner.suffixes:
+                        f = os.path.join(owner.directory, name + suf)
+                        if os.path.isfile(f):
+                            return _Spec(f)
+                return None
+            if isinstance(owner, dict) and method == "get" and node.args:
+                key = self.value(node.args[0])
+                if isinstance(key, str):
+                    default = self.value(node.args[1]) if len(node.args) > 1 else None
+                    return owner.get(key, default)
+                return None
+            if isinstance(owner, str) and method in ("glob", "rglob") and node.args:
+                pattern = self.value(node.args[0])
+                if isinstance(pattern, str):
+                    pat = os.path.join(owner, "**", pattern) if method == "rglob" else \
+                        os.path.join(owner, pattern)
+                    return sorted(glob.glob(pat, recursive=method == "rglob"))
+                return None
+        if last == "FileFinder" and node.args:
+            directory = self.value(node.args[0])
+            details = [self.value(a) for a in node.args[1:]]
+            sufs = [x for d in details if isinstance(d, list) for x in d if isinstance(x, list)]
+            if isinstance(directory, str) and sufs:
+                return _Finder(directory, tuple(str(x) for x in sufs[0] if isinstance(x, str)))
+            return None
+        args = [self.value(a) for a in node.args]
+        if last in ("list", "sorted", "tuple") and len(args) == 1 and isinstance(args[0], list):
+            return args[0]
+        if last in ("Path", "PurePath", "str", "fspath") and len(args) == 1 and \
+                isinstance(args[0], list):
+            return args[0]  # a loop variable bound to every element (see parse_links)
+        if any(isinstance(a, list) for a in args):  # a loop variable: the call per element
+            return _each(args, lambda xs: self._plain(node, last, xs))
+        return self._plain(node, last, args)
+
+    def _plain(self, node: ast.Call, last: str, args: Sequence[object]) -> object:
+        if not all(isinstance(a, str) for a in args):
+            return None
+        if last == "join" and args:
+            return os.path.join(*[str(a) for a in args])
+        if last in ("dirname",) and args:
+            return os.path.dirname(str(args[0]))
+        if last in ("abspath", "realpath", "normpath", "resolve", "expanduser") and args:
+            return os.path.abspath(str(args[0]))
+        if last in ("resolve", "absolute") and not args and isinstance(node.func,
+                                                                      ast.Attribute):
+            v = self.value(node.func.value)
+            return os.path.abspath(v) if isinstance(v, str) else None
+        if last in ("Path", "PurePath", "str", "fspath") and len(args) == 1:
+            return args[0]
+        if last in ("glob", "iglob") and args:
+            return sorted(glob.glob(str(args[0])))
+        if last == "get_path_to_datafile" and len(args) == 1:
+            # TensorFlow's resource_loader: the path relative to the calling module's
+            # directory (how tensorflow-text and tensorflow-io name their op libraries).
+            return os.path.join(os.path.dirname(self.file), str(args[0]))
+        return None
+
+    # ---------------------------------------------------------------- functions
+    def call_function(self, func: _Func, args: list[object],
+                      stop_at: ast.AST | None = None) -> object:
+        """Run ``func``'s body with ``args`` bound: its return value, or — with ``stop_at`` —
+        the locals when the statement holding ``stop_at`` is reached (a ``_Locals``)."""
+        if self.depth >= 3:
+            return None
+        params = [a.arg for a in func.node.args.args]
+        local: dict[str, object] = dict(zip(params, args, strict=False))
+        defaults = func.node.args.defaults
+        for name, default in zip(params[len(params) - len(defaults):], defaults, strict=False):
+            local.setdefault(name, None)
+            if local[name] is None:
+                local[name] = _Eval(func.file, func.names, self.known,
+                                    budget=self.budget).value(default)
+        inner = _Eval(func.file, func.names, self.known, local, self.depth + 1, self.budget)
+        return inner.run(func.node.body, stop_at)
+
+    def run(self, body: list[ast.stmt], stop_at: ast.AST | None) -> object:
+        """Statements in order: assignments, decided branches, loops, returns."""
+        for stmt in body:
+            self.budget[0] -= 1
+            if self.budget[0] < 0:
+                return None
+            holds = stop_at is not None and _contains(stmt, stop_at)
+            if isinstance(stmt, ast.Assign):
+                if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    self.local[stmt.targets[0].id] = self.value(stmt.value)
+            elif isinstance(stmt, ast.Return):
+                if not holds:
+                    return self.value(stmt.value) if stmt.value is not None else None
+            elif isinstance(stmt, ast.If):
+                t = self.truth(stmt.test)
+                if holds:
+                    branch = stmt.body if _contains_any(stmt.body, stop_at) else stmt.orelse
+                    if not _contains_any(branch, stop_at):  # the call is in the test
+                        return _Locals(dict(self.local))
+                    return self.run(branch, stop_at)
+                if t is not None:
+                    out = self.run(stmt.body if t else stmt.orelse, None)
+                    if out is not None:
+                        return out
+                # An undecided branch is not taken: the values before it stand.
+            elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+                if isinstance(stmt.target, ast.Name):
+                    self.local[stmt.target.id] = self.value(stmt.iter)
+                if holds:
+                    return self.run(stmt.body, stop_at)
+            elif isinstance(stmt, ast.Try):
+                if holds:
+                    for part in (stmt.body, *[h.body for h in stmt.handlers], stmt.orelse,
+                                 stmt.finalbody):
+                        if _contains_any(part, stop_at):
+                            return self.run(part, stop_at)
+                out = self.run(stmt.body, None)
+                if out is not None:
+                    return out
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)) and holds:
+                return self.run(stmt.body, stop_at)
+            if holds:
+                return _Locals(dict(self.local))
+        return None
+
+
+def _each(parts: list[object], fn: Callable[[list[str]], object]) -> object:
+    """``fn`` of the parts when all are strings; of each element when one part is a list of
+    strings (a loop variable bound to every element); None otherwise."""
+    lists = [i for i, p in enumerate(parts) if isinstance(p, list)]
+    if not lists:
+        return fn([str(p) for p in parts]) if all(isinstance(p, str) for p in parts) else None
+    if len(lists) > 1 or not all(isinstance(p, str) for i, p in enumerate(parts)
+                                 if i != lists[0]):
+        return None
+    seq = parts[lists[0]]
+    assert isinstance(seq, list)
+    out = []
+    for x in seq[:64]:
+        if not isinstance(x, str):
+            return None
+        v = fn([x if i == lists[0] else str(p) for i, p in enumerate(parts)])
+        if not isinstance(v, str):
+            return None
+        out.append(v)
+    return out
+
+
+@dataclass(frozen=True)
+class _Locals:
+    """The locals of a function when the statement with the loader call is reached."""
+
+    values: dict[str, object]
+
+
+def _contains(node: ast.AST, target: ast.AST | None) -> bool:
+    return target is not None and any(n is target for n in ast.walk(node))
+
+
+def _contains_any(body: list[ast.stmt], target: ast.AST | None) -> bool:
+    return any(_contains(s, target) for s in body)
 
 
 def _dotted(node: ast.AST) -> str:
@@ -225,7 +507,7 @@ def module_files(pkg_dir: str, mod: str, suffixes: list[str]) -> tuple[list[str]
 
 # Bounds: a package's import chain to its extension is a few modules deep; a file larger than
 # this is generated code, not the statements that load a library.
-MAX_DEPTH = 3
+MAX_DEPTH = 4
 MAX_MODULES = 48
 MAX_SOURCE_BYTES = 4 << 20  # one module
 MAX_TOTAL_BYTES = 3 << 20  # all modules followed for one package
@@ -258,6 +540,14 @@ class _Source:
                 not 1 <= first <= last < len(self.hot):
             return True
         return self.hot[last] > self.hot[first - 1]
+
+    def mentions(self, node: ast.AST, words: set[bytes]) -> bool:
+        """True when a line of ``node`` mentions one of ``words`` (imported loading functions:
+        torchaudio's ``_load_lib``, which the loader-name count cannot see)."""
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if not isinstance(first, int) or not isinstance(last, int):
+            return True
+        return any(w in line for line in self.lines[first - 1:last] for w in words)
 
     def segment(self, node: ast.AST) -> str:
         """The source text of ``node`` — what ``ast.get_source_segment`` returns, without
@@ -293,7 +583,9 @@ def _parse(file: str, mtime_ns: int, size: int) -> _Source | None:
     try:
         with open(file, "rb") as fh:
             raw = fh.read(MAX_SOURCE_BYTES + 1)
-        tree = ast.parse(raw.decode("utf-8"), file)
+        with warnings.catch_warnings():  # "invalid escape sequence" in the package's code
+            warnings.simplefilter("ignore")
+            tree = ast.parse(raw.decode("utf-8"), file)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = tuple(_LINE.findall(raw))
@@ -318,15 +610,20 @@ def _not_a_path(value: str) -> bool:
 
 
 def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
-                seen: set[str] | None = None, top_dir: str = "") -> list[Link]:
+                seen: set[str] | None = None, top_dir: str = "",
+                known: Known | None = None) -> list[Link]:
     """Statements in ``file`` (and the package modules it imports) that lead to compiled code.
 
     ``top_dir`` is the top-level package's directory (the directory of ``file`` when empty):
     absolute imports ``from pkg.x import y`` resolve from it wherever ``file`` sits.
     Linear in the size of the modules read: each is parsed once, statement text is cut from a
     line table only for the statements that become links, at most ``MAX_MODULES`` modules are
-    followed ``MAX_DEPTH`` deep, and the walk stops at compiled code.
+    followed ``MAX_DEPTH`` deep, and the walk stops at compiled code. ``known``: what decides
+    conditions here (the interpreter's suffixes, torch's build); a branch whose condition is
+    false here (``if torch.version.hip:`` on a CUDA or CPU torch, ``if os.name == "nt"``) is
+    not a load path.
     """
+    known = known or Known(tuple(x for x in suffixes if x != ".py"))
     seen = seen if seen is not None else set()
     if file in seen:
         return []
@@ -345,7 +642,13 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     top_dir = top_dir or pkg_dir
     names: dict[str, object] = {}
     links: list[Link] = []
-    ev = _Eval(file, names)
+    ev = _Eval(file, names, known)
+    flat: dict[str, object] = {}
+    ev_flat = _Eval(file, flat, known)
+    loader_funcs: set[bytes] = set()
+    for stmt in tree.body:  # the module's functions, for calls that come before their def
+        if isinstance(stmt, ast.FunctionDef):
+            names[stmt.name] = _Func(stmt, file, names)
 
     def _import_path(parts: list[str], base: str, node: ast.ImportFrom | None,
                 seg: str) -> list[Link]:
@@ -362,7 +665,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             if step is not None and not step.problem:
                 out.remove(step)
             got = _submodule(file, lineno, seg, mod, here, package, suffixes, handlers_now,
-                             depth, seen, top_dir)
+                             depth, seen, top_dir, known)
             step = got[0]
             out += got
             sub = os.path.join(here, mod)
@@ -377,33 +680,59 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             for a in node.names if node is not None else []:
                 if a.name != "*" and module_files(here, a.name, suffixes)[0]:
                     out += _submodule(file, lineno, seg, a.name, here, package, suffixes,
-                                      handlers_now, depth, seen, top_dir)
+                                      handlers_now, depth, seen, top_dir, known)
         return out
 
     lineno = 0
     handlers_now: list[ast.ExceptHandler] = []
 
-    def visit(node: ast.AST, handlers: list[ast.ExceptHandler], in_except: bool = False) -> None:
+    def visit(node: ast.AST, handlers: list[ast.ExceptHandler], in_except: bool = False,
+              func: ast.FunctionDef | None = None) -> None:
         nonlocal lineno, handlers_now
         if isinstance(node, ast.Try):
             inner = handlers + list(node.handlers)
             for n in node.body:
-                visit(n, inner, in_except)
+                visit(n, inner, in_except, func)
             for n in [*node.orelse, *node.finalbody]:
-                visit(n, handlers, in_except)
+                visit(n, handlers, in_except, func)
             for h in node.handlers:
                 for n in h.body:
-                    visit(n, handlers, True)
+                    visit(n, handlers, True, func)
             return
+        if isinstance(node, ast.If):
+            decided = ev.truth(node.test)
+            if decided is not None:
+                # A branch this install never takes (another platform, a ROCm-only or a
+                # CUDA-only path on another torch build) loads nothing here.
+                for n in node.body if decided else node.orelse:
+                    visit(n, handlers, in_except, func)
+                return
+        if isinstance(node, ast.FunctionDef):
+            func = node
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
+            if func is None:  # each element (see _Eval._call)
+                names[node.target.id] = ev.value(node.iter)
+            flat[node.target.id] = ev_flat.value(node.iter)
         if isinstance(node, ast.stmt):
             tick(f"reading module {file}", 64)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
-            names[node.targets[0].id] = ev.value(node.value)
+            # Module-level names are the module's; an assignment inside a function is kept
+            # apart (the function's own evaluation binds it, see _through_calls).
+            if func is None:
+                names[node.targets[0].id] = ev.value(node.value)
+            flat[node.targets[0].id] = ev_flat.value(node.value)
         seg = parsed.segment(node) if isinstance(node, (ast.Import, ast.ImportFrom, ast.Call)) \
             else ""
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             lineno, handlers_now = node.lineno, handlers
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.level >= 1 or node.module.split(".")[0] == package):
+            _bind_imported(node, names, pkg_dir, top_dir, known)
+            for a in node.names:  # imported functions that load: their calls are followed
+                f = names.get(a.asname or a.name)
+                if isinstance(f, _Func) and f.file != file and _has_loader(f.node):
+                    loader_funcs.add((a.asname or a.name).encode())
         if isinstance(node, ast.ImportFrom) and node.level >= 1:
             # "from .." climbs one directory per dot beyond the first, as the import system does.
             rel_dir = pkg_dir
@@ -414,7 +743,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             else:
                 for a in node.names:
                     links.extend(_submodule(file, node.lineno, seg, a.name, rel_dir, package,
-                                            suffixes, handlers, depth, seen, top_dir))
+                                            suffixes, handlers, depth, seen, top_dir, known))
         elif isinstance(node, ast.ImportFrom) and node.module and \
                 node.module.split(".")[0] == package and "." in node.module:
             links.extend(_import_path(node.module.split(".")[1:], top_dir, node, seg))
@@ -423,6 +752,12 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 parts = a.name.split(".")
                 if parts[0] == package and len(parts) > 1:
                     links.extend(_import_path(parts[1:], top_dir, None, seg))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                isinstance(names.get(node.func.id), _Func):
+            callee = names[node.func.id]
+            assert isinstance(callee, _Func)
+            if callee.file != file:  # imported: its own module cannot see this call site
+                links.extend(_loads_in_call(callee, node, seg, ev, handlers, in_except))
         if isinstance(node, ast.Call):
             fn = _dotted(node.func)
             last = fn.rsplit(".", 1)[-1]
@@ -435,40 +770,190 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                         links.extend(_submodule(file, node.lineno, seg, sub,
                                                 pkg_dir if target.startswith(".") else top_dir,
                                                 package, suffixes, handlers, depth, seen,
-                                                top_dir))
+                                                top_dir, known))
             elif last in _LOADERS and node.args:
-                value = ev.value(node.args[0])
-                resolved = value if isinstance(value, list) else [value] if isinstance(
-                    value, str) else []
-                targets = [r for r in resolved if not _not_a_path(str(r))]
-                not_paths = len(targets) < len(resolved)
-                resolved = targets
                 link = Link(file, node.lineno, "cdll" if "CDLL" in last or last == "cdll"
                             else "load_library", seg,
-                            parsed.segment(node.args[0]) or "?",
-                            [os.path.abspath(str(r)) for r in resolved],
+                            parsed.segment(node.args[0]) or "?", [],
                             _swallow(handlers), fallback=in_except)
-                if not resolved and not_paths:
-                    link.problem = ""  # a build target / URL: not a file this install loads
-                elif not resolved:
-                    link.problem = "the path expression cannot be evaluated statically"
-                elif not any(os.path.isfile(str(r)) for r in resolved):
-                    link.problem = f"{resolved[0]} does not exist"
+                if func is not None:
+                    # Inside a function: computed from its call sites once the whole module
+                    # is read (a call site may come after the def, with names bound later).
+                    pending.append((link, func, node))
+                else:
+                    _resolve_link(link, ev.value(node.args[0]))
                 links.append(link)
         for child in ast.iter_child_nodes(node):
             # Statements are always visited (imports, assignments); an expression only when
             # its lines mention a loader: the calls looked for cannot hide anywhere else.
-            if isinstance(child, (ast.stmt, ast.ExceptHandler)) or parsed.may_call(child):
-                visit(child, handlers, in_except)
+            if isinstance(child, (ast.stmt, ast.ExceptHandler)) or parsed.may_call(child) or \
+                    (loader_funcs and parsed.mentions(child, loader_funcs)):
+                visit(child, handlers, in_except, func)
 
+    pending: list[tuple[Link, ast.FunctionDef, ast.Call]] = []
     for stmt in tree.body:
         visit(stmt, [])
+    for link, fdef, call in pending:
+        value = _through_calls(tree, fdef, call, file, names, known)
+        # No call site to compute it from: every assignment of the module, in order.
+        _resolve_link(link, value if value is not None else ev_flat.value(call.args[0]))
     return links
+
+
+def _resolve_link(link: Link, value: object) -> None:
+    """Set a loader link's files and problem from the evaluated path argument."""
+    resolved = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    targets = [r for r in resolved if isinstance(r, str) and not _not_a_path(r)]
+    not_paths = len(targets) < len(resolved)
+    link.resolved = [os.path.abspath(r) for r in targets]
+    if not targets and not_paths:
+        link.problem = ""  # a build target / URL: not a file this install loads
+    elif not targets:
+        link.problem = "the path expression cannot be evaluated statically"
+    elif not any(os.path.isfile(r) for r in targets):
+        link.problem = f"{targets[0]} does not exist"
+    else:
+        link.problem = ""
+
+
+def _through_calls(tree: ast.Module, func: ast.FunctionDef, call: ast.Call, file: str,
+                   names: dict[str, object], known: Known) -> object:
+    """The loader's argument inside ``func``, computed by running ``func`` up to the call for
+    each call site in the module with constant arguments (``_load_library("_C_stable")``), or
+    once without arguments when it takes none (``get_native_library()``). A list of every
+    value found; None when none could be computed."""
+    sites: list[list[object]] = []
+    top = _Eval(file, names, known)
+    if not func.args.args:
+        sites.append([])
+    else:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id == func.name:
+                args = [top.value(a) for a in node.args]
+                if args and all(a is not None for a in args):
+                    sites.append(args)
+            if len(sites) >= 8:
+                break
+    found: list[object] = []
+    for args in sites:
+        state = top.call_function(_Func(func, file, names), args, stop_at=call)
+        if not isinstance(state, _Locals):
+            continue
+        value = _Eval(file, names, known, state.values).value(call.args[0])
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and v not in found:
+                found.append(v)
+    return found or None
+
+
+def _loads_in_call(callee: _Func, call: ast.Call, seg: str, ev: _Eval,
+                   handlers: list[ast.ExceptHandler], in_except: bool) -> list[Link]:
+    """The loads a call of an imported package function makes with these constant arguments
+    (torchaudio's ``_load_lib("libtorchaudio")`` of ``_extension/utils.py``): one resolved link
+    per loader call in the function's body."""
+    args = [ev.value(a) for a in call.args]
+    if not args or any(a is None for a in args):
+        return []
+    out = []
+    for inner in ast.walk(callee.node):
+        if not (isinstance(inner, ast.Call) and inner.args and
+                _dotted(inner.func).rsplit(".", 1)[-1] in _LOADERS):
+            continue
+        state = ev.call_function(callee, args, stop_at=inner)
+        if not isinstance(state, _Locals):
+            continue
+        value = _Eval(callee.file, callee.names, ev.known, state.values).value(inner.args[0])
+        last = _dotted(inner.func).rsplit(".", 1)[-1]
+        link = Link(callee.file, inner.lineno, "cdll" if "CDLL" in last or last == "cdll"
+                    else "load_library", f"{seg.strip()[:120]} → {callee.node.name}()",
+                    ast.unparse(inner.args[0]), [], _swallow(handlers), fallback=in_except)
+        _resolve_link(link, value)
+        if link.resolved:
+            out.append(link)
+    return out
+
+
+def _has_loader(fdef: ast.FunctionDef) -> bool:
+    return any(isinstance(n, ast.Call) and _dotted(n.func).rsplit(".", 1)[-1] in _LOADERS
+               for n in ast.walk(fdef))
+
+
+def _without_superseded(links: list[Link]) -> list[Link]:
+    """A loader call left unevaluated in its own module but computed at a call site in
+    another module is that computed link, not a second, unresolved one."""
+    done = {(lk.file, lk.line) for lk in links if lk.kind != "submodule" and lk.resolved}
+    return [lk for lk in links if lk.kind == "submodule" or lk.resolved or
+            (lk.file, lk.line) not in done]
+
+
+def _module_file(base: str, dotted: str) -> str:
+    """The ``.py`` file of module ``dotted`` (relative to ``base``) ("" when none)."""
+    path = os.path.join(base, *dotted.split("."))
+    for f in (path + ".py", os.path.join(path, "__init__.py")):
+        if os.path.isfile(f):
+            return f
+    return ""
+
+
+def _bind_imported(node: ast.ImportFrom, names: dict[str, object], pkg_dir: str, top_dir: str,
+                   known: Known) -> None:
+    """``from .consts import PACKAGE_DIR, load`` of a package module: the names' values
+    (constants, path expressions, functions) as that module defines them."""
+    if node.level >= 1:
+        base = pkg_dir
+        for _ in range(node.level - 1):
+            base = os.path.dirname(base)
+        target = _module_file(base, node.module or "")
+    else:
+        rest = (node.module or "").split(".", 1)
+        target = _module_file(top_dir, rest[1]) if len(rest) > 1 else \
+            os.path.join(top_dir, "__init__.py")
+    if not target:
+        return
+    values = _module_globals(target, known)
+    for a in node.names:
+        if a.name in values and values[a.name] is not None:
+            names[a.asname or a.name] = values[a.name]
+
+
+def _module_globals(file: str, known: Known) -> dict[str, object]:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return {}
+    return _globals(file, st.st_mtime_ns, st.st_size, known)
+
+
+@lru_cache(maxsize=256)
+def _globals(file: str, mtime_ns: int, size: int, known: Known) -> dict[str, object]:
+    """A module's top-level names computable here: functions, constants, path expressions
+    (its own imports are not followed: one module deep is what real packages need)."""
+    parsed = _parse(file, mtime_ns, size)
+    out: dict[str, object] = {}
+    if parsed is None:
+        return out
+    ev = _Eval(file, out, known)
+
+    def run(body: list[ast.stmt]) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.FunctionDef):
+                out[stmt.name] = _Func(stmt, file, out)
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                    isinstance(stmt.targets[0], ast.Name):
+                out[stmt.targets[0].id] = ev.value(stmt.value)
+            elif isinstance(stmt, ast.If):
+                decided = ev.truth(stmt.test)
+                if decided is not None:
+                    run(stmt.body if decided else stmt.orelse)
+
+    run(parsed.tree.body)
+    return out
 
 
 def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: str,
                suffixes: list[str], handlers: list[ast.ExceptHandler], depth: int,
-               seen: set[str], top_dir: str = "") -> list[Link]:
+               seen: set[str], top_dir: str = "", known: Known | None = None) -> list[Link]:
     good, others = module_files(pkg_dir, mod, suffixes)
     # The module's full dotted name, as the import system names it: `from . import x` in
     # pkg/docs/__init__.py imports pkg.docs.x, not pkg.x (the probe re-imports this name).
@@ -480,7 +965,8 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
     py = [g for g in good if g.endswith(".py")]
     if py:
         link.resolved = py
-        out += parse_links(py[0], package, suffixes, depth + 1, seen, top_dir or pkg_dir)
+        out += parse_links(py[0], package, suffixes, depth + 1, seen, top_dir or pkg_dir,
+                           known)
         return out
     if not good and others:
         names = ", ".join(os.path.basename(o) for o in others)
@@ -534,6 +1020,29 @@ def _record_check(chain: ImportChain, site: str) -> None:
         return
 
 
+_TORCH_FIELD = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(None|['\"]([^'\"]*)['\"])", re.M)
+
+
+def known_here(sys_path: list[str], suffixes: list[str]) -> Known:
+    """What decides a package's conditions in this install: the interpreter's extension
+    suffixes and the torch build on its sys.path (``torch/version.py``: ``hip``, ``cuda``)."""
+    exts = tuple(x for x in suffixes if x != ".py")
+    for entry in sys_path:
+        version = os.path.join(entry or ".", "torch", "version.py")
+        if not os.path.isfile(os.path.join(entry or ".", "torch", "__init__.py")):
+            continue
+        try:
+            with open(version, encoding="utf-8") as fh:
+                text = fh.read(1 << 16)
+        except OSError:
+            return Known(exts)
+        fields = {m.group(1): m.group(3) for m in _TORCH_FIELD.finditer(text)}
+        if "hip" not in fields or "cuda" not in fields:
+            return Known(exts)
+        return Known(exts, fields["hip"] or None, fields["cuda"] or None, True)
+    return Known(exts)
+
+
 def analyse(name: str, sys_path: list[str], ext_suffix: str, cwd: str) -> ImportChain:
     """Locate the package, follow its ``__init__.py``, check its installed RECORD (once per
     run for the same package and interpreter: target expansion and the check share it)."""
@@ -551,7 +1060,9 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) ->
     init = os.path.join(pkg, "__init__.py")
     if os.path.isfile(init):
         seen: set[str] = set()
-        chain.links = parse_links(init, name, suffixes, seen=seen)
+        chain.links = _without_superseded(parse_links(init, name, suffixes, seen=seen,
+                                                      known=known_here(list(sys_path),
+                                                                       suffixes)))
         chain.truncated = _TRUNCATED in seen
     walked = 0
     for root, _dirs, files in os.walk(pkg):

@@ -101,8 +101,19 @@ def ops_summary(report: Report) -> str:
     return inventory_line(reg) if reg else ""
 
 
+def package_inventory(report: Report, limit: int | None = 6) -> str:
+    """The package's ops with their C++ and Python registrations joined (package mode):
+    ``ns::op [CPU (C++), Meta (Python)] defined in Python; …`` ("" when there is none)."""
+    ops = (report.sections.get("import-chain") or {}).get("registrations") or []
+    shown = ops if limit is None else ops[:limit]
+    more = f"; … {len(ops) - len(shown)} more (-v shows all)" if len(ops) > len(shown) else ""
+    return "; ".join(o["summary"] for o in shown) + more
+
+
 def _clean_detail(report: Report, cause: int) -> str:
     """A one-line summary of what was verified for a clean cause, from the check sections."""
+    if cause == 1 and package_inventory(report):
+        return package_inventory(report)
     reg = report.sections.get("registration")
     if cause == 1 and reg is not None:
         return inventory_line(reg) or "no operator registration (not a torch or TensorFlow "\
@@ -240,8 +251,10 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
                 if id(f) in roots:
                     _consequences(p, diag.consequences.get(f.code, ()), f.code, ctx)
             reg = report.sections.get("registration")
-            if int(row.cause) == 1 and reg is not None and inventory_line(reg):
-                p.line("  [dim]inventory:[/] ", f"[dim]{escape(inventory_line(reg))}[/]")
+            pkg = package_inventory(report, None if ctx.verbose else 6)
+            line = pkg or (inventory_line(reg) if reg is not None else "")
+            if int(row.cause) == 1 and line:
+                p.line("  [dim]inventory:[/] ", f"[dim]{escape(line)}[/]")
         elif row.state is CauseState.CLEAN:
             detail = _clean_detail(report, int(row.cause)) or f"no problem found ({row.reason})"
             if int(row.cause) == 1 and diag.cause in (2, 3, 4) and diag.confidence == "high":

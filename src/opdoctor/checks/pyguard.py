@@ -1,0 +1,145 @@
+"""A package's own version guard (cause 3): its Python refuses, or warns about, the installed
+torch (or TensorFlow) release.
+
+torchao 0.14.1 beside torch 2.13 skips loading its extension ("Skipping import of cpp
+extensions due to incompatible torch version 2.13.0+cpu for torchao version 0.14.1"): every op
+of it is missing afterwards, and the logged warning is easy to miss. The guard's messages are
+read from the sources (:mod:`opdoctor.facts.pyguard`); the probe's output says whether one
+fired; without the probe, a compatibility table in the package's code that leaves out the
+installed release decides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from opdoctor.checks.base import Check
+from opdoctor.codes import CodeDoc
+from opdoctor.facts import Facts
+from opdoctor.facts.pyguard import Guard, find_guards, fired, supported_releases
+from opdoctor.model import Cause, Finding, Severity
+
+OD323 = CodeDoc(
+    "OD323", "the package's own version check rejects the installed framework release",
+    Severity.ERROR,
+    what="A package that checks the torch (or TensorFlow) release it runs beside — a table of "
+    "supported releases, an assert on torch.__version__, a CUDA-version comparison — accepts "
+    "the installed one (its message does not appear when it is imported; its table lists the "
+    "release).",
+    why="The package was built for another release and knows it: it refuses to load its "
+    "extension (or to import), or warns that the load may crash. The ops are missing "
+    "afterwards ('operator torchao::… does not exist', an AttributeError on torch.ops.ns) "
+    "while the warning scrolled by at import.",
+    example="Skipping import of cpp extensions due to incompatible torch version 2.13.0+cpu "
+    "for torchao version 0.14.1",
+    fix="Install the pair the package supports: the torch release its table lists, or a "
+    "release of the package made for the installed torch (its compatibility table says which).",
+    references=("https://github.com/pytorch/ao/issues/2919",
+                "https://pytorch.org/get-started/previous-versions/"),
+)
+
+CODES = (OD323,)
+
+# A guard whose message says the package stops (not a warning that it may crash).
+_REFUSES = re.compile(r"skip|refus|not load|cannot|can't|will not|disabl|abort", re.I)
+_URL = re.compile(r"https?://[^\s\"')]+")
+
+
+def _dist(facts: Facts) -> tuple[str, str]:
+    """(distribution name, version) from the package's dist-info ("", "" when unknown)."""
+    chain = facts.chain
+    m = re.match(r"(.+?)-(\d[^-]*)\.dist-info$", os.path.basename(chain.dist)) \
+        if chain and chain.dist else None
+    return (m.group(1), m.group(2)) if m else ("", "")
+
+
+def _installed(facts: Facts, framework: str) -> str:
+    interp = facts.interpreter
+    if framework == "tensorflow":
+        tf = facts.tensorflow
+        return tf.version if tf is not None and tf.version != "unknown" else ""
+    return interp.torch.version if interp and interp.torch else ""
+
+
+def _output(facts: Facts) -> str:
+    """Everything the probe's import printed or raised (package mode)."""
+    res = facts.probe_result() if facts.options.probe else None
+    if res is None:
+        return ""
+    parts = [res.stderr, res.stdout, res.load_message]
+    parts += [f"{h.error.type}: {h.error.message}" for h in res.swallowed]
+    return "\n".join(p for p in parts if p)
+
+
+def run(facts: Facts) -> Iterator[Finding]:
+    """One finding per version guard that fired (probe) or whose table leaves the installed
+    release out (static)."""
+    chain = facts.chain
+    if chain is None or not chain.package_dir:
+        return
+    guards = find_guards(tuple(chain.python_files))
+    if not guards:
+        return
+    dist, version = _dist(facts)
+    output = _output(facts)
+    reported: set[str] = set()
+    for guard in guards:
+        installed = _installed(facts, guard.framework)
+        if not installed or guard.framework in reported:
+            continue
+        printed = fired(guard, output) if output else ""
+        supported = supported_releases(guard.file, version) if version else []
+        base = re.match(r"\d+\.\d+(?:\.\d+)?", installed)
+        table_says_no = bool(supported) and not any(
+            base and base.group(0).startswith(s.split(".dev")[0]) for s in supported)
+        if not printed and not (table_says_no and not output):
+            continue
+        reported.add(guard.framework)
+        yield _finding(facts, guard, dist or chain.name, version, installed, printed, supported)
+
+
+def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str,
+             printed: str, supported: list[str]) -> Finding:
+    chain = facts.chain
+    assert chain is not None
+    rel = os.path.relpath(guard.file, os.path.dirname(chain.package_dir))
+    fw = "TensorFlow" if guard.framework == "tensorflow" else "torch"
+    pkg = f"{dist} {version}".strip()
+    refuses = guard.raises or bool(_REFUSES.search(guard.text))
+    what = "rejects" if refuses else "warns about"
+    ev = [f"{rel}:{guard.line}: {guard.text[:240]}"]
+    if printed:
+        ev.append(f"the import printed: {printed[:300]}")
+    else:
+        ev.append("static: its compatibility table does not list the installed release "
+                  "(no probe ran to see the message)")
+    if supported:
+        ev.append(f"{pkg} supports {fw} {', '.join(supported)} (its table in {rel})")
+    ev.append(f"installed: {fw} {installed}")
+    want = f"{'tensorflow' if fw == 'TensorFlow' else 'torch'}=={supported[0].split('.dev')[0]}" \
+        if supported else f"the {fw} release {pkg} was built for"
+    url = _URL.search(guard.text)
+    fix = (f"install the pair {dist or chain.name} supports: pip install '{want}' beside "
+           f"{pkg}, or a {dist or chain.name} release made for {fw} {installed} (pip install "
+           f"--upgrade {dist or chain.name}"
+           + (f"; see {url.group(0).rstrip('.')}" if url else "") + ")")
+    return OD323.finding(
+        dist or chain.name, f"{pkg}'s own version check {what} {fw} {installed}"
+        + (" (it then skips loading its extension)" if refuses and not guard.raises else ""),
+        ev, fix=fix, severity=Severity.ERROR if refuses else Severity.WARNING)
+
+
+CHECK = Check(
+    name="version-guard",
+    summary="the package's own check of the torch/TensorFlow release accepts the installed one",
+    causes=(Cause.VERSION,),
+    codes=CODES,
+    run=run,
+    needs_elf=False,
+    applies=lambda facts: (
+        "not a package (use --package NAME, a package directory, or a .so inside a package)"
+        if not facts.options.package else
+        f"part of the {facts.framework_library} install" if facts.framework_library else ""),
+)

@@ -1,0 +1,179 @@
+"""A package's Python registrations joined with its libraries' C++ ones (issue #14 item 4).
+
+Real wheels from the real-world suite (``build/realworld/<case>/site``, installed by
+``benchmarks/realworld/run.py --case NAME``) and the compile fixtures. Each claim about which
+ops exist and where a kernel or fake impl comes from is checked against torch itself: a child
+interpreter imports the package and asks the dispatcher.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from opdoctor.facts import CheckOptions
+from opdoctor.model import Report, Severity
+from opdoctor.pipeline import run_check
+from tests.conftest import BUILD, FIX
+
+REALWORLD = BUILD / "realworld"
+PYFIX = FIX / "compile" / "python"
+NO_ENV = {k: v for k, v in os.environ.items()
+          if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")}
+
+
+# Each real-world case's wheel as a test fixture (the Makefile fetches it: build/fixtures/pyreg/,
+# realpkg/wheels/), used when the real-world suite has not installed the case here.
+FIXTURE_OF = {
+    "bitsandbytes-0.50.2": "pyreg/bitsandbytes-0.50.2",
+    "torchao-0.14.1-version-guard": "pyreg/torchao-0.14.1",
+    "torchao-0.18.0-cuda-ext-on-cpu": "pyreg/torchao-0.18.0",
+    "torchvision-0.29.1-cu130": "pyreg/torchvision-0.29.1",
+    "tensordict-0.11.0-missing-pyvers": "pyreg/tensordict-0.11.0",
+    "torchaudio-2.11.1": "pyreg/torchaudio-2.11.1",
+    "xformers-0.0.35": "realpkg/wheels/xformers-0.0.35",
+    "fbgemm-gpu-cpu-1.8.0": "realpkg/wheels/fbgemm-gpu-cpu-1.8.0",
+    "fbgemm-gpu-cpu-1.9.0": "realpkg/wheels/fbgemm-gpu-cpu-1.9.0",
+}
+
+
+def site(case: str) -> Path:
+    """The case's wheel unpacked as a site directory: the real-world suite's install, else the
+    Makefile's fixture; skipped with the reason when neither is here (pip could not fetch it)."""
+    path = REALWORLD / case / "site"
+    if path.is_dir():
+        return path
+    rel = FIXTURE_OF[case]
+    fixture = FIX / rel / "site"
+    reason = FIX / "skipped" / f"{Path(rel).name}.txt"
+    if not fixture.is_dir() and reason.exists():
+        pytest.skip(f"real wheel for {case} not fetched: {reason.read_text().strip()[:200]}")
+    assert fixture.is_dir(), f"{fixture} is missing: run `make fixtures`"
+    return fixture
+
+
+def check(target: Path, package: str, site_dir: Path | None = None, **kw: Any) -> Report:
+    env = dict(NO_ENV)
+    if site_dir is not None:
+        env["PYTHONPATH"] = str(site_dir)
+    opts = CheckOptions(probe=False, env=tuple(env.items()), package=package,
+                        cwd=str(site_dir or PYFIX), **kw)
+    return run_check(str(target), opts)
+
+
+def merged(report: Report) -> dict[str, dict[str, Any]]:
+    regs = report.sections["import-chain"]["registrations"]
+    return {o["name"]: o for o in regs}
+
+
+def torch_truth(site_dir: Path, code: str) -> Any:
+    """Run ``code`` (which prints JSON) in a child that imports torch with the case's site."""
+    env = dict(NO_ENV, PYTHONPATH=str(site_dir))
+    out = subprocess.run([sys.executable, "-c", "import json, torch\n" + code],
+                         capture_output=True, text=True, env=env, timeout=240, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_bitsandbytes_ops_defined_and_implemented_in_python() -> None:
+    """bitsandbytes defines every op with torch.library.define, registers CPU kernels with
+    register_kernel and fakes with register_fake; its C library is called through ctypes. The
+    inventory says so per op, the package stays clean, and --require compile counts the
+    Python fake impls."""
+    s = site("bitsandbytes-0.50.2")
+    report = check(s / "bitsandbytes", "bitsandbytes", s, require=("compile",))
+    ops = merged(report)
+    op = ops["bitsandbytes::quantize_blockwise"]
+    assert op["origin"] == "Python"
+    assert any("_ops.py" in d for d in op["defined"])
+    assert any("backends/cpu/ops.py" in o for o in op["keys"]["CPU"])
+    # register_kernel(op, "default") is torch's CompositeExplicitAutograd
+    assert any("backends/default/ops.py" in o for o in op["keys"]["CompositeExplicitAutograd"])
+    assert op["fake"] and "register_fake" in op["fake"][0]
+    assert not [f for f in report.findings if f.severity is Severity.ERROR]
+    assert not [f for f in report.findings if f.code == "OD140"]
+    # torch agrees: after `import bitsandbytes` the op exists, has a CPU kernel, and runs on
+    # meta tensors (its fake impl).
+    truth = torch_truth(s, """
+import bitsandbytes
+name = "bitsandbytes::int8_linear_matmul"
+A = torch.empty(4, 8, dtype=torch.int8, device="meta")
+B = torch.empty(16, 8, dtype=torch.int8, device="meta")
+shape = list(torch.ops.bitsandbytes.int8_linear_matmul(A, B).shape)
+q = "bitsandbytes::quantize_blockwise"
+print(json.dumps([name in torch._C._dispatch_get_all_op_names(), shape,
+                  torch._C._dispatch_has_kernel_for_dispatch_key(q, "CPU"),
+                  torch._C._dispatch_has_kernel_for_dispatch_key(q, "CompositeExplicitAutograd")]))
+""")
+    assert truth == [True, [4, 16], True, True]
+
+
+def test_stable_kernels_for_python_defined_ops_are_not_no_registration() -> None:
+    """torchao's _C_mxfp8 library registers only stable-ABI kernels; its ops are defined from
+    torchao's Python (Library("torchao", "FRAGMENT").define). Judged alone it "registers
+    nothing" (OD101, an error); joined with the package it is no fault."""
+    s = site("torchao-0.18.0-cuda-ext-on-cpu")
+    lib = next((s / "torchao").glob("_C_mxfp8*.so"))
+    report = check(lib, "torchao", s)
+    od101 = [f for f in report.findings if f.code == "OD101"]
+    assert od101 and all(f.severity is Severity.INFO for f in od101)
+    assert "defines its ops from Python" in od101[0].message
+    assert "stable ABI" in od101[0].message
+    ops = merged(report)
+    assert ops["torchao::mx_fp8_bf16"]["origin"] == "Python"
+    assert any("_C_mxfp8" in o for o in ops["torchao::mx_fp8_bf16"]["keys"]["CUDA"])
+    # torch agrees: the library cannot load here (a CUDA build), yet `import torchao` defines
+    # its ops from Python.
+    truth = torch_truth(s, """
+import torchao
+names = torch._C._dispatch_get_all_op_names()
+print(json.dumps(["torchao::swizzle_mm" in names, "torchao::mx_fp8_bf16" in names]))
+""")
+    assert truth[0] is True
+
+
+def test_stable_schema_gets_its_namespace_and_fake_from_python() -> None:
+    """torchvision's _C_stable.so keeps its schemas without a namespace (stable ABI); the
+    Python fake impl names it: torchvision::nms is one op, defined in C++, fake in Python."""
+    s = site("torchvision-0.29.1-cu130")
+    report = check(s / "torchvision", "torchvision", s)
+    ops = merged(report)
+    nms = ops["torchvision::nms"]
+    assert nms["origin"] == "C++"
+    assert any(d.startswith("C++ _C_stable.so") for d in nms["defined"])
+    assert nms["fake"] and "_meta_registrations.py" in nms["fake"][0]
+    assert "?::nms" not in ops
+    compiled = {o["name"]: o for o in report.sections["compile"]["ops"]}
+    assert "?::nms" not in compiled
+    src = (s / "torchvision" / "_meta_registrations.py").read_text()
+    assert '@torch.library.register_fake("torchvision::nms")' in src
+
+
+def test_compile_fixtures_join() -> None:
+    """The compile fixtures: Python custom_op with and without fake, C++ op + Python fake."""
+    fake = merged(check(PYFIX / "pyop_fake", "pyop_fake"))["pyfake::double"]
+    assert fake["origin"] == "Python" and fake["fake"] and fake["autograd"]
+    nofake = merged(check(PYFIX / "pyop_nofake", "pyop_nofake"))["pynofake::double"]
+    assert nofake["origin"] == "Python" and not nofake["fake"]
+    cop = merged(check(PYFIX / "cop_pyfake" / "libcop.so", "cop_pyfake"))["cop::scale"]
+    assert cop["origin"] == "C++" and cop["defined"] == ["C++ libcop.so"]
+    assert cop["keys"]["CPU"] == ["C++ libcop.so"]
+    assert cop["fake"] and "fake.py" in cop["fake"][0]
+
+
+def test_text_report_shows_the_joined_inventory() -> None:
+    s = site("bitsandbytes-0.50.2")
+    env = dict(NO_ENV, PYTHONPATH=str(s), OPDOCTOR_NO_PLUGINS="1")
+    out = subprocess.run([sys.executable, "-m", "opdoctor", "check", "--static", "--package",
+                          "bitsandbytes", "--env", f"PYTHONPATH={s}"], capture_output=True,
+                         text=True, env={**env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+                         timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout + out.stderr
+    assert "bitsandbytes::dequantize_4bit [CPU (Python)" in text
+    assert "defined in Python" in text

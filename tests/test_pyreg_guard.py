@@ -1,0 +1,106 @@
+"""A package's own version guard (issue #14 item 6): cause 3, naming both releases.
+
+Real wheels of the real-world suite (``build/realworld/<case>/site``; skipped with the command
+that installs them when absent). Each guard is checked against the package's own behaviour:
+a child interpreter imports it beside this torch and prints what the guard prints.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from opdoctor.facts import CheckOptions
+from opdoctor.model import Report, Severity
+from opdoctor.pipeline import run_check
+from tests.test_pyreg import site
+
+NO_ENV = {k: v for k, v in os.environ.items()
+          if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")}
+
+
+
+
+def check(case: str, package: str, probe: bool) -> Report:
+    s = site(case)
+    env = dict(NO_ENV, PYTHONPATH=str(s))
+    return run_check(str(s / package), CheckOptions(probe=probe, env=tuple(env.items()),
+                                                    package=package, cwd="/"))
+
+
+def imported(case: str, code: str) -> str:
+    """stdout + stderr of a child that runs ``code`` beside this torch."""
+    env = dict(NO_ENV, PYTHONPATH=str(site(case)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=240)
+    return out.stdout + out.stderr
+
+
+def guard(report: Report) -> list[object]:
+    return [f for f in report.findings if f.code == "OD323"]
+
+
+@pytest.mark.probe
+def test_torchao_refuses_this_torch() -> None:
+    """torchao 0.14.1 supports torch 2.9 only: beside 2.13 it skips its extension and its ops."""
+    # Its extension (the only registrar of torchao kernels) is never loaded: no kernel at all.
+    text = imported("torchao-0.14.1-version-guard", "import torch, torchao\n"
+                    "print('kernel:', any(torch._C._dispatch_has_kernel_for_dispatch_key("
+                    "'torchao::quant_llm_linear', k) for k in ('CPU', 'CUDA')))")
+    import torch
+
+    assert "Skipping import of cpp extensions due to incompatible torch version " \
+           f"{torch.__version__} for torchao version 0.14.1" in text
+    assert "kernel: False" in text
+    report = check("torchao-0.14.1-version-guard", "torchao", probe=True)
+    (f,) = guard(report)
+    assert f.severity is Severity.ERROR and f.cause == 3
+    assert "torchao 0.14.1" in f.message and f"torch {torch.__version__}" in f.message
+    printed = next(e for e in f.evidence if e.startswith("the import printed: "))
+    assert printed.startswith("the import printed: Skipping import of cpp extensions")
+    assert printed.endswith("for more info")
+    assert any("supports torch 2.9.0" in e for e in f.evidence)
+    assert f.fix is not None and "torch==2.9.0" in f.fix
+    assert report.diagnosis.cause == 3
+    assert "OD323" in {r.code for r in report.diagnosis.root_findings}
+
+
+def test_torchao_table_decides_without_the_probe() -> None:
+    report = check("torchao-0.14.1-version-guard", "torchao", probe=False)
+    (f,) = guard(report)
+    assert any("compatibility table does not list" in e for e in f.evidence)
+
+
+@pytest.mark.probe
+def test_accepted_release_stays_clean_of_the_guard() -> None:
+    """torchao 0.18.0 accepts torch >= 2.11: its import does not print the guard's message,
+    and no OD323 (its CUDA-build libraries are another finding, OD307)."""
+    text = imported("torchao-0.18.0-cuda-ext-on-cpu", "import torchao")
+    assert "incompatible torch version" not in text
+    report = check("torchao-0.18.0-cuda-ext-on-cpu", "torchao", probe=True)
+    assert guard(report) == []
+    assert "OD307" in {f.code for f in report.findings}
+
+
+@pytest.mark.probe
+def test_a_guard_that_only_warns_is_a_warning() -> None:
+    """fbgemm_gpu 1.9.0 (for torch 2.14) warns and loads anyway; the load's own failure (the
+    undefined torch symbols) stays the root."""
+    text = imported("fbgemm-gpu-cpu-1.9.0", "import fbgemm_gpu")
+    assert "FBGEMM_GPU version is 1.9.0, which is not guaranteed to be" in text
+    report = check("fbgemm-gpu-cpu-1.9.0", "fbgemm_gpu", probe=True)
+    (f,) = guard(report)
+    assert f.severity is Severity.WARNING and "warns about torch" in f.message
+    assert report.diagnosis.cause == 3
+    assert "OD323" not in {r.code for r in report.diagnosis.root_findings}
+
+
+@pytest.mark.probe
+def test_missing_python_dependency_stays_cause_5() -> None:
+    text = imported("tensordict-0.11.0-missing-pyvers", "import tensordict")
+    assert "No module named 'pyvers'" in text
+    report = check("tensordict-0.11.0-missing-pyvers", "tensordict", probe=True)
+    assert guard(report) == [] and report.diagnosis.cause == 5
