@@ -23,6 +23,7 @@ from opdoctor.checks import (
     oneflow,
     probe,
     registration,
+    stable,
     symbols,
     tensorflow,
     variant,
@@ -39,6 +40,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     abi.CHECK,
     cuda.CHECK,
     variant.CHECK,
+    stable.CHECK,  # stable-ABI extensions: shim imports vs the installed torch
     registration.CHECK,
     importchain.CHECK,
     mindspore.CHECK,

@@ -491,10 +491,13 @@ def section(facts: Facts) -> dict[str, Any]:
     return {
         "stripped": inv.stripped,
         "namespaces": {ns.name: {"defines": ns.defines, "fragments": ns.fragments,
-                                 "ops": ns.ops, "kernels": sorted(ns.impl_keys)}
+                                 "ops": ns.ops, "kernels": sorted(ns.impl_keys),
+                                 "stable": ns.stable}
                        for ns in inv.namespaces.values()},
         "schemas": [{"schema": s.text, "partial": s.partial} for s in inv.schemas],
         "pyinit": inv.pyinit,
+        "stable_abi": inv.stable_abi,
+        "stable_from_rodata": inv.stable_from_rodata,
         "legacy_register_operators": inv.legacy_register_operators,
         "initializers": inv.initializers,
         "initializer_names": inv.initializer_names,

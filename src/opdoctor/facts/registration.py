@@ -75,6 +75,8 @@ class Namespace:
     # True when the registrar names a macro whose value could not be read from the binary: the
     # namespace torch registers is unknown statically (the probe knows it).
     unresolved: bool = False
+    # Registered through the stable ABI's C shim (STABLE_TORCH_LIBRARY*), not torch::Library.
+    stable: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,12 +111,18 @@ class Inventory:
     tf_kernel_registrars: bool = False
     tf_ops: list[str] = field(default_factory=list)  # op names (by proximity to their specs)
     tf_specs: list[str] = field(default_factory=list)  # "to_zero: int32" …
+    # Stable ABI (STABLE_TORCH_LIBRARY*): the library imports the C shim's registrars
+    # (aoti_torch_library_init_*); its namespaces carry ``stable=True``.
+    stable_abi: bool = False
+    # Stripped stable library: its namespaces were read from .rodata literals (a best guess).
+    stable_from_rodata: bool = False
 
     @property
     def registers_anything(self) -> bool:
         """True when any registration evidence was found."""
         return bool(self.namespaces or self.schemas or self.pyinit
                     or self.legacy_register_operators or self.constructs_library
+                    or self.stable_abi
                     or self.tf_op_registrars or self.tf_kernel_registrars)
 
 
@@ -322,6 +330,7 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
     inv = Inventory(stripped=stripped)
     inv.namespaces = resolve_namespaces(img, _namespaces(markers(img)))
     inv.schemas = schemas(img)
+    _add_stable(img, inv)
     inv.pyinit = dynstr_names
     inv.initializers, inv.initializer_names = initializers(img)
     read_tensorflow(img, inv)
@@ -353,6 +362,21 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
         if op not in target.ops:
             target.ops.append(op)
     return inv
+
+
+def _add_stable(img: ElfImage, inv: Inventory) -> None:
+    """Stable-ABI registrars join the inventory like classic ones (namespaces, keys)."""
+    from opdoctor.facts.stable import read_registration
+    reg = read_registration(img, frozenset(s.name.split("::")[-1].split(".")[0]
+                                           for s in inv.schemas))
+    inv.stable_abi = reg.used or bool(reg.namespaces)
+    inv.stable_from_rodata = reg.from_rodata
+    for name in sorted(reg.namespaces):
+        ns = inv.namespaces.setdefault(name, Namespace(name))
+        ns.stable = True
+        ns.defines += reg.defines.get(name, 0)
+        ns.fragments += reg.fragments.get(name, 0)
+        ns.impl_keys |= reg.impl_keys.get(name, set())
 
 
 _TF_OP_REGISTRAR = (b"_ZN10tensorflow11register_op19OpDefBuilderWrapperclEv",
