@@ -150,3 +150,34 @@ def test_shim_header_gates_are_read() -> None:
     assert decls["torch_new_stable_ivalue"].since == "2.13.0"
     assert decls["aoti_torch_library_init_impl"].since == ""
     assert decls["torch_get_cuda_stream_from_pool"].cuda_only
+
+
+_CDLL = r"""
+import ctypes, sys, torch
+try:
+    torch.ops.load_library(sys.argv[1])
+    print("loaded")
+except OSError:
+    try:
+        ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+    except OSError as exc:
+        print(exc)
+"""
+
+
+def test_shim_function_of_a_newer_torch() -> None:
+    """tests/fixtures/stable/needs_2_14.cpp calls torch_has_storage, which torch 2.14 added
+    (declaration copied from torch 2.14.1's shim.h): torch 2.13 cannot load it."""
+    lib = fixture("stable/needs_2_14.so")
+    out = subprocess.run([sys.executable, "-c", _CDLL, str(lib)], capture_output=True,
+                         text=True, timeout=300, env=NO_ENV, check=True).stdout
+    assert "undefined symbol: torch_has_storage" in out
+    report = check(lib)
+    assert report.diagnosis is not None and report.diagnosis.cause == 3
+    od316 = next(f for f in report.findings if f.code == "OD316")
+    assert "torch_has_storage" in od316.message and "newer than" in od316.message
+    assert "not declared in its shim headers" in " ".join(od316.evidence)
+    # The generic undefined-symbol finding is its consequence, not a second root.
+    assert [f.code for f in report.diagnosis.root_findings] == ["OD316"]
+    # Its registration is still read: the op is there, the load is what fails.
+    assert report.sections["registration"]["namespaces"]["newop"]["ops"] == ["has_storage"]
