@@ -275,9 +275,9 @@ def schemas(img: ElfImage) -> list[Schema]:
 # the .rodata constant pool, which the linker deduplicates: a chunk two literals share is
 # stored once, so the literal is not contiguous in .rodata (torchvision 0.28's _C.so: 7 of
 # its 17 schemas were whole there). The code says where each chunk goes: it is read here.
-_VLOAD = re.compile(
-    rb"(?:\x66([\x40-\x4f])?\x0f\x6f|\xf3([\x40-\x4f])?\x0f\x6f|([\x40-\x4f])?\x0f\x28)"
-    rb"([\x05\x0d\x15\x1d\x25\x2d\x35\x3d])(.{4})", re.S)
+# movdqa/movdqu/movaps %xmm, [rip+disp32]: searched from its 0F opcode byte (a memchr-speed
+# scan); the prefixes (66/F3, REX) are read backwards from there.
+_VLOAD = re.compile(rb"\x0f([\x6f\x28])([\x05\x0d\x15\x1d\x25\x2d\x35\x3d])(.{4})", re.S)
 # movups/movaps/movdqu/movdqa %xmm, [base], [base+disp8] or [base+disp32] (no SIB, no RIP):
 # a literal longer than 127 bytes stores its later chunks with a 32-bit displacement.
 _VSTORE = re.compile(
@@ -309,12 +309,17 @@ def inlined_literals(img: ElfImage) -> list[str]:
     stores: list[tuple[int, int, int, bytes]] = []  # (code offset, base reg, disp, chunk)
     end = text.offset + min(text.size, _MAX_TEXT_SCAN)
     for i, m in enumerate(_VLOAD.finditer(buf, text.offset, end)):
-        if not i % 4096:
+        if not i % 65536:
             checkpoint(f"reading vector string moves in .text ({m.start() - text.offset:,} "
                        "bytes in)")
-        rex = _rex(m.group(1), m.group(2), m.group(3))
-        reg = ((m.group(4)[0] >> 3) & 7) | (8 if rex & 4 else 0)
-        target = text.addr + (m.end() - text.offset) + struct.unpack("<i", m.group(5))[0]
+        at = m.start()
+        rex = buf[at - 1] if 0x40 <= buf[at - 1] <= 0x4F else 0
+        prefix = buf[at - 2 if rex else at - 1]
+        if m.group(1) == b"\x6f" and prefix not in (0x66, 0xF3):
+            continue  # 0F 6F without 66/F3 is the 8-byte MMX movq
+        reg = ((m.group(2)[0] >> 3) & 7) | (8 if rex & 4 else 0)
+        m_end = m.end()
+        target = text.addr + (m_end - text.offset) + struct.unpack("<i", m.group(3))[0]
         off = target - ro.addr
         if not 0 <= off <= ro.size - 16:
             continue
