@@ -181,3 +181,30 @@ def test_shim_function_of_a_newer_torch() -> None:
     assert [f.code for f in report.diagnosis.root_findings] == ["OD316"]
     # Its registration is still read: the op is there, the load is what fails.
     assert report.sections["registration"]["namespaces"]["newop"]["ops"] == ["has_storage"]
+
+
+_STRIP_CASES = [TV / "_C_stable.so", TV / "image_stable.so", XF / "_C.so",
+                TAO / "_C_cutlass_90a.abi3.so",
+                REAL / "torchaudio-2.11.1" / "site" / "torchaudio" / "lib" / "_torchaudio.so",
+                REAL / "torchaudio-2.11.1" / "site" / "torchaudio" / "lib" / "libtorchaudio.so",
+                REAL / "torchcodec-0.17.0-needs-nvrtc" / "site" / "torchcodec" /
+                "libtorchcodec_custom_ops8.so"]
+
+
+@pytest.mark.parametrize("lib", _STRIP_CASES, ids=lambda p: p.name)
+def test_stripped_stable_library_keeps_its_namespace(lib: Path, tmp_path: Path) -> None:
+    """strip --strip-all removes the registrar symbols; the namespace and the keys come back
+    from the code (lea of the "ns" and "Key" literals into the shim call's registers)."""
+    from opdoctor.facts.stable import read_registration
+
+    lib = real(lib)
+    stripped = tmp_path / lib.name
+    subprocess.run(["strip", "--strip-all", "-o", str(stripped), str(lib)], check=True)
+    whole = read_registration(ElfImage.open(open_input(str(lib))))
+    assert whole.namespaces and not whole.from_rodata  # the truth: its .symtab registrars
+    got = read_registration(ElfImage.open(open_input(str(stripped))))
+    assert got.from_rodata and got.namespaces == whole.namespaces
+    for ns in whole.namespaces:
+        assert got.impl_keys[ns] <= whole.impl_keys.get(ns, set())
+        if lib.name != "libtorchaudio.so":  # its CompositeExplicitAutograd is not recovered
+            assert got.impl_keys[ns] == whole.impl_keys.get(ns, set())

@@ -119,7 +119,8 @@ class Inventory:
     # Stable ABI (STABLE_TORCH_LIBRARY*): the library imports the C shim's registrars
     # (aoti_torch_library_init_*); its namespaces carry ``stable=True``.
     stable_abi: bool = False
-    # Stripped stable library: its namespaces were read from .rodata literals (a best guess).
+    # Stripped stable library: its namespaces were read from the registrars' calls in the code
+    # and the literals they load (no .symtab names).
     stable_from_rodata: bool = False
 
     @property

@@ -10,9 +10,9 @@ fragment}``, ``aoti_torch_library_def``, ``torch_library_impl``) and calls torch
   (``_ZN6vision3opsL49STABLE_TORCH_LIBRARY_IMPL_init_torchvision_CUDA_0E…``), so the
   length prefix is read wherever the name starts, not only after ``_ZL``;
 * stripped: the macros pass the namespace and the key to the shim as string literals
-  (``C10_STRINGIZE(ns)``, ``C10_STRINGIZE(k)``); compilers emit a translation unit's literals in
-  order of first use, so a namespace literal sits just before its key literal
-  (``"sop\\0CPU\\0Meta\\0"``);
+  (``C10_STRINGIZE(ns)``, ``C10_STRINGIZE(k)``): the code loads both addresses into the call's
+  argument registers (``lea``), which names the namespace; failing that, a namespace literal
+  sits next to its key literals in the pool (``"sop\\0CPU\\0Meta\\0"``);
 * the shim functions imported (undefined ``.dynsym`` names), judged against the installed
   torch's shim headers: each declaration's ``#if TORCH_FEATURE_VERSION >= TORCH_VERSION_X``
   gate (the release that added it to the stable surface) and ``#ifdef USE_CUDA`` blocks
@@ -60,7 +60,7 @@ class StableRegistration:
     defines: Counter[str] = field(default_factory=Counter)  # STABLE_TORCH_LIBRARY(ns)
     fragments: Counter[str] = field(default_factory=Counter)  # STABLE_TORCH_LIBRARY_FRAGMENT
     impl_keys: dict[str, set[str]] = field(default_factory=dict)  # ns → keys
-    from_rodata: bool = False  # stripped: namespaces/keys guessed from .rodata literals
+    from_rodata: bool = False  # stripped: namespaces/keys read from the code and .rodata
 
     @property
     def namespaces(self) -> set[str]:
@@ -134,12 +134,84 @@ def read_registration(img: ElfImage, op_names: frozenset[str] = frozenset()
         # Stripped: a namespace seen before a key literal. It is defined here when the library
         # imports the def/fragment entry points (one namespace: it is that one).
         defines = _imports(img, REGISTRARS[0:1] + REGISTRARS[2:3])
-        found = rodata_namespaces(img, op_names)
+        found = code_namespaces(img)
+        # The literal pool may name keys the code reading missed (and the reverse).
+        for ns, keys in rodata_namespaces(img, op_names).items():
+            if ns in found or not found:
+                found.setdefault(ns, set()).update(keys)
         for ns, keys in found.items():
             out.from_rodata = True
             out.impl_keys.setdefault(ns, set()).update(keys)
             if defines and len(found) == 1:
                 out.fragments[ns] += 1
+    return out
+
+
+# lea disp32(%rip),%r64: how the code passes a string literal's address.
+_LEA = re.compile(rb"([\x48\x4c])\x8d([\x05\x0d\x15\x1d\x25\x2d\x35\x3d])(.{4})", re.S)
+# Where the namespace goes when the key is in a given register: the StableLibrary constructor
+# inlined calls aoti_torch_library_init_impl(ns=%rdi, k=%rsi, …); not inlined,
+# StableTorchLibraryInit(kind, fn, ns=%rdx, k=%rcx, …).
+_NS_REG_FOR_KEY_REG = {6: 7, 1: 2}
+# mov %r64,%r64 (REX.W 89 /r, register form).
+_MOV_TO = re.compile(rb"([\x48\x49\x4c\x4d])\x89([\xc0-\xff])")
+
+
+def _cstring_at(img: ElfImage, vaddr: int, ro: tuple[int, int, int]) -> str:
+    """The NUL-terminated identifier at ``vaddr`` in .rodata ("" when not one)."""
+    off, size, addr = ro
+    if not 0 <= vaddr - addr < size:
+        return ""
+    start = off + vaddr - addr
+    end = img.data.buf.find(b"\0", start, min(off + size, start + 65))
+    word = bytes(img.data.buf[start:end]) if end > start else b""
+    return word.decode() if _IDENT.fullmatch(word) else ""
+
+
+def code_namespaces(img: ElfImage) -> dict[str, set[str]]:
+    """Stripped: ``{namespace: keys}`` from the registrars' calls in the code.
+
+    Each ``STABLE_TORCH_LIBRARY_IMPL`` initialiser loads the addresses of ``"ns"`` and
+    ``"Key"`` with ``lea …(%rip)`` into the argument registers of the shim call. A lea of a
+    key literal into %rsi (%rcx) with a lea of an identifier into %rdi (%rdx) close by names
+    the namespace, even when the linker merged it into the tail of another literal
+    (torchvision's ``"image"`` is the end of ``"decode_image"``)."""
+    text, rosec = img.section(".text"), img.section(".rodata")
+    if text is None or rosec is None or text.sh_type == 8 or rosec.sh_type == 8:
+        return {}
+    ro = (rosec.offset, rosec.size, rosec.addr)
+    buf = img.data.buf
+    leas: list[tuple[int, int, str]] = []  # (code offset, register, identifier)
+    end = text.offset + min(text.size, _SCAN_TEXT)
+    for m in _LEA.finditer(buf, text.offset, end):
+        reg = ((m.group(2)[0] >> 3) & 7) | (8 if m.group(1)[0] & 4 else 0)
+        target = text.addr + (m.end() - text.offset) + int.from_bytes(m.group(3), "little",
+                                                                      signed=True)
+        word = _cstring_at(img, target, ro)
+        if word:
+            leas.append((m.start(), reg, word))
+    keys = set(DISPATCH_KEYS)
+    out: dict[str, set[str]] = {}
+    for i, (at, reg, word) in enumerate(leas):
+        if word not in keys or reg not in _NS_REG_FOR_KEY_REG:
+            continue
+        want = _NS_REG_FOR_KEY_REG[reg]
+        near = [w for a, r, w in leas[max(0, i - 4):i + 5]
+                if r == want and abs(a - at) <= 48 and w not in keys]
+        if not near:
+            # The namespace's address was loaded once into a callee-saved register and is
+            # copied for each call: mov %rbx,%rdi next to the key's lea.
+            for mv in _MOV_TO.finditer(buf, max(text.offset, at - 48), at + 48):
+                rex, modrm = mv.group(1)[0], mv.group(2)[0]
+                if (modrm & 7) | (8 if rex & 1 else 0) != want:
+                    continue
+                src = ((modrm >> 3) & 7) | (8 if rex & 4 else 0)
+                near = [w for a, r, w in reversed(leas[max(0, i - 64):i])
+                        if r == src and at - a <= 4096 and w not in keys][:1]
+                if near:
+                    break
+        if near:
+            out.setdefault(near[0], set()).add(word)
     return out
 
 
