@@ -187,6 +187,8 @@ _STRIP_CASES = [TV / "_C_stable.so", TV / "image_stable.so", XF / "_C.so",
                 TAO / "_C_cutlass_90a.abi3.so",
                 REAL / "torchaudio-2.11.1" / "site" / "torchaudio" / "lib" / "_torchaudio.so",
                 REAL / "torchaudio-2.11.1" / "site" / "torchaudio" / "lib" / "libtorchaudio.so",
+                REAL / "torchaudio-2.11.1" / "site" / "torchaudio" / "lib" /
+                "torchaudio_prefixctc.so",
                 REAL / "torchcodec-0.17.0-needs-nvrtc" / "site" / "torchcodec" /
                 "libtorchcodec_custom_ops8.so"]
 

@@ -276,9 +276,10 @@ def schemas(img: ElfImage) -> list[Schema]:
 # the .rodata constant pool, which the linker deduplicates: a chunk two literals share is
 # stored once, so the literal is not contiguous in .rodata (torchvision 0.28's _C.so: 7 of
 # its 17 schemas were whole there). The code says where each chunk goes: it is read here.
-# movdqa/movdqu/movaps %xmm, [rip+disp32]: searched from its 0F opcode byte (a memchr-speed
+# movdqa/movdqu/movaps/movups %xmm, [rip+disp32] (GCC loads with movdqa, Clang with movups):
+# searched from its 0F opcode byte (a memchr-speed
 # scan); the prefixes (66/F3, REX) are read backwards from there.
-_VLOAD = re.compile(rb"\x0f([\x6f\x28])([\x05\x0d\x15\x1d\x25\x2d\x35\x3d])(.{4})", re.S)
+_VLOAD = re.compile(rb"\x0f([\x6f\x28\x10])([\x05\x0d\x15\x1d\x25\x2d\x35\x3d])(.{4})", re.S)
 # movups/movaps/movdqu/movdqa %xmm, [base], [base+disp8] or [base+disp32] (no SIB, no RIP):
 # a literal longer than 127 bytes stores its later chunks with a 32-bit displacement.
 _VSTORE = re.compile(
@@ -318,6 +319,8 @@ def inlined_literals(img: ElfImage) -> list[str]:
         prefix = buf[at - 2 if rex else at - 1]
         if m.group(1) == b"\x6f" and prefix not in (0x66, 0xF3):
             continue  # 0F 6F without 66/F3 is the 8-byte MMX movq
+        if m.group(1) == b"\x10" and prefix in (0xF2, 0xF3):
+            continue  # F3/F2 0F 10: movss/movsd, 4 or 8 bytes
         reg = ((m.group(2)[0] >> 3) & 7) | (8 if rex & 4 else 0)
         m_end = m.end()
         target = text.addr + (m_end - text.offset) + struct.unpack("<i", m.group(3))[0]
