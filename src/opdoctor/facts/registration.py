@@ -291,6 +291,8 @@ _MAX_TEXT_SCAN = 64 << 20
 def _disp(buf: bytes | Any, at: int, modrm: int) -> int:
     """The displacement after a ModRM byte: none (mod 0), disp8 (1), disp32 (2)."""
     mod = modrm >> 6
+    if at + (1 if mod == 1 else 4) > len(buf):
+        return -1  # past the end of a damaged file: no displacement to read (callers skip <0)
     if mod == 1:
         return int(struct.unpack_from("<b", buf, at)[0])
     if mod == 2:
