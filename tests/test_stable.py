@@ -9,6 +9,7 @@ installed by `make realworld`); a test whose wheel is not on disk is skipped, sa
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -27,6 +28,9 @@ from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import BUILD, fixture
 
+# The installed torch's directory, found without importing torch into the test process.
+_SPEC = importlib.util.find_spec("torch")
+TORCH_DIR = next(iter(_SPEC.submodule_search_locations or [""])) if _SPEC else ""
 NO_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
 REAL = BUILD / "realworld"
 TV = REAL / "torchvision-0.29.1-cu130" / "site" / "torchvision"
@@ -131,9 +135,7 @@ def test_cuda_only_shim_imports_on_a_cpu_torch(lib: Path) -> None:
     assert "aoti_torch_get_current_cuda_stream" in " ".join(od317.evidence)
     # Independent of opdoctor's reader: the installed torch's headers declare it only under
     # USE_CUDA, and no library of torch/lib exports it (nm -D).
-    import torch
-
-    torch_dir = os.path.dirname(torch.__file__)
+    torch_dir = TORCH_DIR
     assert read_shim_headers(torch_dir)["aoti_torch_get_current_cuda_stream"].cuda_only
     nm = subprocess.run(["nm", "-D", "--defined-only", *sorted(
         str(p) for p in Path(torch_dir, "lib").glob("*.so*"))], capture_output=True, text=True)
@@ -142,9 +144,7 @@ def test_cuda_only_shim_imports_on_a_cpu_torch(lib: Path) -> None:
 
 
 def test_shim_header_gates_are_read() -> None:
-    import torch
-
-    decls = read_shim_headers(os.path.dirname(torch.__file__))
+    decls = read_shim_headers(TORCH_DIR)
     assert decls["torch_library_impl"].since == "2.10.0"
     assert decls["torch_library_def_with_tags"].since == "2.12.0"
     assert decls["torch_new_stable_ivalue"].since == "2.13.0"

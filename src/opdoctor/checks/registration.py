@@ -490,9 +490,10 @@ def section(facts: Facts) -> dict[str, Any]:
     inv = inventory(facts)
     return {
         "stripped": inv.stripped,
+        # "stable": true marks a stable-ABI namespace (absent for classic ones).
         "namespaces": {ns.name: {"defines": ns.defines, "fragments": ns.fragments,
                                  "ops": ns.ops, "kernels": sorted(ns.impl_keys),
-                                 "stable": ns.stable}
+                                 **({"stable": True} if ns.stable else {})}
                        for ns in inv.namespaces.values()},
         "schemas": [{"schema": s.text, "partial": s.partial} for s in inv.schemas],
         "pyinit": inv.pyinit,
