@@ -692,3 +692,13 @@ $(MPI_DIR)/.installed: | $(VENV)/.installed
 	if $(PY) -m pip install -q --no-deps --target $(@D) mpich==$(MPICH_VERSION) > $(@D)/../mpi-pip.log 2>&1; \
 	  then rm -f $(SKIP)/mpi.txt; touch $@; else tail -1 $(@D)/../mpi-pip.log > $(SKIP)/mpi.txt; fi
 fixtures: mpi
+
+# ---------------------------------------------------------------- stable-ABI fixtures (cause 3)
+# A stable-ABI extension that calls a shim function only torch >= 2.14 exports (OD316).
+SFX := $(FIX)/stable
+STABLE_SO := $(SFX)/needs_2_14.so
+$(SFX)/needs_2_14.so: tests/fixtures/stable/needs_2_14.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) $< -o $@ $(LDFLAGS_TORCH)
+stable-fixtures: $(STABLE_SO)
+fixtures: $(STABLE_SO)

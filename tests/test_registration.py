@@ -8,7 +8,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.facts.registration import Schema, check_schema_syntax, plausible_schema
 from opdoctor.model import Report
 from opdoctor.pipeline import Selection, run_check
-from tests.conftest import cuda_built, fixture, reference
+from tests.conftest import BUILD, cuda_built, fixture, reference
 from tests.helpers import cli
 
 OD1 = Selection(("OD1",))
@@ -151,3 +151,81 @@ def test_not_schemas_are_dropped() -> None:
     assert plausible_schema(Schema("ns::op(Tensor x)", "ns::op", True), False)
     assert plausible_schema(Schema("op(Tensor x)", "op", True), True)  # m.def in a registrar
     assert plausible_schema(Schema('op(str r="sum") -> Tensor', "op", False), False)
+
+
+# ------------------------------------------------------------------ schemas the code assembles
+# Real wheels (benchmarks/realworld, `make realworld`); a test whose wheel is absent is skipped.
+_REAL = BUILD / "realworld"
+_FBGEMM = _REAL / "fbgemm-gpu-cpu-1.8.0" / "site" / "fbgemm_gpu"
+_TV28 = _REAL / "torchvision-0.28.0-cu130-on-cpu-torch" / "site" / "torchvision" / "_C.so"
+_TV29 = _REAL / "torchvision-0.29.1-cu130" / "site" / "torchvision" / "_C_stable.so"
+
+# A probe-like child: torch loads the library, lists the schemas it registered, and parses
+# opdoctor's static schemas with its own parser, so both sides are compared as torch prints them.
+_REGISTERED = r"""
+import json, sys, torch
+static = json.loads(sys.stdin.read())
+before = set(torch._C._dispatch_get_all_op_names())
+torch.ops.load_library(sys.argv[1])
+ns = set()
+registered = []
+for name in sorted(set(torch._C._dispatch_get_all_op_names()) - before):
+    for line in torch._C._dispatch_dump(name).splitlines():
+        if line.startswith("schema:") and "(none)" not in line:
+            registered.append(line.split(":", 1)[1].strip())
+            ns.add(name.split("::")[0])
+parsed = set()
+for text in static:
+    for cand in ([text] if "::" in text else [f"{n}::{text}" for n in ns]):
+        try:
+            parsed.add(str(torch._C.parse_schema(cand)))
+        except RuntimeError:
+            pass
+print(json.dumps({"registered": registered, "found": [r for r in registered if r in parsed]}))
+"""
+
+
+def _static_schemas(path: object) -> list[str]:
+    from opdoctor.facts.elf.image import ElfImage
+    from opdoctor.facts.inputfile import open_input
+    from opdoctor.facts.registration import read_inventory
+
+    return [s.text for s in read_inventory(ElfImage.open(open_input(str(path))), []).schemas]
+
+
+@pytest.mark.parametrize("lib", ["fbgemm_gpu_tbe_index_select.so", "fbgemm_gpu_tbe_cache.so",
+                                 "fbgemm_gpu_tbe_inference.so",
+                                 "fbgemm_gpu_sparse_async_cumsum.so"])
+def test_schema_recall_against_torchs_registry(lib: str) -> None:
+    """Recall of the static schema reader on a real wheel that loads here, against the schemas
+    torch itself registered (fbgemm-gpu-cpu 1.8.0, the healthy control)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path = _FBGEMM / lib
+    if not path.is_file():
+        pytest.skip(f"{path} not installed (make realworld installs it)")
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    out = subprocess.run([sys.executable, "-c", _REGISTERED, str(path)], check=True,
+                         input=json.dumps(_static_schemas(path)), capture_output=True,
+                         text=True, timeout=300, env=env)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    registered, found = got["registered"], got["found"]
+    assert registered, "torch registered no schema: the ground truth is missing"
+    # Measured 2026-12-03: 10/10, 16/16, 5/6, 3/3 (the missing one, check_feature_gate_key,
+    # is built on the stack); the bar leaves no room for a regression beyond that one.
+    assert len(found) >= len(registered) - 1, sorted(set(registered) - set(found))
+
+
+def test_vector_built_literals_are_reassembled_from_the_code() -> None:
+    """torchvision 0.28's _C.so builds its 14 schema strings with 16-byte vector moves from a
+    deduplicated constant pool: .rodata alone gave 7, some spliced ("iou_thresholdshold").
+    The same 14 schemas are plain literals in torchvision 0.29.1's _C_stable.so: the truth."""
+    for p in (_TV28, _TV29):
+        if not p.is_file():
+            pytest.skip(f"{p} not installed (make realworld installs it)")
+    old = {t.split("::", 1)[-1] for t in _static_schemas(_TV28)}
+    new = set(_static_schemas(_TV29)) - {"_cuda_version() -> int"}  # m.def(name, fn): no text
+    assert len(new) == 14 and old == new

@@ -76,6 +76,11 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD307": ("OD315", "OD201", "OD202", "OD203", "OD220", "OD301", "OD304", "OD321", "OD420",
               "OD505", "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312"),
 }
+# Stable-ABI extensions (checks/stable.py): the missing shim function is why the load fails.
+EXPLAINS["OD316"] = ("OD301", "OD321", "OD511", "OD420", "OD101", "OD121")
+EXPLAINS["OD317"] = ("OD301", "OD321", "OD511", "OD420", "OD101", "OD121")
+# A CUDA build beside a CPU torch (OD307) also explains its CUDA-only shim imports.
+EXPLAINS["OD307"] = (*EXPLAINS["OD307"], "OD317")
 # The real load missed a library only another build of torch ships (OD315): the same story
 # told by the probe, with the same consequences.
 EXPLAINS["OD315"] = tuple(c for c in EXPLAINS["OD307"] if c != "OD315")

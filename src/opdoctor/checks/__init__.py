@@ -34,6 +34,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "abi",
     "cuda",
     "variant",
+    "stable",  # stable-ABI extensions: shim imports vs the installed torch
     "registration",
     "importchain",
     "mindspore",

@@ -502,11 +502,15 @@ def section(facts: Facts) -> dict[str, Any]:
     inv = inventory(facts)
     return {
         "stripped": inv.stripped,
+        # "stable": true marks a stable-ABI namespace (absent for classic ones).
         "namespaces": {ns.name: {"defines": ns.defines, "fragments": ns.fragments,
-                                 "ops": ns.ops, "kernels": sorted(ns.impl_keys)}
+                                 "ops": ns.ops, "kernels": sorted(ns.impl_keys),
+                                 **({"stable": True} if ns.stable else {})}
                        for ns in inv.namespaces.values()},
         "schemas": [{"schema": s.text, "partial": s.partial} for s in inv.schemas],
         "pyinit": inv.pyinit,
+        "stable_abi": inv.stable_abi,
+        "stable_from_rodata": inv.stable_from_rodata,
         "legacy_register_operators": inv.legacy_register_operators,
         "initializers": inv.initializers,
         "initializer_names": inv.initializer_names,

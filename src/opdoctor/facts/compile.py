@@ -33,7 +33,6 @@ AUTOGRAD_KEYS = ("Autograd", "AutogradCPU", "AutogradCUDA", "CompositeImplicitAu
 # Dispatch keys a stable registrar may name (the string the macro stringises).
 _KNOWN_KEYS = ("CPU", "CUDA", "Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
                "Autograd", "AutogradCPU", "AutogradCUDA", "HIP", "XPU", "MPS")
-_STABLE = re.compile(rb"(?:_ZL|_Z)(\d+)(STABLE_TORCH_LIBRARY\w+)")
 _MAX_FILES = 400
 _MAX_BYTES = 1 << 20
 # Every registration _ModuleReader recognises needs one of these words in the source (a
@@ -118,30 +117,17 @@ def _range(img: ElfImage, name: str) -> tuple[int, int] | None:
 
 
 def read_stable(img: ElfImage) -> StableRegistrars:
-    """Stable-ABI registrars: ``STABLE_TORCH_LIBRARY…_init_`` names in .strtab, and, when the
-    library is stripped, the dispatch-key strings the macros leave in .rodata."""
-    out = StableRegistrars()
+    """Stable-ABI registrars (:func:`opdoctor.facts.stable.read_registration`: ``.strtab``
+    names, namespaced ones included, or, stripped, the ``.rodata`` literals), and the
+    dispatch-key strings the macros leave in ``.rodata``."""
+    from opdoctor.facts.stable import read_registration
+    reg = read_registration(img)
+    out = StableRegistrars(used=reg.used)
+    for ns in reg.namespaces:
+        out.namespaces[ns] = set(reg.impl_keys.get(ns, set()))
+        if reg.defines.get(ns) or reg.fragments.get(ns):
+            out.defines.add(ns)
     buf = img.data.buf
-    dyn = _range(img, ".dynstr")
-    out.used = dyn is not None and buf.find(b"aoti_torch_library_init_", *dyn) >= 0
-    strtab = _range(img, ".strtab")
-    if strtab is not None:
-        for m in _STABLE.finditer(buf, *strtab):
-            ident = m.group(2)[:int(m.group(1))].decode("ascii", "replace")
-            ident = ident.replace("_static_init_", "_init_")
-            if ident.startswith("STABLE_TORCH_LIBRARY_IMPL_init_"):
-                km = re.match(r"^(.+)_([A-Za-z0-9]+)_(\d+)$",
-                              ident[len("STABLE_TORCH_LIBRARY_IMPL_init_"):])
-                if km:
-                    out.namespaces.setdefault(km.group(1), set()).add(km.group(2))
-            elif ident.startswith("STABLE_TORCH_LIBRARY_init_"):
-                ns = ident[len("STABLE_TORCH_LIBRARY_init_"):]
-                out.defines.add(ns)
-                out.namespaces.setdefault(ns, set())
-            elif ident.startswith("STABLE_TORCH_LIBRARY_FRAGMENT_init_"):
-                ns = re.sub(r"_\d+$", "", ident[len("STABLE_TORCH_LIBRARY_FRAGMENT_init_"):])
-                out.defines.add(ns)
-                out.namespaces.setdefault(ns, set())
     ro = _range(img, ".rodata")
     if out.used and ro is not None:
         for key in _KNOWN_KEYS:

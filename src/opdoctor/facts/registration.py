@@ -8,6 +8,10 @@ Sources, best first:
   literal as 16-byte vector constants whose last chunk overlaps the previous ones
   ("…float alpha) " + "alpha) -> Tensor"); the overlap is undone here. A schema whose return
   part was inlined into code is recovered without it (``partial``);
+* schema strings the *code* assembles: a long literal is built with 16-byte vector moves from
+  a deduplicated constant pool (so its bytes are not contiguous in ``.rodata``) plus immediate
+  stores for the tail; the moves are read from ``.text`` and the literal put back together
+  (:func:`inlined_literals`), whole;
 * ``PyInit_<name>`` in ``.dynsym`` (pybind11 / CPython extensions), the legacy
   ``torch::RegisterOperators`` referenced as an undefined symbol;
 * ``.init_array`` / ``DT_INIT``: the static constructors that run the registrations.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfImage
@@ -75,6 +80,8 @@ class Namespace:
     # True when the registrar names a macro whose value could not be read from the binary: the
     # namespace torch registers is unknown statically (the probe knows it).
     unresolved: bool = False
+    # Registered through the stable ABI's C shim (STABLE_TORCH_LIBRARY*), not torch::Library.
+    stable: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,12 +116,19 @@ class Inventory:
     tf_kernel_registrars: bool = False
     tf_ops: list[str] = field(default_factory=list)  # op names (by proximity to their specs)
     tf_specs: list[str] = field(default_factory=list)  # "to_zero: int32" …
+    # Stable ABI (STABLE_TORCH_LIBRARY*): the library imports the C shim's registrars
+    # (aoti_torch_library_init_*); its namespaces carry ``stable=True``.
+    stable_abi: bool = False
+    # Stripped stable library: its namespaces were read from the registrars' calls in the code
+    # and the literals they load (no .symtab names).
+    stable_from_rodata: bool = False
 
     @property
     def registers_anything(self) -> bool:
         """True when any registration evidence was found."""
         return bool(self.namespaces or self.schemas or self.pyinit
                     or self.legacy_register_operators or self.constructs_library
+                    or self.stable_abi
                     or self.tf_op_registrars or self.tf_kernel_registrars)
 
 
@@ -245,7 +259,180 @@ def schemas(img: ElfImage) -> list[Schema]:
         if partial and _unnamed_args(args):
             continue  # "des(int)": a C signature; m.def schemas name their arguments
         found.setdefault(text, Schema(text, name, partial))
+    # The code-assembled literals are whole; a .rodata reading of the same op (possibly with
+    # another literal's chunk spliced in, "iou_thresholdshold") gives way to them.
+    whole = _inlined_schemas(img)
+    if whole:
+        names = {s.name.split("::")[-1] for s in whole}
+        kept = [s for s in _unglue(list(found.values())) if s.name.split("::")[-1] not in names]
+        return _unglue(whole + kept)
     return _unglue(list(found.values()))
+
+
+# ------------------------------------------------------------------ literals inlined into code
+# GCC/Clang build a long std::string literal ("torchvision::nms(Tensor dets, …) -> Tensor")
+# with 16-byte vector moves: ``movdqa .LCk(%rip),%xmmN`` then ``movups %xmmN,off(%rax)`` per
+# chunk, the last chunk overlapping the previous one (``off = len - 16``). The chunks live in
+# the .rodata constant pool, which the linker deduplicates: a chunk two literals share is
+# stored once, so the literal is not contiguous in .rodata (torchvision 0.28's _C.so: 7 of
+# its 17 schemas were whole there). The code says where each chunk goes: it is read here.
+# movdqa/movdqu/movaps/movups %xmm, [rip+disp32] (GCC loads with movdqa, Clang with movups):
+# searched from its 0F opcode byte (a memchr-speed
+# scan); the prefixes (66/F3, REX) are read backwards from there.
+_VLOAD = re.compile(rb"\x0f([\x6f\x28\x10])([\x05\x0d\x15\x1d\x25\x2d\x35\x3d])(.{4})", re.S)
+# movups/movaps/movdqu/movdqa %xmm, [base], [base+disp8] or [base+disp32] (no SIB, no RIP):
+# a literal longer than 127 bytes stores its later chunks with a 32-bit displacement.
+_VSTORE = re.compile(
+    rb"(?:\x66([\x40-\x4f])?\x0f\x7f|\xf3([\x40-\x4f])?\x0f\x7f|([\x40-\x4f])?\x0f[\x11\x29])"
+    rb"([\x00-\x03\x06-\x3f\x40-\x43\x45-\x7f\x80-\x83\x85-\xbf])", re.S)
+_MAX_TEXT_SCAN = 64 << 20
+
+
+def _disp(buf: bytes | Any, at: int, modrm: int) -> int:
+    """The displacement after a ModRM byte: none (mod 0), disp8 (1), disp32 (2)."""
+    mod = modrm >> 6
+    if at + (1 if mod == 1 else 4) > len(buf):
+        return -1  # past the end of a damaged file: no displacement to read (callers skip <0)
+    if mod == 1:
+        return int(struct.unpack_from("<b", buf, at)[0])
+    if mod == 2:
+        return int(struct.unpack_from("<i", buf, at)[0])
+    return 0
+
+
+def _rex(*groups: bytes | None) -> int:
+    return next((g[0] for g in groups if g), 0)
+
+
+def inlined_literals(img: ElfImage) -> list[str]:
+    """Long string literals the code assembles from 16-byte .rodata chunks (see above)."""
+    text, ro = img.section(".text"), img.section(".rodata")
+    if text is None or ro is None or text.sh_type == 8 or ro.sh_type == 8:
+        return []
+    buf = img.data.buf
+    stores: list[tuple[int, int, int, bytes]] = []  # (code offset, base reg, disp, chunk)
+    end = text.offset + min(text.size, _MAX_TEXT_SCAN)
+    for i, m in enumerate(_VLOAD.finditer(buf, text.offset, end)):
+        if not i % 65536:
+            checkpoint(f"reading vector string moves in .text ({m.start() - text.offset:,} "
+                       "bytes in)")
+        at = m.start()
+        rex = buf[at - 1] if 0x40 <= buf[at - 1] <= 0x4F else 0
+        prefix = buf[at - 2 if rex else at - 1]
+        if m.group(1) == b"\x6f" and prefix not in (0x66, 0xF3):
+            continue  # 0F 6F without 66/F3 is the 8-byte MMX movq
+        if m.group(1) == b"\x10" and prefix in (0xF2, 0xF3):
+            continue  # F3/F2 0F 10: movss/movsd, 4 or 8 bytes
+        reg = ((m.group(2)[0] >> 3) & 7) | (8 if rex & 4 else 0)
+        m_end = m.end()
+        target = text.addr + (m_end - text.offset) + struct.unpack("<i", m.group(3))[0]
+        off = target - ro.addr
+        if not 0 <= off <= ro.size - 16:
+            continue
+        chunk = bytes(buf[ro.offset + off:ro.offset + off + 16])
+        if not all(32 <= c < 127 for c in chunk):
+            continue  # not text: a float constant, a mask
+        st = _VSTORE.search(buf, m.end(), min(end, m.end() + 40))
+        while st is not None:
+            srex = _rex(st.group(1), st.group(2), st.group(3))
+            modrm = st.group(4)[0]
+            if (((modrm >> 3) & 7) | (8 if srex & 4 else 0)) == reg:
+                base = (modrm & 7) | (8 if srex & 1 else 0)
+                disp = _disp(buf, st.end(), modrm)
+                stores.append((m.start(), base, disp, chunk))
+                break
+            st = _VSTORE.search(buf, st.end(), min(end, m.end() + 40))
+    out: list[str] = []
+    group: list[tuple[int, int, int, bytes]] = []
+
+    def flush() -> None:
+        if group and group[0][2] == 0 and len(group) > 1:
+            base = group[0][1]
+            parts = [(d, c) for _, _, d, c in group]
+            # The tail shorter than 16 bytes: immediate stores into the same buffer nearby.
+            size = 0
+            for d, c in _immediate_stores(buf, base, max(text.offset, group[0][0] - 64),
+                                          min(end, group[-1][0] + 64)):
+                if not 0 <= d < 4096:
+                    continue
+                if c == b"\0":
+                    size = size or d  # movb $0, len(%rax): the terminator
+                else:
+                    parts.append((d, c))
+            size = size or max(d + len(c) for d, c in parts)
+            lit = bytearray(max(size, max(d + len(c) for d, c in parts)))
+            for d, c in parts:
+                lit[d:d + len(c)] = c
+            out.append(lit[:size].decode("latin-1"))
+        group.clear()
+
+    for rec in stores:
+        if not 0 <= rec[2] < 4096:
+            continue
+        if group and (rec[1] != group[-1][1] or rec[0] - group[-1][0] > 160 or rec[2] == 0
+                      or rec[2] <= group[-1][2]):
+            flush()
+        group.append(rec)
+    flush()
+    return out
+
+
+# movl $imm32 / movw $imm16 / movb $imm8 into disp(base); movabs $imm64,%r then mov %r,disp(base)
+_IMM_STORE = re.compile(rb"(\x66)?([\x40-\x4f])?([\xc6\xc7])([\x40-\x47\x80-\x87])", re.S)
+_MOVABS = re.compile(rb"([\x48\x49])([\xb8-\xbf])(.{8})", re.S)
+_STORE64 = re.compile(rb"([\x48-\x4f])\x89([\x40-\x7f\x80-\xbf])", re.S)
+
+
+def _immediate_stores(buf: bytes | Any, base: int, start: int, stop: int
+                      ) -> list[tuple[int, bytes]]:
+    """(disp, bytes) of immediate stores into ``disp8(base)`` between two code offsets."""
+    out: list[tuple[int, bytes]] = []
+    for m in _IMM_STORE.finditer(buf, start, stop):
+        rex = m.group(2)[0] if m.group(2) else 0
+        if (m.group(4)[0] & 7) | (8 if rex & 1 else 0) != base or rex & 8:
+            continue
+        modrm = m.group(4)[0]
+        disp = _disp(buf, m.end(), modrm)
+        at = m.end() + (1 if modrm >> 6 == 1 else 4)
+        size = 1 if m.group(3) == b"\xc6" else 2 if m.group(1) else 4
+        imm = bytes(buf[at:at + size])
+        if imm == b"\0" or all(32 <= c < 127 for c in imm):
+            out.append((disp, imm))
+    # movabs $imm64,%reg … mov %reg,disp(base): the two are often apart (scheduling).
+    loaded: list[tuple[int, int, bytes]] = []  # (offset, reg, 8 text bytes)
+    for m in _MOVABS.finditer(buf, start, stop):
+        imm8: bytes = m.group(3) or b""
+        if all(32 <= c < 127 for c in imm8):
+            loaded.append((m.start(), (m.group(2)[0] - 0xB8) | (8 if m.group(1)[0] & 1 else 0),
+                           imm8))
+    for m in _STORE64.finditer(buf, start, stop) if loaded else ():
+        rex, modrm = m.group(1)[0], m.group(2)[0]
+        if (modrm & 7) | (8 if rex & 1 else 0) != base:
+            continue
+        src = ((modrm >> 3) & 7) | (8 if rex & 4 else 0)
+        imm = next((v for at, reg, v in reversed(loaded) if at < m.start() and reg == src), b"")
+        if imm:
+            out.append((_disp(buf, m.end(), modrm), imm))
+    return out
+
+
+def _inlined_schemas(img: ElfImage) -> list[Schema]:
+    """Whole schemas among the literals the code assembles (never partial: the code has the
+    literal's every byte)."""
+    found: list[Schema] = []
+    for text in inlined_literals(img):
+        lit = text.encode("latin-1")
+        m = _SCHEMA.match(lit)
+        if not m:
+            continue
+        ret = _RET.match(lit, m.end())
+        if not ret or ret.end() != len(lit.rstrip()):
+            continue  # a literal that is more than one schema, or not one
+        name, args = m.group(1).decode(), m.group(2).decode()
+        if (args.strip() and not _TYPE_HINT.search(args)) or _CPP_SIGNATURE.search(args):
+            continue
+        found.append(Schema(f"{name}({args}) -> {ret.group(1).decode()}", name, False))
+    return found
 
 
 def _unglue(found: list[Schema]) -> list[Schema]:
@@ -322,6 +509,7 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
     inv = Inventory(stripped=stripped)
     inv.namespaces = resolve_namespaces(img, _namespaces(markers(img)))
     inv.schemas = schemas(img)
+    _add_stable(img, inv)
     inv.pyinit = dynstr_names
     inv.initializers, inv.initializer_names = initializers(img)
     read_tensorflow(img, inv)
@@ -353,6 +541,21 @@ def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
         if op not in target.ops:
             target.ops.append(op)
     return inv
+
+
+def _add_stable(img: ElfImage, inv: Inventory) -> None:
+    """Stable-ABI registrars join the inventory like classic ones (namespaces, keys)."""
+    from opdoctor.facts.stable import read_registration
+    reg = read_registration(img, frozenset(s.name.split("::")[-1].split(".")[0]
+                                           for s in inv.schemas))
+    inv.stable_abi = reg.used or bool(reg.namespaces)
+    inv.stable_from_rodata = reg.from_rodata
+    for name in sorted(reg.namespaces):
+        ns = inv.namespaces.setdefault(name, Namespace(name))
+        ns.stable = True
+        ns.defines += reg.defines.get(name, 0)
+        ns.fragments += reg.fragments.get(name, 0)
+        ns.impl_keys |= reg.impl_keys.get(name, set())
 
 
 _TF_OP_REGISTRAR = (b"_ZN10tensorflow11register_op19OpDefBuilderWrapperclEv",
