@@ -681,3 +681,20 @@ $(MPI_DIR)/.installed: | $(VENV)/.installed
 	if $(PY) -m pip install -q --no-deps --target $(@D) mpich==$(MPICH_VERSION) > $(@D)/../mpi-pip.log 2>&1; \
 	  then rm -f $(SKIP)/mpi.txt; touch $@; else tail -1 $(@D)/../mpi-pip.log > $(SKIP)/mpi.txt; fi
 fixtures: mpi
+
+# ---------------------------------------------------------------- healthy real packages (#14 item 9)
+# Real PyPI wheels that load and work here, installed as a user installs them
+# (pip install --no-deps --target): opdoctor must stay clean on them (tests/test_healthy.py).
+# tokenizers re-exports names from its extension (`from .. import AddedToken`); numpy's RECORD
+# lists console scripts outside site-packages (../../bin/f2py). About 21 MB of wheels.
+HFX := $(FIX)/healthy
+HEALTHY := $(patsubst %,$(HFX)/%/.ready,tokenizers-0.23.3 numpy-2.4.6)
+.PHONY: healthy
+healthy: $(HEALTHY)
+$(HFX)/%/.ready: | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
+	  "$$(echo $* | sed 's/-\([^-]*\)$$/==\1/')" > $(@D)/pip.log 2>&1; \
+	  then rm -f $(SKIP)/healthy-$*.txt; else tail -3 $(@D)/pip.log > $(SKIP)/healthy-$*.txt; fi
+	touch $@
+fixtures: healthy

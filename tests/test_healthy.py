@@ -1,0 +1,132 @@
+"""Healthy real packages stay clean (issue #14 item 9): real PyPI wheels installed as users
+install them (``pip install --no-deps --target``, ``make healthy``), which load and work here.
+
+Each test first shows that the package really imports and runs (a child interpreter calls one
+function), then asserts opdoctor finds no error in it; a companion test shows the same check
+still fires on a package that really has the fault (Python itself fails on it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIX, SKIP
+from tests.helpers import Result, cli
+
+HFX = FIX / "healthy"
+
+
+def _site(name: str) -> Path:
+    reason = SKIP / f"healthy-{name}.txt"
+    if reason.exists():
+        pytest.skip(f"real wheel {name} not installed here (`make healthy`): "
+                    f"{reason.read_text().strip()[:200]}")
+    site = HFX / name / "site"
+    assert site.is_dir(), f"{site} is missing: run `make healthy` (make test does)"
+    return site
+
+
+def _run(site: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a child interpreter with ``site`` on PYTHONPATH, as the user's job runs."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    env["PYTHONPATH"] = str(site)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=str(site.parent))
+
+
+def _check_package(capsys: pytest.CaptureFixture[str], site: Path, package: str,
+                   *extra: str) -> Result:
+    return cli(capsys, "check", "-f", "json", "--static", "--package", package,
+               "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent), *extra)
+
+
+def _errors(res: Result) -> list[tuple[str, str]]:
+    return [(f["code"], f["message"]) for rep in res.json()["reports"]
+            for f in rep["findings"] if f["severity"] == "error"]
+
+
+def test_tokenizers_reexported_names_are_not_missing_modules(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """tokenizers 0.23.3: implementations/char_level_bpe.py says ``from .. import AddedToken,
+    Tokenizer``, names tokenizers/__init__.py re-exports from its Rust extension. Python takes
+    the package's attribute and never looks for a module AddedToken: no OD510."""
+    site = _site("tokenizers-0.23.3")
+    src = (site / "tokenizers" / "implementations" / "char_level_bpe.py").read_text()
+    assert "from .. import AddedToken, Tokenizer" in src
+    assert not list((site / "tokenizers").glob("AddedToken*"))  # really no such module
+    real = _run(site, "from tokenizers.implementations import CharBPETokenizer\n"
+                "t = CharBPETokenizer()\n"
+                "t.train_from_iterator(['a b c a b'], vocab_size=20)\n"
+                "print(t.encode('a b').tokens)")
+    assert real.returncode == 0, real.stderr
+    res = _check_package(capsys, site, "tokenizers")
+    assert res.code == 0, _errors(res)
+    assert _errors(res) == []
+    links = res.json()["reports"][0]["sections"]["import-chain"]["links"]
+    assert any(li["target"] == "tokenizers.AddedToken" for li in links)  # read, not skipped
+
+
+def test_from_package_import_of_an_undefined_name_is_still_od510(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The same statement shape where the package binds no such name and has no such module:
+    Python fails ('cannot import name'), and OD510 still says so. A name bound only in a
+    function body does not count; one bound at module level in an ``if`` block does."""
+    pkg = tmp_path / "site" / "hpkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "import sys\nif sys.platform:\n    Bound = 1\n"
+        "def helper():\n    Local = 2\n    return Local\n"
+        "from . import sub\n")
+    (pkg / "sub" / "__init__.py").write_text("from .. import Bound\nfrom .. import Local\n")
+    real = _run(pkg.parent, "import hpkg")
+    assert real.returncode != 0
+    assert "cannot import name 'Local' from partially initialized module 'hpkg'" in real.stderr
+    res = _check_package(capsys, pkg.parent, "hpkg")
+    assert res.code == 1
+    od510 = [m for c, m in _errors(res) if c == "OD510"]
+    assert od510 == [f"hpkg.Local: no module Local in {pkg}"], od510
+    # Bound, once Local is defined too: the package imports and the check is clean.
+    (pkg / "__init__.py").write_text("Bound = 1\nLocal = 2\nfrom . import sub\n")
+    assert _run(pkg.parent, "import hpkg").returncode == 0
+    from opdoctor.facts.pychain import _analyse
+    from opdoctor.facts.pynames import module_bindings
+    _analyse.cache_clear()  # both are cached per file / package and interpreter
+    module_bindings.cache_clear()
+    assert "OD510" not in [c for c, _ in _errors(_check_package(capsys, pkg.parent, "hpkg"))]
+
+
+def test_numpy_console_scripts_outside_site_are_no_record_mismatch(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """numpy 2.4.6 installed with pip --target: RECORD lists ``../../bin/f2py`` (the scheme's
+    scripts directory, relative to pip's temporary layout); pip put it in site/../site/bin. A
+    file outside the import directory is not part of ``import numpy``: no OD508."""
+    site = _site("numpy-2.4.6")
+    record = next(site.glob("numpy-*.dist-info")) / "RECORD"
+    rows = [r.split(",")[0] for r in record.read_text().splitlines()]
+    assert "../../bin/f2py" in rows and not (site / "../../bin/f2py").exists()
+    assert (site / "bin" / "f2py").is_file()
+    real = _run(site, f"import numpy; assert numpy.__file__.startswith({str(site)!r}); "
+                "print(numpy.linalg.inv(numpy.eye(2) * 2))")
+    assert real.returncode == 0, real.stderr
+    res = _check_package(capsys, site, "numpy")
+    assert res.code == 0, _errors(res)
+    assert _errors(res) == []
+    assert "OD508" not in {f["code"] for rep in res.json()["reports"] for f in rep["findings"]}
+
+
+def test_record_mismatch_inside_the_package_still_fires(capsys: pytest.CaptureFixture[str]) -> None:
+    """The partial-install fixture (RECORD lists myop/libmyop.so, the file is gone): Python's
+    import really fails on it, and OD508 still names the missing file."""
+    site = FIX / "python" / "partial"
+    assert site.is_dir(), f"{site} is missing: run `make fixtures`"
+    real = _run(site, "import torch, myop")
+    assert real.returncode != 0 and "libmyop.so" in real.stderr
+    res = _check_package(capsys, site, "myop")
+    od508 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD508"]
+    assert res.code == 1 and od508
+    assert "missing: myop/libmyop.so" in od508[0]["evidence"]
