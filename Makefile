@@ -686,9 +686,10 @@ fixtures: mpi
 # Real PyPI wheels that load and work here, installed as a user installs them
 # (pip install --no-deps --target): opdoctor must stay clean on them (tests/test_healthy.py).
 # tokenizers re-exports names from its extension (`from .. import AddedToken`); numpy's RECORD
-# lists console scripts outside site-packages (../../bin/f2py). About 21 MB of wheels.
+# lists console scripts outside site-packages (../../bin/f2py); executorch's op libraries sit in
+# packages whose __init__.py does not load them. About 40 MB of wheels.
 HFX := $(FIX)/healthy
-HEALTHY := $(patsubst %,$(HFX)/%/.ready,tokenizers-0.23.3 numpy-2.4.6)
+HEALTHY := $(patsubst %,$(HFX)/%/.ready,tokenizers-0.23.3 numpy-2.4.6 executorch-1.5.1)
 .PHONY: healthy
 healthy: $(HEALTHY)
 $(HFX)/%/.ready: | $(VENV)/.installed

@@ -130,3 +130,55 @@ def test_record_mismatch_inside_the_package_still_fires(capsys: pytest.CaptureFi
     od508 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD508"]
     assert res.code == 1 and od508
     assert "missing: myop/libmyop.so" in od508[0]["evidence"]
+
+
+_NEW_OPS = ("import torch, sys\n"
+            "before = set(torch._C._dispatch_get_all_op_names())\n"
+            "torch.ops.load_library(sys.argv[1])\n"
+            "print(sorted(set(torch._C._dispatch_get_all_op_names()) - before))\n")
+
+
+@pytest.mark.probe
+def test_op_library_its_package_does_not_import_is_no_od121(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """executorch 1.5.1's libcustom_ops_aot_lib.so sits in custom_ops/, whose __init__.py is
+    empty (custom_ops.py loads it later). Loaded, it registers llama:: ops beside torch 2.13
+    and one runs; the probe's package import never maps it, so "loaded but registered no
+    operator" (OD121) would describe a load that did not happen."""
+    site = _site("executorch-1.5.1")
+    lib = site / "executorch/extension/llm/custom_ops/libcustom_ops_aot_lib.so"
+    assert (lib.parent / "__init__.py").read_text().strip() == ""
+    real = subprocess.run([sys.executable, "-c", _NEW_OPS + (
+        "x = torch.rand(1, 4, 2, 8)\n"
+        "print(torch.ops.llama.custom_sdpa(x, x, x, 0, None, 0.0, True, None).shape)\n"),
+        str(lib)], capture_output=True, text=True, timeout=300)
+    assert real.returncode == 0, real.stderr
+    assert "'llama::custom_sdpa'" in real.stdout and "torch.Size([1, 4, 2, 8])" in real.stdout
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", str(lib))
+    rep = res.json()["reports"][0]
+    assert rep["sections"]["probe"]["outcome"] == "loaded"
+    assert "OD121" not in [f["code"] for f in rep["findings"]]
+
+
+@pytest.mark.probe
+def test_package_that_loads_a_library_without_ops_is_still_od121(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The registration fixture no_registration.so (no TORCH_LIBRARY block), loaded by its
+    package's __init__.py: torch's registry really gains nothing, and OD121 still fires in
+    package mode (the import mapped it) as on the bare library."""
+    from tests.conftest import fixture
+    pkg = tmp_path / "emptyops"
+    pkg.mkdir()
+    lib = pkg / "libempty.so"
+    lib.write_bytes(fixture("registration/no_registration.so").read_bytes())
+    (pkg / "__init__.py").write_text(
+        "import os, torch\n"
+        "torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libempty.so'))\n")
+    real = subprocess.run([sys.executable, "-c", _NEW_OPS, str(lib)], capture_output=True,
+                          text=True, timeout=300)
+    assert real.returncode == 0 and real.stdout.strip() == "[]", real.stderr
+    for args in (["--cwd", str(tmp_path), str(lib)], [str(lib)]):
+        res = cli(capsys, "check", "-f", "json", *args)
+        rep = res.json()["reports"][0]
+        assert res.code == 1 and "OD121" in [f["code"] for f in rep["findings"]], args
+    assert rep["sections"]["import-chain"]["package"] == "emptyops"
