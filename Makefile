@@ -687,9 +687,11 @@ fixtures: mpi
 # (pip install --no-deps --target): opdoctor must stay clean on them (tests/test_healthy.py).
 # tokenizers re-exports names from its extension (`from .. import AddedToken`); numpy's RECORD
 # lists console scripts outside site-packages (../../bin/f2py); executorch's op libraries sit in
-# packages whose __init__.py does not load them. About 40 MB of wheels.
+# packages whose __init__.py does not load them; scipy.libs/libgfortran-8f1e9814 finds its
+# libquadmath only through the DT_RPATH of the extensions that load it. About 75 MB of wheels.
 HFX := $(FIX)/healthy
-HEALTHY := $(patsubst %,$(HFX)/%/.ready,tokenizers-0.23.3 numpy-2.4.6 executorch-1.5.1)
+HEALTHY := $(patsubst %,$(HFX)/%/.ready,tokenizers-0.23.3 numpy-2.4.6 executorch-1.5.1 \
+  scipy-1.17.1)
 .PHONY: healthy
 healthy: $(HEALTHY)
 $(HFX)/%/.ready: | $(VENV)/.installed

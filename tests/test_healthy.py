@@ -182,3 +182,61 @@ def test_package_that_loads_a_library_without_ops_is_still_od121(
         rep = res.json()["reports"][0]
         assert res.code == 1 and "OD121" in [f["code"] for f in rep["findings"]], args
     assert rep["sections"]["import-chain"]["package"] == "emptyops"
+
+
+_GFORTRAN = "scipy.libs/libgfortran-8f1e9814.so.5.0.0"
+_QUADMATH = "scipy.libs/libquadmath-828275a7.so.0.0.0"
+
+
+@pytest.mark.probe
+def test_vendored_library_is_checked_as_its_extensions_load_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """scipy 1.17.1 vendors libgfortran-8f1e9814 (auditwheel) with no RPATH of its own; it
+    NEEDs libquadmath-828275a7 beside it, which ld.so finds through the DT_RPATH
+    ($ORIGIN/../../scipy.libs) of the extensions that load it. Loaded on its own it fails; the
+    way scipy loads it, it works. The check follows the loader: no OD201."""
+    site = _site("scipy-1.17.1")
+    lib = site / _GFORTRAN
+    alone = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(lib)], capture_output=True, text=True, timeout=60)
+    assert alone.returncode != 0 and "libquadmath-828275a7.so.0.0.0: cannot open" in alone.stderr
+    real = _run(site, "import scipy.interpolate as i, numpy as np\n"
+                "t = i.splrep(np.arange(8.0), np.arange(8.0) ** 2)\n"
+                "print(i.splev(2.5, t))\n"
+                "print([l for l in open('/proc/self/maps').read().split() "
+                "if 'libgfortran-8f1e9814' in l][:1])")
+    assert real.returncode == 0, real.stderr
+    assert "libgfortran-8f1e9814" in real.stdout  # scipy itself maps it
+    for extra in (["--static"], []):
+        res = cli(capsys, "check", "-f", "json", *extra, str(lib))
+        rep = res.json()["reports"][0]
+        assert res.code == 0 and _errors(res) == [], _errors(res)
+        assert "OD201" not in [f["code"] for f in rep["findings"]]
+    assert "loaded by " in rep["sections"]["dependencies"]["context"]
+
+
+def test_vendored_library_without_a_loader_still_misses_its_dependency(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The same two vendored files in a directory no extension loads from: ld.so really fails,
+    and OD201 names libquadmath-828275a7."""
+    site = _site("scipy-1.17.1")
+    libs = tmp_path / "alone.libs"
+    libs.mkdir()
+    for rel in (_GFORTRAN, _QUADMATH):
+        (libs / Path(rel).name).write_bytes((site / rel).read_bytes())
+    (libs / Path(_QUADMATH).name).rename(libs / "elsewhere.so")  # not beside it any more
+    lib = libs / Path(_GFORTRAN).name
+    alone = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(lib)], capture_output=True, text=True, timeout=60)
+    assert alone.returncode != 0 and "libquadmath-828275a7.so.0.0.0" in alone.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    assert res.code == 1
+    assert ("OD201", "libquadmath-828275a7.so.0.0.0 (needed by libgfortran-8f1e9814.so.5.0.0) "
+            "is not found") in _errors(res)
+    # Beside it again but with no library that loads it: still missing for ld.so.
+    (libs / "elsewhere.so").rename(libs / Path(_QUADMATH).name)
+    alone = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(lib)], capture_output=True, text=True, timeout=60)
+    assert alone.returncode != 0
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]

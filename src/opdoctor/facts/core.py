@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         ExtensionVariant,
         TorchVariant,
     )
+    from opdoctor.facts.vendored import RpathLoader
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,17 @@ class Facts:
         """The emulated process after loading the target (dependency tree included)."""
         from opdoctor.facts.loader.process import emulate, needs_tensorflow
         return emulate(self.path, self.resolver, self.interpreter, self.torch_context,
-                       needs_tensorflow(self.image))
+                       needs_tensorflow(self.image),
+                       tuple(v.path for v in self.vendored_loaders[:1]))
+
+    @cached_property
+    def vendored_loaders(self) -> list[RpathLoader]:
+        """The libraries of the same install that load this one (a wheel's vendored library
+        whose dependencies are found only through their DT_RPATH); empty for any other."""
+        from opdoctor.facts.vendored import vendored_loaders
+        if self.structure.image is None:
+            return []
+        return vendored_loaders(self.resolver, self.path)
 
     @cached_property
     def symbol_tables(self) -> SymbolTables:
@@ -264,7 +275,8 @@ class Facts:
         req = ProbeRequest(
             path=os.path.abspath(self.path), python=python, torch=uses_torch,
             package=self.options.package, cwd=self.options.cwd or os.getcwd(), hidden=hidden,
-            preload=tuple(os.path.abspath(p) for p in self.options.preload),
+            preload=tuple(os.path.abspath(p) for p in self.options.preload) + tuple(
+                v.path for v in self.vendored_loaders[:1]),
             ops=tuple(f"{e.namespace}::{e.op}" for e in self.expected_ops),
             smoke=self.options.smoke, timeout=self.options.timeout,
             memory_mb=self.options.probe_memory_mb, env=self.environ,
