@@ -701,3 +701,11 @@ $(HFX)/%/.ready: | $(VENV)/.installed
 	  then rm -f $(SKIP)/healthy-$*.txt; else tail -3 $(@D)/pip.log > $(SKIP)/healthy-$*.txt; fi
 	touch $@
 fixtures: healthy
+# Another pybind11 internals key than torch's (OD306): what converts and what does not.
+HEALTHY_PYBIND := $(HFX)/pybind_tensor/pybind_tensor$(PY_EXT_SUFFIX)
+$(HEALTHY_PYBIND): tests/fixtures/healthy/pybind_tensor.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -O1 -std=c++17 -DPYBIND11_INTERNALS_VERSION=12 $(TORCH_INCLUDES) \
+	  -isystem $(PY_INCLUDE) $< -L$(TORCH_LIBDIR) -Wl,--no-as-needed -lc10 -ltorch -ltorch_cpu \
+	  -ltorch_python -o $@
+healthy: $(HEALTHY_PYBIND)

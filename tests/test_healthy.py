@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,25 @@ def test_vendored_library_without_a_loader_still_misses_its_dependency(
     assert alone.returncode != 0
     res = cli(capsys, "check", "-f", "json", "--static", str(lib))
     assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]
+
+
+def test_other_pybind11_key_still_converts_tensors(capsys: pytest.CaptureFixture[str]) -> None:
+    """An extension built with pybind11 internals v12 beside torch's v11 (executorch 1.5.1's
+    pybindings carry that key): torch.Tensor converts, a type torch binds with pybind11
+    (torch._C.DispatchKey) does not. OD306 still fires, and says that, not "Tensor arguments
+    will not convert"."""
+    lib = HFX / "pybind_tensor" / f"pybind_tensor{sysconfig.get_config_var('EXT_SUFFIX')}"
+    assert lib.exists(), f"{lib} is missing: run `make healthy` (make test does)"
+    real = _run(lib.parent, "import torch, pybind_tensor as p\n"
+                "print('sum', p.tensor_sum(torch.ones(3)))\n"
+                "try:\n    p.dispatch_key(torch._C.DispatchKey.CPU)\n"
+                "except TypeError as e:\n    print('TypeError', str(e).splitlines()[0])\n")
+    assert real.returncode == 0, real.stderr
+    assert "sum 3.0" in real.stdout
+    assert "TypeError dispatch_key(): incompatible function arguments" in real.stdout
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    od306 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD306"]
+    assert len(od306) == 1 and od306[0]["severity"] == "warning"
+    msg = od306[0]["message"]
+    assert "torch._C.DispatchKey" in msg and "torch.Tensor still does" in msg, msg
+    assert "Tensor arguments will not convert" not in msg
