@@ -263,3 +263,56 @@ def test_other_pybind11_key_still_converts_tensors(capsys: pytest.CaptureFixture
     msg = od306[0]["message"]
     assert "torch._C.DispatchKey" in msg and "torch.Tensor still does" in msg, msg
     assert "Tensor arguments will not convert" not in msg
+
+
+TF_PYTHON = FIX.parent / "venv-tf" / "bin" / "python"
+
+
+@pytest.mark.probe
+def test_tensorflow_support_library_is_not_an_op_library(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """tensorflow-text 2.21.1 beside TensorFlow 2.21: core/pybinds/libpybinds_library_common.so
+    links libtensorflow_framework and registers nothing; six pybind modules of the package NEED
+    it. The package works (a tokenizer runs); the library is their dependency, not an op
+    library: no OD101/OD152 error."""
+    name = "tensorflow-text-2.21.1"
+    site = HFX / name / "site"
+    if (SKIP / f"healthy-{name}.txt").exists() or not site.is_dir():
+        pytest.skip(f"real wheel {name} not installed here: run `make healthy-tf` (60 MB)")
+    if not TF_PYTHON.exists():
+        pytest.skip(f"{TF_PYTHON} missing: run `make venv-tf`")
+    lib = site / "tensorflow_text/core/pybinds/libpybinds_library_common.so"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    env["PYTHONPATH"] = str(site)
+    real = subprocess.run([str(TF_PYTHON), "-c", (
+        "import tensorflow as tf, tensorflow_text as text\n"
+        "print(text.WhitespaceTokenizer().tokenize(['a b c']).to_list())\n"
+        "from tensorflow_text.core.pybinds import pywrap_whitespace_tokenizer_config_builder\n"
+        "print(sorted(l for l in open('/proc/self/maps').read().split() "
+        "if l.endswith('libpybinds_library_common.so'))[:1])\n")],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert real.returncode == 0, real.stderr[-2000:]
+    assert "[[b'a', b'b', b'c']]" in real.stdout and str(lib) in real.stdout
+    for extra in (["--static"], []):
+        res = cli(capsys, "check", "-f", "json", "--python", str(TF_PYTHON),
+                  "--env", f"PYTHONPATH={site}", *extra, str(lib))
+        assert res.code == 0 and _errors(res) == [], _errors(res)
+        od101 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD101"]
+        assert od101 and od101[0]["severity"] == "info" and "NEED" in od101[0]["message"]
+
+
+def test_framework_library_without_registration_or_dependents_is_still_od101(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """no_registration.so (links torch, no TORCH_LIBRARY) alone in its directory, as a user's
+    op library that lost its registrations: loaded, torch's registry gains nothing, and OD101
+    is still an error."""
+    from tests.conftest import fixture
+    lib = tmp_path / "pkgdir" / "libnoreg.so"
+    lib.parent.mkdir()
+    lib.write_bytes(fixture("registration/no_registration.so").read_bytes())
+    real = subprocess.run([sys.executable, "-c", _NEW_OPS, str(lib)], capture_output=True,
+                          text=True, timeout=300)
+    assert real.returncode == 0 and real.stdout.strip() == "[]", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    assert res.code == 1
+    assert any(c == "OD101" for c, _ in _errors(res)), _errors(res)

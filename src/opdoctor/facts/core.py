@@ -220,12 +220,21 @@ class Facts:
                        tuple(v.path for v in self.vendored_loaders[:1]))
 
     @cached_property
+    def dependents(self) -> list[str]:
+        """Libraries of the same install whose DT_NEEDED names this one (a support library
+        they load, not an op library of its own); at most 3."""
+        from opdoctor.facts.vendored import dependents
+        if os.path.isdir(self.path) or self.structure.image is None:
+            return []
+        return dependents(self.resolver, self.path)
+
+    @cached_property
     def vendored_loaders(self) -> list[RpathLoader]:
         """The libraries of the same install that load this one (a wheel's vendored library
         whose dependencies are found only through their DT_RPATH); empty for any other."""
         from opdoctor.facts.vendored import vendored_loaders
-        if self.structure.image is None:
-            return []
+        if os.path.isdir(self.path) or self.structure.image is None:
+            return []  # a package directory (package mode) is no library to load
         return vendored_loaders(self.resolver, self.path)
 
     @cached_property

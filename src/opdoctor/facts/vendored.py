@@ -12,6 +12,7 @@ it, it works. Nothing is executed here: dynamic sections only.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from opdoctor.facts.budget import checkpoint
@@ -35,40 +36,71 @@ def _is_library(name: str) -> bool:
     return name.endswith(".so") or ".so." in name
 
 
-def rpath_loaders(resolver: Resolver, target: str, limit: int = 3) -> list[RpathLoader]:
-    """Up to ``limit`` libraries of the same install that NEED ``target`` (by file name or
-    soname) and whose own DT_RPATH (no DT_RUNPATH) names ``target``'s directory: when they load
-    it, ld.so searches that directory for ``target``'s dependencies too."""
+def _describe(resolver: Resolver, path: str) -> Library | None:
+    try:
+        return resolver.describe(Library(path, path, ""))
+    except Exception:  # a damaged or hostile file (a truncated ELF) is no loader of anything
+        return None
+
+
+def _needing(resolver: Resolver, target: str, root: str) -> Iterator[Library]:
+    """Libraries under ``root`` (bounded) whose DT_NEEDED names ``target`` by file name or
+    soname."""
     target = os.path.abspath(target)
-    here = os.path.realpath(os.path.dirname(target))
-    img = resolver.describe(Library(target, target, ""))
+    img = _describe(resolver, target)
+    if img is None:
+        return
     names = {os.path.basename(target)} | ({img.soname} if img.soname else set())
-    root = os.path.dirname(os.path.dirname(target))
-    out: list[RpathLoader] = []
     files = libs = 0
     for dirpath, dirnames, filenames in os.walk(root):
         checkpoint(f"looking for the libraries that load {os.path.basename(target)}")
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         files += len(filenames)
         if files > MAX_FILES:
-            break
+            return
         for f in sorted(filenames):
             path = os.path.join(dirpath, f)
             if not _is_library(f) or path == target or os.path.islink(path):
                 continue
             libs += 1
             if libs > MAX_LIBRARIES:
-                return out
-            lib = resolver.describe(Library(path, path, ""))
-            if lib.runpath or not names & set(lib.needed):
-                continue
-            for entry in lib.rpath:
-                d = entry.replace("${ORIGIN}", "$ORIGIN").replace("$ORIGIN", dirpath)
-                if "$" not in d and os.path.realpath(d) == here:
-                    out.append(RpathLoader(path, entry))
-                    break
-            if len(out) >= limit:
-                return out
+                return
+            lib = _describe(resolver, path)
+            if lib is not None and names & set(lib.needed):
+                yield lib
+
+
+def dependents(resolver: Resolver, target: str, limit: int = 3) -> list[str]:
+    """Up to ``limit`` libraries in ``target``'s directory (and below) that NEED it: a support
+    library (tensorflow_text's libpybinds_library_common.so, NEEDed by six pybind modules
+    beside it) is loaded as their dependency and has no registrations of its own to find."""
+    out: list[str] = []
+    for lib in _needing(resolver, target, os.path.dirname(os.path.abspath(target))):
+        out.append(lib.path)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def rpath_loaders(resolver: Resolver, target: str, limit: int = 3) -> list[RpathLoader]:
+    """Up to ``limit`` libraries of the same install that NEED ``target`` (by file name or
+    soname) and whose own DT_RPATH (no DT_RUNPATH) names ``target``'s directory: when they load
+    it, ld.so searches that directory for ``target``'s dependencies too."""
+    here = os.path.realpath(os.path.dirname(os.path.abspath(target)))
+    out: list[RpathLoader] = []
+    # The install: site-packages for a <dist>.libs/ directory beside the package.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(target)))
+    for lib in _needing(resolver, target, root):
+        if lib.runpath:
+            continue
+        origin = os.path.dirname(lib.path)
+        for entry in lib.rpath:
+            d = entry.replace("${ORIGIN}", "$ORIGIN").replace("$ORIGIN", origin)
+            if "$" not in d and os.path.realpath(d) == here:
+                out.append(RpathLoader(lib.path, entry))
+                break
+        if len(out) >= limit:
+            break
     return out
 
 
