@@ -702,3 +702,35 @@ $(SFX)/needs_2_14.so: tests/fixtures/stable/needs_2_14.cpp $(BUILD)/config.mk
 	$(CXX) $(CXXFLAGS_TORCH) $< -o $@ $(LDFLAGS_TORCH)
 stable-fixtures: $(STABLE_SO)
 fixtures: $(STABLE_SO)
+# ---------------------------------------------------------------- healthy real packages (#14 item 9)
+# Real PyPI wheels that load and work here, installed as a user installs them
+# (pip install --no-deps --target): opdoctor must stay clean on them (tests/test_healthy.py).
+# tokenizers re-exports names from its extension (`from .. import AddedToken`); numpy's RECORD
+# lists console scripts outside site-packages (../../bin/f2py); executorch's op libraries sit in
+# packages whose __init__.py does not load them; scipy.libs/libgfortran-8f1e9814 finds its
+# libquadmath only through the DT_RPATH of the extensions that load it. About 75 MB of wheels.
+HFX := $(FIX)/healthy
+HEALTHY := $(patsubst %,$(HFX)/%/.ready,tokenizers-0.23.3 numpy-2.4.6 executorch-1.5.1 \
+  scipy-1.17.1)
+.PHONY: healthy
+healthy: $(HEALTHY)
+$(HFX)/%/.ready: | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
+	  "$$(echo $* | sed 's/-\([^-]*\)$$/==\1/')" > $(@D)/pip.log 2>&1; \
+	  then rm -f $(SKIP)/healthy-$*.txt; else tail -3 $(@D)/pip.log > $(SKIP)/healthy-$*.txt; fi
+	touch $@
+fixtures: healthy
+# Another pybind11 internals key than torch's (OD306): what converts and what does not.
+HEALTHY_PYBIND := $(HFX)/pybind_tensor/pybind_tensor$(PY_EXT_SUFFIX)
+$(HEALTHY_PYBIND): tests/fixtures/healthy/pybind_tensor.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -O1 -std=c++17 -DPYBIND11_INTERNALS_VERSION=12 $(TORCH_INCLUDES) \
+	  -isystem $(PY_INCLUDE) $< -L$(TORCH_LIBDIR) -Wl,--no-as-needed -lc10 -ltorch -ltorch_cpu \
+	  -ltorch_python -o $@
+healthy: $(HEALTHY_PYBIND)
+# Over the 100 MB budget of make test (60 MB wheel, run beside build/venv-tf): fetched on demand;
+# its test skips naming this target. tensorflow_text's libpybinds_library_common.so links
+# TensorFlow, registers nothing, and is NEEDed by six pybind modules (a support library).
+.PHONY: healthy-tf
+healthy-tf: $(HFX)/tensorflow-text-2.21.1/.ready

@@ -37,10 +37,13 @@ OD306 = CodeDoc(
     "OD306", "pybind11 internals differ from torch's", Severity.WARNING,
     what="The pybind11 internals key compiled into the extension equals torch's.",
     why="pybind11 modules share registered types only through an internals object keyed by "
-    "version, compiler and ABI. With another key the extension cannot convert torch.Tensor "
-    "arguments: 'TypeError: incompatible function arguments' / 'Unable to convert function "
-    "return value'.",
-    example="extension: __pybind11_internals_v10_…__, torch: __pybind11_internals_v11_…__",
+    "version, compiler and ABI. With another key the extension cannot take or return the types "
+    "torch binds with pybind11 itself (torch._C.DispatchKey, FunctionSchema, Graph, "
+    "ScriptModule, c10d's ProcessGroup …): 'TypeError: incompatible function arguments' / "
+    "'Unable to convert function return value'. torch.Tensor, dtypes and devices still "
+    "convert: torch's own type casters check them directly, without the internals.",
+    example="extension: __pybind11_internals_v12_…__, torch: __pybind11_internals_v11_…__; "
+    "ext.f(torch._C.DispatchKey.CPU) → TypeError: incompatible function arguments",
     fix="Build against the pybind11 that ships in torch's include directory (torch.utils."
     "cpp_extension does), not a separately installed pybind11 release.",
     references=("https://pybind11.readthedocs.io/en/stable/advanced/misc.html",),
@@ -77,8 +80,12 @@ def run(facts: Facts) -> Iterator[Finding]:
     if key and py and py.image:
         theirs = _search_rodata(py.image, _PYBIND_KEY)
         if theirs and theirs != key:
+            # torch.Tensor is not at stake (torch's type_caster<at::Tensor> checks THPVariable
+            # directly): only classes torch registers with pybind11 cross the key.
             yield OD306.finding(facts.path, "the extension's pybind11 internals key differs "
-                                "from torch's: Tensor arguments will not convert",
+                                "from torch's: types torch binds with pybind11 "
+                                "(torch._C.DispatchKey, Graph, ScriptModule, ProcessGroup …) "
+                                "will not convert in its functions; torch.Tensor still does",
                                 (f"extension: {key.decode()}",
                                  f"libtorch_python.so: {theirs.decode()}"))
 

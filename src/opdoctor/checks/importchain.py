@@ -15,6 +15,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pychain import ImportChain, Link, loader_calls
+from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
 from opdoctor.model import Cause, Finding, Severity
 
@@ -170,6 +171,27 @@ def _leads_to_compiled(link: Link) -> bool:
         link.target.rsplit(".", 1)[-1].startswith("_C")
 
 
+def _package_attribute(link: Link) -> bool:
+    """``from . import X`` / ``from .. import X`` of a name the package's ``__init__.py``
+    binds: the import system takes the attribute and never looks for a module ``X``
+    (tokenizers' ``from .. import AddedToken``, re-exported from its extension). Only a name
+    the package does not define has to be a submodule."""
+    got = from_package_import(link.text, link.file)
+    if got is None:
+        return False
+    init, names = got
+    name = link.target.rsplit(".", 1)[-1]
+    return name in names and os.path.isfile(init) and module_bindings(init).has(name)
+
+
+def _in_site(row: str) -> bool:
+    """A RECORD row inside the directory the package is imported from. Rows that climb out of
+    it (``../../bin/onnxruntime_test``: console scripts, data files) land where the install
+    scheme puts them (--target, --prefix, --user, a venv's bin/), not where RECORD's relative
+    path points; whether they exist says nothing about ``import``."""
+    return not os.path.normpath(row).startswith(os.pardir + os.sep)
+
+
 def _hidden_optional(chain: ImportChain, target: str, message: str) -> bool:
     """A swallowed ModuleNotFoundError for that very module, which does not exist on disk:
     the package's own fallback for an optional module, not a hidden failure."""
@@ -240,7 +262,8 @@ def run(facts: Facts) -> Iterator[Finding]:
                 link.problem and not link.fallback:  # a fallback in an except: not the path
             yield OD510.finding(link.target, f"the package loads {link.resolved[0]}, which does "
                                 "not exist", (where,))
-        elif link.problem and link.kind == "submodule" and not _optional(link):
+        elif link.problem and link.kind == "submodule" and not _optional(link) and \
+                not _package_attribute(link):
             yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
         if link.swallowed and not _optional(link) and _leads_to_compiled(link):
             yield OD509.finding(link.target, f"the import of {link.target} is inside "
@@ -269,13 +292,15 @@ def run(facts: Facts) -> Iterator[Finding]:
                             "and has a __main__ block: running it as a script fails",
                             (f"{_rel(file, chain)}:{line}: relative import",),
                             fix=f"run it as python -m {name}.{os.path.basename(file)[:-3]}")
-    if chain.record_missing or chain.record_changed:
+    missing = [p for p in chain.record_missing if _in_site(p)]
+    changed = [p for p in chain.record_changed if _in_site(p)]
+    if missing or changed:
         ev = [f"RECORD: {chain.dist}/RECORD"]
-        ev += [f"missing: {p}" for p in chain.record_missing[:6]]
-        ev += [f"changed since install (hash differs): {p}" for p in chain.record_changed[:6]]
+        ev += [f"missing: {p}" for p in missing[:6]]
+        ev += [f"changed since install (hash differs): {p}" for p in changed[:6]]
         yield OD508.finding(name, f"the installed files of {os.path.basename(chain.dist)} "
-                            f"differ from its RECORD ({len(chain.record_missing)} missing, "
-                            f"{len(chain.record_changed)} changed)", ev)
+                            f"differ from its RECORD ({len(missing)} missing, "
+                            f"{len(changed)} changed)", ev)
     yield from _dynamic(facts, chain)
 
 

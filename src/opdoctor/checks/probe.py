@@ -555,9 +555,21 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
     yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
 
 
+def _target_was_loaded(facts: Facts, res: ProbeOutcome) -> bool:
+    """Whether the probe's load mapped the library checked. In package mode the probe imports
+    the package, which need not load this library at all (executorch's custom_ops/__init__.py is
+    empty; its ops library is loaded later by custom_ops.py): "loaded but registered no
+    operator" would then describe a load that never happened. The import chain judges whether
+    the package reaches its libraries (OD505)."""
+    if not facts.options.package or not os.path.isfile(facts.path):
+        return True
+    target = os.path.realpath(facts.path)
+    return any(os.path.realpath(m) == target for m in res.mapped)
+
+
 def _registered(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
     ops = {o.name: o for o in res.ops}
-    if not res.new_ops:
+    if not res.new_ops and _target_was_loaded(facts, res):
         yield OD121.finding(facts.path, "the library loaded but registered no operator",
                             ("torch._C._dispatch_get_all_op_names(): no new entry after the "
                              "load",))

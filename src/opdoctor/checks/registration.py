@@ -344,8 +344,20 @@ def _static(facts: Facts) -> Iterator[Finding]:
         if inv.tf_library and not torch_lib:
             ev[1] = "no REGISTER_OP / REGISTER_KERNEL_BUILDER: neither OpDefBuilderWrapper nor "\
                 "OpKernelRegistrar is referenced"
-        yield OD101.finding(path, f"the library links {framework} but contains no operator "
-                            "registration", ev)
+        users = facts.dependents
+        if users:
+            # A support library the package's other libraries NEED (tensorflow_text's
+            # libpybinds_library_common.so): loaded as their dependency, it has nothing to
+            # register itself.
+            names = ", ".join(os.path.basename(u) for u in users)
+            yield OD101.finding(path, f"the library links {framework} and registers no operator: "
+                                f"a support library that {names} NEED", [
+                                    *ev, *[f"DT_NEEDED of {u}" for u in users]],
+                                severity=Severity.INFO,
+                                fix="nothing to fix; check the libraries that register the ops")
+        else:
+            yield OD101.finding(path, f"the library links {framework} but contains no "
+                                "operator registration", ev)
     elif not torch_lib and not inv.tf_library and not inv.registers_anything \
             and facts.options.named and facts.image.header.e_shnum != 0 \
             and not facts.options.aot_function \

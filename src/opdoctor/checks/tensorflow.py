@@ -286,7 +286,8 @@ def _probe(facts: Facts) -> Iterator[Finding]:
                 (f"TF_GetOpList on the library's handle: {op}",
                  f"kernels.get_registered_kernels_for_op('{op}'): <no registered kernels>"))
     if not facts.options.package and facts.tf_op_library and not tfp.ops and not any(
-            op in tfp.registered_before for op in static_ops):
+            op in tfp.registered_before for op in static_ops) and not (
+            not static_ops and facts.dependents):  # a support library others NEED
         yield OD152.finding(facts.path, "the library loaded but registered no TensorFlow op",
                             ("TF_GetOpList on the library's handle: no op",
                              "static: " + (f"op names in .rodata: {', '.join(static_ops)}"

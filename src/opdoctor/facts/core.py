@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         ExtensionVariant,
         TorchVariant,
     )
+    from opdoctor.facts.vendored import RpathLoader
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,8 @@ class Facts:
         from opdoctor.facts.loader.process import emulate, needs_tensorflow
         interp = self.interpreter
         with_torch, with_tf = self.torch_context, needs_tensorflow(self.image)
-        proc = emulate(self.path, self.resolver, interp, with_torch, with_tf)
+        via = tuple(v.path for v in self.vendored_loaders[:1])
+        proc = emulate(self.path, self.resolver, interp, with_torch, with_tf, via)
         missing = [m.name for m in proc.tree.missing]
         # A dependency of the library needs the framework's own library (tensorflow-text's pybind
         # modules need libpybinds_library_common.so, which needs libtensorflow_framework.so.2):
@@ -234,8 +236,26 @@ class Facts:
             TORCH.linked_by(missing)
         if more_tf or more_torch:
             proc = emulate(self.path, self.resolver, interp, with_torch or more_torch,
-                           with_tf or more_tf)
+                           with_tf or more_tf, via)
         return proc
+
+    @cached_property
+    def dependents(self) -> list[str]:
+        """Libraries of the same install whose DT_NEEDED names this one (a support library
+        they load, not an op library of its own); at most 3."""
+        from opdoctor.facts.vendored import dependents
+        if os.path.isdir(self.path) or self.structure.image is None:
+            return []
+        return dependents(self.resolver, self.path)
+
+    @cached_property
+    def vendored_loaders(self) -> list[RpathLoader]:
+        """The libraries of the same install that load this one (a wheel's vendored library
+        whose dependencies are found only through their DT_RPATH); empty for any other."""
+        from opdoctor.facts.vendored import vendored_loaders
+        if os.path.isdir(self.path) or self.structure.image is None:
+            return []  # a package directory (package mode) is no library to load
+        return vendored_loaders(self.resolver, self.path)
 
     @cached_property
     def symbol_tables(self) -> SymbolTables:
@@ -284,7 +304,8 @@ class Facts:
         req = ProbeRequest(
             path=os.path.abspath(self.path), python=python, torch=uses_torch,
             package=self.options.package, cwd=self.options.cwd or os.getcwd(), hidden=hidden,
-            preload=tuple(os.path.abspath(p) for p in self.options.preload),
+            preload=tuple(os.path.abspath(p) for p in self.options.preload) + tuple(
+                v.path for v in self.vendored_loaders[:1]),
             ops=tuple(f"{e.namespace}::{e.op}" for e in self.expected_ops),
             smoke=self.options.smoke, timeout=self.options.timeout,
             memory_mb=self.options.probe_memory_mb, env=self.environ,

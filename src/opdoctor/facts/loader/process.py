@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from opdoctor.facts.elf.image import ElfImage
 from opdoctor.facts.frameworks import TENSORFLOW, TORCH
 from opdoctor.facts.interp import Interpreter
-from opdoctor.facts.loader.search import RULE_PRELOADED, DepTree, Library, Resolver
+from opdoctor.facts.loader.search import RULE_PATH, RULE_PRELOADED, DepTree, Library, Resolver
 
 
 @dataclass
@@ -72,8 +72,11 @@ def _tf_pywrap(framework: str) -> str | None:
 
 
 def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
-            with_torch: bool, with_tensorflow: bool = False) -> Process:
-    """Load the interpreter (and torch) first, then ``target``, as the real process would."""
+            with_torch: bool, with_tensorflow: bool = False,
+            via: tuple[str, ...] = ()) -> Process:
+    """Load the interpreter (and torch) first, then ``target``, as the real process would;
+    ``via``: the library that loads ``target`` (a wheel's vendored library is loaded by its
+    extension, never on its own: see :mod:`opdoctor.facts.vendored`)."""
     preloaded: list[Library] = []
     global_scope: list[Library] = []
     context = "a bare process (no interpreter found)"
@@ -111,5 +114,8 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             context += " + import tensorflow"
     for lib in preloaded:
         lib.rule = RULE_PRELOADED
-    tree = resolver.load(target, preloaded)
+    loaders = [resolver.describe(Library(p, p, RULE_PATH)) for p in via]
+    if loaders:
+        context += f" + loaded by {os.path.basename(loaders[0].path)}"
+    tree = resolver.load(target, preloaded, via=loaders)
     return Process(context, preloaded, global_scope, tree)

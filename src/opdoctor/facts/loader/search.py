@@ -237,8 +237,10 @@ class Resolver:
         return "", "", attempts
 
     def load(self, root_path: str, preloaded: list[Library] | None = None,
-             root_name: str | None = None) -> DepTree:
-        """Emulate loading ``root_path`` into a process that already holds ``preloaded``."""
+             root_name: str | None = None, via: list[Library] | None = None) -> DepTree:
+        """Emulate loading ``root_path`` into a process that already holds ``preloaded``;
+        ``via``: the libraries whose DT_NEEDED loads it (their DT_RPATH is searched for its
+        dependencies too, as ld.so searches every loader's in the chain)."""
         root = self.describe(Library(root_name or root_path, os.path.abspath(root_path),
                                      RULE_PATH))
         loaded: dict[str, Library] = {}
@@ -252,7 +254,7 @@ class Resolver:
         order = [root]
         edges: dict[str, list[tuple[str, Library | Missing]]] = {}
         missing: list[Missing] = []
-        chains: dict[str, list[Library]] = {root.path: []}
+        chains: dict[str, list[Library]] = {root.path: list(via or [])}
         queue: deque[Library] = deque([root])
         while queue:
             obj = queue.popleft()

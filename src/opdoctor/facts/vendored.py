@@ -1,0 +1,122 @@
+"""Libraries a wheel vendors for its extensions, and who loads them.
+
+auditwheel copies an extension's external dependencies into ``<dist>.libs/`` beside the
+package (``scipy.libs/libgfortran-8f1e9814.so.5.0.0``) and gives the *extensions* a DT_RPATH
+to it (``$ORIGIN/../../scipy.libs``). A vendored library may itself NEED a sibling without
+any RPATH of its own: ld.so still finds it, because DT_RPATH is searched for every object the
+loader's chain loads (the RPATH of each loader, up to the executable), unless the library
+has a DT_RUNPATH. Loaded on its own (``ctypes.CDLL``), it fails; loaded as its package loads
+it, it works. Nothing is executed here: dynamic sections only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from opdoctor.facts.budget import checkpoint
+from opdoctor.facts.loader.search import Library, Resolver
+
+# The search covers the install the library belongs to (its parent directory: site-packages
+# for a `<dist>.libs/` directory); a tree larger than this is not read to the end.
+MAX_FILES = 20_000
+MAX_LIBRARIES = 2_000
+
+
+@dataclass(frozen=True)
+class RpathLoader:
+    """A library that NEEDs the target and whose DT_RPATH reaches the target's directory."""
+
+    path: str
+    entry: str  # the DT_RPATH entry as written ($ORIGIN/../../scipy.libs)
+
+
+def _is_library(name: str) -> bool:
+    return name.endswith(".so") or ".so." in name
+
+
+def _describe(resolver: Resolver, path: str) -> Library | None:
+    try:
+        return resolver.describe(Library(path, path, ""))
+    except Exception:  # a damaged or hostile file (a truncated ELF) is no loader of anything
+        return None
+
+
+def _needing(resolver: Resolver, target: str, root: str) -> Iterator[Library]:
+    """Libraries under ``root`` (bounded) whose DT_NEEDED names ``target`` by file name or
+    soname."""
+    target = os.path.abspath(target)
+    img = _describe(resolver, target)
+    if img is None:
+        return
+    names = {os.path.basename(target)} | ({img.soname} if img.soname else set())
+    files = libs = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        checkpoint(f"looking for the libraries that load {os.path.basename(target)}")
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        files += len(filenames)
+        if files > MAX_FILES:
+            return
+        for f in sorted(filenames):
+            path = os.path.join(dirpath, f)
+            if not _is_library(f) or path == target or os.path.islink(path):
+                continue
+            libs += 1
+            if libs > MAX_LIBRARIES:
+                return
+            lib = _describe(resolver, path)
+            if lib is not None and names & set(lib.needed):
+                yield lib
+
+
+def dependents(resolver: Resolver, target: str, limit: int = 3) -> list[str]:
+    """Up to ``limit`` libraries in ``target``'s directory (and below) that NEED it: a support
+    library (tensorflow_text's libpybinds_library_common.so, NEEDed by six pybind modules
+    beside it) is loaded as their dependency and has no registrations of its own to find."""
+    out: list[str] = []
+    for lib in _needing(resolver, target, os.path.dirname(os.path.abspath(target))):
+        out.append(lib.path)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def rpath_loaders(resolver: Resolver, target: str, limit: int = 3) -> list[RpathLoader]:
+    """Up to ``limit`` libraries of the same install that NEED ``target`` (by file name or
+    soname) and whose own DT_RPATH (no DT_RUNPATH) names ``target``'s directory: when they load
+    it, ld.so searches that directory for ``target``'s dependencies too."""
+    here = os.path.realpath(os.path.dirname(os.path.abspath(target)))
+    out: list[RpathLoader] = []
+    # The install: site-packages for a <dist>.libs/ directory beside the package.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(target)))
+    for lib in _needing(resolver, target, root):
+        if lib.runpath:
+            continue
+        origin = os.path.dirname(lib.path)
+        for entry in lib.rpath:
+            d = entry.replace("${ORIGIN}", "$ORIGIN").replace("$ORIGIN", origin)
+            if "$" not in d and os.path.realpath(d) == here:
+                out.append(RpathLoader(lib.path, entry))
+                break
+        if len(out) >= limit:
+            break
+    return out
+
+
+def vendored_loaders(resolver: Resolver, target: str) -> list[RpathLoader]:
+    """The loaders to check ``target`` through, when it is a vendored library (in a
+    ``<dist>.libs/`` directory, auditwheel's layout): it NEEDs a
+    file that sits beside it, has neither DT_RPATH nor DT_RUNPATH of its own to find it (a
+    RUNPATH would also turn its loaders' DT_RPATH off), and libraries of the same install NEED
+    it with a DT_RPATH to its directory. Empty otherwise (then it is checked on its own)."""
+    target = os.path.abspath(target)
+    here = os.path.dirname(target)
+    if not here.endswith(".libs"):
+        return []  # auditwheel's <dist>.libs/: nothing else is worth walking the install for
+    lib = resolver.describe(Library(target, target, ""))
+    if lib.rpath or lib.runpath:
+        return []
+    if not any("/" not in n and os.path.isfile(os.path.join(here, n)) for n in lib.needed):
+        return []
+    return rpath_loaders(resolver, target)

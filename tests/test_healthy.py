@@ -1,0 +1,318 @@
+"""Healthy real packages stay clean (issue #14 item 9): real PyPI wheels installed as users
+install them (``pip install --no-deps --target``, ``make healthy``), which load and work here.
+
+Each test first shows that the package really imports and runs (a child interpreter calls one
+function), then asserts opdoctor finds no error in it; a companion test shows the same check
+still fires on a package that really has the fault (Python itself fails on it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIX, SKIP
+from tests.helpers import Result, cli
+
+HFX = FIX / "healthy"
+
+
+def _site(name: str) -> Path:
+    reason = SKIP / f"healthy-{name}.txt"
+    if reason.exists():
+        pytest.skip(f"real wheel {name} not installed here (`make healthy`): "
+                    f"{reason.read_text().strip()[:200]}")
+    site = HFX / name / "site"
+    assert site.is_dir(), f"{site} is missing: run `make healthy` (make test does)"
+    return site
+
+
+def _run(site: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a child interpreter with ``site`` on PYTHONPATH, as the user's job runs."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    env["PYTHONPATH"] = str(site)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=str(site.parent))
+
+
+def _check_package(capsys: pytest.CaptureFixture[str], site: Path, package: str,
+                   *extra: str) -> Result:
+    return cli(capsys, "check", "-f", "json", "--static", "--package", package,
+               "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent), *extra)
+
+
+def _errors(res: Result) -> list[tuple[str, str]]:
+    return [(f["code"], f["message"]) for rep in res.json()["reports"]
+            for f in rep["findings"] if f["severity"] == "error"]
+
+
+def test_tokenizers_reexported_names_are_not_missing_modules(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """tokenizers 0.23.3: implementations/char_level_bpe.py says ``from .. import AddedToken,
+    Tokenizer``, names tokenizers/__init__.py re-exports from its Rust extension. Python takes
+    the package's attribute and never looks for a module AddedToken: no OD510."""
+    site = _site("tokenizers-0.23.3")
+    src = (site / "tokenizers" / "implementations" / "char_level_bpe.py").read_text()
+    assert "from .. import AddedToken, Tokenizer" in src
+    assert not list((site / "tokenizers").glob("AddedToken*"))  # really no such module
+    real = _run(site, "from tokenizers.implementations import CharBPETokenizer\n"
+                "t = CharBPETokenizer()\n"
+                "t.train_from_iterator(['a b c a b'], vocab_size=20)\n"
+                "print(t.encode('a b').tokens)")
+    assert real.returncode == 0, real.stderr
+    res = _check_package(capsys, site, "tokenizers")
+    assert res.code == 0, _errors(res)
+    assert _errors(res) == []
+    links = res.json()["reports"][0]["sections"]["import-chain"]["links"]
+    assert any(li["target"] == "tokenizers.AddedToken" for li in links)  # read, not skipped
+
+
+def test_from_package_import_of_an_undefined_name_is_still_od510(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The same statement shape where the package binds no such name and has no such module:
+    Python fails ('cannot import name'), and OD510 still says so. A name bound only in a
+    function body does not count; one bound at module level in an ``if`` block does."""
+    pkg = tmp_path / "site" / "hpkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "import sys\nif sys.platform:\n    Bound = 1\n"
+        "def helper():\n    Local = 2\n    return Local\n"
+        "from . import sub\n")
+    (pkg / "sub" / "__init__.py").write_text("from .. import Bound\nfrom .. import Local\n")
+    real = _run(pkg.parent, "import hpkg")
+    assert real.returncode != 0
+    assert "cannot import name 'Local' from partially initialized module 'hpkg'" in real.stderr
+    res = _check_package(capsys, pkg.parent, "hpkg")
+    assert res.code == 1
+    od510 = [m for c, m in _errors(res) if c == "OD510"]
+    assert od510 == [f"hpkg.Local: no module Local in {pkg}"], od510
+    # Bound, once Local is defined too: the package imports and the check is clean.
+    (pkg / "__init__.py").write_text("Bound = 1\nLocal = 2\nfrom . import sub\n")
+    assert _run(pkg.parent, "import hpkg").returncode == 0
+    from opdoctor.facts.pychain import _analyse
+    from opdoctor.facts.pynames import module_bindings
+    _analyse.cache_clear()  # both are cached per file / package and interpreter
+    module_bindings.cache_clear()
+    assert "OD510" not in [c for c, _ in _errors(_check_package(capsys, pkg.parent, "hpkg"))]
+
+
+def test_numpy_console_scripts_outside_site_are_no_record_mismatch(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """numpy 2.4.6 installed with pip --target: RECORD lists ``../../bin/f2py`` (the scheme's
+    scripts directory, relative to pip's temporary layout); pip put it in site/../site/bin. A
+    file outside the import directory is not part of ``import numpy``: no OD508."""
+    site = _site("numpy-2.4.6")
+    record = next(site.glob("numpy-*.dist-info")) / "RECORD"
+    rows = [r.split(",")[0] for r in record.read_text().splitlines()]
+    assert "../../bin/f2py" in rows and not (site / "../../bin/f2py").exists()
+    assert (site / "bin" / "f2py").is_file()
+    real = _run(site, f"import numpy; assert numpy.__file__.startswith({str(site)!r}); "
+                "print(numpy.linalg.inv(numpy.eye(2) * 2))")
+    assert real.returncode == 0, real.stderr
+    res = _check_package(capsys, site, "numpy")
+    assert res.code == 0, _errors(res)
+    assert _errors(res) == []
+    assert "OD508" not in {f["code"] for rep in res.json()["reports"] for f in rep["findings"]}
+
+
+def test_record_mismatch_inside_the_package_still_fires(capsys: pytest.CaptureFixture[str]) -> None:
+    """The partial-install fixture (RECORD lists myop/libmyop.so, the file is gone): Python's
+    import really fails on it, and OD508 still names the missing file."""
+    site = FIX / "python" / "partial"
+    assert site.is_dir(), f"{site} is missing: run `make fixtures`"
+    real = _run(site, "import torch, myop")
+    assert real.returncode != 0 and "libmyop.so" in real.stderr
+    res = _check_package(capsys, site, "myop")
+    od508 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD508"]
+    assert res.code == 1 and od508
+    assert "missing: myop/libmyop.so" in od508[0]["evidence"]
+
+
+_NEW_OPS = ("import torch, sys\n"
+            "before = set(torch._C._dispatch_get_all_op_names())\n"
+            "torch.ops.load_library(sys.argv[1])\n"
+            "print(sorted(set(torch._C._dispatch_get_all_op_names()) - before))\n")
+
+
+@pytest.mark.probe
+def test_op_library_its_package_does_not_import_is_no_od121(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """executorch 1.5.1's libcustom_ops_aot_lib.so sits in custom_ops/, whose __init__.py is
+    empty (custom_ops.py loads it later). Loaded, it registers llama:: ops beside torch 2.13
+    and one runs; the probe's package import never maps it, so "loaded but registered no
+    operator" (OD121) would describe a load that did not happen."""
+    site = _site("executorch-1.5.1")
+    lib = site / "executorch/extension/llm/custom_ops/libcustom_ops_aot_lib.so"
+    assert (lib.parent / "__init__.py").read_text().strip() == ""
+    real = subprocess.run([sys.executable, "-c", _NEW_OPS + (
+        "x = torch.rand(1, 4, 2, 8)\n"
+        "print(torch.ops.llama.custom_sdpa(x, x, x, 0, None, 0.0, True, None).shape)\n"),
+        str(lib)], capture_output=True, text=True, timeout=300)
+    assert real.returncode == 0, real.stderr
+    assert "'llama::custom_sdpa'" in real.stdout and "torch.Size([1, 4, 2, 8])" in real.stdout
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", str(lib))
+    rep = res.json()["reports"][0]
+    assert rep["sections"]["probe"]["outcome"] == "loaded"
+    assert "OD121" not in [f["code"] for f in rep["findings"]]
+
+
+@pytest.mark.probe
+def test_package_that_loads_a_library_without_ops_is_still_od121(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The registration fixture no_registration.so (no TORCH_LIBRARY block), loaded by its
+    package's __init__.py: torch's registry really gains nothing, and OD121 still fires in
+    package mode (the import mapped it) as on the bare library."""
+    from tests.conftest import fixture
+    pkg = tmp_path / "emptyops"
+    pkg.mkdir()
+    lib = pkg / "libempty.so"
+    lib.write_bytes(fixture("registration/no_registration.so").read_bytes())
+    (pkg / "__init__.py").write_text(
+        "import os, torch\n"
+        "torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libempty.so'))\n")
+    real = subprocess.run([sys.executable, "-c", _NEW_OPS, str(lib)], capture_output=True,
+                          text=True, timeout=300)
+    assert real.returncode == 0 and real.stdout.strip() == "[]", real.stderr
+    for args in (["--cwd", str(tmp_path), str(lib)], [str(lib)]):
+        res = cli(capsys, "check", "-f", "json", *args)
+        rep = res.json()["reports"][0]
+        assert res.code == 1 and "OD121" in [f["code"] for f in rep["findings"]], args
+    assert rep["sections"]["import-chain"]["package"] == "emptyops"
+
+
+_GFORTRAN = "scipy.libs/libgfortran-8f1e9814.so.5.0.0"
+_QUADMATH = "scipy.libs/libquadmath-828275a7.so.0.0.0"
+
+
+@pytest.mark.probe
+def test_vendored_library_is_checked_as_its_extensions_load_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """scipy 1.17.1 vendors libgfortran-8f1e9814 (auditwheel) with no RPATH of its own; it
+    NEEDs libquadmath-828275a7 beside it, which ld.so finds through the DT_RPATH
+    ($ORIGIN/../../scipy.libs) of the extensions that load it. Loaded on its own it fails; the
+    way scipy loads it, it works. The check follows the loader: no OD201."""
+    site = _site("scipy-1.17.1")
+    lib = site / _GFORTRAN
+    alone = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(lib)], capture_output=True, text=True, timeout=60)
+    assert alone.returncode != 0 and "libquadmath-828275a7.so.0.0.0: cannot open" in alone.stderr
+    real = _run(site, "import scipy.interpolate as i, numpy as np\n"
+                "t = i.splrep(np.arange(8.0), np.arange(8.0) ** 2)\n"
+                "print(i.splev(2.5, t))\n"
+                "print([l for l in open('/proc/self/maps').read().split() "
+                "if 'libgfortran-8f1e9814' in l][:1])")
+    assert real.returncode == 0, real.stderr
+    assert "libgfortran-8f1e9814" in real.stdout  # scipy itself maps it
+    for extra in (["--static"], []):
+        res = cli(capsys, "check", "-f", "json", *extra, str(lib))
+        rep = res.json()["reports"][0]
+        assert res.code == 0 and _errors(res) == [], _errors(res)
+        assert "OD201" not in [f["code"] for f in rep["findings"]]
+    assert "loaded by " in rep["sections"]["dependencies"]["context"]
+
+
+def test_vendored_library_without_a_loader_still_misses_its_dependency(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The same two vendored files in a directory no extension loads from: ld.so really fails,
+    and OD201 names libquadmath-828275a7."""
+    site = _site("scipy-1.17.1")
+    libs = tmp_path / "alone.libs"
+    libs.mkdir()
+    for rel in (_GFORTRAN, _QUADMATH):
+        (libs / Path(rel).name).write_bytes((site / rel).read_bytes())
+    (libs / Path(_QUADMATH).name).rename(libs / "elsewhere.so")  # not beside it any more
+    lib = libs / Path(_GFORTRAN).name
+    alone = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(lib)], capture_output=True, text=True, timeout=60)
+    assert alone.returncode != 0 and "libquadmath-828275a7.so.0.0.0" in alone.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    assert res.code == 1
+    assert ("OD201", "libquadmath-828275a7.so.0.0.0 (needed by libgfortran-8f1e9814.so.5.0.0) "
+            "is not found") in _errors(res)
+    # Beside it again but with no library that loads it: still missing for ld.so.
+    (libs / "elsewhere.so").rename(libs / Path(_QUADMATH).name)
+    alone = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(lib)], capture_output=True, text=True, timeout=60)
+    assert alone.returncode != 0
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]
+
+
+def test_other_pybind11_key_still_converts_tensors(capsys: pytest.CaptureFixture[str]) -> None:
+    """An extension built with pybind11 internals v12 beside torch's v11 (executorch 1.5.1's
+    pybindings carry that key): torch.Tensor converts, a type torch binds with pybind11
+    (torch._C.DispatchKey) does not. OD306 still fires, and says that, not "Tensor arguments
+    will not convert"."""
+    lib = HFX / "pybind_tensor" / f"pybind_tensor{sysconfig.get_config_var('EXT_SUFFIX')}"
+    assert lib.exists(), f"{lib} is missing: run `make healthy` (make test does)"
+    real = _run(lib.parent, "import torch, pybind_tensor as p\n"
+                "print('sum', p.tensor_sum(torch.ones(3)))\n"
+                "try:\n    p.dispatch_key(torch._C.DispatchKey.CPU)\n"
+                "except TypeError as e:\n    print('TypeError', str(e).splitlines()[0])\n")
+    assert real.returncode == 0, real.stderr
+    assert "sum 3.0" in real.stdout
+    assert "TypeError dispatch_key(): incompatible function arguments" in real.stdout
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    od306 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD306"]
+    assert len(od306) == 1 and od306[0]["severity"] == "warning"
+    msg = od306[0]["message"]
+    assert "torch._C.DispatchKey" in msg and "torch.Tensor still does" in msg, msg
+    assert "Tensor arguments will not convert" not in msg
+
+
+TF_PYTHON = FIX.parent / "venv-tf" / "bin" / "python"
+
+
+@pytest.mark.probe
+def test_tensorflow_support_library_is_not_an_op_library(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """tensorflow-text 2.21.1 beside TensorFlow 2.21: core/pybinds/libpybinds_library_common.so
+    links libtensorflow_framework and registers nothing; six pybind modules of the package NEED
+    it. The package works (a tokenizer runs); the library is their dependency, not an op
+    library: no OD101/OD152 error."""
+    name = "tensorflow-text-2.21.1"
+    site = HFX / name / "site"
+    if (SKIP / f"healthy-{name}.txt").exists() or not site.is_dir():
+        pytest.skip(f"real wheel {name} not installed here: run `make healthy-tf` (60 MB)")
+    if not TF_PYTHON.exists():
+        pytest.skip(f"{TF_PYTHON} missing: run `make venv-tf`")
+    lib = site / "tensorflow_text/core/pybinds/libpybinds_library_common.so"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    env["PYTHONPATH"] = str(site)
+    real = subprocess.run([str(TF_PYTHON), "-c", (
+        "import tensorflow as tf, tensorflow_text as text\n"
+        "print(text.WhitespaceTokenizer().tokenize(['a b c']).to_list())\n"
+        "from tensorflow_text.core.pybinds import pywrap_whitespace_tokenizer_config_builder\n"
+        "print(sorted(l for l in open('/proc/self/maps').read().split() "
+        "if l.endswith('libpybinds_library_common.so'))[:1])\n")],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert real.returncode == 0, real.stderr[-2000:]
+    assert "[[b'a', b'b', b'c']]" in real.stdout and str(lib) in real.stdout
+    for extra in (["--static"], []):
+        res = cli(capsys, "check", "-f", "json", "--python", str(TF_PYTHON),
+                  "--env", f"PYTHONPATH={site}", *extra, str(lib))
+        assert res.code == 0 and _errors(res) == [], _errors(res)
+        od101 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD101"]
+        assert od101 and od101[0]["severity"] == "info" and "NEED" in od101[0]["message"]
+
+
+def test_framework_library_without_registration_or_dependents_is_still_od101(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """no_registration.so (links torch, no TORCH_LIBRARY) alone in its directory, as a user's
+    op library that lost its registrations: loaded, torch's registry gains nothing, and OD101
+    is still an error."""
+    from tests.conftest import fixture
+    lib = tmp_path / "pkgdir" / "libnoreg.so"
+    lib.parent.mkdir()
+    lib.write_bytes(fixture("registration/no_registration.so").read_bytes())
+    real = subprocess.run([sys.executable, "-c", _NEW_OPS, str(lib)], capture_output=True,
+                          text=True, timeout=300)
+    assert real.returncode == 0 and real.stdout.strip() == "[]", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    assert res.code == 1
+    assert any(c == "OD101" for c, _ in _errors(res)), _errors(res)
