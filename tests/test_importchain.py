@@ -332,3 +332,81 @@ def test_fallback_load_in_handler_is_not_a_swallowed_error(tmp_path: Path, handl
     shutil.copy(fixture("loader/depdir/libmyop_dep.so"), pkg / "_x_fallback.so")
     report = chain(tmp_path, "fbpkg", probe=False)
     assert ("OD509" in codes(report)) is swallowed, [f.message for f in report.findings]
+
+
+def test_script_in_subpackage_fix_names_the_full_module(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    sub = tmp_path / "scpkg" / "tools"
+    sub.mkdir(parents=True)
+    (tmp_path / "scpkg" / "__init__.py").write_text("")
+    (sub / "__init__.py").write_text("")
+    (sub / "helper.py").write_text("VALUE = 1\n")
+    (sub / "tool.py").write_text("from .helper import VALUE\n\nif __name__ == '__main__':\n"
+                                 "    print(VALUE)\n")
+    # What Python does: as a script the relative import fails; the fix's command runs.
+    bad = subprocess.run([sys.executable, str(sub / "tool.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "relative import" in bad.stderr
+    report = chain(tmp_path, "scpkg", probe=False)
+    od507 = [f for f in report.findings if f.code == "OD507"]
+    assert len(od507) == 1 and od507[0].fix == "run it as python -m scpkg.tools.tool"
+    good = subprocess.run([sys.executable, "-m", "scpkg.tools.tool"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert good.returncode == 0 and good.stdout.strip() == "1", good.stderr
+
+
+def test_probing_for_system_libraries_is_no_load_path(tmp_path: Path) -> None:
+    """onnxruntime's shape: ``CDLL("vcruntime140.dll")`` under ``except OSError`` and
+    ``CDLL(f"libcudart.so.{v}")`` in a helper — bare names dlopen looks up in the system, not
+    files of the package: neither OD510 (no file in the cwd is meant) nor OD509. The package's
+    own extension import, swallowed, still is OD509."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "probepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import ctypes\n"
+        "try:\n    ctypes.CDLL('libno_such_runtime_xyz.so')\nexcept OSError:\n"
+        "    print('runtime missing: optional')\n"
+        "def cuda_version(v=None):\n"
+        "    name = 'libcudart_xyz.so' + ('.' + v if v else '')\n"
+        "    try:\n        return ctypes.CDLL(name)\n    except Exception:\n        return None\n"
+        "cuda_version()\n"
+        "import os\n"
+        "_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), '_ext.so'))\n")
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), pkg / "_ext.so")
+    run = subprocess.run([sys.executable, "-c", "import probepkg"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "runtime missing: optional" in run.stdout, run.stderr
+    report = chain(tmp_path, "probepkg", probe=False, path=pkg / "_ext.so")
+    assert not {"OD509", "OD510"} & set(codes(report)), [f.message for f in report.findings]
+    sec = report.sections["import-chain"]
+    assert any(lk["resolved"] == [str(pkg / "_ext.so")] for lk in sec["links"]), sec["links"]
+    # The same package with its extension import swallowed: that one is reported.
+    # (another directory: the chain of a package is analysed once per process)
+    shutil.copytree(pkg, tmp_path / "b" / "probepkg")
+    init = tmp_path / "b" / "probepkg" / "__init__.py"
+    init.write_text(init.read_text().replace(
+        "_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), '_ext.so'))\n",
+        "try:\n    _lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), '_ext.so'))\n"
+        "except OSError:\n    pass\n"))
+    swallowed = chain(tmp_path / "b", "probepkg", probe=False,
+                      path=tmp_path / "b" / "probepkg" / "_ext.so")
+    assert codes(swallowed) == ["OD509"], [f.message for f in swallowed.findings]
+
+
+def test_from_package_import_submodule_is_followed(tmp_path: Path) -> None:
+    """regex's ``from regex import _regex``: a submodule of the package itself."""
+    pkg = tmp_path / "rxpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from rxpkg import _core\nfrom rxpkg import VALUE2\n")
+    (pkg / "_core.py").write_text("from rxpkg import _rx\n")
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), pkg / "_rx.so")
+    report = chain(tmp_path, "rxpkg", probe=False, path=pkg / "_rx.so")
+    links = report.sections["import-chain"]["links"]
+    assert [lk["resolved"] for lk in links] == [[str(pkg / "_core.py")], [str(pkg / "_rx.so")]]
+    # The library is reached and read as the extension it is imported as (no PyInit__rx in it).
+    assert codes(report) == ["OD504"]

@@ -164,7 +164,13 @@ def _leads_to_compiled(link: Link) -> bool:
     hide a loader failure (OD509). A swallowed import of a Python module is the package's own
     business."""
     if link.kind != "submodule":
-        return True
+        # A load whose argument is no file of this install (a bare name dlopen looks up in the
+        # system — onnxruntime probing for libcudart.so or vcruntime140.dll —, a build target,
+        # a URL): the package probing for something optional, not its extension.
+        # An argument computed from nothing known inside a function (onnxruntime's
+        # get_cudart_version(v): CDLL(f"libcudart.so.{v}")) is not known to be the package's
+        # load path either; the probe sees the error if the import really swallows one.
+        return bool(link.resolved) or bool(link.problem and not link.function)
     if link.problem.startswith("no file for this interpreter"):
         return True
     return any(f.endswith((".so", ".pyd")) or ".so." in f for f in link.resolved) or \
@@ -197,6 +203,14 @@ def _hidden_optional(chain: ImportChain, target: str, message: str) -> bool:
     the package's own fallback for an optional module, not a hidden failure."""
     return any(link.target == target and _optional(link) for link in chain.links) and \
         f"No module named '{target}'" in message
+
+
+def _dotted_module(file: str, chain: ImportChain, name: str) -> str:
+    """``pkg.sub.mod`` for ``…/pkg/sub/mod.py``: the name ``python -m`` takes."""
+    rel = _rel(file, chain)
+    if rel == file:  # not under the package's parent directory
+        return f"{name}.{os.path.basename(file)[:-3]}"
+    return rel[:-3].replace(os.sep, ".")
 
 
 def _rel(path: str, chain: ImportChain) -> str:
@@ -291,7 +305,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         yield OD507.finding(_rel(file, chain), f"{_rel(file, chain)} uses a relative import "
                             "and has a __main__ block: running it as a script fails",
                             (f"{_rel(file, chain)}:{line}: relative import",),
-                            fix=f"run it as python -m {name}.{os.path.basename(file)[:-3]}")
+                            fix=f"run it as python -m {_dotted_module(file, chain, name)}")
     missing = [p for p in chain.record_missing if _in_site(p)]
     changed = [p for p in chain.record_changed if _in_site(p)]
     if missing or changed:

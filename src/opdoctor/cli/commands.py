@@ -210,11 +210,14 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 compiled = report.sections.get("compile") or {}
                 if os.path.isdir(t.path) and not report.findings and not (
-                        compiled.get("ops") or compiled.get("python_registrations")):
-                    # A package that loads no compiled library and defines no op from Python
-                    # either: "no problem found" would claim what nothing was checked for.
+                        compiled.get("ops") or compiled.get("python_registrations")) and \
+                        not _has_shared_library(t.path):
+                    # A pure-Python package (no compiled file in it, no op defined from Python):
+                    # "no problem found" would claim what nothing was checked for. A package
+                    # with libraries the static reading does not reach (cv2 re-imports itself
+                    # through importlib) is not "nothing compiled": its report says so.
                     errors.append(TargetError(
-                        t.display, "OD415", f"Python package {t.options.package} loads no "
+                        t.display, "OD415", f"Python package {t.options.package} has no "
                         "compiled library and defines no operator: nothing to check"))
                     continue
                 reports.append(report)
@@ -339,3 +342,10 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
         if output:
             out.close()
     return code
+
+
+def _has_shared_library(directory: str) -> bool:
+    """Whether a shared library lies at or below ``directory``."""
+    from opdoctor.facts.inputfile import shared_libraries_under
+
+    return bool(shared_libraries_under(directory))

@@ -54,6 +54,9 @@ class Link:
     # A load inside an ``except`` handler: the fallback when the main path failed, not the
     # package's load path (a missing fallback file is no finding of its own).
     fallback: bool = False
+    # The function whose body holds a load call ("" at module level): whether it runs at
+    # import is known only where a call site computes its argument.
+    function: str = ""
 
 
 @dataclass
@@ -605,8 +608,11 @@ def _source(file: str) -> _Source | None:
 
 def _not_a_path(value: str) -> bool:
     """A build-system target (``//deeplearning/fbgemm/fbgemm_gpu:cumem_utils``) or a URL:
-    strings a loader call may get in another build of the package, never a file here."""
-    return value.startswith("//") or "://" in value
+    strings a loader call may get in another build of the package, never a file here; or a bare
+    library name (``libcudart.so.12``, ``vcruntime140.dll``), which dlopen looks up in the
+    system's search path, not in the working directory: the package probing for a system
+    library, not loading a file of its own."""
+    return value.startswith("//") or "://" in value or "/" not in value
 
 
 def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
@@ -745,7 +751,9 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     links.extend(_submodule(file, node.lineno, seg, a.name, rel_dir, package,
                                             suffixes, handlers, depth, seen, top_dir, known))
         elif isinstance(node, ast.ImportFrom) and node.module and \
-                node.module.split(".")[0] == package and "." in node.module:
+                node.module.split(".")[0] == package:
+            # `from pkg.a.b import x`, and `from pkg import _ext` (regex: a submodule of the
+            # package itself, followed when a module of that name exists)
             links.extend(_import_path(node.module.split(".")[1:], top_dir, node, seg))
         elif isinstance(node, ast.Import):
             for a in node.names:
@@ -779,6 +787,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 if func is not None:
                     # Inside a function: computed from its call sites once the whole module
                     # is read (a call site may come after the def, with names bound later).
+                    link.function = func.name
                     pending.append((link, func, node))
                 else:
                     _resolve_link(link, ev.value(node.args[0]))
@@ -807,7 +816,7 @@ def _resolve_link(link: Link, value: object) -> None:
     not_paths = len(targets) < len(resolved)
     link.resolved = [os.path.abspath(r) for r in targets]
     if not targets and not_paths:
-        link.problem = ""  # a build target / URL: not a file this install loads
+        link.problem = ""  # a build target, URL or bare name: not a file this install ships
     elif not targets:
         link.problem = "the path expression cannot be evaluated statically"
     elif not any(os.path.isfile(r) for r in targets):
