@@ -115,15 +115,17 @@ print(json.dumps([name in torch._C._dispatch_get_all_op_names(), shape,
 
 def test_stable_kernels_for_python_defined_ops_are_not_no_registration() -> None:
     """torchao's _C_mxfp8 library registers only stable-ABI kernels; its ops are defined from
-    torchao's Python (Library("torchao", "FRAGMENT").define). Judged alone it "registers
-    nothing" (OD101, an error); joined with the package it is no fault."""
+    torchao's Python (Library("torchao", "FRAGMENT").define). Judged alone it was "registers
+    nothing" (OD101, an error); with its stable registrars read it has kernels for a namespace
+    it does not define (OD104), and joined with the package neither is a fault: info only."""
     s = site("torchao-0.18.0-cuda-ext-on-cpu")
     lib = next((s / "torchao").glob("_C_mxfp8*.so"))
     report = check(lib, "torchao", s)
-    od101 = [f for f in report.findings if f.code == "OD101"]
-    assert od101 and all(f.severity is Severity.INFO for f in od101)
-    assert "defines its ops from Python" in od101[0].message
-    assert "stable ABI" in od101[0].message
+    cause1 = [f for f in report.findings if f.code in ("OD101", "OD103", "OD104")]
+    assert cause1 and all(f.severity is Severity.INFO for f in cause1), cause1
+    assert any("from Python" in f.message for f in cause1), [f.message for f in cause1]
+    ns = report.sections["registration"]["namespaces"]["torchao"]
+    assert ns.get("stable") and "CUDA" in ns["kernels"], ns
     ops = merged(report)
     assert ops["torchao::mx_fp8_bf16"]["origin"] == "Python"
     assert any("_C_mxfp8" in o for o in ops["torchao::mx_fp8_bf16"]["keys"]["CUDA"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from opdoctor.facts import CheckOptions
@@ -229,3 +231,32 @@ def test_vector_built_literals_are_reassembled_from_the_code() -> None:
     old = {t.split("::", 1)[-1] for t in _static_schemas(_TV28)}
     new = set(_static_schemas(_TV29)) - {"_cuda_version() -> int"}  # m.def(name, fn): no text
     assert len(new) == 14 and old == new
+
+
+def test_schema_like_text_outside_torch_is_no_op(tmp_path: Path) -> None:
+    """OpenCV's cv2.abi3.so carries pybind docstrings ("reset() -> None") and
+    "cv::VideoCapture(int index)": without torch or its stable shim that text registers
+    nothing, so the inventory lists no op; the same bytes in a library that links torch's
+    libraries are schemas."""
+    import subprocess
+
+    tmp = tmp_path
+    (tmp / "t.c").write_text(
+        'const char *doc1 = "reset() -> None";\n'
+        'const char *doc2 = "cv::VideoCapture(int index) -> Tensor";\n'
+        "const char *get(int i) { return i ? doc1 : doc2; }\n")
+    import sys
+
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"), None)
+    plain, linked = tmp / "libplain.so", tmp / "liblinked.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(plain), str(tmp / "t.c")],
+                   check=True, timeout=60)
+    report = run_check(str(plain), CheckOptions(probe=False), Selection(("OD1",)))
+    sec = report.sections["registration"]
+    assert sec["schemas"] == [] and sec["namespaces"] == {}, sec
+    if torch_lib is None:
+        pytest.skip("no torch/lib beside the venv")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(linked), str(tmp / "t.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    report = run_check(str(linked), CheckOptions(probe=False), Selection(("OD1",)))
+    assert "cv" in report.sections["registration"]["namespaces"]

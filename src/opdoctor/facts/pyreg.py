@@ -95,10 +95,17 @@ def _read_library(path: str, _mtime_ns: int, size: int) -> LibraryOps | None:
 
     if size > MAX_LIBRARY_BYTES:
         return None
+    from opdoctor.facts.loader.process import needs_torch
+
     try:
         img = ElfImage.open(open_input(path))
-        inv = read_inventory(img, [])
         st = read_stable(img)
+        if not st.used and not needs_torch(img, None):
+            # Neither torch's registration API nor the stable shim: whatever reads like a
+            # schema in it is text (OpenCV's cv2.abi3.so carries "destroyAllWindows() -> None"
+            # docstrings and "cv::VideoCapture(int index)"), not an operator of the package.
+            return LibraryOps(path)
+        inv = read_inventory(img, [])
     except (OSError, ValueError, InputError, ElfFormatError, IndexError, KeyError):
         return None
     return library_ops(path, inv, st.namespaces, st.defines, st.used)
