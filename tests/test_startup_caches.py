@@ -56,6 +56,8 @@ def test_every_cached_regex_is_the_one_re_builds() -> None:
 
 def test_warm_loads_what_save_wrote_and_rejects_a_corrupt_file(tmp_path: Path) -> None:
     path = str(tmp_path / "regex.marshal")
+    for i in range(450):  # a long-lived process (this test run) has compiled many patterns
+        re.compile(f"filler{i}x+")
     assert recache.save([p.source for p in load_patterns()], path)
     code = ("import re, sys\nfrom opdoctor.explain import recache\n"
             f"n = recache.warm({path!r})\n"

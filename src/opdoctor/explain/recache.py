@@ -108,12 +108,12 @@ def save(extra: Iterable[str] = (), path: str | None = None) -> bool:
     cache = getattr(re, "_cache", None)
     if not isinstance(cache, dict):
         return False
-    keys: dict[tuple[str, int], None] = {}
+    # The knowledge base first: when a long-lived process has compiled more than the cache
+    # keeps (a test run), what is cut is the process's own patterns, never explain's.
+    keys: dict[tuple[str, int], None] = {(source, 0): None for source in extra}
     for key in list(cache):
         if isinstance(key, tuple) and len(key) == 3 and key[0] is str:
-            keys[(key[1], int(key[2]))] = None
-    for source in extra:
-        keys.setdefault((source, 0), None)
+            keys.setdefault((key[1], int(key[2])), None)
     entries = [e for k in keys if (e := _entry(*k)) is not None][:MAX_ENTRIES]
     target = path or cache_file()
     return cachefile.write(target, entries)
