@@ -410,3 +410,22 @@ def test_from_package_import_submodule_is_followed(tmp_path: Path) -> None:
     assert [lk["resolved"] for lk in links] == [[str(pkg / "_core.py")], [str(pkg / "_rx.so")]]
     # The library is reached and read as the extension it is imported as (no PyInit__rx in it).
     assert codes(report) == ["OD504"]
+
+
+def test_one_parse_per_module_shared_by_the_readers(tmp_path: Path) -> None:
+    """The import chain, the registrations and the version guards read one tree per version
+    of a file; a changed file is parsed again."""
+    import time
+
+    from opdoctor.facts.pyast import parse_file
+
+    mod = tmp_path / "m.py"
+    mod.write_text("import torch\nX = 1\n")
+    first = parse_file(str(mod))
+    assert first is not None and parse_file(str(mod), mod.read_bytes()) is first
+    time.sleep(0.01)
+    mod.write_text("import torch\nX = 22\n")
+    second = parse_file(str(mod))
+    assert second is not None and second is not first
+    mod.write_text("def broken(:\n")
+    assert parse_file(str(mod)) is None

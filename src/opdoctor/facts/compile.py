@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
 from dataclasses import dataclass, field
 
 from opdoctor.facts.budget import checkpoint
@@ -372,6 +371,8 @@ def module_name(file: str, package_dir: str, package: str) -> str:
 def python_registrations(files: list[str], imported: set[str], package_dir: str,
                          package: str) -> list[PyRegistration]:
     """Registrations in the package's Python files (each parsed once; large files skipped)."""
+    from opdoctor.facts.pyast import parse_file
+
     out: list[PyRegistration] = []
     for file in files[:_MAX_FILES]:
         checkpoint(f"looking for registrations in {file}")
@@ -382,10 +383,10 @@ def python_registrations(files: list[str], imported: set[str], package_dir: str,
                 raw = fh.read()
             if not _may_register(raw):
                 continue  # cheap: only modules that can register anything are decoded, parsed
-            with warnings.catch_warnings():  # "invalid escape sequence" in the package's code
-                warnings.simplefilter("ignore")
-                tree = ast.parse(raw.decode("utf-8"), file)
-        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            tree = parse_file(file, raw)
+        except OSError:
+            continue
+        if tree is None:
             continue
         mod = module_name(file, package_dir, package)
         out += _ModuleReader(file, mod, os.path.realpath(file) in imported).read(tree)

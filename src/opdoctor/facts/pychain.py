@@ -17,7 +17,6 @@ import os
 import platform
 import re
 import sys
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -586,10 +585,12 @@ def _parse(file: str, mtime_ns: int, size: int) -> _Source | None:
     try:
         with open(file, "rb") as fh:
             raw = fh.read(MAX_SOURCE_BYTES + 1)
-        with warnings.catch_warnings():  # "invalid escape sequence" in the package's code
-            warnings.simplefilter("ignore")
-            tree = ast.parse(raw.decode("utf-8"), file)
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+    except OSError:
+        return None
+    from opdoctor.facts.pyast import parse_file
+
+    tree = parse_file(file, raw)  # shared with the package's other readers
+    if tree is None:
         return None
     lines = tuple(_LINE.findall(raw))
     hot = [0]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -104,11 +103,10 @@ def guards_in(file: str) -> list[Guard]:
         return []
     if not _VERSION_READ.search(raw) or b"ersion" not in raw:
         return []
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(raw.decode("utf-8"), file)
-    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
+    from opdoctor.facts.pyast import parse_file
+
+    tree = parse_file(file, raw)
+    if tree is None:
         return []
     out: list[Guard] = []
     for node in ast.walk(tree):
@@ -171,11 +169,10 @@ def fired(guard: Guard, output: str) -> str:
 def supported_releases(file: str, package_version: str) -> list[str]:
     """The framework releases the package's own table pairs with this package version:
     torchao's ``[(_parse_version("0.14.1"), _parse_version("2.9.0")), …]`` → ["2.9.0", …]."""
-    try:
-        with open(file, "rb") as fh, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(fh.read().decode("utf-8"), file)
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError):
+    from opdoctor.facts.pyast import parse_file
+
+    tree = parse_file(file)
+    if tree is None:
         return []
     base = re.match(r"\d+(?:\.\d+)*", package_version)
     mine = base.group(0) if base else package_version

@@ -90,9 +90,12 @@ def module_bindings(file: str) -> Bindings:
     try:
         if os.path.getsize(file) > _MAX_BYTES:
             return Bindings(frozenset(), True)
-        with open(file, "rb") as fh:
-            tree = ast.parse(fh.read(), filename=file)
-    except (OSError, SyntaxError, ValueError):
+    except OSError:
+        return Bindings(frozenset(), True)
+    from opdoctor.facts.pyast import parse_file
+
+    tree = parse_file(file)
+    if tree is None:
         return Bindings(frozenset(), True)
     names: set[str] = set()
     open_ = _walk(tree.body, names)

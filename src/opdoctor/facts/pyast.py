@@ -1,0 +1,45 @@
+"""One parse per Python file per run, shared by every reader of a package's modules.
+
+The import chain (``pychain``), the registrations (``compile``), the version guards
+(``pyguard``) and the names a module binds (``pynames``) all read the same modules of a
+package; parsing a large one (tensordict's) costs tens of milliseconds each time. The tree is
+cached on the file's path, mtime and size; readers only walk it, never change it.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+
+_MAX_CACHED = 512
+_trees: dict[tuple[str, int, int], ast.Module | None] = {}
+
+
+def parse_file(path: str, raw: bytes | None = None) -> ast.Module | None:
+    """The module's AST (None when it cannot be read or parsed). ``raw``: its bytes, when the
+    caller has read them already (used only on the first parse of this version of the file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key in _trees:
+        return _trees[key]
+    tree = _parse(path, raw)
+    if len(_trees) >= _MAX_CACHED:
+        _trees.pop(next(iter(_trees)))  # the oldest: a run reads each module's tree in turn
+    _trees[key] = tree
+    return tree
+
+
+def _parse(path: str, raw: bytes | None) -> ast.Module | None:
+    try:
+        if raw is None:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        with warnings.catch_warnings():  # "invalid escape sequence" in the package's code
+            warnings.simplefilter("ignore")
+            return ast.parse(raw.decode("utf-8"), path)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+        return None
