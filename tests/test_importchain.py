@@ -429,3 +429,24 @@ def test_one_parse_per_module_shared_by_the_readers(tmp_path: Path) -> None:
     assert second is not None and second is not first
     mod.write_text("def broken(:\n")
     assert parse_file(str(mod)) is None
+
+
+def test_nested_optional_version_module_is_not_missing(tmp_path: Path) -> None:
+    """torchrl 0.11.0's __init__: ``except Exception: try: from ._version import …  except
+    Exception: try: from .version import … except Exception: __version__ = None`` — the
+    generated version modules are optional (the import works without them)."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "verpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "try:\n    raise RuntimeError('no metadata')\nexcept Exception:\n"
+        "    try:\n        from ._version import __version__\n    except Exception:\n"
+        "        try:\n            from .version import __version__\n"
+        "        except Exception:\n            __version__ = None\n")
+    run = subprocess.run([sys.executable, "-c", "import verpkg; print(verpkg.__version__)"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "None", run.stderr
+    report = chain(tmp_path, "verpkg", probe=False)
+    assert "OD510" not in codes(report), [f.message for f in report.findings]

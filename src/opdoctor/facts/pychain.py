@@ -482,12 +482,13 @@ def _swallow(handler_stack: list[ast.ExceptHandler]) -> str:
         catches = names & {"ImportError", "ModuleNotFoundError", "OSError", "Exception",
                            "BaseException", "<bare>", "RuntimeError"}
         reraises = any(isinstance(n, ast.Raise) for n in ast.walk(h))
-        # A handler that loads something else (fbgemm_gpu: load_library(unified_path), on failure
-        # load_library(cuda_path); or `from ._C_fallback import x`) does not discard the error:
-        # when the fallback fails too, its own error propagates.
-        falls_back = any(
-            (isinstance(n, ast.Call) and _dotted(n.func).rsplit(".", 1)[-1] in _LOADERS) or
-            (isinstance(n, ast.ImportFrom) and n.level >= 1) for n in ast.walk(h))
+        # A handler that loads another library (fbgemm_gpu: load_library(unified_path), on
+        # failure load_library(cuda_path)) does not discard the error: when the fallback fails
+        # too, its own error propagates. (An import in the handler is no such fallback:
+        # torchrl's `except: from ._version import …` sits in nested handlers that end in
+        # `__version__ = None`, an optional module.)
+        falls_back = any(isinstance(n, ast.Call) and _dotted(n.func).rsplit(".", 1)[-1]
+                         in _LOADERS for n in ast.walk(h))
         if catches and not reraises and not falls_back:
             return f"except {', '.join(sorted(catches)).replace('<bare>', '')}: (line {h.lineno})"
     return ""
