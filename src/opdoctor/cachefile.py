@@ -17,6 +17,22 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def source_stamps() -> list[str]:
+    """``path:size:mtime`` of every source and data file of the opdoctor package, in a stable
+    order: what a cache of anything computed from opdoctor's own code is keyed on."""
+    out = []
+    for root, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".toml", ".json")):
+                st = os.stat(os.path.join(root, name))
+                out.append(f"{root}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    return out
+
+
 def cache_dir() -> str:
     """opdoctor's cache directory: $XDG_CACHE_HOME/opdoctor, else ~/.cache/opdoctor."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

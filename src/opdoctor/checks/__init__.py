@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from opdoctor.checks.base import PIPELINE_CODES, Check
+from opdoctor.checks.base import NOT_A_PACKAGE, PIPELINE_CODES, Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
 
 if TYPE_CHECKING:
@@ -172,12 +172,10 @@ def load_registry(with_plugins: bool = True) -> Registry:
 # else is asked of the family itself.
 
 MANIFEST_FORMAT = 1
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _not_a_package(facts: Facts) -> str:
-    return "" if facts.options.package else (
-        "not a package (use --package NAME, a package directory, or a .so inside a package)")
+    return "" if facts.options.package else NOT_A_PACKAGE
 
 
 def _not_probed(facts: Facts) -> str:
@@ -234,13 +232,9 @@ class _Gated(_Deferred):
 
 def _sources_key() -> str:
     """Everything the built-in checks' declarations depend on: opdoctor's sources."""
-    parts = [str(MANIFEST_FORMAT), sys.version]
-    for root, dirs, files in os.walk(_PACKAGE):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith((".py", ".toml", ".json")):
-                st = os.stat(os.path.join(root, name))
-                parts.append(f"{root}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    from opdoctor import cachefile
+
+    parts = [str(MANIFEST_FORMAT), sys.version, *cachefile.source_stamps()]
     return "\n".join(parts)
 
 

@@ -87,3 +87,15 @@ class Check:
             if doc.code == code:
                 return doc
         raise KeyError(f"{self.name} does not declare {code}")
+
+
+NOT_A_PACKAGE = ("not a package (use --package NAME, a package directory, or a .so inside a "
+                 "package)")
+
+
+def package_applies(facts: Facts) -> str:
+    """Why a package-level check (import chain, version guard) does not apply ("" when it
+    does): no package context, or a file of the framework's own install."""
+    if not facts.options.package:
+        return NOT_A_PACKAGE
+    return f"part of the {facts.framework_library} install" if facts.framework_library else ""

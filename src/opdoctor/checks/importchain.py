@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from opdoctor.checks.base import Check
+from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pychain import ImportChain, Link, loader_calls
@@ -379,8 +379,5 @@ CHECK = Check(
     run=run,
     needs_elf=False,
     section=section,
-    applies=lambda facts: (
-        "not a package (use --package NAME, a package directory, or a .so inside a package)"
-        if not facts.options.package else
-        f"part of the {facts.framework_library} install" if facts.framework_library else ""),
+    applies=package_applies,
 )

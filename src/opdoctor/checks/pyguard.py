@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check
+from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pyguard import Guard, find_guards, fired, supported_releases
@@ -138,8 +138,5 @@ CHECK = Check(
     codes=CODES,
     run=run,
     needs_elf=False,
-    applies=lambda facts: (
-        "not a package (use --package NAME, a package directory, or a .so inside a package)"
-        if not facts.options.package else
-        f"part of the {facts.framework_library} install" if facts.framework_library else ""),
+    applies=package_applies,
 )

@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from opdoctor import __version__, cachefile
 
 FORMAT = 1  # bump when the stored layout changes
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _memoizable(args: Sequence[str]) -> bool:
@@ -47,12 +46,7 @@ def _memoizable(args: Sequence[str]) -> bool:
 def _key(args: Sequence[str]) -> str:
     """Everything the answer depends on, as one string."""
     parts = [str(FORMAT), __version__, sys.executable, sys.version]
-    for root, dirs, files in os.walk(_PACKAGE):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith((".py", ".toml", ".json")):
-                st = os.stat(os.path.join(root, name))
-                parts.append(f"{root}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    parts += cachefile.source_stamps()
     for entry in sys.path:
         try:
             parts.append(f"{entry}:{os.stat(entry or '.').st_mtime_ns}")
