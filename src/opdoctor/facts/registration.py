@@ -513,8 +513,12 @@ def read_inventory(img: ElfImage, dynstr_names: list[str],
     stripped = img.symtab_section() is None
     inv = Inventory(stripped=stripped)
     inv.namespaces = resolve_namespaces(img, _namespaces(markers(img)))
-    if torch_context or _stable_used(img):
+    if torch_context:
         inv.schemas = schemas(img)
+    else:
+        from opdoctor.facts.stable import registers
+        if registers(img):
+            inv.schemas = schemas(img)
     _add_stable(img, inv)
     inv.pyinit = dynstr_names
     inv.initializers, inv.initializer_names = initializers(img)
@@ -547,13 +551,6 @@ def read_inventory(img: ElfImage, dynstr_names: list[str],
         if op not in target.ops:
             target.ops.append(op)
     return inv
-
-
-def _stable_used(img: ElfImage) -> bool:
-    """Whether the library registers through torch's stable shim (see ``_add_stable``)."""
-    from opdoctor.facts.stable import read_registration
-    reg = read_registration(img)
-    return reg.used or bool(reg.namespaces)
 
 
 def _add_stable(img: ElfImage, inv: Inventory) -> None:

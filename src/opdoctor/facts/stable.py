@@ -124,6 +124,17 @@ def _imports(img: ElfImage, names: tuple[str, ...]) -> bool:
         img.data.buf.find(b"\0" + n.encode() + b"\0", dyn[0] - 1, dyn[1]) >= 0 for n in names)
 
 
+def registers(img: ElfImage) -> bool:
+    """Whether the library registers through the stable shim at all: it imports a registrar
+    entry point or names a STABLE_TORCH_LIBRARY* initialiser (cheap: no code is read)."""
+    if _imports(img, REGISTRARS):
+        return True
+    strtab = _strtab(img)
+    return strtab is not None and any(
+        i.startswith(("STABLE_TORCH_LIBRARY_IMPL_init_", "STABLE_TORCH_LIBRARY_FRAGMENT_init_",
+                      "STABLE_TORCH_LIBRARY_init_")) for i in _idents(img.data.buf, *strtab))
+
+
 def read_registration(img: ElfImage, op_names: frozenset[str] = frozenset()
                       ) -> StableRegistration:
     """Stable registrars from ``.symtab``, or, stripped, from ``.rodata`` literals
