@@ -116,6 +116,9 @@ FAMILY_SAMPLES = [
     ("PaddlePaddle/Paddle#77220", "build.tooling"),
     ("microsoft/onnxruntime#28523", "ort.api-version"),
     ("vllm-project/vllm-ascend#1144", "loader.undefined-symbol"),  # std::string: the C++ ABI
+    ("PaddlePaddle/Paddle#42225", "paddle.avx-core"),
+    ("mindspore-ai/mindspore#55", "mindspore.kernel-select"),
+    ("tensorflow/text#173", "tf.op-not-registered"),  # external/org_tensorflow: a serving binary
 ]
 
 

@@ -552,7 +552,9 @@ def _tf_op(ctx: Context) -> Refinement | None:
     op = ctx.group("op")
     if re.search(r"tensorflow_serving|[Ss]ervable|Loading servable|TF_?Serving|tritonserver|"
                  r"inference server|tensorflow/serving|tensorflow_model_server|model_server|"
-                 r"tf-serving", text):
+                 r"tf-serving|external/org_tensorflow/", text):
+        # external/org_tensorflow/: TensorFlow compiled as a Bazel dependency of another binary
+        # (TF Serving, a C++ server) logs its own source paths so; a pip TensorFlow does not
         return Refinement((1, 5), "the op is loaded by a server binary (TF Serving, Triton) that "
                           f"does not contain {op}: custom ops must be compiled into the server",
                           ("OD106",), f"the serving binary has no {op}", "high")
