@@ -119,6 +119,7 @@ FAMILY_SAMPLES = [
     ("PaddlePaddle/Paddle#42225", "paddle.avx-core"),
     ("mindspore-ai/mindspore#55", "mindspore.kernel-select"),
     ("tensorflow/text#173", "tf.op-not-registered"),  # external/org_tensorflow: a serving binary
+    ("tensorflow/models#4405", "tf.duplicate-device-factory"),
 ]
 
 
