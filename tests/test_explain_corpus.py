@@ -120,6 +120,7 @@ FAMILY_SAMPLES = [
     ("mindspore-ai/mindspore#55", "mindspore.kernel-select"),
     ("tensorflow/text#173", "tf.op-not-registered"),  # external/org_tensorflow: a serving binary
     ("tensorflow/models#4405", "tf.duplicate-device-factory"),
+    ("microsoft/onnxruntime-genai#555", "ort.native-import"),  # 1114 first, CUDA_PATH after
 ]
 
 
