@@ -121,6 +121,7 @@ FAMILY_SAMPLES = [
     ("tensorflow/text#173", "tf.op-not-registered"),  # external/org_tensorflow: a serving binary
     ("tensorflow/models#4405", "tf.duplicate-device-factory"),
     ("microsoft/onnxruntime-genai#555", "ort.native-import"),  # 1114 first, CUDA_PATH after
+    ("mindspore-ai/community#4", "mindspore.kernel-select"),  # the CPU kernel factory's form
 ]
 
 

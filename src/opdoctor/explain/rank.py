@@ -742,7 +742,10 @@ def _pair_subject(line: str) -> str:
 @refiner("ort-impl")
 def _ort_impl(ctx: Context) -> Refinement | None:
     opset = ctx.group("opset")
-    if opset.isdigit() and int(opset) < 7:
+    # "No Op registered ... domain_version" is the schema lookup: ONNX has schemas from opset 1,
+    # so a low version there is a custom domain's (they start at 1), not an old model
+    schema = "No Op registered" in ctx.line
+    if opset.isdigit() and int(opset) < 7 and not schema:
         return Refinement((3, 1), f"opset {opset} is older than any kernel ONNX Runtime "
                           "registers (7+): re-export the model with a newer opset", ("OD106",),
                           "the model's opset is older than the runtime supports", "high")
