@@ -23,8 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     typer app (which alone costs more than a static check of a small library); everything
     else, ``--help`` and every usage error included, goes to :mod:`opdoctor.cli.app`.
     """
-    if argv is None:  # the console script and `python -m opdoctor`: the process ends here
-        _exit_now(_main(sys.argv[1:]))
+    if argv is None:
+        code = _main(sys.argv[1:])
+        # The console script and `python -m opdoctor`: the process ends here — unless a
+        # profiler or a coverage tracer still has to write its results at exit.
+        if sys.getprofile() is None and sys.gettrace() is None:
+            _exit_now(code)
+        return code
     return _main(list(argv))
 
 
