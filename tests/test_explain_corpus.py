@@ -556,3 +556,98 @@ def test_a_torch_library_of_another_era_names_the_release() -> None:
     # with no torch release in the text it stays 'torch not imported first'
     assert explain_text("ImportError: libtorch_cpu.so: cannot open shared object file: No such "
                         "file or directory").cause == 5
+
+
+# ------------------------------------------------------------------ e1: PyTorch/loader/Python forms
+E1_FAMILY_SAMPLES = [
+    ("meta-pytorch/torchcodec#1072", "link.wrong-format", 4),
+    ("torchpipe/torchpipe#70", "packaging.wheel-without-library", 4),
+    ("alibaba/MNN#3390", "loader.execstack", 4),
+    ("vllm-project/vllm#29030", "loader.undefined-symbol", 4),
+    ("pytorch/pytorch#39473", "python.framework-api-moved", 5),
+]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), E1_FAMILY_SAMPLES,
+                         ids=[f"{f}:{t}" for t, f, _ in E1_FAMILY_SAMPLES])
+def test_e1_family_sample(thread: str, family: str, cause: int) -> None:
+    """A dev case per pattern family / refinement added for the PyTorch, loader and Python
+    forms; its resolution-established cause comes first."""
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert e.subcause == family, (e.subcause, e.title)
+    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
+
+
+def test_a_mangled_global_function_is_own_code_whatever_its_name() -> None:
+    """CUDA's, BLAS's, OpenMP's and CPython's APIs are extern "C": a *mangled* function at
+    global scope (_Z<len><name>…) is the library's own code even when named cutlass_…/cublas…;
+    the unmangled C name stays a CUDA library function."""
+    from opdoctor.explain.entities import classify_symbol
+
+    own = classify_symbol("_Z20cutlass_moe_mm_sm100RN2at6TensorERKS0_S3_S3_S3_S3_S3_S3_S3_S3_bb")
+    assert own.owner == "own" and own.causes[0] == 4, own
+    assert classify_symbol("cublasLtHSHMatmulAlgoInit").owner == "cuda"
+    assert classify_symbol("PyUnicode_DATA").owner == "python"
+
+
+def test_a_local_file_imported_by_library_code_is_shadowing() -> None:
+    """A frame of the standard library (or an installed package) runs ``import X`` and the next
+    frame executes the user's X.py: the user's file shadows the module. The same import
+    resolving to the standard library's own file is not shadowing."""
+    from opdoctor.explain.rank import shadowing_files
+
+    case = DEV_BY_THREAD["pytorch/pytorch#39473"]
+    assert [p.rsplit("/", 1)[-1] for p in shadowing_files(str(case["text"]))] == ["dis.py"]
+    healthy = ('  File "/usr/lib/python3.11/inspect.py", line 35, in <module>\n    import dis\n'
+               '  File "/usr/lib/python3.11/dis.py", line 10, in <module>\n    import x\n')
+    assert shadowing_files(healthy) == []
+
+
+def test_pyinit_missing_without_its_parenthesis_is_still_recognised() -> None:
+    """The message pasted without '(PyInit_X)' is the same failure; the build alternative (a
+    module compiled under another name, this thread's resolution) stays in the top two."""
+    case = DEV_BY_THREAD["sophgo/LLM-TPU#33"]
+    e = explain_text(str(case["text"]))
+    assert e.subcause == "python.no-module-export"
+    assert case["cause"] in [a.cause for a in e.ranked][:2]
+
+
+def test_an_attribute_error_naming_register_fake_is_not_a_missing_fake_kernel() -> None:
+    """'module torch.library has no attribute register_fake' says the torch that was imported
+    predates the API (or is another copy): the release/import side, not a fake kernel."""
+    e = explain_text("AttributeError: module 'torch.library' has no attribute 'register_fake'")
+    assert e.subcause == "python.framework-api-moved" and e.cause in (3, 5), e.subcause
+
+
+_TORCH_DISPATCH_PROBE = r'''
+import warnings, torch
+lib = torch.library.Library("odprobe", "DEF")
+lib.define("foo(Tensor x) -> Tensor")
+lib.impl("foo", lambda x: x * 2, "CPU")
+lib.define("bar(Tensor[] xs) -> Tensor")
+lib.impl("bar", lambda xs: xs[0], "CPU")
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    torch.ops.odprobe.foo(torch.ones(2, requires_grad=True)).sum().backward()
+print("MSG1", [str(x.message) for x in w if "autograd kernel" in str(x.message)][0])
+try:
+    torch.ops.odprobe.bar([])
+except NotImplementedError as e:
+    print("MSG2", str(e).splitlines()[0])
+'''
+
+
+def test_torch_dispatcher_messages_for_a_missing_kernel_are_registration() -> None:
+    """The messages real torch prints for an op registered without an Autograd kernel and for a
+    call that reaches no fallback (taken from torch itself, in a time-limited child) rank
+    registration first."""
+    pytest.importorskip("torch")
+    out = subprocess.run([sys.executable, "-c", _TORCH_DISPATCH_PROBE], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    msgs = [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("MSG")]
+    assert len(msgs) == 2, out
+    for m in msgs:
+        e = explain_text(m)
+        assert e.subcause == "torch.autograd-kernel-missing" and e.cause == 1, (m, e.subcause)

@@ -9,6 +9,7 @@ framework import.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Callable
@@ -820,6 +821,7 @@ def _framework_module(ctx: Context) -> Refinement | None:
     local = [p for p in _traceback_paths(ctx.text)
              if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
              and "installed" not in path_kind(p)]
+    local += shadowing_files(ctx.text)
     if re.search(r"partially initialized module|circular import", ctx.line) or local:
         return Refinement((5, 3), f"the '{top}' that was imported is not the installed package: "
                           + (f"{local[0]} shadows it" if local else "a local file or directory "
@@ -847,6 +849,37 @@ def _build_failure(ctx: Context) -> Refinement | None:
                       f"the build environment has no {m.group(1)}", "medium",
                       "`pip install --no-build-isolation …` with the framework installed in the "
                       "same interpreter")
+
+
+# A traceback frame line, and the source line Python prints under it.
+_FRAME = re.compile(r'File "(?P<path>[^"\n]{1,400})", line \d{1,7}[^\n]{0,200}\n'
+                    r'(?P<code>[^\n]{0,300})')
+_IMPORT_OF = re.compile(r"^\s{0,40}(?:import|from) (?P<mod>[\w.]{1,100})")
+
+
+def shadowing_files(text: str) -> list[str]:
+    """Local files that shadow a module, read from a traceback's own frames: a frame of an
+    installed package or of the standard library executes ``import X`` (or ``from X …``) and
+    the very next frame runs ``…/X.py`` (or ``…/X/__init__.py``) from outside site-packages and
+    outside the interpreter's lib directory — so ``X`` resolved to the user's file, not to the
+    module that code meant (a script called dis.py, torch.py, a checkout on sys.path[0])."""
+    frames = [(m.group("path"), m.group("code")) for m in _FRAME.finditer(text)][:200]
+    out: list[str] = []
+    for (path, code), (nxt, _) in itertools.pairwise(frames):
+        m = _IMPORT_OF.match(code)
+        if not m or not _stdlib_or_installed(path):
+            continue
+        leaf = m.group("mod").split(".")[0]
+        if re.search(r"(?:^|[/\\])" + re.escape(leaf) + r"(?:\.py|[/\\]__init__\.py)$", nxt) \
+                and not _stdlib_or_installed(nxt):
+            out.append(nxt)
+    return out
+
+
+def _stdlib_or_installed(path: str) -> bool:
+    """A frame of an installed package or of the standard library (``…/lib/python3.X/…``)."""
+    return "installed" in path_kind(path) or bool(
+        re.search(r"[/\\]lib[/\\]python\d(?:\.\d{1,2})?[/\\]|[/\\]Lib[/\\]", path))
 
 
 def order_with(ref: Refinement | None, base: tuple[int, ...]) -> tuple[int, ...]:
