@@ -565,6 +565,9 @@ E1_FAMILY_SAMPLES = [
     ("alibaba/MNN#3390", "loader.execstack", 4),
     ("vllm-project/vllm#29030", "loader.undefined-symbol", 4),
     ("pytorch/pytorch#39473", "python.framework-api-moved", 5),
+    ("hszhao/PointWeb#11", "build.objects-failed", 3),
+    ("open-mmlab/mmdetection#2113", "build.nvcc-path", 2),
+    ("NVIDIA/apex#86", "build.extension-skipped", 4),
 ]
 
 
