@@ -172,6 +172,7 @@ _CUDA_TOOLKIT_LIB = re.compile(r"^lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft
 # an op library loaded into a running framework: torch.ops.load_library / tf.load_op_library
 _OP_LIBRARY_LOAD = re.compile(r"(?:Could not load this library: |load_op_library\(|"
                               r"ops\.load_library\()[^\s)]{0,300}")
+_LATER_UNDEFINED = re.compile(r"[Uu]ndefined symbol: ?(?P<sym>_{1,2}Z[\w$]{2,2000})")
 _FRAMEWORK_OWN = re.compile(r"[/\\](?:torch|tensorflow)[/\\]lib[/\\]")
 _OWN_PROVIDER = re.compile(r"^libonnxruntime_providers_shared\.so")
 
@@ -272,6 +273,17 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "the torch release the extension was built for (its wheel tag or "
                           "requirements) against `python -c 'import torch; print(torch."
                           "__version__)'`")
+    later = _LATER_UNDEFINED.search(text) if _CORE_TORCH.match(base) else None
+    if later:
+        # torch's core library is only missing while torch is not imported; the text also shows
+        # the same extension failing on a symbol, which needs that library to have been found —
+        # a later attempt (torch imported) got past the first error, so the symbol decides
+        info = classify_symbol(repair_markdown_symbol(later.group("sym")))
+        return Refinement(info.causes, f"{base} is missing only while torch is not imported; "
+                          f"with torch loaded the text shows the real failure: "
+                          f"{info.demangled} is {info.is_}", (info.code,),
+                          f"undefined symbol {info.demangled} (once torch is imported): "
+                          f"{info.is_.split(':')[0]}", "medium")
     if _CORE_TORCH.match(base):
         return Refinement((5, 2), f"{base} is torch's own core library: an extension cannot find "
                           "it when it is imported before `import torch` (which loads it), or "
