@@ -568,6 +568,7 @@ E1_FAMILY_SAMPLES = [
     ("hszhao/PointWeb#11", "build.objects-failed", 3),
     ("open-mmlab/mmdetection#2113", "build.nvcc-path", 2),
     ("NVIDIA/apex#86", "build.extension-skipped", 4),
+    ("SysCV/qd-3dt#25", "build.arch-unknown-to-torch", 3),
     # libc10.so missing (torch not imported), then the same import with torch: the symbol decides
     ("Dao-AILab/flash-attention#1644", "loader.cannot-open", 3),
 ]
