@@ -658,12 +658,27 @@ def _module(ctx: Context) -> Refinement | None:
     module = ctx.group("module")
     name = ctx.group("name")
     text = ctx.text
+    if not module and name:
+        # "cannot import name 'X'" without its module (older Pythons): the quoted import
+        # statement of the traceback names it ("from torch._six import container_abcs")
+        quoted = re.search(r"\bfrom (\w[\w.]{0,199}) import [^\n]{0,300}?\b" + re.escape(name)
+                           + r"\b", text)
+        if quoted:
+            module = quoted.group(1)
+            ctx = Context(ctx.pattern_id, {**ctx.groups, "module": module}, ctx.line, text,
+                          ctx.other_ids)
     full = f"{module}.{name}" if name else module
     if not module:
         return None
     top = module.split(".")[0]
     where = _where_package(text, module)
     compiled = bool(_COMPILED_NAME.search(full)) or bool(re.search(r"cuda|_C\b", full))
+    if name and not compiled and _FRAMEWORK_MODULES.match(top) and \
+            ctx.pattern_id != "python.framework-api-moved":
+        # a Python-level name of the framework itself ('container_abcs' from 'torch._six'):
+        # the framework's API of another release (or a local file shadowing it), as for
+        # "module 'torch' has no attribute …" — not a compiled extension missing
+        return _framework_module(ctx)
     built, ran = python_versions(text)
     if built and ran and not built & ran:
         return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
