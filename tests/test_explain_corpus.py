@@ -569,6 +569,7 @@ E1_FAMILY_SAMPLES = [
     ("open-mmlab/mmdetection#2113", "build.nvcc-path", 2),
     ("NVIDIA/apex#86", "build.extension-skipped", 4),
     ("SysCV/qd-3dt#25", "build.arch-unknown-to-torch", 3),
+    ("jwyang/faster-rcnn.pytorch#739", "torch.kernel-missing-for-device", 1),
     # a framework's Python-level name, its module read from the quoted import statement
     ("jkli1998/T-CAR#2", "python.cannot-import-name", 3),
     # libc10.so missing (torch not imported), then the same import with torch: the symbol decides
