@@ -660,3 +660,19 @@ def test_torch_dispatcher_messages_for_a_missing_kernel_are_registration() -> No
     for m in msgs:
         e = explain_text(m)
         assert e.subcause == "torch.autograd-kernel-missing" and e.cause == 1, (m, e.subcause)
+
+
+def test_a_module_file_named_like_the_framework_is_shadowing(tmp_path: object) -> None:
+    """Real Python, in a child: a directory holding a torch.py makes `import torch.nn` fail
+    with "'torch' is not a package" — a local file shadowing the framework (cause 5), not the
+    framework's API of another release."""
+    from pathlib import Path
+
+    work = Path(str(tmp_path))
+    (work / "torch.py").write_text("x = 1\n")
+    out = subprocess.run([sys.executable, "-c", "import torch.nn"], cwd=work,
+                         capture_output=True, text=True, timeout=60)
+    last = out.stderr.strip().splitlines()[-1]
+    assert "is not a package" in last, out.stderr
+    e = explain_text(last)
+    assert e.cause == 5, ([a.cause for a in e.ranked], e.why)

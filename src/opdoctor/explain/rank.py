@@ -849,7 +849,10 @@ def _framework_module(ctx: Context) -> Refinement | None:
              if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
              and "installed" not in path_kind(p)]
     local += shadowing_files(ctx.text)
-    if re.search(r"partially initialized module|circular import", ctx.line) or local:
+    if re.search(r"partially initialized module|circular import|'" + re.escape(top)
+                 + r"' is not a package", ctx.line) or local:
+        # "'torch' is not a package": the name resolved to a module file (a torch.py), not to
+        # the installed package directory — a local file shadows it
         return Refinement((5, 3), f"the '{top}' that was imported is not the installed package: "
                           + (f"{local[0]} shadows it" if local else "a local file or directory "
                              f"named {top} (or the script's own name) is imported instead, "
