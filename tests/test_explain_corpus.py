@@ -676,3 +676,25 @@ def test_a_module_file_named_like_the_framework_is_shadowing(tmp_path: object) -
     assert "is not a package" in last, out.stderr
     e = explain_text(last)
     assert e.cause == 5, ([a.cause for a in e.ranked], e.why)
+
+
+def test_torchs_own_minor_cuda_mismatch_warning_does_not_outrank_the_error_after_it() -> None:
+    """torch.utils.cpp_extension's CUDA_MISMATCH_WARN (read from the installed torch's source,
+    not retyped) says itself that it is most likely not a problem: the error after it decides."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        pytest.skip("torch is not installed")
+    src = (Path(spec.origin).parent / "utils" / "cpp_extension.py").read_text()
+    m = re.search(r'CUDA_MISMATCH_WARN = \(\s*"([^"]{20,400})"', src)
+    assert m, "torch's CUDA_MISMATCH_WARN text not found"
+    warn = "UserWarning: " + m.group(1) % ("12.1", "12.4")
+    own = ("ImportError: /env/lib/python3.10/site-packages/fused/_C.so: undefined symbol: "
+           "_Z9fused_fwdRKN2at6TensorE")
+    e = explain_text(warn + "\n" + own)
+    assert e.subcause == "loader.undefined-symbol" and e.cause == 4, (e.subcause, e.why)
+    alone = explain_text(warn)
+    assert alone.subcause == "torch.cuda-minor-mismatch-warning" and alone.confidence == "low"
