@@ -105,7 +105,7 @@ FAMILY_SAMPLES = [
     ("facebookresearch/maskrcnn-benchmark#230", "torch.kernel-compiled-out"),
     ("pytorch/vision#1405", "torch.no-such-operator"),
     ("huggingface/diffusers#9109", "torch.op-does-not-exist"),
-    ("pytorch/functorch#61", "torch.registered-multiple-times"),
+    ("pytorch/functorch#61", "torch.kernel-override-warning"),
     ("pytorch/pytorch#129370", "torch.schema-parse"),
     ("huggingface/kernel-builder#11", "torch.single-torch-library"),
     ("pytorch/pytorch#111654", "torch.torchscript-unknown-op"),
@@ -570,6 +570,7 @@ E1_FAMILY_SAMPLES = [
     ("NVIDIA/apex#86", "build.extension-skipped", 4),
     ("SysCV/qd-3dt#25", "build.arch-unknown-to-torch", 3),
     ("jwyang/faster-rcnn.pytorch#739", "torch.kernel-missing-for-device", 1),
+    ("pytorch/pytorch#111887", "torch.kernel-override-warning", 1),
     # a framework's Python-level name, its module read from the quoted import statement
     ("jkli1998/T-CAR#2", "python.cannot-import-name", 3),
     # libc10.so missing (torch not imported), then the same import with torch: the symbol decides
@@ -698,3 +699,12 @@ def test_torchs_own_minor_cuda_mismatch_warning_does_not_outrank_the_error_after
     assert e.subcause == "loader.undefined-symbol" and e.cause == 4, (e.subcause, e.why)
     alone = explain_text(warn)
     assert alone.subcause == "torch.cuda-minor-mismatch-warning" and alone.confidence == "low"
+
+
+def test_a_kernel_override_warning_does_not_outrank_an_error_after_it() -> None:
+    """The dispatcher's 'Overriding a previously registered kernel' is a warning (a plugin's log
+    prints pages of it and goes on): an error later in the same text is the root."""
+    warn = str(DEV_BY_THREAD["pytorch/pytorch#111887"]["text"])
+    err = str(DEV_BY_THREAD["rusty1s/pytorch_cluster#100"]["text"])
+    e = explain_text(warn + "\n" + err)
+    assert e.subcause == "loader.undefined-symbol" and e.cause == 3, (e.subcause, e.why)
