@@ -714,10 +714,17 @@ def _module(ctx: Context) -> Refinement | None:
                           "variant)", ("OD501",), f"{full}: the package was installed without "
                           "its compiled extension", "medium")
     if compiled:
-        if where == "installed":
+        if where == "installed" or (not where and not _traceback_paths(text)
+                                    and not _FRAMEWORK_MODULES.match(top)):
+            # nothing in the text puts the package in a source checkout: a compiled submodule
+            # missing from a package is first the package installed without building it (a
+            # Python-only or lite install, a skipped build), then a directory shadowing it
             return Refinement((4, 5, 3), f"{full} is a compiled submodule missing from the "
                               "installed package: it was installed without building its "
-                              "extension (or a lite variant)", ("OD510",), None, "medium")
+                              "extension (or a lite variant)", ("OD510",), None, "medium",
+                              f"whether the installed {top} contains the built {full} "
+                              f"(`opdoctor check --package {top}`); if it does, a directory "
+                              f"named {top} earlier on sys.path shadows it")
         return Refinement((5, 4), f"{full} is a compiled submodule: the package directory that "
                           "was imported has no built extension — a source checkout or stale "
                           "directory found first, two conflicting installs, or an extension "
