@@ -571,6 +571,7 @@ E1_FAMILY_SAMPLES = [
     ("SysCV/qd-3dt#25", "build.arch-unknown-to-torch", 3),
     ("jwyang/faster-rcnn.pytorch#739", "torch.kernel-missing-for-device", 1),
     ("pytorch/pytorch#111887", "torch.kernel-override-warning", 1),
+    ("pytorch/pytorch#21794", "link.dso-missing", 4),
     # a framework's Python-level name, its module read from the quoted import statement
     ("jkli1998/T-CAR#2", "python.cannot-import-name", 3),
     # libc10.so missing (torch not imported), then the same import with torch: the symbol decides
