@@ -572,6 +572,8 @@ E1_FAMILY_SAMPLES = [
     ("jwyang/faster-rcnn.pytorch#739", "torch.kernel-missing-for-device", 1),
     ("pytorch/pytorch#111887", "torch.kernel-override-warning", 1),
     ("pytorch/pytorch#21794", "link.dso-missing", 4),
+    # a framework's own library missing at link time: the package lacks it
+    ("conda-forge/pytorch-cpu-feedstock#313", "link.library-not-found", 4),
     # a framework's Python-level name, its module read from the quoted import statement
     ("jkli1998/T-CAR#2", "python.cannot-import-name", 3),
     # libc10.so missing (torch not imported), then the same import with torch: the symbol decides
@@ -709,3 +711,22 @@ def test_a_kernel_override_warning_does_not_outrank_an_error_after_it() -> None:
     err = str(DEV_BY_THREAD["rusty1s/pytorch_cluster#100"]["text"])
     e = explain_text(warn + "\n" + err)
     assert e.subcause == "loader.undefined-symbol" and e.cause == 3, (e.subcause, e.why)
+
+
+def test_the_real_linkers_missing_library_message_is_the_search_path(tmp_path: object) -> None:
+    """The system linker, asked for a library that exists nowhere (a time-limited child), says
+    'cannot find -lX': a search-path / not-installed matter (2) for a library that is not the
+    framework's own."""
+    import shutil
+    from pathlib import Path
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    work = Path(str(tmp_path))
+    (work / "x.c").write_text("int f(void) { return 1; }\n")
+    out = subprocess.run([cc, "-shared", "-fPIC", "x.c", "-o", "x.so", "-lopdoctor_no_such_lib"],
+                         cwd=work, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "opdoctor_no_such_lib" in out.stderr, out.stderr
+    e = explain_text(out.stderr)
+    assert e.subcause == "link.library-not-found" and e.cause == 2, (e.subcause, e.why)

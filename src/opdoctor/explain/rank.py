@@ -919,6 +919,20 @@ def _stdlib_or_installed(path: str) -> bool:
         re.search(r"[/\\]lib[/\\]python\d(?:\.\d{1,2})?[/\\]|[/\\]Lib[/\\]", path))
 
 
+@refiner("link-library")
+def _link_library(ctx: Context) -> Refinement | None:
+    """A link-time 'cannot find -lX': a framework's own library (torch, c10, tensorflow_framework)
+    ships inside the framework's package, so its absence there is the package installed without
+    it; any other library is first a search-path (or not-installed) matter."""
+    name = ctx.group("name", "name2", "name3")
+    if re.match(r"(?:c10|torch|torch_\w{1,20}|shm|tensorflow_framework|tensorflow_cc)$", name):
+        return Refinement((4, 2), f"lib{name} is part of the framework's own package: the "
+                          "installed framework lacks it (an incomplete or repackaged install), "
+                          "or the link points at another copy of the framework", ("OD201",),
+                          f"lib{name} missing from the framework's package", "medium")
+    return None
+
+
 def order_with(ref: Refinement | None, base: tuple[int, ...]) -> tuple[int, ...]:
     """The refiner's order, then the pattern's remaining causes."""
     first = ref.causes if ref else ()
