@@ -730,3 +730,21 @@ def test_the_real_linkers_missing_library_message_is_the_search_path(tmp_path: o
     assert out.returncode != 0 and "opdoctor_no_such_lib" in out.stderr, out.stderr
     e = explain_text(out.stderr)
     assert e.subcause == "link.library-not-found" and e.cause == 2, (e.subcause, e.why)
+
+
+def test_torchs_own_op_without_a_cuda_kernel_is_a_cpu_build_of_torch() -> None:
+    """The message a CPU build of torch itself prints when a CUDA tensor reaches an aten op
+    (taken from the installed CPU torch, in a time-limited child): the torch build variant (3),
+    not an extension's kernel compiled out (1)."""
+    pytest.importorskip("torch")
+    code = ("import torch\n"
+            "try:\n"
+            "    torch.ops.aten.empty_strided.default([2], [1], device='cuda')\n"
+            "except NotImplementedError as e:\n"
+            "    print(str(e).splitlines()[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.strip()
+    if "Could not run" not in out:
+        pytest.skip("this torch has CUDA kernels: " + out[:80])
+    e = explain_text(out)
+    assert e.subcause == "torch.could-not-run-backend" and e.cause == 3, (out, e.why)

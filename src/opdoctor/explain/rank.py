@@ -618,6 +618,15 @@ def _backend(ctx: Context) -> Refinement | None:
                           "its CUDA build: a CPU build of the package is installed next to a "
                           "CUDA torch (or a build for another CUDA)", ("OD313", "OD304"),
                           f"a CPU build of {op.split('::')[0]} with a CUDA torch", "medium")
+    if backend == "CUDA" and op.startswith("aten::"):
+        # every CUDA build of torch registers CUDA kernels for its own aten ops: none means the
+        # torch (or libtorch) in the process is a CPU build, or its CUDA library is not loaded
+        return Refinement((3, 2), f"{op} is one of torch's own operators, which every CUDA build "
+                          "of torch implements for CUDA: the torch (or libtorch) in this process "
+                          "is a CPU-only build (or its CUDA library was not loaded)",
+                          ("OD313",), "torch's own op has no CUDA kernel: a CPU build of torch",
+                          "medium", "`python -c 'import torch; print(torch.__version__, "
+                          "torch.version.cuda)'` (or the libtorch the program links)")
     if backend == "CUDA":
         return Refinement((1, 3, 4), f"{op} has no CUDA kernel: the extension was built without "
                           "its CUDA part (no nvcc at build time, FORCE_CUDA unset) or registers "
