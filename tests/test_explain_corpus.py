@@ -116,6 +116,12 @@ FAMILY_SAMPLES = [
     ("PaddlePaddle/Paddle#77220", "build.tooling"),
     ("microsoft/onnxruntime#28523", "ort.api-version"),
     ("vllm-project/vllm-ascend#1144", "loader.undefined-symbol"),  # std::string: the C++ ABI
+    ("PaddlePaddle/Paddle#42225", "paddle.avx-core"),
+    ("mindspore-ai/mindspore#55", "mindspore.kernel-select"),
+    ("tensorflow/text#173", "tf.op-not-registered"),  # external/org_tensorflow: a serving binary
+    ("tensorflow/models#4405", "tf.duplicate-device-factory"),
+    ("microsoft/onnxruntime-genai#555", "ort.native-import"),  # 1114 first, CUDA_PATH after
+    ("mindspore-ai/community#4", "mindspore.kernel-select"),  # the CPU kernel factory's form
 ]
 
 
