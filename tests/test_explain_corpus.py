@@ -111,7 +111,7 @@ FAMILY_SAMPLES = [
     ("facebookresearch/maskrcnn-benchmark#230", "torch.kernel-compiled-out"),
     ("pytorch/vision#1405", "torch.no-such-operator"),
     ("huggingface/diffusers#9109", "torch.op-does-not-exist"),
-    ("pytorch/functorch#61", "torch.registered-multiple-times"),
+    ("pytorch/functorch#61", "torch.kernel-override-warning"),
     ("pytorch/pytorch#129370", "torch.schema-parse"),
     ("huggingface/kernel-builder#11", "torch.single-torch-library"),
     ("pytorch/pytorch#111654", "torch.torchscript-unknown-op"),
@@ -595,3 +595,195 @@ def test_base_rates_are_the_development_halfs() -> None:
     expect = {fw: tuple(sorted(c, key=lambda k: (-c[k], k))[:3])
               for fw, c in counts.items() if sum(c.values()) >= 20}
     assert expect == PRIOR_ORDER
+
+
+# ------------------------------------------------------------------ e1: PyTorch/loader/Python forms
+E1_FAMILY_SAMPLES = [
+    ("meta-pytorch/torchcodec#1072", "link.wrong-format", 4),
+    ("torchpipe/torchpipe#70", "packaging.wheel-without-library", 4),
+    ("alibaba/MNN#3390", "loader.execstack", 4),
+    ("vllm-project/vllm#29030", "loader.undefined-symbol", 4),
+    ("pytorch/pytorch#39473", "python.framework-api-moved", 5),
+    ("hszhao/PointWeb#11", "build.objects-failed", 3),
+    ("open-mmlab/mmdetection#2113", "build.nvcc-path", 2),
+    ("NVIDIA/apex#86", "build.extension-skipped", 4),
+    ("SysCV/qd-3dt#25", "build.arch-unknown-to-torch", 3),
+    ("jwyang/faster-rcnn.pytorch#739", "torch.kernel-missing-for-device", 1),
+    ("pytorch/pytorch#111887", "torch.kernel-override-warning", 1),
+    ("pytorch/pytorch#21794", "link.dso-missing", 4),
+    # a framework's own library missing at link time: the package lacks it
+    ("conda-forge/pytorch-cpu-feedstock#313", "link.library-not-found", 4),
+    # a framework's Python-level name, its module read from the quoted import statement
+    ("jkli1998/T-CAR#2", "python.cannot-import-name", 3),
+    # libc10.so missing (torch not imported), then the same import with torch: the symbol decides
+    ("Dao-AILab/flash-attention#1644", "loader.cannot-open", 3),
+]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), E1_FAMILY_SAMPLES,
+                         ids=[f"{f}:{t}" for t, f, _ in E1_FAMILY_SAMPLES])
+def test_e1_family_sample(thread: str, family: str, cause: int) -> None:
+    """A dev case per pattern family / refinement added for the PyTorch, loader and Python
+    forms; its resolution-established cause comes first."""
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert e.subcause == family, (e.subcause, e.title)
+    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
+
+
+def test_a_mangled_global_function_is_own_code_whatever_its_name() -> None:
+    """CUDA's, BLAS's, OpenMP's and CPython's APIs are extern "C": a *mangled* function at
+    global scope (_Z<len><name>…) is the library's own code even when named cutlass_…/cublas…;
+    the unmangled C name stays a CUDA library function."""
+    from opdoctor.explain.entities import classify_symbol
+
+    own = classify_symbol("_Z20cutlass_moe_mm_sm100RN2at6TensorERKS0_S3_S3_S3_S3_S3_S3_S3_S3_bb")
+    assert own.owner == "own" and own.causes[0] == 4, own
+    assert classify_symbol("cublasLtHSHMatmulAlgoInit").owner == "cuda"
+    assert classify_symbol("PyUnicode_DATA").owner == "python"
+
+
+def test_a_local_file_imported_by_library_code_is_shadowing() -> None:
+    """A frame of the standard library (or an installed package) runs ``import X`` and the next
+    frame executes the user's X.py: the user's file shadows the module. The same import
+    resolving to the standard library's own file is not shadowing."""
+    from opdoctor.explain.rank import shadowing_files
+
+    case = DEV_BY_THREAD["pytorch/pytorch#39473"]
+    assert [p.rsplit("/", 1)[-1] for p in shadowing_files(str(case["text"]))] == ["dis.py"]
+    healthy = ('  File "/usr/lib/python3.11/inspect.py", line 35, in <module>\n    import dis\n'
+               '  File "/usr/lib/python3.11/dis.py", line 10, in <module>\n    import x\n')
+    assert shadowing_files(healthy) == []
+
+
+def test_pyinit_missing_without_its_parenthesis_is_still_recognised() -> None:
+    """The message pasted without '(PyInit_X)' is the same failure; the build alternative (a
+    module compiled under another name, this thread's resolution) stays in the top two."""
+    case = DEV_BY_THREAD["sophgo/LLM-TPU#33"]
+    e = explain_text(str(case["text"]))
+    assert e.subcause == "python.no-module-export"
+    assert case["cause"] in [a.cause for a in e.ranked][:2]
+
+
+def test_an_attribute_error_naming_register_fake_is_not_a_missing_fake_kernel() -> None:
+    """'module torch.library has no attribute register_fake' says the torch that was imported
+    predates the API (or is another copy): the release/import side, not a fake kernel."""
+    e = explain_text("AttributeError: module 'torch.library' has no attribute 'register_fake'")
+    assert e.subcause == "python.framework-api-moved" and e.cause in (3, 5), e.subcause
+
+
+_TORCH_DISPATCH_PROBE = r'''
+import warnings, torch
+lib = torch.library.Library("odprobe", "DEF")
+lib.define("foo(Tensor x) -> Tensor")
+lib.impl("foo", lambda x: x * 2, "CPU")
+lib.define("bar(Tensor[] xs) -> Tensor")
+lib.impl("bar", lambda xs: xs[0], "CPU")
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    torch.ops.odprobe.foo(torch.ones(2, requires_grad=True)).sum().backward()
+print("MSG1", [str(x.message) for x in w if "autograd kernel" in str(x.message)][0])
+try:
+    torch.ops.odprobe.bar([])
+except NotImplementedError as e:
+    print("MSG2", str(e).splitlines()[0])
+'''
+
+
+def test_torch_dispatcher_messages_for_a_missing_kernel_are_registration() -> None:
+    """The messages real torch prints for an op registered without an Autograd kernel and for a
+    call that reaches no fallback (taken from torch itself, in a time-limited child) rank
+    registration first."""
+    pytest.importorskip("torch")
+    out = subprocess.run([sys.executable, "-c", _TORCH_DISPATCH_PROBE], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    msgs = [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("MSG")]
+    assert len(msgs) == 2, out
+    for m in msgs:
+        e = explain_text(m)
+        assert e.subcause == "torch.autograd-kernel-missing" and e.cause == 1, (m, e.subcause)
+
+
+def test_a_module_file_named_like_the_framework_is_shadowing(tmp_path: object) -> None:
+    """Real Python, in a child: a directory holding a torch.py makes `import torch.nn` fail
+    with "'torch' is not a package" — a local file shadowing the framework (cause 5), not the
+    framework's API of another release."""
+    from pathlib import Path
+
+    work = Path(str(tmp_path))
+    (work / "torch.py").write_text("x = 1\n")
+    out = subprocess.run([sys.executable, "-c", "import torch.nn"], cwd=work,
+                         capture_output=True, text=True, timeout=60)
+    last = out.stderr.strip().splitlines()[-1]
+    assert "is not a package" in last, out.stderr
+    e = explain_text(last)
+    assert e.cause == 5, ([a.cause for a in e.ranked], e.why)
+
+
+def test_torchs_own_minor_cuda_mismatch_warning_does_not_outrank_the_error_after_it() -> None:
+    """torch.utils.cpp_extension's CUDA_MISMATCH_WARN (read from the installed torch's source,
+    not retyped) says itself that it is most likely not a problem: the error after it decides."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        pytest.skip("torch is not installed")
+    src = (Path(spec.origin).parent / "utils" / "cpp_extension.py").read_text()
+    m = re.search(r'CUDA_MISMATCH_WARN = \(\s*"([^"]{20,400})"', src)
+    assert m, "torch's CUDA_MISMATCH_WARN text not found"
+    warn = "UserWarning: " + m.group(1) % ("12.1", "12.4")
+    own = ("ImportError: /env/lib/python3.10/site-packages/fused/_C.so: undefined symbol: "
+           "_Z9fused_fwdRKN2at6TensorE")
+    e = explain_text(warn + "\n" + own)
+    assert e.subcause == "loader.undefined-symbol" and e.cause == 4, (e.subcause, e.why)
+    alone = explain_text(warn)
+    assert alone.subcause == "torch.cuda-minor-mismatch-warning" and alone.confidence == "low"
+
+
+def test_a_kernel_override_warning_does_not_outrank_an_error_after_it() -> None:
+    """The dispatcher's 'Overriding a previously registered kernel' is a warning (a plugin's log
+    prints pages of it and goes on): an error later in the same text is the root."""
+    warn = str(DEV_BY_THREAD["pytorch/pytorch#111887"]["text"])
+    err = str(DEV_BY_THREAD["rusty1s/pytorch_cluster#100"]["text"])
+    e = explain_text(warn + "\n" + err)
+    assert e.subcause == "loader.undefined-symbol" and e.cause == 3, (e.subcause, e.why)
+
+
+def test_the_real_linkers_missing_library_message_is_the_search_path(tmp_path: object) -> None:
+    """The system linker, asked for a library that exists nowhere (a time-limited child), says
+    'cannot find -lX': a search-path / not-installed matter (2) for a library that is not the
+    framework's own."""
+    import shutil
+    from pathlib import Path
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    work = Path(str(tmp_path))
+    (work / "x.c").write_text("int f(void) { return 1; }\n")
+    out = subprocess.run([cc, "-shared", "-fPIC", "x.c", "-o", "x.so", "-lopdoctor_no_such_lib"],
+                         cwd=work, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "opdoctor_no_such_lib" in out.stderr, out.stderr
+    e = explain_text(out.stderr)
+    assert e.subcause == "link.library-not-found" and e.cause == 2, (e.subcause, e.why)
+
+
+def test_torchs_own_op_without_a_cuda_kernel_is_a_cpu_build_of_torch() -> None:
+    """The message a CPU build of torch itself prints when a CUDA tensor reaches an aten op
+    (taken from the installed CPU torch, in a time-limited child): the torch build variant (3),
+    not an extension's kernel compiled out (1)."""
+    pytest.importorskip("torch")
+    code = ("import torch\n"
+            "try:\n"
+            "    torch.ops.aten.empty_strided.default([2], [1], device='cuda')\n"
+            "except NotImplementedError as e:\n"
+            "    print(str(e).splitlines()[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.strip()
+    if "Could not run" not in out:
+        pytest.skip("this torch has CUDA kernels: " + out[:80])
+    e = explain_text(out)
+    assert e.subcause == "torch.could-not-run-backend" and e.cause == 3, (out, e.why)

@@ -155,6 +155,8 @@ _CXX_RT = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|operator (?:new|delete
                      r"|^(?:typeinfo|vtable) for std::|^__cxa_|^__gxx_")
 _OLD_ABI_STRING = re.compile(r"std::(?:string\b|basic_string<)")
 _PY_C = re.compile(r"^_?Py[A-Z_]")
+# a mangled C++ function at global scope: _Z<length><name><parameters> (no N…E nesting)
+_GLOBAL_CXX_FUNCTION = re.compile(r"^_{1,2}Z\d{1,4}[A-Za-z_]")
 
 
 def _strip_special(d: str) -> tuple[str, str]:
@@ -208,6 +210,11 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
         else:
             if _CXX_RT.search(core) or mangled.startswith(("_ZNSt", "_ZNKSt", "_ZSt")):
                 owner = "cxx-runtime"
+            elif _GLOBAL_CXX_FUNCTION.match(mangled):
+                # a C++ function at global scope (mangled, no namespace): CUDA's, the BLAS/MKL/
+                # OpenMP and CPython APIs are extern "C" (never mangled), so whatever its name
+                # says (cutlass_…, cublas_…), it is a function of the library's own code
+                owner = "own"
             elif _CUDA_RT_INTERNAL.match(core):
                 owner = "cuda-runtime"
             elif _CUDA_C.match(core):

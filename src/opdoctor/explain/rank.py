@@ -9,6 +9,7 @@ framework import.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Callable
@@ -171,6 +172,7 @@ _CUDA_TOOLKIT_LIB = re.compile(r"^lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft
 # an op library loaded into a running framework: torch.ops.load_library / tf.load_op_library
 _OP_LIBRARY_LOAD = re.compile(r"(?:Could not load this library: |load_op_library\(|"
                               r"ops\.load_library\()[^\s)]{0,300}")
+_LATER_UNDEFINED = re.compile(r"[Uu]ndefined symbol: ?(?P<sym>_{1,2}Z[\w$]{2,2000})")
 _FRAMEWORK_OWN = re.compile(r"[/\\](?:torch|tensorflow)[/\\]lib[/\\]")
 _OWN_PROVIDER = re.compile(r"^libonnxruntime_providers_shared\.so")
 
@@ -271,6 +273,17 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "the torch release the extension was built for (its wheel tag or "
                           "requirements) against `python -c 'import torch; print(torch."
                           "__version__)'`")
+    later = _LATER_UNDEFINED.search(text) if _CORE_TORCH.match(base) else None
+    if later:
+        # torch's core library is only missing while torch is not imported; the text also shows
+        # the same extension failing on a symbol, which needs that library to have been found —
+        # a later attempt (torch imported) got past the first error, so the symbol decides
+        info = classify_symbol(repair_markdown_symbol(later.group("sym")))
+        return Refinement(info.causes, f"{base} is missing only while torch is not imported; "
+                          f"with torch loaded the text shows the real failure: "
+                          f"{info.demangled} is {info.is_}", (info.code,),
+                          f"undefined symbol {info.demangled} (once torch is imported): "
+                          f"{info.is_.split(':')[0]}", "medium")
     if _CORE_TORCH.match(base):
         return Refinement((5, 2), f"{base} is torch's own core library: an extension cannot find "
                           "it when it is imported before `import torch` (which loads it), or "
@@ -607,6 +620,15 @@ def _backend(ctx: Context) -> Refinement | None:
                           "its CUDA build: a CPU build of the package is installed next to a "
                           "CUDA torch (or a build for another CUDA)", ("OD313", "OD304"),
                           f"a CPU build of {op.split('::')[0]} with a CUDA torch", "medium")
+    if backend == "CUDA" and op.startswith("aten::"):
+        # every CUDA build of torch registers CUDA kernels for its own aten ops: none means the
+        # torch (or libtorch) in the process is a CPU build, or its CUDA library is not loaded
+        return Refinement((3, 2), f"{op} is one of torch's own operators, which every CUDA build "
+                          "of torch implements for CUDA: the torch (or libtorch) in this process "
+                          "is a CPU-only build (or its CUDA library was not loaded)",
+                          ("OD313",), "torch's own op has no CUDA kernel: a CPU build of torch",
+                          "medium", "`python -c 'import torch; print(torch.__version__, "
+                          "torch.version.cuda)'` (or the libtorch the program links)")
     if backend == "CUDA":
         return Refinement((1, 3, 4), f"{op} has no CUDA kernel: the extension was built without "
                           "its CUDA part (no nvcc at build time, FORCE_CUDA unset) or registers "
@@ -647,12 +669,27 @@ def _module(ctx: Context) -> Refinement | None:
     module = ctx.group("module")
     name = ctx.group("name")
     text = ctx.text
+    if not module and name:
+        # "cannot import name 'X'" without its module (older Pythons): the quoted import
+        # statement of the traceback names it ("from torch._six import container_abcs")
+        quoted = re.search(r"\bfrom (\w[\w.]{0,199}) import [^\n]{0,300}?\b" + re.escape(name)
+                           + r"\b", text)
+        if quoted:
+            module = quoted.group(1)
+            ctx = Context(ctx.pattern_id, {**ctx.groups, "module": module}, ctx.line, text,
+                          ctx.other_ids)
     full = f"{module}.{name}" if name else module
     if not module:
         return None
     top = module.split(".")[0]
     where = _where_package(text, module)
     compiled = bool(_COMPILED_NAME.search(full)) or bool(re.search(r"cuda|_C\b", full))
+    if name and not compiled and _FRAMEWORK_MODULES.match(top) and \
+            ctx.pattern_id != "python.framework-api-moved":
+        # a Python-level name of the framework itself ('container_abcs' from 'torch._six'):
+        # the framework's API of another release (or a local file shadowing it), as for
+        # "module 'torch' has no attribute …" — not a compiled extension missing
+        return _framework_module(ctx)
     built, ran = python_versions(text)
     if built and ran and not built & ran:
         return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
@@ -688,10 +725,17 @@ def _module(ctx: Context) -> Refinement | None:
                           "variant)", ("OD501",), f"{full}: the package was installed without "
                           "its compiled extension", "medium")
     if compiled:
-        if where == "installed":
+        if where == "installed" or (not where and not _traceback_paths(text)
+                                    and not _FRAMEWORK_MODULES.match(top)):
+            # nothing in the text puts the package in a source checkout: a compiled submodule
+            # missing from a package is first the package installed without building it (a
+            # Python-only or lite install, a skipped build), then a directory shadowing it
             return Refinement((4, 5, 3), f"{full} is a compiled submodule missing from the "
                               "installed package: it was installed without building its "
-                              "extension (or a lite variant)", ("OD510",), None, "medium")
+                              "extension (or a lite variant)", ("OD510",), None, "medium",
+                              f"whether the installed {top} contains the built {full} "
+                              f"(`opdoctor check --package {top}`); if it does, a directory "
+                              f"named {top} earlier on sys.path shadows it")
         return Refinement((5, 4), f"{full} is a compiled submodule: the package directory that "
                           "was imported has no built extension — a source checkout or stale "
                           "directory found first, two conflicting installs, or an extension "
@@ -825,7 +869,11 @@ def _framework_module(ctx: Context) -> Refinement | None:
     local = [p for p in _traceback_paths(ctx.text)
              if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
              and "installed" not in path_kind(p)]
-    if re.search(r"partially initialized module|circular import", ctx.line) or local:
+    local += shadowing_files(ctx.text)
+    if re.search(r"partially initialized module|circular import|'" + re.escape(top)
+                 + r"' is not a package", ctx.line) or local:
+        # "'torch' is not a package": the name resolved to a module file (a torch.py), not to
+        # the installed package directory — a local file shadows it
         return Refinement((5, 3), f"the '{top}' that was imported is not the installed package: "
                           + (f"{local[0]} shadows it" if local else "a local file or directory "
                              f"named {top} (or the script's own name) is imported instead, "
@@ -852,6 +900,51 @@ def _build_failure(ctx: Context) -> Refinement | None:
                       f"the build environment has no {m.group(1)}", "medium",
                       "`pip install --no-build-isolation …` with the framework installed in the "
                       "same interpreter")
+
+
+# A traceback frame line, and the source line Python prints under it.
+_FRAME = re.compile(r'File "(?P<path>[^"\n]{1,400})", line \d{1,7}[^\n]{0,200}\n'
+                    r'(?P<code>[^\n]{0,300})')
+_IMPORT_OF = re.compile(r"^\s{0,40}(?:import|from) (?P<mod>[\w.]{1,100})")
+
+
+def shadowing_files(text: str) -> list[str]:
+    """Local files that shadow a module, read from a traceback's own frames: a frame of an
+    installed package or of the standard library executes ``import X`` (or ``from X …``) and
+    the very next frame runs ``…/X.py`` (or ``…/X/__init__.py``) from outside site-packages and
+    outside the interpreter's lib directory — so ``X`` resolved to the user's file, not to the
+    module that code meant (a script called dis.py, torch.py, a checkout on sys.path[0])."""
+    frames = [(m.group("path"), m.group("code")) for m in _FRAME.finditer(text)][:200]
+    out: list[str] = []
+    for (path, code), (nxt, _) in itertools.pairwise(frames):
+        m = _IMPORT_OF.match(code)
+        if not m or not _stdlib_or_installed(path):
+            continue
+        leaf = m.group("mod").split(".")[0]
+        if re.search(r"(?:^|[/\\])" + re.escape(leaf) + r"(?:\.py|[/\\]__init__\.py)$", nxt) \
+                and not _stdlib_or_installed(nxt):
+            out.append(nxt)
+    return out
+
+
+def _stdlib_or_installed(path: str) -> bool:
+    """A frame of an installed package or of the standard library (``…/lib/python3.X/…``)."""
+    return "installed" in path_kind(path) or bool(
+        re.search(r"[/\\]lib[/\\]python\d(?:\.\d{1,2})?[/\\]|[/\\]Lib[/\\]", path))
+
+
+@refiner("link-library")
+def _link_library(ctx: Context) -> Refinement | None:
+    """A link-time 'cannot find -lX': a framework's own library (torch, c10, tensorflow_framework)
+    ships inside the framework's package, so its absence there is the package installed without
+    it; any other library is first a search-path (or not-installed) matter."""
+    name = ctx.group("name", "name2", "name3")
+    if re.match(r"(?:c10|torch|torch_\w{1,20}|shm|tensorflow_framework|tensorflow_cc)$", name):
+        return Refinement((4, 2), f"lib{name} is part of the framework's own package: the "
+                          "installed framework lacks it (an incomplete or repackaged install), "
+                          "or the link points at another copy of the framework", ("OD201",),
+                          f"lib{name} missing from the framework's package", "medium")
+    return None
 
 
 def order_with(ref: Refinement | None, base: tuple[int, ...]) -> tuple[int, ...]:
