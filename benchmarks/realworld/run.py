@@ -500,8 +500,9 @@ def run_case(case: Case) -> Result:
     if case.framework == "tensorflow":
         ensure_tf_venv()
     try:
-        install(case)
-        prepare(case)
+        with case_lock(case):  # make test may be installing the same case (--install-only)
+            install(case)
+            prepare(case)
     except (RuntimeError, subprocess.CalledProcessError) as e:
         res.note = f"setup failed: {str(e)[-300:]}"
         return res
