@@ -735,7 +735,7 @@ healthy: $(HEALTHY_PYBIND)
 .PHONY: healthy-tf
 healthy-tf: $(HFX)/tensorflow-text-2.21.1/.ready
 # ---------------------------------------------------------------- real-world suite in make test (#14)
-# The small torch cases of benchmarks/realworld (`make_test` in its cases.toml; about 96 MB of
+# The small torch cases of benchmarks/realworld (`make_test` in its cases.toml; about 99 MB of
 # wheels, several cases sharing one), installed — never scored — into $(BUILD)/realworld/<case>
 # by run.py --install-only; tests/test_realworld_suite.py scores them. A complete case directory
 # is left as it is; each case is installed under a lock (safe with make -j and beside a running

@@ -1,7 +1,7 @@
 """The real-world suite's small cases in ``make test`` (issue #14).
 
 The torch cases of ``benchmarks/realworld/cases.toml`` listed in its ``make_test`` (real PyPI
-wheels, about 96 MB together) are installed by ``make realworld-small`` (``run.py
+wheels, about 99 MB together) are installed by ``make realworld-small`` (``run.py
 --install-only --set make-test``, part of ``make fixtures``). Each test here scores one case
 with run.py's own functions, as ``make realworld`` does: the framework's own action runs in a
 child and must fail as the case says (a healthy control must run its op), ``opdoctor check -f
