@@ -734,3 +734,15 @@ healthy: $(HEALTHY_PYBIND)
 # TensorFlow, registers nothing, and is NEEDed by six pybind modules (a support library).
 .PHONY: healthy-tf
 healthy-tf: $(HFX)/tensorflow-text-2.21.1/.ready
+# ---------------------------------------------------------------- real-world suite in make test (#14)
+# The small torch cases of benchmarks/realworld (`make_test` in its cases.toml; about 99 MB of
+# wheels, several cases sharing one), installed — never scored — into $(BUILD)/realworld/<case>
+# by run.py --install-only; tests/test_realworld_suite.py scores them. A complete case directory
+# is left as it is; each case is installed under a lock (safe with make -j and beside a running
+# make realworld). A case pip cannot fetch leaves $(SKIP)/realworld-<case>.txt and its tests skip
+# with that text instead of failing make test.
+.PHONY: realworld-small
+realworld-small: | $(VENV)/.installed
+	@mkdir -p $(SKIP)
+	$(PY) benchmarks/realworld/run.py --install-only --set make-test --build $(BUILD)
+fixtures: realworld-small

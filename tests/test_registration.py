@@ -156,11 +156,19 @@ def test_not_schemas_are_dropped() -> None:
 
 
 # ------------------------------------------------------------------ schemas the code assembles
-# Real wheels (benchmarks/realworld, `make realworld`); a test whose wheel is absent is skipped.
+# Real wheels (benchmarks/realworld; make test installs them: `make realworld-small`); a test
+# whose wheel is absent is skipped, with the download's failure when there was one.
 _REAL = BUILD / "realworld"
 _FBGEMM = _REAL / "fbgemm-gpu-cpu-1.8.0" / "site" / "fbgemm_gpu"
 _TV28 = _REAL / "torchvision-0.28.0-cu130-on-cpu-torch" / "site" / "torchvision" / "_C.so"
 _TV29 = _REAL / "torchvision-0.29.1-cu130" / "site" / "torchvision" / "_C_stable.so"
+
+
+def _real_reason(path: Path) -> str:
+    """Why a real wheel is absent: make test installs these cases (make realworld-small), and a
+    download that failed left its reason in build/fixtures/skipped/realworld-<case>.txt."""
+    reason = BUILD / "fixtures" / "skipped" / f"realworld-{path.relative_to(_REAL).parts[0]}.txt"
+    return reason.read_text().strip() if reason.exists() else "make realworld-small installs it"
 
 # A probe-like child: torch loads the library, lists the schemas it registered, and parses
 # opdoctor's static schemas with its own parser, so both sides are compared as torch prints them.
@@ -208,7 +216,7 @@ def test_schema_recall_against_torchs_registry(lib: str) -> None:
 
     path = _FBGEMM / lib
     if not path.is_file():
-        pytest.skip(f"{path} not installed (make realworld installs it)")
+        pytest.skip(f"{path} not installed ({_real_reason(path)})")
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
     out = subprocess.run([sys.executable, "-c", _REGISTERED, str(path)], check=True,
                          input=json.dumps(_static_schemas(path)), capture_output=True,
@@ -227,7 +235,7 @@ def test_vector_built_literals_are_reassembled_from_the_code() -> None:
     The same 14 schemas are plain literals in torchvision 0.29.1's _C_stable.so: the truth."""
     for p in (_TV28, _TV29):
         if not p.is_file():
-            pytest.skip(f"{p} not installed (make realworld installs it)")
+            pytest.skip(f"{p} not installed ({_real_reason(p)})")
     old = {t.split("::", 1)[-1] for t in _static_schemas(_TV28)}
     new = set(_static_schemas(_TV29)) - {"_cuda_version() -> int"}  # m.def(name, fn): no text
     assert len(new) == 14 and old == new

@@ -16,13 +16,19 @@ For each case of ``cases.toml`` the runner
    ``benchmarks/realworld/RESULTS.md``.
 
 ``--quick`` keeps the cases whose wheels total less than 100 MB; ``--case NAME`` runs
-one (repeatable). Run it with the interpreter of opdoctor's venv: ``make realworld``.
+one (repeatable); ``--set make-test`` selects the small torch cases that ``make test`` installs
+(``make_test`` in cases.toml) and tests/test_realworld_suite.py scores. ``--install-only``
+installs (and prepares) the selected cases and scores nothing: ``make realworld-small``. Run it
+with the interpreter of opdoctor's venv: ``make realworld``. The build directory is ``build/``
+of this checkout, or ``$OPDOCTOR_BUILD``, or ``--build DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
+import fcntl
 import json
 import os
 import re
@@ -31,6 +37,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +46,10 @@ import tomllib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-BUILD = ROOT / "build" / "realworld"
+BUILD = Path(os.environ.get("OPDOCTOR_BUILD") or ROOT / "build") / "realworld"
 SRC = ROOT / "src"
-TF_VENV = ROOT / "build" / "venv-tf"
+TF_VENV = BUILD.parent / "venv-tf"
+BUILD_DEFAULT = BUILD
 TF_SPEC = "tensorflow-cpu==2.21.0"
 QUICK_MB = 100.0
 ERROR_LINES = 30
@@ -50,6 +58,11 @@ ENTRY: list[str] = ["-m", "opdoctor"]
 # Suffix of the per-case files (error, check, explain) of an --entry run, so that it does not
 # overwrite the plain run's files.
 SUFFIX: list[str] = [""]
+# Extra pip options of an --install-only run (make test): give up on a dead network quickly.
+PIP_OPTS: list[str] = []
+# --install-only stops trying after this many failed installs in a row (the network is down:
+# each try would wait for pip's timeouts); the rest get a skip reason that says so.
+GIVE_UP_AFTER = 2
 
 
 @dataclass(frozen=True)
@@ -111,6 +124,18 @@ class Result:
     note: str = ""
 
 
+def set_build(build: Path) -> None:
+    """Use ``build`` (a Makefile's BUILD) instead of this checkout's build/ directory."""
+    global BUILD, TF_VENV
+    BUILD = Path(build).resolve() / "realworld"
+    TF_VENV = BUILD.parent / "venv-tf"
+
+
+def load_make_test_set(path: Path) -> list[str]:
+    """The names of the cases that ``make test`` installs and scores (``make_test``)."""
+    return list(tomllib.loads(path.read_text()).get("make_test", []))
+
+
 def load_cases(path: Path) -> list[Case]:
     """Read and validate cases.toml."""
     data = tomllib.loads(path.read_text())
@@ -131,6 +156,9 @@ def load_cases(path: Path) -> list[Case]:
     names = [c.name for c in cases]
     if len(names) != len(set(names)):
         raise SystemExit("duplicate case names")
+    unknown = set(data.get("make_test", [])) - set(names)
+    if unknown:
+        raise SystemExit(f"make_test names unknown case(s): {', '.join(sorted(unknown))}")
     return cases
 
 
@@ -166,11 +194,16 @@ def ensure_tf_venv() -> None:
     marker.write_text(TF_SPEC + "\n")
 
 
+def _marker_text(case: Case) -> str:
+    """What ``site/.installed`` holds once the case's wheels are installed."""
+    return "\n".join(list(case.packages) + list(case.extra) + list(case.pip_args)) + "\n"
+
+
 def install(case: Case) -> None:
     """pip install the case's wheels (--no-deps) into its --target directory, once."""
     specs = list(case.packages) + list(case.extra)
     marker = case.site / ".installed"
-    want = "\n".join(specs + list(case.pip_args)) + "\n"
+    want = _marker_text(case)
     if marker.exists() and marker.read_text() == want:
         return
     if case.site.exists():
@@ -180,7 +213,8 @@ def install(case: Case) -> None:
         marker.write_text(want)
         return
     cmd = [str(python_for(case)), "-m", "pip", "install", "-q", "--no-deps",
-           "--disable-pip-version-check", "--target", str(case.site), *case.pip_args, *specs]
+           "--disable-pip-version-check", *PIP_OPTS, "--target", str(case.site),
+           *case.pip_args, *specs]
     rc, out, _ = run(cmd, timeout=1800)
     if rc != 0:
         raise RuntimeError(f"pip install failed for {case.name}:\n{out[-3000:]}")
@@ -219,6 +253,8 @@ def prepare(case: Case) -> None:
     elif kind == "truncate":
         src, dst_rel, nbytes = arg.split(":")
         out = case.dir / dst_rel
+        if out.exists() and out.stat().st_size == int(nbytes):
+            return  # already cut (idempotent: a complete case directory is left alone)
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(case.site / src, "rb") as f:
             out.write_bytes(f.read(int(nbytes)))
@@ -235,6 +271,88 @@ def prepare(case: Case) -> None:
         raise SystemExit(f"{case.name}: unknown prepare {case.prepare!r}")
 
 
+def is_ready(case: Case) -> bool:
+    """Whether the case's wheels are installed and its ``prepare`` step is done (read only)."""
+    marker = case.site / ".installed"
+    try:
+        if marker.read_text() != _marker_text(case):
+            return False
+    except OSError:
+        return False
+    kind, _, arg = case.prepare.partition(":")
+    if kind == "build-myop":
+        return (case.site / "myop" / "libmyop.so").exists()
+    if kind == "truncate":
+        _src, dst_rel, nbytes = arg.split(":")
+        out = case.dir / dst_rel
+        return out.exists() and out.stat().st_size == int(nbytes)
+    if kind == "shadow":
+        return (case.dir / "checkout" / arg).is_dir()
+    return True
+
+
+def skip_reason_file(case: Case) -> Path:
+    """Where ``--install-only`` records why a case could not be installed (the Makefile's
+    ``build/fixtures/skipped/`` convention); its test skips with this text."""
+    return BUILD.parent / "fixtures" / "skipped" / f"realworld-{case.name}.txt"
+
+
+@contextlib.contextmanager
+def case_lock(case: Case) -> Iterator[None]:
+    """An exclusive lock for installing one case (two makes, or make test beside make
+    realworld). The lock file sits beside the case directories, never inside one."""
+    locks = BUILD / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{case.name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def install_only(cases: list[Case]) -> int:
+    """Install and prepare ``cases`` (no reproduction, no scoring). A case already complete is
+    not touched; one that cannot be installed (no network, PyPI down) gets a skip reason file
+    and the run still succeeds, so ``make test`` goes on and the case's test skips saying why."""
+    PIP_OPTS[:] = ["--timeout", "30", "--retries", "1"]
+    failed: list[str] = []  # consecutive failures
+    for case in cases:
+        reason = skip_reason_file(case)
+        if is_ready(case):
+            reason.unlink(missing_ok=True)
+            print(f"== {case.name}: ready", file=sys.stderr, flush=True)
+            continue
+        if case.framework == "tensorflow":
+            raise SystemExit(f"{case.name}: --install-only installs torch cases only")
+        with case_lock(case):
+            if is_ready(case):  # another process finished it while we waited
+                reason.unlink(missing_ok=True)
+                continue
+            reason.parent.mkdir(parents=True, exist_ok=True)
+            if len(failed) >= GIVE_UP_AFTER:
+                last = skip_reason_file(next(c for c in cases if c.name == failed[-1]))
+                reason.write_text(f"{case.name}: not tried after {len(failed)} failed installs "
+                                  f"in a row; the last: {last.read_text().strip()}\n")
+                continue
+            print(f"== {case.name}: installing", file=sys.stderr, flush=True)
+            case.dir.mkdir(parents=True, exist_ok=True)
+            try:
+                install(case)
+                prepare(case)
+            except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+                lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+                # pip's ERROR lines say why; its warnings are noise here.
+                lines = [ln for ln in lines if ln.startswith("ERROR")] or lines[-3:]
+                reason.write_text(f"{case.name}: install failed: {' | '.join(lines)[:400]}\n")
+                print(f"   {reason.read_text().strip()}", file=sys.stderr, flush=True)
+                failed.append(case.name)
+                continue
+            failed.clear()
+            reason.unlink(missing_ok=True)
+    return 0
+
+
 def case_env(case: Case) -> dict[str, str]:
     """The job's environment: the case's site on PYTHONPATH, nothing else of ours."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
@@ -244,8 +362,9 @@ def case_env(case: Case) -> dict[str, str]:
     return env
 
 
-def reproduce(case: Case, res: Result) -> str:
-    """Run the framework's own action; record and return the last lines of its output."""
+def reproduce(case: Case, res: Result, out_dir: Path | None = None) -> str:
+    """Run the framework's own action; record and return the last lines of its output.
+    The per-case files go to ``out_dir`` (default: the case directory)."""
     cwd = case.dir / case.cwd if case.cwd else case.dir
     code = case.action.replace("{case}", str(case.dir)).replace("{site}", str(case.site))
     rc, out, _ = run([str(python_for(case)), "-c", code], timeout=case.timeout,
@@ -257,7 +376,7 @@ def reproduce(case: Case, res: Result) -> str:
     elif rc is None:
         out = out.rstrip() + f"\n(timed out after {case.timeout:.0f} s)\n"
     tail = "\n".join(out.rstrip().splitlines()[-ERROR_LINES:])
-    (case.dir / f"error{SUFFIX[0]}.txt").write_text(tail + "\n")
+    (out_dir or case.dir).joinpath(f"error{SUFFIX[0]}.txt").write_text(tail + "\n")
     if case.expect == "ok":
         res.reproduced = rc == 0
     else:
@@ -284,7 +403,7 @@ def mentions(blob: str, keyword: str) -> bool:
     return any(k.strip().lower() in low for k in keyword.split("|"))
 
 
-def score_check(case: Case, res: Result) -> None:
+def score_check(case: Case, res: Result, out_dir: Path | None = None) -> None:
     """Run ``opdoctor check -f json`` and score its diagnosis against the true cause."""
     args = ["check", "-f", "json", "--timeout", "60"]
     if case.framework == "tensorflow":
@@ -300,7 +419,7 @@ def score_check(case: Case, res: Result) -> None:
     rc, out, secs = opdoctor(args, timeout=max(case.timeout, 200.0), env=env)
     res.check_seconds = round(secs, 1)
     res.check_exit = rc
-    (case.dir / f"check{SUFFIX[0]}.json").write_text(out)
+    (out_dir or case.dir).joinpath(f"check{SUFFIX[0]}.json").write_text(out)
     if rc is None:
         res.check_ok = "timeout"
         return
@@ -353,13 +472,13 @@ def probe_seconds(report: dict[str, Any]) -> float | None:
     return None
 
 
-def score_explain(case: Case, res: Result, text: str) -> None:
+def score_explain(case: Case, res: Result, text: str, out_dir: Path | None = None) -> None:
     """Run ``opdoctor explain -f json`` on the recorded error text and score it."""
     if case.cause is None:
         return
     _rc, out, secs = opdoctor(["explain", "-f", "json", text], timeout=120)
     res.explain_seconds = round(secs, 1)
-    (case.dir / f"explain{SUFFIX[0]}.json").write_text(out)
+    (out_dir or case.dir).joinpath(f"explain{SUFFIX[0]}.json").write_text(out)
     try:
         doc = json.loads(out[out.index("{"):])
     except ValueError:
@@ -381,8 +500,9 @@ def run_case(case: Case) -> Result:
     if case.framework == "tensorflow":
         ensure_tf_venv()
     try:
-        install(case)
-        prepare(case)
+        with case_lock(case):  # make test may be installing the same case (--install-only)
+            install(case)
+            prepare(case)
     except (RuntimeError, subprocess.CalledProcessError) as e:
         res.note = f"setup failed: {str(e)[-300:]}"
         return res
@@ -434,6 +554,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help=f"only cases under {QUICK_MB:.0f} MB")
     ap.add_argument("--case", action="append", default=[], help="run this case (repeatable)")
+    ap.add_argument("--set", choices=["make-test"], help="make-test: the cases make test "
+                    "installs and scores (make_test in cases.toml)")
+    ap.add_argument("--install-only", action="store_true", help="install and prepare the "
+                    "selected cases, score nothing; a failed download leaves a skip reason in "
+                    "BUILD/fixtures/skipped/realworld-<case>.txt and exits 0")
+    ap.add_argument("--build", help="the build directory (default: $OPDOCTOR_BUILD or build/)")
     ap.add_argument("--cases", default=str(HERE / "cases.toml"))
     ap.add_argument("--no-write", action="store_true", help="do not rewrite RESULTS.md")
     ap.add_argument("--entry", help="run opdoctor through this script instead of -m opdoctor "
@@ -442,6 +568,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite RESULTS.md from the results file (after --case reruns)")
     a = ap.parse_args(argv)
+    if a.build:
+        set_build(Path(a.build))
+        if a.results == str(BUILD_DEFAULT / "results.json"):
+            a.results = str(BUILD / "results.json")
     if a.report_only:
         data = json.loads(Path(a.results).read_text())
         order = [c.name for c in load_cases(Path(a.cases))]
@@ -467,9 +597,14 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}")
         cases = [c for c in cases if c.name in a.case]
+    if a.set == "make-test":
+        chosen = set(load_make_test_set(Path(a.cases)))
+        cases = [c for c in cases if c.name in chosen]
     if a.quick:
         cases = [c for c in cases if c.size_mb < QUICK_MB]
     BUILD.mkdir(parents=True, exist_ok=True)
+    if a.install_only:
+        return install_only(cases)
     results = []
     for case in cases:
         print(f"== {case.name}", file=sys.stderr, flush=True)
