@@ -26,12 +26,7 @@ CASES_TOML = RW / "cases.toml"
 # The bar of the issue: the cases make test runs total under about 100 MB of wheels.
 MAX_MB = 100.0
 # explain misses that the full suite (RESULTS.md) shows too; strict: a fix must drop the entry.
-KNOWN_EXPLAIN_MISSES = {
-    "torchao-0.14.1-version-guard": "known miss (RESULTS.md): the recorded last 30 lines are the "
-    "dispatcher's list of backends after \"Could not run 'torchao::quant_llm_linear' ... 'CPU' "
-    "backend\"; torchao's version-guard warning is above them, so explain sees only an op "
-    "without a kernel (cause 1), not the torch release torchao 0.14.1 refused (cause 3)",
-}
+KNOWN_EXPLAIN_MISSES: dict[str, str] = {}
 
 
 def _load_run() -> ModuleType:

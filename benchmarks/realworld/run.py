@@ -52,7 +52,7 @@ TF_VENV = BUILD.parent / "venv-tf"
 BUILD_DEFAULT = BUILD
 TF_SPEC = "tensorflow-cpu==2.21.0"
 QUICK_MB = 100.0
-ERROR_LINES = 30
+ERROR_LINES = 200
 # An alternative entry script for opdoctor (set by --entry: A/B runs of a proposed fix).
 ENTRY: list[str] = ["-m", "opdoctor"]
 # Suffix of the per-case files (error, check, explain) of an --entry run, so that it does not
