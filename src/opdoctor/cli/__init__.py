@@ -29,9 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     if code is None:
         code = fast_cli(args)
     if code is None and "check" in args:
-        from opdoctor.cli import dccache
+        from opdoctor.cli import dccache, rxcache
 
-        dccache.install()  # before the modules that define dataclasses are imported
+        # Before the modules that define dataclasses and compile regexes are imported.
+        rxcache.warm()  # first: dataclasses' own imports (tokenize) compile regexes
+        dccache.install()
         from opdoctor.cli import errors
         from opdoctor.cli.fastcheck import fast_check
 
@@ -41,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
             code = fast_check([a for a in args if a != "--debug"], debug)
         finally:
             dccache.save()
+            if code is not None:  # not for the typer app's own regexes (--help, usage errors)
+                rxcache.save()
         if code is None:
             dccache.stop_recording()
     if code is not None:

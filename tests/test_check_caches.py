@@ -1,0 +1,134 @@
+"""The start-up caches of ``opdoctor check`` (issue #21): they change how fast it answers,
+never what it says.
+
+- ``cli.rxcache``: the regexes a check compiles (str and bytes), stored as SRE opcodes and put
+  into ``re``'s own cache at start. Every stored entry must equal what ``re.compile`` builds,
+  and the report must be the same cold, warm, with a corrupt file and with runs writing the
+  file concurrently.
+
+Each run here uses its own ``XDG_CACHE_HOME`` so the user's caches are neither read nor written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from opdoctor import cachefile
+from opdoctor.cli import rxcache
+from opdoctor.explain import recache
+from tests.conftest import ROOT, reference
+
+
+def _check(lib: Path, cache: Path, cwd: Path | None = None,
+           hashseed: str = "random") -> tuple[int, Any, str]:
+    """``opdoctor check --static -f json LIB`` in a child: (exit code, report with the
+    measured durations masked, stderr)."""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1",
+           "XDG_CACHE_HOME": str(cache), "PYTHONHASHSEED": hashseed}
+    p = subprocess.run([sys.executable, "-m", "opdoctor", "check", "--static", "-f", "json",
+                        str(lib)], capture_output=True, text=True, env=env,
+                       timeout=120, check=False, cwd=cwd or ROOT)
+    return p.returncode, _masked(json.loads(p.stdout)) if p.stdout else None, p.stderr
+
+
+def _masked(o: Any) -> Any:
+    if isinstance(o, dict):
+        return {k: (0 if k == "seconds" else _masked(v)) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_masked(v) for v in o]
+    return o
+
+
+def _regex_files(cache: Path) -> list[Path]:
+    return sorted((cache / "opdoctor").glob("regex-check-*.marshal"))
+
+
+# ------------------------------------------------------------------ compiled regexes of check
+def test_check_regex_cache_holds_re_own_patterns_and_changes_no_answer(tmp_path: Path) -> None:
+    lib = reference()
+    cold = _check(lib, tmp_path)
+    (path,) = _regex_files(tmp_path)
+    rewrites, entries = cachefile.read(str(path))
+    assert rewrites == 1 and len(entries) > 50
+    kinds = {type(e[1]) for e in entries}
+    assert kinds == {str, bytes}  # the ELF readers' bytes patterns are cached too
+    import _sre  # type: ignore[import-not-found]
+
+    for key_flags, pattern, *rest in entries:
+        assert _sre.compile(pattern, *rest) == re.compile(pattern, key_flags), pattern
+    warm = _check(lib, tmp_path)
+    assert warm == cold
+    # A run that compiles nothing new does not rewrite the file. (With the same hash seed:
+    # facts/registration.py joins a set of type names into one pattern in hash order, so
+    # each seed makes a new, equivalent pattern, which the bound on rewrites contains.)
+    _check(lib, tmp_path, hashseed="0")
+    rewrites = cachefile.read(str(path))[0]
+    assert _check(lib, tmp_path, hashseed="0") == cold
+    assert cachefile.read(str(path))[0] == rewrites
+    blob = bytearray(path.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # one flipped byte: the CRC no longer matches
+    path.write_bytes(bytes(blob))
+    assert _check(lib, tmp_path) == cold  # a corrupt cache is no cache …
+    assert cachefile.read(str(path))[0] == 1  # … and is written afresh
+    assert len(cachefile.read(str(path))[1]) > 50
+
+
+def test_concurrent_check_runs_leave_a_valid_regex_cache(tmp_path: Path) -> None:
+    lib = reference()
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
+           "XDG_CACHE_HOME": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-m", "opdoctor", "check", "--static", "-f",
+                               "json", str(lib)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+             for _ in range(4)]
+    outs = [_masked(json.loads(p.communicate(timeout=120)[0])) for p in procs]
+    assert all(o == outs[0] for o in outs)
+    (path,) = _regex_files(tmp_path)  # no temporary file left behind
+    assert not list((tmp_path / "opdoctor").glob("*.tmp"))
+    stored = cachefile.read(str(path))
+    assert stored is not None and len(stored[1]) > 50
+    assert _check(lib, tmp_path)[1] == outs[0]
+
+
+def test_regex_cache_adds_new_patterns_within_bounds_and_rejects_foreign_files(
+        tmp_path: Path) -> None:
+    path = str(tmp_path / "rx.marshal")
+    re.purge()  # as at a CLI's start: re's cache holds few patterns, the file's fit in it
+    assert rxcache.warm(path) == 0
+    re.compile(r"opdoctor-test-(\d+)-" + str(time.time_ns()))  # a pattern no file has
+    assert rxcache.save()
+    rewrites, entries = cachefile.read(path)
+    assert rewrites == 1 and entries
+    assert rxcache.warm(path) == len(entries)
+    assert not rxcache.save()  # nothing new since
+    # A pattern built from data that differs run to run rewrites the file at most
+    # MAX_REWRITES times.
+    for i in range(rxcache.MAX_REWRITES + 3):
+        re.compile(rb"opdoctor-bytes-" + str(time.time_ns() + i).encode())
+        rxcache.save()
+    assert cachefile.read(path)[0] == rxcache.MAX_REWRITES
+    # Foreign content behind a valid CRC: no cache, no crash; the next save starts afresh.
+    for foreign in ([1, 2], (1, [("x",)]), (2, [(0, 5, 0, [], 0, {}, ())]), "text"):
+        cachefile.write(path, foreign)
+        assert rxcache.warm(path) == 0
+    re.compile(r"opdoctor-after-foreign-" + str(time.time_ns()))
+    assert rxcache.save() and cachefile.read(path)[0] == 1
+
+
+def test_regex_cache_file_is_keyed_by_the_sources() -> None:
+    """A new version of opdoctor's sources (a stale key) never reads the old file."""
+    saved = list(cachefile._STAMPS)
+    try:
+        cachefile._STAMPS[:] = [["a.py:1:1"]]
+        first = rxcache.cache_file()
+        cachefile._STAMPS[:] = [["a.py:1:2"]]
+        assert rxcache.cache_file() != first
+    finally:
+        cachefile._STAMPS[:] = saved
+    assert recache.MAX_ENTRIES < 512  # re's own cache must hold what is loaded
