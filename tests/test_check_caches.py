@@ -5,6 +5,9 @@ never what it says.
   into ``re``'s own cache at start. Every stored entry must equal what ``re.compile`` builds,
   and the report must be the same cold, warm, with a corrupt file and with runs writing the
   file concurrently.
+- ``cli.configcache``: the ``[tool.opdoctor]`` table of a configuration file, keyed by the
+  file's identity. An edit (even one that keeps the size), a corrupt cache file or concurrent
+  writers must never yield a table other than the file's.
 
 Each run here uses its own ``XDG_CACHE_HOME`` so the user's caches are neither read nor written.
 """
@@ -12,6 +15,7 @@ Each run here uses its own ``XDG_CACHE_HOME`` so the user's caches are neither r
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,8 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from opdoctor import cachefile
-from opdoctor.cli import rxcache
+from opdoctor.cli import configcache, rxcache
+from opdoctor.cli.settings import ConfigError, read_config
 from opdoctor.explain import recache
 from tests.conftest import ROOT, reference
 
@@ -132,3 +139,105 @@ def test_regex_cache_file_is_keyed_by_the_sources() -> None:
     finally:
         cachefile._STAMPS[:] = saved
     assert recache.MAX_ENTRIES < 512  # re's own cache must hold what is loaded
+
+
+# ------------------------------------------------------------------ configuration table
+def _settled(path: Path) -> None:
+    old = time.time() - 60
+    os.utime(path, (old, old))
+
+
+def test_config_cache_hits_and_an_edit_of_the_same_size_is_seen(tmp_path: Path,
+                                                                monkeypatch: Any) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cfg = tmp_path / "pyproject.toml"
+    cfg.write_text('[project]\nname = "x"\n[tool.opdoctor]\nfail-on = "warning"\n')
+    _settled(cfg)
+    assert configcache.lookup(str(cfg)) is None
+    assert read_config(str(cfg)) == {"fail-on": "warning"}  # parsed, stored
+    assert configcache.lookup(str(cfg)) == ({"fail-on": "warning"},)
+    assert read_config(str(cfg)) == {"fail-on": "warning"}  # from the cache
+    cfg.write_text('[project]\nname = "x"\n[tool.opdoctor]\nfail-on = "error!!"\n')
+    assert len(cfg.read_bytes()) == len(
+        b'[project]\nname = "x"\n[tool.opdoctor]\nfail-on = "warning"\n')
+    # Same size, written now: the stamp (mtime, ctime) differs, so the old table is not used;
+    # and a file this fresh is not stored (its next change could keep the stamp).
+    assert configcache.lookup(str(cfg)) is None
+    with pytest.raises(ConfigError, match="fail-on"):
+        read_config(str(cfg))
+    assert configcache.lookup(str(cfg)) is None
+    cfg.write_text('[project]\nname = "x"\n')  # no table: None is cached too
+    _settled(cfg)
+    assert read_config(str(cfg)) is None
+    assert configcache.lookup(str(cfg)) == (None,)
+
+
+def test_config_cache_never_stores_an_invalid_file_and_survives_corruption(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    bad = tmp_path / "opdoctor.toml"
+    bad.write_text("fail-on = \n")
+    _settled(bad)
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="invalid TOML"):
+            read_config(str(bad))
+    assert not (tmp_path / "cache" / "opdoctor").exists() or not list(
+        (tmp_path / "cache" / "opdoctor").glob("config-*"))
+    good = tmp_path / "pyproject.toml"
+    good.write_text("[tool.opdoctor]\ntimeout = 7\n")
+    _settled(good)
+    assert read_config(str(good)) == {"timeout": 7}
+    (stored,) = (tmp_path / "cache" / "opdoctor").glob("config-*.marshal")
+    stored.write_bytes(stored.read_bytes()[:-3])  # truncated: the CRC fails
+    assert configcache.lookup(str(good)) is None
+    assert read_config(str(good)) == {"timeout": 7}
+    # Foreign content behind a valid CRC (another path's, another format): no cache.
+    cachefile.write(str(stored), (configcache.FORMAT, "/elsewhere/pyproject.toml",
+                                  configcache.stamp(str(good)), {"timeout": 1}))
+    assert read_config(str(good)) == {"timeout": 7}
+    cachefile.write(str(stored), "junk")
+    assert read_config(str(good)) == {"timeout": 7}
+
+
+_WRITER = r"""
+import sys
+from opdoctor.cli import configcache
+path = sys.argv[1]
+for _ in range(200):
+    configcache.store(path, configcache.stamp(path), {"timeout": int(sys.argv[2])})
+"""
+
+
+def test_concurrent_config_cache_writers_leave_a_valid_entry(tmp_path: Path,
+                                                             monkeypatch: Any) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    cfg = tmp_path / "pyproject.toml"
+    cfg.write_text("[tool.opdoctor]\ntimeout = 7\n")
+    _settled(cfg)
+    env = {"PYTHONPATH": str(ROOT / "src"), "XDG_CACHE_HOME": str(cache)}
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(cfg), str(7 + i % 2)],
+                              env=env) for i in range(4)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    found = configcache.lookup(str(cfg))
+    assert found in (({"timeout": 7},), ({"timeout": 8},))  # one writer's whole entry
+    assert not list((cache / "opdoctor").glob("*.tmp"))
+
+
+def test_check_reads_the_project_configuration_the_same_cold_and_warm(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    cfg = proj / "pyproject.toml"
+    cfg.write_text('[project]\nname = "x"\n[tool.opdoctor]\nignore = ["OD204"]\n'
+                   'fail-on = "info"\n')
+    _settled(cfg)
+    lib = reference()
+    cold = _check(lib, tmp_path / "c", proj)
+    assert list((tmp_path / "c" / "opdoctor").glob("config-*.marshal"))
+    warm = _check(lib, tmp_path / "c", proj)
+    assert cold == warm and cold[0] == 0
+    # An edit takes effect at once: an invalid value is reported, exit 3.
+    cfg.write_text('[project]\nname = "x"\n[tool.opdoctor]\nignore = ["OD204"]\n'
+                   'fail-on = "nevr!"\n')
+    edited = _check(lib, tmp_path / "c", proj)
+    assert edited[0] == 3 and "fail-on" in edited[2]
