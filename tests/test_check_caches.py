@@ -241,3 +241,53 @@ def test_check_reads_the_project_configuration_the_same_cold_and_warm(tmp_path: 
                    'fail-on = "nevr!"\n')
     edited = _check(lib, tmp_path / "c", proj)
     assert edited[0] == 3 and "fail-on" in edited[2]
+
+
+# ------------------------------------------------------------------ modules check does not load
+_LEAN = r"""
+import io, sys
+from contextlib import redirect_stdout
+from opdoctor.cli import main
+with redirect_stdout(io.StringIO()):
+    rc = main(["check", "--static", "-f", "json", sys.argv[1]])
+print(rc, type(sys.modules["inspect"]).__name__,
+      sorted(m for m in ("dis", "tokenize", "shutil", "signal") if m in sys.modules))
+import dataclasses, inspect
+
+@dataclasses.dataclass
+class NoDoc:
+    a: int
+    b: str = "x"
+
+print(NoDoc.__doc__, type(sys.modules["inspect"]).__name__, inspect.signature(NoDoc))
+"""
+
+
+def test_check_leaves_inspect_shutil_and_signal_unloaded_and_inspect_still_works(
+        tmp_path: Path) -> None:
+    """dataclasses imports inspect only to write docstrings; check's classes all have one, so
+    cli.dccache gives it a stand-in that imports the real module on first use."""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
+           "XDG_CACHE_HOME": str(tmp_path)}
+    for _ in range(2):  # the first run fills the caches (and imports every check family)
+        out = subprocess.run([sys.executable, "-c", _LEAN, str(reference())],
+                             capture_output=True, text=True, env=env, timeout=120,
+                             check=True).stdout.splitlines()
+    assert out[0] in ("0 _OnFirstUse []", "1 _OnFirstUse []"), out
+    # Used later (a class without a docstring, the typer app): the real module, same answer.
+    assert out[1] == "NoDoc(a: int, b: str = 'x') module (a: int, b: str = 'x') -> None", out
+
+
+@pytest.mark.parametrize("path", [None, "", "/usr/bin:/bin", "/nonexistent::/usr/bin:/usr/bin",
+                                  "/tmp:/bin"])
+def test_which_is_shutil_which(path: str | None, monkeypatch: Any) -> None:
+    import shutil
+
+    from opdoctor.facts.core import _which
+
+    if path is None:
+        monkeypatch.delenv("PATH", raising=False)
+    else:
+        monkeypatch.setenv("PATH", path)
+    for name in ("ls", "sh", "nvidia-smi", "tmp", "bin", "definitely-not-a-program"):
+        assert _which(name) == shutil.which(name), (path, name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+import types
 import zlib
 from typing import Any
 
@@ -43,9 +44,40 @@ def cache_path() -> str:
                         ".marshal")
 
 
+class _OnFirstUse(types.ModuleType):
+    """A stand-in for a standard module that imports it when an attribute is first asked
+    for, then serves the real module's attributes (and leaves it in ``sys.modules``)."""
+
+    def __getattr__(self, attr: str) -> Any:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        import importlib
+
+        real = importlib.import_module(self.__name__)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, attr)
+
+
+def _defer(name: str) -> None:
+    """Put a stand-in for the standard module ``name`` into ``sys.modules``, so importing it
+    costs nothing until something uses it.
+
+    ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``, ``tokenize``, ``linecache``:
+    ~10 ms, 5 % of a static check of a small library) but uses it only to write a docstring
+    for a class that has none, and every dataclass ``check`` defines has one
+    (``tests/test_check_caches.py`` checks that ``inspect`` stays unloaded). Whatever does use
+    ``inspect`` (the typer app, a class without a docstring) gets the real module then.
+    (``importlib.util.LazyLoader`` does not help: the ``import`` statement itself reads the
+    module's ``__spec__``, which loads it.)"""
+    if name not in sys.modules:
+        sys.modules[name] = _OnFirstUse(name)
+
+
 def install() -> None:
     """Route the ``exec`` calls of ``dataclasses`` through the cache (once per process; not
     when ``dataclasses`` already has an ``exec`` of someone else's)."""
+    if "dataclasses" not in sys.modules:
+        _defer("inspect")
     import dataclasses
 
     if "exec" in vars(dataclasses):
