@@ -107,11 +107,14 @@ def test_regex_cache_adds_new_patterns_within_bounds_and_rejects_foreign_files(
         tmp_path: Path) -> None:
     path = str(tmp_path / "rx.marshal")
     re.purge()  # as at a CLI's start: re's cache holds few patterns, the file's fit in it
+    host = re.compile(r"compiled-by-the-caller-before-" + str(time.time_ns()))
     assert rxcache.warm(path) == 0
-    re.compile(r"opdoctor-test-(\d+)-" + str(time.time_ns()))  # a pattern no file has
+    mine = re.compile(r"opdoctor-test-(\d+)-" + str(time.time_ns()))  # a pattern no file has
     assert rxcache.save()
     rewrites, entries = cachefile.read(path)
     assert rewrites == 1 and entries
+    stored = {e[1] for e in entries}
+    assert mine.pattern in stored and host.pattern not in stored  # the caller's are not check's
     assert rxcache.warm(path) == len(entries)
     assert not rxcache.save()  # nothing new since
     # A pattern built from data that differs run to run rewrites the file at most

@@ -60,6 +60,9 @@ def warm(path: str | None = None) -> int:
         target = path or cache_file()
     except OSError:  # the package's files cannot be listed: no cache this run
         return 0
+    # What the process compiled before (a caller of cli.main that stays: a test, a script)
+    # is not check's and is never stored.
+    before = set(_keys())
     stored = cachefile.read(target)
     rewrites: int = 0
     entries: list[Any] = []
@@ -72,7 +75,7 @@ def warm(path: str | None = None) -> int:
         rewrites = 0
     else:
         known = {(e[1], e[0]): e for e in entries}
-    _state.update(path=target, known=known, rewrites=rewrites)
+    _state.update(path=target, known=known, rewrites=rewrites, before=before)
     return n
 
 
@@ -84,7 +87,8 @@ def save() -> bool:
     known: dict[tuple[Any, ...], tuple[Any, ...]] = _state["known"]
     if len(known) >= recache.MAX_ENTRIES:
         return False
-    fresh = [k for k in _keys() if k not in known]
+    before: set[tuple[str | bytes, int]] = _state["before"]
+    fresh = [k for k in _keys() if k not in known and k not in before]
     new = [e for k in fresh if (e := recache._entry(*k)) is not None]
     if not new:
         return False
