@@ -294,3 +294,26 @@ def test_which_is_shutil_which(path: str | None, monkeypatch: Any) -> None:
         monkeypatch.setenv("PATH", path)
     for name in ("ls", "sh", "nvidia-smi", "tmp", "bin", "definitely-not-a-program"):
         assert _which(name) == shutil.which(name), (path, name)
+
+
+_GC = r"""
+import gc, io, sys
+from contextlib import redirect_stdout
+from opdoctor.cli import main
+with redirect_stdout(io.StringIO()):
+    main(["check", "--static", "-f", "json", sys.argv[1]])
+print(gc.isenabled(), gc.collect())
+"""
+
+
+def test_check_runs_without_the_cyclic_collector_and_leaves_little_for_it(
+        tmp_path: Path) -> None:
+    """cli.main disables the cyclic collector for a check (a short run): that is only sound
+    while a check leaves little cyclic garbage. Measured: ~1,000 objects for the reference
+    library, libtorch_cpu.so and a directory of 13 libraries alike."""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
+           "XDG_CACHE_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _GC, str(reference())], capture_output=True,
+                         text=True, env=env, timeout=120, check=True).stdout.split()
+    assert out[0] == "True"  # restored for a caller that stays
+    assert int(out[1]) < 20_000, out

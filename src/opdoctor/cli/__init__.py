@@ -29,29 +29,49 @@ def main(argv: list[str] | None = None) -> int:
     if code is None:
         code = fast_cli(args)
     if code is None and "check" in args:
-        from opdoctor.cli import dccache, rxcache
+        import gc
 
-        # Before the modules that define dataclasses and compile regexes are imported.
-        rxcache.warm()  # first: dataclasses' own imports (tokenize) compile regexes
-        dccache.install()
-        from opdoctor.cli import errors
-        from opdoctor.cli.fastcheck import fast_check
-
-        debug = "--debug" in args
-        errors.DEBUG = debug
+        # A short run that frees little: the cyclic collector ran ~30 times in a check of a
+        # small library (~10 ms, 7 % of its CPU time; ~130 times, 90 ms, for a directory of
+        # 13 libraries) and found ~1,000 objects to free each time — the same for
+        # libtorch_cpu.so (peak RSS unchanged). Restored for callers that stay.
+        enabled = gc.isenabled()
+        gc.disable()
         try:
-            code = fast_check([a for a in args if a != "--debug"], debug)
+            code = _check(args)
         finally:
-            dccache.save()
-            if code is not None:  # not for the typer app's own regexes (--help, usage errors)
-                rxcache.save()
-        if code is None:
-            dccache.stop_recording()
+            if enabled:
+                gc.enable()
     if code is not None:
         return code
     from opdoctor.cli.app import main as app_main
 
     return app_main(args)
+
+
+def _check(args: list[str]) -> int | None:
+    """``check`` without the typer app (:mod:`opdoctor.cli.fastcheck`); None: not handled."""
+    from opdoctor.cli import dccache, rxcache
+
+    # Before the modules that define dataclasses and compile regexes are imported; the
+    # regexes first, so every pattern compiled from here on is looked up in the cache.
+    rxcache.warm()
+    dccache.install()
+    from opdoctor.cli import errors
+    from opdoctor.cli.fastcheck import fast_check
+
+    debug = "--debug" in args
+    errors.DEBUG = debug
+    code = None
+    try:
+        code = fast_check([a for a in args if a != "--debug"], debug)
+    finally:
+        dccache.save()
+        if code is not None:  # not for the typer app's own regexes (--help, usage errors)
+            rxcache.save()
+    if code is None:
+        dccache.stop_recording()
+    return code
 
 
 __all__ = ["main"]
