@@ -317,3 +317,30 @@ def test_check_runs_without_the_cyclic_collector_and_leaves_little_for_it(
                          text=True, env=env, timeout=120, check=True).stdout.split()
     assert out[0] == "True"  # restored for a caller that stays
     assert int(out[1]) < 20_000, out
+
+
+_VANISHED = r"""
+import io, sys
+from contextlib import redirect_stdout
+from opdoctor import cachefile
+
+def walk():
+    raise FileNotFoundError(2, "No such file or directory", "opdoctor/gone.py")
+
+cachefile._walk = walk  # a source file removed while the package is listed (an upgrade)
+from opdoctor.cli import main
+with redirect_stdout(io.StringIO()) as out:
+    rc = main(["check", "--static", "-f", "json", sys.argv[1]])
+print(rc, len(out.getvalue()) > 100)
+"""
+
+
+def test_check_runs_without_its_caches_when_the_sources_cannot_be_listed(
+        tmp_path: Path) -> None:
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
+           "XDG_CACHE_HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-c", _VANISHED, str(reference())], capture_output=True,
+                       text=True, env=env, timeout=120, check=False)
+    assert p.stdout.split()[1:] == ["True"], (p.stdout, p.stderr)
+    assert not list((tmp_path / "opdoctor").glob("regex-check-*")) if (
+        tmp_path / "opdoctor").exists() else True

@@ -82,9 +82,14 @@ def install() -> None:
 
     if "exec" in vars(dataclasses):
         return
-    stored = cachefile.read(cache_path())
+    try:
+        path = cache_path()
+    except OSError:  # a source file vanished while the package was listed: no cache this run
+        path = ""
+    stored = cachefile.read(path) if path else None
     codes: dict[str, object] = stored if isinstance(stored, dict) else {}
-    _state["codes"], _state["dirty"], _state["recording"] = codes, False, True
+    _state["codes"], _state["dirty"], _state["recording"] = codes, False, bool(path)
+    _state["path"] = path
 
     def cached_exec(source: Any, globals: Any = None, locals: Any = None) -> None:
         if type(source) is str:
@@ -113,4 +118,4 @@ def save() -> None:
     """Store what this run compiled (nothing when it compiled nothing new)."""
     if _state.get("dirty"):
         _state["dirty"] = False
-        cachefile.write(cache_path(), _state["codes"])
+        cachefile.write(str(_state["path"]), _state["codes"])
