@@ -344,3 +344,30 @@ def test_check_runs_without_its_caches_when_the_sources_cannot_be_listed(
     assert p.stdout.split()[1:] == ["True"], (p.stdout, p.stderr)
     assert not list((tmp_path / "opdoctor").glob("regex-check-*")) if (
         tmp_path / "opdoctor").exists() else True
+
+
+def test_exit_after_a_check_still_cleans_up_and_writes_everything(tmp_path: Path) -> None:
+    """cli.main freezes the run's objects at exit (the interpreter's last collection would
+    walk them all): a wheel's unpacked copy must still be removed, and ``-o FILE`` must hold
+    the whole report."""
+    from tests.conftest import FIX
+
+    wheel = FIX / "wheels" / "good" / "myop-0.1.0-cp311-cp311-linux_x86_64.whl"
+    if not wheel.is_file():
+        pytest.skip(f"{wheel} not built")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    out = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "opdoctor", "check", "--static", "-f", "json", str(wheel)]
+    shown = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120,
+                           check=False)
+    written = subprocess.run([*cmd, "-o", str(out)], capture_output=True, text=True, env=env,
+                             timeout=120, check=False)
+    assert shown.returncode == written.returncode == 0, shown.stderr
+    def same(text: str) -> Any:  # each run unpacks the wheel into its own temporary directory
+        return _masked(json.loads(re.sub(r"opdoctor-wheel-[A-Za-z0-9_]+", "W", text)))
+
+    assert same(out.read_text()) == same(shown.stdout)
+    assert list(tmp.iterdir()) == []  # the unpacked wheel is gone

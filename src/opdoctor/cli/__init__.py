@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+_FREEZE_AT_EXIT: list[bool] = []  # registered once per process
+
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``opdoctor`` script; returns the exit code.
@@ -42,6 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if enabled:
                 gc.enable()
+        if code is not None and not _FREEZE_AT_EXIT:
+            import atexit
+
+            # At exit the interpreter's last collection walks every object the run made
+            # (12-27 ms of a small library's check, measured from main's return to the
+            # process's end; ~4 ms with this). Frozen objects are out of its reach; nothing
+            # of a check needs it then: its output files are closed, its temporary
+            # directories are removed by their own finalizers (run by atexit, after this).
+            atexit.register(gc.freeze)
+            _FREEZE_AT_EXIT.append(True)
     if code is not None:
         return code
     from opdoctor.cli.app import main as app_main
