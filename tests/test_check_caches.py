@@ -253,7 +253,7 @@ from contextlib import redirect_stdout
 from opdoctor.cli import main
 with redirect_stdout(io.StringIO()):
     rc = main(["check", "--static", "-f", "json", sys.argv[1]])
-print(rc, type(sys.modules["inspect"]).__name__,
+print(rc, type(sys.modules["inspect"]).__name__, type(sys.modules["ast"]).__name__,
       sorted(m for m in ("dis", "tokenize", "shutil", "signal") if m in sys.modules))
 import dataclasses, inspect
 
@@ -263,22 +263,27 @@ class NoDoc:
     b: str = "x"
 
 print(NoDoc.__doc__, type(sys.modules["inspect"]).__name__, inspect.signature(NoDoc))
+import ast  # the stand-in: the real module on first use
+print(ast.dump(ast.parse("x = 1")), type(sys.modules["ast"]).__name__)
 """
 
 
-def test_check_leaves_inspect_shutil_and_signal_unloaded_and_inspect_still_works(
+def test_check_leaves_inspect_ast_shutil_and_signal_unloaded_and_they_still_work(
         tmp_path: Path) -> None:
-    """dataclasses imports inspect only to write docstrings; check's classes all have one, so
-    cli.dccache gives it a stand-in that imports the real module on first use."""
+    """dataclasses imports inspect only to write docstrings (check's classes all have one),
+    facts/compile.py ast only to read Python sources (a lone library has none): cli.dccache
+    gives both a stand-in that imports the real module on first use."""
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
            "XDG_CACHE_HOME": str(tmp_path)}
     for _ in range(2):  # the first run fills the caches (and imports every check family)
         out = subprocess.run([sys.executable, "-c", _LEAN, str(reference())],
                              capture_output=True, text=True, env=env, timeout=120,
                              check=True).stdout.splitlines()
-    assert out[0] in ("0 _OnFirstUse []", "1 _OnFirstUse []"), out
+    assert out[0] in ("0 _OnFirstUse _OnFirstUse []", "1 _OnFirstUse _OnFirstUse []"), out
     # Used later (a class without a docstring, the typer app): the real module, same answer.
     assert out[1] == "NoDoc(a: int, b: str = 'x') module (a: int, b: str = 'x') -> None", out
+    assert out[2] == ("Module(body=[Assign(targets=[Name(id='x', ctx=Store())], "
+                      "value=Constant(value=1))], type_ignores=[]) module"), out
 
 
 @pytest.mark.parametrize("path", [None, "", "/usr/bin:/bin", "/nonexistent::/usr/bin:/usr/bin",

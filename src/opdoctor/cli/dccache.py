@@ -58,7 +58,7 @@ class _OnFirstUse(types.ModuleType):
         return getattr(real, attr)
 
 
-def _defer(name: str) -> None:
+def defer(name: str) -> None:
     """Put a stand-in for the standard module ``name`` into ``sys.modules``, so importing it
     costs nothing until something uses it.
 
@@ -77,7 +77,7 @@ def install() -> None:
     """Route the ``exec`` calls of ``dataclasses`` through the cache (once per process; not
     when ``dataclasses`` already has an ``exec`` of someone else's)."""
     if "dataclasses" not in sys.modules:
-        _defer("inspect")
+        defer("inspect")
     import dataclasses
 
     if "exec" in vars(dataclasses):
