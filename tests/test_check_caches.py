@@ -118,11 +118,16 @@ def test_regex_cache_adds_new_patterns_within_bounds_and_rejects_foreign_files(
     assert rxcache.warm(path) == len(entries)
     assert not rxcache.save()  # nothing new since
     # A pattern built from data that differs run to run rewrites the file at most
-    # MAX_REWRITES times.
+    # MAX_REWRITES times; after that, only runs that bring two or more new patterns do.
     for i in range(rxcache.MAX_REWRITES + 3):
         re.compile(rb"opdoctor-bytes-" + str(time.time_ns() + i).encode())
         rxcache.save()
     assert cachefile.read(path)[0] == rxcache.MAX_REWRITES
+    family = [re.compile(f"opdoctor-family-{i}-{time.time_ns()}") for i in range(2)]
+    assert rxcache.save()
+    rewrites, entries = cachefile.read(path)
+    assert rewrites == rxcache.MAX_REWRITES + 1
+    assert {p.pattern for p in family} <= {e[1] for e in entries}
     # Foreign content behind a valid CRC: no cache, no crash; the next save starts afresh.
     for foreign in ([1, 2], (1, [("x",)]), (2, [(0, 5, 0, [], 0, {}, ())]), "text"):
         cachefile.write(path, foreign)

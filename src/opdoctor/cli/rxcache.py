@@ -11,9 +11,10 @@ have built (each entry is verified with ``==``, which compares the opcodes, when
 This is its use for ``check``: :func:`warm` before the command imports anything that compiles
 a regex, :func:`save` after it ran. The file is keyed by the interpreter and opdoctor's sources
 (the walk the check registry's manifest is keyed on, done once per process). Different targets
-run different check families, so a run that compiled patterns the file lacks adds them — at
-most ``MAX_REWRITES`` times per file and ``recache.MAX_ENTRIES`` entries: a pattern built
-from data that differs run to run must not make every run rewrite the file or grow it.
+run different check families, so a run that compiled patterns the file lacks adds them, up to
+``recache.MAX_ENTRIES`` entries; after ``MAX_REWRITES`` rewrites only a run that brings two
+or more (a check family not run before): a pattern built from data that differs run to run
+must not make every run rewrite the file or grow it.
 A corrupt or foreign file is no cache; writes go through a temporary file and a rename, so
 concurrent runs never read half a file (the last writer wins, and either content is valid).
 """
@@ -82,15 +83,27 @@ def warm(path: str | None = None) -> int:
 def save() -> bool:
     """Add the patterns this run compiled that the file lacks; False when nothing was
     written (nothing new, the bound reached, no :func:`warm` before, a failed write)."""
-    if "known" not in _state or _state["rewrites"] >= MAX_REWRITES:
+    if "known" not in _state:
         return False
     known: dict[tuple[Any, ...], tuple[Any, ...]] = _state["known"]
     if len(known) >= recache.MAX_ENTRIES:
         return False
     before: set[tuple[str | bytes, int]] = _state["before"]
     fresh = [k for k in _keys() if k not in known and k not in before]
-    new = [e for k in fresh if (e := recache._entry(*k)) is not None]
-    if not new:
+    # Past MAX_REWRITES a lone new pattern is taken for one built from data (it would make
+    # every run rewrite the file); a family not run before brings several, and is added.
+    if not fresh or (_state["rewrites"] >= MAX_REWRITES and len(fresh) < 2):
+        before.update(fresh)  # a process that saves again (a test) does not count it twice
+        return False
+    new = []
+    for k in fresh:
+        e = recache._entry(*k)
+        if e is None:  # re would not build it from stored opcodes: not asked about again
+            before.add(k)
+        else:
+            new.append(e)
+    if not new or (_state["rewrites"] >= MAX_REWRITES and len(new) < 2):
+        before.update(fresh)
         return False
     entries = (list(known.values()) + new)[:recache.MAX_ENTRIES]
     known.clear()
