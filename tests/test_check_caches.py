@@ -357,9 +357,9 @@ def test_check_runs_without_its_caches_when_the_sources_cannot_be_listed(
 
 
 def test_exit_after_a_check_still_cleans_up_and_writes_everything(tmp_path: Path) -> None:
-    """cli.main freezes the run's objects at exit (the interpreter's last collection would
-    walk them all): a wheel's unpacked copy must still be removed, and ``-o FILE`` must hold
-    the whole report."""
+    """cli.main ends the process without the interpreter's teardown (os._exit after the exit
+    handlers) and runs the check without the cyclic collector: a wheel's unpacked copy must
+    still be removed, and ``-o FILE`` must hold the whole report."""
     from tests.conftest import FIX
 
     wheel = FIX / "wheels" / "good" / "myop-0.1.0-cp311-cp311-linux_x86_64.whl"

@@ -13,11 +13,17 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import pytest
 
 from opdoctor.explain import explain_text, explanation_dict, load_patterns
-from opdoctor.explain.matcher import KnowledgeBaseError, _needles, _unbounded_repeat
+from opdoctor.explain.matcher import (
+    PRIOR_ORDER,
+    KnowledgeBaseError,
+    _needles,
+    _unbounded_repeat,
+)
 from tests.conftest import ROOT
 
 if sys.version_info >= (3, 11):
@@ -116,6 +122,12 @@ FAMILY_SAMPLES = [
     ("PaddlePaddle/Paddle#77220", "build.tooling"),
     ("microsoft/onnxruntime#28523", "ort.api-version"),
     ("vllm-project/vllm-ascend#1144", "loader.undefined-symbol"),  # std::string: the C++ ABI
+    ("PaddlePaddle/Paddle#42225", "paddle.avx-core"),
+    ("mindspore-ai/mindspore#55", "mindspore.kernel-select"),
+    ("tensorflow/text#173", "tf.op-not-registered"),  # external/org_tensorflow: a serving binary
+    ("tensorflow/models#4405", "tf.duplicate-device-factory"),
+    ("microsoft/onnxruntime-genai#555", "ort.native-import"),  # 1114 first, CUDA_PATH after
+    ("mindspore-ai/community#4", "mindspore.kernel-select"),  # the CPU kernel factory's form
 ]
 
 
@@ -332,7 +344,7 @@ def test_python_mismatch_from_entities() -> None:
 
 def test_unknown_message_hint_names_the_library() -> None:
     e = explain_text("something odd happened near /opt/lib/libweird.so.3 today")
-    assert e.cause == 0
+    assert e.subcause == "prior.loader" and e.confidence == "low"  # a base rate, said so
     assert "opdoctor check /opt/lib/libweird.so.3" in e.explanation
     assert e.next_steps[0].startswith("opdoctor check /opt/lib/libweird.so.3")
     assert "check it: opdoctor check it" not in e.explanation
@@ -556,3 +568,30 @@ def test_a_torch_library_of_another_era_names_the_release() -> None:
     # with no torch release in the text it stays 'torch not imported first'
     assert explain_text("ImportError: libtorch_cpu.so: cannot open shared object file: No such "
                         "file or directory").cause == 5
+
+
+def test_unmatched_text_of_a_framework_is_ranked_by_its_base_rate() -> None:
+    """No message form, no symbol, but the text names a framework or a library: the answer is
+    the base rate of the causes for that framework in the development half, marked low
+    (issue #16: no message answered with nothing); a text naming neither stays unanswered."""
+    tf = explain_text("tensorflow: the frobnicator is sad")
+    assert (tf.cause, tf.subcause, tf.confidence) == (3, "prior.tensorflow", "low")
+    assert [a.cause for a in tf.ranked] == list(PRIOR_ORDER["tensorflow"])
+    assert "base rate" in tf.explanation and "development corpus" in tf.why
+    lib = explain_text("it stopped after loading /opt/lib/libfoo.so today")
+    assert lib.subcause == "prior.loader" and lib.cause == PRIOR_ORDER["loader"][0]
+    assert any("opdoctor check /opt/lib/libfoo.so" in s for s in lib.next_steps)
+    assert explain_text("the coffee machine is empty").cause == 0
+
+
+def test_base_rates_are_the_development_halfs() -> None:
+    """PRIOR_ORDER is what dev.toml says: the three most frequent causes per framework label
+    with at least 20 cases (ties by cause number), for all cases, and for the loader."""
+    counts: dict[str, Counter[int]] = {}
+    for case in DEV:
+        cause = int(str(case["cause"]))
+        counts.setdefault(str(case["framework"]), Counter())[cause] += 1
+        counts.setdefault("all", Counter())[cause] += 1
+    expect = {fw: tuple(sorted(c, key=lambda k: (-c[k], k))[:3])
+              for fw, c in counts.items() if sum(c.values()) >= 20}
+    assert expect == PRIOR_ORDER

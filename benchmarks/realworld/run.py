@@ -344,10 +344,12 @@ def score_check(case: Case, res: Result) -> None:
 
 def probe_seconds(report: dict[str, Any]) -> float | None:
     """The load probe's own run time (sections.probe.seconds; the probe check's entry in
-    ``checks`` only times reading the cached result)."""
+    ``checks`` only times reading the cached result), less the time it waited for opdoctor's
+    analysis to send it the library (that is opdoctor's time, which the bar measures)."""
     probe = (report.get("sections") or {}).get("probe") or {}
     if probe.get("ran") and probe.get("seconds") is not None:
-        return round(float(probe["seconds"]), 1)
+        waited = float(probe.get("waited_for_opdoctor") or 0.0)
+        return round(float(probe["seconds"]) - waited, 1)
     return None
 
 

@@ -629,6 +629,9 @@ def section(facts: Facts) -> dict[str, Any]:
     return {
         "ran": True,
         "seconds": round(res.seconds, 3),
+        # Of those, waiting for opdoctor's own analysis (the library it picks, the imports
+        # to retry): the probe's own time is the difference.
+        "waited_for_opdoctor": round(res.waited_seconds, 3),
         "outcome": (res.signal_name if res.state is ProbeState.CRASHED and res.signal_name
                     else res.state.value),
         "torch": res.framework_version,

@@ -562,7 +562,39 @@ def _no_match(text: str) -> Explanation:
                        f"is {info.is_}.")
         return Explanation(cause, "entity.symbol", [info.code], "low", title, explanation, ent,
                            steps, ranked=ranked, why=ranked[0].why)
-    return Explanation(cause, "", [], "low", title, explanation, ent, steps, ranked=ranked)
+    # No message form, no named symbol: rank by how often each cause explained real reports
+    # of this framework (a library path alone: the loader's). A guess, and said to be one.
+    fws = [str(f) for f in ent.get("frameworks", [])]
+    if not fws and not libs:
+        # Nothing ties the text to a framework or a library: no base rate applies to it.
+        return Explanation(cause, "", [], "low", title, explanation, ent, steps, ranked=ranked)
+    kind = next((f for f in fws if f in PRIOR_ORDER), "all" if fws else "loader")
+    order = PRIOR_ORDER[kind]
+    label = {"all": "all real reports", "loader": "real loader errors naming a library"}.get(
+        kind, f"real {kind} reports")
+    why = (f"no message form matched; the causes in the order they explained {label} in "
+           "opdoctor's development corpus")
+    ranked = [rank_alt(c, v, why if i == 0 else rank.why_for(c, None))
+              for i, (c, v) in enumerate(rank.scores(order, "low", {}))]
+    explanation = ("opdoctor does not recognise this message form. The causes are listed in "
+                   f"the order they explained {label} (a base rate, low confidence): run "
+                   "opdoctor check on the library to find the real one. " + explanation.split(
+                       "cause. ", 1)[-1])
+    return Explanation(ranked[0].cause, f"prior.{kind}", [], "low", title, explanation, ent,
+                       steps, ranked=ranked, why=why)
+
+
+# The order of the causes by how often each explained the development half of the real-message
+# corpus (tests/explain_realworld/dev.toml, by the framework label; "loader" for a text that
+# names only a library; "all" for every case). tests/test_explain_corpus.py recomputes it.
+PRIOR_ORDER: dict[str, tuple[int, ...]] = {
+    "all": (3, 2, 4),
+    "pytorch": (3, 1, 5),
+    "tensorflow": (3, 4, 1),
+    "onnxruntime": (3, 2, 1),
+    "paddle": (2, 3, 4),
+    "loader": (2, 4, 3),
+}
 
 
 def explanation_dict(e: Explanation) -> dict[str, Any]:

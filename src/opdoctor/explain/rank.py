@@ -552,7 +552,9 @@ def _tf_op(ctx: Context) -> Refinement | None:
     op = ctx.group("op")
     if re.search(r"tensorflow_serving|[Ss]ervable|Loading servable|TF_?Serving|tritonserver|"
                  r"inference server|tensorflow/serving|tensorflow_model_server|model_server|"
-                 r"tf-serving", text):
+                 r"tf-serving|external/org_tensorflow/", text):
+        # external/org_tensorflow/: TensorFlow compiled as a Bazel dependency of another binary
+        # (TF Serving, a C++ server) logs its own source paths so; a pip TensorFlow does not
         return Refinement((1, 5), "the op is loaded by a server binary (TF Serving, Triton) that "
                           f"does not contain {op}: custom ops must be compiled into the server",
                           ("OD106",), f"the serving binary has no {op}", "high")
@@ -740,7 +742,10 @@ def _pair_subject(line: str) -> str:
 @refiner("ort-impl")
 def _ort_impl(ctx: Context) -> Refinement | None:
     opset = ctx.group("opset")
-    if opset.isdigit() and int(opset) < 7:
+    # "No Op registered ... domain_version" is the schema lookup: ONNX has schemas from opset 1,
+    # so a low version there is a custom domain's (they start at 1), not an old model
+    schema = "No Op registered" in ctx.line
+    if opset.isdigit() and int(opset) < 7 and not schema:
         return Refinement((3, 1), f"opset {opset} is older than any kernel ONNX Runtime "
                           "registers (7+): re-export the model with a newer opset", ("OD106",),
                           "the model's opset is older than the runtime supports", "high")

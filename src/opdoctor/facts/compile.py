@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 import os
 import re
+from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from opdoctor.facts.budget import checkpoint
@@ -45,6 +47,37 @@ _REGISTER_WORDS = (b"custom_op", b"triton_op", b"register_fake", b"impl_abstract
 # "Library" in a docstring does not count.
 _LIBRARY_CALL = re.compile(rb"Library\s*\(")
 _IMPL_CALL = re.compile(rb"\.\s*(?:impl|define)\s*\(")
+
+
+# A line where a registration's call or decorator can be: every API name the reader acts on
+# (register_fake, impl, define, Library, custom_op, impl_abstract …) contains one of these.
+_HOT_WORD = re.compile(
+    rb"\b(?:_?register_(?:fake|autograd|kernel|abstract)|impl(?:_abstract|_backward|"
+    rb"_save_for_backward)?|define|Library|custom_op|triton_op)\b")
+
+
+def _hot_lines(raw: bytes) -> list[int]:
+    """Sorted 1-based numbers of the lines holding a :data:`_HOT_WORD`."""
+    out: list[int] = []
+    line, pos = 1, 0
+    for m in _HOT_WORD.finditer(raw):
+        line += raw.count(b"\n", pos, m.start())
+        pos = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body``, those of nested blocks included (no expressions)."""
+    for stmt in body:
+        yield stmt
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, name, None)
+            if isinstance(block, list):
+                yield from _statements(block)
+        for sub in getattr(stmt, "handlers", ()) or getattr(stmt, "cases", ()):
+            yield from _statements(sub.body)
 
 
 def _may_register(raw: bytes) -> bool:
@@ -212,8 +245,22 @@ class _ModuleReader:
         self.out.append(PyRegistration(kind, op, how, self.file, line, self.module,
                                        self.imported, key))
 
-    def read(self, tree: ast.Module) -> list[PyRegistration]:
-        nodes = list(ast.walk(tree))
+    def read(self, tree: ast.Module, raw: bytes | None = None) -> list[PyRegistration]:
+        """The module's registrations. With its source ``raw``, only the top-level statements
+        whose lines hold a word some registration needs are walked to their expressions (the
+        definitions later calls refer to are read from every statement): a large module's
+        other code is never visited (torchvision: 0.3 s of its 0.45 s here)."""
+        if raw is None:
+            nodes = list(ast.walk(tree))
+        else:
+            hot = _hot_lines(raw)
+            nodes = list(_statements(tree.body))
+            for stmt in tree.body:
+                first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+                last = stmt.end_lineno or stmt.lineno
+                at = bisect_left(hot, first)
+                if at < len(hot) and hot[at] <= last:
+                    nodes += [n for n in ast.walk(stmt) if not isinstance(n, ast.stmt)]
         for node in nodes:  # first: names that later calls refer to
             if isinstance(node, ast.ClassDef) and any(
                     _dotted(b).endswith("autograd.Function") or _dotted(b) == "Function"
@@ -255,7 +302,9 @@ class _ModuleReader:
                     self._decorator(dec, node)
             elif isinstance(node, ast.Call):
                 self._call(node, None)
-        return self.out
+        # In source order, whichever statements were walked (a stable sort: one line's
+        # registrations keep the order they were found in).
+        return sorted(self.out, key=lambda r: r.line)
 
     def _decorator(self, dec: ast.AST, fn: ast.AST) -> None:
         # @f.register_fake / @f.register_autograd (no call) on a custom_op named f
@@ -389,7 +438,7 @@ def python_registrations(files: list[str], imported: set[str], package_dir: str,
         if tree is None:
             continue
         mod = module_name(file, package_dir, package)
-        out += _ModuleReader(file, mod, os.path.realpath(file) in imported).read(tree)
+        out += _ModuleReader(file, mod, os.path.realpath(file) in imported).read(tree, raw)
     return out
 
 

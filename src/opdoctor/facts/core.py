@@ -13,7 +13,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # Only the options are imported here: every reader (ELF, loader, interpreter, probe …) is
 # imported by the fact that needs it, so a run pays only for the readers its checks use
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from opdoctor.facts.mindspore import AotFunction, AotUse
     from opdoctor.facts.oneflow import OneFlowInventory
     from opdoctor.facts.probe.outcome import ProbeOutcome
-    from opdoctor.facts.probe.runner import ProbeHandle
+    from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest
     from opdoctor.facts.pychain import ImportChain
     from opdoctor.facts.pyreg import PackageRegistrations
     from opdoctor.facts.registration import Inventory
@@ -286,33 +286,58 @@ class Facts:
         return analyse(self.options.package, sys_path, suffix,
                        self.options.cwd or os.getcwd())
 
+    def _probe_request(self) -> ProbeRequest:
+        """The probe's request without its late fields (which library, what to preload, the
+        swallowed imports to retry, the TensorFlow ops to watch): nothing in it depends on
+        the target library in package mode, so the probe can start before one is chosen."""
+        from opdoctor.facts.probe.runner import ProbeRequest
+        interp = self.interpreter
+        python = interp.invoke if interp else (self.options.python or sys.executable)
+        uses_torch = bool(interp and interp.torch) and (
+            bool(self.options.package) or self.torch_context)
+        return ProbeRequest(
+            path="", python=python, torch=uses_torch,
+            package=self.options.package, cwd=self.options.cwd or os.getcwd(),
+            ops=tuple(f"{e.namespace}::{e.op}" for e in self.expected_ops),
+            smoke=self.options.smoke, timeout=self.options.timeout,
+            memory_mb=self.options.probe_memory_mb, env=self.environ,
+            tensorflow=self.tf_probe, late=True,
+            opcheck=self.options.opcheck and uses_torch,
+            aot_function="" if self.options.package else self.options.aot_function)
+
+    def prestart_probe(self) -> None:
+        """Package mode: start the probe before the import chain picks the target library
+        (its child imports the framework meanwhile); the target's :meth:`start_probe` adopts
+        it. :func:`opdoctor.targets.expand` kills one no target adopted when it closes."""
+        from opdoctor.facts.probe.runner import prestart
+        if self.options.package and self.options.probe:
+            prestart(self._probe_request())
+
     def start_probe(self) -> None:
-        """Start the load probe now, so it runs while the static checks run."""
-        from opdoctor.facts.probe.runner import ProbeRequest, start_probe
+        """Start the load probe now (or adopt the one :meth:`prestart_probe` started), so it
+        runs while the static checks run."""
+        from opdoctor.facts.probe.runner import adopt, start_probe
         if self._probe is not None:
             return
         if not self.options.package and self.structure.image is None:
             return
-        interp = self.interpreter
-        python = interp.invoke if interp else (self.options.python or sys.executable)
-        chain = self.chain
-        hidden = [{"kind": link.kind, "target": link.target, "paths": link.resolved,
-                   "where": f"{os.path.basename(link.file)}:{link.line} {link.swallowed}"}
-                  for link in (chain.links if chain else []) if link.swallowed]
-        uses_torch = bool(interp and interp.torch) and (
-            bool(self.options.package) or self.torch_context)
-        req = ProbeRequest(
-            path=os.path.abspath(self.path), python=python, torch=uses_torch,
-            package=self.options.package, cwd=self.options.cwd or os.getcwd(), hidden=hidden,
-            preload=tuple(os.path.abspath(p) for p in self.options.preload) + tuple(
-                v.path for v in self.vendored_loaders[:1]),
-            ops=tuple(f"{e.namespace}::{e.op}" for e in self.expected_ops),
-            smoke=self.options.smoke, timeout=self.options.timeout,
-            memory_mb=self.options.probe_memory_mb, env=self.environ,
-            tensorflow=self.tf_probe, tf_ops=self._tf_watch(),
-            opcheck=self.options.opcheck and uses_torch,
-            aot_function="" if self.options.package else self.options.aot_function)
-        self._probe = start_probe(req)
+        req = self._probe_request()
+        self._probe = probe = adopt(req) or start_probe(req)
+        # What the child needs only after its framework import is computed while it imports:
+        # the import-chain walk alone takes seconds on a large package (tensorflow-io).
+        path, preload = os.path.abspath(self.path), tuple(
+            os.path.abspath(p) for p in self.options.preload)
+        hidden: list[dict[str, Any]] = []
+        tf_ops: tuple[str, ...] = ()
+        try:
+            preload += tuple(v.path for v in self.vendored_loaders[:1])
+            chain = self.chain if self.options.package else None
+            hidden = [{"kind": link.kind, "target": link.target, "paths": link.resolved,
+                       "where": f"{os.path.basename(link.file)}:{link.line} {link.swallowed}"}
+                      for link in (chain.links if chain else []) if link.swallowed]
+            tf_ops = self._tf_watch() if req.tensorflow else ()
+        finally:
+            probe.send_late(path, preload, hidden, tf_ops)
 
     def probe_result(self) -> ProbeOutcome | None:
         """The probe's outcome (waits for it); None when it was not started."""
@@ -400,7 +425,8 @@ class Facts:
         """What the library would register: registrars, schemas, PyInit_, initialisers."""
         from opdoctor.facts.registration import read_inventory
         table = self.symbol_tables.of_image(self.image)
-        inv = read_inventory(self.image, table.names_with_prefix("PyInit_", limit=8))
+        inv = read_inventory(self.image, table.names_with_prefix("PyInit_", limit=8),
+                             self.torch_context)
         if not self.torch_context and not inv.stable_abi and inv.schemas:
             # Neither torch nor its stable shim: text that reads like a schema is not one
             # (OpenCV's cv2.abi3.so: "cv::VideoCapture(int index)", "reset() -> None"

@@ -503,12 +503,22 @@ def source_file_symbols(img: ElfImage) -> list[str]:
                   and not n.startswith("crt"))[:20]
 
 
-def read_inventory(img: ElfImage, dynstr_names: list[str]) -> Inventory:
-    """Everything this module can read; ``dynstr_names`` are the PyInit_ names exported."""
+def read_inventory(img: ElfImage, dynstr_names: list[str],
+                   torch_context: bool = True) -> Inventory:
+    """Everything this module can read; ``dynstr_names`` are the PyInit_ names exported.
+
+    ``torch_context`` False (neither torch nor its stable shim will be in the process): text
+    that reads like a schema is not one, so ``.rodata`` is not scanned for schemas (1.2 s on
+    tensorflow-io's 132 MB library); registrars found by their symbols stay."""
     stripped = img.symtab_section() is None
     inv = Inventory(stripped=stripped)
     inv.namespaces = resolve_namespaces(img, _namespaces(markers(img)))
-    inv.schemas = schemas(img)
+    if torch_context:
+        inv.schemas = schemas(img)
+    else:
+        from opdoctor.facts.stable import registers
+        if registers(img):
+            inv.schemas = schemas(img)
     _add_stable(img, inv)
     inv.pyinit = dynstr_names
     inv.initializers, inv.initializer_names = initializers(img)

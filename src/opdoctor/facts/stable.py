@@ -83,7 +83,19 @@ def _idents(buf: bytes | mmap.mmap, start: int, end: int) -> list[str]:
     length ends the identifier where the mangled name goes on (``E``, ``R``) or the string
     ends; the whole digit run is tried first (``STABLE`` itself has an ``E`` at offset 5)."""
     out: list[str] = []
-    for m in _STABLE.finditer(buf, start, end):
+    # The regex starts with a digit run, so it would be tried at every digit of a string table
+    # that can hold 100 MB of mangled names (4 s for tensorflow-io): find the literal at memchr
+    # speed and match only around each hit.
+    at = buf.find(b"STABLE_TORCH_LIBRARY", start, end)
+    while at >= 0:
+        lead = at
+        while lead > start and 0x30 <= buf[lead - 1] <= 0x39:
+            lead -= 1
+        m = _STABLE.match(buf, lead, end) if lead < at else None
+        # Resume after the match, as finditer would (a second literal inside it is no hit).
+        at = buf.find(b"STABLE_TORCH_LIBRARY", m.end() if m else at + 1, end)
+        if m is None:
+            continue
         digits, name = m.group(1), m.group(2)
         ident = ""
         for k in range(len(digits), 0, -1):
@@ -110,6 +122,17 @@ def _imports(img: ElfImage, names: tuple[str, ...]) -> bool:
     dyn = _range(img, ".dynstr")
     return dyn is not None and any(
         img.data.buf.find(b"\0" + n.encode() + b"\0", dyn[0] - 1, dyn[1]) >= 0 for n in names)
+
+
+def registers(img: ElfImage) -> bool:
+    """Whether the library registers through the stable shim at all: it imports a registrar
+    entry point or names a STABLE_TORCH_LIBRARY* initialiser (cheap: no code is read)."""
+    if _imports(img, REGISTRARS):
+        return True
+    strtab = _strtab(img)
+    return strtab is not None and any(
+        i.startswith(("STABLE_TORCH_LIBRARY_IMPL_init_", "STABLE_TORCH_LIBRARY_FRAGMENT_init_",
+                      "STABLE_TORCH_LIBRARY_init_")) for i in _idents(img.data.buf, *strtab))
 
 
 def read_registration(img: ElfImage, op_names: frozenset[str] = frozenset()

@@ -136,10 +136,12 @@ def expand(paths: list[str], options: CheckOptions,
             # The import chain decides the target; it is read under the import-chain stage's
             # budget. When it runs out, the package directory is the target and the pipeline's
             # import-chain stage stops at the same point with finding OD190.
+            facts = Facts(".", options)
+            facts.prestart_probe()  # the child imports the framework while the chain is read
             try:
                 with budget.stage("import-chain",
                                   STAGE_BUDGETS["import-chain"] * options.budget_scale):
-                    chain = Facts(".", options).chain
+                    chain = facts.chain
             except budget.BudgetExceeded:
                 chain = None
             libs = chain.libraries if chain else []
@@ -183,7 +185,9 @@ def expand(paths: list[str], options: CheckOptions,
                 opts = dataclasses.replace(options, package=name,
                                            cwd=options.cwd or os.path.dirname(
                                                os.path.abspath(path)))
-                chain = Facts(path, opts).chain
+                facts = Facts(path, opts)
+                facts.prestart_probe()
+                chain = facts.chain
                 libs = [lib for lib in (chain.libraries if chain else [])
                         if os.path.abspath(lib).startswith(os.path.abspath(path))]
                 targets.append(Target(libs[0] if libs else path, opts, path))
@@ -193,6 +197,9 @@ def expand(paths: list[str], options: CheckOptions,
                 targets.append(_with_package(lib, opts, path))
         yield targets
     finally:
+        if options.probe:
+            from opdoctor.facts.probe.runner import discard_prestarted
+            discard_prestarted()
         for tmp in tmpdirs:
             import shutil  # here: only wheels leave a directory to remove
 

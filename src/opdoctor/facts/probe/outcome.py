@@ -191,6 +191,9 @@ class ProbeOutcome:
     compile_checked: bool = False  # the --opcheck stage reported
     compile_ops: tuple[CompileOp, ...] = ()
     opcheck_seconds: float = 0.0
+    # Of ``seconds``, how long the child waited for opdoctor to send the late request fields
+    # (the import-chain walk of a package can outlast the framework's import).
+    waited_seconds: float = 0.0
     opcheck_error: Failure | None = None  # the opcheck stage itself raised (opdoctor's bug)
     # MindSpore AOT (probe_ms.py): the last ms_aot event as sent (see protocol.MS_AOT).
     mindspore: dict[str, Any] | None = None
@@ -320,4 +323,5 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         compile_checked=P.COMPILE in last,
         compile_ops=_compile_ops(last.get(P.COMPILE, {}).get("ops")),
         opcheck_seconds=float(last.get(P.COMPILE, {}).get("seconds", 0.0) or 0.0),
+        waited_seconds=float(last.get(P.LATE, {}).get("waited", 0.0) or 0.0),
         opcheck_error=Failure.of(last.get(P.COMPILE, {}).get("error")))

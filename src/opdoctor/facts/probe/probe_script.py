@@ -28,8 +28,40 @@ assert _spec is not None and _spec.loader is not None
 P: Any = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(P)
 
+class _Request(dict):  # type: ignore[type-arg]
+    """The request. Its late fields (the library, what to preload, the swallowed imports to
+    retry, the TensorFlow ops to watch) are what the parent computes while this child starts
+    (the import-chain walk picks the library of a package; the op names are read from it): with
+    ``"late": true`` they come as one JSON line on stdin, read at their first use, which is
+    after the framework's import. Without them (EOF: the parent gave up) the probe stops with
+    an error about itself, never a load of nothing blamed on the library."""
+
+    LATE = ("path", "preload", "hidden", "tf_ops")
+
+    def _late(self, key: str) -> None:
+        if key in self.LATE and super().pop("late", False):
+            start = time.monotonic()
+            line = sys.stdin.readline()
+            # The wait is opdoctor's time, not the library's: reported apart.
+            emit(P.LATE, waited=round(time.monotonic() - start, 3))
+            try:
+                extra = json.loads(line)
+            except ValueError:
+                raise RuntimeError("opdoctor sent no late request fields (path, preload, "
+                                   f"hidden, tf_ops): {line[:200]!r}") from None
+            self.update({k: v for k, v in extra.items() if k in self.LATE})
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._late(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self._late(key)
+        return super().__getitem__(key)
+
+
 FD = int(sys.argv[1])
-REQ = json.loads(sys.argv[2])
+REQ = _Request(json.loads(sys.argv[2]))
 _out = os.fdopen(FD, "w", buffering=1)
 
 

@@ -14,6 +14,7 @@ from typing import TypedDict  # Python 3.8+: the oldest target interpreter the p
 # Event names (the only strings both sides must agree on).
 START = "start"  # pid, python, executable
 STAGE = "stage"  # stage, [path], [package]
+LATE = "late"  # waited: seconds the probe waited for its late request fields (opdoctor's time)
 FRAMEWORK = "torch"  # version, cuda, file: the framework imported in the probe
 FRAMEWORK_IMPORT_FAILED = "torch_import_failed"  # error
 PRELOAD_FAILED = "preload_failed"  # path, error

@@ -54,6 +54,9 @@ class ProbeRequest:
     tf_ops: tuple[str, ...] = ()  # TensorFlow op names to look up in the registry
     opcheck: bool = False  # compile readiness + torch.library.opcheck of the new ops
     aot_function: str = ""  # MindSpore AOT: load and dlsym the MindSpore way (probe_ms.py)
+    # ``hidden`` and ``tf_ops`` follow on stdin (:meth:`ProbeHandle.send_late`): the child
+    # starts importing the framework while the parent still computes them.
+    late: bool = False
 
 
 def _note_start(path: str) -> None:
@@ -123,7 +126,7 @@ class ProbeHandle:
                                    "preload": list(req.preload), "ops": list(req.ops),
                                    "smoke": req.smoke, "hidden": req.hidden,
                                    "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops),
-                                   "aot_function": req.aot_function}
+                                   "aot_function": req.aot_function, "late": req.late}
         if req.opcheck:
             # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
             payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
@@ -140,15 +143,48 @@ class ProbeHandle:
         self._err = open(os.path.join(self.tmp, "stderr"), "w+b")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [req.python, script, str(wfd), json.dumps(payload)], pass_fds=(wfd,),
-            stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
+            stdin=subprocess.PIPE if req.late else subprocess.DEVNULL,
+            stdout=self._out, stderr=self._err,
             env=env, start_new_session=True, preexec_fn=lambda: _limits(cpu),
             cwd=req.cwd or None)
         os.close(wfd)
         self.leftovers = 0  # processes the probe left behind (killed on return)
-        _note_start(req.path)
+        _note_start(req.path or f"package {req.package}")
         self.events: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)
         self._reader.start()
+
+    def send_late(self, path: str, preload: tuple[str, ...], hidden: list[dict[str, Any]],
+                  tf_ops: tuple[str, ...]) -> None:
+        """Give the child the request's late fields (once; later calls do nothing)."""
+        stdin, self.proc.stdin = self.proc.stdin, None
+        if stdin is None:
+            return
+        self.req.path, self.req.preload, self.req.hidden, self.req.tf_ops = \
+            path, preload, hidden, tf_ops
+        late = {"path": path, "preload": list(preload), "hidden": hidden,
+                "tf_ops": list(tf_ops)}
+        # The child may be gone (a crash at start): its result says so, not a broken pipe.
+        with contextlib.suppress(OSError):
+            stdin.write(json.dumps(late).encode() + b"\n")
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+    def _close_stdin(self) -> None:
+        stdin, self.proc.stdin = self.proc.stdin, None
+        if stdin is not None:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def abandon(self) -> None:
+        """Kill the child and everything it started; nothing is collected."""
+        self._close_stdin()
+        self._kill()
+        self.proc.wait()
+        kill_probe_processes(self.proc.pid, self.tag.encode())
+        for fh in (self._out, self._err):
+            fh.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _read(self, fd: int) -> None:
         with os.fdopen(fd, "r", errors="replace") as fh:
@@ -177,6 +213,7 @@ class ProbeHandle:
         import psutil  # imported here: only a run with the probe pays for it
 
         timed_out = memory_killed = False
+        self._close_stdin()  # late fields never sent: EOF, the child stops at their first use
         # --opcheck gets its own --timeout on top: importing torch._dynamo alone takes seconds.
         deadline = self.start + self.req.timeout * (2 if self.req.opcheck else 1)
         try:
@@ -218,3 +255,38 @@ class ProbeHandle:
 def start_probe(req: ProbeRequest) -> ProbeHandle:
     """Start the probe now; call ``wait()`` on the handle for the result."""
     return ProbeHandle(req)
+
+
+# Probes started before their target was known (package mode), by their request's early
+# fields; the target's probe adopts the one whose request matches.
+_PRESTARTED: dict[str, ProbeHandle] = {}
+_LATE_FIELDS = ("path", "preload", "hidden", "tf_ops")
+
+
+def _early_key(req: ProbeRequest) -> str:
+    early = {k: v for k, v in vars(req).items() if k not in _LATE_FIELDS}
+    return json.dumps(early, sort_keys=True, default=str)
+
+
+def prestart(req: ProbeRequest) -> None:
+    """Start a probe whose late fields follow (``req.late``), to be taken by :func:`adopt`."""
+    if not req.late:
+        raise ValueError("only a probe with late fields can start before its target")
+    key = _early_key(req)
+    if key not in _PRESTARTED:
+        _PRESTARTED[key] = ProbeHandle(req)
+
+
+def adopt(req: ProbeRequest) -> ProbeHandle | None:
+    """The prestarted probe with ``req``'s early fields (once), or None."""
+    return _PRESTARTED.pop(_early_key(req), None) if _PRESTARTED else None
+
+
+def discard_prestarted() -> int:
+    """Kill the prestarted probes no target adopted (the target was a broken file, or its
+    check stopped early); returns how many there were."""
+    count = len(_PRESTARTED)
+    while _PRESTARTED:
+        handle = _PRESTARTED.popitem()[1]
+        handle.abandon()
+    return count
