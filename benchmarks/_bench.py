@@ -47,12 +47,30 @@ def opdoctor() -> list[str]:
     return [sys.executable, "-m", "opdoctor"]
 
 
-def wall(cmd: Sequence[str]) -> float:
-    """Seconds one run of ``cmd`` takes (output discarded)."""
+def wall(cmd: Sequence[str], extra_env: dict[str, str] | None = None) -> float:
+    """Seconds one run of ``cmd`` takes (output discarded); ``extra_env`` is added to
+    :func:`env`."""
+    e = {**env(), **(extra_env or {})}
     t = time.perf_counter()
-    subprocess.run(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env(),
+    subprocess.run(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=e,
                    check=False)
     return time.perf_counter() - t
+
+
+def wall_cold(cmd: Sequence[str], keep_schemas: bool = False) -> float:
+    """Seconds one run of ``cmd`` takes with an empty opdoctor cache (a fresh
+    ``$XDG_CACHE_HOME``): what the first run on a machine sees. ``keep_schemas``: the op-schema
+    verdicts (computed by importing torch once per torch install, ``OPDOCTOR_CACHE_DIR``)
+    stay where they are — the first run after an upgrade of opdoctor."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="opdoctor-cold-") as cache:
+        extra = {"XDG_CACHE_HOME": cache}
+        if keep_schemas:
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+            extra["OPDOCTOR_CACHE_DIR"] = os.environ.get("OPDOCTOR_CACHE_DIR") or \
+                os.path.join(base, "opdoctor")
+        return wall(cmd, extra)
 
 
 def wall_rss(cmd: Sequence[str]) -> tuple[float, float]:

@@ -20,9 +20,21 @@ if TYPE_CHECKING:
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
+_STAMPS: list[list[str]] = []
+
+
 def source_stamps() -> list[str]:
     """``path:size:mtime`` of every source and data file of the opdoctor package, in a stable
-    order: what a cache of anything computed from opdoctor's own code is keyed on."""
+    order: what a cache of anything computed from opdoctor's own code is keyed on.
+
+    Walked once per process (a copy is returned): a ``check`` keys two caches on it, and the
+    code a process runs does not change under it."""
+    if not _STAMPS:
+        _STAMPS.append(_walk())
+    return list(_STAMPS[0])
+
+
+def _walk() -> list[str]:
     out = []
     for root, dirs, files in os.walk(_PACKAGE):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")

@@ -44,25 +44,58 @@ def _main(args: list[str]) -> int:
     if code is None:
         code = fast_cli(args)
     if code is None and "check" in args:
-        from opdoctor.cli import dccache
+        import gc
 
-        dccache.install()  # before the modules that define dataclasses are imported
-        from opdoctor.cli import errors
-        from opdoctor.cli.fastcheck import fast_check
-
-        debug = "--debug" in args
-        errors.DEBUG = debug
+        # A short run that frees little: the cyclic collector ran ~30 times in a check of a
+        # small library (~10 ms, 7 % of its CPU time; ~130 times, 90 ms, for a directory of
+        # 13 libraries) and found ~1,000 objects to free each time — the same for
+        # libtorch_cpu.so (peak RSS unchanged). Restored for callers that stay.
+        enabled = gc.isenabled()
+        gc.disable()
         try:
-            code = fast_check([a for a in args if a != "--debug"], debug)
+            code = _check(args)
         finally:
-            dccache.save()
-        if code is None:
-            dccache.stop_recording()
+            if enabled:
+                # Enabled as it is, the collector would start at once on all the run made
+                # (~9 ms): its young generation counted every allocation. Moving the run's
+                # objects to the oldest generation resets that count, and a later full
+                # collection still frees whatever of them becomes garbage.
+                gc.freeze()
+                gc.unfreeze()
+                gc.enable()
     if code is not None:
         return code
     from opdoctor.cli.app import main as app_main
 
     return app_main(args)
+
+
+def _check(args: list[str]) -> int | None:
+    """``check`` without the typer app (:mod:`opdoctor.cli.fastcheck`); None: not handled."""
+    from opdoctor.cli import dccache, rxcache
+
+    # Before the modules that define dataclasses and compile regexes are imported; the
+    # regexes first, so every pattern compiled from here on is looked up in the cache.
+    rxcache.warm()
+    dccache.install()
+    # facts/compile.py imports ast at the top but uses it only to read Python sources (a
+    # package's registrations), which a check of a lone library never does (~1.6 ms).
+    dccache.defer("ast")
+    from opdoctor.cli import errors
+    from opdoctor.cli.fastcheck import fast_check
+
+    debug = "--debug" in args
+    errors.DEBUG = debug
+    code = None
+    try:
+        code = fast_check([a for a in args if a != "--debug"], debug)
+    finally:
+        dccache.save()
+        if code is not None:  # not for the typer app's own regexes (--help, usage errors)
+            rxcache.save()
+    if code is None:
+        dccache.stop_recording()
+    return code
 
 
 def _exit_now(code: int) -> NoReturn:

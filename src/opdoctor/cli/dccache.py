@@ -10,8 +10,9 @@ its code finds before the builtin) that looks the source up in a cache of code o
 compiles only what is not there: the same ``compile`` with the same file name and flags, so
 each code object is the one ``exec`` would have built (``tests/test_startup_caches.py``
 compares them). The cache is one ``marshal`` file per interpreter (code objects are only
-valid for the interpreter that made them) under ``$XDG_CACHE_HOME/opdoctor``; a corrupt or
-foreign file is no cache, and the file is rewritten only when a run compiled something new.
+valid for the interpreter that made them) and version of opdoctor's sources under
+``$XDG_CACHE_HOME/opdoctor``; a corrupt or foreign file is no cache, and the file is
+rewritten only when a run compiled something new.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+import types
 import zlib
 from typing import Any
 
@@ -31,22 +33,63 @@ _state: dict[str, object] = {}
 
 
 def cache_path() -> str:
-    """The cache file of this interpreter."""
-    ident = f"{FORMAT}|{sys.version}|{sys.implementation.cache_tag}|{sys.executable}"
+    """The cache file of this interpreter and opdoctor's sources. Keyed on the sources (the
+    walk the check registry's manifest is keyed on, done once per process) so the file holds
+    only what the current classes generate: keyed on the interpreter alone, it kept every
+    version's methods (1,054 entries, 1.1 MB read and unmarshalled per run, where a check
+    needs ~280)."""
+    ident = "|".join([str(FORMAT), sys.version, sys.implementation.cache_tag, sys.executable,
+                      *cachefile.source_stamps()])
     return os.path.join(cachefile.cache_dir(), f"dataclasses-{zlib.crc32(ident.encode()):08x}"
                         ".marshal")
+
+
+class _OnFirstUse(types.ModuleType):
+    """A stand-in for a standard module that imports it when an attribute is first asked
+    for, then serves the real module's attributes (and leaves it in ``sys.modules``)."""
+
+    def __getattr__(self, attr: str) -> Any:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        import importlib
+
+        real = importlib.import_module(self.__name__)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, attr)
+
+
+def defer(name: str) -> None:
+    """Put a stand-in for the standard module ``name`` into ``sys.modules``, so importing it
+    costs nothing until something uses it.
+
+    ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``, ``tokenize``, ``linecache``:
+    ~10 ms, 5 % of a static check of a small library) but uses it only to write a docstring
+    for a class that has none, and every dataclass ``check`` defines has one
+    (``tests/test_check_caches.py`` checks that ``inspect`` stays unloaded). Whatever does use
+    ``inspect`` (the typer app, a class without a docstring) gets the real module then.
+    (``importlib.util.LazyLoader`` does not help: the ``import`` statement itself reads the
+    module's ``__spec__``, which loads it.)"""
+    if name not in sys.modules:
+        sys.modules[name] = _OnFirstUse(name)
 
 
 def install() -> None:
     """Route the ``exec`` calls of ``dataclasses`` through the cache (once per process; not
     when ``dataclasses`` already has an ``exec`` of someone else's)."""
+    if "dataclasses" not in sys.modules:
+        defer("inspect")
     import dataclasses
 
     if "exec" in vars(dataclasses):
         return
-    stored = cachefile.read(cache_path())
+    try:
+        path = cache_path()
+    except OSError:  # a source file vanished while the package was listed: no cache this run
+        path = ""
+    stored = cachefile.read(path) if path else None
     codes: dict[str, object] = stored if isinstance(stored, dict) else {}
-    _state["codes"], _state["dirty"], _state["recording"] = codes, False, True
+    _state["codes"], _state["dirty"], _state["recording"] = codes, False, bool(path)
+    _state["path"] = path
 
     def cached_exec(source: Any, globals: Any = None, locals: Any = None) -> None:
         if type(source) is str:
@@ -75,4 +118,4 @@ def save() -> None:
     """Store what this run compiled (nothing when it compiled nothing new)."""
     if _state.get("dirty"):
         _state["dirty"] = False
-        cachefile.write(cache_path(), _state["codes"])
+        cachefile.write(str(_state["path"]), _state["codes"])

@@ -155,6 +155,24 @@ def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
 
 def read_config(path: str) -> dict[str, Any] | None:
     """The opdoctor table of a file (None when a pyproject.toml has none)."""
+    from opdoctor.cli import configcache
+
+    found = configcache.lookup(path)
+    if found is None:
+        before = configcache.stamp(path)
+        table = _parse_table(path)
+        configcache.store(path, before, table)
+    else:
+        (table,) = found
+    if table is None:
+        return None
+    validate(table, path)
+    return dict(table)
+
+
+def _parse_table(path: str) -> dict[str, Any] | None:
+    """The opdoctor table of a file as written, not validated (None: a pyproject.toml
+    without one)."""
     # Imported here: most runs have no configuration file, and the parser is not free.
     if sys.version_info >= (3, 11):
         import tomllib
@@ -169,13 +187,10 @@ def read_config(path: str) -> dict[str, Any] | None:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     if os.path.basename(path) == "pyproject.toml" or "tool" in data:
-        table = data.get("tool", {}).get("opdoctor")
-        if table is None:
-            return None
+        table: dict[str, Any] | None = data.get("tool", {}).get("opdoctor")
     else:
         table = data
-    validate(table, path)
-    return dict(table)
+    return table
 
 
 def validate(table: dict[str, Any], where: str) -> None:

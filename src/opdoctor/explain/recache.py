@@ -57,10 +57,15 @@ def cache_file() -> str:
 
 def warm(path: str | None = None) -> int:
     """Put the cached patterns into ``re``'s cache; the number loaded (0: no usable cache)."""
+    return install(cachefile.read(path or cache_file()))
+
+
+def install(entries: Any) -> int:
+    """Put stored entries (what :func:`save` writes, as read back) into ``re``'s cache; the
+    number loaded (0: none, or not a list of entries)."""
     cache = getattr(re, "_cache", None)
     if not isinstance(cache, dict):  # another re implementation: nothing to warm
         return 0
-    entries = cachefile.read(path or cache_file())
     if entries is None:
         return 0
     try:
@@ -69,15 +74,18 @@ def warm(path: str | None = None) -> int:
         for key_flags, pattern, flags, code, groups, groupindex, indexgroup in entries:
             if n >= MAX_ENTRIES or len(cache) >= MAX_ENTRIES:
                 break
-            cache[(str, pattern, key_flags)] = compile_(pattern, flags, code, groups,
-                                                        groupindex, indexgroup)
+            kind = type(pattern)  # str, or bytes (``check``'s patterns over binary data)
+            if kind is not str and kind is not bytes:
+                return 0
+            cache[(kind, pattern, key_flags)] = compile_(pattern, flags, code, groups,
+                                                         groupindex, indexgroup)
             n += 1
         return n
     except Exception:  # a corrupt or foreign file is no cache; re compiles as usual
         return 0
 
 
-def _entry(pattern: str, flags: int) -> tuple[Any, ...] | None:
+def _entry(pattern: str | bytes, flags: int) -> tuple[Any, ...] | None:
     """What ``re`` passes to ``_sre.compile`` for ``pattern``, verified against ``re`` itself."""
     try:
         if sys.version_info >= (3, 11):
@@ -85,7 +93,7 @@ def _entry(pattern: str, flags: int) -> tuple[Any, ...] | None:
         else:  # pragma: no cover - Python 3.10
             import sre_compile as _compiler
             import sre_parse as _parser
-        p = _parser.parse(pattern, flags)
+        p = _parser.parse(pattern, flags)  # type: ignore[arg-type]  # bytes parse too
         code = _compiler._code(p, flags)  # type: ignore[attr-defined]
         groupindex = dict(p.state.groupdict)
         indexgroup: list[str | None] = [None] * p.state.groups

@@ -38,6 +38,8 @@ class BudgetExceeded(BaseException):
 
 @dataclass
 class _Deadline:
+    """A stage and its CPU-time budget."""
+
     stage: str
     budget: float  # CPU seconds
     start: float

@@ -56,6 +56,8 @@ class Sym:
 
 @dataclass
 class _Sec:
+    """Where a section lies in the file."""
+
     offset: int
     size: int
     entsize: int = 0

@@ -256,6 +256,14 @@ class Resolver:
         missing: list[Missing] = []
         chains: dict[str, list[Library]] = {root.path: list(via or [])}
         queue: deque[Library] = deque([root])
+        reals: dict[str, str] = {}  # os.path.realpath once per path (an lstat per component)
+
+        def real_of(path: str) -> str:
+            found = reals.get(path)
+            if found is None:
+                found = reals[path] = os.path.realpath(path)
+            return found
+
         while queue:
             obj = queue.popleft()
             checkpoint(f"emulating the load of {obj.path}'s dependencies")
@@ -274,8 +282,8 @@ class Resolver:
                     missing.append(miss)
                     out.append((name, miss))
                     continue
-                real = os.path.realpath(path)
-                same = next((lib for lib in order if os.path.realpath(lib.path) == real), None)
+                real = real_of(path)
+                same = next((lib for lib in order if real_of(lib.path) == real), None)
                 if same is not None:  # the same file under another name: glibc reuses it
                     loaded[name] = same
                     out.append((name, same))
