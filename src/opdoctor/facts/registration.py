@@ -39,8 +39,10 @@ _SCHEMA = re.compile(
     rb"(?<![\w:.])((?:[A-Za-z_]\w*::)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)"
     rb"\(((?:[^()\x00-\x1f\x7f-\xff]|\([^()\x00-\x1f\x7f-\xff]*\))*)\)")
 _RET = re.compile(rb"\s*->\s*(\((?:[^()\x00-\x1f\x7f-\xff]|\([^()]*\))*\)|"
-                  rb"(?:" + b"|".join(t.encode() for t in sorted(SCHEMA_TYPES, key=len,
-                                                                 reverse=True)) +
+                  # Longest first; a fixed order (not the frozenset's, which follows the
+                  # hash seed) keeps the pattern, and the compiled-regex cache, the same.
+                  rb"(?:" + b"|".join(t.encode() for t in sorted(
+                      SCHEMA_TYPES, key=lambda t: (-len(t), t))) +
                   rb")(?:\([a-z]!?\))?(?:\[\d*\])?\??)")
 _TYPE_HINT = re.compile(r"\b(Tensor|int|float|bool|str|Scalar|SymInt|Any)\b")
 # What a C++ signature (``__PRETTY_FUNCTION__``, a demangled name in a message) has and the
