@@ -309,8 +309,8 @@ class Facts:
         """Package mode: start the probe before the import chain picks the target library
         (its child imports the framework meanwhile); the target's :meth:`start_probe` adopts
         it. :func:`opdoctor.targets.expand` kills one no target adopted when it closes."""
-        from opdoctor.facts.probe.runner import prestart
         if self.options.package and self.options.probe:
+            from opdoctor.facts.probe.runner import prestart  # a static run never needs it
             prestart(self._probe_request())
 
     def start_probe(self) -> None:
