@@ -492,15 +492,16 @@ def _names_at(img: ElfImage, addrs: list[int]) -> list[str]:
     if not addrs:
         return []
     want = set(addrs)
-    return sorted({img.cstring(sym.strtab, sym.st_name) for sym in img.symtab(8 << 20)
-                   if sym.sym_type == 2 and sym.value in want})  # STT_FUNC
+    strtab, funcs = img.symtab_typed(2, 8 << 20)  # STT_FUNC
+    return [] if strtab is None else sorted(
+        {img.cstring(strtab, name) for name, value in funcs if value in want})
 
 
 def source_file_symbols(img: ElfImage) -> list[str]:
     """The translation units named by ``STT_FILE`` entries of ``.symtab`` (unstripped builds),
     C/C++/CUDA sources only (crtstuff.c and the like are the toolchain's)."""
-    names = {img.cstring(sym.strtab, sym.st_name) for sym in img.symtab(8 << 20)
-             if sym.sym_type == 4}  # STT_FILE
+    strtab, files = img.symtab_typed(4, 8 << 20)  # STT_FILE
+    names = set() if strtab is None else {img.cstring(strtab, name) for name, _ in files}
     return sorted(n for n in names if n.endswith((".cpp", ".cc", ".cxx", ".cu", ".c"))
                   and not n.startswith("crt"))[:20]
 

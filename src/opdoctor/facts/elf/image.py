@@ -360,6 +360,25 @@ class ElfImage:
                                                                             off)
             yield RawSymbol(st_name, strtab, info, other, shndx, value)
 
+    def symtab_typed(self, sym_type: int, max_bytes: int = 16 << 20
+                     ) -> tuple[Section | None, list[tuple[int, int]]]:
+        """(the string table, [(name offset, value)]) of the ``.symtab`` entries of one STT_*
+        type, read in one C-level pass (:meth:`symtab` builds an object per entry: 30 ms for
+        torchvision's 15,000); entries past the end of a damaged file are left out."""
+        sym = self.symtab_section()
+        if sym is None or sym.link >= len(self.sections) or sym.size > max_bytes:
+            return None, []
+        is64 = self.header.bits == 64
+        ent = 24 if is64 else 16
+        raw = bytes(self.data.buf[sym.offset:sym.offset + sym.size // ent * ent])
+        rows = struct.iter_unpack(self._end + ("IBBHQQ" if is64 else "IIIBBH"),
+                                  raw[:len(raw) // ent * ent])
+        if is64:
+            found = [(r[0], r[4]) for r in rows if r[1] & 0xF == sym_type]
+        else:
+            found = [(r[0], r[1]) for r in rows if r[3] & 0xF == sym_type]
+        return self.sections[sym.link], found
+
     @property
     def is_pie_executable(self) -> bool:
         """ET_DYN marked DF_1_PIE: a position-independent *executable*, which dlopen refuses."""
