@@ -63,15 +63,55 @@ def read(path: str) -> Any:
         return None
 
 
+# Files kept per family (the name up to its first "-": checks, cli, regex, dataclasses …).
+# Every change of opdoctor's sources or interpreter keys new files; the old ones are never
+# read again, so a new file makes the family's oldest ones beyond this many go.
+KEEP_PER_FAMILY = 64
+
+
 def write(path: str, value: Any) -> bool:
-    """Store ``value`` at ``path`` (via a temporary file and a rename); False if it failed."""
+    """Store ``value`` at ``path`` (via a temporary file and a rename); False if it failed.
+    A new file prunes its family (see :func:`prune`)."""
     try:
         payload = marshal.dumps(value)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        new = not os.path.exists(path)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
             fh.write(zlib.crc32(payload).to_bytes(4, "little") + payload)
         os.replace(tmp, path)
     except (OSError, ValueError):
         return False
+    if new:
+        prune(path)
     return True
+
+
+def prune(path: str, keep: int = KEEP_PER_FAMILY) -> int:
+    """Delete the oldest files of ``path``'s family in its directory beyond the ``keep``
+    newest (by modification time; ``path`` itself always stays); returns how many went.
+    Another process pruning or writing at the same time is harmless: a file already gone is
+    skipped, and a cache file that goes is only computed again."""
+    folder, name = os.path.split(path)
+    family = name.split("-", 1)[0] + "-"
+    found: list[tuple[int, str]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(family) and not entry.name.endswith(".tmp") \
+                        and entry.name != name:
+                    try:
+                        found.append((entry.stat().st_mtime_ns, entry.path))
+                    except OSError:
+                        continue
+    except OSError:
+        return 0
+    found.sort(reverse=True)
+    gone = 0
+    for _mtime, old in found[max(keep - 1, 0):]:
+        try:
+            os.unlink(old)
+            gone += 1
+        except OSError:
+            continue
+    return gone
