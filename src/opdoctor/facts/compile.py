@@ -22,7 +22,6 @@ import ast
 import os
 import re
 from bisect import bisect_left
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from opdoctor.facts.budget import checkpoint
@@ -66,18 +65,6 @@ def _hot_lines(raw: bytes) -> list[int]:
         if not out or out[-1] != line:
             out.append(line)
     return out
-
-
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of ``body``, those of nested blocks included (no expressions)."""
-    for stmt in body:
-        yield stmt
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(stmt, name, None)
-            if isinstance(block, list):
-                yield from _statements(block)
-        for sub in getattr(stmt, "handlers", ()) or getattr(stmt, "cases", ()):
-            yield from _statements(sub.body)
 
 
 def _may_register(raw: bytes) -> bool:
@@ -253,8 +240,9 @@ class _ModuleReader:
         if raw is None:
             nodes = list(ast.walk(tree))
         else:
+            from opdoctor.facts.pyast import statements
             hot = _hot_lines(raw)
-            nodes = list(_statements(tree.body))
+            nodes = list(statements(tree.body))
             for stmt in tree.body:
                 first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
                 last = stmt.end_lineno or stmt.lineno

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import warnings
+from collections.abc import Iterator
 
 _MAX_CACHED = 512
 _trees: dict[tuple[str, int, int], ast.Module | None] = {}
@@ -43,3 +44,16 @@ def _parse(path: str, raw: bytes | None) -> ast.Module | None:
             return ast.parse(raw.decode("utf-8"), path)
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
         return None
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body``, those of nested blocks included, without visiting a single
+    expression (a reader that wants definitions or imports need not walk the whole tree)."""
+    for stmt in body:
+        yield stmt
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list):
+                yield from statements(inner)
+        for part in [*getattr(stmt, "handlers", []), *getattr(stmt, "cases", [])]:
+            yield from statements(part.body)

@@ -17,7 +17,7 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -1131,23 +1131,14 @@ def _script_relative(file: str) -> list[tuple[str, int]]:
     # files are rejected by the first substring test without decoding anything.
     if b"__main__" not in raw or not _MAIN_GUARD.search(raw) or not _RELATIVE_FROM.search(raw):
         return []  # parse only a file that may have both
+    from opdoctor.facts.pyast import statements
     parsed = _source(file)
     if parsed is None:
         return []
-    return [(file, n.lineno) for n in _statements(parsed.tree.body)
+    return [(file, n.lineno) for n in statements(parsed.tree.body)
             if isinstance(n, ast.ImportFrom) and n.level >= 1][:1]
 
 
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement, nested ones included, without visiting a single expression."""
-    for stmt in body:
-        yield stmt
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, name, None)
-            if isinstance(inner, list):
-                yield from _statements(inner)
-        for part in [*getattr(stmt, "handlers", []), *getattr(stmt, "cases", [])]:
-            yield from _statements(part.body)
 
 
 MAX_SCAN_FILES = 4000  # Python files of one package scanned for loader calls (loader_calls)
