@@ -45,8 +45,8 @@ OD316 = CodeDoc(
 )
 OD317 = CodeDoc(
     "OD317", "stable-ABI extension needs the CUDA shim of a CUDA torch", Severity.ERROR,
-    what="A stable-ABI extension imports no shim function that torch declares only for CUDA "
-    "builds (#ifdef USE_CUDA in the shim headers) when the installed torch is not a CUDA "
+    what="A stable-ABI extension imports a shim function that torch declares only for CUDA "
+    "builds (#ifdef USE_CUDA in the shim headers), and the installed torch is not a CUDA "
     "build.",
     why="A CPU (or ROCm) build of torch never exports aoti_torch_get_current_cuda_stream, "
     "torch_c10_cuda_check_msg and the other CUDA shim functions: an extension built with CUDA "

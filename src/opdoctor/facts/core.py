@@ -425,16 +425,9 @@ class Facts:
         """What the library would register: registrars, schemas, PyInit_, initialisers."""
         from opdoctor.facts.registration import read_inventory
         table = self.symbol_tables.of_image(self.image)
-        inv = read_inventory(self.image, table.names_with_prefix("PyInit_", limit=8),
-                             self.torch_context)
-        if not self.torch_context and not inv.stable_abi and inv.schemas:
-            # Neither torch nor its stable shim: text that reads like a schema is not one
-            # (OpenCV's cv2.abi3.so: "cv::VideoCapture(int index)", "reset() -> None"
-            # docstrings); registrars found by their symbols stay.
-            inv.schemas = []
-            inv.namespaces = {k: ns for k, ns in inv.namespaces.items()
-                              if ns.defines or ns.fragments or ns.impl_keys or ns.macro}
-        return inv
+        # Without torch in the process, read_inventory keeps no schema-like text.
+        return read_inventory(self.image, table.names_with_prefix("PyInit_", limit=8),
+                              self.torch_context)
 
     @cached_property
     def schema_verdicts(self) -> tuple[dict[str, str], str]:

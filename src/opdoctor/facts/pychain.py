@@ -886,10 +886,12 @@ def _loads_in_call(callee: _Func, call: ast.Call, seg: str, ev: _Eval,
 
 
 def _has_loader(func: _Func) -> bool:
-    """Whether the function calls a loader. Only a module whose text names a loader is
-    walked: torchvision binds 201 imported functions, and walking each whole body took 0.35 s
-    when a handful of its modules name a loader at all."""
-    if not _names_a_loader(func.file):
+    """Whether the function calls a loader. Only a function whose lines (decorators included)
+    name a loader is walked (``_Source.may_call``): torchvision binds 201 imported functions,
+    and walking each whole body took 0.35 s when a handful of them name a loader at all."""
+    src = _source(func.file)
+    if src is not None and not any(src.may_call(n) for n in (func.node,
+                                                              *func.node.decorator_list)):
         return False
     known: bool | None = getattr(func.node, "_opdoctor_loads", None)
     if known is None:
@@ -897,17 +899,6 @@ def _has_loader(func: _Func) -> bool:
                     for n in ast.walk(func.node))
         func.node._opdoctor_loads = known  # type: ignore[attr-defined]
     return known
-
-
-@lru_cache(maxsize=512)
-def _names_a_loader(file: str) -> bool:
-    """Whether the module's source contains a loader's name (a call to one needs it)."""
-    try:
-        with open(file, "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return True  # unreadable now: let the walk decide, as before
-    return any(name.encode() in raw for name in _LOADERS)
 
 
 def _without_superseded(links: list[Link]) -> list[Link]:

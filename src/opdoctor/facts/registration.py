@@ -511,18 +511,21 @@ def read_inventory(img: ElfImage, dynstr_names: list[str],
     """Everything this module can read; ``dynstr_names`` are the PyInit_ names exported.
 
     ``torch_context`` False (neither torch nor its stable shim will be in the process): text
-    that reads like a schema is not one, so ``.rodata`` is not scanned for schemas (1.2 s on
-    tensorflow-io's 132 MB library); registrars found by their symbols stay."""
+    that reads like a schema is not one, so it is dropped, and ``.rodata`` is not scanned for
+    schemas at all unless the stable shim is used (1.2 s on tensorflow-io's 132 MB library);
+    registrars found by their symbols stay."""
     stripped = img.symtab_section() is None
     inv = Inventory(stripped=stripped)
     inv.namespaces = resolve_namespaces(img, _namespaces(markers(img)))
-    if torch_context:
+    from opdoctor.facts.stable import registers
+    if torch_context or registers(img):
         inv.schemas = schemas(img)
-    else:
-        from opdoctor.facts.stable import registers
-        if registers(img):
-            inv.schemas = schemas(img)
     _add_stable(img, inv)
+    if not torch_context and not inv.stable_abi:
+        # Neither torch nor its stable shim: text that reads like a schema is not one (OpenCV's
+        # cv2.abi3.so: "cv::VideoCapture(int index)", "reset() -> None" docstrings), so no
+        # namespace is made of it below; registrars found by their symbols stay.
+        inv.schemas = []
     inv.pyinit = dynstr_names
     inv.initializers, inv.initializer_names = initializers(img)
     read_tensorflow(img, inv)
