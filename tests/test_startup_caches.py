@@ -256,3 +256,30 @@ def test_cached_dataclass_methods_are_the_ones_exec_compiles(tmp_path: Path) -> 
     assert warm == f"{n} {plain.replace('True', 'False', 1)}"  # warm: nothing compiled
     files[0].write_bytes(b"\0corrupt")
     assert dump("cached") == f"{n} {plain}"  # a corrupt cache is no cache
+
+
+_FOREIGN_CODE = r'''
+import dataclasses, sys, types
+from opdoctor import cachefile
+from opdoctor.cli import dccache
+dccache.install()
+import opdoctor.model
+other = types.ModuleType("someone_else")
+sys.modules["someone_else"] = other
+exec("import dataclasses\n@dataclasses.dataclass\nclass Foreign:\n    zz_foreign_field: int = 0\n",
+     other.__dict__)
+assert other.Foreign(3).zz_foreign_field == 3
+dccache.save()
+stored = cachefile.read(dccache.cache_path())
+print(len(stored), sum("zz_foreign_field" in s for s in stored))
+'''
+
+
+def test_dataclass_cache_stores_only_opdoctors_classes(tmp_path: Path) -> None:
+    """A class of another module defined in the same process (torch, imported after main()
+    ran in-process) is compiled as usual but not written to the cache every check reads."""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-c", _FOREIGN_CODE], capture_output=True, text=True,
+                       env=env, timeout=120, check=True)
+    total, foreign = (int(x) for x in p.stdout.split())
+    assert total > 20 and foreign == 0, p.stdout

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from opdoctor.checks import Registry, load_registry
 from opdoctor.checks.base import OD190, Check
@@ -14,6 +13,10 @@ from opdoctor.model import CheckRun, CheckStatus, Finding, Report, Severity, Tar
 from opdoctor.verdict.causes import STOPPED_PREFIX
 from opdoctor.verdict.diagnosis import diagnose
 from opdoctor.verdict.gate import apply_overrides
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

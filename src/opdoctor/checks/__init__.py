@@ -16,12 +16,14 @@ import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
 
 from opdoctor.checks.base import NOT_A_PACKAGE, PIPELINE_CODES, Check
 from opdoctor.codes import CodeDoc, CodeError, build_catalog
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from opdoctor.facts import Facts
 
 ENTRY_POINT_GROUP = "opdoctor.checks"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # CPU seconds each built-in stage may spend on a 0-byte target (the pipeline adds one share
 # per 256 MiB of target and multiplies by --budget-scale; see pipeline.stage_budget). Sized

@@ -17,14 +17,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.model import Cause, Finding, Severity
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:  # the probe's and the import chain's readers load only when used
+    from typing import Any
+
     from opdoctor.facts.probe.outcome import OpcheckTest
 
 _DOCS = "https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html"

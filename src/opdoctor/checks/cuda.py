@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.cuda import Fatbin, gencode_for, verdict
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _NVCC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/#gpu-compilation"
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
@@ -22,6 +21,10 @@ from opdoctor.facts.loader.search import (
     Missing,
 )
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _DLOPEN = "glibc ld.so(8), 'Rpath token expansion' and search order"
 

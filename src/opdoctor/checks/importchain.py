@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 
 from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
@@ -18,6 +17,10 @@ from opdoctor.facts.pychain import ImportChain, Link, loader_calls
 from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _IMPORT = "https://docs.python.org/3/reference/import.html"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
@@ -24,6 +23,10 @@ from opdoctor.facts.mindspore import (
     new_abi_mindspore_symbols,
 )
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _DOCS = "https://www.mindspore.cn/tutorials/en/master/custom_program/operation/op_custom_aot.html"
 _FETCH = ("For 'Custom' on CPU, error occurs when fetching function '{name}'. Error info: "

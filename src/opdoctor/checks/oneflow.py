@@ -8,13 +8,16 @@ Facts come from :mod:`opdoctor.facts.oneflow`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _DOCS = "https://docs.oneflow.org/en/master/"
 _FLAGS = ("python -c 'import oneflow.sysconfig as s; print(\" \".join(s.get_compile_flags() + "

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
@@ -20,7 +19,10 @@ from opdoctor.facts.loaderror import NOT_FOUND, UNDEFINED, VERSION, loader_error
 from opdoctor.facts.variant import variant_library
 from opdoctor.model import Cause, Finding, Severity
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:  # the probe's and the import chain's readers load only when used
+    from typing import Any
+
     from opdoctor.facts.probe.outcome import ProbeOutcome
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterator
-from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
@@ -21,6 +20,10 @@ from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
 from opdoctor.facts.pyreg import refutation
 from opdoctor.facts.registration import Inventory, check_schema_syntax, source_file_symbols
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _DOCS = "https://pytorch.org/tutorials/advanced/dispatcher.html"
 

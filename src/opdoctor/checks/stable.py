@@ -12,7 +12,6 @@ not export makes the load fail with "undefined symbol: torch_…". See
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
@@ -25,6 +24,10 @@ from opdoctor.facts.stable import (
     version_key,
 )
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _DOCS = "https://docs.pytorch.org/docs/stable/notes/libtorch_stable_abi.html"
 

@@ -12,7 +12,6 @@ import os
 import platform
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
@@ -28,7 +27,10 @@ from opdoctor.facts.tensorflow import (
 )
 from opdoctor.model import Cause, Finding, Severity
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:  # the probe's and the import chain's readers load only when used
+    from typing import Any
+
     from opdoctor.facts.probe.outcome import TfProbe
 
 _GUIDE = "https://www.tensorflow.org/guide/create_op"

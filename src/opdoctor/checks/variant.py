@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.variant import local_tag
 from opdoctor.model import Cause, Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 OD307 = CodeDoc(
     "OD307", "built for another build of torch (CUDA/ROCm vs CPU)", Severity.ERROR,

@@ -7,7 +7,10 @@
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def main(argv: list[str] | None = None) -> int:

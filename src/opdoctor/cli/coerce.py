@@ -17,9 +17,12 @@ machinery (older releases) nothing is installed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from opdoctor.cli.values import NOT_PLAIN, plain_value
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["NOT_PLAIN", "_NOT_PLAIN", "install", "plain_value"]
 

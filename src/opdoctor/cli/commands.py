@@ -8,10 +8,15 @@ from __future__ import annotations
 import os
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING, Any
 
+from opdoctor.cli import errors as errors_mod
+from opdoctor.cli.errors import Exit, UsageProblem, write_crash_log
+from opdoctor.model import Severity, TargetError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     import signal
+    from typing import Any
 else:
     try:
         # The C module: ``signal`` wraps the same functions but builds its enums at import
@@ -19,10 +24,6 @@ else:
         import _signal as signal
     except ImportError:  # pragma: no cover - not CPython
         import signal
-
-from opdoctor.cli import errors as errors_mod
-from opdoctor.cli.errors import Exit, UsageProblem, write_crash_log
-from opdoctor.model import Severity, TargetError
 
 if TYPE_CHECKING:
     from opdoctor.checks import Registry

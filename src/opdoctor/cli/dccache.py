@@ -22,9 +22,12 @@ import os
 import sys
 import types
 import zlib
-from typing import Any
 
 from opdoctor import cachefile
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 MAX_ENTRIES = 4096  # bounded: a process that builds dataclasses from data never grows it
@@ -98,13 +101,24 @@ def install() -> None:
                 # dataclasses.py has no __future__ import: compile as its exec does, with no
                 # flags of this module (whose `annotations` future would change the result).
                 code = compile(source, "<string>", "exec", dont_inherit=True)
-                if _state["recording"] and len(codes) < MAX_ENTRIES:
+                # Only opdoctor's own classes are stored: a process that goes on to import
+                # torch (a test calling main() in-process) defined hundreds of torch's, which
+                # grew the file every check reads to 1.1 MB (7 ms to unmarshal, of ~110).
+                if (_state["recording"] and len(codes) < MAX_ENTRIES
+                        and _owned(globals)):
                     codes[source] = code
                     _state["dirty"] = True
             source = code
         builtins.exec(source, globals, locals)
 
     dataclasses.exec = cached_exec  # type: ignore[attr-defined]
+
+
+def _owned(namespace: Any) -> bool:
+    """Whether ``namespace`` (the globals ``dataclasses`` runs a generated method in: the
+    class's module) is one of opdoctor's modules."""
+    name = namespace.get("__name__") if isinstance(namespace, dict) else None
+    return isinstance(name, str) and (name == "opdoctor" or name.startswith("opdoctor."))
 
 
 def stop_recording() -> None:

@@ -22,10 +22,13 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from typing import Any
 
 from opdoctor.cli.errors import Exit, UsageProblem, crash
 from opdoctor.cli.settings import SETTINGS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # option word → (parameter name, kind): kind is "bool", "str", "float", "int" or "list".
 _KINDS = {"bool": "bool", "str": "str", "float": "float", "int": "int", "list": "list",

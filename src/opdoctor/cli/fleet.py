@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
 
 from opdoctor.cli.commands import (
     STATIC_TIMEOUT,
@@ -39,6 +38,10 @@ from opdoctor.facts import CheckOptions
 from opdoctor.fleet.env import LauncherError, World, detect_world
 from opdoctor.fleet.fingerprint import ENV_KEYS, HashCache, env_facts, gpu_facts, host_facts
 from opdoctor.model import CheckStatus, Report, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_GATHER_TIMEOUT = 180.0
 

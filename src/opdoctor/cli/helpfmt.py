@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
 
 from opdoctor.cli.coerce import install as install_plain_coercion
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # typer >= 0.24 vendors its own click; older releases depend on click itself
     from typer._click import Context, HelpFormatter

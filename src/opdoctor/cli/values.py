@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from opdoctor.cli.settings import SETTINGS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _INT = re.compile(r"-?[0-9]{1,18}")
 _FLOAT = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")

@@ -13,14 +13,16 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 # Only the options are imported here: every reader (ELF, loader, interpreter, probe …) is
 # imported by the fact that needs it, so a run pays only for the readers its checks use
 # (issue #21: importing them all was most of the start-up of `opdoctor check`).
 from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from opdoctor.facts.abi import AbiMismatch
     from opdoctor.facts.compile import (
         CompileInventory,

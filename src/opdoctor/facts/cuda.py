@@ -20,10 +20,13 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import Any
 
 from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfImage
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 FATBIN_MAGIC = 0xBA55ED50
 SEGMENT_MAGIC = 0x466243B1

@@ -14,7 +14,10 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _SCRIPT = r"""
 import importlib.util, json, os, sys, sysconfig

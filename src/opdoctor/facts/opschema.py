@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from opdoctor.facts.interp import Interpreter
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _PARSE = r"""
 import json, sys

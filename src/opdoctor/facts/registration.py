@@ -22,10 +22,13 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import Any
 
 from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfImage
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # Types the TorchScript schema language knows (with ?, [], [N], (a!) suffixes handled apart).
 SCHEMA_TYPES = frozenset((

@@ -25,10 +25,13 @@ import socket
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from opdoctor.fleet.env import World
 from opdoctor.fleet.group import Missing
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 POLL = 0.05
 

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # Record keys whose difference matters (besides verdicts, files and dependency bytes).
 MATTERS = frozenset({"python", "torch", "tensorflow", "CUDA runtime"})

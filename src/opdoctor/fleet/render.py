@@ -13,7 +13,6 @@ import json
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Any, TextIO
 
 from opdoctor import __version__
 from opdoctor.codes import CodeDoc
@@ -30,6 +29,10 @@ from opdoctor.model import (
 )
 from opdoctor.report import Format, RenderContext
 from opdoctor.verdict.diagnosis import diagnose
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 SCHEMA_VERSION = 1
 

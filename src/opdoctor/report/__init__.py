@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TextIO
 
 from opdoctor.codes import CodeDoc
 from opdoctor.model import Report, Severity, TargetError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import TextIO
 
 
 class Format(str, Enum):
@@ -37,7 +40,8 @@ class RenderContext:
     errors: tuple[TargetError, ...] = ()
 
 
-Renderer = Callable[[list[Report], RenderContext, TextIO], None]
+if TYPE_CHECKING:
+    Renderer = Callable[[list[Report], RenderContext, TextIO], None]
 
 
 def renderer(fmt: Format) -> Renderer:

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import os
-from typing import TextIO
 
 from opdoctor.model import Report, Severity
 from opdoctor.report import RenderContext
 from opdoctor.report.escape import printable
 from opdoctor.verdict.gate import fingerprint
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import TextIO
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TextIO
 
 from opdoctor import __version__
 from opdoctor.model import Finding, Report
 from opdoctor.report import RenderContext
 from opdoctor.verdict.causes import cause_statuses, severity_counts
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 SCHEMA_VERSION = 1
 

@@ -5,13 +5,16 @@ a passing report still lists every check."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import TextIO
 
 from opdoctor.codes import CodeDoc
 from opdoctor.model import CheckStatus, Report
 from opdoctor.report import RenderContext
 from opdoctor.report.escape import xml_text
 from opdoctor.verdict.gate import fingerprint
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import TextIO
 
 
 def _suite(report: Report, ctx: RenderContext) -> ET.Element:

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TextIO
 
 from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
 from opdoctor.report.escape import printable
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import TextIO
 
 # Stands for a space that must not break (inside a quoted path, between a number and its unit)
 # while Rich wraps; a private-use character, so no real text contains it.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, TextIO
 
 from opdoctor import __version__
 from opdoctor.codes import SECTION_TITLES, CodeDoc
@@ -13,6 +12,10 @@ from opdoctor.model import Report, Severity
 from opdoctor.report import RenderContext
 from opdoctor.report.escape import printable, uri_path
 from opdoctor.verdict.gate import fingerprint
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,6 +13,10 @@ from opdoctor.report import RenderContext
 from opdoctor.report.layout import Printer, quote_path, unbreakable, wrap_width
 from opdoctor.verdict.causes import CauseState, cause_statuses, severity_counts
 from opdoctor.verdict.diagnosis import NOT_A_VERDICT
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD315", "OD321", "OD322", "OD126"}
 _SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}

@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import compress
 from operator import not_
-from typing import Any
 
 from opdoctor.facts.elf.image import ElfImage
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 SHN_UNDEF = 0
 STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10

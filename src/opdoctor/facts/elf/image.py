@@ -12,9 +12,12 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from opdoctor.facts.inputfile import FileData
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 ELF_MAGIC = b"\x7fELF"
 

@@ -15,9 +15,12 @@ Everything is bounded by the file size; what cannot be mapped is simply absent.
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from opdoctor.facts.elf.image import SHT_DYNAMIC, ElfHeader, Section
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 PT_LOAD, PT_DYNAMIC = 1, 2
 DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT = 4, 5, 6, 10, 11

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 from opdoctor.facts.probe import protocol as P
 from opdoctor.facts.probe.ldtrace import LdTrace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ProbeState(str, Enum):

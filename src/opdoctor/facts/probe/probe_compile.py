@@ -15,7 +15,10 @@ import importlib
 import importlib.util
 import os
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # The keys that decide fake-tensor and autograd support (others are listed by the probe dump).
 KEYS = ("CPU", "CUDA", "Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd",

@@ -18,7 +18,10 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 Emit = Callable[..., None]
 RTLD_LAZY = getattr(os, "RTLD_LAZY", 1)

@@ -17,7 +17,10 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # The shared protocol (event names), loaded by file path: the target interpreter need not have
 # opdoctor installed, and a user module called "protocol" must not shadow ours.

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 Emit = Callable[..., None]
 

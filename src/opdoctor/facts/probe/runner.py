@@ -28,10 +28,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
 
 from opdoctor.facts.probe.ldtrace import parse_ld_debug
 from opdoctor.facts.probe.outcome import ProbeOutcome, build_outcome
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass
