@@ -145,15 +145,11 @@ def render_text(summary: FleetSummary, ctx: FleetContext, out: TextIO) -> None:
     are wrapped at spaces at ``ctx.width``, else at the terminal's width, with continuation
     lines under the start of their text; in a pipe with no terminal, one line per line.
     """
-    from rich.console import Console
-    from rich.markup import escape
-
     from opdoctor.report.layout import Printer, wrap_width
+    from opdoctor.report.styled import escape
 
-    # Rich only colours; the Printer does all the wrapping (Rich's own would fold paths).
-    con = Console(file=out, no_color=not ctx.color, highlight=False, soft_wrap=True,
-                  force_terminal=ctx.color, width=10_000)
-    p = Printer(con, ctx.width or wrap_width(out))
+    # The Printer wraps (Rich's own wrapping would fold paths) and colours.
+    p = Printer(out, ctx.width or wrap_width(out), ctx.color)
     for line in _header(summary, ctx):
         p.line("", escape(line), hang=2)
     p.blank()

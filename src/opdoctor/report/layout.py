@@ -12,11 +12,8 @@ from __future__ import annotations
 import os
 import re
 
-from rich.cells import cell_len
-from rich.console import Console
-from rich.text import Text
-
 from opdoctor.report.escape import printable
+from opdoctor.report.styled import Styled, cell_len, colour_on
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -108,40 +105,43 @@ def _breaks(text: str, first: int, rest: int) -> list[int]:
 
 
 class Printer:
-    """Prints logical lines (Rich markup) to ``console``, wrapped at ``width`` (None: never)."""
+    """Prints logical lines (console markup, see :mod:`opdoctor.report.styled`) to ``out``,
+    wrapped at ``width`` (None: never), with escape codes when ``colour``."""
 
-    def __init__(self, console: Console, width: int | None) -> None:
-        self.console = console
+    def __init__(self, out: TextIO, width: int | None, colour: bool = False) -> None:
+        self.out = out
         self.width = width
+        self.colour = colour_on(colour)
         # Raw → quoted spellings of odd file names (markup-escaped), applied to every body.
         self.names: dict[str, str] = {}
 
     def blank(self) -> None:
         """An empty line."""
-        self.console.print()
+        self.out.write("\n")
 
     def line(self, prefix: str, body: str = "", hang: int | None = None) -> None:
-        """``prefix`` + ``body`` (both Rich markup); continuation lines of the body start at
+        """``prefix`` + ``body`` (both markup); continuation lines of the body start at
         column ``hang`` (default: the prefix's width), and so does every further line of a
         multi-line body."""
         for raw, quoted in self.names.items():
             body = body.replace(raw, quoted)
-        head = Text.from_markup(prefix)
-        text = Text.from_markup(no_controls(body.rstrip("\n")))
-        text.plain = _UNIT.sub(GLUE, text.plain)  # same length: the styles stay in place
-        indent = head.cell_len if hang is None else hang
-        lines: list[Text] = []
-        for piece in text.split("\n", allow_blank=True):
+        head = Styled.from_markup(prefix)
+        text = Styled.from_markup(no_controls(body.rstrip("\n")))
+        text.set_plain(_UNIT.sub(GLUE, text.plain))  # same length: the styles stay in place
+        indent = head.cell_len() if hang is None else hang
+        lines: list[Styled] = []
+        for piece in text.split_lines():
             if self.width is None:
                 lines.append(piece)
                 continue
             rest = max(self.width - indent, 20)
-            first = self.width - head.cell_len if not lines else rest
+            first = self.width - head.cell_len() if not lines else rest
             lines += piece.divide(_breaks(piece.plain, first, rest))
         for i, part in enumerate(lines):
             part.rstrip()
-            part.plain = part.plain.replace(GLUE, " ")
-            out = head.copy() if i == 0 else Text(" " * indent)
-            out.append_text(part)
+            part.set_plain(part.plain.replace(GLUE, " "))
+            out = head.copy() if i == 0 else Styled(" " * indent)
+            out.append(part)
             out.rstrip()
-            self.console.print(out, soft_wrap=True)
+            out.expand_tabs()
+            self.out.write(out.render(self.colour) + "\n")

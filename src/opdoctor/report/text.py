@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 
-from rich.console import Console
-from rich.markup import escape
-
 from opdoctor import __version__
 from opdoctor.model import CheckStatus, Finding, Report, Severity
 from opdoctor.report import RenderContext
 from opdoctor.report.layout import Printer, quote_path, unbreakable, wrap_width
+from opdoctor.report.styled import escape
 from opdoctor.verdict.causes import CauseState, cause_statuses, severity_counts
 from opdoctor.verdict.diagnosis import NOT_A_VERDICT
 
@@ -324,10 +322,8 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
     :func:`~opdoctor.report.layout.wrap_width`), with a hanging indent; the text is the same
     on a terminal and in a pipe apart from colour.
     """
-    # Rich only colours; the Printer does all the wrapping (Rich's own would fold paths).
-    console = Console(file=out, force_terminal=ctx.color, no_color=not ctx.color,
-                      highlight=False, width=10_000, soft_wrap=True)
-    p = Printer(console, ctx.width or wrap_width(out))
+    # The Printer wraps (Rich's own wrapping would fold paths) and colours without Rich.
+    p = Printer(out, ctx.width or wrap_width(out), ctx.color)
     totals = dict.fromkeys(Severity, 0)
     codes: list[str] = []
     for i, report in enumerate(reports):
