@@ -845,3 +845,16 @@ def test_windows_status_forms_do_not_fire_on_healthy_lines() -> None:
                  "exit code 0", "Process finished with exit code 1073741795"):
         assert explain_text(line).subcause not in ("windows.dll-init-failed",
                                                    "windows.illegal-instruction-status"), line
+
+
+def test_mindspore_custom_dlopen_wrapper_lets_the_inner_error_decide() -> None:
+    """MindSpore's 'For 'Custom' on <target>, dlopen file … Error message is: <dlerror>' is a
+    wrapper: the loader's error inside decides, on every device target; alone it still answers."""
+    head = ("RuntimeError: For 'Custom' on GPU, dlopen file '/h/add.so' should be successful, "
+            "but error occurs! Error message is: ")
+    e = explain_text(head + "/h/add.so: undefined symbol: _Z9CustomAddiPPvPiPPlPPKcS_S_")
+    assert (e.subcause, e.cause) == ("loader.undefined-symbol", 4), e.why
+    e = explain_text(head + "libcudart.so.11.0: cannot open shared object file: No such file or "
+                     "directory")
+    assert (e.subcause, e.cause) == ("loader.cannot-open", 2), e.why
+    assert explain_text(head).subcause == "mindspore.aot-dlopen"
