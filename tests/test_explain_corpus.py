@@ -804,6 +804,8 @@ E4_FAMILY_SAMPLES = [
     ("tensorflow/tensorflow#79362", "windows.dll-init-failed", 3),
     ("tensorflow/tensorflow#5949", "windows.illegal-instruction-status", 3),
     ("PaddlePaddle/PaddleClas#268", "paddle.cpu-version-installed", 3),
+    # TensorFlow's dso_loader looks for the exact CUDA soname of its build
+    ("tensorflow/tensorflow#39132", "tf.dso-loader", 3),
 ]
 
 
@@ -858,3 +860,14 @@ def test_mindspore_custom_dlopen_wrapper_lets_the_inner_error_decide() -> None:
                      "directory")
     assert (e.subcause, e.cause) == ("loader.cannot-open", 2), e.why
     assert explain_text(head).subcause == "mindspore.aot-dlopen"
+
+
+def test_tf_dso_loader_needs_tensorflow_and_keeps_the_installed_pairing() -> None:
+    """The exact-soname reading applies to TensorFlow's wording only; when the text shows the
+    same CUDA major installed, the search path comes first."""
+    bare = "Could not load dynamic library 'libcudart.so.11.0'"
+    assert explain_text(bare).subcause != "tf.dso-loader"
+    e = explain_text("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] " + bare
+                     + "; dlerror: libcudart.so.11.0: cannot open shared object file: No such "
+                     "file or directory; LD_LIBRARY_PATH: /usr/local/cuda-11.0/lib64")
+    assert e.subcause == "tf.dso-loader" and [a.cause for a in e.ranked][:2] == [2, 3], e.why
