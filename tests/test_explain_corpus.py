@@ -787,3 +787,87 @@ def test_torchs_own_op_without_a_cuda_kernel_is_a_cpu_build_of_torch() -> None:
         pytest.skip("this torch has CUDA kernels: " + out[:80])
     e = explain_text(out)
     assert e.subcause == "torch.could-not-run-backend" and e.cause == 3, (out, e.why)
+
+
+# ---------------------------------------------------- e4: TensorFlow, ONNX Runtime, Paddle, Windows
+E4_FAMILY_SAMPLES = [
+    # ORT's GetApi(N) refused: a native program loaded an older onnxruntime found first …
+    ("MaxReimann/video-stream-consistency#1", "ort.api-version-loaded", 2),
+    # … a Python program: the installed onnxruntime is older than its custom-op library
+    ("open-mmlab/mmdeploy#2491", "ort.api-version-loaded", 3),
+    # X(N) with N from a recent opset: the runtime predates the model's opset
+    ("gtbluesky/onnxruntime_flutter#41", "ort.no-implementation", 3),
+    # ORT's "Failed to get symbol RegisterCustomOps with error: …" (Linux) form
+    ("onnx/onnx#3654", "ort.register-custom-ops", 4),
+    # TensorFlow's C++ status text ("Not found: …"): a C++ host without the op
+    ("NVIDIA/FasterTransformer#137", "tf.op-not-registered", 1),
+    ("tensorflow/tensorflow#79362", "windows.dll-init-failed", 3),
+    ("tensorflow/tensorflow#5949", "windows.illegal-instruction-status", 3),
+    ("PaddlePaddle/PaddleClas#268", "paddle.cpu-version-installed", 3),
+    # TensorFlow's dso_loader looks for the exact CUDA soname of its build
+    ("tensorflow/tensorflow#39132", "tf.dso-loader", 3),
+]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), E4_FAMILY_SAMPLES,
+                         ids=[f"{f}:{t}" for t, f, _ in E4_FAMILY_SAMPLES])
+def test_e4_family_sample(thread: str, family: str, cause: int) -> None:
+    """A dev case per pattern family / refinement added for the TensorFlow, ONNX Runtime,
+    Paddle and Windows forms; its resolution-established cause comes first."""
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert e.subcause == family, (e.subcause, e.title)
+    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
+
+
+def test_tf_op_python_not_found_error_stays_an_import_question() -> None:
+    """Python raises NotFoundError (and logs C++ lines that say 'Not found:'): with the Python
+    exception in the text the op library is still the package not imported (cause 5)."""
+    text = ("2020-01-01 W tensorflow/core/framework/op_kernel.cc:1622] OP_REQUIRES failed at "
+            "partitioned_function_ops.cc:113 : Not found: Op type not registered 'Foo' in binary "
+            "running on h.\ntensorflow.python.framework.errors_impl.NotFoundError: Op type not "
+            "registered 'Foo' in binary running on h.")
+    assert explain_text(text).cause == 5
+
+
+def test_ort_low_opset_versions_keep_the_type_question() -> None:
+    """An op version from an opset every current runtime has (13) is a type/provider question
+    (cause 1 first); only versions from recent opsets point at the runtime's age."""
+    e = explain_text("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an "
+                     "implementation for Reciprocal(13) node with name 'r'")
+    assert [a.cause for a in e.ranked][:2] == [1, 3]
+    e = explain_text("Could not find an implementation for Cast(19) node with name 'c'")
+    assert [a.cause for a in e.ranked][:2] == [3, 1]
+
+
+def test_windows_status_forms_do_not_fire_on_healthy_lines() -> None:
+    """The DLL-initialisation and illegal-instruction forms need Windows' own wording."""
+    for line in ("DLL loaded: python311.dll", "initialization of module done",
+                 "exit code 0", "Process finished with exit code 1073741795"):
+        assert explain_text(line).subcause not in ("windows.dll-init-failed",
+                                                   "windows.illegal-instruction-status"), line
+
+
+def test_mindspore_custom_dlopen_wrapper_lets_the_inner_error_decide() -> None:
+    """MindSpore's 'For 'Custom' on <target>, dlopen file … Error message is: <dlerror>' is a
+    wrapper: the loader's error inside decides, on every device target; alone it still answers."""
+    head = ("RuntimeError: For 'Custom' on GPU, dlopen file '/h/add.so' should be successful, "
+            "but error occurs! Error message is: ")
+    e = explain_text(head + "/h/add.so: undefined symbol: _Z9CustomAddiPPvPiPPlPPKcS_S_")
+    assert (e.subcause, e.cause) == ("loader.undefined-symbol", 4), e.why
+    e = explain_text(head + "libcudart.so.11.0: cannot open shared object file: No such file or "
+                     "directory")
+    assert (e.subcause, e.cause) == ("loader.cannot-open", 2), e.why
+    assert explain_text(head).subcause == "mindspore.aot-dlopen"
+
+
+def test_tf_dso_loader_needs_tensorflow_and_keeps_the_installed_pairing() -> None:
+    """The exact-soname reading applies to TensorFlow's wording only; when the text shows the
+    same CUDA major installed, the search path comes first."""
+    bare = "Could not load dynamic library 'libcudart.so.11.0'"
+    assert explain_text(bare).subcause != "tf.dso-loader"
+    e = explain_text("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] " + bare
+                     + "; dlerror: libcudart.so.11.0: cannot open shared object file: No such "
+                     "file or directory; LD_LIBRARY_PATH: /usr/local/cuda-11.0/lib64")
+    assert e.subcause == "tf.dso-loader" and [a.cause for a in e.ranked][:2] == [2, 3], e.why

@@ -590,7 +590,7 @@ def _no_match(text: str) -> Explanation:
 PRIOR_ORDER: dict[str, tuple[int, ...]] = {
     "all": (3, 4, 2),
     "pytorch": (3, 4, 1),
-    "tensorflow": (3, 4, 1),
+    "tensorflow": (3, 1, 4),
     "onnxruntime": (3, 2, 1),
     "paddle": (2, 3, 4),
     "loader": (2, 4, 3),

@@ -582,6 +582,15 @@ def _tf_op(ctx: Context) -> Refinement | None:
                           "custom ops must be linked into it or loaded with TF_LoadLibrary / "
                           "TensorFlow.loadLibrary", ("OD106",), f"the host program's TensorFlow "
                           f"has no {op}", "medium")
+    if re.search(r"(?<![\w.])Not found: Op type not registered", text) and not re.search(
+            r"NotFoundError|Traceback|\.py\b", text):
+        # "Not found: …" is the C++ Status text; a Python process raises NotFoundError: the
+        # model is loaded by a C++ host (a server, the C API) whose binary lacks the op
+        return Refinement((1, 5), "the error is TensorFlow's C++ status ('Not found: …'), not "
+                          "Python's NotFoundError: a C++ host (a model server, a program on "
+                          f"the C/C++ API) loads the model, and its binary does not contain {op}"
+                          " — custom ops must be linked into it or loaded with TF_LoadLibrary",
+                          ("OD106",), f"the host binary has no {op}", "medium")
     if re.search(r"[Aa]ndroid|\biOS\b|mobile|TFLite|tflite|libtensorflow_inference", text):
         return Refinement((1,), f"mobile/selective builds register only a subset of ops; {op} is "
                           "not in this one", ("OD106",), f"{op} is not in this mobile build",
@@ -783,6 +792,10 @@ def _pair_subject(line: str) -> str:
 
 
 # ------------------------------------------------------------------ ORT opsets
+# opset 18 (ONNX 1.13, Dec 2022) is the first that ONNX Runtime releases before 1.14 lack
+_ORT_RECENT_OPSET = 18
+
+
 @refiner("ort-impl")
 def _ort_impl(ctx: Context) -> Refinement | None:
     opset = ctx.group("opset")
@@ -796,7 +809,45 @@ def _ort_impl(ctx: Context) -> Refinement | None:
     if re.search(r"float16|bfloat16|\(tensor\(b?float16\)\)|fp16|half", ctx.text, re.I):
         return Refinement((1, 3), "no kernel for that type on this execution provider",
                           ("OD106",), None, "high")
+    if opset.isdigit() and int(opset) >= _ORT_RECENT_OPSET and not schema:
+        # X(N) names the opset version at which X last changed; kernels are registered per
+        # version, so a runtime that predates opset N has no X(N) at all
+        return Refinement((3, 1), f"{ctx.group('op') or 'the op'}({opset}) is a version from a "
+                          f"recent opset ({opset}): a runtime released before that opset has no "
+                          "kernel for it — the model was exported for a newer opset than this "
+                          "onnxruntime supports (a bundled/mobile runtime, an old package)",
+                          ("OD106",), "the model's opset is newer than this runtime knows",
+                          "medium", "the onnxruntime version against the opset the model "
+                          "imports (onnxruntime.ai/docs/reference/compatibility.html): upgrade "
+                          "the runtime or export with a lower opset")
     return None
+
+
+
+# ------------------------------------------------------------------ ORT C API version
+@refiner("ort-api")
+def _ort_api(ctx: Context) -> Refinement | None:
+    """GetApi(N) refused: who asked decides. A Python program runs the pip onnxruntime it
+    imported, so that package is older than its extension or custom-op library; a native
+    program bundles its runtime, so an older copy found first answered."""
+    want, have = ctx.group("built", "built2"), ctx.group("have", "have2")
+    if re.search(r"\.py\b|Traceback|site-packages|onnxruntime\.capi|InferenceSession|"
+                 r"register_custom_ops_library", ctx.text):
+        return Refinement((3, 2), f"a Python process: the onnxruntime package it imported "
+                          f"serves C API {have or '?'} while an extension or custom-op library "
+                          f"loaded into it was built for API {want or '?'} — the installed "
+                          "onnxruntime is older than that library needs", ("OD304",),
+                          "the installed onnxruntime is older than the library built on it",
+                          "medium", "pip install an onnxruntime at least as new as the one the "
+                          "extension / custom-op library was built against")
+    return Refinement((2, 3), f"a native program built for ORT C API {want or '?'} loaded an "
+                      f"onnxruntime that serves only up to {have or '?'}: an older copy was "
+                      "found first — on Windows C:\\Windows\\System32\\onnxruntime.dll "
+                      "wins when the program's own DLL is not next to its .exe; elsewhere an "
+                      "old libonnxruntime on the search path", ("OD201",),
+                      "an older onnxruntime library was loaded instead of the program's own",
+                      "medium", "put the onnxruntime library the program ships next to the "
+                      "executable (or first on LD_LIBRARY_PATH)")
 
 
 # ------------------------------------------------------------------ crashes
