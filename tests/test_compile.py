@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import FIX, fixture
 from tests.helpers import cli
+from tests.torchfork import run_python
 
 NO_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
 PYFIX = FIX / "compile" / "python"
@@ -67,8 +66,7 @@ print(json.dumps(out))
 
 def meta_call(*what: str) -> dict[str, str]:
     """What calling each fixture op on meta tensors does in a fresh interpreter."""
-    p = subprocess.run([sys.executable, "-c", _TRUTH, *what], capture_output=True, text=True,
-                       timeout=300, cwd=PYFIX, env=NO_ENV)
+    p = run_python(_TRUTH, *what, timeout=300, cwd=PYFIX, env=NO_ENV)
     assert p.returncode == 0, p.stderr[-2000:]
     return dict(json.loads(p.stdout.strip().splitlines()[-1]))
 

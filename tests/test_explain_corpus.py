@@ -25,6 +25,7 @@ from opdoctor.explain.matcher import (
     _unbounded_repeat,
 )
 from tests.conftest import ROOT
+from tests.torchfork import run_python
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -696,8 +697,7 @@ def test_torch_dispatcher_messages_for_a_missing_kernel_are_registration() -> No
     call that reaches no fallback (taken from torch itself, in a time-limited child) rank
     registration first."""
     pytest.importorskip("torch")
-    out = subprocess.run([sys.executable, "-c", _TORCH_DISPATCH_PROBE], capture_output=True,
-                         text=True, timeout=120, check=True).stdout
+    out = run_python(_TORCH_DISPATCH_PROBE, timeout=120, check=True).stdout
     msgs = [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("MSG")]
     assert len(msgs) == 2, out
     for m in msgs:
@@ -781,8 +781,7 @@ def test_torchs_own_op_without_a_cuda_kernel_is_a_cpu_build_of_torch() -> None:
             "    torch.ops.aten.empty_strided.default([2], [1], device='cuda')\n"
             "except NotImplementedError as e:\n"
             "    print(str(e).splitlines()[0])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True).stdout.strip()
+    out = run_python(code, timeout=120, check=True).stdout.strip()
     if "Could not run" not in out:
         pytest.skip("this torch has CUDA kernels: " + out[:80])
     e = explain_text(out)

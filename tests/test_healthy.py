@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import FIX, SKIP
 from tests.helpers import Result, cli
+from tests.torchfork import run_python
 
 HFX = FIX / "healthy"
 
@@ -36,8 +37,7 @@ def _run(site: Path, code: str) -> subprocess.CompletedProcess[str]:
     """``code`` in a child interpreter with ``site`` on PYTHONPATH, as the user's job runs."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
     env["PYTHONPATH"] = str(site)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=300, cwd=str(site.parent))
+    return run_python(code, env=env, timeout=300, cwd=str(site.parent))
 
 
 def _check_package(capsys: pytest.CaptureFixture[str], site: Path, package: str,
@@ -149,10 +149,10 @@ def test_op_library_its_package_does_not_import_is_no_od121(
     site = _site("executorch-1.5.1")
     lib = site / "executorch/extension/llm/custom_ops/libcustom_ops_aot_lib.so"
     assert (lib.parent / "__init__.py").read_text().strip() == ""
-    real = subprocess.run([sys.executable, "-c", _NEW_OPS + (
+    real = run_python(_NEW_OPS + (
         "x = torch.rand(1, 4, 2, 8)\n"
         "print(torch.ops.llama.custom_sdpa(x, x, x, 0, None, 0.0, True, None).shape)\n"),
-        str(lib)], capture_output=True, text=True, timeout=300)
+        str(lib), timeout=300)
     assert real.returncode == 0, real.stderr
     assert "'llama::custom_sdpa'" in real.stdout and "torch.Size([1, 4, 2, 8])" in real.stdout
     res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", str(lib))
@@ -175,8 +175,7 @@ def test_package_that_loads_a_library_without_ops_is_still_od121(
     (pkg / "__init__.py").write_text(
         "import os, torch\n"
         "torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libempty.so'))\n")
-    real = subprocess.run([sys.executable, "-c", _NEW_OPS, str(lib)], capture_output=True,
-                          text=True, timeout=300)
+    real = run_python(_NEW_OPS, str(lib), timeout=300)
     assert real.returncode == 0 and real.stdout.strip() == "[]", real.stderr
     for args in (["--cwd", str(tmp_path), str(lib)], [str(lib)]):
         res = cli(capsys, "check", "-f", "json", *args)
@@ -310,8 +309,7 @@ def test_framework_library_without_registration_or_dependents_is_still_od101(
     lib = tmp_path / "pkgdir" / "libnoreg.so"
     lib.parent.mkdir()
     lib.write_bytes(fixture("registration/no_registration.so").read_bytes())
-    real = subprocess.run([sys.executable, "-c", _NEW_OPS, str(lib)], capture_output=True,
-                          text=True, timeout=300)
+    real = run_python(_NEW_OPS, str(lib), timeout=300)
     assert real.returncode == 0 and real.stdout.strip() == "[]", real.stderr
     res = cli(capsys, "check", "-f", "json", "--static", str(lib))
     assert res.code == 1

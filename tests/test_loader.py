@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from opdoctor.facts.loader.ldcache import load_ld_cache
 from opdoctor.model import Report
 from opdoctor.pipeline import run_check
 from tests.conftest import fixture, reference
+from tests.torchfork import run_python
 
 NO_ENV = CheckOptions(env=())  # a job environment without LD_LIBRARY_PATH
 
@@ -138,8 +138,7 @@ LOAD = "import ctypes, sys, torch\ntry:\n    ctypes.CDLL(sys.argv[1])\n    print
 ])
 def test_prediction_matches_real_loader(name: str, words: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    p = subprocess.run([sys.executable, "-c", LOAD, str(fixture(name))], capture_output=True,
-                       text=True, timeout=120, env=env)
+    p = run_python(LOAD, str(fixture(name)), timeout=120, env=env)
     assert words in p.stdout, p.stdout + p.stderr
     report = run_check(str(fixture(name)), NO_ENV)
     assert bool(report.fails(__import__("opdoctor.model").model.Severity.ERROR)) == (

@@ -21,6 +21,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import BUILD, FIX
+from tests.torchfork import run_python
 
 REALWORLD = BUILD / "realworld"
 PYFIX = FIX / "compile" / "python"
@@ -75,8 +76,7 @@ def merged(report: Report) -> dict[str, dict[str, Any]]:
 def torch_truth(site_dir: Path, code: str) -> Any:
     """Run ``code`` (which prints JSON) in a child that imports torch with the case's site."""
     env = dict(NO_ENV, PYTHONPATH=str(site_dir))
-    out = subprocess.run([sys.executable, "-c", "import json, torch\n" + code],
-                         capture_output=True, text=True, env=env, timeout=240, check=True)
+    out = run_python("import json, torch\n" + code, env=env, timeout=240, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

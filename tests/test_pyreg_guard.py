@@ -8,8 +8,6 @@ a child interpreter imports it beside this torch and prints what the guard print
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -17,6 +15,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.test_pyreg import site
+from tests.torchfork import run_python
 
 NO_ENV = {k: v for k, v in os.environ.items()
           if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")}
@@ -34,8 +33,7 @@ def check(case: str, package: str, probe: bool) -> Report:
 def imported(case: str, code: str) -> str:
     """stdout + stderr of a child that runs ``code`` beside this torch."""
     env = dict(NO_ENV, PYTHONPATH=str(site(case)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, timeout=240)
+    out = run_python(code, env=env, timeout=240)
     return out.stdout + out.stderr
 
 

@@ -15,6 +15,7 @@ import sysconfig
 
 from opdoctor.facts.pychain import ImportChain, analyse
 from tests.test_pyreg import site
+from tests.torchfork import run_python
 
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 NO_ENV = {k: v for k, v in os.environ.items()
@@ -37,8 +38,7 @@ def loads(chain: ImportChain) -> dict[str, list[str]]:
 
 def child(case: str, code: str) -> object:
     env = dict(NO_ENV, PYTHONPATH=str(site(case)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, timeout=240)
+    out = run_python(code, env=env, timeout=240)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -20,6 +20,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.pipeline import run_check
 from tests.conftest import FIX, SKIP
 from tests.helpers import cli, cli_proc
+from tests.torchfork import run_python
 
 
 def _site(wheel: str) -> Path:
@@ -39,9 +40,8 @@ def test_variant_library_missing_in_the_real_load_is_cause_3(
     library-path finding (OD220): a CPU torch has no libc10_cuda.so anywhere."""
     lib = tmp_path / "_C.so"
     shutil.copy(_site("torchvision-0.28.0") / "torchvision" / "_C.so", lib)
-    real = subprocess.run([sys.executable, "-c", "import torch, sys; "
-                           "torch.ops.load_library(sys.argv[1])", str(lib)],
-                          capture_output=True, text=True, timeout=300)
+    real = run_python("import torch, sys; torch.ops.load_library(sys.argv[1])", str(lib),
+                      timeout=300)
     assert real.returncode != 0 and "libc10_cuda.so: cannot open shared object file" in \
         real.stderr
     assert not any(Path(p).name.startswith("libc10_cuda") for p in
@@ -163,9 +163,8 @@ def test_build_record_names_the_exact_torch_build(capsys: pytest.CaptureFixture[
     site = _rp_site("xformers-0.0.35")
     guard = (site / "xformers" / "_cpp_lib.py").read_text()
     assert "xFormers was built for" in guard and "cpp_lib.json" in guard
-    real = subprocess.run([sys.executable, "-c", "import torch, ctypes, sys; "
-                           "ctypes.CDLL(sys.argv[1])", str(site / "xformers" / "_C.so")],
-                          capture_output=True, text=True, timeout=300)
+    real = run_python("import torch, ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                      str(site / "xformers" / "_C.so"), timeout=300)
     assert real.returncode != 0 and "cannot open shared object file" in real.stderr
     res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
               str(site / "xformers" / "_C.so"))
@@ -185,8 +184,7 @@ def test_package_with_run_time_library_paths_gets_the_loaders_verdict(
     undefined torch symbol; --package names that (cause 3), not "import raised" (cause 5)."""
     site = _rp_site("fbgemm-gpu-cpu-1.9.0")
     env = dict(os.environ, PYTHONPATH=str(site))
-    real = subprocess.run([sys.executable, "-c", "import torch, fbgemm_gpu"], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    real = run_python("import torch, fbgemm_gpu", env=env, cwd=tmp_path, timeout=300)
     assert real.returncode != 0 and "undefined symbol: _ZN5torch8autograd" in real.stderr
     res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--package",
               "fbgemm_gpu", "--cwd", str(tmp_path))
@@ -206,9 +204,9 @@ def test_healthy_package_with_optional_modules_is_clean(
     fbgemm_gpu.…; importing the wrong name made a ModuleNotFoundError of opdoctor's own."""
     site = _rp_site("fbgemm-gpu-cpu-1.8.0")
     env = dict(os.environ, PYTHONPATH=str(site))
-    real = subprocess.run([sys.executable, "-c", "import torch, fbgemm_gpu; print(torch.ops."
-                           "fbgemm.asynchronous_complete_cumsum(torch.tensor([1, 2, 3])))"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    real = run_python("import torch, fbgemm_gpu; print(torch.ops."
+                      "fbgemm.asynchronous_complete_cumsum(torch.tensor([1, 2, 3])))",
+                      env=env, cwd=tmp_path, timeout=300)
     assert real.returncode == 0 and "tensor([0, 1, 3, 6])" in real.stdout, real.stderr[-500:]
     res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--package",
               "fbgemm_gpu", "--cwd", str(tmp_path))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from tests.conftest import PKG_DIR, cuda_built, reference
+from tests.torchfork import run_python
 
 SCRIPT = r"""
 import sys, torch
@@ -25,8 +23,7 @@ print(",".join(keys))
 
 def test_weighted_sum_numbers_on_cpu() -> None:
     reference()
-    p = subprocess.run([sys.executable, "-c", SCRIPT, str(PKG_DIR)], capture_output=True,
-                       text=True, timeout=120)
+    p = run_python(SCRIPT, str(PKG_DIR), timeout=120)
     assert p.returncode == 0, p.stderr
     keys = p.stdout.strip().splitlines()[-1].split(",")
     assert "CPU" in keys

@@ -12,6 +12,7 @@ from opdoctor.model import Report
 from opdoctor.pipeline import Selection, run_check
 from tests.conftest import BUILD, cuda_built, fixture, reference
 from tests.helpers import cli
+from tests.torchfork import run_python
 
 OD1 = Selection(("OD1",))
 
@@ -211,16 +212,13 @@ def test_schema_recall_against_torchs_registry(lib: str) -> None:
     torch itself registered (fbgemm-gpu-cpu 1.8.0, the healthy control)."""
     import json
     import os
-    import subprocess
-    import sys
 
     path = _FBGEMM / lib
     if not path.is_file():
         pytest.skip(f"{path} not installed ({_real_reason(path)})")
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
-    out = subprocess.run([sys.executable, "-c", _REGISTERED, str(path)], check=True,
-                         input=json.dumps(_static_schemas(path)), capture_output=True,
-                         text=True, timeout=300, env=env)
+    out = run_python(_REGISTERED, str(path), check=True,
+                     input=json.dumps(_static_schemas(path)), timeout=300, env=env)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     registered, found = got["registered"], got["found"]
     assert registered, "torch registered no schema: the ground truth is missing"

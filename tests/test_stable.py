@@ -13,7 +13,6 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from opdoctor.facts.stable import build_version, read_shim_headers
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import BUILD, fixture
+from tests.torchfork import run_python
 
 # The installed torch's directory, found without importing torch into the test process.
 _SPEC = importlib.util.find_spec("torch")
@@ -79,8 +79,7 @@ print(json.dumps({"ops": ops}))
 
 
 def torch_load(path: Path) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-c", _LOAD, str(path)], capture_output=True,
-                         text=True, timeout=300, env=NO_ENV, check=True)
+    out = run_python(_LOAD, str(path), timeout=300, env=NO_ENV, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -173,8 +172,7 @@ def test_shim_function_of_a_newer_torch() -> None:
     """tests/fixtures/stable/needs_2_14.cpp calls torch_has_storage, which torch 2.14 added
     (declaration copied from torch 2.14.1's shim.h): torch 2.13 cannot load it."""
     lib = fixture("stable/needs_2_14.so")
-    out = subprocess.run([sys.executable, "-c", _CDLL, str(lib)], capture_output=True,
-                         text=True, timeout=300, env=NO_ENV, check=True).stdout
+    out = run_python(_CDLL, str(lib), timeout=300, env=NO_ENV, check=True).stdout
     assert "undefined symbol: torch_has_storage" in out
     report = check(lib)
     assert report.diagnosis is not None and report.diagnosis.cause == 3

@@ -11,8 +11,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -24,6 +22,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.pipeline import run_check
 from tests.conftest import fixture
 from tests.helpers import cli, cli_proc
+from tests.torchfork import run_python
 
 TRUTH = "truth"
 SYSLIB = Path("/usr/lib/x86_64-linux-gnu")
@@ -101,8 +100,7 @@ def real() -> dict[str, dict[str, Any]]:
          "package": str(Path(_path("pkg_noimport/tinyop/__init__.py")).parent.parent),
          "call": "tinyop::scale_add"},
     ]
-    proc = subprocess.run([sys.executable, "-c", _REAL, json.dumps(jobs)], capture_output=True,
-                          text=True, timeout=600)
+    proc = run_python(_REAL, json.dumps(jobs), timeout=600)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("REAL"))
     return json.loads(line[4:])  # type: ignore[no-any-return]
 

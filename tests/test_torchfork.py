@@ -1,0 +1,80 @@
+"""The forked torch children of tests/torchfork.py behave as `python -c` children do.
+
+The ground-truth tests (the framework itself fails that way) run their torch programs in
+children forked from a zygote that imported torch once. Here each observable a test reads is
+compared with a real `python -c` child: output, exit status (an exception, ``sys.exit``, a
+signal), argv, working directory, environment, stdin — and a library loaded in one child is not
+in the next.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import fixture, reference
+from tests.torchfork import _starts_with_torch, run_python, run_torch
+
+LOAD = "import ctypes, sys, torch\ntry:\n    ctypes.CDLL(sys.argv[1])\n    print('LOADED')\n" \
+       "except OSError as e:\n    print(e)\n"
+
+
+def _plain(code: str, *argv: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          timeout=120, **kw)  # type: ignore[call-overload]
+
+
+@pytest.mark.probe  # starts plain torch interpreters to compare with (slow: ~1.1 s each)
+@pytest.mark.parametrize(("code", "argv"), [
+    (LOAD, ("loader/other_torch.so",)),  # the real loader's undefined symbol
+    (LOAD, ("loader/uses_dep.so",)),  # a dependency not found
+    ("import torch\nraise ValueError('boom')\n", ()),  # an uncaught exception: traceback, 1
+    ("import torch, sys\nsys.exit('bye')\n", ()),  # a message to stderr, 1
+    ("import torch, sys\nprint(sys.argv[1:], sys.path[0] == '')\nsys.exit(3)\n", ("a", "b c")),
+    ("import torch, os\nos.abort()\n", ()),  # a signal: -6
+])
+def test_forked_child_matches_a_python_child(code: str, argv: tuple[str, ...]) -> None:
+    args = [str(fixture(a)) if a.endswith(".so") else a for a in argv]
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    forked, plain = run_torch(code, *args, env=env), _plain(code, *args, env=env)
+    assert (forked.returncode, forked.stdout, forked.stderr) == \
+        (plain.returncode, plain.stdout, plain.stderr)
+
+
+def test_cwd_environment_and_stdin_reach_the_child(tmp_path: object) -> None:
+    code = "import torch, os, sys\nprint(os.getcwd(), os.environ['ODX'], sys.stdin.read())\n"
+    env = dict(os.environ, ODX="42")
+    got = run_torch(code, env=env, cwd=str(tmp_path), input="from stdin")
+    assert got.stdout == f"{tmp_path} 42 from stdin\n"
+
+
+def test_a_library_loaded_in_one_child_is_not_in_the_next() -> None:
+    load = "import torch, sys\ntorch.ops.load_library(sys.argv[1])\n" \
+           "print(torch._C._dispatch_has_kernel_for_dispatch_key('myop::weighted_sum', 'CPU'))\n"
+    assert run_torch(load, str(reference())).stdout == "True\n"
+    ask = "import torch\nprint(any(n.startswith('myop::') " \
+          "for n in torch._C._dispatch_get_all_op_names()))\n"
+    assert run_torch(ask).stdout == "False\n"
+
+
+def test_timeout_and_check_raise_as_subprocess_does() -> None:
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_torch("import torch, time\ntime.sleep(30)\n", timeout=0.5)
+    with pytest.raises(subprocess.CalledProcessError):
+        run_torch("import torch, sys\nsys.exit(2)\n", check=True)
+
+
+def test_only_programs_that_start_with_torch_are_forked() -> None:
+    assert _starts_with_torch("import json, torch\n")
+    assert _starts_with_torch('"""doc"""\nimport sys\nfrom torch import ops\n')
+    assert not _starts_with_torch("import ctypes, sys; ctypes.CDLL(sys.argv[1])")
+    assert not _starts_with_torch("import numpy, torch\n")
+    assert not _starts_with_torch("import os\nos.environ['X'] = '1'\nimport torch\n")
+    with pytest.raises(ValueError, match="does not start with"):
+        run_torch("import ctypes\n")
+    # run_python runs such a program as a plain child: torch is not loaded there
+    out = run_python("import sys\nprint('torch' in sys.modules)\n")
+    assert out.stdout == "False\n"

@@ -1,0 +1,188 @@
+"""Real torch children in milliseconds: fork them from an interpreter that imported torch.
+
+Many tests check that the framework itself fails the way opdoctor says: a child interpreter runs
+``import torch`` and loads the fixture. The import is ~1.1 s of CPU per child, most of the fast
+suite's time. Here a *zygote* — ``python -c`` that imports torch and then waits — is started once
+per test session and start-up environment, and every program is run in a child forked from it:
+a separate process with its own address space (nothing of earlier programs in it, a crash kills
+only it), in the state ``python -c "import torch; …"`` reaches after its first line, with the
+real loader and the real framework. Nothing is mocked; only the import is shared.
+
+What a fork cannot reproduce is kept out: a program that must not have torch loaded (``ctypes``
+alone), or one whose start-up environment differs (``LD_LIBRARY_PATH``, ``LD_PRELOAD`` and
+``PYTHONPATH`` are read when the process starts) gets the zygote of its own environment; a
+program that does not start with ``import torch`` is refused (use ``subprocess`` for it).
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+# Variables read when the process starts or torch is imported (the dynamic loader's, the
+# interpreter's, torch's and its runtimes'): a zygote per distinct set of their values.
+STARTUP = ("LD_", "PYTHON", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL", "KMP_", "GLIBC",
+           "MALLOC")
+
+_ZYGOTE = r'''
+import builtins, json, os, select, signal, sys, traceback, types
+import torch
+
+def child(req):
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    stdin = os.open(req["input"] or os.devnull, os.O_RDONLY)
+    os.dup2(stdin, 0)
+    for fd, path in ((1, req["out"]), (2, req["err"])):
+        f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(f, fd)
+        os.close(f)
+    name = req["filename"]
+    sys.argv = [name or "-c", *req["argv"]]
+    if name:  # `python script.py`: the script's directory, not the working directory, first
+        sys.path[0] = os.path.dirname(os.path.abspath(name))
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    rc = 0
+    try:
+        main.__file__ = name or None
+        exec(compile(req["code"], name or "<string>", "exec"), main.__dict__)
+    except SystemExit as e:
+        if e.code is None:
+            rc = 0
+        elif isinstance(e.code, int):
+            rc = e.code
+        else:
+            print(e.code, file=sys.stderr)
+            rc = 1
+    except BaseException as e:  # printed as the interpreter prints an uncaught exception
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next)
+        rc = 1
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(rc & 0xFF)
+
+for line in sys.stdin:
+    req = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child(req)
+        finally:
+            os._exit(70)
+    fd = os.pidfd_open(pid)
+    ready, _, _ = select.select([fd], [], [], req["timeout"])
+    timed_out = not ready
+    if timed_out:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "timeout": timed_out}),
+          flush=True)
+'''
+
+_lock = threading.Lock()
+_zygotes: dict[tuple[tuple[str, str], ...], subprocess.Popen[str]] = {}
+
+
+def _starts_with_torch(code: str) -> bool:
+    """Whether the program's first import of a non-standard module is ``torch``."""
+    for node in ast.parse(code).body:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        for name in names:
+            top = name.split(".")[0]
+            if top not in sys.stdlib_module_names:
+                return top == "torch"
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if not names and not docstring:  # an action before any import
+            return False
+    return False
+
+
+def _zygote(env: dict[str, str]) -> subprocess.Popen[str]:
+    key = tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP)))
+    z = _zygotes.get(key)
+    if z is None or z.poll() is not None:
+        z = subprocess.Popen([sys.executable, "-c", _ZYGOTE], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env, cwd=os.getcwd())
+        _zygotes[key] = z
+    return z
+
+
+def run_torch(code: str, *argv: str, env: dict[str, str] | None = None,
+              cwd: str | os.PathLike[str] | None = None,
+              timeout: float = 120, input: str | None = None,
+              check: bool = False, filename: str | None = None,
+              ) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run([python, "-c", code, *argv], capture_output=True, text=True, …)`` (with
+    ``filename``: ``[python, filename, *argv]``, ``code`` being that file's text) for a
+    program that starts with ``import torch``, run in a child forked from a zygote that already
+    imported it. Raises :class:`subprocess.TimeoutExpired` and (``check``)
+    :class:`subprocess.CalledProcessError` as ``subprocess.run`` does."""
+    if not _starts_with_torch(code):
+        raise ValueError("run_torch: the program does not start with `import torch`")
+    env = dict(os.environ if env is None else env)
+    args = [sys.executable, *([filename] if filename else ["-c", code]), *argv]
+    with tempfile.TemporaryDirectory(prefix="torchfork-") as tmp, _lock:
+        out, err, given = Path(tmp, "out"), Path(tmp, "err"), Path(tmp, "in")
+        if input is not None:
+            given.write_text(input, encoding="utf-8")
+        z = _zygote(env)
+        assert z.stdin is not None and z.stdout is not None
+        z.stdin.write(json.dumps({"code": code, "argv": list(argv), "env": env, "timeout": timeout,
+                                  "cwd": str(cwd or os.getcwd()), "out": str(out),
+                                  "err": str(err),
+                                  "input": str(given) if input is not None else None,
+                                  "filename": filename}) + "\n")
+        z.stdin.flush()
+        reply = json.loads(z.stdout.readline())
+        stdout = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+        stderr = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
+    if reply["timeout"]:
+        raise subprocess.TimeoutExpired(args, timeout, stdout, stderr)
+    if check and reply["rc"]:
+        raise subprocess.CalledProcessError(reply["rc"], args, stdout, stderr)
+    return subprocess.CompletedProcess(args, reply["rc"], stdout, stderr)
+
+
+def run_python(code: str, *argv: str, env: dict[str, str] | None = None,
+               cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
+               input: str | None = None,
+               check: bool = False, script: Path | None = None,
+               ) -> subprocess.CompletedProcess[str]:
+    """``python -c code *argv`` (or ``python script *argv``, ``code`` then read from it) with its
+    output captured as text: forked from a zygote when the program starts with
+    ``import torch`` (:func:`run_torch`), else a plain ``subprocess.run``."""
+    if script is not None:
+        code = script.read_text(encoding="utf-8")
+    if _starts_with_torch(code):
+        return run_torch(code, *argv, env=env, cwd=cwd, timeout=timeout, input=input,
+                         check=check, filename=str(script) if script else None)
+    return subprocess.run([sys.executable, *([str(script)] if script else ["-c", code]), *argv],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout,
+                          input=input, check=check)
+
+
+@atexit.register
+def _stop() -> None:
+    for z in _zygotes.values():
+        if z.stdin:
+            z.stdin.close()
+        try:
+            z.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            z.kill()
