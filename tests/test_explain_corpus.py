@@ -628,6 +628,11 @@ E3_FAMILY_SAMPLES = [
     # a package's per-operator report that its CUDA build is absent: a wheel for another torch
     ("yufu-wang/PromptHMR#4", "torch.package-ops-unavailable", 3),
     ("vladmandic/sdnext#118", "torch.package-ops-unavailable", 3),
+    # a CPython API function only a later patch release exports (PySlice_Unpack: 3.6.1+)
+    ("pytorch/pytorch#19161", "loader.undefined-symbol", 3),
+    ("layumi/Person_reID_baseline_pytorch#139", "loader.undefined-symbol", 3),
+    # an extension module named for its device (…_cpu / …_gpu) missing from an installed package
+    ("longcw/RoIAlign.pytorch#32", "python.no-module-named", 4),
 ]
 
 
