@@ -633,6 +633,11 @@ E3_FAMILY_SAMPLES = [
     ("layumi/Person_reID_baseline_pytorch#139", "loader.undefined-symbol", 3),
     # an extension module named for its device (…_cpu / …_gpu) missing from an installed package
     ("longcw/RoIAlign.pytorch#32", "python.no-module-named", 4),
+    # torch's dispatcher: no kernel registered for this device (MPS) for a package's op
+    ("pytorch/vision#9164", "torch.op-not-implemented-for-device", 1),
+    ("invoke-ai/InvokeAI#232", "torch.op-not-implemented-for-device", 1),
+    # a bare "cannot import name '<compiled module>'": the extension was not built
+    ("Tony607/mmdetection_instance_segmentation_demo#1", "python.cannot-import-name", 4),
 ]
 
 

@@ -694,6 +694,17 @@ def _module(ctx: Context) -> Refinement | None:
                           ctx.other_ids)
     full = f"{module}.{name}" if name else module
     if not module:
+        if name and _COMPILED_NAME.search(name) and not _traceback_paths(text):
+            # "cannot import name '<compiled module>'" with neither its package nor a traceback:
+            # a package's compiled extension is missing — first because it was never built (a
+            # checkout used without its build step), then a directory shadowing the build
+            return Refinement((4, 5, 3), f"{name} is the name of a compiled extension module: "
+                              "the package it belongs to has no built copy of it (the build "
+                              "step was skipped or failed), or the directory imported is not "
+                              "the one that was built", ("OD501", "OD502"),
+                              f"{name}: a compiled extension that was not built", "medium",
+                              "where the package is imported from and whether it contains the "
+                              f"built {name} (`opdoctor check --package <the package>`)")
         return None
     top = module.split(".")[0]
     where = _where_package(text, module)
