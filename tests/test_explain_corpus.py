@@ -621,6 +621,39 @@ E1_FAMILY_SAMPLES = [
 ]
 
 
+# ------------------------------------------------------------------ e3: PyTorch/loader/Python forms
+E3_FAMILY_SAMPLES = [
+    # torch's own op without CUDA kernels in a program linking libtorch: libtorch_cuda dropped
+    ("LaurentMazare/tch-rs#923", "torch.could-not-run-backend", 4),
+    ("pytorch/pytorch#54131", "torch.could-not-run-backend", 4),
+    # a package's per-operator report that its CUDA build is absent: a wheel for another torch
+    ("yufu-wang/PromptHMR#4", "torch.package-ops-unavailable", 3),
+    ("vladmandic/sdnext#118", "torch.package-ops-unavailable", 3),
+    # a CPython API function only a later patch release exports (PySlice_Unpack: 3.6.1+)
+    ("pytorch/pytorch#19161", "loader.undefined-symbol", 3),
+    ("layumi/Person_reID_baseline_pytorch#139", "loader.undefined-symbol", 3),
+    # an extension module named for its device (…_cpu / …_gpu) missing from an installed package
+    ("longcw/RoIAlign.pytorch#32", "python.no-module-named", 4),
+    # torch's dispatcher: no kernel registered for this device (MPS) for a package's op
+    ("pytorch/vision#9164", "torch.op-not-implemented-for-device", 1),
+    ("invoke-ai/InvokeAI#232", "torch.op-not-implemented-for-device", 1),
+    # a bare "cannot import name '<compiled module>'": the extension was not built
+    ("Tony607/mmdetection_instance_segmentation_demo#1", "python.cannot-import-name", 4),
+]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), E3_FAMILY_SAMPLES,
+                         ids=[f"{f}:{t}" for t, f, _ in E3_FAMILY_SAMPLES])
+def test_e3_family_sample(thread: str, family: str, cause: int) -> None:
+    """A dev case per pattern family / refinement added in the e3 round; its
+    resolution-established cause comes first."""
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert e.subcause == family, (e.subcause, e.title)
+    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
+
+
 @pytest.mark.parametrize(("thread", "family", "cause"), E1_FAMILY_SAMPLES,
                          ids=[f"{f}:{t}" for t, f, _ in E1_FAMILY_SAMPLES])
 def test_e1_family_sample(thread: str, family: str, cause: int) -> None:
@@ -773,8 +806,10 @@ def test_the_real_linkers_missing_library_message_is_the_search_path(tmp_path: o
 
 def test_torchs_own_op_without_a_cuda_kernel_is_a_cpu_build_of_torch() -> None:
     """The message a CPU build of torch itself prints when a CUDA tensor reaches an aten op
-    (taken from the installed CPU torch, in a time-limited child): the torch build variant (3),
-    not an extension's kernel compiled out (1)."""
+    (taken from the installed CPU torch, in a time-limited child): from a Python traceback the
+    torch build variant (3); the bare line, as programs linking libtorch print it, puts the
+    CUDA library dropped at link time (4) first and the CPU build (3) second — never an
+    extension's kernel compiled out (1)."""
     pytest.importorskip("torch")
     code = ("import torch\n"
             "try:\n"
@@ -785,7 +820,13 @@ def test_torchs_own_op_without_a_cuda_kernel_is_a_cpu_build_of_torch() -> None:
     if "Could not run" not in out:
         pytest.skip("this torch has CUDA kernels: " + out[:80])
     e = explain_text(out)
-    assert e.subcause == "torch.could-not-run-backend" and e.cause == 3, (out, e.why)
+    assert e.subcause == "torch.could-not-run-backend", (out, e.why)
+    assert [a.cause for a in e.ranked][:2] == [4, 3], (out, e.why)
+    tb = ('Traceback (most recent call last):\n  File "run.py", line 3, in <module>\n'
+          "    x = torch.ops.aten.empty_strided.default([2], [1], device='cuda')\n"
+          "NotImplementedError: " + out)
+    e = explain_text(tb)
+    assert e.subcause == "torch.could-not-run-backend" and e.cause == 3, (tb, e.why)
 
 
 # ---------------------------------------------------- e4: TensorFlow, ONNX Runtime, Paddle, Windows

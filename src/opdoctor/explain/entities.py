@@ -155,6 +155,8 @@ _CXX_RT = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|operator (?:new|delete
                      r"|^(?:typeinfo|vtable) for std::|^__cxa_|^__gxx_")
 _OLD_ABI_STRING = re.compile(r"std::(?:string\b|basic_string<)")
 _PY_C = re.compile(r"^_?Py[A-Z_]")
+# CPython API functions exported only from a later patch release of their minor version
+_PY_PATCH_API = re.compile(r"^_?PySlice_(?:Unpack|AdjustIndices)$")
 # a mangled C++ function at global scope: _Z<length><name><parameters> (no N…E nesting)
 _GLOBAL_CXX_FUNCTION = re.compile(r"^_{1,2}Z\d{1,4}[A-Za-z_]")
 
@@ -290,6 +292,16 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
                           "protobuf, OpenCV …): the copy of that library that is loaded is "
                           "another release than the one the binary was built with, or another "
                           "copy is found first", (3, 2), "OD301")
+    if owner == "python" and _PY_PATCH_API.match(core):
+        # a CPython API function that a *patch* release added (3.6.1 turned the PySlice_…
+        # macros into exported functions): wheels built with a later patch release need it, the
+        # older patch release of the same Python minor lacks it — not another interpreter
+        return SymbolInfo(mangled, d, owner,
+                          "a CPython API function added in a later patch release of the same "
+                          "Python (3.6.1 / 3.5.4 export it, 3.6.0 does not): the interpreter is "
+                          "an older patch release than the one the binary was built with — "
+                          "upgrade the interpreter (or build the package with it)", (3, 5),
+                          "OD503")
     if owner == "python":
         return SymbolInfo(mangled, d, owner,
                           "a CPython API function: built for another Python (or not loaded "

@@ -486,6 +486,8 @@ def _symbol_version(ctx: Context) -> Refinement | None:
 
 
 # ------------------------------------------------------------------ operators not found
+_CPU_VARIANT = re.compile(r"\+cpu\b|/cpu/|libtorch-[\w.-]{0,60}cpu|cpuonly|CPU-only")
+_PY_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|File \"[^\"\n]{1,300}\.py\", line")
 _PACKAGE_NS = re.compile(r"^(?:torchvision|torchaudio|torchtext|torch_scatter|torch_sparse|"
                          r"torch_cluster|mmcv|detectron2|xformers|fbgemm|torchrec|vllm|_C|"
                          r"flash_attn|apex|deepspeed)$")
@@ -630,14 +632,26 @@ def _backend(ctx: Context) -> Refinement | None:
                           "CUDA torch (or a build for another CUDA)", ("OD313", "OD304"),
                           f"a CPU build of {op.split('::')[0]} with a CUDA torch", "medium")
     if backend == "CUDA" and op.startswith("aten::"):
-        # every CUDA build of torch registers CUDA kernels for its own aten ops: none means the
-        # torch (or libtorch) in the process is a CPU build, or its CUDA library is not loaded
-        return Refinement((3, 2), f"{op} is one of torch's own operators, which every CUDA build "
-                          "of torch implements for CUDA: the torch (or libtorch) in this process "
-                          "is a CPU-only build (or its CUDA library was not loaded)",
-                          ("OD313",), "torch's own op has no CUDA kernel: a CPU build of torch",
-                          "medium", "`python -c 'import torch; print(torch.__version__, "
-                          "torch.version.cuda)'` (or the libtorch the program links)")
+        # every CUDA build of torch registers CUDA kernels for its own aten ops, from its CUDA
+        # library (libtorch_cuda / torch_cuda.dll). `import torch` always loads that library, so
+        # from Python the message means a CPU build of torch; it mostly comes from programs
+        # linking libtorch, where the linker drops that library when nothing references a symbol
+        # of it (--as-needed; MSVC without the /INCLUDE: symbol) — unless the text shows a
+        # CPU-only libtorch
+        if _CPU_VARIANT.search(ctx.text) or _PY_TRACEBACK.search(ctx.text):
+            return Refinement((3, 4, 2), f"{op} is one of torch's own operators, which every CUDA "
+                              "build of torch implements for CUDA: the torch (or libtorch) in "
+                              "this process is a CPU-only build", ("OD313",),
+                              "torch's own op has no CUDA kernel: a CPU build of torch", "medium")
+        return Refinement((4, 3, 2), f"{op} is one of torch's own operators, whose CUDA kernels "
+                          "live in torch's CUDA library (libtorch_cuda.so / torch_cuda.dll): it "
+                          "is not in the process — a program linking libtorch lost it at link "
+                          "time (the linker drops a library none of whose symbols is referenced: "
+                          "link it with -Wl,--no-as-needed, or MSVC's /INCLUDE: symbol that "
+                          "CMake's find_package(Torch) adds), or the libtorch is a CPU-only build",
+                          ("OD313",), "torch's CUDA library is not linked into the program",
+                          "medium", "`ldd <the program> | grep torch_cuda` (or `dumpbin "
+                          "/dependents` on Windows): no torch_cuda means the linker dropped it")
     if backend == "CUDA":
         return Refinement((1, 3, 4), f"{op} has no CUDA kernel: the extension was built without "
                           "its CUDA part (no nvcc at build time, FORCE_CUDA unset) or registers "
@@ -646,8 +660,8 @@ def _backend(ctx: Context) -> Refinement | None:
 
 
 # ------------------------------------------------------------------ Python modules
-_COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_?C_?\w{0,20}|\w{0,60}_(?:cuda|cpp|ext|C|cuda"
-                            r"_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
+_COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_?C_?\w{0,20}|\w{0,60}_(?:cuda|cpp|cpu|gpu|ext|"
+                            r"C|cuda_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
                             r"native|lib)|lib\w{1,40})$")
 _FRAMEWORK_MODULES = re.compile(r"^(?:torch|tensorflow|onnxruntime|paddle|oneflow|mindspore|"
                                 r"jax|numpy)$")
@@ -689,6 +703,17 @@ def _module(ctx: Context) -> Refinement | None:
                           ctx.other_ids)
     full = f"{module}.{name}" if name else module
     if not module:
+        if name and _COMPILED_NAME.search(name) and not _traceback_paths(text):
+            # "cannot import name '<compiled module>'" with neither its package nor a traceback:
+            # a package's compiled extension is missing — first because it was never built (a
+            # checkout used without its build step), then a directory shadowing the build
+            return Refinement((4, 5, 3), f"{name} is the name of a compiled extension module: "
+                              "the package it belongs to has no built copy of it (the build "
+                              "step was skipped or failed), or the directory imported is not "
+                              "the one that was built", ("OD501", "OD502"),
+                              f"{name}: a compiled extension that was not built", "medium",
+                              "where the package is imported from and whether it contains the "
+                              f"built {name} (`opdoctor check --package <the package>`)")
         return None
     top = module.split(".")[0]
     where = _where_package(text, module)
