@@ -911,3 +911,59 @@ def test_tf_dso_loader_needs_tensorflow_and_keeps_the_installed_pairing() -> Non
                      + "; dlerror: libcudart.so.11.0: cannot open shared object file: No such "
                      "file or directory; LD_LIBRARY_PATH: /usr/local/cuda-11.0/lib64")
     assert e.subcause == "tf.dso-loader" and [a.cause for a in e.ranked][:2] == [2, 3], e.why
+
+
+# ----------------------------------------------------------------- e3b: PyTorch/loader/Python forms
+E3B_FAMILY_SAMPLES = [
+    # TorchScript resolving a custom op (not torch's own namespace): the code was written where
+    # the op existed, so the library defining it is not imported in this process
+    ("pytorch/pytorch#143773", "torch.torchscript-unknown-op", 5),
+    # an out-of-tree backend that allocates tensors (empty/_copy_from) but lacks this op's kernel
+    ("bdhirsh/pytorch_open_registration_example#6", "torch.could-not-run-backend", 1),
+    # the installed package's own files fail half-way through its import: mixed releases
+    ("Isi-dev/Google-Colab_Notebooks#10", "python.partially-initialized", 3),
+    ("camenduru/flux-jupyter#28", "python.partially-initialized", 3),
+]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), E3B_FAMILY_SAMPLES,
+                         ids=[f"{f}:{t}" for t, f, _ in E3B_FAMILY_SAMPLES])
+def test_e3b_family_sample(thread: str, family: str, cause: int) -> None:
+    """A dev case per pattern family / refinement added in the e3b round; its
+    resolution-established cause comes first."""
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert e.subcause == family, (e.subcause, e.title)
+    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
+
+
+def test_an_out_of_tree_backend_missing_its_allocation_kernels_is_not_loaded() -> None:
+    """With no kernel even for empty_strided the backend extension is not loaded (cause 5
+    first); a later op missing on a backend that allocated the tensor is that op's kernel."""
+    bare = "Could not run 'aten::empty_strided' with arguments from the 'PrivateUse1' backend"
+    assert [a.cause for a in explain_text(bare).ranked][:2] == [5, 1]
+    later = "Could not run 'aten::index_add_' with arguments from the 'PrivateUse1' backend"
+    assert [a.cause for a in explain_text(later).ranked][:2] == [1, 5]
+
+
+def test_a_partially_initialised_module_of_the_users_own_code_stays_the_import_chain() -> None:
+    """The same AttributeError raised from the user's own files (a local module named like a
+    package, a circular import) is the import chain, not a release mix."""
+    text = ('Traceback (most recent call last):\n'
+            '  File "/home/me/proj/train.py", line 1, in <module>\n'
+            '    import cv2\n'
+            '  File "/home/me/proj/cv2.py", line 3, in <module>\n'
+            '    cv2.imread("x")\n'
+            "AttributeError: partially initialized module 'cv2' has no attribute 'imread' "
+            "(most likely due to a circular import)")
+    e = explain_text(text)
+    assert e.subcause == "python.partially-initialized"
+    assert e.cause == 5
+    installed = ('  File "/usr/lib/python3/dist-packages/cv2/__init__.py", line 181, in <module>\n'
+                 '    bootstrap()\n'
+                 '  File "/usr/lib/python3/dist-packages/cv2/__init__.py", line 175, in bootstrap\n'
+                 '    if hasattr(cv2, "_registerMatType"):\n'
+                 "AttributeError: partially initialized module 'cv2' has no attribute "
+                 "'_registerMatType' (most likely due to a circular import)")
+    assert explain_text(installed).cause == 3

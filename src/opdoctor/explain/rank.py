@@ -493,6 +493,12 @@ _PACKAGE_NS = re.compile(r"^(?:torchvision|torchaudio|torchtext|torch_scatter|to
                          r"flash_attn|apex|deepspeed)$")
 
 
+# the allocation and copy kernels an out-of-tree backend registers before anything else: with no
+# kernel even for these the backend extension is not loaded at all
+_BACKEND_BASIC_OP = re.compile(r"aten::(?:empty(?:_strided|\.memory_format)?|_copy_from\w{0,20}|"
+                               r"copy_|_to_copy|resize_|set_\.\w{1,20}|view|as_strided)\b")
+
+
 @refiner("op-missing")
 def _op_missing(ctx: Context) -> Refinement | None:
     op = ctx.group("op")
@@ -510,9 +516,12 @@ def _op_missing(ctx: Context) -> Refinement | None:
     if re.search(r"Failed to load|undefined symbol|cannot open shared object", text):
         return Refinement((3, 2), "the library that defines the op failed to load (see the load "
                           "error in the text)", ("OD304",), None, "medium")
-    if ctx.pattern_id == "torch.schema-missing" and not _PACKAGE_NS.match(ns):
-        # findSchemaOrThrow from C++ (a TorchScript/AOTI/export loader, a C++ program): the
-        # caller expects the op's library to be loaded already; with no load in sight it was not
+    if ctx.pattern_id in ("torch.schema-missing", "torch.torchscript-unknown-op") and \
+            not _PACKAGE_NS.match(ns):
+        # findSchemaOrThrow from C++ (a TorchScript/AOTI/export loader, a C++ program), or
+        # TorchScript resolving a call to a custom op: the code (or the serialized model) was
+        # written where the op existed, so the caller expects the op's library to be loaded
+        # already; with no load in sight it was not
         return Refinement((5, 1, 3), f"{op or ns} is looked up by a loader (TorchScript, AOTI, "
                           "a C++ program) that expects the library defining it to be loaded "
                           "already: it was not imported/loaded in this process", ("OD505",),
@@ -623,6 +632,17 @@ def _backend(ctx: Context) -> Refinement | None:
                                                          "SparseCUDA", "QuantizedCPU",
                                                          "QuantizedCUDA", "AutogradCPU",
                                                          "AutogradCUDA")):
+        if op.startswith("aten::") and not _BACKEND_BASIC_OP.match(op):
+            # a backend extension registers the allocation and copy kernels first (empty,
+            # empty_strided, _copy_from …): a tensor that reached another op on that device was
+            # created there, so the extension is loaded and lacks a kernel for this op
+            return Refinement((1, 5), f"{op} is not one of the allocation/copy ops every "
+                              f"{backend} backend registers first: the backend is loaded (the "
+                              f"tensor was created on it) but registers no {backend} kernel "
+                              f"for {op}", ("OD103", "OD106"),
+                              f"the {backend} backend has no kernel for {op}", "medium",
+                              f"whether the backend's TORCH_LIBRARY_IMPL(aten, {backend}, m) "
+                              f"registers {op} (or a fallback)")
         return Refinement((5, 1), f"{backend} kernels for torch's own ops come from an out-of-tree "
                           "backend extension: it was not imported/loaded in this process",
                           ("OD505",), f"the {backend} backend extension is not loaded", "medium")
@@ -961,6 +981,30 @@ def _framework_module(ctx: Context) -> Refinement | None:
                       f"the code expects another {top} release", "medium",
                       f"the {top} release the failing package requires (its setup metadata) "
                       "against `pip show " + top + "`")
+
+
+@refiner("partial-init")
+def _partial_init(ctx: Context) -> Refinement | None:
+    """'partially initialized module P has no attribute A': a local P shadowing the package (or a
+    circular import of the user's code) unless the failing frames are the installed package's
+    own files — then the package's own import broke half-way: mixed releases."""
+    module = ctx.group("module")
+    top = module.split(".")[0]
+    local = [p for p in _traceback_paths(ctx.text)
+             if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
+             and "installed" not in path_kind(p)] + shadowing_files(ctx.text)
+    if local:
+        return Refinement((5, 3), f"{local[0]} shadows the installed {top}", ("OD502",),
+                          f"a local {top} shadows the installed package", "high")
+    if _where_package(ctx.text, module) == "installed":
+        return Refinement((3, 5, 4), f"the code that failed is the installed {top}'s own: its "
+                          "import broke half-way inside the package — its files come from "
+                          "different releases (a partial upgrade), or it does not match the "
+                          "framework it builds on (torchvision for another torch)", ("OD304",),
+                          f"the installed {top} does not match its own parts or its framework",
+                          "medium", f"`pip list` for {top} and the framework it needs: one "
+                          "release made for the other, reinstalled together")
+    return None
 
 
 @refiner("build-failure")
