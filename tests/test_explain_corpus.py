@@ -923,6 +923,11 @@ E3B_FAMILY_SAMPLES = [
     # the installed package's own files fail half-way through its import: mixed releases
     ("Isi-dev/Google-Colab_Notebooks#10", "python.partially-initialized", 3),
     ("camenduru/flux-jupyter#28", "python.partially-initialized", 3),
+    # a function template's instantiation ("double* at::TensorBase::data_ptr<double>() const")
+    # is torch's, not the library's own code: built against another torch
+    ("facebookresearch/detectron2#3710", "loader.undefined-symbol", 3),
+    # a std::string (cxx11) torch symbol missing from a library in torch/lib: the C++ ABI
+    ("deepjavalibrary/djl#3656", "loader.undefined-symbol", 3),
 ]
 
 

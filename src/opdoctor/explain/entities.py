@@ -161,6 +161,12 @@ _PY_PATCH_API = re.compile(r"^_?PySlice_(?:Unpack|AdjustIndices)$")
 _GLOBAL_CXX_FUNCTION = re.compile(r"^_{1,2}Z\d{1,4}[A-Za-z_]")
 
 
+# the return type a demangled function-template instantiation starts with ("double* ",
+# "c10::optional<long> ", "void "), up to the qualified name of the function itself
+_TEMPLATE_RETURN = re.compile(r"^(?:const )?[\w:]{1,200}(?:<[^()]{0,200}?>)?(?: const)?[ *&]{1,4}"
+                              r"(?=\w[\w:]{0,200}::\w{1,200}<)")
+
+
 def _strip_special(d: str) -> tuple[str, str]:
     """("typeinfo for X" → ("typeinfo", "X"))."""
     m = re.match(r"^(typeinfo name|typeinfo|vtable|VTT|construction vtable|guard variable)"
@@ -200,8 +206,11 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
             mangled.lstrip("_")[2]]
     lib_kind = path_kind(library) if library else set()
     owner = "own"
+    # a function template's instantiation demangles with its return type first
+    # ("double* at::TensorBase::data_ptr<double>() const"): its owner is the qualified name after
+    scoped = _TEMPLATE_RETURN.sub("", core, count=1) if "<" in core else core
     for name, rx in _FRAMEWORK_NS:
-        if rx.match(core):
+        if rx.match(core) or rx.match(scoped):
             owner = name
             break
     else:
@@ -236,6 +245,18 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
                           "libtorch_python out", (5, 4), "OD505")
     if owner in ("torch", "tensorflow", "abseil", "paddle", "oneflow", "mindspore", "onnxruntime"):
         fw = "TensorFlow" if owner in ("tensorflow", "abseil") else owner
+        if lib_kind & {"framework-lib"} and ("__cxx11" in mangled + d or
+                                             _OLD_ABI_STRING.search(d)):
+            # a std::string in the signature (read from the mangled name when the demangler
+            # rejects it): the library in the framework's directory and the framework disagree
+            # on libstdc++'s dual ABI before anything else
+            abi = "new (cxx11)" if "__cxx11" in mangled + d else "old (pre-cxx11)"
+            return SymbolInfo(mangled, d, owner,
+                              f"a {fw} function taking std::string in the {abi} C++ ABI: the "
+                              f"library and {fw}'s own libraries were built with different "
+                              "_GLIBCXX_USE_CXX11_ABI settings (a binary for the other ABI "
+                              f"next to {fw}), or two installs of {fw} are mixed", (3, 2, 4),
+                              "OD303")
         if lib_kind & {"framework-lib"}:
             return SymbolInfo(mangled, d, owner,
                               f"a {fw} function missing from {fw}'s own library: two "
