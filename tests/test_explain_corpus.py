@@ -928,6 +928,16 @@ E3B_FAMILY_SAMPLES = [
     ("facebookresearch/detectron2#3710", "loader.undefined-symbol", 3),
     # a std::string (cxx11) torch symbol missing from a library in torch/lib: the C++ ABI
     ("deepjavalibrary/djl#3656", "loader.undefined-symbol", 3),
+    # the linker: a CUDA library's C function no library on the link line defines (link order)
+    ("rusty1s/pytorch_sparse#144", "loader.undefined-reference", 4),
+    # a torch::class_ registered twice (a second copy of the library loaded)
+    ("pytorch/pytorch#78028", "torch.registered-multiple-times", 1),
+    # torch.compile's run-time C++ build without a compiler in the environment
+    ("pytorch/pytorch#92745", "build.jit-no-compiler", 4),
+    # "name '_C' is not defined" after the package reported it goes on without its C++ ops
+    ("IDEA-Research/Grounded-Segment-Anything#436", "python.name-c-not-defined", 4),
+    ("UTAustin-SwarmLab/Neuro-Symbolic-Video-Search-Temporal-Logic#1",
+     "python.name-c-not-defined", 4),
 ]
 
 
@@ -972,3 +982,22 @@ def test_a_partially_initialised_module_of_the_users_own_code_stays_the_import_c
                  "AttributeError: partially initialized module 'cv2' has no attribute "
                  "'_registerMatType' (most likely due to a circular import)")
     assert explain_text(installed).cause == 3
+
+
+def test_name_c_not_defined_from_a_source_tree_stays_the_import_chain() -> None:
+    """The same NameError with the package run from a source/build tree is that tree shadowing
+    the install (5), as before."""
+    text = ('Traceback (most recent call last):\n'
+            '  File "<stdin>", line 1, in <module>\n'
+            '  File "/home/me/src/pkg/pkg/__init__.py", line 5, in <module>\n'
+            '    x = _C.f()\n'
+            "NameError: name '_C' is not defined")
+    assert explain_text(text).cause == 5
+
+
+def test_link_time_references_with_a_symbol_version_stay_a_release_question() -> None:
+    """A versioned reference (cudaLaunchKernelExC@libcudart.so.11.0) names the release the
+    linked library lacks: not a missing -l flag."""
+    text = ("/usr/bin/ld: libtorch_cuda.so: undefined reference to "
+            "`cudaLaunchKernelExC@libcudart.so.11.0'")
+    assert explain_text(text).cause != 4

@@ -142,6 +142,17 @@ def _symbol(ctx: Context) -> Refinement | None:
                           "runtime that was loaded is older than the one the library was built "
                           "with (or another copy is found first)", ("OD302",), None, "medium",
                           "whether a newer libstdc++ is installed but not found first")
+    if ctx.pattern_id == "loader.undefined-reference" and info.owner in ("cuda", "third-party") \
+            and "@" not in ctx.group("symbol"):
+        # the linker, not the loader: an unversioned C function of a CUDA or third-party library
+        # that no library on the link line defines — that library is missing from the link, or
+        # listed before the library that needs it (single-pass linking of archives/--as-needed)
+        return Refinement((4, 3), f"{info.demangled} is {info.is_.split(':')[0]}, referenced at "
+                          "link time: that library is not on the link line, or is listed "
+                          "before the library that needs it (the linker resolves left to "
+                          "right)", ("OD301",), f"the link lacks the library that defines "
+                          f"{info.demangled}", "medium", "the link command's -l order: the "
+                          "library that defines it after every library that uses it")
     conf = "high" if info.causes[0] in (3, 4) and info.owner not in ("own",) else "medium"
     decides = ""
     if len(info.causes) > 1:
@@ -981,6 +992,36 @@ def _framework_module(ctx: Context) -> Refinement | None:
                       f"the code expects another {top} release", "medium",
                       f"the {top} release the failing package requires (its setup metadata) "
                       "against `pip show " + top + "`")
+
+
+# a package's own report that the import of its compiled part failed and it carries on without
+# it ("Failed to load custom C++ ops", "can't load C++/CUDA extensions")
+_COMPILED_LOAD_FAILED = re.compile(
+    r"(?:[Ff]ailed|[Uu]nable|[Cc]ould not|[Cc]an(?:no|')t) (?:to )?(?:load|import|find)\b"
+    r"[^\n]{0,60}?(?:C\+\+|CUDA|compiled|native|custom)[^\n]{0,30}?"
+    r"(?:ops|operators|extensions?|kernels?)\b")
+
+
+@refiner("compiled-name")
+def _compiled_name(ctx: Context) -> Refinement | None:
+    """"name '_C' is not defined": the package's import of its compiled module failed earlier
+    (caught). Run from a source or build tree: that tree shadows the build; installed (or the
+    package reporting that it carries on without its compiled ops): it was never built."""
+    name = ctx.group("name")
+    kinds = [path_kind(p) for p in _traceback_paths(ctx.text)]
+    if any(k & {"source-tree", "build-tree"} and "installed" not in k for k in kinds):
+        return Refinement((5, 4), f"the traceback runs from a source or build tree, which has no "
+                          f"built {name} and shadows the installed package", ("OD502",),
+                          f"a source tree without the built {name} is imported", "medium")
+    if any("installed" in k for k in kinds) or _COMPILED_LOAD_FAILED.search(ctx.text):
+        return Refinement((4, 5, 3), f"the package caught the failed import of its compiled "
+                          f"module {name} and went on without it: the installed copy has no "
+                          "usable build of it (installed without compiling — no CUDA_HOME or "
+                          "GPU visible at install time, a failed build — or built for another "
+                          "torch)", ("OD510", "OD501"), f"{name}: the package's compiled part "
+                          "was not built", "medium", f"whether the installed package contains "
+                          f"{name} (`opdoctor check --package <the package>`), and its build log")
+    return None
 
 
 @refiner("partial-init")
