@@ -938,6 +938,10 @@ E3B_FAMILY_SAMPLES = [
     ("IDEA-Research/Grounded-Segment-Anything#436", "python.name-c-not-defined", 4),
     ("UTAustin-SwarmLab/Neuro-Symbolic-Video-Search-Temporal-Logic#1",
      "python.name-c-not-defined", 4),
+    # a JIT-built op plugin (…_plugin) missing: the build did not produce it
+    ("sicxu/Deep3DFaceRecon_pytorch#30", "python.no-module-named", 4),
+    # macOS (libc++) asked for a GNU libstdc++ symbol: built with gcc instead of clang
+    ("pytorch/pytorch#1228", "loader.symbol-not-found-macos", 4),
 ]
 
 

@@ -142,6 +142,16 @@ def _symbol(ctx: Context) -> Refinement | None:
                           "runtime that was loaded is older than the one the library was built "
                           "with (or another copy is found first)", ("OD302",), None, "medium",
                           "whether a newer libstdc++ is installed but not found first")
+    if ctx.pattern_id == "loader.symbol-not-found-macos" and info.owner == "cxx-runtime" and \
+            "std::__1::" not in info.demangled:
+        # macOS's C++ runtime is libc++ (std::__1::…): a GNU libstdc++ symbol (std::string's
+        # _Rep, std::__cxx11::…) can only be wanted by a binary compiled with GCC's libstdc++
+        # (conda's or Homebrew's gcc) instead of the system clang
+        return Refinement((4, 3), f"{info.demangled} is a GNU libstdc++ symbol, but macOS's C++ "
+                          "runtime is libc++: the binary was compiled with GCC/libstdc++ (a conda "
+                          "or Homebrew gcc picked up by the build) instead of clang", ("OD301",),
+                          "built with a compiler whose C++ runtime macOS does not provide",
+                          "medium", "rebuild with CC=clang CXX=clang++")
     if ctx.pattern_id == "loader.undefined-reference" and info.owner in ("cuda", "third-party") \
             and "@" not in ctx.group("symbol"):
         # the linker, not the loader: an unversioned C function of a CUDA or third-party library
@@ -693,7 +703,7 @@ def _backend(ctx: Context) -> Refinement | None:
 # ------------------------------------------------------------------ Python modules
 _COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_?C_?\w{0,20}|\w{0,60}_(?:cuda|cpp|cpu|gpu|ext|"
                             r"C|cuda_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
-                            r"native|lib)|lib\w{1,40})$")
+                            r"native|lib|plugin)|lib\w{1,40})$")
 _FRAMEWORK_MODULES = re.compile(r"^(?:torch|tensorflow|onnxruntime|paddle|oneflow|mindspore|"
                                 r"jax|numpy)$")
 
