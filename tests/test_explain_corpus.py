@@ -942,6 +942,10 @@ E3B_FAMILY_SAMPLES = [
     ("sicxu/Deep3DFaceRecon_pytorch#30", "python.no-module-named", 4),
     # macOS (libc++) asked for a GNU libstdc++ symbol: built with gcc instead of clang
     ("pytorch/pytorch#1228", "loader.symbol-not-found-macos", 4),
+    # a Python name missing from an installed package's own module (its site-packages file in
+    # the message), or from triton (torch.compile's compiler): another release of that package
+    ("coreweave/ml-containers#64", "python.cannot-import-name", 3),
+    ("woct0rdho/triton-windows#158", "python.cannot-import-name", 3),
 ]
 
 

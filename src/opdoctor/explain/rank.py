@@ -705,7 +705,7 @@ _COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_?C_?\w{0,20}|\w{0,60}_(?:cuda|
                             r"C|cuda_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
                             r"native|lib|plugin)|lib\w{1,40})$")
 _FRAMEWORK_MODULES = re.compile(r"^(?:torch|tensorflow|onnxruntime|paddle|oneflow|mindspore|"
-                                r"jax|numpy)$")
+                                r"jax|numpy|triton)$")
 
 
 def _traceback_paths(text: str) -> list[str]:
@@ -765,6 +765,15 @@ def _module(ctx: Context) -> Refinement | None:
         # the framework's API of another release (or a local file shadowing it), as for
         # "module 'torch' has no attribute …" — not a compiled extension missing
         return _framework_module(ctx)
+    if name and not compiled and where == "installed" and "partially initialized" not in ctx.line:
+        # a Python-level name missing from an installed package (its file in site-packages is in
+        # the message): the code importing it was written for another release of that package
+        return Refinement((3, 5), f"{module} is the installed package's own module and has no "
+                          f"{name}: the code importing it was written for another release of "
+                          f"{top} (the name was moved, renamed or not yet added)", ("OD304",),
+                          f"the code expects another release of {top}", "medium",
+                          f"the {top} release the importing package requires (its metadata) "
+                          f"against `pip show {top}`")
     built, ran = python_versions(text)
     if built and ran and not built & ran:
         return Refinement((5, 3), f"the compiled module is built for Python {sorted(built)[0]} "
