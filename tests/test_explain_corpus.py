@@ -911,3 +911,32 @@ def test_tf_dso_loader_needs_tensorflow_and_keeps_the_installed_pairing() -> Non
                      + "; dlerror: libcudart.so.11.0: cannot open shared object file: No such "
                      "file or directory; LD_LIBRARY_PATH: /usr/local/cuda-11.0/lib64")
     assert e.subcause == "tf.dso-loader" and [a.cause for a in e.ranked][:2] == [2, 3], e.why
+
+
+# ---------------------------------------------------- e5: the frameworks' own message forms
+def test_oneflow_load_library_wrapper_lets_the_dlerror_decide() -> None:
+    """OneFlow's LoadLibrary (oneflow/core/framework/load_library.cpp, v0.9–master 2025) throws
+    '<space>LoadLibrary ERROR! Cannot load library file: <path> the Error is: <dlerror>': a
+    wrapper, so the loader's error it carries decides; alone it still answers."""
+    head = (" LoadLibrary ERROR! Cannot load library file: ./build/libleaky_relu.so the Error "
+            "is: ")
+    e = explain_text(head + "libcudart.so.11.0: cannot open shared object file: No such file "
+                     "or directory")
+    assert e.subcause == "loader.cannot-open" and e.cause == 2, e.why
+    e = explain_text(head + "./build/libleaky_relu.so: undefined symbol: "
+                     "_ZN7oneflow8user_op19UserOpDefWrapperC1ERKNS_9UserOpDefE")
+    assert e.subcause == "loader.undefined-symbol", e.why
+    assert explain_text(head.strip()).subcause == "oneflow.load-library"
+
+
+def test_oneflow_no_kernel_for_the_op_type_at_all() -> None:
+    """UserOpRegistryMgr::GetOpKernelRegistryResult (oneflow/core/framework/
+    user_op_registry_manager.cpp, master 2025) has two forms: no kernel of the op type at all
+    ('There is no kernel registered for Current OperatorConf.') and none matching the
+    device/dtype ('Cannot find the kernel matching …'); both are registration first."""
+    text = ('  File "oneflow/core/framework/user_op_registry_manager.cpp", line 90, in '
+            "GetOpKernelRegistryResult\n    Error::OpKernelNotFoundError({})\n"
+            "There is no kernel registered for Current OperatorConf.  The Info of OperatorConf "
+            "are \n op_name: my_op0\n op_type_name: my_op\n DeviceType_Name: kCUDA")
+    e = explain_text(text)
+    assert (e.subcause, e.cause) == ("oneflow.op-not-registered", 1), e.why
