@@ -940,3 +940,52 @@ def test_oneflow_no_kernel_for_the_op_type_at_all() -> None:
             "are \n op_name: my_op0\n op_type_name: my_op\n DeviceType_Name: kCUDA")
     e = explain_text(text)
     assert (e.subcause, e.cause) == ("oneflow.op-not-registered", 1), e.why
+
+
+@pytest.mark.parametrize("text", [
+    "[WARNING] ME(7788:1,MainProcess):2022-01-01 [mindspore/run_check/_check_version.py:92] Can "
+    "not found cuda libs. Please confirm that the correct cuda version has been installed.",
+    "[ERROR] ME(7788:1,MainProcess) [mindspore/run_check/_check_version.py:224] Cuda ['10.1', "
+    "'11.1', '11.6'] version(libcudart*.so need by mindspore-gpu) is not found. Please confirm "
+    "that the path of cuda is set to the env LD_LIBRARY_PATH",
+    "[WARNING] ME(1:1,MainProcess) [mindspore/run_check/_check_version.py:420] Can not find "
+    "driver so(need by mindspore-ascend). Please check whether the Environment Variable "
+    "LD_LIBRARY_PATH is set.",
+    "[ERROR] ME(1:1,MainProcess) [mindspore/run_check/_check_version.py:290] No such directory: "
+    "/usr/local/Ascend/latest/fwkacllib/lib64. Please check if Ascend AI software package "
+    "(Ascend Data Center Solution) is installed correctly.",
+])
+def test_mindspore_start_up_environment_check_is_the_search_path(text: str) -> None:
+    """MindSpore's own start-up checks (mindspore/python/mindspore/run_check/_check_version.py,
+    r1.8–r2.2): the CUDA libraries or the CANN environment variables are not found — the
+    environment, not the build, comes first."""
+    e = explain_text(text)
+    assert e.subcause == "mindspore.env-check", e.why
+    assert [a.cause for a in e.ranked][:2] == [2, 3]
+
+
+def test_mindspore_version_pair_with_the_long_ascend_package_name() -> None:
+    """_check_version.py's Ascend form puts the package's long name between the two versions:
+    'MindSpore version X and Ascend AI software package (Ascend Data Center Solution)version Y
+    does not match' is the release pair, like the cuda and te forms."""
+    e = explain_text("[WARNING] ME(1:1,MainProcess) [mindspore/run_check/_check_version.py:375] "
+                     "MindSpore version 2.2.0 and Ascend AI software package (Ascend Data Center "
+                     "Solution)version 6.3 does not match, the version of software package "
+                     "expect one of ['7.0'].")
+    assert (e.subcause, e.cause) == ("mindspore.ascend-version", 3), e.why
+
+
+def test_mindspore_custom_and_plugin_load_wrappers_carry_the_loader_error() -> None:
+    """custom_aot_cpu_kernel.cc's Launch form ('… dlopen file 'X' must be successful …') and
+    device_context_manager.cc's 'Load dynamic library: <plugin> failed. <error>' are wrappers:
+    the dlerror inside decides; the Windows plugin form carries only an error number."""
+    e = explain_text("For 'Custom' on CPU, dlopen file '/h/add.so' must be successful, but error "
+                     "occurs! Error message is: ")
+    assert e.subcause == "mindspore.aot-dlopen"
+    e = explain_text("[WARNING] ME(1:1) [mindspore/ccsrc/runtime/hardware/device_context_manager"
+                     ".cc:75] LoadDynamicLib] Load dynamic library: libmindspore_ascend.so.2 "
+                     "failed. libge_runner.so: cannot open shared object file: No such file or "
+                     "directory")
+    assert (e.subcause, e.cause) == ("loader.cannot-open", 2), e.why
+    e = explain_text("Load dynamic library: mindspore_gpu.dll failed. 126")
+    assert (e.subcause, e.cause) == ("mindspore.plugin-load", 2), e.why
