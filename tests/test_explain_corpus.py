@@ -989,3 +989,69 @@ def test_mindspore_custom_and_plugin_load_wrappers_carry_the_loader_error() -> N
     assert (e.subcause, e.cause) == ("loader.cannot-open", 2), e.why
     e = explain_text("Load dynamic library: mindspore_gpu.dll failed. 126")
     assert (e.subcause, e.cause) == ("mindspore.plugin-load", 2), e.why
+
+
+_ORT_CHAIN = ('[ONNXRuntimeError] : 1 : FAIL : Error loading "C:\\venv\\Lib\\site-packages\\'
+              'onnxruntime\\capi\\onnxruntime_providers_{ep}.dll" which depends on "{dll}" which '
+              'is missing. (Error 126: "The specified module could not be found.")')
+
+
+@pytest.mark.parametrize(("ep", "dll", "extra", "order"), [
+    ("cuda", "cudnn64_9.dll", "", [3, 2]),
+    ("cuda", "cublasLt64_12.dll", "", [3, 2]),
+    ("cuda", "cudnn64_9.dll", "\ncuDNN version: 8.9.7", [3, 2]),
+    ("cuda", "cudnn64_9.dll", "\ninstalled cuDNN 9.1", [2, 3]),
+    ("tensorrt", "nvinfer_10.dll", "", [2, 3]),
+])
+def test_ort_windows_dependency_chain_reads_like_the_linux_provider_form(
+        ep: str, dll: str, extra: str, order: list[int]) -> None:
+    """ORT 1.20+ on Windows names the DLL that is missing (onnxruntime/core/platform/windows/
+    dll_load_error.cc: 'Error loading "A" which depends on "B" which is missing.'): read as the
+    Linux 'Failed to load library libonnxruntime_providers_cuda.so with error: libcudnn.so.9 …'
+    is — the provider's CUDA/cuDNN major first, the search path when that major is installed,
+    TensorRT's own libraries the search path."""
+    e = explain_text(_ORT_CHAIN.format(ep=ep, dll=dll) + extra)
+    assert e.subcause == "ort.dll-dependency-chain", e.why
+    assert [a.cause for a in e.ranked][:2] == order, e.why
+
+
+def test_ort_windows_dependency_chain_other_links() -> None:
+    """The last name of a longer chain is the missing one; the Visual C++ runtime is an install
+    matter; the provider DLL itself missing is the package."""
+    e = explain_text('Error loading "C:\\app\\custom_ops.dll" which depends on "foo.dll" which '
+                     'depends on "MSVCP140.dll" which is missing.')
+    assert e.entities.get("library") == "MSVCP140.dll" and e.cause == 2, e.entities
+    e = explain_text('Error loading "C:\\venv\\Lib\\site-packages\\onnxruntime\\capi\\'
+                     'onnxruntime_providers_cuda.dll" which is missing.')
+    assert e.cause == 4, e.why
+
+
+def test_ort_language_binding_version_check() -> None:
+    """The Rust ort crate's load-dynamic check (ort src/lib.rs, 1.14–2.0.0-rc.11): 'ort X is
+    not compatible with the ONNX Runtime binary found at `…`; expected GetVersionString to
+    return '1.N.x', but got …' — the library found is an older release (3, alt 2); the bare
+    load failure is the search path first."""
+    e = explain_text("thread 'main' panicked at ort-2.0.0-rc.11/src/lib.rs:191:41:\nFailed to "
+                     "load ONNX Runtime dylib: Error { code: GenericFailure, msg: \"ort "
+                     "2.0.0-rc.11 is not compatible with the ONNX Runtime binary found at "
+                     "`onnxruntime.dll`; expected version >= '1.23.x', but got '1.17.1'\" }")
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("ort.binding-version", [3, 2])
+    e = explain_text("An error occurred while attempting to load the ONNX Runtime binary at "
+                     "`libonnxruntime.so`")
+    assert (e.subcause, e.cause) == ("ort.binding-load", 2)
+
+
+def test_tf_device_selection_and_gpu_skip_forms() -> None:
+    """TensorFlow's eager device selection ('Could not find valid device for node.',
+    core/common_runtime/eager/execute.cc, TF 2.x) is the no-kernel family; gpu_device.cc's
+    'Cannot dlopen some GPU libraries.' is low so that the dso_loader lines above it decide."""
+    e = explain_text("tensorflow.python.framework.errors_impl.NotFoundError: Could not find "
+                     "valid device for node.\nNode:{{node Bincount}}")
+    assert (e.subcause, e.cause) == ("tf.no-opkernel", 1)
+    skip = ("Cannot dlopen some GPU libraries. Please make sure the missing libraries mentioned "
+            "above are installed properly if you would like to use GPU.")
+    assert explain_text(skip).subcause == "tf.gpu-libraries-skipped"
+    e = explain_text("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not "
+                     "load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open "
+                     "shared object file: No such file or directory\n" + skip)
+    assert e.subcause == "tf.dso-loader"
