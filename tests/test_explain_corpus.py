@@ -1055,3 +1055,18 @@ def test_tf_device_selection_and_gpu_skip_forms() -> None:
                      "load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open "
                      "shared object file: No such file or directory\n" + skip)
     assert e.subcause == "tf.dso-loader"
+
+
+def test_tf_invalid_op_name_a_sentence_is_another_tensorflows_layout() -> None:
+    """tensorflow/core/framework/op_def_util.cc (ValidateOpDef, TF 1.x–2.x): 'Invalid name:
+    <name> (Did you use CamelCase?)'. A lower-case identifier is a naming error in REGISTER_OP
+    (1); a sentence — the op's documentation read as its name — is registration code built
+    against another TensorFlow than the one reading it (3)."""
+    e = explain_text("Invalid argument: Invalid name: my_custom_op (Did you use CamelCase?)")
+    assert (e.subcause, e.cause) == ("tf.invalid-name", 1)
+    e = explain_text("tensorflow.python.framework.errors_impl.InvalidArgumentError: Invalid "
+                     "name: An op that loads optimized parameters into HBM for embedding. Must "
+                     "be preceded by a ConfigureTPUEmbeddingHost op that sets up the correct "
+                     "embedding table configuration. (Did you use CamelCase?); in OpDef: name: "
+                     "\"An op that loads optimized parameters into HBM for embedding.\"")
+    assert (e.subcause, e.cause) == ("tf.invalid-name-garbled", 3)
