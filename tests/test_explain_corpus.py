@@ -1070,3 +1070,33 @@ def test_tf_invalid_op_name_a_sentence_is_another_tensorflows_layout() -> None:
                      "embedding table configuration. (Did you use CamelCase?); in OpDef: name: "
                      "\"An op that loads optimized parameters into HBM for embedding.\"")
     assert (e.subcause, e.cause) == ("tf.invalid-name-garbled", 3)
+
+
+_TF_TRT = ("2022-03-01 10:00:00.000000: W tensorflow/stream_executor/platform/default/dso_loader"
+           ".cc:64] Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: "
+           "cannot open shared object file: No such file or directory\n2022-03-01 10:00:00.000000:"
+           " W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Cannot dlopen"
+           " some TensorRT libraries. If you would like to use Nvidia GPU with TensorRT, please "
+           "make sure the missing libraries mentioned above are installed properly.\n")
+_TF_CUDART = ("2022-03-01 W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could "
+              "not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot "
+              "open shared object file: No such file or directory\n2022-03-01 I tensorflow/"
+              "stream_executor/cuda/cudart_stub.cc:29] Ignore above cudart dlerror if you do not "
+              "have a GPU set up on your machine.\n")
+
+
+@pytest.mark.parametrize("noise", [_TF_TRT, _TF_CUDART])
+def test_tensorflows_dso_loader_warnings_do_not_outrank_the_error_after_them(noise: str) -> None:
+    """TensorFlow 2.x prints dso_loader warnings at import (TensorRT for TF-TRT at every import,
+    tf2tensorrt/utils/py_utils.cc; CUDA libraries it then runs without): the loader's words they
+    quote must not outrank the error of the log; alone they still answer."""
+    err = ("tensorflow.python.framework.errors_impl.NotFoundError: Op type not registered "
+           "'SentencepieceOp' in binary running on h. Make sure the Op and Kernel are registered "
+           "in the binary running in this process.")
+    e = explain_text(noise + err)
+    assert (e.subcause, e.cause) == ("tf.op-not-registered", 5), e.why
+    e = explain_text(noise + "ModuleNotFoundError: No module named 'tensorflow_addons'")
+    assert e.subcause == "python.no-module-named", e.why
+    alone = explain_text(noise)
+    assert alone.subcause in ("tf.optional-tensorrt", "tf.dso-loader")
+    assert alone.subcause == ("tf.optional-tensorrt" if "nvinfer" in noise else "tf.dso-loader")
