@@ -1100,3 +1100,23 @@ def test_tensorflows_dso_loader_warnings_do_not_outrank_the_error_after_them(noi
     alone = explain_text(noise)
     assert alone.subcause in ("tf.optional-tensorrt", "tf.dso-loader")
     assert alone.subcause == ("tf.optional-tensorrt" if "nvinfer" in noise else "tf.dso-loader")
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    ("Load model from model.onnx failed:Fatal error: com.microsoft:SkipLayerNormalization(-1) "
+     "is not a registered function/op", 3),
+    ("Load model from m_opt.onnx failed:Fatal error: com.microsoft.nchwc:Conv(-1) is not a "
+     "registered function/op", 3),
+    ("Fatal error: ai.onnx.ml:TreeEnsembleRegressor(-1) is not a registered function/op", 3),
+    ("Fatal error: ai.onnx.contrib:CLIPTokenizer(-1) is not a registered function/op", 1),
+    ("Fatal error: mmdeploy:grid_sampler(-1) is not a registered function/op", 1),
+])
+def test_ort_unknown_op_domain_decides_build_or_registration(text: str, first: int) -> None:
+    """ORT's graph resolution 'Fatal error: <domain>:<op>(<ver>) is not a registered
+    function/op' (onnxruntime/core/graph/graph.cc, 1.x): onnxruntime's own domains
+    (com.microsoft contrib ops, its nchwc layout, ai.onnx.ml) are compiled into the runtime, so
+    their absence is this build or release (3); any other domain is a custom-op library not
+    registered (1), as the dev case microsoft/onnxruntime-extensions#374 shows."""
+    e = explain_text(text)
+    assert e.subcause == "ort.custom-op"
+    assert e.cause == first, e.why

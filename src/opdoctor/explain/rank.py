@@ -849,6 +849,30 @@ def _ort_impl(ctx: Context) -> Refinement | None:
 
 
 
+# ------------------------------------------------------------------ ORT operator domains
+# onnxruntime's own domains: its contrib ops (com.microsoft, and com.microsoft.nchwc — the
+# layout its optimizer writes into a saved optimized model) and the ai.onnx.ml ops are
+# compiled into onnxruntime itself; no custom-op library registers them
+_ORT_BUILTIN_DOMAIN = re.compile(r"^(?:com\.microsoft(?:\.\w{1,20})?|ai\.onnx\.ml)$")
+
+
+@refiner("ort-domain")
+def _ort_domain(ctx: Context) -> Refinement | None:
+    """An op of onnxruntime's own domains that the runtime does not know: this build or this
+    release of onnxruntime lacks it; an op of any other domain is a registration matter."""
+    domain = ctx.group("domain")
+    if not _ORT_BUILTIN_DOMAIN.match(domain):
+        return None
+    return Refinement((3, 1), f"{domain} is onnxruntime's own operator domain, compiled into "
+                      "the runtime (nothing registers it from a library): this onnxruntime is a "
+                      "build without it (onnxruntime-web / mobile, a minimal or contrib-ops-"
+                      "disabled build) or a release older than the op — e.g. a model optimized "
+                      "or exported with a newer onnxruntime", ("OD106",),
+                      f"{domain}:{ctx.group('op')} is missing from this onnxruntime build or "
+                      "release", "medium", "the onnxruntime package and version that run the "
+                      "model against the one that optimized / exported it")
+
+
 # ------------------------------------------------------------------ ORT's Windows dependency chain
 # onnxruntime/core/platform/windows/dll_load_error.cc (ORT 1.20+): 'Error loading "A" which
 # depends on "B" … which is missing.' — the last name is the DLL that is not found. The CUDA
