@@ -1120,3 +1120,18 @@ def test_ort_unknown_op_domain_decides_build_or_registration(text: str, first: i
     e = explain_text(text)
     assert e.subcause == "ort.custom-op"
     assert e.cause == first, e.why
+
+
+def test_paddles_no_avx_hint_is_not_the_error() -> None:
+    """python/paddle/base/core.py (2.5+) prints 'Hint: Your machine support AVX, but the
+    installed paddlepaddle doesn't have avx core …' after libpaddle imported fine: a
+    performance hint that must not outrank an error after it; its 'Error: … the installed
+    PaddlePaddle is avx core' sibling (a CPU without AVX) stays the build variant."""
+    hint = ("Hint: Your machine support AVX, but the installed paddlepaddle doesn't have avx "
+            "core. Hence, no-avx core with worse performance will be imported.\n")
+    e = explain_text(hint + "ModuleNotFoundError: No module named 'paddlenlp'")
+    assert e.subcause == "python.no-module-named", e.why
+    assert explain_text(hint).subcause == "paddle.avx-hint"
+    e = explain_text("Error: Your machine doesn't support AVX, but the installed PaddlePaddle is "
+                     "avx core, you should reinstall paddlepaddle with no-avx core.")
+    assert (e.subcause, e.cause) == ("paddle.avx-core", 3)
