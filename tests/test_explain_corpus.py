@@ -1135,3 +1135,15 @@ def test_paddles_no_avx_hint_is_not_the_error() -> None:
     e = explain_text("Error: Your machine doesn't support AVX, but the installed PaddlePaddle is "
                      "avx core, you should reinstall paddlepaddle with no-avx core.")
     assert (e.subcause, e.cause) == ("paddle.avx-core", 3)
+
+
+def test_tensorflows_windows_loader_form() -> None:
+    """tsl/platform/windows/load_library.cc (TF 1.x–2.x): every LoadLibraryExW failure is
+    '<path with backslashes> not found', error code dropped — a DLL/.pyd is the search path
+    first (a dependency not on PATH); a Linux .so on a Windows path stays the foreign binary."""
+    e = explain_text("tensorflow.python.framework.errors_impl.NotFoundError: C:\\Users\\u\\op\\"
+                     "zero_out.dll not found")
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("tf.notfound-windows", [2, 4])
+    e = explain_text(str(DEV_BY_THREAD["tensorflow/decision-forests#223"]["text"]))
+    assert e.cause == 4
+    assert explain_text("C:\\x\\foo.dll not found in cache").subcause != "tf.notfound-windows"
