@@ -1147,3 +1147,14 @@ def test_tensorflows_windows_loader_form() -> None:
     e = explain_text(str(DEV_BY_THREAD["tensorflow/decision-forests#223"]["text"]))
     assert e.cause == 4
     assert explain_text("C:\\x\\foo.dll not found in cache").subcause != "tf.notfound-windows"
+
+
+def test_ort_missing_provider_entry_point_is_a_cpu_build() -> None:
+    """OrtSessionOptionsAppendExecutionProvider_CUDA is exported only by onnxruntime builds with
+    the CUDA provider (include/onnxruntime/core/providers/cuda/cuda_provider_factory.h): .NET's
+    'Unable to find an entry point named …_CUDA' means the onnxruntime.dll loaded is a CPU build,
+    the C# side of Python's 'not in available provider names'."""
+    e = explain_text("System.EntryPointNotFoundException: Unable to find an entry point named "
+                     "'OrtSessionOptionsAppendExecutionProvider_CUDA' in DLL 'onnxruntime'.")
+    assert (e.subcause, e.cause) == ("ort.provider-not-available", 3), e.why
+    assert e.entities.get("backend") == "CUDA"
