@@ -1158,3 +1158,14 @@ def test_ort_missing_provider_entry_point_is_a_cpu_build() -> None:
                      "'OrtSessionOptionsAppendExecutionProvider_CUDA' in DLL 'onnxruntime'.")
     assert (e.subcause, e.cause) == ("ort.provider-not-available", 3), e.why
     assert e.entities.get("backend") == "CUDA"
+
+
+def test_ort_providers_argument_required_since_1_9() -> None:
+    """onnxruntime/python/onnxruntime_inference_collection.py (1.9+): a GPU build refuses an
+    InferenceSession without providers — code written for an earlier release (3)."""
+    e = explain_text("ValueError: This ORT build has ['CUDAExecutionProvider', "
+                     "'CPUExecutionProvider'] enabled. Since ORT 1.9, you are required to "
+                     "explicitly set the providers parameter when instantiating "
+                     "InferenceSession. For example, onnxruntime.InferenceSession(..., "
+                     "providers=['CUDAExecutionProvider', 'CPUExecutionProvider'], ...)")
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("ort.providers-required", [3, 5])
