@@ -1169,3 +1169,12 @@ def test_ort_providers_argument_required_since_1_9() -> None:
                      "InferenceSession. For example, onnxruntime.InferenceSession(..., "
                      "providers=['CUDAExecutionProvider', 'CPUExecutionProvider'], ...)")
     assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("ort.providers-required", [3, 5])
+
+
+def test_ort_older_provider_unavailable_form() -> None:
+    """onnxruntime_inference_collection.py before 1.9 raised ValueError "Specified provider 'X'
+    is unavailable. Available providers: '…'" (later a UserWarning "… is not in available
+    provider names"): both are a build without that provider (3)."""
+    e = explain_text("ValueError: Specified provider 'CUDAExecutionProvider' is unavailable. "
+                     "Available providers: 'CPUExecutionProvider'")
+    assert (e.subcause, e.cause) == ("ort.provider-not-available", 3), e.why
