@@ -1178,3 +1178,16 @@ def test_ort_older_provider_unavailable_form() -> None:
     e = explain_text("ValueError: Specified provider 'CUDAExecutionProvider' is unavailable. "
                      "Available providers: 'CPUExecutionProvider'")
     assert (e.subcause, e.cause) == ("ort.provider-not-available", 3), e.why
+
+
+def test_tensorflow_js_unknown_and_unregistered_custom_op() -> None:
+    """tfjs-converter operation_executor.ts (tfjs 1.x–4.x): "Unknown op 'X'. File an issue at
+    https://github.com/tensorflow/tfjs/issues …, or register a custom execution with
+    tf.registerOp()" and "Custom op X is not registered." — the executor registry lacks the op
+    (1), this tfjs release (3) next."""
+    e = explain_text("TypeError: Unknown op 'NonMaxSuppressionV4'. File an issue at "
+                     "https://github.com/tensorflow/tfjs/issues so we can add it, or register a "
+                     "custom execution with tf.registerOp()")
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("tfjs.unknown-op", [1, 3])
+    e = explain_text("TypeError: Custom op SentencepieceOp is not registered.")
+    assert e.subcause == "tfjs.unknown-op"
