@@ -636,7 +636,7 @@ all: venv reference
 
 test: venv venv-tf venv-ms
 	$(MAKE) -j$(NPROC) fixtures
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(NPROC) --dist worksteal
 
 demo: venv
 	$(MAKE) -j$(NPROC) reference $(FIX)/integrity/truncated.so

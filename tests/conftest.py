@@ -20,8 +20,16 @@ FIX = BUILD / "fixtures"
 SKIP = FIX / "skipped"
 REFERENCE = BUILD / "myop" / "libmyop.so"
 PKG_DIR = BUILD / "pkg"
-# Schema-parse verdicts are cached; keep the tests' cache inside the build tree.
+# Schema-parse verdicts are cached; keep the tests' cache inside the build tree. Tests of the
+# start-up caches (under $XDG_CACHE_HOME) give their children this one too: a cold schema cache
+# imports torch once (~1.1 s), which is not what they test.
 os.environ.setdefault("OPDOCTOR_CACHE_DIR", str(BUILD / "cache"))
+SCHEMA_CACHE = os.environ["OPDOCTOR_CACHE_DIR"]
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # pytest-xdist gives its workers COLUMNS=80 and LINES=24, which a plain run does not have:
+    # the text report would be wrapped at 80 columns in some tests and not in others.
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
 
 
 def fixture(rel: str) -> Path:

@@ -29,7 +29,7 @@ from opdoctor import cachefile
 from opdoctor.cli import configcache, rxcache
 from opdoctor.cli.settings import ConfigError, read_config
 from opdoctor.explain import recache
-from tests.conftest import ROOT, reference
+from tests.conftest import ROOT, SCHEMA_CACHE, reference
 
 
 def _check(lib: Path, cache: Path, cwd: Path | None = None,
@@ -37,7 +37,8 @@ def _check(lib: Path, cache: Path, cwd: Path | None = None,
     """``opdoctor check --static -f json LIB`` in a child: (exit code, report with the
     measured durations masked, stderr)."""
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1",
-           "XDG_CACHE_HOME": str(cache), "PYTHONHASHSEED": hashseed}
+           "XDG_CACHE_HOME": str(cache),
+           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE, "PYTHONHASHSEED": hashseed}
     p = subprocess.run([sys.executable, "-m", "opdoctor", "check", "--static", "-f", "json",
                         str(lib)], capture_output=True, text=True, env=env,
                        timeout=120, check=False, cwd=cwd or ROOT)
@@ -89,7 +90,7 @@ def test_check_regex_cache_holds_re_own_patterns_and_changes_no_answer(tmp_path:
 def test_concurrent_check_runs_leave_a_valid_regex_cache(tmp_path: Path) -> None:
     lib = reference()
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
-           "XDG_CACHE_HOME": str(tmp_path)}
+           "XDG_CACHE_HOME": str(tmp_path), "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     procs = [subprocess.Popen([sys.executable, "-m", "opdoctor", "check", "--static", "-f",
                                "json", str(lib)], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
@@ -223,7 +224,8 @@ def test_concurrent_config_cache_writers_leave_a_valid_entry(tmp_path: Path,
     cfg = tmp_path / "pyproject.toml"
     cfg.write_text("[tool.opdoctor]\ntimeout = 7\n")
     _settled(cfg)
-    env = {"PYTHONPATH": str(ROOT / "src"), "XDG_CACHE_HOME": str(cache)}
+    env = {"PYTHONPATH": str(ROOT / "src"), "XDG_CACHE_HOME": str(cache),
+           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(cfg), str(7 + i % 2)],
                               env=env) for i in range(4)]
     assert all(p.wait(timeout=120) == 0 for p in procs)
@@ -280,7 +282,7 @@ def test_check_leaves_inspect_ast_shutil_and_signal_unloaded_and_they_still_work
     gives both a stand-in that imports the real module on first use. typing is not imported
     at all: annotation-only names sit under a ``TYPE_CHECKING = False`` guard (~5 ms)."""
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
-           "XDG_CACHE_HOME": str(tmp_path)}
+           "XDG_CACHE_HOME": str(tmp_path), "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     for _ in range(2):  # the first run fills the caches (and imports every check family)
         out = subprocess.run([sys.executable, "-c", _LEAN, str(reference())],
                              capture_output=True, text=True, env=env, timeout=120,
@@ -323,7 +325,7 @@ def test_check_runs_without_the_cyclic_collector_and_leaves_little_for_it(
     while a check leaves little cyclic garbage. Measured: ~1,000 objects for the reference
     library, libtorch_cpu.so and a directory of 13 libraries alike."""
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
-           "XDG_CACHE_HOME": str(tmp_path)}
+           "XDG_CACHE_HOME": str(tmp_path), "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     out = subprocess.run([sys.executable, "-c", _GC, str(reference())], capture_output=True,
                          text=True, env=env, timeout=120, check=True).stdout.split()
     assert out[0] == "True"  # restored for a caller that stays
@@ -349,7 +351,7 @@ print(rc, len(out.getvalue()) > 100)
 def test_check_runs_without_its_caches_when_the_sources_cannot_be_listed(
         tmp_path: Path) -> None:
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
-           "XDG_CACHE_HOME": str(tmp_path)}
+           "XDG_CACHE_HOME": str(tmp_path), "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     p = subprocess.run([sys.executable, "-c", _VANISHED, str(reference())], capture_output=True,
                        text=True, env=env, timeout=120, check=False)
     assert p.stdout.split()[1:] == ["True"], (p.stdout, p.stderr)
@@ -369,7 +371,7 @@ def test_exit_after_a_check_still_cleans_up_and_writes_everything(tmp_path: Path
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp),
-           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     out = tmp_path / "report.json"
     cmd = [sys.executable, "-m", "opdoctor", "check", "--static", "-f", "json", str(wheel)]
     shown = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120,

@@ -913,6 +913,286 @@ def test_tf_dso_loader_needs_tensorflow_and_keeps_the_installed_pairing() -> Non
     assert e.subcause == "tf.dso-loader" and [a.cause for a in e.ranked][:2] == [2, 3], e.why
 
 
+# ---------------------------------------------------- e5: the frameworks' own message forms
+def test_oneflow_load_library_wrapper_lets_the_dlerror_decide() -> None:
+    """OneFlow's LoadLibrary (oneflow/core/framework/load_library.cpp, v0.9–master 2025) throws
+    '<space>LoadLibrary ERROR! Cannot load library file: <path> the Error is: <dlerror>': a
+    wrapper, so the loader's error it carries decides; alone it still answers."""
+    head = (" LoadLibrary ERROR! Cannot load library file: ./build/libleaky_relu.so the Error "
+            "is: ")
+    e = explain_text(head + "libcudart.so.11.0: cannot open shared object file: No such file "
+                     "or directory")
+    assert e.subcause == "loader.cannot-open" and e.cause == 2, e.why
+    e = explain_text(head + "./build/libleaky_relu.so: undefined symbol: "
+                     "_ZN7oneflow8user_op19UserOpDefWrapperC1ERKNS_9UserOpDefE")
+    assert e.subcause == "loader.undefined-symbol", e.why
+    assert explain_text(head.strip()).subcause == "oneflow.load-library"
+
+
+def test_oneflow_no_kernel_for_the_op_type_at_all() -> None:
+    """UserOpRegistryMgr::GetOpKernelRegistryResult (oneflow/core/framework/
+    user_op_registry_manager.cpp, master 2025) has two forms: no kernel of the op type at all
+    ('There is no kernel registered for Current OperatorConf.') and none matching the
+    device/dtype ('Cannot find the kernel matching …'); both are registration first."""
+    text = ('  File "oneflow/core/framework/user_op_registry_manager.cpp", line 90, in '
+            "GetOpKernelRegistryResult\n    Error::OpKernelNotFoundError({})\n"
+            "There is no kernel registered for Current OperatorConf.  The Info of OperatorConf "
+            "are \n op_name: my_op0\n op_type_name: my_op\n DeviceType_Name: kCUDA")
+    e = explain_text(text)
+    assert (e.subcause, e.cause) == ("oneflow.op-not-registered", 1), e.why
+
+
+@pytest.mark.parametrize("text", [
+    "[WARNING] ME(7788:1,MainProcess):2022-01-01 [mindspore/run_check/_check_version.py:92] Can "
+    "not found cuda libs. Please confirm that the correct cuda version has been installed.",
+    "[ERROR] ME(7788:1,MainProcess) [mindspore/run_check/_check_version.py:224] Cuda ['10.1', "
+    "'11.1', '11.6'] version(libcudart*.so need by mindspore-gpu) is not found. Please confirm "
+    "that the path of cuda is set to the env LD_LIBRARY_PATH",
+    "[WARNING] ME(1:1,MainProcess) [mindspore/run_check/_check_version.py:420] Can not find "
+    "driver so(need by mindspore-ascend). Please check whether the Environment Variable "
+    "LD_LIBRARY_PATH is set.",
+    "[ERROR] ME(1:1,MainProcess) [mindspore/run_check/_check_version.py:290] No such directory: "
+    "/usr/local/Ascend/latest/fwkacllib/lib64. Please check if Ascend AI software package "
+    "(Ascend Data Center Solution) is installed correctly.",
+])
+def test_mindspore_start_up_environment_check_is_the_search_path(text: str) -> None:
+    """MindSpore's own start-up checks (mindspore/python/mindspore/run_check/_check_version.py,
+    r1.8–r2.2): the CUDA libraries or the CANN environment variables are not found — the
+    environment, not the build, comes first."""
+    e = explain_text(text)
+    assert e.subcause == "mindspore.env-check", e.why
+    assert [a.cause for a in e.ranked][:2] == [2, 3]
+
+
+def test_mindspore_version_pair_with_the_long_ascend_package_name() -> None:
+    """_check_version.py's Ascend form puts the package's long name between the two versions:
+    'MindSpore version X and Ascend AI software package (Ascend Data Center Solution)version Y
+    does not match' is the release pair, like the cuda and te forms."""
+    e = explain_text("[WARNING] ME(1:1,MainProcess) [mindspore/run_check/_check_version.py:375] "
+                     "MindSpore version 2.2.0 and Ascend AI software package (Ascend Data Center "
+                     "Solution)version 6.3 does not match, the version of software package "
+                     "expect one of ['7.0'].")
+    assert (e.subcause, e.cause) == ("mindspore.ascend-version", 3), e.why
+
+
+def test_mindspore_custom_and_plugin_load_wrappers_carry_the_loader_error() -> None:
+    """custom_aot_cpu_kernel.cc's Launch form ('… dlopen file 'X' must be successful …') and
+    device_context_manager.cc's 'Load dynamic library: <plugin> failed. <error>' are wrappers:
+    the dlerror inside decides; the Windows plugin form carries only an error number."""
+    e = explain_text("For 'Custom' on CPU, dlopen file '/h/add.so' must be successful, but error "
+                     "occurs! Error message is: ")
+    assert e.subcause == "mindspore.aot-dlopen"
+    e = explain_text("[WARNING] ME(1:1) [mindspore/ccsrc/runtime/hardware/device_context_manager"
+                     ".cc:75] LoadDynamicLib] Load dynamic library: libmindspore_ascend.so.2 "
+                     "failed. libge_runner.so: cannot open shared object file: No such file or "
+                     "directory")
+    assert (e.subcause, e.cause) == ("loader.cannot-open", 2), e.why
+    e = explain_text("Load dynamic library: mindspore_gpu.dll failed. 126")
+    assert (e.subcause, e.cause) == ("mindspore.plugin-load", 2), e.why
+
+
+_ORT_CHAIN = ('[ONNXRuntimeError] : 1 : FAIL : Error loading "C:\\venv\\Lib\\site-packages\\'
+              'onnxruntime\\capi\\onnxruntime_providers_{ep}.dll" which depends on "{dll}" which '
+              'is missing. (Error 126: "The specified module could not be found.")')
+
+
+@pytest.mark.parametrize(("ep", "dll", "extra", "order"), [
+    ("cuda", "cudnn64_9.dll", "", [3, 2]),
+    ("cuda", "cublasLt64_12.dll", "", [3, 2]),
+    ("cuda", "cudnn64_9.dll", "\ncuDNN version: 8.9.7", [3, 2]),
+    ("cuda", "cudnn64_9.dll", "\ninstalled cuDNN 9.1", [2, 3]),
+    ("tensorrt", "nvinfer_10.dll", "", [2, 3]),
+])
+def test_ort_windows_dependency_chain_reads_like_the_linux_provider_form(
+        ep: str, dll: str, extra: str, order: list[int]) -> None:
+    """ORT 1.20+ on Windows names the DLL that is missing (onnxruntime/core/platform/windows/
+    dll_load_error.cc: 'Error loading "A" which depends on "B" which is missing.'): read as the
+    Linux 'Failed to load library libonnxruntime_providers_cuda.so with error: libcudnn.so.9 …'
+    is — the provider's CUDA/cuDNN major first, the search path when that major is installed,
+    TensorRT's own libraries the search path."""
+    e = explain_text(_ORT_CHAIN.format(ep=ep, dll=dll) + extra)
+    assert e.subcause == "ort.dll-dependency-chain", e.why
+    assert [a.cause for a in e.ranked][:2] == order, e.why
+
+
+def test_ort_windows_dependency_chain_other_links() -> None:
+    """The last name of a longer chain is the missing one; the Visual C++ runtime is an install
+    matter; the provider DLL itself missing is the package."""
+    e = explain_text('Error loading "C:\\app\\custom_ops.dll" which depends on "foo.dll" which '
+                     'depends on "MSVCP140.dll" which is missing.')
+    assert e.entities.get("library") == "MSVCP140.dll" and e.cause == 2, e.entities
+    e = explain_text('Error loading "C:\\venv\\Lib\\site-packages\\onnxruntime\\capi\\'
+                     'onnxruntime_providers_cuda.dll" which is missing.')
+    assert e.cause == 4, e.why
+
+
+def test_ort_language_binding_version_check() -> None:
+    """The Rust ort crate's load-dynamic check (ort src/lib.rs, 1.14–2.0.0-rc.11): 'ort X is
+    not compatible with the ONNX Runtime binary found at `…`; expected GetVersionString to
+    return '1.N.x', but got …' — the library found is an older release (3, alt 2); the bare
+    load failure is the search path first."""
+    e = explain_text("thread 'main' panicked at ort-2.0.0-rc.11/src/lib.rs:191:41:\nFailed to "
+                     "load ONNX Runtime dylib: Error { code: GenericFailure, msg: \"ort "
+                     "2.0.0-rc.11 is not compatible with the ONNX Runtime binary found at "
+                     "`onnxruntime.dll`; expected version >= '1.23.x', but got '1.17.1'\" }")
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("ort.binding-version", [3, 2])
+    e = explain_text("An error occurred while attempting to load the ONNX Runtime binary at "
+                     "`libonnxruntime.so`")
+    assert (e.subcause, e.cause) == ("ort.binding-load", 2)
+
+
+def test_tf_device_selection_and_gpu_skip_forms() -> None:
+    """TensorFlow's eager device selection ('Could not find valid device for node.',
+    core/common_runtime/eager/execute.cc, TF 2.x) is the no-kernel family; gpu_device.cc's
+    'Cannot dlopen some GPU libraries.' is low so that the dso_loader lines above it decide."""
+    e = explain_text("tensorflow.python.framework.errors_impl.NotFoundError: Could not find "
+                     "valid device for node.\nNode:{{node Bincount}}")
+    assert (e.subcause, e.cause) == ("tf.no-opkernel", 1)
+    skip = ("Cannot dlopen some GPU libraries. Please make sure the missing libraries mentioned "
+            "above are installed properly if you would like to use GPU.")
+    assert explain_text(skip).subcause == "tf.gpu-libraries-skipped"
+    e = explain_text("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not "
+                     "load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open "
+                     "shared object file: No such file or directory\n" + skip)
+    assert e.subcause == "tf.dso-loader"
+
+
+def test_tf_invalid_op_name_a_sentence_is_another_tensorflows_layout() -> None:
+    """tensorflow/core/framework/op_def_util.cc (ValidateOpDef, TF 1.x–2.x): 'Invalid name:
+    <name> (Did you use CamelCase?)'. A lower-case identifier is a naming error in REGISTER_OP
+    (1); a sentence — the op's documentation read as its name — is registration code built
+    against another TensorFlow than the one reading it (3)."""
+    e = explain_text("Invalid argument: Invalid name: my_custom_op (Did you use CamelCase?)")
+    assert (e.subcause, e.cause) == ("tf.invalid-name", 1)
+    e = explain_text("tensorflow.python.framework.errors_impl.InvalidArgumentError: Invalid "
+                     "name: An op that loads optimized parameters into HBM for embedding. Must "
+                     "be preceded by a ConfigureTPUEmbeddingHost op that sets up the correct "
+                     "embedding table configuration. (Did you use CamelCase?); in OpDef: name: "
+                     "\"An op that loads optimized parameters into HBM for embedding.\"")
+    assert (e.subcause, e.cause) == ("tf.invalid-name-garbled", 3)
+
+
+_TF_TRT = ("2022-03-01 10:00:00.000000: W tensorflow/stream_executor/platform/default/dso_loader"
+           ".cc:64] Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: "
+           "cannot open shared object file: No such file or directory\n2022-03-01 10:00:00.000000:"
+           " W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Cannot dlopen"
+           " some TensorRT libraries. If you would like to use Nvidia GPU with TensorRT, please "
+           "make sure the missing libraries mentioned above are installed properly.\n")
+_TF_CUDART = ("2022-03-01 W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could "
+              "not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot "
+              "open shared object file: No such file or directory\n2022-03-01 I tensorflow/"
+              "stream_executor/cuda/cudart_stub.cc:29] Ignore above cudart dlerror if you do not "
+              "have a GPU set up on your machine.\n")
+
+
+@pytest.mark.parametrize("noise", [_TF_TRT, _TF_CUDART])
+def test_tensorflows_dso_loader_warnings_do_not_outrank_the_error_after_them(noise: str) -> None:
+    """TensorFlow 2.x prints dso_loader warnings at import (TensorRT for TF-TRT at every import,
+    tf2tensorrt/utils/py_utils.cc; CUDA libraries it then runs without): the loader's words they
+    quote must not outrank the error of the log; alone they still answer."""
+    err = ("tensorflow.python.framework.errors_impl.NotFoundError: Op type not registered "
+           "'SentencepieceOp' in binary running on h. Make sure the Op and Kernel are registered "
+           "in the binary running in this process.")
+    e = explain_text(noise + err)
+    assert (e.subcause, e.cause) == ("tf.op-not-registered", 5), e.why
+    e = explain_text(noise + "ModuleNotFoundError: No module named 'tensorflow_addons'")
+    assert e.subcause == "python.no-module-named", e.why
+    alone = explain_text(noise)
+    assert alone.subcause in ("tf.optional-tensorrt", "tf.dso-loader")
+    assert alone.subcause == ("tf.optional-tensorrt" if "nvinfer" in noise else "tf.dso-loader")
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    ("Load model from model.onnx failed:Fatal error: com.microsoft:SkipLayerNormalization(-1) "
+     "is not a registered function/op", 3),
+    ("Load model from m_opt.onnx failed:Fatal error: com.microsoft.nchwc:Conv(-1) is not a "
+     "registered function/op", 3),
+    ("Fatal error: ai.onnx.ml:TreeEnsembleRegressor(-1) is not a registered function/op", 3),
+    ("Fatal error: ai.onnx.contrib:CLIPTokenizer(-1) is not a registered function/op", 1),
+    ("Fatal error: mmdeploy:grid_sampler(-1) is not a registered function/op", 1),
+])
+def test_ort_unknown_op_domain_decides_build_or_registration(text: str, first: int) -> None:
+    """ORT's graph resolution 'Fatal error: <domain>:<op>(<ver>) is not a registered
+    function/op' (onnxruntime/core/graph/graph.cc, 1.x): onnxruntime's own domains
+    (com.microsoft contrib ops, its nchwc layout, ai.onnx.ml) are compiled into the runtime, so
+    their absence is this build or release (3); any other domain is a custom-op library not
+    registered (1), as the dev case microsoft/onnxruntime-extensions#374 shows."""
+    e = explain_text(text)
+    assert e.subcause == "ort.custom-op"
+    assert e.cause == first, e.why
+
+
+def test_paddles_no_avx_hint_is_not_the_error() -> None:
+    """python/paddle/base/core.py (2.5+) prints 'Hint: Your machine support AVX, but the
+    installed paddlepaddle doesn't have avx core …' after libpaddle imported fine: a
+    performance hint that must not outrank an error after it; its 'Error: … the installed
+    PaddlePaddle is avx core' sibling (a CPU without AVX) stays the build variant."""
+    hint = ("Hint: Your machine support AVX, but the installed paddlepaddle doesn't have avx "
+            "core. Hence, no-avx core with worse performance will be imported.\n")
+    e = explain_text(hint + "ModuleNotFoundError: No module named 'paddlenlp'")
+    assert e.subcause == "python.no-module-named", e.why
+    assert explain_text(hint).subcause == "paddle.avx-hint"
+    e = explain_text("Error: Your machine doesn't support AVX, but the installed PaddlePaddle is "
+                     "avx core, you should reinstall paddlepaddle with no-avx core.")
+    assert (e.subcause, e.cause) == ("paddle.avx-core", 3)
+
+
+def test_tensorflows_windows_loader_form() -> None:
+    """tsl/platform/windows/load_library.cc (TF 1.x–2.x): every LoadLibraryExW failure is
+    '<path with backslashes> not found', error code dropped — a DLL/.pyd is the search path
+    first (a dependency not on PATH); a Linux .so on a Windows path stays the foreign binary."""
+    e = explain_text("tensorflow.python.framework.errors_impl.NotFoundError: C:\\Users\\u\\op\\"
+                     "zero_out.dll not found")
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("tf.notfound-windows", [2, 4])
+    e = explain_text(str(DEV_BY_THREAD["tensorflow/decision-forests#223"]["text"]))
+    assert e.cause == 4
+    assert explain_text("C:\\x\\foo.dll not found in cache").subcause != "tf.notfound-windows"
+
+
+def test_ort_missing_provider_entry_point_is_a_cpu_build() -> None:
+    """OrtSessionOptionsAppendExecutionProvider_CUDA is exported only by onnxruntime builds with
+    the CUDA provider (include/onnxruntime/core/providers/cuda/cuda_provider_factory.h): .NET's
+    'Unable to find an entry point named …_CUDA' means the onnxruntime.dll loaded is a CPU build,
+    the C# side of Python's 'not in available provider names'."""
+    e = explain_text("System.EntryPointNotFoundException: Unable to find an entry point named "
+                     "'OrtSessionOptionsAppendExecutionProvider_CUDA' in DLL 'onnxruntime'.")
+    assert (e.subcause, e.cause) == ("ort.provider-not-available", 3), e.why
+    assert e.entities.get("backend") == "CUDA"
+
+
+def test_ort_providers_argument_required_since_1_9() -> None:
+    """onnxruntime/python/onnxruntime_inference_collection.py (1.9+): a GPU build refuses an
+    InferenceSession without providers — code written for an earlier release (3)."""
+    e = explain_text("ValueError: This ORT build has ['CUDAExecutionProvider', "
+                     "'CPUExecutionProvider'] enabled. Since ORT 1.9, you are required to "
+                     "explicitly set the providers parameter when instantiating "
+                     "InferenceSession. For example, onnxruntime.InferenceSession(..., "
+                     "providers=['CUDAExecutionProvider', 'CPUExecutionProvider'], ...)")
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("ort.providers-required", [3, 5])
+
+
+def test_ort_older_provider_unavailable_form() -> None:
+    """onnxruntime_inference_collection.py before 1.9 raised ValueError "Specified provider 'X'
+    is unavailable. Available providers: '…'" (later a UserWarning "… is not in available
+    provider names"): both are a build without that provider (3)."""
+    e = explain_text("ValueError: Specified provider 'CUDAExecutionProvider' is unavailable. "
+                     "Available providers: 'CPUExecutionProvider'")
+    assert (e.subcause, e.cause) == ("ort.provider-not-available", 3), e.why
+
+
+def test_tensorflow_js_unknown_and_unregistered_custom_op() -> None:
+    """tfjs-converter operation_executor.ts (tfjs 1.x–4.x): "Unknown op 'X'. File an issue at
+    https://github.com/tensorflow/tfjs/issues …, or register a custom execution with
+    tf.registerOp()" and "Custom op X is not registered." — the executor registry lacks the op
+    (1), this tfjs release (3) next."""
+    e = explain_text("TypeError: Unknown op 'NonMaxSuppressionV4'. File an issue at "
+                     "https://github.com/tensorflow/tfjs/issues so we can add it, or register a "
+                     "custom execution with tf.registerOp()")
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("tfjs.unknown-op", [1, 3])
+    e = explain_text("TypeError: Custom op SentencepieceOp is not registered.")
+    assert e.subcause == "tfjs.unknown-op"
+
+
 # ----------------------------------------------------------------- e3b: PyTorch/loader/Python forms
 E3B_FAMILY_SAMPLES = [
     # TorchScript resolving a custom op (not torch's own namespace): the code was written where

@@ -156,7 +156,10 @@ def test_fixture_errors_of_python_are_explained() -> None:
 
     report = chain(PYFIX / "pyinit", "myext")
     od511 = next(f for f in report.findings if f.code == "OD511")
-    assert explain_text(od511.message).cause == 5
+    # The text alone: the module was compiled under another name (a build matter, 4, as the
+    # real threads of the explain corpus resolved it) or the file renamed on the way into the
+    # package (the import chain, 5, where the check files OD504).
+    assert [a.cause for a in explain_text(od511.message).ranked][:2] == [4, 5]
     assert fixture("integrity/empty.so").exists()
 
 

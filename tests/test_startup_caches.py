@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from opdoctor.explain import load_patterns, recache
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SCHEMA_CACHE
 
 LINE = ("ImportError: /opt/venv/lib/python3.11/site-packages/myop/_C.so: undefined symbol: "
         "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs")
@@ -37,7 +37,7 @@ MESSAGES = [
 
 def _run(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "NO_COLOR": "1",
-           "XDG_CACHE_HOME": str(cache)}
+           "XDG_CACHE_HOME": str(cache), "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     return subprocess.run([sys.executable, "-m", "opdoctor", *args], capture_output=True,
                           text=True, env=env, timeout=120, check=False)
 
@@ -122,7 +122,8 @@ def test_replay_needs_no_typer_and_a_corrupt_cache_is_recomputed(tmp_path: Path)
             "with contextlib.redirect_stdout(io.StringIO()):\n    rc = main(['codes'])\n"
             "print(rc, [m for m in ('typer', 'pydantic', 'opdoctor.checks', 'opdoctor.facts')"
             " if m in sys.modules])\n")
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(tmp_path)}
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(tmp_path),
+           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env=env, timeout=60, check=True).stdout.strip() for _ in range(2)]
     assert outs[0].startswith("0 [") and "typer" in outs[0]  # computed: the full CLI ran
@@ -240,7 +241,8 @@ def test_cached_dataclass_methods_are_the_ones_exec_compiles(tmp_path: Path) -> 
     """opdoctor.cli.dccache: with a cold cache, a warm one and a corrupt one, every method
     dataclasses generates for opdoctor's classes has exactly the code it has without it."""
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin",
-           "XDG_CACHE_HOME": str(tmp_path), "PYTHONHASHSEED": "0"}
+           "XDG_CACHE_HOME": str(tmp_path),
+           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE, "PYTHONHASHSEED": "0"}
 
     def dump(mode: str) -> str:
         p = subprocess.run([sys.executable, "-c", _DATACLASS_CODE, mode], capture_output=True,
@@ -278,7 +280,8 @@ print(len(stored), sum("zz_foreign_field" in s for s in stored))
 def test_dataclass_cache_stores_only_opdoctors_classes(tmp_path: Path) -> None:
     """A class of another module defined in the same process (torch, imported after main()
     ran in-process) is compiled as usual but not written to the cache every check reads."""
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(tmp_path)}
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(tmp_path),
+           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
     p = subprocess.run([sys.executable, "-c", _FOREIGN_CODE], capture_output=True, text=True,
                        env=env, timeout=120, check=True)
     total, foreign = (int(x) for x in p.stdout.split())

@@ -58,6 +58,7 @@ class Pattern:
         "explanation",
         "framework",
         "id",
+        "mute",
         "needles",
         "next",
         "priority",
@@ -69,7 +70,7 @@ class Pattern:
     def __init__(self, id: str, framework: str, source: str, cause: int,
                  codes: tuple[str, ...], priority: int, confidence: str, title: str,
                  explanation: str, next: str, alt: tuple[int, ...] = (),
-                 refine: str = "", needles: tuple[str, ...] = ()) -> None:
+                 refine: str = "", needles: tuple[str, ...] = (), mute: bool = False) -> None:
         self.id = id
         self.framework = framework
         self.source = source
@@ -83,12 +84,13 @@ class Pattern:
         self.alt = alt
         self.refine = refine
         self.needles = needles
+        self.mute = mute  # the line is a note about an optional dependency: nothing else on it
         self._regex: re.Pattern[str] | None = None
 
     def _key(self) -> tuple[object, ...]:
         return (self.id, self.framework, self.source, self.cause, self.codes, self.priority,
                 self.confidence, self.title, self.explanation, self.next, self.alt,
-                self.refine, self.needles)
+                self.refine, self.needles, self.mute)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Pattern) and self._key() == other._key()
@@ -323,7 +325,8 @@ def load_patterns(known_codes: frozenset[str] | None = None) -> tuple[Pattern, .
             refine = str(raw.get("refine", ""))
             p = Pattern(pid, raw["framework"], str(raw["regex"]), cause, codes,
                         int(raw.get("priority", 10)), conf, raw["title"], raw["explanation"],
-                        raw.get("next", ""), alt, refine, tuple(raw.get("needles", ())))
+                        raw.get("next", ""), alt, refine, tuple(raw.get("needles", ())),
+                        bool(raw.get("mute", False)))
         except (KeyError, re.error, ValueError, TypeError) as exc:
             raise KnowledgeBaseError(f"pattern {pid}: {exc}") from None
         if pid in seen:
@@ -395,13 +398,18 @@ def _match_lines(lines: Sequence[str], patterns: Sequence[Pattern]) -> list[Matc
             continue
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE]
+        on_line: list[Match] = []
         for p in patterns:
             if not p.could_match(line):
                 continue
             m = p.regex.search(line)
             if m:
                 groups = {k.rstrip("0123456789"): v for k, v in m.groupdict().items() if v}
-                matches.append(Match(p, i, line.strip(), groups))
+                on_line.append(Match(p, i, line.strip(), groups))
+        # a framework's own note that an optional dependency is absent (TensorFlow's TF-TRT
+        # dso_loader warnings): the loader's words quoted in it are not an error of this text
+        muted = [m for m in on_line if m.pattern.mute]
+        matches.extend(muted or on_line)
     return matches
 
 

@@ -899,6 +899,91 @@ def _ort_impl(ctx: Context) -> Refinement | None:
 
 
 
+# ------------------------------------------------------------------ ORT operator domains
+# onnxruntime's own domains: its contrib ops (com.microsoft, and com.microsoft.nchwc — the
+# layout its optimizer writes into a saved optimized model) and the ai.onnx.ml ops are
+# compiled into onnxruntime itself; no custom-op library registers them
+_ORT_BUILTIN_DOMAIN = re.compile(r"^(?:com\.microsoft(?:\.\w{1,20})?|ai\.onnx\.ml)$")
+
+
+@refiner("ort-domain")
+def _ort_domain(ctx: Context) -> Refinement | None:
+    """An op of onnxruntime's own domains that the runtime does not know: this build or this
+    release of onnxruntime lacks it; an op of any other domain is a registration matter."""
+    domain = ctx.group("domain")
+    if not _ORT_BUILTIN_DOMAIN.match(domain):
+        return None
+    return Refinement((3, 1), f"{domain} is onnxruntime's own operator domain, compiled into "
+                      "the runtime (nothing registers it from a library): this onnxruntime is a "
+                      "build without it (onnxruntime-web / mobile, a minimal or contrib-ops-"
+                      "disabled build) or a release older than the op — e.g. a model optimized "
+                      "or exported with a newer onnxruntime", ("OD106",),
+                      f"{domain}:{ctx.group('op')} is missing from this onnxruntime build or "
+                      "release", "medium", "the onnxruntime package and version that run the "
+                      "model against the one that optimized / exported it")
+
+
+# ------------------------------------------------------------------ ORT's Windows dependency chain
+# onnxruntime/core/platform/windows/dll_load_error.cc (ORT 1.20+): 'Error loading "A" which
+# depends on "B" … which is missing.' — the last name is the DLL that is not found. The CUDA
+# DLLs carry their major in the name: cudart64_12, cublas64_12, cublasLt64_12 the CUDA major,
+# cudnn64_9 / cudnn_ops64_9 the cuDNN major (cufft64_11, curand64_10 … have their own numbers).
+_WIN_CUDA_MAJOR_DLL = re.compile(r"^(?:cudart|cublas|cublasLt)64_(\d{1,2})\.dll$", re.I)
+_WIN_CUDNN_DLL = re.compile(r"^cudnn\w{0,30}64_(\d{1,2})\.dll$", re.I)
+_WIN_CUDA_DLL = re.compile(r"^(?:cudart|cublas|cublasLt|cudnn\w{0,30}|cufft|curand|cusparse|"
+                           r"cusolver|nvrtc\w{0,20}|nvJitLink\w{0,10}|nvinfer\w{0,20}|"
+                           r"nvonnxparser\w{0,10})(?:64)?_\d{1,4}\w{0,10}\.dll$", re.I)
+_WIN_VC_RUNTIME_DLL = re.compile(r"^(?:msvcp|vcruntime|concrt)\d{3}\w{0,6}\.dll$", re.I)
+
+
+@refiner("ort-dll-chain")
+def _ort_dll_chain(ctx: Context) -> Refinement | None:
+    """Who is missing in ORT's Windows dependency chain decides, as on Linux: a CUDA/cuDNN DLL
+    of the CUDA provider is of the one major the provider was built for (installed → the
+    search path; another major installed → the release pair); the provider DLL itself ships in
+    the package; the Visual C++ runtime is an install matter."""
+    path, lib = ctx.group("path"), _basename(ctx.group("library"))
+    provider = re.search(r"onnxruntime_providers_(\w{1,30})\.dll", path, re.I)
+    if not lib:
+        if provider and provider.group(1).lower() != "shared":
+            return Refinement((4, 2), f"{_basename(path)} ships inside the onnxruntime package "
+                              "itself: the installed package (or a custom build) is missing it",
+                              ("OD201",), f"{_basename(path)} missing from the onnxruntime "
+                              "package", "medium")
+        return None
+    if _WIN_VC_RUNTIME_DLL.match(lib):
+        return Refinement((2, 3), f"{lib} is the Visual C++ runtime: it is not installed (the "
+                          "Visual C++ redistributable) or not on PATH", ("OD201",),
+                          f"{lib} not found: the Visual C++ runtime is not installed", "medium")
+    if not (provider and _WIN_CUDA_DLL.match(lib)):
+        return None
+    if lib.lower().startswith(("nvinfer", "nvonnxparser")):
+        return Refinement((2, 3), f"{lib} is TensorRT's: TensorRT is not installed or its lib "
+                          "directory is not on PATH (or another TensorRT major is)", ("OD201",),
+                          f"{lib} not found: TensorRT is not on PATH", "medium")
+    m, rx, what = _WIN_CUDA_MAJOR_DLL.match(lib), _CUDA_HAVE, "CUDA"
+    if not m:
+        m, rx, what = _WIN_CUDNN_DLL.match(lib), _CUDNN_HAVE, "cuDNN"
+    have = {h for h in rx.findall(ctx.text) if 7 <= int(h) <= 13} if m else set()
+    if m and have and str(int(m.group(1))) in have:
+        shown = f"{what} " + "/".join(sorted(have))
+        return Refinement((2, 3), f"{lib} is of the major the text shows installed ({shown}): "
+                          "it is there but not on the DLL search path (PATH, the pip nvidia-* "
+                          "wheels' bin directories)", ("OD201",),
+                          f"{lib} not found although {shown} is installed: the search path",
+                          "medium")
+    why = (f", while the text shows {what} " + "/".join(sorted(have)) + " installed"
+           if have else "")
+    return Refinement((3, 2), f"the {provider.group(1)} provider needs {lib}, the CUDA/cuDNN "
+                      f"major it was built for{why}: the installed CUDA/cuDNN major differs "
+                      "from the one this onnxruntime-gpu build targets, or it is not on PATH",
+                      ("OD312", "OD201"), f"{lib} not found for onnxruntime_providers_"
+                      f"{provider.group(1)}.dll: CUDA/cuDNN major of the provider build vs the "
+                      "one installed", "medium",
+                      "which CUDA/cuDNN major this onnxruntime build targets (its release notes) "
+                      "against the one installed: equal → cause 2, different → 3")
+
+
 # ------------------------------------------------------------------ ORT C API version
 @refiner("ort-api")
 def _ort_api(ctx: Context) -> Refinement | None:
