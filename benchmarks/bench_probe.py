@@ -23,7 +23,7 @@ def _probe_alone(lib: str) -> float:
 
     t = time.perf_counter()
     res = start_probe(ProbeRequest(lib, sys.executable, True, env=env())).wait()
-    assert res.event("ops") is not None, res.stderr
+    assert res.inspected, res.stderr
     return time.perf_counter() - t
 
 

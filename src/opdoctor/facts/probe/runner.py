@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -34,6 +35,7 @@ from opdoctor.facts.probe.outcome import ProbeOutcome, build_outcome
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -223,6 +225,7 @@ class ProbeHandle:
             ps = psutil.Process(self.proc.pid)
         except psutil.Error:
             ps = None
+        exited = _exit_waiter(self.proc.pid)
         while self.proc.poll() is None:
             if time.monotonic() > deadline:
                 timed_out = True
@@ -236,7 +239,8 @@ class ProbeHandle:
                 self._kill()
                 self.proc.wait()
                 break
-            time.sleep(0.05)
+            exited(0.05)
+        exited(None)
         seconds = time.monotonic() - self.start
         self._kill()  # grandchildren left in the group
         self.leftovers = kill_probe_processes(self.proc.pid, self.tag.encode())
@@ -253,6 +257,26 @@ class ProbeHandle:
         shutil.rmtree(self.tmp, ignore_errors=True)
         return build_outcome(self.events, rc, sig, timed_out, memory_killed, out, err, trace,
                              seconds)
+
+
+def _exit_waiter(pid: int) -> Callable[[float | None], None]:
+    """A function that sleeps up to its argument in seconds but returns as soon as process
+    ``pid`` exits (a pidfd, Linux 5.3+; else a plain sleep), and with None closes the pidfd.
+    A plain 50 ms sleep between polls added 25 ms on average to every probe."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return lambda seconds: time.sleep(seconds) if seconds else None
+
+    def wait(seconds: float | None) -> None:
+        if seconds is None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            return
+        with contextlib.suppress(OSError, ValueError):
+            select.select([fd], [], [], seconds)
+
+    return wait
 
 
 def start_probe(req: ProbeRequest) -> ProbeHandle:
