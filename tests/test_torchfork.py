@@ -78,3 +78,28 @@ def test_only_programs_that_start_with_torch_are_forked() -> None:
     # run_python runs such a program as a plain child: torch is not loaded there
     out = run_python("import sys\nprint('torch' in sys.modules)\n")
     assert out.stdout == "False\n"
+
+
+def test_a_pythonpath_that_shadows_nothing_shares_the_zygote(tmp_path: object) -> None:
+    """A PYTHONPATH entry is added where the interpreter puts it (right after the script's
+    directory) in a child of the plain zygote; one that holds a module torch's import loaded
+    (here `typing_extensions`) gets a zygote started with it, as a real process would."""
+    from pathlib import Path
+
+    from tests import torchfork
+
+    site = Path(str(tmp_path)) / "site"
+    site.mkdir()
+    (site / "odx_mod.py").write_text("VALUE = 7\n")
+    env = dict(os.environ, PYTHONPATH=str(site))
+    code = "import torch, sys, odx_mod\nprint(odx_mod.VALUE, sys.path.index(sys.argv[1]))\n"
+    before = len(torchfork._zygotes)
+    assert run_torch(code, str(site), env=env).stdout == "7 1\n"
+    plain = _plain(code, str(site), env=env)
+    assert plain.stdout == "7 1\n", plain.stderr
+    assert not any(dict(k).get("PYTHONPATH") for k in list(torchfork._zygotes)[before:])
+    (site / "typing_extensions.py").write_text("SHADOW = True\n")
+    shadow = "import torch, typing_extensions\nprint(hasattr(typing_extensions, 'SHADOW'))\n"
+    forked, real = run_torch(shadow, env=env), _plain(shadow, env=env)
+    assert (forked.returncode, forked.stdout) == (real.returncode, real.stdout), real.stderr
+    assert any(dict(k).get("PYTHONPATH") == str(site) for k in torchfork._zygotes)

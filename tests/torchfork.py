@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import json
 import os
 import subprocess
@@ -35,8 +36,14 @@ _ZYGOTE = r'''
 import builtins, json, os, select, signal, sys, traceback, types
 import torch
 
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})), flush=True)
+
 def child(req):
     os.chdir(req["cwd"])
+    # PYTHONPATH given to this child only: its entries go where the interpreter puts them at
+    # start-up, right after the script's directory (the parent checked that none of them
+    # holds a module this process has already imported).
+    sys.path[1:1] = req["pythonpath"]
     os.environ.clear()
     os.environ.update(req["env"])
     stdin = os.open(req["input"] or os.devnull, os.O_RDONLY)
@@ -95,7 +102,7 @@ for line in sys.stdin:
 '''
 
 _lock = threading.Lock()
-_zygotes: dict[tuple[tuple[str, str], ...], subprocess.Popen[str]] = {}
+_zygotes: dict[tuple[tuple[str, str], ...], _Zygote] = {}
 
 
 def _starts_with_torch(code: str) -> bool:
@@ -113,14 +120,55 @@ def _starts_with_torch(code: str) -> bool:
     return False
 
 
-def _zygote(env: dict[str, str]) -> subprocess.Popen[str]:
-    key = tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP)))
+class _Zygote:
+    """A zygote process and the top-level modules it imported at start."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env,
+                                     cwd=os.getcwd())
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        self.modules: frozenset[str] = frozenset(json.loads(line) if line else ())
+
+
+def _key(env: dict[str, str], *, without: str = "") -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP) and k != without))
+
+
+def _shadows(entries: list[str], modules: frozenset[str]) -> bool:
+    """Whether a ``PYTHONPATH`` entry holds a top-level module or package of ``modules``
+    (then a process started with it could have imported that one instead)."""
+    for entry in entries:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top in modules and (os.path.isdir(os.path.join(entry, name)) or
+                                   name.endswith((".py", ".pyc", ".so", ".pth"))):
+                return True
+    return False
+
+
+def _zygote(env: dict[str, str]) -> tuple[_Zygote, list[str]]:
+    """The zygote for ``env``, and the ``PYTHONPATH`` entries its child must add itself: a
+    ``PYTHONPATH`` that shadows nothing torch's import loaded shares the zygote without it."""
+    extra = [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if e]
+    if extra:
+        base = _zygotes.get(_key(env, without="PYTHONPATH"))
+        if base is None or base.proc.poll() is not None:
+            base = _Zygote({k: v for k, v in env.items() if k != "PYTHONPATH"})
+            _zygotes[_key(env, without="PYTHONPATH")] = base
+        if not _shadows(extra, base.modules):
+            return base, extra
+    key = _key(env)
     z = _zygotes.get(key)
-    if z is None or z.poll() is not None:
-        z = subprocess.Popen([sys.executable, "-c", _ZYGOTE], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, env=env, cwd=os.getcwd())
+    if z is None or z.proc.poll() is not None:
+        z = _Zygote(env)
         _zygotes[key] = z
-    return z
+    return z, []
 
 
 def run_torch(code: str, *argv: str, env: dict[str, str] | None = None,
@@ -141,15 +189,25 @@ def run_torch(code: str, *argv: str, env: dict[str, str] | None = None,
         out, err, given = Path(tmp, "out"), Path(tmp, "err"), Path(tmp, "in")
         if input is not None:
             given.write_text(input, encoding="utf-8")
-        z = _zygote(env)
+        zygote, pythonpath = _zygote(env)
+        z = zygote.proc
         assert z.stdin is not None and z.stdout is not None
-        z.stdin.write(json.dumps({"code": code, "argv": list(argv), "env": env, "timeout": timeout,
-                                  "cwd": str(cwd or os.getcwd()), "out": str(out),
-                                  "err": str(err),
-                                  "input": str(given) if input is not None else None,
-                                  "filename": filename}) + "\n")
-        z.stdin.flush()
-        reply = json.loads(z.stdout.readline())
+        line = ""
+        if z.poll() is None:
+            with contextlib.suppress(BrokenPipeError):
+                z.stdin.write(json.dumps({
+                    "pythonpath": pythonpath, "code": code, "argv": list(argv), "env": env,
+                    "timeout": timeout, "cwd": str(cwd or os.getcwd()), "out": str(out),
+                    "err": str(err), "input": str(given) if input is not None else None,
+                    "filename": filename}) + "\n")
+                z.stdin.flush()
+                line = z.stdout.readline()
+        if not line:
+            # The zygote could not import torch in this environment (or died): a plain child
+            # shows what such a process does.
+            return subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd,
+                                  timeout=timeout, input=input, check=check)
+        reply = json.loads(line)
         stdout = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
         stderr = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
     if reply["timeout"]:
@@ -179,9 +237,11 @@ def run_python(code: str, *argv: str, env: dict[str, str] | None = None,
 
 @atexit.register
 def _stop() -> None:
-    for z in _zygotes.values():
+    for zygote in _zygotes.values():
+        z = zygote.proc
         if z.stdin:
-            z.stdin.close()
+            with contextlib.suppress(OSError):
+                z.stdin.close()
         try:
             z.wait(timeout=10)
         except subprocess.TimeoutExpired:
