@@ -642,30 +642,6 @@ E3_FAMILY_SAMPLES = [
 ]
 
 
-@pytest.mark.parametrize(("thread", "family", "cause"), E3_FAMILY_SAMPLES,
-                         ids=[f"{f}:{t}" for t, f, _ in E3_FAMILY_SAMPLES])
-def test_e3_family_sample(thread: str, family: str, cause: int) -> None:
-    """A dev case per pattern family / refinement added in the e3 round; its
-    resolution-established cause comes first."""
-    case = DEV_BY_THREAD[thread]
-    assert case["cause"] == cause
-    e = explain_text(str(case["text"]))
-    assert e.subcause == family, (e.subcause, e.title)
-    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
-
-
-@pytest.mark.parametrize(("thread", "family", "cause"), E1_FAMILY_SAMPLES,
-                         ids=[f"{f}:{t}" for t, f, _ in E1_FAMILY_SAMPLES])
-def test_e1_family_sample(thread: str, family: str, cause: int) -> None:
-    """A dev case per pattern family / refinement added for the PyTorch, loader and Python
-    forms; its resolution-established cause comes first."""
-    case = DEV_BY_THREAD[thread]
-    assert case["cause"] == cause
-    e = explain_text(str(case["text"]))
-    assert e.subcause == family, (e.subcause, e.title)
-    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
-
-
 def test_a_mangled_global_function_is_own_code_whatever_its_name() -> None:
     """CUDA's, BLAS's, OpenMP's and CPython's APIs are extern "C": a *mangled* function at
     global scope (_Z<len><name>…) is the library's own code even when named cutlass_…/cublas…;
@@ -847,18 +823,6 @@ E4_FAMILY_SAMPLES = [
     # TensorFlow's dso_loader looks for the exact CUDA soname of its build
     ("tensorflow/tensorflow#39132", "tf.dso-loader", 3),
 ]
-
-
-@pytest.mark.parametrize(("thread", "family", "cause"), E4_FAMILY_SAMPLES,
-                         ids=[f"{f}:{t}" for t, f, _ in E4_FAMILY_SAMPLES])
-def test_e4_family_sample(thread: str, family: str, cause: int) -> None:
-    """A dev case per pattern family / refinement added for the TensorFlow, ONNX Runtime,
-    Paddle and Windows forms; its resolution-established cause comes first."""
-    case = DEV_BY_THREAD[thread]
-    assert case["cause"] == cause
-    e = explain_text(str(case["text"]))
-    assert e.subcause == family, (e.subcause, e.title)
-    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
 
 
 def test_tf_op_python_not_found_error_stays_an_import_question() -> None:
@@ -1229,18 +1193,6 @@ E3B_FAMILY_SAMPLES = [
 ]
 
 
-@pytest.mark.parametrize(("thread", "family", "cause"), E3B_FAMILY_SAMPLES,
-                         ids=[f"{f}:{t}" for t, f, _ in E3B_FAMILY_SAMPLES])
-def test_e3b_family_sample(thread: str, family: str, cause: int) -> None:
-    """A dev case per pattern family / refinement added in the e3b round; its
-    resolution-established cause comes first."""
-    case = DEV_BY_THREAD[thread]
-    assert case["cause"] == cause
-    e = explain_text(str(case["text"]))
-    assert e.subcause == family, (e.subcause, e.title)
-    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
-
-
 def test_an_out_of_tree_backend_missing_its_allocation_kernels_is_not_loaded() -> None:
     """With no kernel even for empty_strided the backend extension is not loaded (cause 5
     first); a later op missing on a backend that allocated the tensor is that op's kernel."""
@@ -1289,3 +1241,21 @@ def test_link_time_references_with_a_symbol_version_stay_a_release_question() ->
     text = ("/usr/bin/ld: libtorch_cuda.so: undefined reference to "
             "`cudaLaunchKernelExC@libcudart.so.11.0'")
     assert explain_text(text).cause != 4
+
+
+# ------------------------------------------------------------------ one sample per round's family
+RESOLVED_SAMPLES = [*E1_FAMILY_SAMPLES, *E3_FAMILY_SAMPLES, *E4_FAMILY_SAMPLES,
+                    *E3B_FAMILY_SAMPLES]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), RESOLVED_SAMPLES,
+                         ids=[f"{f}:{t}" for t, f, _ in RESOLVED_SAMPLES])
+def test_round_family_sample(thread: str, family: str, cause: int) -> None:
+    """A dev case per pattern family or refinement added in the later rounds (PyTorch, the
+    loader and Python: e1, e3, e3b; TensorFlow, ONNX Runtime, Paddle and Windows: e4); the
+    cause its thread's resolution established comes first."""
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert e.subcause == family, (e.subcause, e.title)
+    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
