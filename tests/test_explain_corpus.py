@@ -1259,3 +1259,14 @@ def test_round_family_sample(thread: str, family: str, cause: int) -> None:
     e = explain_text(str(case["text"]))
     assert e.subcause == family, (e.subcause, e.title)
     assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
+
+
+def test_a_pyinit_symbol_is_the_modules_own_entry_point() -> None:
+    """PyInit_<name> is not CPython's API (built for another Python) but the module's own init
+    function, named after the file: explain reads it as the build (OD416, cause 4)."""
+    e = explain_text("ImportError: dynamic module does not define module export function "
+                     "(PyInit__C)")
+    assert e.cause == 4 and e.codes == ["OD416"]
+    assert "init function" in e.entities["symbols"][0]["is"]
+    api = explain_text("ImportError: /x/_C.so: undefined symbol: PyUnicode_AsUTF8AndSize")
+    assert "CPython API function" in api.entities["symbols"][0]["is"]

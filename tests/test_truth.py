@@ -365,10 +365,11 @@ def test_crash_evidence_names_only_the_targets_own_libraries(
 @pytest.mark.probe
 def test_import_line_is_marked_when_the_import_raised(capsys: pytest.CaptureFixture[str]
                                                       ) -> None:
-    """pyinit: _C exports PyInit_other, so `import myext` raises ImportError (OD504 → OD511)."""
+    """pyinit: _C exports PyInit_other, so `import myext` raises ImportError: OD416 (cause 4,
+    the build) explains OD511."""
     pkg = fixture("python/pyinit/myext/__init__.py").parent
     res = cli_proc("check", "--package", "myext", cwd=pkg.parent)
     assert res.code == 1
     line = next(x for x in res.out.splitlines() if x.startswith("import chain:"))
     assert line.startswith("import chain: ✗ import myext"), line
-    assert "✗ Cause 5" in res.out and res.out.count("✗ Cause") == 1, res.out
+    assert "✗ Cause 4" in res.out and res.out.count("✗ Cause") == 1, res.out

@@ -57,8 +57,11 @@ OD503 = CodeDoc(
     "--force-reinstall .), or install the wheel for this Python version.",
     references=("https://peps.python.org/pep-3149/",),
 )
-OD504 = CodeDoc(
-    "OD504", "extension's PyInit_ does not match its file name", Severity.ERROR,
+# A build/file fault (cause 4) found by following the import: the module was compiled under
+# another name, or the file renamed; the real threads of explain's corpus were fixed by a
+# rebuild or a rename, never by a change to what Python imports (OD504 before 2026-12-04).
+OD416 = CodeDoc(
+    "OD416", "extension's PyInit_ does not match its file name", Severity.ERROR,
     what="The extension file <name>.<suffix> exports PyInit_<name>.",
     why="Python calls PyInit_<file name>: 'dynamic module does not define module export "
     "function (PyInit__C)' when the file was renamed or compiled with another module name.",
@@ -146,7 +149,7 @@ OD512 = CodeDoc(
     references=(_IMPORT,),
 )
 
-CODES = (OD501, OD502, OD503, OD504, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512)
+CODES = (OD501, OD502, OD503, OD416, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512)
 
 
 def _optional(link: Link) -> bool:
@@ -292,7 +295,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                 ok, have = facts.pyinit_exports(f, mod)
                 if not ok:
                     exports = ", ".join(have) or "no PyInit_"
-                    yield OD504.finding(link.target, f"{os.path.basename(f)} does not export "
+                    yield OD416.finding(link.target, f"{os.path.basename(f)} does not export "
                                         f"PyInit_{mod}", (f"exports: {exports}", where))
     loaded = {f for link in chain.links for f in link.resolved}
     unloaded = [f for f in chain.extensions_on_disk if f not in loaded]
@@ -377,7 +380,7 @@ CHECK = Check(
     name="import-chain",
     summary="import <package> reaches the compiled extension: found, not shadowed, built for "
     "this interpreter, imported, intact",
-    causes=(Cause.IMPORT_CHAIN,),
+    causes=(Cause.IMPORT_CHAIN, Cause.BUILD),
     codes=CODES,
     run=run,
     needs_elf=False,

@@ -323,6 +323,12 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
                           "an older patch release than the one the binary was built with — "
                           "upgrade the interpreter (or build the package with it)", (3, 5),
                           "OD503")
+    if owner == "python" and core.startswith("PyInit_"):
+        # not the interpreter's API but the module's own entry point, named after the file
+        return SymbolInfo(mangled, d, owner,
+                          "the extension module's init function, which Python derives from "
+                          "the file name: the module was compiled under another name, or the "
+                          "file renamed", (4, 5), "OD416")
     if owner == "python":
         return SymbolInfo(mangled, d, owner,
                           "a CPython API function: built for another Python (or not loaded "
