@@ -454,3 +454,22 @@ def test_nested_optional_version_module_is_not_missing(tmp_path: Path) -> None:
     assert run.returncode == 0 and run.stdout.strip() == "None", run.stderr
     report = chain(tmp_path, "verpkg", probe=False)
     assert "OD510" not in codes(report), [f.message for f in report.findings]
+
+
+def test_the_retired_od504_stands_for_od416(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """OD504 became OD416 (cause 4): a configuration or command line that names the old code
+    still ignores or re-grades the finding, and `explain OD504` names the new one."""
+    site = PYFIX / "pyinit"
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    args = ["check", "-f", "json", "--static", str(site / "myext")]
+    plain = cli(capsys, *args).json()["reports"][0]
+    assert [f["code"] for f in plain["findings"]] == ["OD416"]
+    assert plain["findings"][0]["cause"] == 4
+    ignored = cli(capsys, *args, "--ignore", "OD504")
+    assert ignored.code == 0 and ignored.json()["reports"][0]["findings"] == []
+    graded = cli(capsys, *args, "--severity", "OD504=warning").json()["reports"][0]
+    assert [f["severity"] for f in graded["findings"]] == ["warning"]
+    page = cli(capsys, "explain", "OD504")
+    assert "OD504 is retired; it is reported as OD416 now." in page.err
+    assert page.out.startswith("OD416")

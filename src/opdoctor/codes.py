@@ -101,7 +101,10 @@ RUN_NOTE_LABEL = "not a cause (run note)"
 
 # Retired codes and the code that replaced each (a code number is never reused):
 # `opdoctor explain` of a retired code names its replacement.
-RETIRED: dict[str, str] = {}
+RETIRED: dict[str, str] = {
+    # The PyInit_ mismatch moved from the import chain (5) to broken build / file (4).
+    "OD504": "OD416",
+}
 
 
 class CodeError(ValueError):
