@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import TextIO
 
 # Stands for a space that must not break (inside a quoted path, between a number and its unit)
-# while Rich wraps; a private-use character, so no real text contains it.
+# while the Printer wraps; a private-use character, so no real text contains it.
 GLUE = "\ue000"
 _UNIT = re.compile(r"(?<=\d) (?=(?:bytes?|[KMGT]i?B|ms|s|%|cores?|symbols?|ops?)\b)")
 # Characters a file name may hold that would break or disguise a line of text.
