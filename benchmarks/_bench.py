@@ -57,6 +57,12 @@ def wall(cmd: Sequence[str], extra_env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - t
 
 
+def cores() -> int:
+    """The cores this process may run on (what `make test`'s ``nproc`` counts)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+
+
 def wall_cold(cmd: Sequence[str], keep_schemas: bool = False) -> float:
     """Seconds one run of ``cmd`` takes with an empty opdoctor cache (a fresh
     ``$XDG_CACHE_HOME``): what the first run on a machine sees. ``keep_schemas``: the op-schema

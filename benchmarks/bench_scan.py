@@ -23,7 +23,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from _bench import DEFAULT_REPEAT, ROOT, Row, env, opdoctor, side_by_side, table, wall
+from _bench import DEFAULT_REPEAT, ROOT, Row, cores, env, opdoctor, side_by_side, table, wall
 
 STATIC_S = 3.0
 PROBE_SLACK = 1.25
@@ -97,23 +97,22 @@ def bars(repeat: int = DEFAULT_REPEAT, python: str | None = None,
     st.met = sorted(runs["static"])[len(runs["static"]) // 2] < STATIC_S
     rows = [st]
     if probe:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-            (os.cpu_count() or 1)
+        n_cores = cores()
         # The bar: the scan against the same probes run one `check` at a time, divided among
         # the cores (the libraries differ: torchvision's probe is not libmyop's). Each library
         # is checked once, in this run, after the scans above.
         alone = sum(wall([*opdoctor(), "check", "--python", py, "-f", "json", p])
                     for p in paths)
-        row = Row(f"`scan --probe` ({n} libraries, {probed} probes, {cores} cores)",
+        row = Row(f"`scan --probe` ({n} libraries, {probed} probes, {n_cores} cores)",
                   f"≤ {PROBE_SLACK:g}× (Σ one `check` per probed library) ÷ cores",
                   runs["probe"], baseline="Σ single checks ÷ cores",
-                  base_samples=[alone / cores] * len(runs["probe"]))
+                  base_samples=[alone / n_cores] * len(runs["probe"]))
         row.met = row.ratio is not None and row.ratio <= PROBE_SLACK if probed else None
         if not probed:
             row.note = "no library of this environment was probed: nothing measured"
         scale = Row("… against ⌈probes ÷ cores⌉ × one `check` of libmyop.so", "(for scale)",
                     runs["probe"], baseline="⌈probes ÷ cores⌉ × libmyop check",
-                    base_samples=[math.ceil(probed / cores) * x for x in runs["one"]])
+                    base_samples=[math.ceil(probed / n_cores) * x for x in runs["one"]])
         rows += [row, scale]
     return rows
 

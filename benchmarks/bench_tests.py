@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from _bench import ROOT, Row, table, wall
+from _bench import ROOT, Row, cores, table, wall
 
 FAST_S = 45.0
 FULL_S = 180.0
@@ -21,9 +21,8 @@ FULL_S = 180.0
 
 def bars(repeat: int = 1, fast_only: bool = False, run: bool = True) -> list[Row]:
     """The not-probe row and (unless ``fast_only``) the full-suite row."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-              "-n", str(cores or 1), "--dist", "worksteal"]
+              "-n", str(cores()), "--dist", "worksteal"]
     specs = [("`pytest -m \"not probe\"`", f"< {FAST_S:g} s", [*pytest, "-m", "not probe"],
               FAST_S)]
     if not fast_only:

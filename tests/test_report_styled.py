@@ -32,9 +32,7 @@ from opdoctor.report import RenderContext, layout, text
 from opdoctor.report.layout import GLUE, Printer, no_controls
 from opdoctor.report.styled import _ONE_CELL, Styled, escape
 from tests.conftest import FIX, PKG_DIR, ROOT, reference
-
-TORCH_LIB = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" \
-    / "site-packages" / "torch" / "lib"
+from tests.test_loader import torch_lib_dir
 
 
 class RichPrinter(Printer):
@@ -97,7 +95,8 @@ def _targets() -> list[Path]:
             picks.append(path)
         elif path.is_dir():
             picks += sorted(path.glob("*.so"))[:6]
-    picks += [p for p in (TORCH_LIB / "libc10.so", TORCH_LIB / "libshm.so") if p.exists()]
+    torch_lib = torch_lib_dir()
+    picks += [p for p in (torch_lib / "libc10.so", torch_lib / "libshm.so") if p.exists()]
     return picks
 
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from opdoctor.checks import Registry, load_registry
 from opdoctor.checks.base import OD190, Check
-from opdoctor.codes import RETIRED
 from opdoctor.facts import CheckOptions, Facts, budget
 from opdoctor.model import CheckRun, CheckStatus, Finding, Report, Severity, TargetInfo
 from opdoctor.verdict.causes import STOPPED_PREFIX
@@ -28,12 +27,10 @@ class Selection:
     ignore: tuple[str, ...] = ()
 
     def wants(self, code: str) -> bool:
-        """True when findings of ``code`` should be reported (a retired code named in
-        ``--select``/``--ignore`` or a configuration stands for its replacement)."""
-        select = [RETIRED.get(p, p) for p in self.select]
-        if select and not any(code.startswith(p) for p in select):
+        """True when findings of ``code`` should be reported."""
+        if self.select and not any(code.startswith(p) for p in self.select):
             return False
-        return not any(code.startswith(RETIRED.get(p, p)) for p in self.ignore)
+        return not any(code.startswith(p) for p in self.ignore)
 
 
 # A stage's budget grows by one base budget per this many bytes of target: reading a 2 GB

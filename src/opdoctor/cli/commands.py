@@ -61,11 +61,8 @@ def build_options(values: dict[str, Any], registry: Registry) -> Any:
     if py is not None:
         env = _option_value("env", values["env"])
         _require_python(py, dict(env) if env is not None else None)
-    from opdoctor.codes import RETIRED
-
-    # A retired code stands for its replacement (Selection and the overrides map it too).
     unknown = [c for c in values["select"] + values["ignore"] + list(values["severity"])
-               if not any(code.startswith(RETIRED.get(c, c)) for code in registry.catalog)]
+               if not any(code.startswith(c) for code in registry.catalog)]
     if unknown:
         raise UsageProblem(f"no code matches {', '.join(unknown)} (see `opdoctor codes`)")
     kwargs: dict[str, Any] = {}

@@ -227,4 +227,10 @@ def merge(cli: dict[str, Any], config: tuple[str, dict[str, Any]] | None
             values[key], sources[key] = table[key], label
         else:
             values[key], sources[key] = spec.default, "default"
+    from opdoctor.codes import RETIRED
+
+    # A retired code, from the command line or a configuration, stands for its replacement.
+    values["select"] = [RETIRED.get(c, c) for c in values["select"]]
+    values["ignore"] = [RETIRED.get(c, c) for c in values["ignore"]]
+    values["severity"] = {RETIRED.get(c, c): v for c, v in values["severity"].items()}
     return values, sources

@@ -26,9 +26,6 @@ def apply_overrides(findings: list[Finding], overrides: dict[str, Severity]) -> 
     """The findings with the severity of overridden codes (or code prefixes) replaced."""
     if not overrides:
         return findings
-    from opdoctor.codes import RETIRED
-
-    overrides = {RETIRED.get(p, p): level for p, level in overrides.items()}
     out = []
     for f in findings:
         match = max((p for p in overrides if f.code.startswith(p)), key=len, default=None)
