@@ -13,12 +13,15 @@ whose wheels could not be downloaded is skipped with the reason run.py recorded.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests import torchfork
 from tests.conftest import BUILD, ROOT
 
 RW = ROOT / "benchmarks" / "realworld"
@@ -57,6 +60,22 @@ def test_the_make_test_set_is_small_torch_cases() -> None:
     assert set(KNOWN_EXPLAIN_MISSES) <= set(NAMES)
 
 
+def _forked(cmd: list[str], timeout: float, env: dict[str, str] | None,
+            cwd: Path | None) -> tuple[int | None, str, float]:
+    """run.py's ``run`` for the case's action (``python -c "import torch, …"``), forked from a
+    zygote that already imported torch (tests/torchfork.py: a real separate process, the same
+    start-up environment); any other command runs as run.py runs it."""
+    if cmd[:1] != [sys.executable] or cmd[1:2] != ["-c"] or len(cmd) != 3:
+        return RUN.run(cmd, timeout, env, cwd)
+    t0 = time.monotonic()
+    try:
+        p = torchfork.run_python(cmd[2], env=env, cwd=cwd, timeout=timeout, merge_stderr=True)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return None, out, time.monotonic() - t0
+    return p.returncode, p.stdout, time.monotonic() - t0
+
+
 def _installed(name: str) -> object:
     """The case, installed; skipped with run.py's reason when its wheels could not be fetched."""
     case = ALL[name]
@@ -75,7 +94,7 @@ def test_realworld_case(name: str, tmp_path: Path) -> None:
     tmp_path so that the suite's own records under build/realworld are left alone)."""
     case = _installed(name)
     res = RUN.Result(name, ", ".join(case.packages), case.cause, case.subcause)
-    text = RUN.reproduce(case, res, tmp_path)
+    text = RUN.reproduce(case, res, tmp_path, runner=_forked)
     # The framework itself fails this way (or, for a healthy control, runs the op).
     assert res.reproduced, f"{res.note} (rc={res.action_rc}):\n{text}"
     RUN.score_check(case, res, tmp_path)

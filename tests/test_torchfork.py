@@ -44,6 +44,20 @@ def test_forked_child_matches_a_python_child(code: str, argv: tuple[str, ...]) -
         (plain.returncode, plain.stdout, plain.stderr)
 
 
+@pytest.mark.probe  # one plain torch interpreter to compare with
+def test_merged_streams_keep_the_order_written() -> None:
+    """``merge_stderr`` is ``stderr=subprocess.STDOUT``: one stream, in the order written (the
+    real-world suite records a case's output so, warnings and traceback interleaved)."""
+    code = "import torch, sys\nfor i in range(3):\n    print('out', i, flush=True)\n" \
+           "    print('err', i, file=sys.stderr, flush=True)\nraise SystemExit('bye')\n"
+    forked = run_torch(code, merge_stderr=True)
+    plain = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert (forked.returncode, forked.stdout, forked.stderr) == \
+        (plain.returncode, plain.stdout, plain.stderr)
+    assert forked.stdout.splitlines()[:2] == ["out 0", "err 0"]
+
+
 def test_cwd_environment_and_stdin_reach_the_child(tmp_path: object) -> None:
     code = "import torch, os, sys\nprint(os.getcwd(), os.environ['ODX'], sys.stdin.read())\n"
     env = dict(os.environ, ODX="42")

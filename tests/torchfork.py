@@ -49,6 +49,9 @@ def child(req):
     stdin = os.open(req["input"] or os.devnull, os.O_RDONLY)
     os.dup2(stdin, 0)
     for fd, path in ((1, req["out"]), (2, req["err"])):
+        if path is None:  # stderr=STDOUT: one file, one offset, the order as written
+            os.dup2(1, fd)
+            continue
         f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(f, fd)
         os.close(f)
@@ -175,11 +178,13 @@ def run_torch(code: str, *argv: str, env: dict[str, str] | None = None,
               cwd: str | os.PathLike[str] | None = None,
               timeout: float = 120, input: str | None = None,
               check: bool = False, filename: str | None = None,
+              merge_stderr: bool = False,
               ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run([python, "-c", code, *argv], capture_output=True, text=True, …)`` (with
     ``filename``: ``[python, filename, *argv]``, ``code`` being that file's text) for a
     program that starts with ``import torch``, run in a child forked from a zygote that already
-    imported it. Raises :class:`subprocess.TimeoutExpired` and (``check``)
+    imported it. ``merge_stderr``: as ``stderr=subprocess.STDOUT`` (both in ``stdout``, in the
+    order written). Raises :class:`subprocess.TimeoutExpired` and (``check``)
     :class:`subprocess.CalledProcessError` as ``subprocess.run`` does."""
     if not _starts_with_torch(code):
         raise ValueError("run_torch: the program does not start with `import torch`")
@@ -198,18 +203,20 @@ def run_torch(code: str, *argv: str, env: dict[str, str] | None = None,
                 z.stdin.write(json.dumps({
                     "pythonpath": pythonpath, "code": code, "argv": list(argv), "env": env,
                     "timeout": timeout, "cwd": str(cwd or os.getcwd()), "out": str(out),
-                    "err": str(err), "input": str(given) if input is not None else None,
-                    "filename": filename}) + "\n")
+                    "err": None if merge_stderr else str(err), "filename": filename,
+                    "input": str(given) if input is not None else None}) + "\n")
                 z.stdin.flush()
                 line = z.stdout.readline()
         if not line:
             # The zygote could not import torch in this environment (or died): a plain child
             # shows what such a process does.
-            return subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd,
+            return subprocess.run(args, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                                  stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                                   timeout=timeout, input=input, check=check)
         reply = json.loads(line)
         stdout = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
-        stderr = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
+        stderr = None if merge_stderr else \
+            err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
     if reply["timeout"]:
         raise subprocess.TimeoutExpired(args, timeout, stdout, stderr)
     if check and reply["rc"]:
@@ -221,17 +228,21 @@ def run_python(code: str, *argv: str, env: dict[str, str] | None = None,
                cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
                input: str | None = None,
                check: bool = False, script: Path | None = None,
+               merge_stderr: bool = False,
                ) -> subprocess.CompletedProcess[str]:
     """``python -c code *argv`` (or ``python script *argv``, ``code`` then read from it) with its
-    output captured as text: forked from a zygote when the program starts with
-    ``import torch`` (:func:`run_torch`), else a plain ``subprocess.run``."""
+    output captured as text (``merge_stderr``: both streams in ``stdout``): forked from a
+    zygote when the program starts with ``import torch`` (:func:`run_torch`), else a plain
+    ``subprocess.run``."""
     if script is not None:
         code = script.read_text(encoding="utf-8")
     if _starts_with_torch(code):
         return run_torch(code, *argv, env=env, cwd=cwd, timeout=timeout, input=input,
-                         check=check, filename=str(script) if script else None)
+                         check=check, filename=str(script) if script else None,
+                         merge_stderr=merge_stderr)
     return subprocess.run([sys.executable, *([str(script)] if script else ["-c", code]), *argv],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout,
+                          stdout=subprocess.PIPE, text=True, env=env, cwd=cwd, timeout=timeout,
+                          stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                           input=input, check=check)
 
 

@@ -37,7 +37,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,6 +180,12 @@ def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         return None, out, time.monotonic() - t0
+
+
+# run()'s signature: (command, timeout, environment, working directory) -> (exit code or None
+# on timeout, stdout+stderr, seconds).
+Runner = Callable[[list[str], float, dict[str, str] | None, Path | None],
+                  tuple[int | None, str, float]]
 
 
 def ensure_tf_venv() -> None:
@@ -362,13 +368,15 @@ def case_env(case: Case) -> dict[str, str]:
     return env
 
 
-def reproduce(case: Case, res: Result, out_dir: Path | None = None) -> str:
+def reproduce(case: Case, res: Result, out_dir: Path | None = None,
+              runner: Runner = run) -> str:
     """Run the framework's own action; record and return the last lines of its output.
-    The per-case files go to ``out_dir`` (default: the case directory)."""
+    The per-case files go to ``out_dir`` (default: the case directory). ``runner`` runs it
+    (:func:`run`'s signature; the tests pass one that forks it from an interpreter that already
+    imported torch)."""
     cwd = case.dir / case.cwd if case.cwd else case.dir
     code = case.action.replace("{case}", str(case.dir)).replace("{site}", str(case.site))
-    rc, out, _ = run([str(python_for(case)), "-c", code], timeout=case.timeout,
-                     env=case_env(case), cwd=cwd)
+    rc, out, _ = runner([str(python_for(case)), "-c", code], case.timeout, case_env(case), cwd)
     res.action_rc = rc
     if rc is not None and rc < 0:
         # What a shell prints for a child killed by a signal (e.g. SIGBUS on a truncated library).
