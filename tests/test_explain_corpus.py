@@ -1344,3 +1344,23 @@ def test_placeholder_words_elsewhere_do_not_match() -> None:
                      "function output are empty tuple. Add a placeholder instead. Do not use it "
                      "as it could be any uninitialized data.")
     assert e.subcause != "mindspore-oneflow.placeholder-package"
+
+
+@pytest.mark.parametrize(("text", "family", "cause"), [
+    ("TypeError: For 'Custom', 'func_type': aot, 'func': add.so, 'func' should be like "
+     "'file_name:func_name', but got add.so", "mindspore.custom-func-spec", 1),
+    ("ValueError: For 'Custom', 'func_type': aicpu, 'func': <function f>, the registration "
+     "information must be set, but current is None. Use 'CustomRegOp' to generate the "
+     "registration information, then pass it to 'reg_info'", "mindspore.custom-reg-info", 1),
+    ("RuntimeError: Compilation error in compiling ./ops/add.cpp:", "mindspore.custom-aot-compile",
+     4),
+])
+def test_mindspore_custom_declaration_forms(text: str, family: str, cause: int) -> None:
+    """ops.Custom's own checks (mindspore/ops/operations/custom_ops.py, 1.8–2.x): the declared
+    function ('file:func' for aot), the registration info, and the AOT source it compiles
+    itself; the compiler's own error, when pasted below, decides instead."""
+    e = explain_text(text)
+    assert (e.subcause, e.cause) == (family, cause), e.why
+    e = explain_text("RuntimeError: Compilation error in compiling /home/u/add.cu:\nnvcc fatal   : "
+                     "Unsupported gpu architecture 'compute_80'")
+    assert e.cause == 3, e.why
