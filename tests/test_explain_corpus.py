@@ -1364,3 +1364,16 @@ def test_mindspore_custom_declaration_forms(text: str, family: str, cause: int) 
     e = explain_text("RuntimeError: Compilation error in compiling /home/u/add.cu:\nnvcc fatal   : "
                      "Unsupported gpu architecture 'compute_80'")
     assert e.cause == 3, e.why
+
+
+def test_framework_api_missing_through_a_local_shadow_is_the_import_chain() -> None:
+    """A local mindspore.py in the traceback is imported instead of the installed package: the
+    import chain first (refiner framework-api), not another release."""
+    text = ('Traceback (most recent call last):\n'
+            '  File "/home/u/proj/train.py", line 1, in <module>\n'
+            '    import mindspore as ms\n'
+            '  File "/home/u/proj/mindspore.py", line 3, in <module>\n'
+            '    x = ms.Tensor([1])\n'
+            "AttributeError: module 'mindspore' has no attribute 'Tensor'")
+    e = explain_text(text)
+    assert e.subcause == "mindspore-oneflow.api-missing" and e.cause == 5, e.why
