@@ -1270,3 +1270,110 @@ def test_a_pyinit_symbol_is_the_modules_own_entry_point() -> None:
     assert "init function" in e.entities["symbols"][0]["is"]
     api = explain_text("ImportError: /x/_C.so: undefined symbol: PyUnicode_AsUTF8AndSize")
     assert "CPython API function" in api.entities["symbols"][0]["is"]
+
+
+# ------------------------------------------------------------------ e6: MindSpore and OneFlow
+E6_FAMILY_SAMPLES = [
+    ("siliconflow/onediff#947", "mindspore-oneflow.api-missing", 3),
+    ("candle-org/d2l-mindspore#52", "mindspore-oneflow.api-missing", 3),
+    ("Oneflow-Inc/oneflow#9398", "mindspore-oneflow.placeholder-package", 4),
+    ("mindspore-lab/mindocr#615", "cann.inner-error", 3),
+]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), E6_FAMILY_SAMPLES,
+                         ids=[f"{f}:{t}" for t, f, _ in E6_FAMILY_SAMPLES])
+def test_e6_family_sample(thread: str, family: str, cause: int) -> None:
+    """A dev thread per MindSpore / OneFlow family added in round e6; the cause its resolution
+    established comes first."""
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert e.subcause == family, (e.subcause, e.title)
+    assert e.cause == cause, ([a.cause for a in e.ranked], e.why)
+
+
+def test_framework_api_missing_is_not_the_import_chain_unless_half_initialised() -> None:
+    """A name missing from mindspore / oneflow (their generated functional module oneflow._C
+    included) is another framework release; 'partially initialized module' stays the import
+    chain, and an extension's own _C keeps its build reading."""
+    e = explain_text("ImportError: cannot import name 'jit' from 'mindspore' "
+                     "(/usr/lib/python3.9/site-packages/mindspore/__init__.py)")
+    assert e.cause == 3, e.why
+    e = explain_text("AttributeError: partially initialized module 'oneflow' has no attribute "
+                     "'nn' (most likely due to a circular import)")
+    assert e.subcause != "mindspore-oneflow.api-missing" and e.cause == 5, e.why
+    e = explain_text("AttributeError: module 'pointnet2_ops._ext' has no attribute "
+                     "'furthest_point_sampling'")
+    assert e.subcause == "python.compiled-module-attribute", e.why
+
+
+def test_oneflow_own_cuda_warnings() -> None:
+    """OneFlow's CUDA checks (oneflow/core/hardware/cuda_device_descriptor.cpp and
+    core/ep/cuda/cuda_stream.cpp, master 2025): a GPU architecture the wheel was not compiled
+    for (3, OD310); a cuBLAS / cuDNN of another release loaded (3, then the search path), low so
+    that a later error decides."""
+    e = explain_text("W20230915 21:28:40.715044 2569473 cuda_device_descriptor.cpp:91] The CUDA "
+                     "device 'NVIDIA TITAN Xp' with capability 61 is not compatible with the "
+                     "current OneFlow installation. The current program may throw a 'no kernel "
+                     "image is available for execution on the device' error or hang for a long "
+                     "time. Please reinstall OneFlow compiled with a newer version of CUDA.")
+    assert (e.subcause, e.cause, e.codes[0]) == ("oneflow.cuda-arch", 3, "OD310"), e.why
+    warn = ("W20240327 10:21:25.513151 715 cuda_stream.cpp:49] Runtime version 8.5 of cuDNN "
+            "incompatible with compiletime version 8.9.")
+    e = explain_text(warn)
+    assert (e.subcause, [a.cause for a in e.ranked][:2]) == ("oneflow.runtime-compiletime",
+                                                               [3, 2]), e.why
+    e = explain_text(warn + "\nImportError: libcudnn_cnn_infer.so.8: cannot open shared object "
+                     "file: No such file or directory")
+    assert e.subcause == "loader.cannot-open", e.why
+
+
+def test_mindspore_custom_reg_info_rejected() -> None:
+    """ops.Custom (mindspore/ops/operations/custom_ops.py, 1.6–2.x) raises 'Invalid reg info
+    <file>: <json>' when Oplib.reg_op refuses the registration: the op's registration (1)."""
+    e = explain_text("ValueError: Invalid reg info /home/u/add.py: {\"op_name\": \"Custom_add\", "
+                     "\"inputs\": [{\"index\": 0, \"name\": \"x\"}], \"target\": \"GPU\"}")
+    assert (e.subcause, e.cause) == ("mindspore.custom-reg-info", 1), e.why
+
+
+def test_placeholder_words_elsewhere_do_not_match() -> None:
+    """Only a package that calls itself a placeholder: MindSpore's own 'Add a placeholder
+    instead' warning (Custom with an empty output) is not it."""
+    e = explain_text("[WARNING] ME(1:1,MainProcess) [mindspore/ops/operations/custom_ops.py] The "
+                     "function output are empty tuple. Add a placeholder instead. Do not use it "
+                     "as it could be any uninitialized data.")
+    assert e.subcause != "mindspore-oneflow.placeholder-package"
+
+
+@pytest.mark.parametrize(("text", "family", "cause"), [
+    ("TypeError: For 'Custom', 'func_type': aot, 'func': add.so, 'func' should be like "
+     "'file_name:func_name', but got add.so", "mindspore.custom-func-spec", 1),
+    ("ValueError: For 'Custom', 'func_type': aicpu, 'func': <function f>, the registration "
+     "information must be set, but current is None. Use 'CustomRegOp' to generate the "
+     "registration information, then pass it to 'reg_info'", "mindspore.custom-reg-info", 1),
+    ("RuntimeError: Compilation error in compiling ./ops/add.cpp:", "mindspore.custom-aot-compile",
+     4),
+])
+def test_mindspore_custom_declaration_forms(text: str, family: str, cause: int) -> None:
+    """ops.Custom's own checks (mindspore/ops/operations/custom_ops.py, 1.8–2.x): the declared
+    function ('file:func' for aot), the registration info, and the AOT source it compiles
+    itself; the compiler's own error, when pasted below, decides instead."""
+    e = explain_text(text)
+    assert (e.subcause, e.cause) == (family, cause), e.why
+    e = explain_text("RuntimeError: Compilation error in compiling /home/u/add.cu:\nnvcc fatal   : "
+                     "Unsupported gpu architecture 'compute_80'")
+    assert e.cause == 3, e.why
+
+
+def test_framework_api_missing_through_a_local_shadow_is_the_import_chain() -> None:
+    """A local mindspore.py in the traceback is imported instead of the installed package: the
+    import chain first (refiner framework-api), not another release."""
+    text = ('Traceback (most recent call last):\n'
+            '  File "/home/u/proj/train.py", line 1, in <module>\n'
+            '    import mindspore as ms\n'
+            '  File "/home/u/proj/mindspore.py", line 3, in <module>\n'
+            '    x = ms.Tensor([1])\n'
+            "AttributeError: module 'mindspore' has no attribute 'Tensor'")
+    e = explain_text(text)
+    assert e.subcause == "mindspore-oneflow.api-missing" and e.cause == 5, e.why

@@ -1098,6 +1098,28 @@ def _framework_module(ctx: Context) -> Refinement | None:
                       "against `pip show " + top + "`")
 
 
+@refiner("framework-api")
+def _framework_api(ctx: Context) -> Refinement | None:
+    """A name missing from MindSpore's / OneFlow's own API, their compiled API modules included
+    (oneflow._C, the generated functional module; mindspore._c_expression): those ship with
+    every release, so the pattern's reading (another release) stands — unless the 'mindspore'
+    or 'oneflow' imported is not the installed package (a local mindspore.py / oneflow.py in
+    the traceback), which is the import chain."""
+    top = ctx.group("module", "module2").split(".")[0]
+    if not top:
+        return None
+    local = [p for p in _traceback_paths(ctx.text)
+             if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
+             and "installed" not in path_kind(p)]
+    local += shadowing_files(ctx.text)
+    if not local and not re.search(r"'" + re.escape(top) + r"' is not a package", ctx.text):
+        return None
+    return Refinement((5, 3), f"the '{top}' that was imported is not the installed package: "
+                      + (f"{local[0]} shadows it" if local else f"a local {top} is imported "
+                         "instead"), ("OD502",), f"a local {top} shadows the installed package",
+                      "high")
+
+
 # a package's own report that the import of its compiled part failed and it carries on without
 # it ("Failed to load custom C++ ops", "can't load C++/CUDA extensions")
 _COMPILED_LOAD_FAILED = re.compile(
