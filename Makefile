@@ -62,11 +62,13 @@ NVCC_ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=s
 # ---------------------------------------------------------------- reference operator
 # The stamp is made even when g++ cannot build the header (another compiler, no space): the
 # units then compile from the headers, only slower. Where the .gch cannot serve an #include (a
-# nested one, other flags) g++ reads the header beside it, which defers to torch's own.
+# nested one, other flags) g++ reads the header beside it, which defers to torch's own. Both
+# appear at once (mv), so a unit compiling meanwhile sees either torch's header or them.
 $(PCH_STAMP): native/torch_pch.h $(BUILD)/config.mk
 	@mkdir -p $(PCH_DIR)/torch
 	rm -f $(PCH_DIR)/torch/library.h.gch
-	echo '#include_next <torch/library.h>' > $(PCH_DIR)/torch/library.h
+	echo '#include_next <torch/library.h>' > $(PCH_DIR)/torch/library.h.tmp
+	mv $(PCH_DIR)/torch/library.h.tmp $(PCH_DIR)/torch/library.h
 	$(CXX) $(CXXFLAGS_TORCH_PLAIN) -x c++-header $< -o $(PCH_DIR)/torch/library.h.gch.tmp \
 	  && mv $(PCH_DIR)/torch/library.h.gch.tmp $(PCH_DIR)/torch/library.h.gch \
 	  || { rm -f $(PCH_DIR)/torch/library.h.gch.tmp; echo "precompiled header not built: compiling without it"; }
@@ -82,7 +84,9 @@ REF_LIBS :=
 CUDA_NOTE := nvcc not found: the reference operator is built CPU-only (no CUDA kernel)
 endif
 
-$(OBJ)/%.o: $(SRC)/%.cpp $(BUILD)/config.mk | $(PCH_STAMP)
+# Not waiting for the precompiled header: make demo never builds it, and in make fixtures these
+# two units compile beside it (using it if it is already there: the same objects either way).
+$(OBJ)/%.o: $(SRC)/%.cpp $(BUILD)/config.mk
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_TORCH) -c $< -o $@
 
