@@ -52,7 +52,8 @@ CXXFLAGS_TORCH_PLAIN := $(CXXFLAGS_NOABI) -D_GLIBCXX_USE_CXX11_ABI=$(TORCH_ABI)
 # with other flags (another C++11 ABI, -O0 -g) silently read the headers as before. g++ does
 # not check include paths: a unit that must see other headers under the same names (another
 # torch, another abseil) compiles with CXXFLAGS_TORCH_PLAIN.
-PCH_DIR := $(BUILD)/pch
+# One directory per torch release: a .gch of another release's headers is never on the path.
+PCH_DIR := $(BUILD)/pch/$(TORCH_VERSION)
 PCH_STAMP := $(PCH_DIR)/.built
 CXXFLAGS_TORCH := -I$(PCH_DIR) $(CXXFLAGS_TORCH_PLAIN)
 LDFLAGS_TORCH := -shared -L$(TORCH_LIBDIR) -lc10 -ltorch_cpu
