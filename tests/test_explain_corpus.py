@@ -1240,6 +1240,19 @@ def test_paddles_gpu_build_without_a_device_is_a_note_before_the_error() -> None
     assert (alone.subcause, [a.cause for a in alone.ranked]) == ("paddle.gpu-not-visible", [2, 3])
 
 
+def test_tensorflows_c_api_missing_from_the_flat_namespace_is_another_release() -> None:
+    """dyld spells C symbols with a leading underscore (_TF_AssignUpdateVariable): TensorFlow's
+    C API (tensorflow/c/, what PluggableDevice plugins such as tensorflow-metal call) is resolved
+    from the running TensorFlow by design, so its absence is a TensorFlow release the plugin
+    was not built for (3) — while a C++ TensorFlow symbol expected in the flat namespace stays
+    an op library not linked against libtensorflow_framework (4)."""
+    e = explain_text(str(DEV_BY_THREAD["tensorflow/text#654"]["text"]))
+    assert [a.cause for a in e.ranked][:2] == [3, 4], e.why
+    assert e.entities["symbols"][0]["owner"] == "tensorflow"
+    e = explain_text(str(DEV_BY_THREAD["tensorflow/tensorflow#12895"]["text"]))
+    assert e.cause == 4, e.why
+
+
 # ----------------------------------------------------------------- e3b: PyTorch/loader/Python forms
 E3B_FAMILY_SAMPLES = [
     # TorchScript resolving a custom op (not torch's own namespace): the code was written where
