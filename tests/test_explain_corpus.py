@@ -1157,6 +1157,102 @@ def test_tensorflow_js_unknown_and_unregistered_custom_op() -> None:
     assert e.subcause == "tfjs.unknown-op"
 
 
+# ---------------------------------------------------- e7: TensorFlow and Paddle start-up notes
+_TF_CUDART_WIN = ("2022-03-07 W tensorflow/stream_executor/platform/default/dso_loader.cc:64] "
+                  "Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll "
+                  "not found\n2022-03-07 I tensorflow/stream_executor/cuda/cudart_stub.cc:29] "
+                  "Ignore above cudart dlerror if you do not have a GPU set up on your machine.\n")
+_TF_NO_DRIVER = ("2024-02-15 17:38:56.694239: I tensorflow/tsl/cuda/cudart_stub.cc:28] Could not "
+                 "find cuda drivers on your machine, GPU will not be used.\n")
+_TF_LIBCUDA = ("2020-01-01 W tensorflow/stream_executor/platform/default/dso_loader.cc:55] Could "
+               "not load dynamic library 'libcuda.so.1'; dlerror: libcuda.so.1: cannot open shared"
+               " object file: No such file or directory\n")
+_TF_NOTES = ("2024-03-26 09:06:50.717849: E external/local_xla/xla/stream_executor/cuda/"
+             "cuda_dnn.cc:9261] Unable to register cuDNN factory: Attempting to register factory"
+             " for plugin cuDNN when one has already been registered\n2024-03-26 09:06:50.718008:"
+             " E external/local_xla/xla/stream_executor/cuda/cuda_fft.cc:607] Unable to register "
+             "cuFFT factory: Attempting to register factory for plugin cuFFT when one has already "
+             "been registered\n2023-11-01 I tensorflow/core/util/port.cc:113] oneDNN custom "
+             "operations are on. You may see slightly different numerical results due to "
+             "floating-point round-off errors from different computation orders.\n2024-03-26 I "
+             "tensorflow/core/platform/cpu_feature_guard.cc:182] This TensorFlow binary is "
+             "optimized to use available CPU instructions in performance-critical operations.\n")
+
+
+@pytest.mark.parametrize(("noise", "alone"), [
+    (_TF_CUDART_WIN, "tf.dso-loader"), (_TF_NO_DRIVER, "tf.no-cuda-driver"),
+    (_TF_LIBCUDA, "tf.no-cuda-driver"), (_TF_NOTES, "tf.startup-notes")])
+def test_tensorflows_start_up_notes_do_not_outrank_the_error_after_them(noise: str,
+                                                                         alone: str) -> None:
+    """Lines TensorFlow prints at every import and then goes on: the Windows form of the
+    dso_loader warning (cudart64_110.dll, 'dlerror: … not found'), the cudart stub's 'Could not
+    find cuda drivers on your machine, GPU will not be used.' (tsl/cuda/cudart_stub.cc) with
+    libcuda/nvcuda not loaded, XLA's 'Unable to register cuDNN/cuFFT/cuBLAS factory … when one
+    has already been registered' (2.14–2.16), the oneDNN and CPU-instruction notes. Before e7
+    the Windows dso line (cuda.library-not-found, 52) outranked the real error and the other
+    notes answered as a generic GPU problem; now the error after them decides and alone they
+    still answer."""
+    err = ("tensorflow.python.framework.errors_impl.NotFoundError: Op type not registered "
+           "'SentencepieceOp' in binary running on h. Make sure the Op and Kernel are registered "
+           "in the binary running in this process.")
+    e = explain_text(noise + err)
+    assert (e.subcause, e.cause) == ("tf.op-not-registered", 5), e.why
+    e = explain_text(noise + "ModuleNotFoundError: No module named 'tensorflow_addons'")
+    assert e.subcause == "python.no-module-named", e.why
+    e = explain_text(noise + "tensorflow.python.framework.errors_impl.NotFoundError: "
+                     "C:\\Users\\u\\op\\zero_out.dll not found")
+    assert e.subcause == "tf.notfound-windows", e.why
+    assert explain_text(noise).subcause == alone
+
+
+def test_tensorflows_windows_dso_warning_reads_like_the_linux_one() -> None:
+    """The same dso_loader line names cudart64_110.dll on Windows and libcudart.so.11.0 on
+    Linux: one family, the same order."""
+    linux = explain_text("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could "
+                         "not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: "
+                         "cannot open shared object file: No such file or directory")
+    win = explain_text("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could "
+                       "not load dynamic library 'cudnn64_8.dll'; dlerror: cudnn64_8.dll not "
+                       "found")
+    assert linux.subcause == win.subcause == "tf.dso-loader"
+    assert [a.cause for a in linux.ranked][:2] == [a.cause for a in win.ranked][:2] == [3, 2]
+
+
+_PD_NO_GPU = ("W1203 09:46:38.052230  8109 init.cc:182] Compiled with WITH_GPU, but no GPU found "
+              "in runtime.\n/home/u/venv/lib/python3.10/site-packages/paddle/base/framework.py:"
+              "688: UserWarning: You are using GPU version Paddle, but your CUDA device is not "
+              "set properly. CPU device will be used by default.\n  warnings.warn(\n")
+
+
+def test_paddles_gpu_build_without_a_device_is_a_note_before_the_error() -> None:
+    """base/framework.py (fluid/framework.py before 2.5) warns 'You are using GPU version
+    Paddle, but your CUDA device is not set properly. CPU device will be used by default.' when
+    core.get_cuda_device_count() is 0, init.cc 'Compiled with WITH_GPU, but no GPU found in
+    runtime.': Paddle goes on with the CPU, so the error after them decides; alone it is the
+    driver not found (2), a driver too old next (3)."""
+    e = explain_text(_PD_NO_GPU + "RuntimeError: (NotFound) The kernel with key (GPU, NCHW, "
+                     "float32) of kernel `custom_relu` is not registered.")
+    assert (e.subcause, e.cause) == ("paddle.kernel-not-registered", 1), e.why
+    e = explain_text(_PD_NO_GPU + "ImportError: libssl.so.1.1: cannot open shared object file: "
+                     "No such file or directory")
+    assert e.subcause == "loader.cannot-open", e.why
+    alone = explain_text(_PD_NO_GPU)
+    assert (alone.subcause, [a.cause for a in alone.ranked]) == ("paddle.gpu-not-visible", [2, 3])
+
+
+def test_tensorflows_c_api_missing_from_the_flat_namespace_is_another_release() -> None:
+    """dyld spells C symbols with a leading underscore (_TF_AssignUpdateVariable): TensorFlow's
+    C API (tensorflow/c/, what PluggableDevice plugins such as tensorflow-metal call) is resolved
+    from the running TensorFlow by design, so its absence is a TensorFlow release the plugin
+    was not built for (3) — while a C++ TensorFlow symbol expected in the flat namespace stays
+    an op library not linked against libtensorflow_framework (4)."""
+    e = explain_text(str(DEV_BY_THREAD["tensorflow/text#654"]["text"]))
+    assert [a.cause for a in e.ranked][:2] == [3, 4], e.why
+    assert e.entities["symbols"][0]["owner"] == "tensorflow"
+    e = explain_text(str(DEV_BY_THREAD["tensorflow/tensorflow#12895"]["text"]))
+    assert e.cause == 4, e.why
+
+
 # ----------------------------------------------------------------- e3b: PyTorch/loader/Python forms
 E3B_FAMILY_SAMPLES = [
     # TorchScript resolving a custom op (not torch's own namespace): the code was written where

@@ -140,9 +140,10 @@ _NVIDIA_LIB = re.compile(r"(?:^|[/\\])lib(?:nvinfer\w{0,20}|nvonnxparser|cudnn\w
 # torch's Python-binding symbols: THPVariable…, torch::python::…, torch::autograd::python::…
 _TORCH_PYTHON = re.compile(r"^THP[A-Z]|^torch::(?:autograd::)?python::|^torch::utils::"
                            r"(?:wrap|unwrap)|^pybind11::detail::type_caster<at::Tensor")
-# C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API)
+# C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API — which
+# Mach-O spells with C's leading underscore: dyld's "Symbol not found: _TF_AllocateOutput")
 _FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]")),
-                ("tensorflow", re.compile(r"^TF_[A-Z]")))
+                ("tensorflow", re.compile(r"^_?TF_[A-Z]")))
 _CUDA_RT_INTERNAL = re.compile(r"^_{1,2}cuda\w|^cudaGetDriverEntryPoint")
 _THIRD_PARTY = re.compile(r"^(?:iJIT_|mkl_|MKL_|cblas_|openblas|gotoblas|GOMP_|omp_|__kmpc_|"
                           r"kmp_|del_curterm|tgetent|setupterm|SSL_|EVP_|OPENSSL_|CRYPTO_|"

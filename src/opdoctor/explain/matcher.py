@@ -596,11 +596,11 @@ def _no_match(text: str) -> Explanation:
 # corpus (tests/explain_realworld/dev.toml, by the framework label; "loader" for a text that
 # names only a library; "all" for every case). tests/test_explain_corpus.py recomputes it.
 PRIOR_ORDER: dict[str, tuple[int, ...]] = {
-    "all": (3, 4, 1),
+    "all": (3, 4, 2),
     "pytorch": (3, 4, 1),
     "tensorflow": (3, 1, 4),
     "onnxruntime": (3, 2, 1),
-    "paddle": (2, 3, 4),
+    "paddle": (3, 2, 4),
     "loader": (2, 4, 3),
     "python": (5, 4),  # a label of the corpus; no framework word selects it
 }

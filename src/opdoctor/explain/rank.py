@@ -122,6 +122,20 @@ def _symbol(ctx: Context) -> Refinement | None:
     if info is None:
         return None
     path = ctx.group("path", "library")
+    if re.search(r"Expected in: flat namespace", ctx.text) and info.owner == "tensorflow" \
+            and re.match(r"_?TF_[A-Z]", info.mangled):
+        # TensorFlow's C API (tensorflow/c/: the kernel and PluggableDevice C APIs) is meant to
+        # be found in the running TensorFlow: plugins such as tensorflow-metal are linked with
+        # -undefined dynamic_lookup on purpose, so a missing TF_ function is a TensorFlow release
+        # that does not have it — the plugin was built for another one
+        return Refinement((3, 4), f"{info.demangled} is a function of TensorFlow's C API, which "
+                          "a plugin or C-API op library resolves from the running TensorFlow "
+                          "(flat namespace, by design): the TensorFlow loaded does not define "
+                          "it, so the library was built for another TensorFlow release",
+                          ("OD304",), f"undefined symbol {info.demangled}: TensorFlow's C API "
+                          "of another release", "high", "the TensorFlow release the plugin "
+                          "supports (its release notes) against `python -c 'import tensorflow "
+                          "as tf; print(tf.__version__)'`")
     if re.search(r"Expected in: flat namespace", ctx.text) and info.owner == "tensorflow":
         return Refinement((4, 3), "macOS 'Expected in: flat namespace': the op library was linked "
                           "with -undefined dynamic_lookup, not against libtensorflow_framework, "
