@@ -703,7 +703,7 @@ def _backend(ctx: Context) -> Refinement | None:
 # ------------------------------------------------------------------ Python modules
 _COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_?C_?\w{0,20}|\w{0,60}_(?:cuda|cpp|cpu|gpu|ext|"
                             r"C|cuda_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
-                            r"native|lib|plugin)|lib\w{1,40})$")
+                            r"native|lib|plugin|cc|cxx)|lib\w{1,40})$")
 _FRAMEWORK_MODULES = re.compile(r"^(?:torch|tensorflow|onnxruntime|paddle|oneflow|mindspore|"
                                 r"jax|numpy|triton)$")
 
