@@ -1257,6 +1257,8 @@ E8_FAMILY_SAMPLES = [
     ("traveller59/spconv#579", "loader.undefined-symbol-unnamed", 3),
     # a compiled submodule named for its source language (…_cc like …_cpp)
     ("traveller59/spconv#454", "python.no-module-named", 4),
+    # a compiled module's missing attribute, the pasted name without its closing quote
+    ("Tencent-Hunyuan/Hunyuan3D-2.1#40", "python.compiled-module-attribute", 4),
 ]
 
 
