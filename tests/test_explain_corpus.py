@@ -1259,7 +1259,25 @@ E8_FAMILY_SAMPLES = [
     ("traveller59/spconv#454", "python.no-module-named", 4),
     # a compiled module's missing attribute, the pasted name without its closing quote
     ("Tencent-Hunyuan/Hunyuan3D-2.1#40", "python.compiled-module-attribute", 4),
+    # a failed build whose compiler error names torch's own API as unknown (batch 2)
+    ("CharlesShang/DCNv2#79", "build.error-building-extension", 3),
 ]
+
+
+def test_a_build_failing_on_the_frameworks_own_api_is_another_release() -> None:
+    """The first compiler error names torch's C++ API (a TH* function, THC/THC.h, an at:: or
+    c10:: name) as unknown: the sources are written for another torch (3, then 4). A failed
+    build without such a line stays the build (4)."""
+    thc = ("src/cuda/roi_align.cu:2:10: fatal error: THC/THC.h: No such file or directory\n"
+           "compilation terminated.\n"
+           "error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1")
+    member = ("csrc/ops.cpp:41:18: error: 'DeprecatedTypeProperties' is not a member of 'at'\n"
+              "error: command 'g++' failed with exit status 1")
+    for text in (thc, member):
+        assert [a.cause for a in explain_text(text).ranked][:2] == [3, 4], text
+    toolchain = ("gcc: error trying to exec 'cc1plus': execvp: No such file or directory\n"
+                 "error: command 'gcc' failed with exit status 1")
+    assert explain_text(toolchain).cause == 4
 
 
 def test_a_compiled_ops_warning_yields_to_the_nameerror_from_a_source_tree() -> None:

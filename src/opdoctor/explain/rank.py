@@ -1152,10 +1152,31 @@ def _partial_init(ctx: Context) -> Refinement | None:
     return None
 
 
+# a compiler error naming the framework's own C++ API (TH*/THC* of torch's legacy C layer,
+# at::, c10::, torch:: names, their headers) as unknown: the sources were written for another
+# release of the framework (an API removed or renamed since, THC/THC.h gone from torch 1.11 on)
+_FRAMEWORK_API_ERROR = re.compile(
+    r"error: [‘'`](?:THC?[A-Z]\w{0,60}|(?:at|c10|torch)::[\w:]{1,120}|AT_\w{1,60})[’'`] "
+    r"(?:has not been declared|was not declared in this scope|is not a member of|does not name a "
+    r"type)|error: [‘'`][\w:]{1,120}[’'`] is not a member of [‘'`](?:at|c10|torch)(?:::\w{1,60})?"
+    r"[’'`]|fatal error: (?:THC?/\w{1,40}|ATen/[\w/]{1,80}|c10/[\w/]{1,80})\.h: No such file")
+
+
 @refiner("build-failure")
 def _build_failure(ctx: Context) -> Refinement | None:
     """A failed build whose log says the framework itself cannot be imported: the build ran in
-    an environment without it (pip's build isolation, another interpreter), not a code error."""
+    an environment without it (pip's build isolation, another interpreter), not a code error.
+    A compiler error naming the framework's own API as unknown: the sources are written for
+    another release of the framework."""
+    api = _FRAMEWORK_API_ERROR.search(ctx.text)
+    if api:
+        return Refinement((3, 4), "the compiler does not know a name of the framework's own C++ "
+                          f"API ({api.group(0)[:80]}): the extension's sources are written for "
+                          "another release of the framework (an API removed or renamed since)",
+                          ("OD304", "OD404"), "sources written for another framework release",
+                          "medium", "the framework release the project documents (or a branch "
+                          "of it for your release) against `python -c 'import torch; "
+                          "print(torch.__version__)'`")
     m = re.search(r"No module named '(torch|tensorflow|paddle|mindspore|oneflow|numpy)'", ctx.text)
     if not m:
         return None
