@@ -1261,7 +1261,21 @@ E8_FAMILY_SAMPLES = [
     ("Tencent-Hunyuan/Hunyuan3D-2.1#40", "python.compiled-module-attribute", 4),
     # a failed build whose compiler error names torch's own API as unknown (batch 2)
     ("CharlesShang/DCNv2#79", "build.error-building-extension", 3),
+    # TorchScript's exception wrapper gives way to the unknown op it carries (batch 3)
+    ("rusty1s/pytorch_scatter#147", "torch.torchscript-unknown-op", 5),
 ]
+
+
+def test_torchscripts_error_report_wrapper_lets_the_message_decide() -> None:
+    """"terminate called after throwing an instance of 'torch::jit::ErrorReport'" only names
+    the exception type: the message after what() decides; alone it is still the TorchScript
+    front end's (registration / schema) question."""
+    alone = explain_text("terminate called after throwing an instance of 'torch::jit::ErrorReport'")
+    assert alone.subcause == "torch.jit-error-report" and alone.cause == 1
+    schema = explain_text("terminate called after throwing an instance of "
+                          "'torch::jit::ErrorReport'\n  what():  \nexpected ident but found "
+                          "'(' here:\nmy_ns::my_op(Tensor x) -> Tensor")
+    assert schema.subcause == "torch.schema-parse" and schema.cause == 1
 
 
 def test_a_build_failing_on_the_frameworks_own_api_is_another_release() -> None:
