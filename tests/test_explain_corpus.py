@@ -1339,16 +1339,107 @@ def test_link_time_references_with_a_symbol_version_stay_a_release_question() ->
     assert explain_text(text).cause != 4
 
 
+# ------------------------------------------------------------------ e8: PyTorch extension forms
+E8_FAMILY_SAMPLES = [
+    # a package's own report that its compiled part is not installed / not compiled
+    ("AutoGPTQ/AutoGPTQ#246", "build.extension-skipped", 4),
+    # ... or that loading it failed and it carries on without it (low: its import error decides)
+    ("IDEA-Research/Grounded-Segment-Anything#152", "build.compiled-ops-load-failed", 4),
+    # a package named like the directory that holds it: "could be shadowed by the repository"
+    ("yangchris11/samurai#68", "python.source-root", 5),
+    ("facebookresearch/sam2#560", "python.source-root", 5),
+    # "undefined symbol" with the symbol's name cut off: the file loaded, a release question first
+    ("state-spaces/mamba#28", "loader.undefined-symbol-unnamed", 3),
+    ("traveller59/spconv#579", "loader.undefined-symbol-unnamed", 3),
+    # a compiled submodule named for its source language (…_cc like …_cpp)
+    ("traveller59/spconv#454", "python.no-module-named", 4),
+    # a compiled module's missing attribute, the pasted name without its closing quote
+    ("Tencent-Hunyuan/Hunyuan3D-2.1#40", "python.compiled-module-attribute", 4),
+    # a failed build whose compiler error names torch's own API as unknown (batch 2)
+    ("CharlesShang/DCNv2#79", "build.error-building-extension", 3),
+    # TorchScript's exception wrapper gives way to the unknown op it carries (batch 3)
+    ("rusty1s/pytorch_scatter#147", "torch.torchscript-unknown-op", 5),
+]
+
+
+def test_torchscripts_error_report_wrapper_lets_the_message_decide() -> None:
+    """"terminate called after throwing an instance of 'torch::jit::ErrorReport'" only names
+    the exception type: the message after what() decides; alone it is still the TorchScript
+    front end's (registration / schema) question."""
+    alone = explain_text("terminate called after throwing an instance of 'torch::jit::ErrorReport'")
+    assert alone.subcause == "torch.jit-error-report" and alone.cause == 1
+    schema = explain_text("terminate called after throwing an instance of "
+                          "'torch::jit::ErrorReport'\n  what():  \nexpected ident but found "
+                          "'(' here:\nmy_ns::my_op(Tensor x) -> Tensor")
+    assert schema.subcause == "torch.schema-parse" and schema.cause == 1
+
+
+def test_a_build_failing_on_the_frameworks_own_api_is_another_release() -> None:
+    """The first compiler error names torch's C++ API (a TH* function, THC/THC.h, an at:: or
+    c10:: name) as unknown: the sources are written for another torch (3, then 4). A failed
+    build without such a line stays the build (4)."""
+    thc = ("src/cuda/roi_align.cu:2:10: fatal error: THC/THC.h: No such file or directory\n"
+           "compilation terminated.\n"
+           "error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1")
+    member = ("csrc/ops.cpp:41:18: error: 'DeprecatedTypeProperties' is not a member of 'at'\n"
+              "error: command 'g++' failed with exit status 1")
+    for text in (thc, member):
+        assert [a.cause for a in explain_text(text).ranked][:2] == [3, 4], text
+    toolchain = ("gcc: error trying to exec 'cc1plus': execvp: No such file or directory\n"
+                 "error: command 'gcc' failed with exit status 1")
+    assert explain_text(toolchain).cause == 4
+
+
+def test_a_compiled_ops_warning_yields_to_the_nameerror_from_a_source_tree() -> None:
+    """The package's "Failed to load custom C++ ops" line is low: with the NameError of its
+    compiled module raised from a source tree, that tree shadowing the install decides (5)."""
+    text = ('Traceback (most recent call last):\n'
+            '  File "<stdin>", line 1, in <module>\n'
+            '  File "/home/me/src/pkg/pkg/__init__.py", line 5, in <module>\n'
+            '    x = _C.f()\n'
+            "NameError: name '_C' is not defined\n"
+            'UserWarning: Failed to load custom C++ ops. Running on CPU mode Only!')
+    assert explain_text(text).cause == 5
+    alone = explain_text("UserWarning: Failed to load custom C++ ops. Running on CPU mode Only!")
+    assert alone.subcause == "build.compiled-ops-load-failed" and alone.cause == 4
+
+
+def test_cpythons_own_shadowing_hint_is_the_import_chain() -> None:
+    """CPython 3.13 names a local file that shadows a module ("consider renaming '…' since it
+    has the same name as …"): the import chain (5). "Shadowed by" a variable is not a module."""
+    stdlib = ("AttributeError: module 'random' has no attribute 'randint' (consider renaming "
+              "'/home/me/random.py' since it has the same name as the standard library module "
+              "named 'random' and prevents importing that standard library module)")
+    library = ("AttributeError: module 'torch' has no attribute 'ops' (consider renaming "
+               "'/home/me/torch.py' if it has the same name as a library you intended to import)")
+    for text in (stdlib, library):
+        e = explain_text(text)
+        assert e.subcause == "python.source-root" and e.cause == 5, (text, e.subcause)
+    assert explain_text("warning: x is shadowed by a local variable").subcause != \
+        "python.source-root"
+
+
+def test_an_undefined_symbol_with_its_name_keeps_the_symbol_reading() -> None:
+    """The unnamed form only answers when the line ends at "undefined symbol": a named symbol
+    is classified as before."""
+    named = explain_text("ImportError: /x/ext.so: undefined symbol: _ZN3c104cuda9SetDeviceEi")
+    assert named.subcause == "loader.undefined-symbol"
+    bare = explain_text("ImportError: /x/site-packages/ext.cpython-310-x86_64-linux-gnu.so: "
+                        "undefined symbol:")
+    assert bare.subcause == "loader.undefined-symbol-unnamed" and bare.cause == 3
+    assert [a.cause for a in bare.ranked][:2] == [3, 4]
+
+
 # ------------------------------------------------------------------ one sample per round's family
 RESOLVED_SAMPLES = [*E1_FAMILY_SAMPLES, *E3_FAMILY_SAMPLES, *E4_FAMILY_SAMPLES,
-                    *E3B_FAMILY_SAMPLES]
+                    *E3B_FAMILY_SAMPLES, *E8_FAMILY_SAMPLES]
 
 
 @pytest.mark.parametrize(("thread", "family", "cause"), RESOLVED_SAMPLES,
                          ids=[f"{f}:{t}" for t, f, _ in RESOLVED_SAMPLES])
 def test_round_family_sample(thread: str, family: str, cause: int) -> None:
     """A dev case per pattern family or refinement added in the later rounds (PyTorch, the
-    loader and Python: e1, e3, e3b; TensorFlow, ONNX Runtime, Paddle and Windows: e4); the
+    loader and Python: e1, e3, e3b, e8; TensorFlow, ONNX Runtime, Paddle and Windows: e4); the
     cause its thread's resolution established comes first."""
     case = DEV_BY_THREAD[thread]
     assert case["cause"] == cause

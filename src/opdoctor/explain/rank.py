@@ -717,7 +717,7 @@ def _backend(ctx: Context) -> Refinement | None:
 # ------------------------------------------------------------------ Python modules
 _COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_?C_?\w{0,20}|\w{0,60}_(?:cuda|cpp|cpu|gpu|ext|"
                             r"C|cuda_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
-                            r"native|lib|plugin)|lib\w{1,40})$")
+                            r"native|lib|plugin|cc|cxx)|lib\w{1,40})$")
 _FRAMEWORK_MODULES = re.compile(r"^(?:torch|tensorflow|onnxruntime|paddle|oneflow|mindspore|"
                                 r"jax|numpy|triton)$")
 
@@ -1188,10 +1188,31 @@ def _partial_init(ctx: Context) -> Refinement | None:
     return None
 
 
+# a compiler error naming the framework's own C++ API (TH*/THC* of torch's legacy C layer,
+# at::, c10::, torch:: names, their headers) as unknown: the sources were written for another
+# release of the framework (an API removed or renamed since, THC/THC.h gone from torch 1.11 on)
+_FRAMEWORK_API_ERROR = re.compile(
+    r"error: [‘'`](?:THC?[A-Z]\w{0,60}|(?:at|c10|torch)::[\w:]{1,120}|AT_\w{1,60})[’'`] "
+    r"(?:has not been declared|was not declared in this scope|is not a member of|does not name a "
+    r"type)|error: [‘'`][\w:]{1,120}[’'`] is not a member of [‘'`](?:at|c10|torch)(?:::\w{1,60})?"
+    r"[’'`]|fatal error: (?:THC?/\w{1,40}|ATen/[\w/]{1,80}|c10/[\w/]{1,80})\.h: No such file")
+
+
 @refiner("build-failure")
 def _build_failure(ctx: Context) -> Refinement | None:
     """A failed build whose log says the framework itself cannot be imported: the build ran in
-    an environment without it (pip's build isolation, another interpreter), not a code error."""
+    an environment without it (pip's build isolation, another interpreter), not a code error.
+    A compiler error naming the framework's own API as unknown: the sources are written for
+    another release of the framework."""
+    api = _FRAMEWORK_API_ERROR.search(ctx.text)
+    if api:
+        return Refinement((3, 4), "the compiler does not know a name of the framework's own C++ "
+                          f"API ({api.group(0)[:80]}): the extension's sources are written for "
+                          "another release of the framework (an API removed or renamed since)",
+                          ("OD304", "OD404"), "sources written for another framework release",
+                          "medium", "the framework release the project documents (or a branch "
+                          "of it for your release) against `python -c 'import torch; "
+                          "print(torch.__version__)'`")
     m = re.search(r"No module named '(torch|tensorflow|paddle|mindspore|oneflow|numpy)'", ctx.text)
     if not m:
         return None
