@@ -4,7 +4,7 @@ Usage: python benchmarks/bench_table.py [--repeat N] [--only NAME ...] [--tests]
 Each row: the measure, its target, min / median / max of N runs (N ≥ 5), the baseline measured
 in the same run (interleaved with it), the ratio of medians, and whether the target is met.
 Each bar also runs alone: benchmarks/bench_<name>.py prints its rows and ratio.
-BENCH_TESTS=1 (or --tests) adds the test-suite bars (minutes).
+BENCH_TESTS=1 (or --tests) adds the test-suite bars and the fresh-clone build (minutes).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import sys
 
 import bench_explain_latency
+import bench_fixtures
 import bench_importchain
 import bench_probe
 import bench_scan
@@ -46,7 +47,10 @@ def main() -> int:
         if not args.only or name in args.only:
             rows += fn(repeat)
     if not args.only or "tests" in args.only:
-        rows += bench_tests.bars(run=tests)
+        suite = bench_tests.bars(run=tests)
+        rows += suite
+        # a fresh clone: every fixture from nothing, then the suite just measured
+        rows += bench_fixtures.bars(run=tests, suite=suite[-1].samples)
     print(f"## Performance bars (issue #21) — {header(repeat)}\n")
     print(table(rows))
     missed = [r.measure for r in rows if r.met is False]
