@@ -216,3 +216,42 @@ def test_healthy_package_with_optional_modules_is_clean(
     targets = [link["target"] for link in rep["sections"]["import-chain"]["links"]]
     assert "fbgemm_gpu.docs.jagged_tensor_ops" in targets
     assert "fbgemm_gpu.jagged_tensor_ops" not in targets
+
+
+@pytest.mark.probe
+def test_old_release_with_the_old_abi_leads_with_the_release(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """torchtext 0.18.0, its last release, was built for torch 2.3, whose PyPI wheels used the
+    old C++ ABI. Beside torch 2.13 the real load fails on an old-ABI ``std::string`` symbol
+    (``Ss``), and the library also needs torch functions 2.13 no longer exports under any ABI
+    (``c10::impl::PyObjectSlot::~PyObjectSlot()``). So the verdict leads with the release (OD304:
+    rebuild against the installed torch, which sets the ABI too), lists the ABI (OD303) as a
+    second root — not as OD304's cause — and shows each consequence once, under the root that
+    names its symbol."""
+    site = _rp_site("torchtext-0.18.0")
+    lib = site / "torchtext" / "lib" / "libtorchtext.so"
+    real = run_python("import torch, sys; torch.ops.load_library(sys.argv[1])", str(lib),
+                      timeout=300)
+    assert real.returncode != 0 and \
+        "undefined symbol: _ZN5torch6detail10class_baseC2ERKSsS3_SsRKSt9type_infoS6_" in \
+        real.stderr, real.stderr[-2000:]
+    gone = run_python("import torch, ctypes, os\n"
+                      "c10 = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), 'lib', "
+                      "'libc10.so'))\n"
+                      "print(hasattr(c10, '_ZN3c104impl12PyObjectSlotD1Ev'))\n", timeout=300)
+    assert gone.stdout.strip() == "False", gone.stderr[-2000:]
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}",
+              "--package", "torchtext")
+    assert res.code == 1
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    assert diag["cause"] == 3 and diag["root_findings"] == ["OD304", "OD303"]
+    assert diag["consequences"] == {"OD304": ["OD511"], "OD303": ["OD321"]}
+    od304 = next(f for f in rep["findings"] if f["code"] == "OD304")
+    assert any("PyObjectSlot::~PyObjectSlot()" in e for e in od304["evidence"])
+    assert not any("std::string" in e for e in od304["evidence"])  # those are OD303's
+    assert "rebuild the extension against torch 2.13" in od304["fix"]
+    # the text report shows each consequence once
+    text = cli(capsys, "check", "--env", f"PYTHONPATH={site}", "--package", "torchtext").out
+    assert text.count("OD511 import torchtext raised") == 1
+    assert text.count("OD321 undefined symbol") == 1

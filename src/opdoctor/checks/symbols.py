@@ -100,9 +100,10 @@ def _is_torch(demangled: str) -> bool:
 
 
 def abi_string_symbol(demangled: str) -> bool:
-    """True when a symbol's signature involves std::string / std::__cxx11 types."""
+    """True when a symbol's signature involves a type the C++11 ABI changes: std::string,
+    std::list (``std::__cxx11::`` in the new ABI, plain ``std::`` in the old)."""
     return "std::__cxx11::" in demangled or "std::string" in demangled or \
-        "std::basic_string" in demangled
+        "std::basic_string" in demangled or "std::list<" in demangled
 
 
 def run(facts: Facts) -> Iterator[Finding]:

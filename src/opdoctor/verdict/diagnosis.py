@@ -10,6 +10,7 @@ Within that order, errors outrank warnings, which outrank infos.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from opdoctor.codes import EXPLAINS, RUN_NOTES, SYMPTOMS
@@ -56,13 +57,15 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     root_codes = {f.code for f in roots}
     roots = [r for r in roots if not any(r.code in EXPLAINS.get(c, ()) for c in root_codes
                                          if c != r.code)]
-    explained: dict[str, tuple[Finding, ...]] = {}
-    for r in roots:
-        folded = tuple(f for f in findings
-                       if f not in roots and (f.code in EXPLAINS.get(r.code, ())
-                                              or (f.code == "OD512" and r.cause != 5)))
-        if folded:
-            explained[r.code] = folded
+    folded: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f in roots:
+            continue
+        owners = [r for r in roots if f.code in EXPLAINS.get(r.code, ())
+                  or (f.code == "OD512" and r.cause != 5)]
+        if owners:
+            folded.setdefault(_owner(f, owners).code, []).append(f)
+    explained = {code: tuple(fs) for code, fs in folded.items()}
     first = roots[0]
     confidence = "high" if first.severity is Severity.ERROR else "medium"
     more = f" (+{len(roots) - 1} more)" if len(roots) > 1 else ""
@@ -76,3 +79,28 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
         summary = (f"Most likely cause: {int(first.cause)} — {first.cause.title}: "
                    f"{first.message}{more}.{fix}")
     return Diagnosis(int(first.cause), confidence, summary, tuple(roots), explained)
+
+
+_MANGLED = re.compile(r"_Z[A-Za-z0-9_]{2,2000}")
+_USES = re.compile(r"^extension uses: (.{1,3000})$")
+
+
+def _names(f: Finding) -> set[str]:
+    """The symbols a finding names: mangled anywhere, demangled where its evidence says
+    "extension uses: …" (the C++11 ABI check's form)."""
+    out = set(_MANGLED.findall(" ".join((f.message, *f.evidence))))
+    out.update(m.group(1) for e in f.evidence if (m := _USES.match(e.strip())))
+    return out
+
+
+def _owner(f: Finding, roots: list[Finding]) -> Finding:
+    """The root a consequence is shown under when several roots explain it: the one whose
+    evidence names a symbol the consequence names (a failed load's undefined symbol belongs
+    to the root that lists it: an old-ABI string symbol to OD303, a removed function to
+    OD304), else the first. Each consequence is shown once."""
+    if len(roots) > 1:
+        text = " ".join((f.message, *f.evidence))
+        for r in roots:
+            if any(n in text for n in _names(r)):
+                return r
+    return roots[0]
