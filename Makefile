@@ -471,9 +471,10 @@ truth: $(TRUTH_SO)
 RPSRC := tests/fixtures/realpkg
 RPFX := $(FIX)/realpkg
 # Real wheels (fetched like realwheels/): xformers 0.0.35 records the torch it was built for;
-# torchtext 0.18.0 (2 MB, its last release) was built for torch 2.3 with the old C++ ABI.
+# torchtext 0.18.0 (2 MB, its last release) was built for torch 2.3 with the old C++ ABI;
+# torchvision 0.21.0 (7 MB) is a CUDA 12.4 build for torch 2.6, with the old ABI too.
 REALPKG_SO := $(RPFX)/alloc.so $(patsubst %,$(RPFX)/wheels/%/.ready,xformers-0.0.35 \
-  fbgemm-gpu-cpu-1.8.0 fbgemm-gpu-cpu-1.9.0 torchtext-0.18.0)
+  fbgemm-gpu-cpu-1.8.0 fbgemm-gpu-cpu-1.9.0 torchtext-0.18.0 torchvision-0.21.0)
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@

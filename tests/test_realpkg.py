@@ -255,3 +255,37 @@ def test_old_release_with_the_old_abi_leads_with_the_release(
     text = cli(capsys, "check", "--env", f"PYTHONPATH={site}", "--package", "torchtext").out
     assert text.count("OD511 import torchtext raised") == 1
     assert text.count("OD321 undefined symbol") == 1
+
+
+@pytest.mark.probe
+def test_cuda_build_with_the_old_abi_leads_with_the_build(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """torchvision 0.21.0 from PyPI is a CUDA 12.4 build for torch 2.6, compiled with the old C++
+    ABI like every torch 2.6 wheel. Beside torch 2.13.0+cpu the real load stops at a CUDA
+    library before any symbol is bound, so the build variant (OD307) leads the verdict and its
+    fix (the matching builds) comes first; the ABI (OD303) is the second root, never the
+    headline "rebuild with -D_GLIBCXX_USE_CXX11_ABI=1" for a wheel nobody builds. Its _C.so
+    alone (no version.py to name +cu124) still gets a CUDA 12 index, not cu130's CUDA 13."""
+    site = _rp_site("torchvision-0.21.0")
+    so = site / "torchvision" / "_C.so"
+    real = run_python("import torch, ctypes, sys; ctypes.CDLL(sys.argv[1])", str(so),
+                      timeout=300)
+    assert real.returncode != 0 and "libcudart.so.12: cannot open shared object file" in \
+        real.stderr, real.stderr[-2000:]
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}",
+              "--package", "torchvision", "--cwd", str(tmp_path))
+    assert res.code == 1
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    assert diag["cause"] == 3 and diag["root_findings"] == ["OD307", "OD303"], diag
+    assert "CUDA 12 build" in diag["summary"] and "_GLIBCXX_USE_CXX11_ABI" not in \
+        diag["summary"].split("(+1 more)")[0]
+    od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
+    assert "whl/cu124" in od307["fix"] and "torch==2.6.0" in od307["fix"]
+    alone = tmp_path / "_C.so"
+    shutil.copy(so, alone)
+    res = cli(capsys, "check", "-f", "json", "--static", str(alone))
+    rep = res.json()["reports"][0]
+    assert rep["diagnosis"]["root_findings"] == ["OD307", "OD303"]
+    od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
+    assert "CUDA 12" in od307["message"] and "whl/cu126" in od307["fix"], od307

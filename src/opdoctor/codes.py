@@ -87,6 +87,13 @@ EXPLAINS["OD315"] = tuple(c for c in EXPLAINS["OD307"] if c != "OD315")
 
 # Findings that report *that* something failed rather than why: they become the root only when
 # nothing else explains the failure.
+# Roots of one cause in the order a real load meets them (the first leads the verdict): a
+# library of another torch build that is not there stops the loader before any symbol is
+# bound; then symbol versions; then symbols of another release, which no ABI flag brings back;
+# then the C++ ABI. Codes not listed follow, in the order the checks reported them.
+ROOT_ORDER = ("OD307", "OD315", "OD317", "OD316", "OD302", "OD322", "OD304", "OD342", "OD341",
+              "OD303", "OD340")
+
 SYMPTOMS = frozenset({"OD511", "OD512", "OD129", "OD130", "OD420"})
 
 # Findings about opdoctor itself (its probe script failed): reported, never a verdict.

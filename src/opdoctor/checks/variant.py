@@ -40,6 +40,10 @@ OD307 = CodeDoc(
 
 CODES = (OD307,)
 
+# download.pytorch.org's index per CUDA major, for an extension that names no +cuXXX build:
+# the CUDA 11 and 12 indexes that served the most torch releases (2.0-2.7, 2.6-2.9+).
+CUDA_INDEX = {11: "cu118", 12: "cu126", 13: "cu130"}
+
 
 def _fix(facts: Facts) -> str:
     ext = facts.extension_variant
@@ -54,8 +58,10 @@ def _fix(facts: Facts) -> str:
         want = f"torch=={built.group(1)}"
         tag = built.group(2) if built.group(2).startswith("cu") else tag
     if tv.variant == "cpu":
+        # Without a +cuXXX tag, the CUDA major its libcudart.so.N names picks the index (cu130
+        # serves CUDA 13 builds only: a CUDA 12 extension needs a cu12x torch).
         index = f"https://download.pytorch.org/whl/{tag}" if tag.startswith("cu") else \
-            "https://download.pytorch.org/whl/cu130"
+            f"https://download.pytorch.org/whl/{CUDA_INDEX.get(ext.cuda_major or 13, 'cu130')}"
         return (f"either install the CUDA build of torch that {dist} was built for "
                 f"(pip install '{want}' --index-url {index}), or the CPU build of {dist} that "
                 f"matches torch {tv.version} (pip install {dist} --index-url "

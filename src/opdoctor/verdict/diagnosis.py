@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from opdoctor.codes import EXPLAINS, RUN_NOTES, SYMPTOMS
+from opdoctor.codes import EXPLAINS, ROOT_ORDER, RUN_NOTES, SYMPTOMS
 from opdoctor.codes import NOT_A_VERDICT as _NOT_A_VERDICT
 from opdoctor.model import Cause, Diagnosis, Finding, Severity
 
@@ -57,6 +57,8 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     root_codes = {f.code for f in roots}
     roots = [r for r in roots if not any(r.code in EXPLAINS.get(c, ()) for c in root_codes
                                          if c != r.code)]
+    roots.sort(key=lambda r: ROOT_ORDER.index(r.code) if r.code in ROOT_ORDER
+               else len(ROOT_ORDER))  # stable: unlisted codes keep the checks' order
     folded: dict[str, list[Finding]] = {}
     for f in findings:
         if f in roots:
