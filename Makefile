@@ -475,6 +475,21 @@ RPFX := $(FIX)/realpkg
 # torchvision 0.21.0 (7 MB) is a CUDA 12.4 build for torch 2.6, with the old ABI too.
 REALPKG_SO := $(RPFX)/alloc.so $(patsubst %,$(RPFX)/wheels/%/.ready,xformers-0.0.35 \
   fbgemm-gpu-cpu-1.8.0 fbgemm-gpu-cpu-1.9.0 torchtext-0.18.0 torchvision-0.21.0)
+# dgl 2.1.0 with its Python dependencies (about 60 MB, scipy and pandas the bulk), so that
+# `import dgl` gets as far as the real failure: it ships its torch-facing libraries once per
+# torch release (2.0.0 ... 2.2.1) and loads libdgl.so itself (ctypes) before the Cython module
+# that needs it.
+DGL_PINS := dgl==2.1.0 torchdata==0.7.1 scipy==1.17.1 pandas==3.1.1 networkx==3.6.1 \
+  tqdm==4.70.1 psutil==7.2.2 requests==2.34.2 urllib3==2.8.0 idna==3.20 \
+  charset-normalizer==3.5.3 certifi==2026.10.19.post1 python-dateutil==4.0.0 pytz==2026.6 \
+  tzdata==2026.6 six==1.17.0
+REALPKG_SO += $(RPFX)/dgl-2.1.0/.ready
+$(RPFX)/dgl-2.1.0/.ready: | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site $(DGL_PINS) \
+	  > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/dgl-2.1.0.txt; \
+	  else tail -3 $(@D)/pip.log > $(SKIP)/dgl-2.1.0.txt; fi
+	touch $@
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@

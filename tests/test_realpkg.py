@@ -289,3 +289,52 @@ def test_cuda_build_with_the_old_abi_leads_with_the_build(
     assert rep["diagnosis"]["root_findings"] == ["OD307", "OD303"]
     od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
     assert "CUDA 12" in od307["message"] and "whl/cu126" in od307["fix"], od307
+
+
+@pytest.mark.probe
+def test_per_release_libraries_without_the_installed_release(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """dgl 2.1.0 (with its Python dependencies) ships libgraphbolt_pytorch_<r>.so and two more
+    library families once per torch release, 2.0.0 … 2.2.1. Beside torch 2.13 its import really
+    fails looking for libgraphbolt_pytorch_2.13.0.so: another release (OD324, cause 3), not a
+    library path. Its Cython core needs libdgl.so, which no search path finds — but dgl loads
+    libdgl.so itself first (ctypes, a computed path), and the real import gets past the core:
+    the static "not found" (OD201) stays a note and never heads the verdict (it used to say
+    "patchelf"). A directory named dgl in the working directory (a namespace portion) hides
+    nothing: no OD502."""
+    site = FIX / "realpkg" / "dgl-2.1.0" / "site"
+    reason = SKIP / "dgl-2.1.0.txt"
+    if reason.exists():
+        pytest.skip(f"dgl 2.1.0 not installed: {reason.read_text().strip()[:200]}")
+    assert (site / "dgl").is_dir(), f"{site} is missing: run `make fixtures`"
+    (tmp_path / "dgl").mkdir()  # a data directory named like the package, in the cwd
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    real = run_python("import torch, dgl, sys\nprint(sys.modules['dgl._ffi._cy3.core'])\n",
+                      env=env, cwd=tmp_path, timeout=300)
+    assert real.returncode != 0 and "Cannot find DGL C++ graphbolt library at" in real.stderr \
+        and "libgraphbolt_pytorch_2.13.0.so" in real.stderr, real.stderr[-2000:]
+    core = run_python("import torch, sys\ntry:\n    import dgl\nexcept FileNotFoundError:\n"
+                      "    pass\nprint('dgl._ffi._cy3.core' in sys.modules)\n", env=env,
+                      cwd=tmp_path, timeout=300)
+    assert core.stdout.strip() == "True", core.stderr[-2000:]  # the core module did load
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--package", "dgl",
+              "--cwd", str(tmp_path))
+    assert res.code == 1
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    assert diag["cause"] == 3 and diag["root_findings"] == ["OD324"], diag
+    assert "OD511" in diag["consequences"]["OD324"]
+    found = {f["code"]: f for f in rep["findings"]}
+    od324 = found["OD324"]
+    assert "2.0.0 … 2.2.1" in od324["message"] and "2.13.0" in od324["message"]
+    assert any(e.startswith("dgl/graphbolt/libgraphbolt_pytorch_<r>.so: torch 2.0.0")
+               for e in od324["evidence"])
+    assert found["OD201"]["severity"] == "info" and "real load found it" in \
+        found["OD201"]["message"]
+    assert "patchelf" not in diag["summary"] and "OD502" not in found
+    # Without the probe nothing disproves the static view: OD201 stands, OD324 beside it.
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--package", "dgl", "--cwd", str(tmp_path))
+    found = {f["code"]: f for f in res.json()["reports"][0]["findings"]}
+    assert found["OD201"]["severity"] == "error" and found["OD324"]["severity"] == "error"

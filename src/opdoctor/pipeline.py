@@ -13,6 +13,7 @@ from opdoctor.model import CheckRun, CheckStatus, Finding, Report, Severity, Tar
 from opdoctor.verdict.causes import STOPPED_PREFIX
 from opdoctor.verdict.diagnosis import diagnose
 from opdoctor.verdict.gate import apply_overrides
+from opdoctor.verdict.observed import disproved_by_the_load
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -169,6 +170,7 @@ def run_check(
     finally:
         if data is not None:
             data.close()
+    findings = disproved_by_the_load(facts, findings)
     findings = apply_overrides(findings, overrides or {})
     return Report(target, findings, checks, diagnose(findings), sections,
                   time.perf_counter() - start)

@@ -264,7 +264,10 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 f"extension; the installed copy with {hidden_so} is hidden", ev,
                                 fix=f"run from outside {os.path.dirname(win.path)} or remove it "
                                 f"from sys.path (PYTHONPATH, cwd); or `pip install -e .` there")
-        elif win.kind != "namespace":
+        elif win.kind != "namespace" and any(c.kind != "namespace" for c in others):
+            # A directory without __init__.py (a namespace portion) never wins over a regular
+            # package, wherever it is on sys.path: a data directory named like the package in
+            # the working directory hides nothing.
             yield OD502.finding(name, f"{len(others)} other cop{'y' if len(others) == 1 else 'ies'}"
                                 f" of {name} on sys.path; {win.path} wins", ev,
                                 severity=Severity.WARNING)

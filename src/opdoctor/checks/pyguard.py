@@ -40,7 +40,29 @@ OD323 = CodeDoc(
                 "https://pytorch.org/get-started/previous-versions/"),
 )
 
-CODES = (OD323,)
+OD324 = CodeDoc(
+    "OD324", "the package ships a library per torch release, none for the installed one",
+    Severity.ERROR,
+    what="A package that builds one copy of a library per torch release and picks the copy "
+    "named for the running torch at import (libgraphbolt_pytorch_2.2.1.so, …) has a copy for the "
+    "installed torch release.",
+    why="The package was built for other torch releases: it looks for the file named for the "
+    "installed one, does not find it and fails at import ('Cannot find DGL C++ graphbolt "
+    "library at …/libgraphbolt_pytorch_2.13.0.so'), or skips its ops. No search path helps: "
+    "the file was never built.",
+    example="dgl 2.1.0 ships libgraphbolt_pytorch_<r>.so for torch 2.0.0 … 2.2.1; torch "
+    "2.13.0 is installed",
+    fix="Install the package's release (or build) made for the installed torch, or a torch "
+    "release it ships a library for.",
+    references=("https://www.dgl.ai/pages/start.html",),
+)
+
+CODES = (OD323, OD324)
+
+# A library named for a torch release: <stem>pytorch_2.1.0<rest>.so, <stem>torch2.1<rest>.so.
+_RELEASE_SO = re.compile(r"^(?P<stem>.{0,200}?(?:py)?torch[_-]?)(?P<ver>\d{1,3}\.\d{1,3}"
+                         r"(?:\.\d{1,3})?)(?P<rest>[^/]{0,200}?)\.so(?:\.[\d.]{1,20})?$")
+MAX_FAMILY_FILES = 5000  # files looked at in a package tree
 
 # A guard whose message says the package stops (not a warning that it may crash).
 _REFUSES = re.compile(r"skip|refus|not load|cannot|can't|will not|disabl|abort", re.I)
@@ -73,12 +95,63 @@ def _output(facts: Facts) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def release_families(package_dir: str) -> dict[str, list[str]]:
+    """Libraries of ``package_dir`` named for torch releases, by family (the file name with
+    the release replaced by ``<r>``, relative to the package) → the releases, for families
+    of two or more: one library built per release, chosen at run time."""
+    families: dict[str, set[str]] = {}
+    seen = 0
+    for root, dirs, files in os.walk(package_dir):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            seen += 1
+            if seen > MAX_FAMILY_FILES:
+                break
+            m = _RELEASE_SO.match(name)
+            if m:
+                rel = os.path.relpath(os.path.join(root, f"{m['stem']}<r>{m['rest']}.so"),
+                                      package_dir)
+                families.setdefault(rel, set()).add(m["ver"])
+    key = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+    return {f: sorted(v, key=key) for f, v in sorted(families.items()) if len(v) >= 2}
+
+
+def _release_family(facts: Facts, dist: str, version: str) -> Iterator[Finding]:
+    """OD324: every per-release family of the package lacks the installed torch release."""
+    chain = facts.chain
+    installed = _installed(facts, "torch")
+    base = re.match(r"\d+\.\d+(?:\.\d+)?", installed)
+    if chain is None or not base:
+        return
+    families = release_families(chain.package_dir)
+    have = base.group(0)
+    short = ".".join(have.split(".")[:2])
+    missing = {f: v for f, v in families.items() if have not in v and short not in v}
+    if not missing or len(missing) < len(families):
+        return  # a family that has the installed release: the package can run on it
+    name = dist or chain.name
+    pkg = f"{name} {version}".strip()
+    top = os.path.basename(chain.package_dir)
+    ev = [f"{top}/{f}: torch {', '.join(v)}" for f, v in list(missing.items())[:6]]
+    ev.append(f"installed: torch {installed}; no {top}/{next(iter(missing)).replace('<r>', have)}")
+    releases = sorted({r for v in missing.values() for r in v},
+                      key=lambda r: tuple(int(x) for x in r.split(".")))
+    yield OD324.finding(
+        name, f"{pkg} ships its libraries for torch {releases[0]} … {releases[-1]} only; "
+        f"none for the installed torch {installed}", ev,
+        fix=f"install the {name} release (or build) made for torch {have} (its project "
+        f"publishes one per torch release), or a torch release it ships libraries for "
+        f"(pip install 'torch=={releases[-1]}')")
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """One finding per version guard that fired (probe) or whose table leaves the installed
-    release out (static)."""
+    release out (static); one when the package's per-release libraries miss the installed
+    torch."""
     chain = facts.chain
     if chain is None or not chain.package_dir:
         return
+    yield from _release_family(facts, *_dist(facts))
     guards = find_guards(tuple(chain.python_files))
     if not guards:
         return
@@ -133,7 +206,8 @@ def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str
 
 CHECK = Check(
     name="version-guard",
-    summary="the package's own check of the torch/TensorFlow release accepts the installed one",
+    summary="the package's own check of the torch/TensorFlow release accepts the installed one, "
+    "and its per-release libraries include the installed one",
     causes=(Cause.VERSION,),
     codes=CODES,
     run=run,

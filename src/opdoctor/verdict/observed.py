@@ -1,0 +1,66 @@
+"""Static loader findings that the real load disproved.
+
+The static checks emulate the dynamic loader from the library's file alone. A package can do
+what no file says: dgl's ``_ffi/base.py`` loads ``libdgl.so`` with ``ctypes.CDLL`` from a path
+it computes, and only then imports its Cython module, whose ``DT_NEEDED`` entry ``libdgl.so``
+no search path finds. glibc reuses a library already in the process when its name matches, so
+the import works — and a static "libdgl.so is not found" (OD201) would send the user to
+patchelf for nothing. When the probe ran and its process mapped the library that was "not
+found", or mapped the target whose undefined symbols were "inconclusive", those findings are
+kept as notes, saying what the real load did; they no longer decide the verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+from opdoctor.facts import Facts
+from opdoctor.model import Finding, Severity
+
+
+def _mapped(facts: Facts) -> tuple[dict[str, str], bool]:
+    """The probe's mapped libraries by file name (→ path), and whether the target is one;
+    ({}, False) when no probe ran."""
+    if not facts.options.probe:
+        return {}, False
+    res = facts.probe_result()
+    if res is None or not res.mapped:
+        return {}, False
+    by_name = {os.path.basename(m): m for m in res.mapped}
+    by_name.update({os.path.basename(os.path.realpath(m)): m for m in res.mapped})
+    target = os.path.isfile(facts.path) and os.path.realpath(facts.path) in {
+        os.path.realpath(m) for m in res.mapped}
+    return by_name, target
+
+
+def disproved_by_the_load(facts: Facts, findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with OD201 (a dependency not found) and an inconclusive OD301 (symbols a
+    missing dependency may define) made notes when the probe's process mapped that dependency
+    (or, for OD301, the library itself, which binds every symbol when it loads)."""
+    by_name, target_loaded = _mapped(facts)
+    if not by_name:
+        return list(findings)
+    out: list[Finding] = []
+    notes: list[Finding] = []  # after the findings that still stand, as reports list notes
+    for f in findings:
+        if f.severity is not Severity.INFO and f.code == "OD201" and f.subject in by_name:
+            f = dataclasses.replace(
+                f, severity=Severity.INFO,
+                message=f"{f.message} by the loader's search rules, but the real load found "
+                f"it already in the process ({by_name[f.subject]}: loaded before by the "
+                "package's own code, which glibc reuses by name)")
+            notes.append(f)
+            continue
+        elif (f.severity is not Severity.INFO and f.code == "OD301" and target_loaded
+              and "inconclusive" in f.message):
+            count = f.message.split(" undefined symbol(s)")[0]
+            f = dataclasses.replace(
+                f, severity=Severity.INFO,
+                message=f"{count} symbol(s) undefined in the static view (a dependency not "
+                "found there) were bound by the real load: the library loaded")
+            notes.append(f)
+            continue
+        out.append(f)
+    return out + notes
