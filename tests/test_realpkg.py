@@ -314,6 +314,9 @@ def test_per_release_libraries_without_the_installed_release(
                       env=env, cwd=tmp_path, timeout=300)
     assert real.returncode != 0 and "Cannot find DGL C++ graphbolt library at" in real.stderr \
         and "libgraphbolt_pytorch_2.13.0.so" in real.stderr, real.stderr[-2000:]
+    # explain reads the file name: a library named for the running torch release (cause 3)
+    said = cli(capsys, "explain", "-f", "json", real.stderr[-3000:]).json()
+    assert (said["cause"], said["subcause"]) == (3, "torch.release-named-library-missing"), said
     core = run_python("import torch, sys\ntry:\n    import dgl\nexcept FileNotFoundError:\n"
                       "    pass\nprint('dgl._ffi._cy3.core' in sys.modules)\n", env=env,
                       cwd=tmp_path, timeout=300)
