@@ -361,6 +361,28 @@ def test_script_in_subpackage_fix_names_the_full_module(tmp_path: Path) -> None:
     assert good.returncode == 0 and good.stdout.strip() == "1", good.stderr
 
 
+def test_a_packages_main_module_is_no_script(tmp_path: Path) -> None:
+    """A package's ``__main__.py`` with a relative import and a ``__main__`` block (spconv's
+    benchmark/__main__.py) is run by ``python -m pkg``, where the import works: no OD507. A
+    sibling module of the same shape still gets it."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "mpkg" / "bench"
+    pkg.mkdir(parents=True)
+    (tmp_path / "mpkg" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helper.py").write_text("VALUE = 1\n")
+    body = "from .helper import VALUE\n\nif __name__ == '__main__':\n    print(VALUE)\n"
+    (pkg / "__main__.py").write_text(body)
+    good = subprocess.run([sys.executable, "-m", "mpkg.bench"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert good.returncode == 0 and good.stdout.strip() == "1", good.stderr
+    (pkg / "tool.py").write_text(body)
+    report = chain(tmp_path, "mpkg", probe=False)
+    assert [f.subject for f in report.findings if f.code == "OD507"] == ["mpkg/bench/tool.py"]
+
+
 def test_probing_for_system_libraries_is_no_load_path(tmp_path: Path) -> None:
     """onnxruntime's shape: ``CDLL("vcruntime140.dll")`` under ``except OSError`` and
     ``CDLL(f"libcudart.so.{v}")`` in a helper — bare names dlopen looks up in the system, not

@@ -1110,7 +1110,11 @@ _RELATIVE_FROM = re.compile(rb"^[ \t]*from[ \t]+\.", re.M)
 
 
 def _script_relative(file: str) -> list[tuple[str, int]]:
-    """Relative imports in a file that also has an ``if __name__ == "__main__"`` block."""
+    """Relative imports in a file that also has an ``if __name__ == "__main__"`` block. A
+    package's ``__main__.py`` is not such a script: ``python -m pkg`` runs it as ``pkg.__main__``
+    with its package set, so its relative imports work (spconv's benchmark/__main__.py)."""
+    if os.path.basename(file) == "__main__.py":
+        return []
     try:
         if os.path.getsize(file) > MAX_SOURCE_BYTES:
             return []
