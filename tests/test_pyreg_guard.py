@@ -102,3 +102,64 @@ def test_missing_python_dependency_stays_cause_5() -> None:
     assert "No module named 'pyvers'" in text
     report = check("tensordict-0.11.0-missing-pyvers", "tensordict", probe=True)
     assert guard(report) == [] and report.diagnosis.cause == 5
+
+
+IPEX_INIT = '''"""intel-extension-for-pytorch 2.8.0's guard, in its shape (__init__.py)."""
+import os
+import re
+
+import torch
+
+__version__ = "2.8.0"
+torch_version = re.match(r"(\\d+\\.\\d+).*", torch.__version__).group(1)
+ipex_version = re.match(r"(\\d+\\.\\d+).*", __version__).group(1)
+if torch_version != ipex_version:
+    print(
+        "ERROR! Guarded Extension needs to work with PyTorch "
+        + f"{ipex_version}.*, but PyTorch {torch.__version__} is found. "
+        + "Please switch to the matching version and run again."
+    )
+    os.exit(127)
+'''
+LAUNCHER = "from .helper import main\n\nif __name__ == '__main__':\n    main()\n"
+
+
+@pytest.mark.probe
+def test_a_printed_error_guard_that_then_crashes_is_the_release(tmp_path: object) -> None:
+    """intel-extension-for-pytorch 2.8.0 beside torch 2.13 prints "ERROR! … needs to work with
+    PyTorch 2.8.*, but PyTorch 2.13.0+cpu is found. Please switch to the matching version" and
+    then calls ``os.exit`` (which does not exist): the last line a user sees is an
+    AttributeError. The verdict is the package's own version check (OD323, cause 3) with the
+    release it names as the fix (torch==2.8.*), the failed import its consequence; its
+    launcher modules (relative imports, a __main__ block: entry points for ``python -m``) are
+    notes in an installed distribution. (The real 50 MB wheel was checked by hand: the same.)"""
+    from pathlib import Path
+
+    s = Path(str(tmp_path)) / "site"
+    pkg = s / "guarded_ext"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(IPEX_INIT)
+    (pkg / "helper.py").write_text("def main():\n    print('launch')\n")
+    (pkg / "launcher.py").write_text(LAUNCHER)
+    dist = s / "guarded_ext-2.8.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: guarded_ext\nVersion: 2.8.0\n")
+    (dist / "RECORD").write_text("".join(f"guarded_ext/{n},,\n" for n in (
+        "__init__.py", "helper.py", "launcher.py")))
+    env = dict(NO_ENV, PYTHONPATH=str(s))
+    out = run_python("import torch, guarded_ext", env=env, timeout=240)
+    import torch
+
+    assert out.returncode != 0
+    assert "needs to work with PyTorch 2.8.*, but PyTorch " \
+        f"{torch.__version__} is found" in out.stdout
+    assert "AttributeError: module 'os' has no attribute 'exit'" in out.stderr
+    report = run_check(str(pkg), CheckOptions(probe=True, env=tuple(env.items()),
+                                              package="guarded_ext", cwd="/"))
+    (f,) = guard(report)
+    assert f.severity is Severity.ERROR and "(the import then fails)" in f.message
+    assert f.fix is not None and "torch==2.8.*" in f.fix
+    assert [r.code for r in report.diagnosis.root_findings] == ["OD323"]
+    assert "OD511" in [c.code for c in report.diagnosis.consequences.get("OD323", ())]
+    od507 = [x for x in report.findings if x.code == "OD507"]
+    assert [x.severity for x in od507] == [Severity.INFO]

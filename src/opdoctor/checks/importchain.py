@@ -311,10 +311,14 @@ def run(facts: Facts) -> Iterator[Finding]:
                              "of a compiled module, no load_library/CDLL",
                              *[f"on disk: {_rel(f, chain)}" for f in unloaded[:3]]))
     for file, line in chain.script_relative:
+        # In an installed distribution such a module is an entry point for `python -m`
+        # (intel-extension-for-pytorch's launchers): worth knowing, not a warning. In a
+        # source tree it is the script someone runs by its path.
         yield OD507.finding(_rel(file, chain), f"{_rel(file, chain)} uses a relative import "
                             "and has a __main__ block: running it as a script fails",
                             (f"{_rel(file, chain)}:{line}: relative import",),
-                            fix=f"run it as python -m {_dotted_module(file, chain, name)}")
+                            fix=f"run it as python -m {_dotted_module(file, chain, name)}",
+                            severity=Severity.INFO if chain.dist else None)
     missing = [p for p in chain.record_missing if _in_site(p)]
     changed = [p for p in chain.record_changed if _in_site(p)]
     if missing or changed:

@@ -65,8 +65,9 @@ _RELEASE_SO = re.compile(r"^(?P<stem>.{0,200}?(?:py)?torch[_-]?)(?P<ver>\d{1,3}\
 MAX_FAMILY_FILES = 5000  # files looked at in a package tree
 
 # A guard whose message says the package stops (not a warning that it may crash).
-_REFUSES = re.compile(r"skip|refus|not load|cannot|can't|will not|disabl|abort", re.I)
+_REFUSES = re.compile(r"skip|refus|not load|cannot|can't|will not|disabl|abort|^error\b", re.I)
 _URL = re.compile(r"https?://[^\s\"')]+")
+_RELEASE = re.compile(r"(?<![\w.])(\d{1,3}\.\d{1,3}(?:\.\d{1,3})?(?:\.\*)?)(?![\w.]*\+)")
 
 
 def _dist(facts: Facts) -> tuple[str, str]:
@@ -144,6 +145,12 @@ def _release_family(facts: Facts, dist: str, version: str) -> Iterator[Finding]:
         f"(pip install 'torch=={releases[-1]}')")
 
 
+def _import_failed(facts: Facts) -> bool:
+    """Whether the probe's import of the package raised (package mode)."""
+    res = facts.probe_result() if facts.options.probe else None
+    return bool(res is not None and res.load_message)
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """One finding per version guard that fired (probe) or whose table leaves the installed
     release out (static); one when the package's per-release libraries miss the installed
@@ -191,8 +198,12 @@ def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str
     if supported:
         ev.append(f"{pkg} supports {fw} {', '.join(supported)} (its table in {rel})")
     ev.append(f"installed: {fw} {installed}")
-    want = f"{'tensorflow' if fw == 'TensorFlow' else 'torch'}=={supported[0].split('.dev')[0]}" \
-        if supported else f"the {fw} release {pkg} was built for"
+    fw_pkg = "tensorflow" if fw == "TensorFlow" else "torch"
+    # The release the printed message names, when it names one besides the installed one
+    # ("needs to work with PyTorch 2.8.*"): a pip specifier as it stands.
+    named = [v for v in _RELEASE.findall(printed) if not installed.startswith(v.rstrip(".*"))]
+    want = f"{fw_pkg}=={supported[0].split('.dev')[0]}" if supported else \
+        f"{fw_pkg}=={named[0]}" if named else f"the {fw} release {pkg} was built for"
     url = _URL.search(guard.text)
     fix = (f"install the pair {dist or chain.name} supports: pip install '{want}' beside "
            f"{pkg}, or a {dist or chain.name} release made for {fw} {installed} (pip install "
@@ -200,7 +211,8 @@ def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str
            + (f"; see {url.group(0).rstrip('.')}" if url else "") + ")")
     return OD323.finding(
         dist or chain.name, f"{pkg}'s own version check {what} {fw} {installed}"
-        + (" (it then skips loading its extension)" if refuses and not guard.raises else ""),
+        + ((" (the import then fails)" if _import_failed(facts) else
+            " (it then skips loading its extension)") if refuses and not guard.raises else ""),
         ev, fix=fix, severity=Severity.ERROR if refuses else Severity.WARNING)
 
 

@@ -27,7 +27,10 @@ MAX_BYTES = 1 << 20
 _VERSION_READ = re.compile(rb"__version__|version\(\s*['\"](?:torch|tensorflow)")
 _INCOMPATIBLE = ("incompatib", "not compatible", "not guaranteed to be compatible",
                  "not supported", "unsupported", "mismatch", "different", "requires",
-                 "too old", "upgrade", "please install")
+                 "too old", "upgrade", "please install",
+                 # intel-extension-for-pytorch: "needs to work with PyTorch 2.8.*, but PyTorch
+                 # … is found. Please switch to the matching version"
+                 "needs to work with", "matching version")
 _VERSION_STR = re.compile(r"^\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|a|b|rc|post)\d*)?(?:\+\w+)?$")
 _SINKS = {"warn", "warning", "error", "critical", "print", "exception"}
 
