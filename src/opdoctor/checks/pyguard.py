@@ -206,7 +206,7 @@ def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str
         f"{fw_pkg}=={named[0]}" if named else f"the {fw} release {pkg} was built for"
     url = _URL.search(guard.text)
     fix = (f"install the pair {dist or chain.name} supports: pip install '{want}' beside "
-           f"{pkg}, or a {dist or chain.name} release made for {fw} {installed} (pip install "
+           f"{pkg}, or a release of {dist or chain.name} made for {fw} {installed} (pip install "
            f"--upgrade {dist or chain.name}"
            + (f"; see {url.group(0).rstrip('.')}" if url else "") + ")")
     return OD323.finding(
