@@ -231,10 +231,7 @@ def _probe_mapped(facts: Facts, files: list[str]) -> bool:
     libraries, through code the static walk cannot follow (tensorflow_text's python/ops/*.py
     call tf.load_op_library via a resource helper). Probe evidence outranks the static walk."""
     res = facts.probe_result() if facts.options.probe else None
-    if res is None or not res.mapped:
-        return False
-    mapped = {os.path.realpath(m) for m in res.mapped}
-    return any(os.path.realpath(f) in mapped for f in files)
+    return res is not None and res.maps(*files)
 
 
 def run(facts: Facts) -> Iterator[Finding]:

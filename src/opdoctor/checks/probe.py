@@ -565,8 +565,7 @@ def _target_was_loaded(facts: Facts, res: ProbeOutcome) -> bool:
     the package reaches its libraries (OD505)."""
     if not facts.options.package or not os.path.isfile(facts.path):
         return True
-    target = os.path.realpath(facts.path)
-    return any(os.path.realpath(m) == target for m in res.mapped)
+    return res.maps(facts.path)
 
 
 def _registered(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:

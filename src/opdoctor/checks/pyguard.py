@@ -62,7 +62,6 @@ CODES = (OD323, OD324)
 # A library named for a torch release: <stem>pytorch_2.1.0<rest>.so, <stem>torch2.1<rest>.so.
 _RELEASE_SO = re.compile(r"^(?P<stem>.{0,200}?(?:py)?torch[_-]?)(?P<ver>\d{1,3}\.\d{1,3}"
                          r"(?:\.\d{1,3})?)(?P<rest>[^/]{0,200}?)\.so(?:\.[\d.]{1,20})?$")
-MAX_FAMILY_FILES = 5000  # files looked at in a package tree
 
 # A guard whose message says the package stops (not a warning that it may crash).
 _REFUSES = re.compile(r"skip|refus|not load|cannot|can't|will not|disabl|abort|^error\b", re.I)
@@ -96,25 +95,23 @@ def _output(facts: Facts) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def release_families(package_dir: str) -> dict[str, list[str]]:
-    """Libraries of ``package_dir`` named for torch releases, by family (the file name with
-    the release replaced by ``<r>``, relative to the package) → the releases, for families
-    of two or more: one library built per release, chosen at run time."""
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in release.split("."))
+
+
+def release_families(package_dir: str, libraries: list[str]) -> dict[str, list[str]]:
+    """Of ``libraries`` (the package's shared libraries, as the import chain listed them),
+    those named for torch releases, by family (the path relative to ``package_dir`` with the
+    release replaced by ``<r>``) → the releases, for families of two or more: one library
+    built per release, chosen at run time."""
     families: dict[str, set[str]] = {}
-    seen = 0
-    for root, dirs, files in os.walk(package_dir):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            seen += 1
-            if seen > MAX_FAMILY_FILES:
-                break
-            m = _RELEASE_SO.match(name)
-            if m:
-                rel = os.path.relpath(os.path.join(root, f"{m['stem']}<r>{m['rest']}.so"),
-                                      package_dir)
-                families.setdefault(rel, set()).add(m["ver"])
-    key = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
-    return {f: sorted(v, key=key) for f, v in sorted(families.items()) if len(v) >= 2}
+    for path in libraries:
+        m = _RELEASE_SO.match(os.path.basename(path))
+        if m:
+            rel = os.path.relpath(os.path.join(os.path.dirname(path),
+                                               f"{m['stem']}<r>{m['rest']}.so"), package_dir)
+            families.setdefault(rel, set()).add(m["ver"])
+    return {f: sorted(v, key=_release_key) for f, v in sorted(families.items()) if len(v) >= 2}
 
 
 def _release_family(facts: Facts, dist: str, version: str) -> Iterator[Finding]:
@@ -124,7 +121,7 @@ def _release_family(facts: Facts, dist: str, version: str) -> Iterator[Finding]:
     base = re.match(r"\d+\.\d+(?:\.\d+)?", installed)
     if chain is None or not base:
         return
-    families = release_families(chain.package_dir)
+    families = release_families(chain.package_dir, chain.extensions_on_disk)
     have = base.group(0)
     short = ".".join(have.split(".")[:2])
     missing = {f: v for f, v in families.items() if have not in v and short not in v}
@@ -135,8 +132,7 @@ def _release_family(facts: Facts, dist: str, version: str) -> Iterator[Finding]:
     top = os.path.basename(chain.package_dir)
     ev = [f"{top}/{f}: torch {', '.join(v)}" for f, v in list(missing.items())[:6]]
     ev.append(f"installed: torch {installed}; no {top}/{next(iter(missing)).replace('<r>', have)}")
-    releases = sorted({r for v in missing.values() for r in v},
-                      key=lambda r: tuple(int(x) for x in r.split(".")))
+    releases = sorted({r for v in missing.values() for r in v}, key=_release_key)
     yield OD324.finding(
         name, f"{pkg} ships its libraries for torch {releases[0]} … {releases[-1]} only; "
         f"none for the installed torch {installed}", ev,

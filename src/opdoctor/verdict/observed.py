@@ -30,9 +30,7 @@ def _mapped(facts: Facts) -> tuple[dict[str, str], bool]:
         return {}, False
     by_name = {os.path.basename(m): m for m in res.mapped}
     by_name.update({os.path.basename(os.path.realpath(m)): m for m in res.mapped})
-    target = os.path.isfile(facts.path) and os.path.realpath(facts.path) in {
-        os.path.realpath(m) for m in res.mapped}
-    return by_name, target
+    return by_name, os.path.isfile(facts.path) and res.maps(facts.path)
 
 
 def disproved_by_the_load(facts: Facts, findings: Sequence[Finding]) -> list[Finding]:

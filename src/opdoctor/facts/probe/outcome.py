@@ -8,6 +8,7 @@ own failure, a crash, then what the script reported.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
 
@@ -198,6 +199,14 @@ class ProbeOutcome:
     # (the import-chain walk of a package can outlast the framework's import).
     waited_seconds: float = 0.0
     opcheck_error: Failure | None = None  # the opcheck stage itself raised (opdoctor's bug)
+
+    def maps(self, *files: str) -> bool:
+        """Whether the probe's process mapped one of ``files`` (compared by real path): the
+        real load reached that library, whatever the static view says."""
+        if not self.mapped:
+            return False
+        real = {os.path.realpath(m) for m in self.mapped}
+        return any(os.path.realpath(f) in real for f in files)
     # MindSpore AOT (probe_ms.py): the last ms_aot event as sent (see protocol.MS_AOT).
     mindspore: dict[str, Any] | None = None
 
