@@ -103,6 +103,23 @@ def test_swallowed_import_error_is_surfaced() -> None:
     assert "undefined symbol: missing_helper" in f.message
     static = chain(PYFIX / "swallow", "myext", probe=False)
     assert codes(static) == ["OD509"]
+    # The chain's line for it: ✗ once the probe saw the swallowed import fail; statically it
+    # resolves to a file (a swallowed import is wrong only when it fails) and is ✓.
+    assert chain_mark(report, "from . import _C") == "✗"
+    assert chain_mark(static, "from . import _C") == "✓"
+
+
+def chain_mark(report: Report, text: str) -> str:
+    """The mark the text report's import-chain section gives the link written ``text``."""
+    import io
+
+    from opdoctor.report import text as text_report
+    from opdoctor.report.layout import Printer
+
+    out = io.StringIO()
+    failed = frozenset(f.subject for f in report.findings if f.code == "OD512")
+    text_report._chain(Printer(out, None), report.sections["import-chain"], "", failed)
+    return next(ln.split()[0] for ln in out.getvalue().splitlines() if text in ln)
 
 
 @pytest.mark.probe

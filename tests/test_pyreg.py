@@ -179,3 +179,15 @@ def test_text_report_shows_the_joined_inventory() -> None:
     text = out.stdout + out.stderr
     assert "bitsandbytes::dequantize_4bit [CPU (Python)" in text
     assert "defined in Python" in text
+
+
+def test_an_op_whose_namespace_the_library_does_not_keep_is_named_bare() -> None:
+    """intel-extension-for-pytorch 2.8.0 stores ~200 schemas without their namespace and
+    defines several (torch_ipex, deepspeed_comm, myops): the report names such an op by itself
+    and says so, never as '?::ROIAlign_forward'."""
+    from opdoctor.facts.pyreg import PackageOp, describe
+
+    loose = PackageOp("?::ROIAlign_forward", defined=["C++ _C.so (schema in .rodata)"])
+    assert describe(loose) == "ROIAlign_forward (namespace not recorded) defined in C++"
+    known = PackageOp("myops::longrope", defined=["C++ _C.so"], keys={"CPU": ["C++ _C.so"]})
+    assert describe(known) == "myops::longrope [CPU (C++)] defined in C++"

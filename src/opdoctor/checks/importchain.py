@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.pychain import ImportChain, Link, loader_calls
+from opdoctor.facts.pychain import UNEVALUATED, ImportChain, Link, loader_calls
 from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
 from opdoctor.model import Cause, Finding, Severity
@@ -353,6 +353,7 @@ def section(facts: Facts) -> dict[str, Any]:
     imported = [{"module": m, "file": f} for m, f in res.imported] if res else []
     mapped = list(res.mapped) if res else []
     ops = res.ops if res else ()
+    unaccounted = _loaded_by_no_link(chain, mapped, [f for _m, f in res.imported] if res else [])
     return {
         "package": chain.name,
         "winner": chain.winner.path if chain.winner else None,
@@ -360,7 +361,9 @@ def section(facts: Facts) -> dict[str, Any]:
                        for c in chain.candidates],
         "links": [{"file": link.file, "line": link.line, "kind": link.kind, "text": link.text,
                    "target": link.target, "resolved": link.resolved, "problem": link.problem,
-                   "swallowed": link.swallowed, "fallback": link.fallback}
+                   "swallowed": link.swallowed, "fallback": link.fallback,
+                   "unevaluated": link.problem == UNEVALUATED,
+                   "observed": unaccounted if link.problem == UNEVALUATED else []}
                   for link in chain.links],
         "extensions_on_disk": chain.extensions_on_disk,
         "imported": imported,
@@ -368,6 +371,19 @@ def section(facts: Facts) -> dict[str, Any]:
         "ops": [{"name": o.name, "keys": list(o.keys)} for o in ops],
         "registrations": registrations(facts),
     }
+
+
+def _loaded_by_no_link(chain: ImportChain, mapped: list[str], imported: list[str]) -> list[str]:
+    """Libraries of the package that the real import mapped but that no statically resolved
+    line of the chain loads and no Python import brought in (dgl's ``ctypes.CDLL(lib_path[0])``
+    whose path a search function computes: the real import mapped dgl/libdgl.so)."""
+    if not mapped:
+        return []
+    root = os.path.realpath(chain.package_dir) + os.sep
+    known = {os.path.realpath(r) for link in chain.links for r in link.resolved}
+    known |= {os.path.realpath(f) for f in imported if f}
+    return sorted({m for m in mapped if os.path.realpath(m).startswith(root)
+                   and os.path.realpath(m) not in known})
 
 
 def registrations(facts: Facts) -> list[dict[str, Any]]:

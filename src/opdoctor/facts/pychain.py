@@ -38,6 +38,11 @@ class Candidate:
     kind: str  # "package", "namespace", "module", "extension"
 
 
+# A loader call whose path argument static evaluation cannot compute (a search function, a
+# platform table): unknown, not wrong — the real import may still find the file.
+UNEVALUATED = "the path expression cannot be evaluated statically"
+
+
 @dataclass
 class Link:
     """One statement in the chain that leads to compiled code."""
@@ -820,7 +825,7 @@ def _resolve_link(link: Link, value: object) -> None:
     if not targets and not_paths:
         link.problem = ""  # a build target, URL or bare name: not a file this install ships
     elif not targets:
-        link.problem = "the path expression cannot be evaluated statically"
+        link.problem = UNEVALUATED
     elif not any(os.path.isfile(r) for r in targets):
         link.problem = f"{targets[0]} does not exist"
     else:

@@ -260,7 +260,9 @@ def describe(op: PackageOp) -> str:
         return "C++ and Python" if len(sides) > 1 else next(iter(sides), "?")
 
     keys = ", ".join(f"{k} ({side(v)})" for k, v in sorted(op.keys.items()))
-    text = op.name + (f" [{keys}]" if keys else "")
+    # "?::op": a schema stored without its namespace in a library that defines several.
+    name = f"{op.name[3:]} (namespace not recorded)" if op.name.startswith("?::") else op.name
+    text = name + (f" [{keys}]" if keys else "")
     text += f" defined in {op.origin}" if op.origin else " (no definition found statically)"
     if op.fake:
         text += ", fake impl: Python"

@@ -146,9 +146,11 @@ def _compiled(path: str) -> bool:
     return path.endswith((".so", ".pyd")) or ".so." in path
 
 
-def _chain(p: Printer, chain: dict[str, Any], raised: str = "") -> None:
+def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
+           failed: frozenset[str] = frozenset()) -> None:
     """``import myop → myop/__init__.py → … → libmyop.so → ops`` with a mark per link;
-    ``raised``: the import's error when the probe saw it raise (the line is then ✗)."""
+    ``raised``: the import's error when the probe saw it raise (the line is then ✗);
+    ``failed``: the swallowed imports the probe saw fail (OD512's subjects)."""
     ok, bad = "[green]✓[/]", "[red]✗[/]"
     winner = chain.get("winner")
     tail = f" (raised: {escape(raised)})" if raised else ""
@@ -157,7 +159,7 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "") -> None:
            f"import {escape(chain['package'])} → {escape(_path(winner) if winner else 'not found')}"
            f"{tail}", hang=4)
     links = chain.get("links", [])
-    plain = [lk for lk in links if not (lk["problem"] or lk["swallowed"]) and
+    plain = [lk for lk in links if not lk["problem"] and lk["target"] not in failed and
              lk["kind"] == "submodule" and not any(_compiled(r) for r in lk["resolved"])]
     if len(links) > _MAX_CHAIN_LINES and plain:
         # A large package (tensorflow_text: 300 imports): the lines that load compiled code or
@@ -166,8 +168,18 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "") -> None:
     else:
         plain = []
     for link in links:
-        mark = bad if link["problem"] or link["swallowed"] else ok
+        # A path no static evaluation computes is unknown, not wrong: '?', and what the real
+        # import mapped that no other line accounts for.
+        # An import inside try/except ImportError is wrong only when it fails (the probe
+        # retries it: OD512); one that resolves is an optional path like any other.
+        unknown = bool(link.get("unevaluated"))
+        wrong = (link["problem"] and not unknown) or (link["swallowed"] and
+                                                       link["target"] in failed)
+        mark = bad if wrong else "[yellow]?[/]" if unknown else ok
         target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
+        if unknown and link.get("observed"):
+            target += "; the real import mapped " + ", ".join(
+                os.path.basename(r) for r in link["observed"])
         p.line(f"  {mark} ", f"{escape(_path(os.path.basename(link['file'])))}:"
                f"{link['line']} {escape(link['text'].strip()[:80])} → {escape(target)}", hang=6)
     if plain:
@@ -275,7 +287,8 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
     chain = report.sections.get("import-chain")
     if chain and chain.get("package"):
         raised = next((f.message for f in report.findings if f.code == "OD511"), "")
-        _chain(p, chain, raised)
+        _chain(p, chain, raised, frozenset(f.subject for f in report.findings
+                                           if f.code == "OD512"))
     probe = report.sections.get("probe")
     if probe and probe.get("ran"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])
