@@ -755,7 +755,7 @@ fixtures: $(STABLE_SO)
 # libquadmath only through the DT_RPATH of the extensions that load it. About 75 MB of wheels.
 HFX := $(FIX)/healthy
 HEALTHY := $(patsubst %,$(HFX)/%/.ready,tokenizers-0.23.3 numpy-2.4.6 executorch-1.5.1 \
-  scipy-1.17.1)
+  scipy-1.17.1 lightgbm-4.7.0)
 .PHONY: healthy
 healthy: $(HEALTHY)
 $(HFX)/%/.ready: | $(VENV)/.installed

@@ -314,3 +314,33 @@ def test_framework_library_without_registration_or_dependents_is_still_od101(
     res = cli(capsys, "check", "-f", "json", "--static", str(lib))
     assert res.code == 1
     assert any(c == "OD101" for c, _ in _errors(res)), _errors(res)
+
+
+@pytest.mark.probe
+def test_library_that_needs_the_openmp_runtime_torch_also_ships_is_not_a_torch_extension(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """lightgbm 4.7.0's lib_lightgbm.so NEEDs libgomp.so.1 (and no torch library, no torch
+    symbol); torch's wheel happens to carry a libgomp.so.1 in torch/lib. The library is no torch
+    extension: it loads and works in a plain interpreter, and checked by itself it is no
+    "links torch but registers nothing" (OD101) error — it was, when any DT_NEEDED name found in
+    torch/lib counted as linking torch."""
+    site = _site("lightgbm-4.7.0")
+    lib = site / "lightgbm" / "lib" / "lib_lightgbm.so"
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys\n"
+                           "lib = ctypes.CDLL(sys.argv[1])\n"
+                           "lib.LGBM_GetLastError.restype = ctypes.c_char_p\n"
+                           "h = ctypes.c_void_p()\n"
+                           "print(lib.LGBM_BoosterCreateFromModelfile(b'/nonexistent', "
+                           "ctypes.byref(ctypes.c_int()), ctypes.byref(h)), "
+                           "lib.LGBM_GetLastError().decode())", str(lib)],
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0 and real.stdout.startswith("-1 ") and \
+        "/nonexistent" in real.stdout, real.stdout + real.stderr  # it runs: its own error
+    torch_lib = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    assert list(torch_lib.glob("site-packages/torch/lib/libgomp.so.1")), \
+        "torch/lib has no libgomp.so.1 here: the confusion this test guards cannot arise"
+    res = cli(capsys, "check", "-f", "json", str(lib))
+    rep = res.json()["reports"][0]
+    assert res.code == 0 and _errors(res) == [], _errors(res)
+    assert not {"OD101", "OD121"} & {f["code"] for f in rep["findings"]}
+    assert "import torch" not in rep["sections"]["dependencies"]["context"]

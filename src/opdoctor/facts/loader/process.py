@@ -27,10 +27,17 @@ class Process:
     tree: DepTree
 
 
+# Runtimes torch's wheel carries in torch/lib for its own use that any OpenMP/C++ program
+# also needs (lightgbm's lib_lightgbm.so NEEDs libgomp.so.1): not a sign of a torch extension.
+_SHARED_RUNTIMES = ("libgomp", "libiomp", "libomp", "libgfortran", "libquadmath", "libstdc++",
+                    "libgcc_s")
+
+
 def needs_torch(image: ElfImage, torch_lib_dir: str | None) -> bool:
     """True when the library links torch's libraries or uses c10/at/torch symbols."""
     needed = [str(n) for n in image.tags.get("DT_NEEDED", [])]
-    if torch_lib_dir and any(os.path.exists(os.path.join(torch_lib_dir, n)) for n in needed):
+    if torch_lib_dir and any(os.path.exists(os.path.join(torch_lib_dir, n)) and
+                             not n.startswith(_SHARED_RUNTIMES) for n in needed):
         return True
     if TORCH.linked_by(needed):
         return True
