@@ -512,3 +512,33 @@ def test_the_retired_od504_stands_for_od416(capsys: pytest.CaptureFixture[str],
     page = cli(capsys, "explain", "OD504")
     assert "OD504 is retired; it is reported as OD416 now." in page.err
     assert page.out.startswith("OD416")
+
+
+@pytest.mark.parametrize("name", ["lazypkg.npu.graph_ex", ".graph_ex"])
+def test_import_module_of_a_dotted_name_resolves_in_its_subpackage(tmp_path: Path,
+                                                                    name: str) -> None:
+    """torch_npu 2.13.0's npu/__init__.py imports ``importlib.import_module(
+    "torch_npu.npu.npugraph_ex")`` — torch_npu/npu/npugraph_ex/, a subpackage of a subpackage. It
+    was looked up as torch_npu/npugraph_ex and reported missing (OD510, the verdict's headline).
+    A relative name resolves from the importing file's package. Python itself imports both; a
+    name that is really missing is still OD510."""
+    import subprocess
+    import sys
+
+    for where, there in (("ok", True), ("missing", False)):
+        pkg = tmp_path / where / "lazypkg"
+        (pkg / "npu").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("from . import npu\nfrom . import _C\n")
+        (pkg / "_C.py").write_text("")  # stands in for the extension: something to check
+        (pkg / "npu" / "__init__.py").write_text(
+            f"import importlib\ngraph_ex = importlib.import_module({name!r}, __name__)\n")
+        (pkg / "npu" / ("graph_ex.py" if there else "elsewhere.py")).write_text("VALUE = 1\n")
+        real = subprocess.run([sys.executable, "-B", "-c",
+                               "import lazypkg; print(lazypkg.npu.graph_ex.VALUE)"],
+                              cwd=pkg.parent, capture_output=True, text=True, timeout=60)
+        if there:
+            assert real.stdout.strip() == "1", real.stderr
+            assert codes(chain(pkg.parent, "lazypkg", probe=False)) == []
+        else:
+            assert "No module named 'lazypkg.npu.graph_ex'" in real.stderr
+            assert codes(chain(pkg.parent, "lazypkg", probe=False)) == ["OD510"]

@@ -779,13 +779,18 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             if last == "import_module" and node.args:
                 target = ev.value(node.args[0])
                 if isinstance(target, str):
+                    level = len(target) - len(target.lstrip("."))
                     parts = target.lstrip(".").split(".")
-                    sub = parts[-1] if target.startswith(".") or parts[0] == package else ""
-                    if sub and (len(parts) > 1 or target.startswith(".")):
+                    sub = parts[-1] if level or parts[0] == package else ""
+                    if sub and (len(parts) > 1 or level):
+                        # The module's own directory: "pkg.npu.graph" is pkg/npu/graph, not
+                        # pkg/graph; "..x.y" climbs one package up from this file's.
+                        base = top_dir if not level else os.path.normpath(
+                            os.path.join(pkg_dir, *[".."] * (level - 1)))
+                        inner = parts[:-1] if level else parts[1:-1]
                         links.extend(_submodule(file, node.lineno, seg, sub,
-                                                pkg_dir if target.startswith(".") else top_dir,
-                                                package, suffixes, handlers, depth, seen,
-                                                top_dir, known))
+                                                os.path.join(base, *inner), package, suffixes,
+                                                handlers, depth, seen, top_dir, known))
             elif last in _LOADERS and node.args:
                 link = Link(file, node.lineno, "cdll" if "CDLL" in last or last == "cdll"
                             else "load_library", seg,
