@@ -787,9 +787,9 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                         # pkg/graph; "..x.y" climbs one package up from this file's.
                         base = top_dir if not level else os.path.normpath(
                             os.path.join(pkg_dir, *[".."] * (level - 1)))
-                        inner = parts[:-1] if level else parts[1:-1]
+                        dirs = parts[:-1] if level else parts[1:-1]
                         links.extend(_submodule(file, node.lineno, seg, sub,
-                                                os.path.join(base, *inner), package, suffixes,
+                                                os.path.join(base, *dirs), package, suffixes,
                                                 handlers, depth, seen, top_dir, known))
             elif last in _LOADERS and node.args:
                 link = Link(file, node.lineno, "cdll" if "CDLL" in last or last == "cdll"
