@@ -490,6 +490,16 @@ $(RPFX)/dgl-2.1.0/.ready: | $(VENV)/.installed
 	  > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/dgl-2.1.0.txt; \
 	  else tail -3 $(@D)/pip.log > $(SKIP)/dgl-2.1.0.txt; fi
 	touch $@
+# torch_npu 2.13.0 (44 MB, no Python dependencies needed to reach the failure): the Ascend
+# backend, which torch auto-loads at its own import (entry point torch.backends); without the
+# CANN toolkit its libhccl.so is missing and `import torch` itself fails.
+REALPKG_SO += $(RPFX)/torch-npu-2.13.0/.ready
+$(RPFX)/torch-npu-2.13.0/.ready: | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
+	  torch-npu==2.13.0 > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/torch-npu-2.13.0.txt; \
+	  else tail -3 $(@D)/pip.log > $(SKIP)/torch-npu-2.13.0.txt; fi
+	touch $@
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@

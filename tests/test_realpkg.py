@@ -21,7 +21,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.pipeline import run_check
 from opdoctor.report import text as text_report
 from opdoctor.report.layout import Printer
-from tests.conftest import FIX, SKIP
+from tests.conftest import BUILD, FIX, SKIP
 from tests.helpers import cli, cli_proc
 from tests.torchfork import run_python
 
@@ -354,3 +354,74 @@ def test_per_release_libraries_without_the_installed_release(
               "--package", "dgl", "--cwd", str(tmp_path))
     found = {f["code"]: f for f in res.json()["reports"][0]["findings"]}
     assert found["OD201"]["severity"] == "error" and found["OD324"]["severity"] == "error"
+
+
+def _npu_site() -> Path:
+    site = FIX / "realpkg" / "torch-npu-2.13.0" / "site"
+    reason = SKIP / "torch-npu-2.13.0.txt"
+    if reason.exists():
+        pytest.skip(f"torch_npu 2.13.0 not installed: {reason.read_text().strip()[:200]}")
+    assert (site / "torch_npu").is_dir(), f"{site} is missing: run `make fixtures`"
+    return site
+
+
+@pytest.mark.probe
+def test_device_backend_without_its_toolkit_breaks_import_torch(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """torch_npu 2.13.0 (the Ascend backend) declares a torch.backends entry point, so torch
+    imports it at the end of `import torch`; without Huawei's CANN toolkit its libraries
+    (libhccl.so, libascendcl.so …) are missing and `import torch` itself fails with
+    "Failed to load the backend extension: torch_npu", the ImportError as its cause. The
+    verdict is the missing toolkit (cause 2, its set_env.sh — not patchelf), with torch's own
+    failure a warning beside it (OD513); it was cause 5 on a missing submodule the package
+    does have (npu/npugraph_ex) and "torch itself fails to import: the environment is broken"
+    (OD320)."""
+    site = _npu_site()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    # A fresh interpreter, not the tests' torch zygote: what fails is torch's own import.
+    real = subprocess.run([sys.executable, "-c", "import torch"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert real.returncode != 0 and "Failed to load the backend extension: torch_npu" in \
+        real.stderr and "libhccl.so: cannot open shared object file" in real.stderr, \
+        real.stderr[-2000:]
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--package",
+              "torch_npu", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    found = {f["code"]: f for f in rep["findings"]}
+    assert res.code == 1 and diag["cause"] == 2 and diag["root_findings"][0] == "OD201", diag
+    assert "CANN" in found["OD201"]["fix"] and "set_env.sh" in found["OD201"]["fix"]
+    assert "patchelf" not in diag["summary"]
+    assert found["OD513"]["severity"] == "warning" and "torch_npu" in found["OD513"]["message"]
+    assert not {"OD320", "OD510"} & set(found), sorted(found)
+    assert found["OD220"]["message"].startswith("libhccl.so")  # the re-run's real load
+
+
+@pytest.mark.probe
+def test_a_broken_device_backend_is_the_verdict_for_any_library_beside_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The reference operator, healthy, in an environment where torch_npu is installed
+    without its toolkit: `import torch` fails, so the library cannot be used at all — the
+    verdict is the backend that breaks torch's import (OD513, an error), and the library's own
+    load (probed again with TORCH_DEVICE_BACKEND_AUTOLOAD=0) is clean. With that variable set
+    in the job's environment torch imports and nothing is wrong."""
+    site = _npu_site()
+    lib = str(BUILD / "myop" / "libmyop.so")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    for autoload, ok in (("1", False), ("0", True)):  # fresh interpreters: torch's own import
+        real = subprocess.run([sys.executable, "-c", "import torch"], cwd=tmp_path,
+                              env={**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": autoload},
+                              capture_output=True, text=True, timeout=300)
+        assert (real.returncode == 0) is ok, real.stderr[-2000:]
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", lib)
+    rep = res.json()["reports"][0]
+    errors = [f["code"] for f in rep["findings"] if f["severity"] == "error"]
+    assert res.code == 1 and errors == ["OD513"] and rep["diagnosis"]["cause"] == 5, errors
+    od513 = rep["findings"][[f["code"] for f in rep["findings"]].index("OD513")]
+    assert "libhccl.so" in od513["message"] and "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in od513["fix"]
+    assert rep["sections"]["probe"]["outcome"] == "loaded"
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--env",
+              "TORCH_DEVICE_BACKEND_AUTOLOAD=0", lib)
+    assert res.code == 0, [f["message"] for f in res.json()["reports"][0]["findings"]]

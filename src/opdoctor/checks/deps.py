@@ -87,9 +87,34 @@ def _attempt_lines(miss: Missing) -> list[str]:
     return lines
 
 
+# Libraries of Huawei's Ascend CANN toolkit (torch_npu, MindSpore's Ascend build): never in a
+# wheel, found through the LD_LIBRARY_PATH the toolkit's set_env.sh exports. The short generic
+# names (libgraph.so, libruntime.so …) count only beside an unmistakable one.
+_CANN_SURE = ("libascendcl", "libascend_hal", "libhccl", "libacl_", "libge_runner",
+              "libge_common", "libopapi", "libnnopbase", "libmsprofiler", "libprofapi")
+_CANN_TOO = ("libgraph.so", "libruntime.so", "libregister.so", "liberror_manager",
+             "libc_sec.so", "libmmpa.so", "libplatform.so", "libtiling_api", "libfmk_")
+CANN_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
+def cann_library(name: str, missing: list[str]) -> bool:
+    """Whether ``name`` is a library of the Ascend CANN toolkit (``missing``: the other names
+    not found for the same target, which make a generic name unambiguous)."""
+    if name.startswith(_CANN_SURE):
+        return True
+    return name.startswith(_CANN_TOO) and any(m.startswith(_CANN_SURE) for m in missing)
+
+
 def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
     interp = facts.interpreter
+    if cann_library(miss.name, [m.name for m in facts.process.tree.missing]):
+        return (f"{miss.name} belongs to Huawei's Ascend CANN toolkit, which is installed "
+                "apart from the wheel and found through the LD_LIBRARY_PATH its set_env.sh "
+                "exports: install the CANN release this package was built for and run "
+                f"`source {CANN_SET_ENV}` in the job's environment (or pass its variables "
+                "with --env); without an Ascend NPU, use the framework's CPU build instead. "
+                "No RPATH edit brings the toolkit")
     if miss.name.startswith("libtensorflow") and (interp is None or not interp.tensorflow_dir):
         exe = interp.invoke if interp else (facts.options.python or "the interpreter")
         return (f"tensorflow is not installed for {exe}, so nothing loads {miss.name} before "

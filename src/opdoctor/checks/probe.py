@@ -178,6 +178,21 @@ OD320 = CodeDoc(
     "and check `python -c 'import torch'` before the extension.",
     references=("https://pytorch.org/get-started/locally/",),
 )
+OD513 = CodeDoc(
+    "OD513", "import torch fails: a device backend it auto-loads fails to import",
+    Severity.ERROR,
+    what="Every package that declares a `torch.backends` entry point (torch_npu and other "
+    "out-of-tree device backends) imports when torch does (torch ≥ 2.5 auto-loads them).",
+    why="torch imports each such backend at the end of its own import and turns the backend's "
+    "error into its own: `import torch` fails for every program in the environment, whatever "
+    "it loads, until the backend imports (its own error is the cause of torch's).",
+    example="RuntimeError: Failed to load the backend extension: torch_npu. You can disable "
+    "extension auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0.",
+    fix="Fix the backend's own error (its cause), or uninstall the backend from an environment "
+    "without its device; a job that does not need it runs with "
+    "TORCH_DEVICE_BACKEND_AUTOLOAD=0.",
+    references=("https://pytorch.org/tutorials/prototype/python_extension_autoload.html",),
+)
 OD321 = CodeDoc(
     "OD321", "load failed: undefined symbol", Severity.ERROR,
     what="The real load binds every symbol.",
@@ -235,6 +250,7 @@ OD132 = CodeDoc(
 )
 
 CODES = (OD120, OD121, OD122, OD123, OD124, OD125, OD126, OD127, OD129, OD130, OD220, OD315, OD320,
+         OD513,
          OD321, OD322, OD420, OD131, OD132)
 
 # Stages before the library is touched: what stops the probe there is not the library's doing.
@@ -351,11 +367,49 @@ def _duplicate(facts: Facts, text: str) -> Iterator[Finding]:
     yield OD120.finding(facts.path, f"{what} is already registered in the process", ev[:6])
 
 
+def _autoload(facts: Facts) -> Iterator[Finding]:
+    """OD513 when the probe's first run found ``import torch`` itself failing on a device
+    backend it auto-loads (the probe then ran again with auto-loading off). An error of its own
+    when the checked library is not that backend (the environment is broken for everyone); a
+    warning beside the backend's own load error when it is."""
+    from opdoctor.facts.backends import AUTOLOAD_VAR, failed_backend, find_backend
+    first = facts.autoload_failure
+    if first is None or first.framework_error is None:
+        return
+    err, cause = first.framework_error, first.framework_cause
+    name = failed_backend(err.message)
+    interp = facts.interpreter
+    backend = find_backend(list(interp.sys_path) if interp else [], name)
+    module = backend.module if backend else name
+    own = facts.options.package == module or \
+        f"{os.sep}{module}{os.sep}" in os.path.abspath(facts.path)
+    why = f"{cause.type}: {cause.message}" if cause else "its error is not in the report"
+    ev = [f"import torch: {err.type}: {err.message}", f"the backend's own error: {why}"[:400]]
+    if backend:
+        ev.append(f"entry point {backend.name} = {backend.value} in group torch.backends "
+                  f"({backend.dist}, {backend.where})")
+    ev.append(f"the probe ran again with {AUTOLOAD_VAR}=0: the rest of this report is that run")
+    dist = backend.dist.split("-")[0] if backend else module
+    if own:
+        yield OD513.finding(
+            module, f"because torch auto-loads {module}, `import torch` itself fails in this "
+            f"environment until {module} imports", ev, severity=Severity.WARNING,
+            fix=f"fixing {module}'s own load (above) fixes `import torch` too; until then a job "
+            f"that does not need {module} runs with {AUTOLOAD_VAR}=0")
+        return
+    yield OD513.finding(
+        module, f"`import torch` fails in this environment: it auto-loads the device backend "
+        f"{module}, which fails to import ({why[:200]})", ev,
+        fix=f"fix {module}'s own error ({why[:120]}) or `pip uninstall {dist}` where its device "
+        f"is absent; a job that does not need it runs with {AUTOLOAD_VAR}=0")
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """Classify the probe's outcome."""
     res = facts.probe_result()
     if res is None:
         return
+    yield from _autoload(facts)
     from opdoctor.facts.probe.outcome import ProbeState  # loaded by the probe that ran
 
     if facts.options.aot_function and res.stage == "smoke" and not res.finished:
@@ -661,7 +715,7 @@ def _applies(facts: Facts) -> str:
 CHECK = Check(
     name="probe",
     summary="load the library for real in a sandboxed child of the target interpreter",
-    causes=(Cause.REGISTRATION, Cause.LIBRARY_PATH, Cause.VERSION),
+    causes=(Cause.REGISTRATION, Cause.LIBRARY_PATH, Cause.VERSION, Cause.IMPORT_CHAIN),
     codes=CODES,
     run=run,
     section=section,

@@ -129,7 +129,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     if facts.process.tree.missing:
         sev = Severity.WARNING  # the missing library may define them: OD201 is the root
         note = (" (inconclusive: a dependency is missing and may define them, see "
-                f"{', '.join(m.name for m in facts.process.tree.missing)})")
+                f"{', '.join(dict.fromkeys(m.name for m in facts.process.tree.missing))})")
     else:
         sev, note = Severity.ERROR, ""
     torch_syms = [s for s in unresolved if _is_torch(names[s.name])]

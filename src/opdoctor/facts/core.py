@@ -11,6 +11,7 @@ import mmap
 import os
 import re
 import sys
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -111,6 +112,9 @@ class Facts:
         self.options = options or CheckOptions()
         self._probe: ProbeHandle | None = None
         self._probe_outcome: ProbeOutcome | None = None
+        # The first probe's outcome when torch's import failed on a device backend it
+        # auto-loads (the probe then ran again without auto-loading): see probe_result.
+        self.autoload_failure: ProbeOutcome | None = None
         self._pyinit: dict[tuple[str, str], tuple[bool, list[str]]] = {}
 
     @cached_property
@@ -345,7 +349,29 @@ class Facts:
         """The probe's outcome (waits for it); None when it was not started."""
         if self._probe_outcome is None and self._probe is not None:
             self._probe_outcome = self._probe.wait()
+            self._past_a_failed_backend()
         return self._probe_outcome
+
+    def _past_a_failed_backend(self) -> None:
+        """When ``import torch`` itself failed because a device backend it auto-loads failed
+        (torch_npu without Ascend's libraries), keep that outcome as :attr:`autoload_failure`
+        and probe again with auto-loading off: the library is then loaded as it would be
+        once that backend is fixed (or is the backend itself, whose own load error then shows
+        as any load error does). One more probe, only on this failure."""
+        from opdoctor.facts.backends import AUTOLOAD_VAR, failed_backend
+        from opdoctor.facts.probe.outcome import ProbeState
+        from opdoctor.facts.probe.runner import start_probe
+        first, probe = self._probe_outcome, self._probe
+        if first is None or probe is None or first.state is not \
+                ProbeState.FRAMEWORK_IMPORT_FAILED or first.framework_error is None or \
+                not failed_backend(first.framework_error.message) or \
+                probe.req.env.get(AUTOLOAD_VAR) == "0":
+            return
+        self.autoload_failure = first
+        req = dataclasses.replace(probe.req, env={**probe.req.env, AUTOLOAD_VAR: "0"},
+                                  late=False)
+        self._probe = start_probe(req)
+        self._probe_outcome = self._probe.wait()
 
     # ------------------------------------------------------------ per-family facts
     @cached_property

@@ -243,6 +243,7 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
     p.line("", f"[{style}]{escape(diag.summary)}[/]", hang=2)
     folded = {id(f): root for root, fs in diag.consequences.items() for f in fs}
     roots = {id(f) for f in diag.root_findings}
+    told: set[str] = set()  # consequences are keyed by code: told under its first root only
     p.blank()
     for row in cause_statuses(report):
         head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
@@ -261,7 +262,8 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
             p.line("", f"[{_SEV_STYLE[worst]}]{head}[/]", hang=2)
             for f in own:
                 _finding(p, f, ctx)
-                if id(f) in roots:
+                if id(f) in roots and f.code not in told:
+                    told.add(f.code)
                     _consequences(p, diag.consequences.get(f.code, ()), f.code, ctx)
             reg = report.sections.get("registration")
             pkg = package_inventory(report, None if ctx.verbose else 6)

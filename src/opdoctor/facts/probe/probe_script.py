@@ -256,7 +256,9 @@ def main() -> None:
         try:
             import torch
         except BaseException as exc:  # a broken torch is what we report
-            emit(P.FRAMEWORK_IMPORT_FAILED, error=err(exc))
+            # Its cause: what a device backend torch auto-loads raised (torch_npu's ImportError).
+            cause = exc.__cause__ or exc.__context__
+            emit(P.FRAMEWORK_IMPORT_FAILED, error=err(exc), cause=err(cause) if cause else None)
             return
         emit(P.FRAMEWORK, version=torch.__version__, cuda=torch.version.cuda,
              file=torch.__file__)
