@@ -7,11 +7,11 @@ check reuses it.
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import os
 import re
 import sys
-import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
