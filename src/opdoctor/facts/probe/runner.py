@@ -154,6 +154,8 @@ class ProbeHandle:
             cwd=req.cwd or None)
         os.close(wfd)
         self.leftovers = 0  # processes the probe left behind (killed on return)
+        self._outcome: ProbeOutcome | None = None
+        self._tails: dict[str, str] = {}  # stdout/stderr read (by file name), once
         _note_start(req.path or f"package {req.package}")
         self.events: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)
@@ -204,17 +206,26 @@ class ProbeHandle:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
     def _tail(self, fh: Any) -> str:
+        if fh.closed:  # a wait() interrupted after it read them (a stage's budget ran out)
+            return self._tails.get(fh.name, "")
         fh.flush()
         fh.seek(0, os.SEEK_END)
         size = fh.tell()
         fh.seek(max(0, size - 8000))
         data: bytes = fh.read()
         fh.close()
-        return data.decode(errors="replace")
+        self._tails[fh.name] = text = data.decode(errors="replace")
+        return text
 
     def wait(self) -> ProbeOutcome:
         """Wait for the probe's child to exit (bounded by its timeout and memory limit), kill
-        whatever it left running, and collect it all."""
+        whatever it left running, and collect it all. Called again (an earlier call was
+        interrupted by a stage's budget), it finishes the collection or returns the result."""
+        if self._outcome is None:
+            self._outcome = self._wait()
+        return self._outcome
+
+    def _wait(self) -> ProbeOutcome:
         import psutil  # imported here: only a run with the probe pays for it
 
         timed_out = memory_killed = False
