@@ -266,3 +266,32 @@ def test_schema_like_text_outside_torch_is_no_op(tmp_path: Path) -> None:
                     f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
     report = run_check(str(linked), CheckOptions(probe=False), Selection(("OD1",)))
     assert "cv" in report.sections["registration"]["namespaces"]
+
+
+@pytest.mark.probe
+def test_a_library_that_defines_aten_names_but_needs_none_is_no_torch_extension(
+        tmp_path: Path) -> None:
+    """ctranslate2 4.8.5's library carries its own copy of ATen's softmax kernels (it defines
+    ``at::native::cunn_SoftMaxForward`` …) and links no torch: a healthy library that loads in
+    a plain interpreter, not "links torch but contains no operator registration" (OD101 +
+    OD121, exit 1). A library that *needs* such a name (an undefined reference) is still
+    checked as a torch extension."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "t.cpp"
+    src.write_text("namespace at { namespace native { int own_softmax(int x) { return x; } } }\n"
+                   "namespace at { namespace native { int theirs(int); } }\n"
+                   "#ifdef NEEDS\nint call(int x) { return at::native::theirs(x); }\n#endif\n")
+    defines, needs = tmp_path / "libdefines.so", tmp_path / "libneeds.so"
+    for out, extra in ((defines, []), (needs, ["-DNEEDS"])):
+        subprocess.run(["g++", "-shared", "-fPIC", *extra, "-o", str(out), str(src)],
+                       check=True, timeout=60)
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(defines)], capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0, real.stderr  # it loads on its own: nothing of torch needed
+    report = run_check(str(defines), CheckOptions(probe=True))
+    errors = [f.code for f in report.findings if f.severity.name == "ERROR"]
+    assert errors == [] and "OD101" not in [f.code for f in report.findings], errors
+    report = run_check(str(needs), CheckOptions(probe=False), Selection(("OD1",)))
+    assert "OD101" in [f.code for f in report.findings]

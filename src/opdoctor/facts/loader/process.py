@@ -41,12 +41,24 @@ def needs_torch(image: ElfImage, torch_lib_dir: str | None) -> bool:
         return True
     if TORCH.linked_by(needed):
         return True
+    return _uses_symbols(image, TORCH.symbol_markers)
+
+
+def _uses_symbols(image: ElfImage, markers: tuple[bytes, ...]) -> bool:
+    """Whether the library *needs* (undefined dynamic symbol) a name that starts with one of
+    ``markers``. A name it defines says nothing: ctranslate2's library carries its own copy of
+    ATen's softmax kernels (``at::native::cunn_SoftMaxForward``) and links no torch. A byte
+    search of .dynstr first: most libraries have no such name at all."""
     dynstr = image.section(".dynstr")
     if dynstr is None:
         return False
     start, end = dynstr.offset, dynstr.offset + dynstr.size
     buf = image.data.buf
-    return any(buf.find(m, start, end) >= 0 for m in TORCH.symbol_markers)
+    if not any(buf.find(m, start, end) >= 0 for m in markers):
+        return False
+    from opdoctor.facts.elf.dynsym import DynSymbols
+    prefixes = tuple(m.decode() for m in markers)
+    return any(s.name.startswith(prefixes) for s in DynSymbols(image).undefined())
 
 
 def _mark(tree: DepTree, by: str, skip: set[str]) -> list[Library]:
@@ -64,12 +76,7 @@ def needs_tensorflow(image: ElfImage) -> bool:
     TensorFlow op library, possibly one built without the link flags)."""
     if TENSORFLOW.linked_by(str(n) for n in image.tags.get("DT_NEEDED", [])):
         return True
-    dynstr = image.section(".dynstr")
-    if dynstr is None:
-        return False
-    buf = image.data.buf
-    end = dynstr.offset + dynstr.size
-    return any(buf.find(m, dynstr.offset, end) >= 0 for m in TENSORFLOW.symbol_markers)
+    return _uses_symbols(image, TENSORFLOW.symbol_markers)
 
 
 def _tf_pywrap(framework: str) -> str | None:
