@@ -542,3 +542,26 @@ def test_import_module_of_a_dotted_name_resolves_in_its_subpackage(tmp_path: Pat
         else:
             assert "No module named 'lazypkg.npu.graph_ex'" in real.stderr
             assert codes(chain(pkg.parent, "lazypkg", probe=False)) == ["OD510"]
+
+
+def test_a_namespace_portion_with_libraries_below_it_hides_nothing(tmp_path: Path) -> None:
+    """torchrec 1.9.2 checked from a working directory that holds a directory called torchrec
+    (no __init__.py) with the site-packages below it: the regular package on PYTHONPATH wins
+    wherever it is on sys.path, whatever lies below the portion. It was OD502 "the installed
+    copy with asmjit.so is hidden", heading the verdict over the real undefined symbol."""
+    import subprocess
+    import sys
+
+    cwd, site = tmp_path / "work", tmp_path / "site"
+    (cwd / "nspkg" / "deep" / "lib").mkdir(parents=True)
+    shutil.copy(PKG_DIR / "myop" / "libmyop.so", cwd / "nspkg" / "deep" / "lib" / "libx.so")
+    (site / "nspkg").mkdir(parents=True)
+    (site / "nspkg" / "__init__.py").write_text("from . import _C\n")
+    (site / "nspkg" / "_C.py").write_text("")
+    real = subprocess.run([sys.executable, "-c", "import nspkg; print(nspkg.__file__)"],
+                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(site)},
+                          capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == str(site / "nspkg" / "__init__.py"), real.stderr
+    report = chain(cwd, "nspkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "nspkg")
+    assert "OD502" not in codes(report), [f.message for f in report.findings]

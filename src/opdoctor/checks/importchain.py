@@ -248,8 +248,13 @@ def run(facts: Facts) -> Iterator[Finding]:
         return
     win = chain.winner
     assert win is not None
-    if len(chain.candidates) > 1:
-        others = [c for c in chain.candidates if c is not win]
+    # A directory without __init__.py (a namespace portion) never wins over a regular package,
+    # wherever it is on sys.path: a data or output directory named like the package in the
+    # working directory hides nothing, whatever files lie below it (torchrec run from a
+    # directory called torchrec that holds the site-packages).
+    others = [c for c in chain.candidates if c is not win and
+              (win.kind == "namespace" or c.kind != "namespace")]
+    if others:
         ev = [f"import {name} → {win.path} ({win.kind}, from sys.path entry "
               f"{win.entry or '(cwd)'!r})"]
         ev += [f"hidden: {c.path} ({c.kind}, later on sys.path)" for c in others]
@@ -261,10 +266,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 f"extension; the installed copy with {hidden_so} is hidden", ev,
                                 fix=f"run from outside {os.path.dirname(win.path)} or remove it "
                                 f"from sys.path (PYTHONPATH, cwd); or `pip install -e .` there")
-        elif win.kind != "namespace" and any(c.kind != "namespace" for c in others):
-            # A directory without __init__.py (a namespace portion) never wins over a regular
-            # package, wherever it is on sys.path: a data directory named like the package in
-            # the working directory hides nothing.
+        elif win.kind != "namespace":
             yield OD502.finding(name, f"{len(others)} other cop{'y' if len(others) == 1 else 'ies'}"
                                 f" of {name} on sys.path; {win.path} wins", ev,
                                 severity=Severity.WARNING)
