@@ -295,3 +295,28 @@ def test_a_library_that_defines_aten_names_but_needs_none_is_no_torch_extension(
     assert errors == [] and "OD101" not in [f.code for f in report.findings], errors
     report = run_check(str(needs), CheckOptions(probe=False), Selection(("OD1",)))
     assert "OD101" in [f.code for f in report.findings]
+
+
+def test_an_assertion_with_an_arrow_is_no_schema(tmp_path: Path) -> None:
+    """torch_xla 2.9.0's _XLAC carries assertion texts like "Check failed: data()->tensor_data"
+    and "ctx.builder->sharding()->tuple_shardings_size() >= 2": read as schemas "data() -> t"
+    and "sharding() -> t" (a one-letter type variable cut out of a longer word), they were two
+    OD102 "invalid schema" errors. A return type is a whole word; a real schema beside them is
+    still read."""
+    import subprocess
+    import sys
+
+    (tmp_path / "t.c").write_text(
+        'const char *a = "Check failed: data()->tensor_data: ";\n'
+        'const char *b = "ctx.builder->sharding()->tuple_shardings_size() >= 2";\n'
+        'const char *c = "xla::real_op(Tensor self, int dim) -> Tensor";\n'
+        "const char *get(int i) { return i == 0 ? a : i == 1 ? b : c; }\n")
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    lib = tmp_path / "libxla_like.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
+    texts = [s["schema"] for s in report.sections["registration"]["schemas"]]
+    assert any("real_op(Tensor self, int dim) -> Tensor" in t for t in texts), texts
+    assert not any(t.startswith(("data()", "sharding()")) for t in texts), texts
+    assert "OD102" not in [f.code for f in report.findings]

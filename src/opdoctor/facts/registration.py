@@ -46,7 +46,9 @@ _RET = re.compile(rb"\s*->\s*(\((?:[^()\x00-\x1f\x7f-\xff]|\([^()]*\))*\)|"
                   # hash seed) keeps the pattern, and the compiled-regex cache, the same.
                   rb"(?:" + b"|".join(t.encode() for t in sorted(
                       SCHEMA_TYPES, key=lambda t: (-len(t), t))) +
-                  rb")(?:\([a-z]!?\))?(?:\[\d*\])?\??)")
+                  # A whole word: "data()->tensor_data" in an assertion is no schema
+                  # returning type variable "t" (torch_xla's _XLAC).
+                  rb")(?![A-Za-z0-9_])(?:\([a-z]!?\))?(?:\[\d*\])?\??)")
 _TYPE_HINT = re.compile(r"\b(Tensor|int|float|bool|str|Scalar|SymInt|Any)\b")
 # What a C++ signature (``__PRETTY_FUNCTION__``, a demangled name in a message) has and the
 # schema language never has: references, scope operators, cv-qualifiers, templates, pointers.
