@@ -59,7 +59,8 @@ def test_variant_library_missing_in_the_real_load_is_cause_3(
     od315 = codes["OD315"]
     assert od315["cause"] == 3 and od315["severity"] == "error"
     assert "CUDA" in od315["message"] and "2.13.0+cpu" in od315["message"]
-    assert "patchelf" not in od315["fix"] and "whl/cpu" in od315["fix"]
+    # A lone copy names no distribution: no index to promise a CPU build from.
+    assert "patchelf" not in od315["fix"] and "a CPU build of the extension" in od315["fix"]
     diag = rep["diagnosis"]
     assert diag["cause"] == 3 and diag["root_findings"] == ["OD307"]
     assert "OD315" in diag["consequences"]["OD307"]
@@ -177,6 +178,8 @@ def test_build_record_names_the_exact_torch_build(capsys: pytest.CaptureFixture[
     od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
     assert "xformers/cpp_lib.json: built for torch 2.10.0+cu128, CUDA 12.8" in od307["evidence"]
     assert "torch==2.10.0" in od307["fix"] and "whl/cu128" in od307["fix"]
+    # xformers is not on PyTorch's CPU index: no "pip install xformers --index-url …/cpu".
+    assert "whl/cpu" not in od307["fix"] and "if its project publishes one" in od307["fix"]
 
 
 @pytest.mark.probe
@@ -425,3 +428,16 @@ def test_a_broken_device_backend_is_the_verdict_for_any_library_beside_it(
     res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--env",
               "TORCH_DEVICE_BACKEND_AUTOLOAD=0", lib)
     assert res.code == 0, [f["message"] for f in res.json()["reports"][0]["findings"]]
+
+
+def test_a_cpu_build_is_promised_only_where_pytorch_publishes_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """torchvision 0.28.0+cu130 beside a CPU torch: its CPU build is on PyTorch's CPU index,
+    and the fix says so; torch_tensorrt or xformers have none, and theirs must not (see the
+    xformers test)."""
+    site = _site("torchvision-0.28.0")
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
+              str(site / "torchvision" / "_C.so"))
+    od307 = next(f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD307")
+    assert "pip install torchvision --index-url https://download.pytorch.org/whl/cpu" in \
+        od307["fix"], od307["fix"]

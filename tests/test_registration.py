@@ -320,3 +320,39 @@ def test_an_assertion_with_an_arrow_is_no_schema(tmp_path: Path) -> None:
     assert any("real_op(Tensor self, int dim) -> Tensor" in t for t in texts), texts
     assert not any(t.startswith(("data()", "sharding()")) for t in texts), texts
     assert "OD102" not in [f.code for f in report.findings]
+
+
+def test_a_schema_with_a_torchbind_class_is_judged_by_the_load(tmp_path: Path) -> None:
+    """torch_tensorrt 2.13.0 defines ``execute_engine(Tensor[] input_tensors,
+    __torch__.torch.classes.tensorrt.Engine engine) -> Tensor[]`` and registers the class
+    ``tensorrt.Engine`` itself when it loads. torch's parser, run without the library, says
+    "Unknown custom class type" — which was a false OD102 error. torch accepts such a schema
+    once the class is registered (shown with torch's own TorchBind test library); statically it
+    is not judged, a typo elsewhere in the schema still is."""
+    import subprocess
+    import sys
+
+    schema = ("myns::use_foo(Tensor x, __torch__.torch.classes._TorchScriptTesting._Foo foo) "
+              "-> int")
+    real = run_python(
+        "import torch, os\n"
+        f"s = {schema!r}\n"
+        "try:\n    torch._C.parse_schema(s, allow_typevars=False)\n"
+        "except RuntimeError as e:\n    print('before:', str(e).strip().splitlines()[0])\n"
+        "torch.ops.load_library(os.path.join(torch.__path__[0], 'lib', "
+        "'libtorchbind_test.so'))\n"
+        "print('after:', torch._C.parse_schema(s, allow_typevars=False))\n")
+    assert "before: Unknown custom class type _TorchScriptTesting._Foo" in real.stdout, \
+        real.stdout + real.stderr
+    assert f"after: {schema}" in real.stdout
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    (tmp_path / "t.c").write_text(
+        f'const char *a = "{schema}";\n'
+        'const char *b = "myns::typo(Tensor x, flaot y) -> Tensor";\n'
+        "const char *get(int i) { return i ? a : b; }\n")
+    lib = tmp_path / "libbind.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
+    bad = [f.subject for f in report.findings if f.code == "OD102"]
+    assert bad == ["myns::typo"], [f.message for f in report.findings]

@@ -571,8 +571,8 @@ def _not_found(facts: Facts, name: str, hidden: str, ev: list[str]) -> Finding:
     if ext.package_version:
         ev.append(f"{dist} version {ext.package_version}"
                   + (f" (requires {ext.requires_torch})" if ext.requires_torch else ""))
-    fix = (f"install matching builds: the CPU build of {dist} for torch {tv.version} "
-           f"(pip install {dist} --index-url https://download.pytorch.org/whl/cpu), or the "
+    from opdoctor.checks.variant import cpu_build
+    fix = (f"install matching builds: {cpu_build(dist, tv.version)}, or the "
            f"{want} build of torch {built} was made for"
            + (f" ({ext.requires_torch})" if ext.requires_torch else "")
            + "; never patch RPATH/LD_LIBRARY_PATH for this") if tv.variant == "cpu" else (

@@ -213,6 +213,11 @@ def _schema_findings(facts: Facts, inv: Inventory) -> Iterator[Finding]:
             continue
         if torch_label and not by_torch:
             continue  # torch's own parser accepted it: its verdict wins over the built-in grammar
+        if not builtin and by_torch.startswith("Unknown custom class type"):
+            # A TorchBind class (__torch__.torch.classes.ns.Name) exists once a library
+            # registers it — usually this one, at load (torch_tensorrt's tensorrt.Engine): a
+            # parser without the library cannot judge it; the load (probe) does.
+            continue
         ev = [f"schema in .rodata: {s.text!r}"
               + (" (its return part is not in .rodata)" if s.partial else "")]
         if torch_label:
