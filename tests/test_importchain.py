@@ -565,3 +565,27 @@ def test_a_namespace_portion_with_libraries_below_it_hides_nothing(tmp_path: Pat
     report = chain(cwd, "nspkg", probe=False, env={"PYTHONPATH": str(site)},
                    path=site / "nspkg")
     assert "OD502" not in codes(report), [f.message for f in report.findings]
+
+
+def test_a_top_level_extension_module_is_the_target_of_its_package_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """autoawq-kernels 0.0.9 installs top-level extension modules (awq_v2_ext.cpython-311-….so,
+    no package directory): `--package awq_v2_ext` checked the directory it was found in, so
+    no static check read the library (its old C++ ABI, OD303, went unseen). The module file is
+    the target now."""
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    site.mkdir()
+    so = site / "_C.cpython-311-x86_64-linux-gnu.so"
+    shutil.copy(PYFIX / "scriptrel" / "myext" / so.name, so)
+    real = subprocess.run([sys.executable, "-c", "import _C; print(_C.__file__)"], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True,
+                          text=True, timeout=60)
+    assert real.stdout.strip() == str(so), real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
+              "--package", "_C", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert rep["target"]["path"] == str(so), rep["target"]
+    assert "dependencies" in rep["sections"]  # the library's own static checks ran

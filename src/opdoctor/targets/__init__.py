@@ -145,6 +145,8 @@ def expand(paths: list[str], options: CheckOptions,
             except budget.BudgetExceeded:
                 chain = None
             libs = chain.libraries if chain else []
+            if not libs and chain and chain.winner and chain.winner.kind == "extension":
+                libs = [chain.winner.path]  # a top-level extension module (awq_v2_ext.so)
             where = libs[0] if libs else (chain.package_dir if chain and chain.package_dir
                                           else os.path.abspath(options.cwd or "."))
             targets.append(Target(where, options, where))
