@@ -589,3 +589,34 @@ def test_a_top_level_extension_module_is_the_target_of_its_package_check(
     rep = res.json()["reports"][0]
     assert rep["target"]["path"] == str(so), rep["target"]
     assert "dependencies" in rep["sections"]  # the library's own static checks ran
+
+
+def test_a_package_that_computes_its_load_path_gets_its_op_library_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tensorflow-addons 0.23.0 loads its op libraries with
+    ``tf.load_op_library(get_path_to_datafile(…))``, a path no static evaluation computes: the
+    package check looked at the directory alone and said "✓ version mismatch: no problem
+    found" over libraries built for TensorFlow 2.13. Such a package's first library that links
+    the framework is now its target: here one built against another torch (the real import
+    fails on its undefined symbol), whose static check names it even with --static."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "site" / "cpkg"
+    (pkg / "lib").mkdir(parents=True)
+    shutil.copy(fixture("loader/other_torch.so"), pkg / "lib" / "libcops.so")
+    (pkg / "lib" / "name.txt").write_text("libcops.so\n")
+    (pkg / "__init__.py").write_text(  # the file name is read at run time, from name.txt
+        "import os\nimport torch\n\nHERE = os.path.join(os.path.dirname(__file__), 'lib')\n\n\n"
+        "def _find():\n    with open(os.path.join(HERE, 'name.txt')) as fh:\n"
+        "        return os.path.join(HERE, fh.read().strip())\n\n\n"
+        "torch.ops.load_library(_find())\n")
+    real = subprocess.run([sys.executable, "-c", "import cpkg"], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(pkg.parent)},
+                          capture_output=True, text=True, timeout=300)
+    assert real.returncode != 0 and "undefined symbol" in real.stderr, real.stderr[-1500:]
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={pkg.parent}",
+              "--package", "cpkg", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert rep["target"]["path"] == str(pkg / "lib" / "libcops.so"), rep["target"]
+    assert res.code == 1 and rep["diagnosis"]["cause"] == 3, rep["diagnosis"]

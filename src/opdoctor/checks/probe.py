@@ -16,7 +16,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
 from opdoctor.facts.loaderror import NOT_FOUND, UNDEFINED, VERSION, loader_error
-from opdoctor.facts.variant import variant_library
+from opdoctor.facts.variant import cpu_build, variant_library
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -571,7 +571,6 @@ def _not_found(facts: Facts, name: str, hidden: str, ev: list[str]) -> Finding:
     if ext.package_version:
         ev.append(f"{dist} version {ext.package_version}"
                   + (f" (requires {ext.requires_torch})" if ext.requires_torch else ""))
-    from opdoctor.checks.variant import cpu_build
     fix = (f"install matching builds: {cpu_build(dist, tv.version)}, or the "
            f"{want} build of torch {built} was made for"
            + (f" ({ext.requires_torch})" if ext.requires_torch else "")
@@ -715,7 +714,10 @@ def _applies(facts: Facts) -> str:
 CHECK = Check(
     name="probe",
     summary="load the library for real in a sandboxed child of the target interpreter",
-    causes=(Cause.REGISTRATION, Cause.LIBRARY_PATH, Cause.VERSION, Cause.IMPORT_CHAIN),
+    # Not IMPORT_CHAIN, although OD513 (torch's own import failing on a backend it
+    # auto-loads) is of cause 5: the probe does not check a library's import chain, and a
+    # static run must not list it as what would have checked cause 5.
+    causes=(Cause.REGISTRATION, Cause.LIBRARY_PATH, Cause.VERSION),
     codes=CODES,
     run=run,
     section=section,

@@ -19,6 +19,7 @@ from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
 from opdoctor.facts.tensorflow import (
     ABSL_RELEASES,
+    TfRequirement,
     absl_namespaces,
     installed_elsewhere,
     libraries_defining,
@@ -143,15 +144,37 @@ def _link_flags(facts: Facts) -> str:
 
 
 def _release_hint(facts: Facts, absl: list[str]) -> tuple[str, list[str]]:
-    """(release the library was built for, evidence) from the package metadata, else abseil."""
-    req = facts.tf_requirement
-    if req is not None and req.release:
-        return req.release, [f"{req.distribution} requires {req.spec}", f"read from {req.source}"]
-    for ns in absl:
-        if ns in ABSL_RELEASES:
-            return ABSL_RELEASES[ns], [f"absl::{ns} is the abseil of TensorFlow "
-                                       f"{ABSL_RELEASES[ns]} wheels"]
-    return "", []
+    """(release the library was built for, evidence): see :func:`built_for`."""
+    return built_for(facts.tf_requirement, absl)
+
+
+def _minor(release: str) -> tuple[int, int]:
+    major, _, minor = release.partition(".")
+    return int(major), int(minor or 0)
+
+
+def _within(release: str, span: str) -> bool:
+    """Whether ``2.17`` lies in ``2.16–2.19`` (or equals ``2.20``)."""
+    lo, _, hi = span.partition("–")
+    return _minor(lo) <= _minor(release) <= _minor(hi or lo)
+
+
+def built_for(req: TfRequirement | None, absl: list[str]) -> tuple[str, list[str]]:
+    """(the TensorFlow release a library was built for, evidence). The package metadata when
+    it pins a release (an upper bound, ``==``/``~=``) that agrees with the abseil the binary
+    needs; else the abseil's releases (read from the binary itself); else nothing. A bare
+    lower bound (``tensorflow>=2.11.0``, tensorflow-recommenders-addons 0.8.1, whose library
+    needs the abseil of TensorFlow 2.16–2.19) says what it allows, not what it was built
+    against."""
+    span = next((ABSL_RELEASES[ns] for ns in absl if ns in ABSL_RELEASES), "")
+    meta = [f"{req.distribution} requires {req.spec}", f"read from {req.source}"] if req else []
+    pinned = bool(req and req.release and re.search(r"<|==|~=", req.spec))
+    if req and pinned and (not span or _within(req.release, span)):
+        return req.release, meta
+    if span:
+        ns = next(ns for ns in absl if ns in ABSL_RELEASES)
+        return span, [f"absl::{ns} is the abseil of TensorFlow {span} wheels", *meta]
+    return (req.release, meta) if req and pinned else ("", meta)
 
 
 def _static(facts: Facts) -> Iterator[Finding]:
@@ -245,20 +268,16 @@ def _package_load_error(facts: Facts, message: str) -> Iterator[Finding]:
     installed = f"TensorFlow {tf.version}"
     req = requirement_for(lib)
     absl = [ns for ns in absl_namespaces([sym]) if ns != tf.absl]
-    rev = [f"{req.distribution} requires {req.spec}", f"read from {req.source}"] if req else []
-    release = req.release if req and req.release else (
-        ABSL_RELEASES.get(absl[0], "") if absl else "")
-    if not rev and release:
-        rev = [f"absl::{absl[0]} is the abseil of TensorFlow {release} wheels"]
-    built_for = f"TensorFlow {release}" if release else "another TensorFlow release"
+    release, rev = built_for(req, absl)
+    built = f"TensorFlow {release}" if release else "another TensorFlow release"
     fix = _fix_with(req.distribution.split()[0] if req else "", release, installed)
     ev = [f"tf.load_op_library: {lib}: undefined symbol: {sym}", f"  = {demangle(sym)}", *rev]
     if absl and tf.absl:
-        yield OD341.finding(lib, f"built against {built_for}: it needs abseil absl::{absl[0]}, "
+        yield OD341.finding(lib, f"built against {built}: it needs abseil absl::{absl[0]}, "
                             f"{installed} exports absl::{tf.absl}",
                             (*ev, f"{tf.framework}: absl::{tf.absl}"), fix=fix)
     elif sym.startswith(("TF_", "TFE_", "TFL_")) or "10tensorflow" in sym:
-        yield OD342.finding(lib, f"built for {built_for}: {installed} does not export "
+        yield OD342.finding(lib, f"built for {built}: {installed} does not export "
                             f"{demangle(sym)}", (*ev, f"not exported by {tf.framework}"),
                             fix=fix)
 

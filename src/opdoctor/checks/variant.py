@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.variant import local_tag
+from opdoctor.facts.variant import cpu_build, local_tag
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -67,21 +67,6 @@ def _fix(facts: Facts) -> str:
                 f"{cpu_build(dist, tv.version)}; never patch RPATH/LD_LIBRARY_PATH for this")
     return (f"install {dist} built for torch {tv.version} ({tv.variant}), from the same index "
             "as torch, or the torch build it was made for")
-
-
-# Extensions that download.pytorch.org/whl/cpu publishes beside torch.
-_ON_CPU_INDEX = frozenset({"torchvision", "torchaudio", "torchtext", "torchdata", "torchao",
-                           "torchcodec", "torchrec", "fbgemm_gpu"})
-
-
-def cpu_build(dist: str, torch_version: str) -> str:
-    """The CPU build of ``dist`` to install beside a CPU torch, as fix text. Only PyTorch's own
-    domain libraries are on its CPU index; many extensions are GPU-only (torch_tensorrt,
-    xformers): a CPU build is promised only where one is published."""
-    if dist.replace("-", "_").lower() in _ON_CPU_INDEX:
-        return (f"the CPU build of {dist} for torch {torch_version} (pip install {dist} "
-                "--index-url https://download.pytorch.org/whl/cpu)")
-    return f"a CPU build of {dist} for torch {torch_version}, if its project publishes one"
 
 
 def run(facts: Facts) -> Iterator[Finding]:

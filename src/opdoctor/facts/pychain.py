@@ -89,6 +89,13 @@ class ImportChain:
         return ""
 
     @property
+    def computed_loads(self) -> bool:
+        """Whether the chain loads libraries by paths no static evaluation computes
+        (``load_op_library(get_path_to_datafile(name))``): it does load something."""
+        return any(link.problem == UNEVALUATED and link.kind in ("load_library", "cdll")
+                   for link in self.links)
+
+    @property
     def libraries(self) -> list[str]:
         """Compiled files the chain resolves to, in chain order, existing ones only."""
         out: list[str] = []

@@ -169,3 +169,18 @@ def local_tag(version: str) -> str:
     """The ``+cpu`` / ``+cu130`` / ``+rocm6.2`` tag of a version ("" when none)."""
     m = _LOCAL_TAG.search(version)
     return m.group(1) if m else ""
+
+
+# Extensions that download.pytorch.org/whl/cpu publishes beside torch.
+_ON_CPU_INDEX = frozenset({"torchvision", "torchaudio", "torchtext", "torchdata", "torchao",
+                           "torchcodec", "torchrec", "fbgemm_gpu"})
+
+
+def cpu_build(dist: str, torch_version: str) -> str:
+    """The CPU build of ``dist`` to install beside a CPU torch, as fix text. Only PyTorch's own
+    domain libraries are on its CPU index; many extensions are GPU-only (torch_tensorrt,
+    xformers): a CPU build is promised only where one is published."""
+    if dist.replace("-", "_").lower() in _ON_CPU_INDEX:
+        return (f"the CPU build of {dist} for torch {torch_version} (pip install {dist} "
+                "--index-url https://download.pytorch.org/whl/cpu)")
+    return f"a CPU build of {dist} for torch {torch_version}, if its project publishes one"
