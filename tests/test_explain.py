@@ -171,3 +171,36 @@ def test_json_diagnosis(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert diag["cause"] == 2 and diag["root_findings"] == ["OD203"]
     ok = cli(capsys, "check", "-f", "json", str(reference())).json()["reports"][0]["diagnosis"]
     assert ok["cause"] == 0
+
+
+def test_a_backend_torch_auto_loads_and_its_missing_toolkit() -> None:
+    """The text a fresh `import torch` prints when torch_npu 2.13.0 is installed without the
+    Ascend CANN toolkit (our own run, its paths as a venv has them): the root error is the
+    missing libhccl.so (cause 2); the next step checks the package whose import needed it —
+    never `opdoctor check libhccl.so`, the file that is missing —, and the explanation says
+    that torch auto-loads the backend and that the library is CANN's (its set_env.sh)."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/__init__.py", line 3030, in '
+        "_import_device_backends\n    entrypoint = backend_extension.load()\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/torch_npu/__init__.py", line 33, in '
+        "<module>\n    import torch_npu.npu\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/torch_npu/utils/_error_code.py", line '
+        "49, in <module>\n    import torch_npu._C\n"
+        "ImportError: libhccl.so: cannot open shared object file: No such file or directory\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "<string>", line 1, in <module>\n'
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/__init__.py", line 3077, in '
+        "<module>\n    _import_device_backends()\n"
+        "RuntimeError: Failed to load the backend extension: torch_npu. You can disable "
+        "extension auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0.\n")
+    exp = explain_text(text)
+    assert exp.cause == 2
+    assert exp.next_steps[0].startswith("opdoctor check --package torch_npu")
+    assert not any("check libhccl.so" in s or "check -v libhccl.so" in s for s in exp.next_steps)
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in exp.explanation
+    assert "CANN" in exp.explanation and "set_env.sh" in exp.explanation
+    # a bare missing library with no package in the text: checked by name, as before
+    plain = explain_text("OSError: libfoo.so: cannot open shared object file: No such file")
+    assert plain.next_steps[0] == "opdoctor check libfoo.so"

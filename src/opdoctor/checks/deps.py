@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.backends import CANN_SET_ENV, cann_library
 from opdoctor.facts.loader.search import (
     RULE_LD_LIBRARY_PATH,
     RULE_PRELOADED,
@@ -85,24 +86,6 @@ def _attempt_lines(miss: Missing) -> list[str]:
     for a in miss.attempts:
         lines.append(f"tried {a.path} [{a.rule}]: {a.outcome}")
     return lines
-
-
-# Libraries of Huawei's Ascend CANN toolkit (torch_npu, MindSpore's Ascend build): never in a
-# wheel, found through the LD_LIBRARY_PATH the toolkit's set_env.sh exports. The short generic
-# names (libgraph.so, libruntime.so …) count only beside an unmistakable one.
-_CANN_SURE = ("libascendcl", "libascend_hal", "libhccl", "libacl_", "libge_runner",
-              "libge_common", "libopapi", "libnnopbase", "libmsprofiler", "libprofapi")
-_CANN_TOO = ("libgraph.so", "libruntime.so", "libregister.so", "liberror_manager",
-             "libc_sec.so", "libmmpa.so", "libplatform.so", "libtiling_api", "libfmk_")
-CANN_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
-
-
-def cann_library(name: str, missing: list[str]) -> bool:
-    """Whether ``name`` is a library of the Ascend CANN toolkit (``missing``: the other names
-    not found for the same target, which make a generic name unambiguous)."""
-    if name.startswith(_CANN_SURE):
-        return True
-    return name.startswith(_CANN_TOO) and any(m.startswith(_CANN_SURE) for m in missing)
 
 
 def _fix_for(miss: Missing, facts: Facts) -> str:

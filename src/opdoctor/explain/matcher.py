@@ -449,6 +449,22 @@ def _pick_path(ent: dict[str, Any], groups: dict[str, str]) -> str:
     return str(libs[0]) if libs else ""
 
 
+_SITE_PKG = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z_]\w*)[/\\]")
+# Frames of the frameworks and of Python's own machinery: not the package that failed.
+_NOT_THE_PACKAGE = frozenset({"torch", "tensorflow", "keras", "tf_keras", "mindspore",
+                              "oneflow", "paddle", "jax", "jaxlib", "numpy", "importlib_metadata",
+                              "pkg_resources", "setuptools", "_pytest", "pytest", "IPython",
+                              "ipykernel", "transformers", "accelerate"})
+
+
+def _failing_package(text: str) -> str:
+    """The installed package of the deepest traceback frame that is not a framework's
+    (``…/site-packages/torch_npu/utils/__init__.py`` → torch_npu), or ""."""
+    found = [m.group(1) for m in _SITE_PKG.finditer(text)
+             if m.group(1) not in _NOT_THE_PACKAGE]
+    return found[-1] if found else ""
+
+
 def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explanation:
     """Explain an error message or a whole log: the root error's cause, ranked alternatives."""
     patterns = patterns if patterns is not None else load_patterns()
@@ -485,6 +501,20 @@ def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explan
     explanation = _fill(p.explanation, ent)
     if ref:
         explanation = explanation + " Here: " + ref.why + "."
+    backend, lib = "", str(ent.get("library", "") or "")
+    if "backend extension" in text or "lib" in lib:  # imported only when it can matter
+        from opdoctor.backends import CANN_SET_ENV, cann_library, failed_backend
+        backend = failed_backend(text)
+        if cann_library(os.path.basename(lib), re.findall(r"lib[\w.+-]+\.so", text)):
+            explanation += (f" {os.path.basename(lib)} belongs to Huawei's Ascend CANN "
+                            "toolkit, which is installed apart from any wheel and found "
+                            "through the LD_LIBRARY_PATH that `source "
+                            f"{CANN_SET_ENV}` exports.")
+    if backend:
+        explanation += (f" torch imports {backend} at the end of its own import (a torch.backends "
+                         f"entry point): until {backend} imports, `import torch` fails for "
+                         "every program in that environment; TORCH_DEVICE_BACKEND_AUTOLOAD=0 "
+                         f"turns the auto-loading off for a job that does not need {backend}.")
     sym = rank.symbol_of(ctx)
     syms = _symbols(scope, sym)
     if syms:
@@ -493,12 +523,19 @@ def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explan
     ranked = [rank_alt(c, v, why_top if i == 0 else rank.why_for(c, ref))
               for i, (c, v) in enumerate(ranked_pairs)]
     path = _pick_path(ent, best.groups)
+    pkg = _failing_package(scope) if path and "/" not in path and "\\" not in path else ""
+    if pkg:
+        # A bare name the loader did not find (libhccl.so) is the missing dependency, not a
+        # file to check: the package whose import needed it is (torch_npu).
+        path = ""
     steps: list[str] = []
-    if p.next:
+    if p.next and not pkg:
         steps.append(_fill(p.next.replace("{path}", path or "{path}")
                            .replace("{library}", path or "{library}"), ent))
     if path and not any(f"opdoctor check {path}" in s for s in steps):
         steps.insert(0, f"opdoctor check {path}")
+    if pkg:
+        steps.insert(0, f"opdoctor check --package {pkg}   # the package whose import needed it")
     decides = ref.decides if ref else ""
     if not decides and len(ranked) > 1 and ranked[1].confidence >= 0.15:
         decides = (f"the text alone does not separate cause {ranked[0].cause} from cause "

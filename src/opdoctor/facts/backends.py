@@ -1,25 +1,20 @@
-"""torch's device-backend auto-loading: ``import torch`` imports every package that declares an
-entry point in group ``torch.backends`` (torch_npu, intel's and other out-of-tree backends), and
-when one of them fails to import, torch's own import fails::
-
-    RuntimeError: Failed to load the backend extension: torch_npu. You can disable extension
-    auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0.
-
-The backend's own error is the exception's ``__cause__`` (``ImportError: libhccl.so: cannot open
-shared object file``). Read from disk here: the entry points of the interpreter's installed
-distributions (``*.dist-info/entry_points.txt``), never by importing anything.
+"""Device backends torch auto-loads, read from disk: the ``torch.backends`` entry points of the
+interpreter's installed distributions (``*.dist-info/entry_points.txt``), never by importing
+anything. The backend's own error is the ``__cause__`` of torch's "Failed to load the backend
+extension" (``ImportError: libhccl.so: cannot open shared object file``); the text rules are
+in :mod:`opdoctor.backends`, re-exported here for the checks.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-import re
 from dataclasses import dataclass
 
-AUTOLOAD_VAR = "TORCH_DEVICE_BACKEND_AUTOLOAD"
-GROUP = "torch.backends"
-_FAILED = re.compile(r"Failed to load the backend extension: ([\w.-]+?)\.?(?:\s|$)")
+from opdoctor.backends import AUTOLOAD_VAR, CANN_SET_ENV, GROUP, cann_library, failed_backend
+
+__all__ = ["AUTOLOAD_VAR", "CANN_SET_ENV", "Backend", "cann_library", "failed_backend",
+           "find_backend"]
 
 
 @dataclass(frozen=True)
@@ -35,13 +30,6 @@ class Backend:
     def module(self) -> str:
         """The top-level module torch imports for it."""
         return self.value.split(":", 1)[0].split(".", 1)[0].strip()
-
-
-def failed_backend(message: str) -> str:
-    """The entry point named by torch's "Failed to load the backend extension: X" ("" when
-    the message is not that one)."""
-    m = _FAILED.search(message)
-    return m.group(1) if m else ""
 
 
 def find_backend(sys_path: list[str], name: str) -> Backend | None:
