@@ -620,3 +620,39 @@ def test_a_package_that_computes_its_load_path_gets_its_op_library_checked(
     rep = res.json()["reports"][0]
     assert rep["target"]["path"] == str(pkg / "lib" / "libcops.so"), rep["target"]
     assert res.code == 1 and rep["diagnosis"]["cause"] == 3, rep["diagnosis"]
+
+
+@pytest.mark.parametrize("linux_module", ["present", "missing"])
+def test_a_branch_for_another_platform_imports_nothing_here(
+        tmp_path: Path, linux_module: str) -> None:
+    """psutil 7: `from ._common import LINUX, WINDOWS` (flags computed there from
+    sys.platform and os.name), then `if LINUX: from . import _pslinux … elif WINDOWS: from
+    ._psutil_windows import …`. The Windows branch never runs here; its modules, absent from a
+    Linux wheel, were 19 OD510 errors on a package that works. A module missing from the
+    branch this platform takes is still OD510 (Python itself fails on it)."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "platpkg"
+    pkg.mkdir()
+    (pkg / "_common.py").write_text("import os\nimport sys\n\nWINDOWS = os.name == 'nt'\n"
+                                    "LINUX = sys.platform.startswith('linux')\nOSX = "
+                                    "sys.platform.startswith('darwin')\nPOSIX = not WINDOWS\n")
+    (pkg / "__init__.py").write_text(
+        "from ._common import LINUX, OSX, WINDOWS\nfrom . import _C\n\n"
+        "if LINUX:\n    from . import _linux\nelif WINDOWS:\n    from ._win_ext import X\n"
+        "elif OSX:\n    from . import _osx\n")
+    shutil.copy(PYFIX / "scriptrel" / "myext" / "_C.cpython-311-x86_64-linux-gnu.so", pkg)
+    if linux_module == "present":
+        (pkg / "_linux.py").write_text("")
+    real = subprocess.run([sys.executable, "-c", "import platpkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    report = chain(tmp_path, "platpkg", probe=False)
+    texts = [lk["text"] for lk in report.sections["import-chain"]["links"]]
+    assert not any("_win_ext" in t or "_osx" in t for t in texts), texts
+    if linux_module == "present":
+        assert real.returncode == 0, real.stderr
+        assert codes(report) == [], [f.message for f in report.findings]
+    else:
+        assert real.returncode != 0 and "cannot import name '_linux'" in real.stderr
+        assert codes(report) == ["OD510"]

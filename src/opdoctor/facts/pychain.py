@@ -215,6 +215,11 @@ class _Eval(ast.NodeVisitor):
             return True if True in vals else None if None in vals else False
         if isinstance(node, ast.Call) and _dotted(node.func) == "bool" and len(node.args) == 1:
             return self.truth(node.args[0])
+        if isinstance(node, ast.Name):
+            # A flag computed once (psutil's `LINUX = sys.platform.startswith("linux")`,
+            # imported from its _common module): `if LINUX: … elif WINDOWS: …`.
+            flag = self.value(node)
+            return flag if isinstance(flag, bool) else None
         dotted = _dotted(node)
         if dotted in ("torch.version.hip", "torch.version.cuda") and self.known.torch_known:
             return bool(self.known.torch_hip if dotted.endswith("hip") else
@@ -244,6 +249,11 @@ class _Eval(ast.NodeVisitor):
     def value(self, node: ast.AST) -> object:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
+                isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)) or (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+                node.func.attr in ("startswith", "endswith")):
+            return self.truth(node)  # a condition: True/False when decided here, else None
         if isinstance(node, ast.Name):
             if node.id == "__file__":
                 return self.file

@@ -50,6 +50,10 @@ def _bound(stmt: ast.stmt, names: set[str]) -> bool:
     if isinstance(stmt, ast.ImportFrom):
         if any(a.name == "*" for a in stmt.names):
             return True
+        if stmt.module is None and stmt.level >= 1:
+            # `from . import X`: X is a submodule (or a name some other statement bound):
+            # this statement binds it only when that submodule exists.
+            return False
         names.update(a.asname or a.name for a in stmt.names)
     elif isinstance(stmt, ast.Import):
         names.update(a.asname or a.name.split(".")[0] for a in stmt.names)
