@@ -656,3 +656,49 @@ def test_a_branch_for_another_platform_imports_nothing_here(
     else:
         assert real.returncode != 0 and "cannot import name '_linux'" in real.stderr
         assert codes(report) == ["OD510"]
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("where", ["function", "module"])
+def test_a_swallowed_import_inside_a_function_is_an_optional_path(
+        tmp_path: Path, where: str) -> None:
+    """numba 0.6x imports its TBB threading backend inside select_known_backend(),
+    `try: from numba.np.ufunc import tbbpool except ImportError: pass`, and takes the next
+    backend when it fails (libtbb.so.12 is absent here; numba works). Its package check was
+    OD220 + OD512 errors, exit 1. An import in a function body does not run at import: its
+    hidden failure is a note. The same swallowed import at module level still hides a real
+    load failure: an error, as before."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "optpkg"
+    pkg.mkdir()
+    shutil.copy(PYFIX / "scriptrel" / "myext" / "_C.cpython-311-x86_64-linux-gnu.so", pkg)
+    # An extension module whose dependency is not found at run time (linked against a
+    # library in a directory no search path names).
+    (tmp_path / "fast.c").write_text("extern int myop_dep_value(void);\n"
+                                     "void *PyInit__fast(void) { myop_dep_value(); return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o",
+                    str(pkg / "_fast.cpython-311-x86_64-linux-gnu.so"), str(tmp_path / "fast.c"),
+                    f"-L{fixture('loader/depdir')}", "-lmyop_dep"], check=True, timeout=60)
+    body = "try:\n    from . import _fast\nexcept ImportError:\n    _fast = None\n"
+    if where == "function":
+        body = "def backend():\n" + "".join(f"    {ln}\n" for ln in body.splitlines()) + \
+            "    return _fast\n"
+    (pkg / "__init__.py").write_text("from . import _C\n\n" + body)
+    real = subprocess.run([sys.executable, "-c", "import optpkg, sys\n"
+                           "b = optpkg.backend() if hasattr(optpkg, 'backend') else optpkg._fast\n"
+                           "print(b)"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0 and real.stdout.strip() == "None", real.stderr  # it works
+    hidden = subprocess.run([sys.executable, "-c", "import optpkg._fast"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert "libmyop_dep.so: cannot open shared object file" in hidden.stderr
+    report = chain(tmp_path, "optpkg")
+    errors = [f.code for f in report.findings if f.severity.name == "ERROR"]
+    od512 = [f for f in report.findings if f.code == "OD512"]
+    assert od512, [f.message for f in report.findings]
+    if where == "function":
+        assert errors == [] and od512[0].severity.name == "INFO", errors
+        assert "inside backend()" in od512[0].message
+    else:
+        assert errors, [f.message for f in report.findings]

@@ -288,9 +288,13 @@ def run(facts: Facts) -> Iterator[Finding]:
                 not _package_attribute(link):
             yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
         if link.swallowed and not _optional(link) and _leads_to_compiled(link):
+            later = link.kind == "submodule" and link.function
             yield OD509.finding(link.target, f"the import of {link.target} is inside "
-                                f"`{link.swallowed}` that discards the error",
-                                (where, f"handler: {link.swallowed}"))
+                                f"`{link.swallowed}` that discards the error"
+                                + (f" (in {link.function}(): a fallback when it is called)"
+                                   if later else ""),
+                                (where, f"handler: {link.swallowed}"),
+                                severity=Severity.INFO if later else None)
         for f in link.resolved:
             if link.kind == "submodule" and (f.endswith(".so") or ".so." in f):
                 mod = link.target.rsplit(".", 1)[-1]
@@ -341,9 +345,13 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     for hidden in res.swallowed:
         if _hidden_optional(chain, hidden.target, hidden.error.message):
             continue
+        func = chain.called_later(hidden.target)
         yield OD512.finding(hidden.target, f"{hidden.target} fails to import: "
-                            f"{hidden.error.type}: {hidden.error.message[:300]}",
-                            (f"swallowed by {hidden.where}", *hidden.error.tail(3)))
+                            f"{hidden.error.type}: {hidden.error.message[:300]}"
+                            + (f" (inside {func}(), an optional path: the package's import "
+                               "does not run it)" if func else ""),
+                            (f"swallowed by {hidden.where}", *hidden.error.tail(3)),
+                            severity=Severity.INFO if func else None)
 
 
 def section(facts: Facts) -> dict[str, Any]:

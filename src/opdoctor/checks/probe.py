@@ -493,11 +493,14 @@ def _swallowed_load_errors(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]
     """Package mode: an import error the package swallowed (OD512, a symptom) that is the
     dynamic loader's is classified as the probe's own load errors are (OD321/OD322/OD220),
     so the verdict names the loader's cause instead of the try/except warning (OD509)."""
+    chain = facts.chain
     for hidden in res.swallowed:
         err = loader_error(hidden.error.message)
         if err is None:
             continue
         where = f"swallowed by {hidden.where} around {hidden.target}"
+        if chain is not None and chain.called_later(hidden.target):
+            continue  # an optional path the import does not take: OD512 notes it
         if err.kind == "version":
             yield OD322.finding(facts.path, f"version {err.subject} not found (hidden: "
                                 f"{hidden.target} fails to import)", (err.text, where))

@@ -88,6 +88,14 @@ class ImportChain:
             return self.winner.path
         return ""
 
+    def called_later(self, target: str) -> str:
+        """The function whose body holds every swallowed import of ``target`` ("" when one
+        runs at import): numba imports its TBB threading backend inside
+        ``select_known_backend()`` and tries the next backend when it fails — an optional
+        path, whatever it raises here."""
+        funcs = [lk.function for lk in self.links if lk.target == target and lk.swallowed]
+        return funcs[0] if funcs and all(funcs) else ""
+
     @property
     def computed_loads(self) -> bool:
         """Whether the chain loads libraries by paths no static evaluation computes
@@ -756,6 +764,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             else ""
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             lineno, handlers_now = node.lineno, handlers
+        mark = len(links)
         if isinstance(node, ast.ImportFrom) and node.module and (
                 node.level >= 1 or node.module.split(".")[0] == package):
             _bind_imported(node, names, pkg_dir, top_dir, known)
@@ -784,6 +793,12 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 parts = a.name.split(".")
                 if parts[0] == package and len(parts) > 1:
                     links.extend(_import_path(parts[1:], top_dir, None, seg))
+        if func is not None and isinstance(node, (ast.Import, ast.ImportFrom)):
+            # An import in a function body runs when the function is called, not at import
+            # (numba's optional TBB backend: `try: from … import tbbpool except ImportError`).
+            for lk in links[mark:]:
+                if lk.file == file and lk.kind == "submodule" and not lk.function:
+                    lk.function = func.name
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 isinstance(names.get(node.func.id), _Func):
             callee = names[node.func.id]
