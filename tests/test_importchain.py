@@ -702,3 +702,33 @@ def test_a_swallowed_import_inside_a_function_is_an_optional_path(
         assert "inside backend()" in od512[0].message
     else:
         assert errors, [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize("handler, discarded", [
+    ("    pass\n", True),
+    ("    saved = e\n", True),  # kept in a variable: nothing is reported at import
+    ("    raise_build_error(e)\n", False),
+    ("    import warnings\n    warnings.warn(f'extension not loaded: {e}')\n", False),
+])
+def test_a_handler_that_reports_the_error_does_not_discard_it(
+        tmp_path: Path, handler: str, discarded: bool) -> None:
+    """scikit-learn 1.x: `try: from ._check_build import check_build except ImportError as e:
+    raise_build_error(e)` — the helper raises with a long explanation (checked with the real
+    import), and a warnings.warn(str(e)) shows it too: neither discards the error, so no OD509
+    "discards the error" warning; `pass` or keeping it in a variable does."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "rpkg"
+    pkg.mkdir()
+    shutil.copy(PYFIX / "scriptrel" / "myext" / "_C.cpython-311-x86_64-linux-gnu.so", pkg)
+    (pkg / "__init__.py").write_text(
+        "def raise_build_error(e):\n    raise ImportError(f'rpkg is not built: {e}')\n\n\n"
+        "try:\n    from . import _C\nexcept ImportError as e:\n" + handler)
+    (pkg / "_C.cpython-311-x86_64-linux-gnu.so").rename(pkg / "_C.away")
+    run = subprocess.run([sys.executable, "-W", "error", "-c", "import rpkg"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert (run.returncode == 0) is discarded, run.stderr  # reported: the import says so
+    (pkg / "_C.away").rename(pkg / "_C.cpython-311-x86_64-linux-gnu.so")
+    report = chain(tmp_path, "rpkg", probe=False)
+    assert ("OD509" in codes(report)) is discarded, [f.message for f in report.findings]

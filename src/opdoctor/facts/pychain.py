@@ -519,7 +519,14 @@ def _swallow(handler_stack: list[ast.ExceptHandler]) -> str:
         # `__version__ = None`, an optional module.)
         falls_back = any(isinstance(n, ast.Call) and _dotted(n.func).rsplit(".", 1)[-1]
                          in _LOADERS for n in ast.walk(h))
-        if catches and not reraises and not falls_back:
+        # A handler that hands the exception to a call reports it (scikit-learn's
+        # `except ImportError as e: raise_build_error(e)`, a warnings.warn(str(e))): not
+        # discarded. Keeping it in a variable for later does not count.
+        reports = bool(h.name) and any(
+            isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == h.name
+                                            for arg in n.args for a in ast.walk(arg))
+            for n in ast.walk(h))
+        if catches and not reraises and not falls_back and not reports:
             return f"except {', '.join(sorted(catches)).replace('<bare>', '')}: (line {h.lineno})"
     return ""
 
