@@ -732,3 +732,27 @@ def test_a_handler_that_reports_the_error_does_not_discard_it(
     (pkg / "_C.away").rename(pkg / "_C.cpython-311-x86_64-linux-gnu.so")
     report = chain(tmp_path, "rpkg", probe=False)
     assert ("OD509" in codes(report)) is discarded, [f.message for f in report.findings]
+
+
+def test_an_extension_module_beside_a_source_of_the_same_name_is_what_imports(
+        tmp_path: Path) -> None:
+    """PyAV 18 ships av/_core.py beside av/_core.abi3.so: the import system tries extension
+    suffixes before .py, so the compiled module is imported. The chain followed the .py and
+    reached none of the package's 49 compiled libraries (no binary read with --static, while
+    the report said "✓ broken build: no problem found")."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "twin"
+    pkg.mkdir()
+    so = pkg / "_C.cpython-311-x86_64-linux-gnu.so"
+    shutil.copy(PYFIX / "scriptrel" / "myext" / so.name, so)
+    (pkg / "_C.py").write_text("# the pure-Python fallback\n")
+    (pkg / "__init__.py").write_text("from . import _C\n")
+    real = subprocess.run([sys.executable, "-c", "import twin; print(twin._C.__file__)"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == str(so), real.stderr
+    report = chain(tmp_path, "twin", probe=False)
+    (link,) = [lk for lk in report.sections["import-chain"]["links"]
+               if lk["text"] == "from . import _C"]
+    assert link["resolved"] == [str(so)], link

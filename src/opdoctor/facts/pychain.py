@@ -1033,7 +1033,14 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
     link = Link(file, line, "submodule", seg, f"{package}{inner}.{mod}", good,
                 _swallow(handlers))
     out = [link]
-    py = [g for g in good if g.endswith(".py")]
+    # What the import system picks, in its order: a package directory, then an extension
+    # module (its suffixes in order), then source. PyAV ships av/_core.py beside
+    # av/_core.abi3.so: the compiled one is imported.
+    package_init = [g for g in good if g.endswith(os.sep + "__init__.py")]
+    compiled = [g for g in good if not g.endswith(".py")]
+    if compiled and not package_init:
+        link.resolved = compiled[:1]
+    py = package_init or ([] if compiled else [g for g in good if g.endswith(".py")])
     if py:
         link.resolved = py
         out += parse_links(py[0], package, suffixes, depth + 1, seen, top_dir or pkg_dir,
