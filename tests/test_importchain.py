@@ -756,3 +756,26 @@ def test_an_extension_module_beside_a_source_of_the_same_name_is_what_imports(
     (link,) = [lk for lk in report.sections["import-chain"]["links"]
                if lk["text"] == "from . import _C"]
     assert link["resolved"] == [str(so)], link
+
+
+def test_no_od505_for_a_lazily_imported_extension_or_a_plain_c_library(tmp_path: Path) -> None:
+    """Two healthy layouts that were OD505 "never imports or loads":
+    tfx-bsl 1.21 imports its extension's pybind submodules from other modules
+    (`from tfx_bsl.cc.tfx_bsl_extension.arrow.table_util import …`) — a component of the dotted
+    name, not its last, is the extension; soundfile's `_soundfile_data/` holds libsndfile, a
+    plain C library (no PyInit_, no framework) that the top-level soundfile.py dlopens by
+    path. A package that ships an extension and never imports it is still OD505 (the
+    truth fixture of test_package_mode_names_the_libraries_it_did_not_reach)."""
+    lazy = tmp_path / "a" / "lazyext"
+    (lazy / "cc").mkdir(parents=True)
+    (lazy / "__init__.py").write_text("")
+    (lazy / "cc" / "__init__.py").write_text("")
+    shutil.copy(PYFIX / "scriptrel" / "myext" / "_C.cpython-311-x86_64-linux-gnu.so",
+                lazy / "cc" / "_C.cpython-311-x86_64-linux-gnu.so")
+    (lazy / "table_util.py").write_text("from lazyext.cc._C.arrow import table\n")
+    assert "OD505" not in codes(chain(tmp_path / "a", "lazyext", probe=False))
+    data = tmp_path / "b" / "_sndfile_data"
+    data.mkdir(parents=True)
+    (data / "__init__.py").write_text("")
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), data / "libsndfile_x86_64.so")
+    assert "OD505" not in codes(chain(tmp_path / "b", "_sndfile_data", probe=False))

@@ -305,7 +305,11 @@ def run(facts: Facts) -> Iterator[Finding]:
                                         f"PyInit_{mod}", (f"exports: {exports}", where))
     loaded = {f for link in chain.links for f in link.resolved}
     unloaded = [f for f in chain.extensions_on_disk if f not in loaded]
-    if win.kind == "package" and chain.extensions_on_disk and not chain.libraries and \
+    if win.kind == "package" and chain.extensions_on_disk and not chain.libraries:
+        # Only code the package itself must import or load counts: a plain C library that
+        # another module dlopens by path (soundfile's _soundfile_data/libsndfile) does not.
+        unloaded = [f for f in unloaded if facts.imports_as_code(f)]
+    if win.kind == "package" and unloaded and not chain.libraries and \
             not any(link.problem for link in chain.links) and not chain.truncated \
             and not _probe_mapped(facts, unloaded) and not loader_calls(chain, unloaded):
         yield OD505.finding(name, f"{name}/__init__.py never imports or loads "

@@ -558,6 +558,28 @@ class Facts:
             self._pyinit[key] = self._read_pyinit(path, module)
         return self._pyinit[key]
 
+    def imports_as_code(self, path: str) -> bool:
+        """Whether ``path`` is code a package has to import or load itself: a Python extension
+        (exports a ``PyInit_``) or a library that needs a framework. A plain C library that
+        another module dlopens (soundfile's libsndfile in ``_soundfile_data/``) is neither.
+        Unreadable files count as code (nothing is concluded from them)."""
+        from opdoctor.facts.elf.dynsym import DynSymbols
+        from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+        from opdoctor.facts.inputfile import InputError, open_input
+        from opdoctor.facts.loader.process import needs_tensorflow, needs_torch
+        try:
+            data = open_input(path)
+        except InputError:
+            return True
+        try:
+            img = ElfImage.open(data)
+            return bool(DynSymbols(img).names_with_prefix("PyInit_", limit=1)) or \
+                needs_torch(img, None) or needs_tensorflow(img)
+        except (ElfFormatError, OSError, ValueError):
+            return True
+        finally:
+            data.close()
+
     def _read_pyinit(self, path: str, module: str) -> tuple[bool, list[str]]:
         from opdoctor.facts.elf.dynsym import DynSymbols
         from opdoctor.facts.elf.image import ElfFormatError, ElfImage

@@ -1226,11 +1226,13 @@ def loader_calls(chain: ImportChain, libraries: list[str]) -> list[str]:
             hit = False
             if isinstance(node, ast.Call):
                 hit = _dotted(node.func).rsplit(".", 1)[-1] in _LOADERS
+            # Any component of the dotted name: tfx_bsl imports its extension's pybind
+            # submodules (`from tfx_bsl.cc.tfx_bsl_extension.arrow.table_util import …`).
             elif isinstance(node, ast.ImportFrom):
                 mods = [node.module or "", *(a.name for a in node.names)]
-                hit = any(m.split(".")[-1] in stems for m in mods if m)
+                hit = any(stems & set(m.split(".")) for m in mods if m)
             elif isinstance(node, ast.Import):
-                hit = any(a.name.split(".")[-1] in stems for a in node.names)
+                hit = any(stems & set(a.name.split(".")) for a in node.names)
             if hit:
                 found.append(f"{file}:{getattr(node, 'lineno', 0)}")
                 break
