@@ -779,3 +779,29 @@ def test_no_od505_for_a_lazily_imported_extension_or_a_plain_c_library(tmp_path:
     (data / "__init__.py").write_text("")
     shutil.copy(fixture("loader/depdir/libmyop_dep.so"), data / "libsndfile_x86_64.so")
     assert "OD505" not in codes(chain(tmp_path / "b", "_sndfile_data", probe=False))
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_an_import_the_code_asks_for_first_is_a_branch_not_taken(tmp_path: Path,
+                                                                   guard: bool) -> None:
+    """jaxlib 0.10's _mlir_libs: `if process_initializer_module("_mlirRegisterEverything"):
+    importlib.import_module("._mlirRegisterEverything", __name__)` — the helper returns False
+    when the module is not there (ModuleNotFoundError caught). It was 16 OD510 errors on
+    jaxlib's working extensions. Without the question, the same missing import is OD510."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "askpkg"
+    pkg.mkdir()
+    shutil.copy(PYFIX / "scriptrel" / "myext" / "_C.cpython-311-x86_64-linux-gnu.so", pkg)
+    call = 'importlib.import_module("._extra", __name__)'
+    (pkg / "__init__.py").write_text(
+        "import importlib\nfrom . import _C\n\n\ndef have(name):\n    try:\n"
+        "        importlib.import_module('.' + name, __name__)\n"
+        "    except ModuleNotFoundError:\n        return False\n    return True\n\n\n"
+        + (f'if have("_extra"):\n    {call}\n' if guard else f"{call}\n"))
+    real = subprocess.run([sys.executable, "-c", "import askpkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert (real.returncode == 0) is guard, real.stderr
+    report = chain(tmp_path, "askpkg", probe=False)
+    assert ("OD510" in codes(report)) is not guard, [f.message for f in report.findings]

@@ -285,7 +285,7 @@ def run(facts: Facts) -> Iterator[Finding]:
             yield OD510.finding(link.target, f"the package loads {link.resolved[0]}, which does "
                                 "not exist", (where,))
         elif link.problem and link.kind == "submodule" and not _optional(link) and \
-                not _package_attribute(link):
+                not link.checked and not _package_attribute(link):
             yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
         if link.swallowed and not _optional(link) and _leads_to_compiled(link):
             later = link.kind == "submodule" and link.function
@@ -376,7 +376,7 @@ def section(facts: Facts) -> dict[str, Any]:
         "links": [{"file": link.file, "line": link.line, "kind": link.kind, "text": link.text,
                    "target": link.target, "resolved": link.resolved, "problem": link.problem,
                    "swallowed": link.swallowed, "fallback": link.fallback,
-                   "unevaluated": link.problem == UNEVALUATED,
+                   "unevaluated": link.problem == UNEVALUATED, "checked": link.checked,
                    "observed": unaccounted if link.problem == UNEVALUATED else []}
                   for link in chain.links],
         "extensions_on_disk": chain.extensions_on_disk,

@@ -61,6 +61,9 @@ class Link:
     # The function whose body holds a load call ("" at module level): whether it runs at
     # import is known only where a call site computes its argument.
     function: str = ""
+    # The condition that asks whether the module exists before importing it ("" when none):
+    # a module missing there is a branch not taken, not an error.
+    checked: str = ""
 
 
 @dataclass
@@ -750,6 +753,23 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 # A branch this install never takes (another platform, a ROCm-only or a
                 # CUDA-only path on another torch build) loads nothing here.
                 for n in node.body if decided else node.orelse:
+                    visit(n, handlers, in_except, func)
+                return
+            probed = {c.value.rsplit(".", 1)[-1] for c in ast.walk(node.test)
+                      if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+            if probed:
+                # `if process_initializer_module("_mlirRegisterEverything"): import_module(
+                # "._mlirRegisterEverything")` (jaxlib), `if find_spec("x"): import x`: the
+                # condition asks whether the module is there; its import is taken only then.
+                visit(node.test, handlers, in_except, func)
+                start = len(links)
+                for n in node.body:
+                    visit(n, handlers, in_except, func)
+                for lk in links[start:]:
+                    if lk.kind == "submodule" and lk.file == file and \
+                            lk.target.rsplit(".", 1)[-1] in probed:
+                        lk.checked = f"if {ast.unparse(node.test)[:80]}"
+                for n in node.orelse:
                     visit(n, handlers, in_except, func)
                 return
         if isinstance(node, ast.FunctionDef):

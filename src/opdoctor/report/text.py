@@ -175,8 +175,14 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
         unknown = bool(link.get("unevaluated"))
         wrong = (link["problem"] and not unknown) or (link["swallowed"] and
                                                        link["target"] in failed)
-        mark = bad if wrong else "[yellow]?[/]" if unknown else ok
+        # A module the code asks for before importing it (`if find_spec("x"): import x`):
+        # not there, the branch is not taken.
+        skipped = bool(link["problem"] and link.get("checked"))
+        wrong = wrong and not skipped
+        mark = bad if wrong else "[yellow]?[/]" if unknown else "[dim]–[/]" if skipped else ok
         target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
+        if skipped:
+            target += f" (asked first: {link['checked']})"
         if unknown and link.get("observed"):
             target += "; the real import mapped " + ", ".join(
                 os.path.basename(r) for r in link["observed"])
