@@ -344,3 +344,43 @@ def test_library_that_needs_the_openmp_runtime_torch_also_ships_is_not_a_torch_e
     assert res.code == 0 and _errors(res) == [], _errors(res)
     assert not {"OD101", "OD121"} & {f["code"] for f in rep["findings"]}
     assert "import torch" not in rep["sections"]["dependencies"]["context"]
+
+
+def test_a_vendored_library_loaded_two_levels_down_is_found_as_its_package_loads_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """faiss-cpu 1.15: faiss_cpu.libs/libgfortran NEEDs libquadmath beside it and has no RPATH;
+    it is loaded by libopenblaso (no RPATH either), which libfaiss.so loads with DT_RPATH
+    $ORIGIN/../faiss_cpu.libs — inherited down the chain, so ld.so finds libquadmath. Only a
+    direct loader with the RPATH was looked for: the walk of faiss_cpu.libs was OD201 + OD220
+    errors. The same layout built here: alone it fails, loaded the package's way it works."""
+    site = tmp_path / "site"
+    libs, pkg = site / "top.libs", site / "top"
+    libs.mkdir(parents=True)
+    pkg.mkdir()
+    (tmp_path / "dep.c").write_text("int dep(void) { return 1; }\n")
+    (tmp_path / "target.c").write_text("int dep(void);\nint target(void) { return dep(); }\n")
+    (tmp_path / "mid.c").write_text("int target(void);\nint mid(void) { return target(); }\n")
+    (tmp_path / "ext.c").write_text("int mid(void);\nint ext(void) { return mid(); }\n")
+
+    def cc(src: str, out: Path, *flags: str) -> None:
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(tmp_path / src),
+                        *flags], check=True, timeout=60)
+
+    cc("dep.c", libs / "libdep.so")
+    cc("target.c", libs / "libtarget.so", f"-L{libs}", "-ldep")
+    cc("mid.c", libs / "libmid.so", f"-L{libs}", "-ltarget")
+    cc("ext.c", pkg / "ext.so", f"-L{libs}", "-lmid", "-Wl,--disable-new-dtags",
+       "-Wl,-rpath,$ORIGIN/../top.libs")
+    load = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+    alone = subprocess.run([sys.executable, "-c", load, str(libs / "libtarget.so")],
+                           capture_output=True, text=True, timeout=60)
+    assert alone.returncode != 0 and "libdep.so: cannot open" in alone.stderr
+    chained = subprocess.run([sys.executable, "-c", load, str(pkg / "ext.so")],
+                             capture_output=True, text=True, timeout=60)
+    assert chained.returncode == 0, chained.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(libs / "libtarget.so"))
+    assert res.code == 0 and _errors(res) == [], _errors(res)
+    # Without the top loader nothing loads it with that RPATH: a real OD201 again.
+    (pkg / "ext.so").unlink()
+    res = cli(capsys, "check", "-f", "json", "--static", str(libs / "libtarget.so"))
+    assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]

@@ -82,25 +82,70 @@ def dependents(resolver: Resolver, target: str, limit: int = 3) -> list[str]:
     return out
 
 
-def rpath_loaders(resolver: Resolver, target: str, limit: int = 3) -> list[RpathLoader]:
-    """Up to ``limit`` libraries of the same install that NEED ``target`` (by file name or
-    soname) and whose own DT_RPATH (no DT_RUNPATH) names ``target``'s directory: when they load
-    it, ld.so searches that directory for ``target``'s dependencies too."""
+def rpath_loaders(resolver: Resolver, target: str, limit: int = 3,
+                  depth: int = 3) -> list[RpathLoader]:
+    """Up to ``limit`` libraries of the same install that load ``target`` — NEED it, or NEED a
+    library that does, up to ``depth`` levels, with no DT_RUNPATH on the way — and whose own
+    DT_RPATH (no DT_RUNPATH) names ``target``'s directory: when they load it, ld.so searches
+    that directory for ``target``'s dependencies too. faiss-cpu: libfaiss.so (RPATH
+    ``$ORIGIN/../faiss_cpu.libs``) NEEDs libopenblaso, which NEEDs libgfortran (the target),
+    which NEEDs libquadmath beside it: neither vendored library has an RPATH of its own."""
     here = os.path.realpath(os.path.dirname(os.path.abspath(target)))
-    out: list[RpathLoader] = []
     # The install: site-packages for a <dist>.libs/ directory beside the package.
     root = os.path.dirname(os.path.dirname(os.path.abspath(target)))
-    for lib in _needing(resolver, target, root):
-        if lib.runpath:
-            continue
-        origin = os.path.dirname(lib.path)
-        for entry in lib.rpath:
-            d = entry.replace("${ORIGIN}", "$ORIGIN").replace("$ORIGIN", origin)
-            if "$" not in d and os.path.realpath(d) == here:
+    by_needed = _needers(resolver, root)
+    img = _describe(resolver, os.path.abspath(target))
+    if img is None:
+        return []
+    out: list[RpathLoader] = []
+    level = [os.path.abspath(target)]
+    names = {os.path.basename(target)} | ({img.soname} if img.soname else set())
+    seen = set(level)
+    for _ in range(depth):
+        nxt: list[tuple[str, set[str]]] = []
+        for lib in [x for n in sorted(names) for x in by_needed.get(n, [])]:
+            if lib.path in seen or lib.runpath:
+                continue  # a DT_RUNPATH turns the inherited DT_RPATH search off below it
+            seen.add(lib.path)
+            origin = os.path.dirname(lib.path)
+            entry = next((e for e in lib.rpath
+                          if "$" not in (d := e.replace("${ORIGIN}", "$ORIGIN").replace(
+                              "$ORIGIN", origin)) and os.path.realpath(d) == here), "")
+            if entry:
                 out.append(RpathLoader(lib.path, entry))
-                break
-        if len(out) >= limit:
+                if len(out) >= limit:
+                    return out
+            elif not lib.rpath:  # loaded itself through its own loaders' DT_RPATH
+                nxt.append((lib.path, {os.path.basename(lib.path)} |
+                            ({lib.soname} if lib.soname else set())))
+        if out or not nxt:
             break
+        names = set().union(*(n for _p, n in nxt))
+    return out
+
+
+def _needers(resolver: Resolver, root: str) -> dict[str, list[Library]]:
+    """DT_NEEDED name → the libraries under ``root`` (bounded) that NEED it."""
+    out: dict[str, list[Library]] = {}
+    files = libs = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        checkpoint("looking for the libraries that load a vendored library")
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        files += len(filenames)
+        if files > MAX_FILES:
+            break
+        for f in sorted(filenames):
+            path = os.path.join(dirpath, f)
+            if not _is_library(f) or os.path.islink(path):
+                continue
+            libs += 1
+            if libs > MAX_LIBRARIES:
+                return out
+            lib = _describe(resolver, path)
+            if lib is None:
+                continue
+            for n in lib.needed:
+                out.setdefault(n, []).append(lib)
     return out
 
 
