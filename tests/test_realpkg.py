@@ -441,3 +441,26 @@ def test_a_cpu_build_is_promised_only_where_pytorch_publishes_one(
     od307 = next(f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD307")
     assert "pip install torchvision --index-url https://download.pytorch.org/whl/cpu" in \
         od307["fix"], od307["fix"]
+
+
+@pytest.mark.probe
+def test_a_directory_walk_imports_each_package_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """Checking a site directory checks each library as its package loads it: by importing
+    the package. fbgemm-gpu-cpu 1.8.0 has 19 libraries, and each check imported fbgemm_gpu
+    again with the same result (PyAV's 49: 102 s). The import now runs once per package and
+    command: one probe start, the same outcome in every report, the same verdict as a check
+    of one of its libraries alone."""
+    site = _rp_site("fbgemm-gpu-cpu-1.8.0")
+    log = Path(os.environ["OPDOCTOR_PROBE_LOG"])
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", str(site))
+    reports = res.json()["reports"]
+    libs = sorted(str(p) for p in (site / "fbgemm_gpu").rglob("*.so"))
+    assert len(reports) >= len(libs) >= 10, (len(reports), len(libs))
+    assert log.read_text().splitlines().count("package fbgemm_gpu") == 1
+    assert {r["sections"]["probe"]["outcome"] for r in reports} == {"loaded"}
+    one = next(r for r in reports if r["target"]["path"] == libs[0])
+    alone = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", libs[0])
+    rep = alone.json()["reports"][0]
+    assert sorted(f["code"] for f in rep["findings"]) == \
+        sorted(f["code"] for f in one["findings"]), (rep["findings"], one["findings"])
+    assert log.read_text().splitlines().count("package fbgemm_gpu") == 2  # a new command

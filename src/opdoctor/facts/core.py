@@ -115,6 +115,7 @@ class Facts:
         # The first probe's outcome when torch's import failed on a device backend it
         # auto-loads (the probe then ran again without auto-loading): see probe_result.
         self.autoload_failure: ProbeOutcome | None = None
+        self._package_key = ""  # package mode: the key its outcome is kept under
         self._pyinit: dict[tuple[str, str], tuple[bool, list[str]]] = {}
 
     @cached_property
@@ -322,34 +323,62 @@ class Facts:
     def start_probe(self) -> None:
         """Start the load probe now (or adopt the one :meth:`prestart_probe` started), so it
         runs while the static checks run."""
-        from opdoctor.facts.probe.runner import adopt, start_probe
-        if self._probe is not None:
+        from opdoctor.facts.probe.runner import adopt, finished, package_key, start_probe
+        if self._probe is not None or self._probe_outcome is not None:
             return
         if not self.options.package and self.structure.image is None:
             return
         req = self._probe_request()
+        if req.package and self._reuse_package_probe(req, finished, package_key):
+            return
         self._probe = probe = adopt(req) or start_probe(req)
         # What the child needs only after its framework import is computed while it imports:
         # the import-chain walk alone takes seconds on a large package (tensorflow-io).
-        path, preload = os.path.abspath(self.path), tuple(
-            os.path.abspath(p) for p in self.options.preload)
+        path = os.path.abspath(self.path)
+        preload: tuple[str, ...] = ()
         hidden: list[dict[str, Any]] = []
         tf_ops: tuple[str, ...] = ()
         try:
-            preload += tuple(v.path for v in self.vendored_loaders[:1])
-            chain = self.chain if self.options.package else None
-            hidden = [{"kind": link.kind, "target": link.target, "paths": link.resolved,
-                       "where": f"{os.path.basename(link.file)}:{link.line} {link.swallowed}"}
-                      for link in (chain.links if chain else []) if link.swallowed]
-            tf_ops = self._tf_watch() if req.tensorflow else ()
+            preload, hidden, tf_ops = self._late_fields(req)
         finally:
             probe.send_late(path, preload, hidden, tf_ops)
+            if req.package:  # what the outcome is kept under for the package's other libraries
+                from opdoctor.facts.probe.runner import package_key as key_of
+                self._package_key = key_of(probe.req)
+
+    def _late_fields(self, req: ProbeRequest) -> tuple[tuple[str, ...], list[dict[str, Any]],
+                                                       tuple[str, ...]]:
+        """What to preload, the swallowed imports to retry, the TensorFlow ops to watch."""
+        preload = tuple(os.path.abspath(p) for p in self.options.preload)
+        preload += tuple(v.path for v in self.vendored_loaders[:1])
+        chain = self.chain if self.options.package else None
+        hidden = [{"kind": link.kind, "target": link.target, "paths": link.resolved,
+                   "where": f"{os.path.basename(link.file)}:{link.line} {link.swallowed}"}
+                  for link in (chain.links if chain else []) if link.swallowed]
+        tf_ops = self._tf_watch() if req.tensorflow else ()
+        return preload, hidden, tf_ops
+
+    def _reuse_package_probe(self, req: ProbeRequest, finished: Any, package_key: Any) -> bool:
+        """Package mode: take the outcome of the same package import, run earlier in this
+        process for another of the package's libraries (a directory walk), instead of
+        importing the package again. True when it did."""
+        preload, hidden, tf_ops = self._late_fields(req)
+        key = package_key(dataclasses.replace(req, preload=preload, hidden=hidden,
+                                              tf_ops=tf_ops))
+        hit = finished(key)
+        if hit is None:
+            return False
+        self._probe_outcome, self.autoload_failure = hit
+        return True
 
     def probe_result(self) -> ProbeOutcome | None:
         """The probe's outcome (waits for it); None when it was not started."""
         if self._probe_outcome is None and self._probe is not None:
             self._probe_outcome = self._probe.wait()
             self._past_a_failed_backend()
+            if self._package_key:
+                from opdoctor.facts.probe.runner import remember
+                remember(self._package_key, self._probe_outcome, self.autoload_failure)
         return self._probe_outcome
 
     def _past_a_failed_backend(self) -> None:

@@ -210,7 +210,13 @@ def expand(paths: list[str], options: CheckOptions,
                 lib, func = split_aot_target(path)
                 opts = dataclasses.replace(options, named=True, aot_function=func)
                 targets.append(_with_package(lib, opts, path))
-        yield targets
+        if options.probe:
+            # The libraries of one package share one import of it (a directory walk).
+            from opdoctor.facts.probe.runner import reuse_scope
+            with reuse_scope():
+                yield targets
+        else:
+            yield targets
     finally:
         if options.probe:
             from opdoctor.facts.probe.runner import discard_prestarted

@@ -35,7 +35,7 @@ from opdoctor.facts.probe.outcome import ProbeOutcome, build_outcome
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 
@@ -318,6 +318,45 @@ def prestart(req: ProbeRequest) -> None:
 def adopt(req: ProbeRequest) -> ProbeHandle | None:
     """The prestarted probe with ``req``'s early fields (once), or None."""
     return _PRESTARTED.pop(_early_key(req), None) if _PRESTARTED else None
+
+
+# Finished package-mode probes of this process, by their request without the library path:
+# a package's import is the same whichever of its libraries is being checked (a directory walk
+# of PyAV checks 49 libraries of one package), so it is run once. The value is the outcome and
+# the first outcome of a run that had to probe again (see Facts.probe_result).
+_FINISHED: dict[str, tuple[ProbeOutcome, ProbeOutcome | None]] = {}
+_SCOPES = [0]  # open reuse scopes: outcomes are kept only inside one command's targets
+
+
+@contextlib.contextmanager
+def reuse_scope() -> Iterator[None]:
+    """Keep package-mode outcomes for the targets of one command (one expansion of its
+    paths); forgotten when it closes, so that nothing outlives the files it was read from."""
+    _SCOPES[0] += 1
+    try:
+        yield
+    finally:
+        _SCOPES[0] -= 1
+        if not _SCOPES[0]:
+            _FINISHED.clear()
+
+
+def package_key(req: ProbeRequest) -> str:
+    """The key of a package-mode probe's outcome: every field but the library's path."""
+    fields = {k: v for k, v in vars(req).items() if k not in ("path", "late")}
+    return json.dumps(fields, sort_keys=True, default=str)
+
+
+def finished(key: str) -> tuple[ProbeOutcome, ProbeOutcome | None] | None:
+    """The outcome of the same package import run earlier for this command, or None."""
+    return _FINISHED.get(key) if _SCOPES[0] else None
+
+
+def remember(key: str, outcome: ProbeOutcome, first: ProbeOutcome | None) -> None:
+    """Keep a package-mode probe's outcome for the package's other libraries (inside a
+    :func:`reuse_scope` only)."""
+    if _SCOPES[0]:
+        _FINISHED[key] = (outcome, first)
 
 
 def discard_prestarted() -> int:
