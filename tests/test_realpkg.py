@@ -464,3 +464,29 @@ def test_a_directory_walk_imports_each_package_once(capsys: pytest.CaptureFixtur
     assert sorted(f["code"] for f in rep["findings"]) == \
         sorted(f["code"] for f in one["findings"]), (rep["findings"], one["findings"])
     assert log.read_text().splitlines().count("package fbgemm_gpu") == 2  # a new command
+
+
+@pytest.mark.probe
+def test_scan_checks_a_packages_libraries_in_one_worker_with_one_import() -> None:
+    """`scan --probe` checked each library in its own worker, each importing its package: the
+    libraries of one package now go to one worker, which imports the package once for all of
+    them (fbgemm-gpu-cpu 1.8.0: 19 libraries, one probe), while other packages' libraries run
+    in the other workers. Each library still gets its own report."""
+    from opdoctor.facts import CheckOptions
+    from opdoctor.targets.discover import ScanItem, scan
+
+    site = _rp_site("fbgemm-gpu-cpu-1.8.0")
+    libs = sorted(str(p) for p in (site / "fbgemm_gpu").rglob("*.so"))[:6]
+    lone = str(FIX / "realpkg" / "alloc.so")  # a library outside any package: its own probe
+    log = Path(os.environ["OPDOCTOR_PROBE_LOG"])
+    env = tuple({**os.environ, "PYTHONPATH": str(site)}.items())
+    items = [ScanItem(p, "fbgemm_gpu") for p in libs] + [ScanItem(lone, "alloc")]
+    got = scan(items, CheckOptions(probe=True, env=env), jobs=2)
+    assert [it.path for it, _r in got] == [it.path for it in items]  # in the order given
+    reports = [r for _it, r in got]
+    assert all(not isinstance(r, str) for r in reports), reports
+    starts = log.read_text().splitlines()
+    # (a probe's start is logged before its library is sent: "package None" for the lone one)
+    assert starts.count("package fbgemm_gpu") == 1 and len(starts) == 2, starts
+    assert all(r.sections["probe"]["outcome"] == "loaded" for r in reports  # type: ignore[union-attr]
+               if not isinstance(r, str))

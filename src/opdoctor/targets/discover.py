@@ -90,19 +90,49 @@ def _check_one(path: str, options: CheckOptions) -> Report:
     return run_check(path, options)
 
 
+def _check_group(paths: list[str], options: CheckOptions) -> list[Report | str]:
+    """Worker: check the libraries of one package in turn. With the probe, they share one
+    import of their package (see ``reuse_scope``); a failing check is reported for its own
+    library and the others go on."""
+    import contextlib
+
+    scope: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if options.probe:
+        from opdoctor.facts.probe.runner import reuse_scope
+        scope = reuse_scope()
+    out: list[Report | str] = []
+    with scope:
+        for path in paths:
+            try:
+                out.append(_check_one(path, options))
+            except Exception as exc:  # reported per library, the group goes on
+                out.append(f"{type(exc).__name__}: {exc}")
+    return out
+
+
 def scan(items: list[ScanItem], options: CheckOptions, jobs: int,
          progress: Callable[[ScanItem], None] | None = None
          ) -> list[tuple[ScanItem, Report | str]]:
-    """Check every item in ``jobs`` processes; an item whose check fails carries the error."""
+    """Check every item in ``jobs`` processes, the libraries of one package in the same
+    worker (one import of the package for all of them); an item whose check fails carries
+    the error."""
+    groups: dict[str, list[ScanItem]] = {}
+    for it in items:
+        ctx = package_of(it.path)
+        groups.setdefault(f"package {ctx[1]}/{ctx[0]}" if ctx else it.path, []).append(it)
     results: dict[str, Report | str] = {}
+    # The largest groups first: they bound the wall time.
+    order = sorted(groups.values(), key=len, reverse=True)
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(_check_one, it.path, options): it for it in items}
+        futures = {pool.submit(_check_group, [it.path for it in g], options): g for g in order}
         for fut in as_completed(futures):
-            it = futures[fut]
+            group = futures[fut]
             try:
-                results[it.path] = fut.result()
-            except Exception as exc:  # reported per library, the scan goes on
-                results[it.path] = f"{type(exc).__name__}: {exc}"
-            if progress:
-                progress(it)
+                got: list[Report | str] = fut.result()
+            except Exception as exc:  # the worker itself died: every library of it says so
+                got = [f"{type(exc).__name__}: {exc}"] * len(group)
+            for it, res in zip(group, got, strict=True):
+                results[it.path] = res
+                if progress:
+                    progress(it)
     return [(it, results[it.path]) for it in items]
