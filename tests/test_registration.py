@@ -356,3 +356,27 @@ def test_a_schema_with_a_torchbind_class_is_judged_by_the_load(tmp_path: Path) -
     report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
     bad = [f.subject for f in report.findings if f.code == "OD102"]
     assert bad == ["myns::typo"], [f.message for f in report.findings]
+
+
+def test_a_support_library_its_neighbours_need_is_a_note(tmp_path: Path) -> None:
+    """jaxlib 0.10's libjax_common.so registers nothing and links no framework — ten of the
+    extensions beside it NEED it: a support library, loaded as their dependency (a note, as
+    OD101 is for a framework-linked one). Named alone, with nothing beside it that needs it,
+    such a library is still OD116's warning."""
+    import subprocess
+
+    (tmp_path / "s.c").write_text("int support(void) { return 1; }\n")
+    (tmp_path / "e.c").write_text("int support(void);\nint ext(void) { return support(); }\n")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libsupport.so"),
+                    str(tmp_path / "s.c")], check=True, timeout=60)
+    alone = run_check(str(lib / "libsupport.so"), CheckOptions(probe=False, named=True),
+                      Selection(("OD1",)))
+    assert [(f.code, f.severity.name) for f in alone.findings] == [("OD116", "WARNING")]
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "ext.so"), str(tmp_path / "e.c"),
+                    f"-L{lib}", "-lsupport", "-Wl,-rpath,$ORIGIN"], check=True, timeout=60)
+    needed = run_check(str(lib / "libsupport.so"), CheckOptions(probe=False, named=True),
+                       Selection(("OD1",)))
+    (f,) = needed.findings
+    assert (f.code, f.severity.name) == ("OD116", "INFO") and "ext.so" in f.message

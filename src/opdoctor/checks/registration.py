@@ -330,6 +330,17 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
     sources = inv.source_files or source_file_symbols(facts.image)
     if sources:
         ev.append(f"compiled from: {', '.join(sources[:5])}")
+    users = facts.dependents
+    if users:
+        # A support library of its package (jaxlib's libjax_common.so, NEEDed by ten
+        # extensions beside it): loaded as their dependency, it has nothing to register.
+        names = ", ".join(os.path.basename(u) for u in users)
+        yield OD116.finding(facts.path, "this library registers no operator and links no "
+                            f"framework: a support library that {names} NEED",
+                            [*ev, *[f"DT_NEEDED of {u}" for u in users]],
+                            severity=Severity.INFO,
+                            fix="nothing to fix; check the libraries that load it")
+        return
     yield OD116.finding(facts.path, "this library registers no operator and links no "
                         "framework: loading it cannot make an operator exist", ev)
 
