@@ -805,3 +805,33 @@ def test_an_import_the_code_asks_for_first_is_a_branch_not_taken(tmp_path: Path,
     assert (real.returncode == 0) is guard, real.stderr
     report = chain(tmp_path, "askpkg", probe=False)
     assert ("OD510" in codes(report)) is not guard, [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize("head, fails", [
+    ("from .helper import VALUE\n", True),
+    ("if __package__ is None or __package__ == '':\n    from helper import VALUE\n"
+     "else:\n    from .helper import VALUE\n", False),
+    ("try:\n    from .helper import VALUE\nexcept ImportError:\n    from helper import VALUE\n",
+     False),
+])
+def test_od507_only_for_a_relative_import_a_script_run_really_hits(
+        tmp_path: Path, head: str, fails: bool) -> None:
+    """OD507: a module with a __main__ block and a relative import fails when run as a script.
+    scipy's datasets/_download_all.py asks `if __package__ is None or __package__ == ''` and
+    imports absolutely then; pymupdf's ImageFeatureExtractorV2.py falls back in
+    `except ImportError`: both run as scripts, and were OD507 (shown ×109 in a walk of
+    scikit-learn's site). Python itself decides each case here."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "scr"
+    pkg.mkdir()
+    shutil.copy(PYFIX / "scriptrel" / "myext" / "_C.cpython-311-x86_64-linux-gnu.so", pkg)
+    (pkg / "__init__.py").write_text("from . import _C\n")
+    (pkg / "helper.py").write_text("VALUE = 3\n")
+    (pkg / "tool.py").write_text(head + "\nif __name__ == '__main__':\n    print(VALUE)\n")
+    run = subprocess.run([sys.executable, str(pkg / "tool.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert (run.returncode != 0) is fails, run.stderr
+    report = chain(tmp_path, "scr", probe=False)
+    assert ("OD507" in codes(report)) is fails, [f.message for f in report.findings]

@@ -17,7 +17,7 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -1202,12 +1202,39 @@ def _script_relative(file: str) -> list[tuple[str, int]]:
     # files are rejected by the first substring test without decoding anything.
     if b"__main__" not in raw or not _MAIN_GUARD.search(raw) or not _RELATIVE_FROM.search(raw):
         return []  # parse only a file that may have both
-    from opdoctor.facts.pyast import statements
     parsed = _source(file)
     if parsed is None:
         return []
-    return [(file, n.lineno) for n in statements(parsed.tree.body)
-            if isinstance(n, ast.ImportFrom) and n.level >= 1][:1]
+    return [(file, line) for line in _unguarded_relative(parsed.tree.body)][:1]
+
+
+def _unguarded_relative(body: list[ast.stmt], guarded: bool = False) -> Iterator[int]:
+    """Lines of module-level relative imports that fail when the file runs as a script: not
+    those under ``if __package__ …`` (scipy's datasets/_download_all.py imports absolutely
+    when run as a script) or inside ``try`` with an ImportError fallback (pymupdf)."""
+    for stmt in body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.level >= 1 and not guarded:
+            yield stmt.lineno
+        elif isinstance(stmt, ast.Try):
+            caught: set[str] = set()
+            for h in stmt.handlers:
+                if h.type is None:
+                    caught.add("<bare>")
+                else:
+                    caught |= {_dotted(t) for t in (
+                        h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])}
+            falls_back = bool(caught & {"ImportError", "ModuleNotFoundError", "Exception",
+                                         "BaseException", "<bare>"})
+            yield from _unguarded_relative(stmt.body, guarded or falls_back)
+            for part in (*[h.body for h in stmt.handlers], stmt.orelse, stmt.finalbody):
+                yield from _unguarded_relative(part, guarded)
+        elif isinstance(stmt, ast.If):
+            asks = any(isinstance(n, ast.Name) and n.id in ("__package__", "__spec__")
+                       for n in ast.walk(stmt.test))
+            yield from _unguarded_relative(stmt.body, guarded or asks)
+            yield from _unguarded_relative(stmt.orelse, guarded or asks)
+        elif isinstance(stmt, (ast.With, ast.For, ast.While)):
+            yield from _unguarded_relative(stmt.body, guarded)
 
 
 
