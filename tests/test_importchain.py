@@ -835,3 +835,24 @@ def test_od507_only_for_a_relative_import_a_script_run_really_hits(
     assert (run.returncode != 0) is fails, run.stderr
     report = chain(tmp_path, "scr", probe=False)
     assert ("OD507" in codes(report)) is fails, [f.message for f in report.findings]
+
+
+def test_an_optional_module_whose_error_is_logged_is_still_optional(tmp_path: Path) -> None:
+    """faiss-cpu 1.15's loader.py tries `from .swigfaiss_avx512 import *` and logs the error in
+    `except ImportError as e: logger.info(f"… {e!r}")` before the next variant. Logging the
+    error makes the handler report it (no OD509) — it must not make the variant, absent from
+    this wheel, a required module (it was four OD510 errors, exit 1)."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "varpkg"
+    pkg.mkdir()
+    shutil.copy(PYFIX / "scriptrel" / "myext" / "_C.cpython-311-x86_64-linux-gnu.so", pkg)
+    (pkg / "__init__.py").write_text(
+        "import logging\nlogger = logging.getLogger(__name__)\ntry:\n"
+        "    from ._fast_variant import *\nexcept ImportError as e:\n"
+        "    logger.info(f'no fast variant: {e!r}')\n    from . import _C\n")
+    real = subprocess.run([sys.executable, "-c", "import varpkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0, real.stderr
+    assert codes(chain(tmp_path, "varpkg", probe=False)) == []

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.pychain import UNEVALUATED, ImportChain, Link, loader_calls
+from opdoctor.facts.pychain import REPORTED, UNEVALUATED, ImportChain, Link, loader_calls
 from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
 from opdoctor.model import Cause, Finding, Severity
@@ -287,7 +287,8 @@ def run(facts: Facts) -> Iterator[Finding]:
         elif link.problem and link.kind == "submodule" and not _optional(link) and \
                 not link.checked and not _package_attribute(link):
             yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
-        if link.swallowed and not _optional(link) and _leads_to_compiled(link):
+        if link.swallowed and not link.swallowed.endswith(REPORTED) and \
+                not _optional(link) and _leads_to_compiled(link):
             later = link.kind == "submodule" and link.function
             yield OD509.finding(link.target, f"the import of {link.target} is inside "
                                 f"`{link.swallowed}` that discards the error"

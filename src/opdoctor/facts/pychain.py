@@ -38,6 +38,10 @@ class Candidate:
     kind: str  # "package", "namespace", "module", "extension"
 
 
+# Appended to a swallowing except clause that hands the exception to a call (a logger, a
+# helper that raises): the import is still optional, but its error is not discarded (OD509).
+REPORTED = " (it reports the error)"
+
 # A loader call whose path argument static evaluation cannot compute (a search function, a
 # platform table): unknown, not wrong — the real import may still find the file.
 UNEVALUATED = "the path expression cannot be evaluated statically"
@@ -529,8 +533,9 @@ def _swallow(handler_stack: list[ast.ExceptHandler]) -> str:
             isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == h.name
                                             for arg in n.args for a in ast.walk(arg))
             for n in ast.walk(h))
-        if catches and not reraises and not falls_back and not reports:
-            return f"except {', '.join(sorted(catches)).replace('<bare>', '')}: (line {h.lineno})"
+        if catches and not reraises and not falls_back:
+            clause = f"except {', '.join(sorted(catches)).replace('<bare>', '')}: (line {h.lineno})"
+            return clause + REPORTED if reports else clause
     return ""
 
 
