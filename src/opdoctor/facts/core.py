@@ -323,13 +323,15 @@ class Facts:
     def start_probe(self) -> None:
         """Start the load probe now (or adopt the one :meth:`prestart_probe` started), so it
         runs while the static checks run."""
-        from opdoctor.facts.probe.runner import adopt, finished, package_key, start_probe
+        from opdoctor.facts.probe.runner import adopt, any_finished, start_probe
         if self._probe is not None or self._probe_outcome is not None:
             return
         if not self.options.package and self.structure.image is None:
             return
         req = self._probe_request()
-        if req.package and self._reuse_package_probe(req, finished, package_key):
+        # Only when an outcome is kept (a walk's later libraries): the late fields are
+        # otherwise computed while the child imports the framework, not before it starts.
+        if req.package and any_finished() and self._reuse_package_probe(req):
             return
         self._probe = probe = adopt(req) or start_probe(req)
         # What the child needs only after its framework import is computed while it imports:
@@ -358,10 +360,11 @@ class Facts:
         tf_ops = self._tf_watch() if req.tensorflow else ()
         return preload, hidden, tf_ops
 
-    def _reuse_package_probe(self, req: ProbeRequest, finished: Any, package_key: Any) -> bool:
+    def _reuse_package_probe(self, req: ProbeRequest) -> bool:
         """Package mode: take the outcome of the same package import, run earlier in this
         process for another of the package's libraries (a directory walk), instead of
         importing the package again. True when it did."""
+        from opdoctor.facts.probe.runner import finished, package_key
         preload, hidden, tf_ops = self._late_fields(req)
         key = package_key(dataclasses.replace(req, preload=preload, hidden=hidden,
                                               tf_ops=tf_ops))

@@ -347,6 +347,11 @@ def package_key(req: ProbeRequest) -> str:
     return json.dumps(fields, sort_keys=True, default=str)
 
 
+def any_finished() -> bool:
+    """Whether an outcome is kept at all (a cheap test before computing a key)."""
+    return bool(_SCOPES[0] and _FINISHED)
+
+
 def finished(key: str) -> tuple[ProbeOutcome, ProbeOutcome | None] | None:
     """The outcome of the same package import run earlier for this command, or None."""
     return _FINISHED.get(key) if _SCOPES[0] else None
