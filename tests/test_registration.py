@@ -362,13 +362,14 @@ def test_a_support_library_its_neighbours_need_is_a_note(tmp_path: Path) -> None
     """jaxlib 0.10's libjax_common.so registers nothing and links no framework — ten of the
     extensions beside it NEED it: a support library, loaded as their dependency (a note, as
     OD101 is for a framework-linked one). Named alone, with nothing beside it that needs it,
-    such a library is still OD116's warning."""
+    such a library is still OD116's warning. (Outside a Python install — /usr/lib — nothing
+    is walked for its dependents: a system directory is no package.)"""
     import subprocess
 
     (tmp_path / "s.c").write_text("int support(void) { return 1; }\n")
     (tmp_path / "e.c").write_text("int support(void);\nint ext(void) { return support(); }\n")
-    lib = tmp_path / "lib"
-    lib.mkdir()
+    lib = tmp_path / "site-packages" / "jaxlike"  # inside a Python install, as jaxlib is
+    lib.mkdir(parents=True)
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libsupport.so"),
                     str(tmp_path / "s.c")], check=True, timeout=60)
     alone = run_check(str(lib / "libsupport.so"), CheckOptions(probe=False, named=True),

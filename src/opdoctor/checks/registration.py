@@ -330,7 +330,11 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
     sources = inv.source_files or source_file_symbols(facts.image)
     if sources:
         ev.append(f"compiled from: {', '.join(sources[:5])}")
-    users = facts.dependents
+    # Only inside a Python install: a system directory (/usr/lib, thousands of libraries) is
+    # no package whose libraries need each other, and walking it costs seconds per library.
+    inside = any(part in ("site-packages", "dist-packages")
+                 for part in os.path.abspath(facts.path).split(os.sep))
+    users = facts.dependents if inside else []
     if users:
         # A support library of its package (jaxlib's libjax_common.so, NEEDed by ten
         # extensions beside it): loaded as their dependency, it has nothing to register.
