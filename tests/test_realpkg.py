@@ -399,6 +399,11 @@ def test_device_backend_without_its_toolkit_breaks_import_torch(
     assert found["OD513"]["severity"] == "warning" and "torch_npu" in found["OD513"]["message"]
     assert not {"OD320", "OD510"} & set(found), sorted(found)
     assert found["OD220"]["message"].startswith("libhccl.so")  # the re-run's real load
+    # One finding per missing library, with every library of the package that needs it.
+    hccl = [f for f in rep["findings"] if f["code"] == "OD201"
+            and f["message"].startswith("libhccl.so ")]
+    assert len(hccl) == 1 and "libtorch_npu.so" in hccl[0]["message"] and \
+        "_C.cpython-311-x86_64-linux-gnu.so" in hccl[0]["message"], hccl
 
 
 @pytest.mark.probe

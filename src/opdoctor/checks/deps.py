@@ -142,6 +142,12 @@ def run(facts: Facts) -> Iterator[Finding]:
     """Resolve the dependency tree and report what is missing or fragile."""
     proc = facts.process
     tree = proc.tree
+    # One OD201 per missing name, however many libraries need it (torch_npu: libhccl.so is
+    # needed by three of its libraries; twelve findings told the same story).
+    others: dict[str, list[str]] = {}
+    for miss in tree.missing:
+        others.setdefault(miss.name, []).append(miss.requested_by)
+    told: set[str] = set()
     for miss in tree.missing:
         ev = _attempt_lines(miss)
         if miss.exists_in:
@@ -151,9 +157,14 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 f"{os.path.basename(miss.requested_by)}) is not found: it is "
                                 "only in a RUNPATH directory of another library", ev)
             continue
+        if miss.name in told:
+            continue
+        told.add(miss.name)
+        users = list(dict.fromkeys(others[miss.name]))
+        ev += [f"also needed by {u}" for u in users[1:]]
         yield OD201.finding(miss.name, f"{miss.name} (needed by "
-                            f"{os.path.basename(miss.requested_by)}) is not found", ev,
-                            fix=_fix_for(miss, facts))
+                            f"{', '.join(os.path.basename(u) for u in users)}) is not found",
+                            ev, fix=_fix_for(miss, facts))
     for lib in tree.order[1:]:
         if lib.rule == RULE_LD_LIBRARY_PATH:
             yield OD202.finding(lib.name, f"{lib.name} is found only through LD_LIBRARY_PATH",
