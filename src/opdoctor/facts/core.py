@@ -22,7 +22,10 @@ from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
 
     from opdoctor.facts.abi import AbiMismatch
     from opdoctor.facts.compile import (
@@ -331,8 +334,11 @@ class Facts:
         req = self._probe_request()
         # Only when an outcome is kept (a walk's later libraries): the late fields are
         # otherwise computed while the child imports the framework, not before it starts.
-        if req.package and any_finished() and self._reuse_package_probe(req):
-            return
+        late = None
+        if req.package and any_finished():
+            late = self._late_fields(req)
+            if self._reuse_package_probe(req, *late):
+                return
         self._probe = probe = adopt(req) or start_probe(req)
         # What the child needs only after its framework import is computed while it imports:
         # the import-chain walk alone takes seconds on a large package (tensorflow-io).
@@ -341,7 +347,7 @@ class Facts:
         hidden: list[dict[str, Any]] = []
         tf_ops: tuple[str, ...] = ()
         try:
-            preload, hidden, tf_ops = self._late_fields(req)
+            preload, hidden, tf_ops = late or self._late_fields(req)
         finally:
             probe.send_late(path, preload, hidden, tf_ops)
             if req.package:  # what the outcome is kept under for the package's other libraries
@@ -360,12 +366,12 @@ class Facts:
         tf_ops = self._tf_watch() if req.tensorflow else ()
         return preload, hidden, tf_ops
 
-    def _reuse_package_probe(self, req: ProbeRequest) -> bool:
+    def _reuse_package_probe(self, req: ProbeRequest, preload: tuple[str, ...],
+                             hidden: list[dict[str, Any]], tf_ops: tuple[str, ...]) -> bool:
         """Package mode: take the outcome of the same package import, run earlier in this
         process for another of the package's libraries (a directory walk), instead of
         importing the package again. True when it did."""
         from opdoctor.facts.probe.runner import finished, package_key
-        preload, hidden, tf_ops = self._late_fields(req)
         key = package_key(dataclasses.replace(req, preload=preload, hidden=hidden,
                                               tf_ops=tf_ops))
         hit = finished(key)
@@ -596,39 +602,18 @@ class Facts:
         another module dlopens (soundfile's libsndfile in ``_soundfile_data/``) is neither.
         Unreadable files count as code (nothing is concluded from them)."""
         from opdoctor.facts.elf.dynsym import DynSymbols
-        from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-        from opdoctor.facts.inputfile import InputError, open_input
         from opdoctor.facts.loader.process import needs_tensorflow, needs_torch
-        try:
-            data = open_input(path)
-        except InputError:
-            return True
-        try:
-            img = ElfImage.open(data)
-            return bool(DynSymbols(img).names_with_prefix("PyInit_", limit=1)) or \
-                needs_torch(img, None) or needs_tensorflow(img)
-        except (ElfFormatError, OSError, ValueError):
-            return True
-        finally:
-            data.close()
+        return _read_elf(path, lambda img: bool(
+            DynSymbols(img).names_with_prefix("PyInit_", limit=1)) or needs_torch(img, None)
+            or needs_tensorflow(img), True)
 
     def _read_pyinit(self, path: str, module: str) -> tuple[bool, list[str]]:
         from opdoctor.facts.elf.dynsym import DynSymbols
-        from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-        from opdoctor.facts.inputfile import InputError, open_input
         if not self.is_package_dir and os.path.realpath(path) == os.path.realpath(self.path) \
                 and self.structure.image is not None:
             return _pyinit_in(self.symbol_tables.of_image(self.image), module)
-        try:
-            data = open_input(path)
-        except InputError:
-            return True, []
-        try:
-            return _pyinit_in(DynSymbols(ElfImage.open(data)), module)
-        except (ElfFormatError, OSError):
-            return True, []
-        finally:
-            data.close()
+        unreadable: tuple[bool, list[str]] = (True, [])
+        return _read_elf(path, lambda img: _pyinit_in(DynSymbols(img), module), unreadable)
 
     @property
     def image(self) -> ElfImage:
@@ -811,6 +796,23 @@ class Facts:
             if lib is not None:
                 libs.append(lib)
         return merge(chain.name, chain.package_dir, libs, self.compile_python)
+
+
+def _read_elf(path: str, read: Callable[[ElfImage], _T], unreadable: _T) -> _T:
+    """``read`` of another ELF file than the target (opened, parsed, closed); ``unreadable``
+    when it cannot be opened or parsed (nothing is concluded from such a file)."""
+    from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+    from opdoctor.facts.inputfile import InputError, open_input
+    try:
+        data = open_input(path)
+    except InputError:
+        return unreadable
+    try:
+        return read(ElfImage.open(data))
+    except (ElfFormatError, OSError, ValueError):
+        return unreadable
+    finally:
+        data.close()
 
 
 def _pyinit_in(table: DynSymbols, module: str) -> tuple[bool, list[str]]:

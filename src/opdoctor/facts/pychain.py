@@ -511,12 +511,17 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
+def _caught(h: ast.ExceptHandler) -> set[str]:
+    """The exception names an except clause catches ("<bare>" for a bare ``except:``)."""
+    if h.type is None:
+        return {"<bare>"}
+    return {_dotted(t) for t in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])}
+
+
 def _swallow(handler_stack: list[ast.ExceptHandler]) -> str:
     """The except clause that swallows ImportError/OSError around a statement, if any."""
     for h in reversed(handler_stack):
-        names = {_dotted(t) for t in (h.type.elts if isinstance(h.type, ast.Tuple) else
-                                       [h.type])} if h.type is not None else {"<bare>"}
-        catches = names & {"ImportError", "ModuleNotFoundError", "OSError", "Exception",
+        catches = _caught(h) & {"ImportError", "ModuleNotFoundError", "OSError", "Exception",
                            "BaseException", "<bare>", "RuntimeError"}
         reraises = any(isinstance(n, ast.Raise) for n in ast.walk(h))
         # A handler that loads another library (fbgemm_gpu: load_library(unified_path), on
@@ -1221,13 +1226,7 @@ def _unguarded_relative(body: list[ast.stmt], guarded: bool = False) -> Iterator
         if isinstance(stmt, ast.ImportFrom) and stmt.level >= 1 and not guarded:
             yield stmt.lineno
         elif isinstance(stmt, ast.Try):
-            caught: set[str] = set()
-            for h in stmt.handlers:
-                if h.type is None:
-                    caught.add("<bare>")
-                else:
-                    caught |= {_dotted(t) for t in (
-                        h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])}
+            caught = set().union(*(_caught(h) for h in stmt.handlers))
             falls_back = bool(caught & {"ImportError", "ModuleNotFoundError", "Exception",
                                          "BaseException", "<bare>"})
             yield from _unguarded_relative(stmt.body, guarded or falls_back)

@@ -43,6 +43,28 @@ def _describe(resolver: Resolver, path: str) -> Library | None:
         return None
 
 
+def _libraries_under(resolver: Resolver, root: str, doing: str) -> Iterator[Library]:
+    """Every library under ``root`` (links skipped), described from its dynamic section;
+    bounded by MAX_FILES files and MAX_LIBRARIES libraries."""
+    files = libs = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        checkpoint(doing)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        files += len(filenames)
+        if files > MAX_FILES:
+            return
+        for f in sorted(filenames):
+            path = os.path.join(dirpath, f)
+            if not _is_library(f) or os.path.islink(path):
+                continue
+            libs += 1
+            if libs > MAX_LIBRARIES:
+                return
+            lib = _describe(resolver, path)
+            if lib is not None:
+                yield lib
+
+
 def _needing(resolver: Resolver, target: str, root: str) -> Iterator[Library]:
     """Libraries under ``root`` (bounded) whose DT_NEEDED names ``target`` by file name or
     soname."""
@@ -51,23 +73,10 @@ def _needing(resolver: Resolver, target: str, root: str) -> Iterator[Library]:
     if img is None:
         return
     names = {os.path.basename(target)} | ({img.soname} if img.soname else set())
-    files = libs = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        checkpoint(f"looking for the libraries that load {os.path.basename(target)}")
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-        files += len(filenames)
-        if files > MAX_FILES:
-            return
-        for f in sorted(filenames):
-            path = os.path.join(dirpath, f)
-            if not _is_library(f) or path == target or os.path.islink(path):
-                continue
-            libs += 1
-            if libs > MAX_LIBRARIES:
-                return
-            lib = _describe(resolver, path)
-            if lib is not None and names & set(lib.needed):
-                yield lib
+    for lib in _libraries_under(resolver, root, "looking for the libraries that load "
+                                f"{os.path.basename(target)}"):
+        if lib.path != target and names & set(lib.needed):
+            yield lib
 
 
 def dependents(resolver: Resolver, target: str, limit: int = 3) -> list[str]:
@@ -127,25 +136,10 @@ def rpath_loaders(resolver: Resolver, target: str, limit: int = 3,
 def _needers(resolver: Resolver, root: str) -> dict[str, list[Library]]:
     """DT_NEEDED name → the libraries under ``root`` (bounded) that NEED it."""
     out: dict[str, list[Library]] = {}
-    files = libs = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        checkpoint("looking for the libraries that load a vendored library")
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-        files += len(filenames)
-        if files > MAX_FILES:
-            break
-        for f in sorted(filenames):
-            path = os.path.join(dirpath, f)
-            if not _is_library(f) or os.path.islink(path):
-                continue
-            libs += 1
-            if libs > MAX_LIBRARIES:
-                return out
-            lib = _describe(resolver, path)
-            if lib is None:
-                continue
-            for n in lib.needed:
-                out.setdefault(n, []).append(lib)
+    for lib in _libraries_under(resolver, root, "looking for the libraries that load a "
+                                "vendored library"):
+        for n in lib.needed:
+            out.setdefault(n, []).append(lib)
     return out
 
 
