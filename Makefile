@@ -290,7 +290,8 @@ PYEXT_FLAGS := -shared -fPIC -O1 -isystem $(PY_INCLUDE)
 PY_FIXTURES := $(YFX)/noimport/myop/libmyop.so $(YFX)/shadow_src/myop/__init__.py \
   $(YFX)/wrongabi/myext/__init__.py $(YFX)/pyinit/myext/__init__.py \
   $(YFX)/swallow/myext/__init__.py $(YFX)/partial/myop-0.1.0.dist-info/RECORD \
-  $(YFX)/namespace/myop/libmyop.so $(YFX)/scriptrel/myext/tool.py
+  $(YFX)/namespace/myop/libmyop.so $(YFX)/scriptrel/myext/tool.py \
+  $(YFX)/lazydep/lazyext/__init__.py $(YFX)/lazydep_nolib/lazyext/__init__.py
 
 # A copy of the reference package whose __init__ never loads the library.
 $(YFX)/noimport/myop/libmyop.so: $(BUILD)/myop/libmyop.so $(YSRC)/noimport_init.py $(YSRC)/helpers.py
@@ -326,6 +327,20 @@ $(YFX)/swallow/myext/__init__.py: $(YSRC)/ext.c $(YSRC)/swallow_init.py $(BUILD)
 	$(CC) $(PYEXT_FLAGS) -DNEEDS_MISSING $< -o $(@D)/_C$(PY_EXT_SUFFIX)
 	cp $(YSRC)/swallow_init.py $@
 # An installed distribution whose RECORD lists libmyop.so, deleted afterwards.
+# A compiled module whose dependency only the package's own import finder makes present
+# (mpi4py's way with libmpi), and the same package without that library (the import fails).
+define lazy_fixture
+$(YFX)/$(1)/lazyext/__init__.py: $(YSRC)/ext.c $(YSRC)/lazy.c $(YSRC)/lazy_init.py $(BUILD)/config.mk
+	rm -rf $$(@D) && mkdir -p $$(@D)/.libs
+	$(CC) -shared -fPIC -O1 -Wl,-soname,liblazy.so.1 $(YSRC)/lazy.c -o $$(@D)/.libs/liblazy.so.1
+	$(CC) $(PYEXT_FLAGS) -DNEEDS_LAZY -DMODNAME=_core $(YSRC)/ext.c -o $$(@D)/_core.variant$(PY_EXT_SUFFIX) \
+	  -L$$(@D)/.libs -l:liblazy.so.1
+	$(if $(2),rm -rf $$(@D)/.libs)
+	cp $(YSRC)/lazy_init.py $$@
+endef
+$(eval $(call lazy_fixture,lazydep,))
+$(eval $(call lazy_fixture,lazydep_nolib,1))
+
 $(YFX)/partial/myop-0.1.0.dist-info/RECORD: $(BUILD)/pkg/myop/libmyop.so $(YSRC)/partial_record.py
 	rm -rf $(YFX)/partial && mkdir -p $(YFX)/partial
 	cp -r $(BUILD)/pkg/myop $(YFX)/partial/myop

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from opdoctor.facts import CheckOptions
-from opdoctor.model import Report
+from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import FIX, PKG_DIR, fixture
 from tests.helpers import cli
@@ -856,3 +858,48 @@ def test_an_optional_module_whose_error_is_logged_is_still_optional(tmp_path: Pa
                           capture_output=True, text=True, timeout=60)
     assert real.returncode == 0, real.stderr
     assert codes(chain(tmp_path, "varpkg", probe=False)) == []
+
+
+def _lazy(variant: str) -> tuple[Path, Path]:
+    cwd = fixture(f"python/{variant}/lazyext/__init__.py").parent.parent
+    return cwd, next((cwd / "lazyext").glob("_core.variant*.so"))
+
+
+def _python(cwd: Path, code: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.probe
+def test_a_dependency_the_packages_finder_loads_is_no_false_alarm() -> None:
+    """mpi4py's way: ``import pkg._core`` goes through the package's own finder, which loads
+    the module's DT_NEEDED library from the package before the module is created. The file
+    alone cannot load (no search path finds the library), the import works: no error."""
+    cwd, so = _lazy("lazydep")
+    alone = _python(cwd, f"import ctypes; ctypes.CDLL({str(so)!r})")
+    assert "liblazy.so.1: cannot open shared object file" in alone.stderr
+    assert _python(cwd, "import lazyext._core as m; print(m.answer())").stdout.strip() == "42"
+    assert _python(cwd, "import lazyext, sys; print('lazyext._core' in sys.modules)"
+                   ).stdout.strip() == "False"  # the package import alone does not load it
+    report = chain(cwd, "lazyext", path=so)
+    bad = [f.code for f in report.findings if f.severity is not Severity.INFO]
+    assert bad == [] and not report.fails(Severity.WARNING)
+    note = next(f for f in report.findings if f.code == "OD201")
+    assert "the real load found it already in the process" in note.message
+    assert report.sections["probe"]["outcome"] == "loaded"
+
+
+@pytest.mark.probe
+def test_a_module_whose_dependency_is_absent_fails_through_its_own_import() -> None:
+    """The same package without the library: ``import lazyext._core`` fails, and the report
+    says so from that import (not "loaded", which only the package import would have said)."""
+    cwd, so = _lazy("lazydep_nolib")
+    failed = _python(cwd, "import lazyext._core")
+    assert "liblazy.so.1: cannot open shared object file" in failed.stderr
+    report = chain(cwd, "lazyext", path=so)
+    got = {f.code: f for f in report.findings}
+    assert got["OD201"].severity is Severity.ERROR
+    assert got["OD511"].message.startswith("import lazyext._core raised ImportError: "
+                                           "liblazy.so.1: cannot open shared object file")
+    assert "OD220" in got and report.fails(Severity.ERROR)

@@ -231,7 +231,7 @@ def _python_findings(facts: Facts, table: dict[str, OpRow], reported: set[str]
             done.add("stub:" + r.op)
             ev = [f"{rel}: {r.how} for the C++ op {r.op}",
                   f"module {r.module}: {'imported' if r.imported else 'NOT imported'} by "
-                  f"`import {facts.options.package}`",
+                  f"`import {facts.probed_import}`",
                   "no m.set_python_module for it: "
                   + ("torch._C._dispatch_pystub returned None" if row.observed == "probe"
                      else f"'{r.module}' is not among the library's .rodata strings")]

@@ -345,8 +345,8 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         return
     err = res.load_error
     if err is not None:
-        yield OD511.finding(chain.name, f"import {chain.name} raised {err.type}: "
-                            f"{err.message[:200]}", err.tail(5))
+        yield OD511.finding(chain.name, f"import {facts.probed_import or chain.name} raised "
+                            f"{err.type}: {err.message[:200]}", err.tail(5))
     for hidden in res.swallowed:
         if _hidden_optional(chain, hidden.target, hidden.error.message):
             continue

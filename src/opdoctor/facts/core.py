@@ -119,6 +119,7 @@ class Facts:
         # auto-loads (the probe then ran again without auto-loading): see probe_result.
         self.autoload_failure: ProbeOutcome | None = None
         self._package_key = ""  # package mode: the key its outcome is kept under
+        self._module_tried = False  # package mode: the follow-up import of the module ran
         self._pyinit: dict[tuple[str, str], tuple[bool, list[str]]] = {}
 
     @cached_property
@@ -388,7 +389,47 @@ class Facts:
             if self._package_key:
                 from opdoctor.facts.probe.runner import remember
                 remember(self._package_key, self._probe_outcome, self.autoload_failure)
+        if not self._module_tried:
+            self._module_tried = True
+            self._through_its_module()
         return self._probe_outcome
+
+    @property
+    def probed_import(self) -> str:
+        """What the probe's import was in package mode: the package, or the extension module
+        itself when :meth:`_through_its_module` imported it."""
+        probe = self._probe
+        return (probe.req.package if probe is not None else None) or self.options.package or ""
+
+    def _through_its_module(self) -> None:
+        """Package mode, a Python extension module the package import did not load, that the
+        static view says cannot load: import the module itself (``import mpi4py.MPI``), the
+        way the file is really loaded, and keep that outcome. A package can make a module's
+        dependencies present before it is imported: mpi4py's finder loads libmpi.so.12 from
+        the MPI implementation's own directory, and glibc then reuses it by name, so a
+        "libmpi.so.12 not found" from the file alone would be a false alarm. One more probe,
+        only for such a file."""
+        from opdoctor.facts.probe.outcome import ProbeState
+        from opdoctor.facts.probe.runner import start_probe
+        res, probe, chain = self._probe_outcome, self._probe, self.chain
+        if res is None or res.state is not ProbeState.LOADED or res.maps(self.path) or \
+                chain is None or not chain.package_dir or self.is_package_dir or \
+                self.structure.image is None or not self.registration.pyinit:
+            return
+        if not (self.process.tree.missing or self.binding.unresolved):
+            return  # the static view predicts nothing a load could disprove
+        real = os.path.realpath(self.path)
+        if any(real == os.path.realpath(r) for link in chain.links for r in link.resolved):
+            return  # the package's import does reach it (and failed, or swallowed the error)
+        parent = os.path.dirname(os.path.realpath(chain.package_dir))
+        where = os.path.relpath(os.path.dirname(os.path.realpath(self.path)), parent)
+        if where.startswith(os.pardir) or not all(p.isidentifier() for p in where.split(os.sep)):
+            return
+        module = ".".join([*where.split(os.sep), self.registration.pyinit[0][len("PyInit_"):]])
+        req = probe.req if probe is not None else self._probe_request()
+        self._probe = start_probe(dataclasses.replace(
+            req, package=module, path=os.path.abspath(self.path), hidden=[], late=False))
+        self._probe_outcome = self._probe.wait()
 
     def _past_a_failed_backend(self) -> None:
         """When ``import torch`` itself failed because a device backend it auto-loads failed
