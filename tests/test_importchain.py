@@ -903,3 +903,25 @@ def test_a_module_whose_dependency_is_absent_fails_through_its_own_import() -> N
     assert got["OD511"].message.startswith("import lazyext._core raised ImportError: "
                                            "liblazy.so.1: cannot open shared object file")
     assert "OD220" in got and report.fails(Severity.ERROR)
+
+
+@pytest.mark.probe
+def test_a_missing_python_dependency_is_its_own_root_not_a_consequence(tmp_path: Path) -> None:
+    """tensorflow-quantum's way: the package imports a dependency that is not installed (cirq)
+    before it loads an op library that is broken on its own. The ModuleNotFoundError is no
+    consequence of the library's fault (fixing the build would not install the module): it is
+    shown as its own cause 5, not folded under the library's root."""
+    pkg = tmp_path / "needsdep"
+    pkg.mkdir()
+    shutil.copy(fixture("truth/undef.so"), pkg / "undef.so")
+    (pkg / "__init__.py").write_text(
+        "import opdoctor_absent_dependency\nimport os\nimport torch\n"
+        "torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'undef.so'))\n")
+    failed = _python(tmp_path, "import needsdep")
+    assert "ModuleNotFoundError: No module named 'opdoctor_absent_dependency'" in failed.stderr
+    report = chain(tmp_path, "needsdep", path=pkg / "undef.so")
+    od511 = next(f for f in report.findings if f.code == "OD511")
+    assert "No module named 'opdoctor_absent_dependency'" in od511.message
+    diag = report.diagnosis
+    assert [r.code for r in diag.root_findings] == ["OD430"]  # own code left out of the link
+    assert all(od511 not in folded for folded in diag.consequences.values())

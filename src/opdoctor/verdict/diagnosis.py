@@ -47,23 +47,21 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     top = [f for f in severest if f.code not in SYMPTOMS] or severest
     # A finding another top finding explains is a consequence, whatever its cause number:
     # a framework-variant mismatch (cause 3) explains the missing libc10_cuda.so (cause 2).
-    top = [f for f in top if not any(f.code in EXPLAINS.get(o.code, ()) for o in top
-                                     if o.code != f.code)] or top
+    top = [f for f in top if not any(_explains(o, f) for o in top if o.code != f.code)] or top
     for cause in FAIL_ORDER:
         roots = [f for f in top if f.cause == cause]
         if roots:
             break
     # A secondary root explained by a primary one is not a root.
-    root_codes = {f.code for f in roots}
-    roots = [r for r in roots if not any(r.code in EXPLAINS.get(c, ()) for c in root_codes
-                                         if c != r.code)]
+    roots = [r for r in roots if not any(_explains(o, r) for o in roots
+                                         if o.code != r.code)]
     roots.sort(key=lambda r: ROOT_ORDER.index(r.code) if r.code in ROOT_ORDER
                else len(ROOT_ORDER))  # stable: unlisted codes keep the checks' order
     folded: dict[str, list[Finding]] = {}
     for f in findings:
         if f in roots:
             continue
-        owners = [r for r in roots if f.code in EXPLAINS.get(r.code, ())
+        owners = [r for r in roots if _explains(r, f)
                   or (f.code == "OD512" and r.cause != 5)]
         if owners:
             folded.setdefault(_owner(f, owners).code, []).append(f)
@@ -81,6 +79,22 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
         summary = (f"Most likely cause: {int(first.cause)} — {first.cause.title}: "
                    f"{first.message}{more}.{fix}")
     return Diagnosis(int(first.cause), confidence, summary, tuple(roots), explained)
+
+
+_NO_MODULE = re.compile(r"raised ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def _explains(root: Finding, f: Finding) -> bool:
+    """Whether ``root`` explains ``f`` (the EXPLAINS table), except that a Python module of
+    another distribution missing from the environment is nobody's consequence but an import
+    chain's: tensorflow-quantum's ``No module named 'cirq'`` is not caused by its op library's
+    abseil mismatch, and installing the right TensorFlow would not bring cirq."""
+    if f.code not in EXPLAINS.get(root.code, ()):
+        return False
+    if f.code != "OD511" or root.cause is Cause.IMPORT_CHAIN:
+        return True
+    m = _NO_MODULE.search(f.message)
+    return m is None or m.group(1).split(".")[0] == f.subject.split(".")[0]
 
 
 _MANGLED = re.compile(r"_Z[A-Za-z0-9_]{2,2000}")
