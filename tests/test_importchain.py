@@ -925,3 +925,16 @@ def test_a_missing_python_dependency_is_its_own_root_not_a_consequence(tmp_path:
     diag = report.diagnosis
     assert [r.code for r in diag.root_findings] == ["OD430"]  # own code left out of the link
     assert all(od511 not in folded for folded in diag.consequences.values())
+
+
+def test_a_single_module_is_the_report_target(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """soundfile is one file, soundfile.py: what is said is about that module, not about the
+    directory it was looked up from (which the header used to call the package's directory)."""
+    (tmp_path / "lonemod.py").write_text("import os\n")
+    res = cli(capsys, "check", "-f", "json", "--static", "--cwd", str(tmp_path),
+              "--package", "lonemod")
+    err = res.json()["errors"][0]
+    assert err["code"] == "OD415" and err["target"] == str(tmp_path / "lonemod.py")
+    assert err["message"].startswith("Python module lonemod has no compiled library")
+    assert res.code == 2

@@ -143,8 +143,17 @@ def run_check(
         # The directory is the package itself, or (the package was not found) the directory
         # it was looked up from: the header must not call the latter the package.
         is_pkg = os.path.basename(os.path.abspath(path)) == (pkg or "").split(".")[-1]
-        target = TargetInfo(display or path, None, f"Python package {pkg}" if is_pkg else
-                            f"the directory Python package {pkg} was looked up from")
+        # A single-file module (soundfile.py) is no package directory: the report is about
+        # the module (its chain is cheap to read: no __init__.py to follow).
+        winner = None if is_pkg or facts.chain is None else facts.chain.winner
+        if is_pkg:
+            target = TargetInfo(display or path, None, f"Python package {pkg}")
+        elif winner is not None and winner.kind == "module":
+            target = TargetInfo(winner.path if display in (None, path) else display, None,
+                                f"Python module {pkg}")
+        else:
+            target = TargetInfo(display or path, None,
+                                f"the directory Python package {pkg} was looked up from")
         if facts.options.probe:
             facts.start_probe()
     else:

@@ -226,8 +226,10 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                     # "no problem found" would claim what nothing was checked for. A package
                     # with libraries the static reading does not reach (cv2 re-imports itself
                     # through importlib) is not "nothing compiled": its report says so.
+                    kind = report.target.kind if report.target.kind.startswith(
+                        "Python module") else f"Python package {t.options.package}"
                     errors.append(TargetError(
-                        t.display, "OD415", f"Python package {t.options.package} has no "
+                        report.target.path, "OD415", f"{kind} has no "
                         "compiled library and defines no operator: nothing to check"))
                     continue
                 reports.append(report)
