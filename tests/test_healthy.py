@@ -384,3 +384,22 @@ def test_a_vendored_library_loaded_two_levels_down_is_found_as_its_package_loads
     (pkg / "ext.so").unlink()
     res = cli(capsys, "check", "-f", "json", "--static", str(libs / "libtarget.so"))
     assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]
+
+
+def test_a_walk_tells_what_every_library_of_a_package_shares_once(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A static walk of numpy's site: its libraries are checked in package mode, one report
+    each. The package's notes (OD507 for three scripts) and its import chain (274 imports) are
+    the same in every such report: the text prints them once and refers to them after; the
+    JSON keeps every finding in every report."""
+    site = _site("numpy-2.4.6")
+    args = ("check", "--static", "--env", f"PYTHONPATH={site}", str(site))
+    doc = cli(capsys, *args, "-f", "json").json()
+    in_pkg = [r for r in doc["reports"] if "import-chain" in r["sections"]]
+    assert len(in_pkg) > 10
+    assert all(sum(f["code"] == "OD507" for f in r["findings"]) == 3 for r in in_pkg)
+    text = cli(capsys, *args, "-f", "text").out
+    assert text.count("OD507 numpy/_configtool.py uses a relative import") == 1
+    assert text.count("3 note(s) (OD507) as in a report above") == len(in_pkg) - 1
+    assert text.count("import chain: ✓ import numpy →") == len(in_pkg)
+    assert text.count("the same 274 import(s) as in a report above") == len(in_pkg) - 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from opdoctor import __version__
@@ -147,10 +148,13 @@ def _compiled(path: str) -> bool:
 
 
 def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
-           failed: frozenset[str] = frozenset()) -> None:
+           failed: frozenset[str] = frozenset(), noted: set[tuple[str, str]] | None = None
+           ) -> None:
     """``import myop → myop/__init__.py → … → libmyop.so → ops`` with a mark per link;
     ``raised``: the import's error when the probe saw it raise (the line is then ✗);
-    ``failed``: the swallowed imports the probe saw fail (OD512's subjects)."""
+    ``failed``: the swallowed imports the probe saw fail (OD512's subjects); ``noted``: what
+    earlier reports of the run printed — the same chain (every library of one package in a
+    directory walk) is printed once, then referred to."""
     ok, bad = "[green]✓[/]", "[red]✗[/]"
     winner = chain.get("winner")
     tail = f" (raised: {escape(raised)})" if raised else ""
@@ -159,6 +163,13 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
            f"import {escape(chain['package'])} → {escape(_path(winner) if winner else 'not found')}"
            f"{tail}", hang=4)
     links = chain.get("links", [])
+    key = ("import-chain", json.dumps([chain["package"], winner, links, raised, sorted(failed),
+                                       chain.get("ops")], sort_keys=True, default=str))
+    if noted is not None and links:
+        if key in noted:
+            p.line("  ", f"[dim]the same {len(links)} import(s) as in a report above[/]", hang=4)
+            return
+        noted.add(key)
     plain = [lk for lk in links if not lk["problem"] and lk["target"] not in failed and
              lk["kind"] == "submodule" and not any(_compiled(r) for r in lk["resolved"])]
     if len(links) > _MAX_CHAIN_LINES and plain:
@@ -233,8 +244,12 @@ def _header(t: Any) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
-    """Print one target's report."""
+def render_one(p: Printer, report: Report, ctx: RenderContext,
+               noted: set[tuple[str, str]] | None = None) -> None:
+    """Print one target's report. ``noted``: the notes (info findings, by code and message)
+    earlier reports of the run printed; a note about the package that every library of it
+    repeats (OD507 in each of h5py's 25 reports) is then printed once, and referred to."""
+    noted = set() if noted is None else noted
     t = report.target
     # An odd file name (spaces, a newline, control characters) is quoted wherever the report
     # repeats it, so the message cannot be split or disguised by it.
@@ -255,6 +270,13 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
         head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
         if row.state is CauseState.FOUND:
             own = [f for f in row.findings if id(f) not in folded]
+            again = [f for f in own if f.severity is Severity.INFO
+                     and (f.code, f.message) in noted]
+            own = [f for f in own if f not in again]
+            noted.update((f.code, f.message) for f in own if f.severity is Severity.INFO)
+            if again and not own:
+                p.line("", f"[dim]ℹ{head[1:]}: {_as_above(again)}[/]", hang=2)
+                continue
             if not own:
                 # Only consequences of a root elsewhere: one story, told under that root.
                 codes = ", ".join(dict.fromkeys(f.code for f in row.findings))
@@ -271,6 +293,8 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
                 if id(f) in roots and f.code not in told:
                     told.add(f.code)
                     _consequences(p, diag.consequences.get(f.code, ()), f.code, ctx)
+            if again:
+                p.line("  ", f"[dim]+ {_as_above(again)}[/]", hang=4)
             reg = report.sections.get("registration")
             pkg = package_inventory(report, None if ctx.verbose else 6)
             line = pkg or (inventory_line(reg) if reg is not None else "")
@@ -296,7 +320,7 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
     if chain and chain.get("package"):
         raised = next((f.message for f in report.findings if f.code == "OD511"), "")
         _chain(p, chain, raised, frozenset(f.subject for f in report.findings
-                                           if f.code == "OD512"))
+                                           if f.code == "OD512"), noted)
     probe = report.sections.get("probe")
     if probe and probe.get("ran"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])
@@ -336,6 +360,11 @@ def render_one(p: Printer, report: Report, ctx: RenderContext) -> None:
                    f"{c.seconds * 1000:.1f} ms{why}[/]", hang=4)
 
 
+def _as_above(notes: list[Finding]) -> str:
+    codes = ", ".join(dict.fromkeys(f.code for f in notes))
+    return f"{len(notes)} note(s) ({codes}) as in a report above"
+
+
 def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
     """Print every report, then one summary line with the exit code.
 
@@ -347,10 +376,11 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
     p = Printer(out, ctx.width or wrap_width(out), ctx.color)
     totals = dict.fromkeys(Severity, 0)
     codes: list[str] = []
+    noted: set[tuple[str, str]] = set()
     for i, report in enumerate(reports):
         if i:
             p.blank()
-        render_one(p, report, ctx)
+        render_one(p, report, ctx, noted)
         for sev, n in severity_counts(report).items():
             totals[sev] += n
         codes += [f.code for f in report.findings if f.code not in codes]
