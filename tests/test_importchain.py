@@ -938,3 +938,27 @@ def test_a_single_module_is_the_report_target(tmp_path: Path,
     assert err["code"] == "OD415" and err["target"] == str(tmp_path / "lonemod.py")
     assert err["message"].startswith("Python module lonemod has no compiled library")
     assert res.code == 2
+
+
+@pytest.mark.probe
+def test_a_swallowed_import_that_works_hides_nothing(tmp_path: Path) -> None:
+    """wrapt's and pyarrow's way: ``try: from . import _C`` / ``except ImportError: pass`` —
+    a pure-Python fallback — around an extension that imports fine. Statically the handler can
+    hide a loader error (OD509, warning); once the probe has retried the import after the
+    package's and it worked, nothing is hidden: a note, not a warning."""
+    pkg = tmp_path / "okswallow"
+    pkg.mkdir()
+    so = next((fixture("python/scriptrel/myext/tool.py").parent).glob("_C*.so"))
+    shutil.copy(so, pkg / so.name)
+    (pkg / "__init__.py").write_text("try:\n    from . import _C\nexcept ImportError:\n"
+                                     "    _C = None\n")
+    ran = _python(tmp_path, "import okswallow; print(okswallow._C.answer())")
+    assert ran.stdout.strip() == "42", ran.stderr
+    static = chain(tmp_path, "okswallow", probe=False)
+    assert [(f.code, f.severity) for f in static.findings if f.code == "OD509"] == \
+        [("OD509", Severity.WARNING)]
+    probed = chain(tmp_path, "okswallow")
+    od509 = [f for f in probed.findings if f.code == "OD509"]
+    assert [f.severity for f in od509] == [Severity.INFO]
+    assert "it imports here (the probe retried it)" in od509[0].message
+    assert not [f for f in probed.findings if f.severity is not Severity.INFO]

@@ -382,3 +382,30 @@ def test_dependency_needing_tensorflow_is_loaded_after_import_tensorflow(tmp_pat
     # An interpreter without TensorFlow cannot provide it: there the finding stays.
     bare_report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD201",)))
     assert codes(bare_report) == ["OD201"]
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("lib, hidden", [("zero_out.so", False), ("zero_out_oldabsl.so", True)])
+def test_tf_swallowed_op_library_load_is_retried(tmp_path: Path, lib: str, hidden: bool) -> None:
+    """A package that loads its op library inside try/except and carries on without it (the
+    TensorFlow probe retries the load after the package's import, as the torch probe does):
+    the healthy library loads — nothing is hidden, a note; the one built for another abseil
+    fails — the hidden error surfaces (OD512). TensorFlow itself shows both first."""
+    pkg = tmp_path / "tfswallow"
+    pkg.mkdir()
+    shutil.copy(fixture(f"tensorflow/{lib}"), pkg / "ops.so")
+    (pkg / "__init__.py").write_text(
+        "import os\nimport tensorflow as tf\ntry:\n"
+        "    _ops = tf.load_op_library(os.path.join(os.path.dirname(__file__), 'ops.so'))\n"
+        "except Exception:\n    _ops = None\n")
+    real = subprocess.run([tf_python(), "-c", "import tfswallow; print(tfswallow._ops is None)"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert real.stdout.strip() == str(hidden), real.stderr
+    report = tf_check(pkg, package="tfswallow", cwd=str(tmp_path))
+    od509 = by_code(report, "OD509")
+    if hidden:
+        assert "undefined symbol: _ZN4absl12lts_20230802" in by_code(report, "OD512").message
+        assert od509.severity.value == "warning"
+    else:
+        assert "OD512" not in codes(report)
+        assert od509.severity.value == "info" and "it imports here" in od509.message

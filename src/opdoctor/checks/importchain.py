@@ -164,6 +164,20 @@ def _optional(link: Link) -> bool:
         link.problem.startswith("no module ") and not mod.startswith("_C")
 
 
+def _retried_fine(facts: Facts, chain: ImportChain) -> frozenset[str]:
+    """The swallowed imports the probe retried after importing the package, and that worked:
+    wrapt's ``from ._wrappers import …`` (with a pure-Python fallback), pyarrow's optional
+    filesystems. Nothing is hidden where they import. Empty without a probe, or when the
+    package import failed (the retry runs only after it) or no retry was reported."""
+    from opdoctor.facts.probe.outcome import ProbeState
+    res = facts.probe_result() if facts.options.probe else None
+    if res is None or res.state is not ProbeState.LOADED or not res.retried:
+        return frozenset()
+    failed = {h.target for h in res.swallowed}
+    return frozenset(link.target for link in chain.links
+                     if link.swallowed and link.target not in failed)
+
+
 def _leads_to_compiled(link: Link) -> bool:
     """Whether the statement loads compiled code (a load call, a compiled module, or a
     module of that name built for another interpreter): only then does swallowing its error
@@ -276,6 +290,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                             "package and loads nothing", (f"{win.path}/__init__.py: missing",
                                                           *[f"contains {os.path.basename(f)}"
                                                             for f in inside]))
+    retried_fine = _retried_fine(facts, chain)
     for link in chain.links:
         where = f"{_rel(link.file, chain)}:{link.line}: {link.text.strip()[:120]}"
         if link.problem.startswith("no file for this interpreter"):
@@ -290,12 +305,15 @@ def run(facts: Facts) -> Iterator[Finding]:
         if link.swallowed and not link.swallowed.endswith(REPORTED) and \
                 not _optional(link) and _leads_to_compiled(link):
             later = link.kind == "submodule" and link.function
+            works = not later and link.target in retried_fine
             yield OD509.finding(link.target, f"the import of {link.target} is inside "
                                 f"`{link.swallowed}` that discards the error"
                                 + (f" (in {link.function}(): a fallback when it is called)"
-                                   if later else ""),
+                                   if later else "")
+                                + ("; it imports here (the probe retried it): nothing is "
+                                   "hidden now" if works else ""),
                                 (where, f"handler: {link.swallowed}"),
-                                severity=Severity.INFO if later else None)
+                                severity=Severity.INFO if later or works else None)
         for f in link.resolved:
             if link.kind == "submodule" and (f.endswith(".so") or ".so." in f):
                 mod = link.target.rsplit(".", 1)[-1]

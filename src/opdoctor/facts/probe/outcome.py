@@ -189,6 +189,7 @@ class ProbeOutcome:
     dangling: tuple[str, ...] = ()
     smoke: tuple[SmokeCall, ...] = ()
     swallowed: tuple[Swallowed, ...] = ()
+    retried: bool = False  # the swallowed imports were retried (``swallowed``: those failing)
     finished: bool = False  # the probe reached a final event
     # TensorFlow (probe_tf.py): what TF_GetOpList listed on the library's own handle, and
     # the kernels per device of each op; see TfProbe.
@@ -331,7 +332,7 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         ops=_ops(ops_event.get("ops")), inspected=P.OPS in last,
         dangling=tuple(str(x) for x in last.get(P.DANGLING, {}).get("impls", []) or []),
         smoke=_smoke(last.get(P.SMOKE, {}).get("results")),
-        swallowed=swallowed, finished=finished,
+        swallowed=swallowed, retried=P.HIDDEN in last, finished=finished,
         tensorflow=_tensorflow(last.get(P.TF_OPS)),
         mindspore=last.get(P.MS_AOT) if isinstance(last.get(P.MS_AOT), dict) else None,
         compile_checked=P.COMPILE in last,

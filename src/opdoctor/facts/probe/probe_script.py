@@ -190,8 +190,9 @@ def load_target(load: Callable[[str], Any], maps_before: list[str]) -> tuple[boo
     return ok, result
 
 
-def retry_hidden(torch: Any) -> None:
-    """Re-run the imports a try/except swallowed, to surface the hidden error."""
+def retry_hidden(torch: Any, load: Callable[[str], Any] | None = None) -> None:
+    """Re-run the imports a try/except swallowed, to surface the hidden error. ``load``: how
+    the framework loads a library (TensorFlow's branch passes tf.load_op_library's steps)."""
     errors = []
     for h in REQ.get("hidden", []):
         try:
@@ -199,7 +200,9 @@ def retry_hidden(torch: Any) -> None:
                 import importlib
                 importlib.import_module(h["target"])
             elif h["paths"]:
-                if torch is not None and h["kind"] == "load_library":
+                if load is not None and h["kind"] == "load_library":
+                    load(h["paths"][0])
+                elif torch is not None and h["kind"] == "load_library":
                     torch.ops.load_library(h["paths"][0])
                 else:
                     import ctypes
@@ -245,7 +248,7 @@ def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
     emit(P.START, pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
     if REQ.get("tensorflow"):  # a TensorFlow op library: probe_tf.py, loaded by path
-        _sibling("probe_tf.py").main(emit, err, P, REQ, mapped, load_target)
+        _sibling("probe_tf.py").main(emit, err, P, REQ, mapped, load_target, retry_hidden)
         return
     if REQ.get("aot_function"):  # a MindSpore AOT library: probe_ms.py, loaded by path
         _sibling("probe_ms.py").main(emit, err, P, REQ)
