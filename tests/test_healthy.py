@@ -403,3 +403,16 @@ def test_a_walk_tells_what_every_library_of_a_package_shares_once(
     assert text.count("3 note(s) (OD507) as in a report above") == len(in_pkg) - 1
     assert text.count("import chain: ✓ import numpy →") == len(in_pkg)
     assert text.count("the same 274 import(s) as in a report above") == len(in_pkg) - 1
+
+
+def test_a_sub_package_directory_is_imported_through_its_top_level(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``opdoctor check …/scipy/linalg``: Python imports that directory as ``scipy.linalg``
+    (a top-level ``linalg`` would break its relative imports: triton/backends raised)."""
+    site = _site("scipy-1.17.1")
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              str(site / "scipy" / "linalg"))
+    rep = res.json()["reports"][0]
+    assert rep["sections"]["import-chain"]["package"] == "scipy.linalg"
+    assert rep["sections"]["import-chain"]["winner"] == str(site / "scipy" / "linalg")
+    assert res.code == 0

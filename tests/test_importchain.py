@@ -962,3 +962,39 @@ def test_a_swallowed_import_that_works_hides_nothing(tmp_path: Path) -> None:
     assert [f.severity for f in od509] == [Severity.INFO]
     assert "it imports here (the probe retried it)" in od509[0].message
     assert not [f for f in probed.findings if f.severity is not Severity.INFO]
+
+
+def test_a_dotted_package_is_found_as_python_finds_it(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``--package google.protobuf``: ``google`` is a namespace package whose portions lie in
+    several sys.path entries; the sub-package is looked up in each portion, in order (it was
+    OD501 "no package google.protobuf on sys.path", an error, although it imports)."""
+    for entry, sub in (("e1", "pa"), ("e2", "pb")):
+        (tmp_path / entry / "nsx" / sub).mkdir(parents=True)
+        (tmp_path / entry / "nsx" / sub / "__init__.py").write_text("X = 1\n")
+    env = f"PYTHONPATH={tmp_path / 'e1'}{os.pathsep}{tmp_path / 'e2'}"
+    ran = subprocess.run([sys.executable, "-c", "import nsx.pb; print(nsx.pb.__file__)"],
+                         env={**os.environ, "PYTHONPATH": env.split("=", 1)[1]},
+                         capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert ran.stdout.strip() == str(tmp_path / "e2" / "nsx" / "pb" / "__init__.py")
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", env, "--cwd", str(tmp_path),
+              "--package", "nsx.pb")
+    doc = res.json()
+    assert not [f for r in doc["reports"] for f in r["findings"] if f["code"] == "OD501"]
+    assert doc["errors"][0]["code"] == "OD415"  # found: pure Python, nothing compiled in it
+    assert doc["errors"][0]["target"] == str(tmp_path / "e2" / "nsx" / "pb")
+
+
+
+def test_a_namespace_of_sub_packages_is_meant(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``google`` holds only sub-packages (protobuf, api …) and no __init__.py, on purpose:
+    no OD506. The fixture namespace/myop (a package that lost its __init__.py beside its
+    libmyop.so) keeps it (test_namespace_package)."""
+    (tmp_path / "nsy" / "sub").mkdir(parents=True)
+    (tmp_path / "nsy" / "sub" / "__init__.py").write_text("")
+    assert _python(tmp_path, "import nsy.sub").returncode == 0
+    res = cli(capsys, "check", "-f", "json", "--static", "--cwd", str(tmp_path),
+              "--package", "nsy")
+    doc = res.json()
+    assert not [f for r in doc["reports"] for f in r["findings"] if f["code"] == "OD506"]

@@ -164,6 +164,18 @@ def _optional(link: Link) -> bool:
         link.problem.startswith("no module ") and not mod.startswith("_C")
 
 
+def _lost_its_init(path: str) -> bool:
+    """Whether a namespace package looks like a regular one without its ``__init__.py``:
+    modules or compiled files directly in it. A directory of sub-packages only is a namespace
+    on purpose (``google``, shared by protobuf and googleapis-common-protos)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return any(n.endswith((".py", ".so", ".pyd")) or ".so." in n for n in names
+               if os.path.isfile(os.path.join(path, n)))
+
+
 def _retried_fine(facts: Facts, chain: ImportChain) -> frozenset[str]:
     """The swallowed imports the probe retried after importing the package, and that worked:
     wrapt's ``from ._wrappers import …`` (with a pure-Python fallback), pyarrow's optional
@@ -284,12 +296,14 @@ def run(facts: Facts) -> Iterator[Finding]:
             yield OD502.finding(name, f"{len(others)} other cop{'y' if len(others) == 1 else 'ies'}"
                                 f" of {name} on sys.path; {win.path} wins", ev,
                                 severity=Severity.WARNING)
-    if win.kind == "namespace":
+    if win.kind == "namespace" and _lost_its_init(win.path):
         inside = facts.shared_libraries_under(win.path)[:3]
         yield OD506.finding(name, f"{win.path} has no __init__.py: it imports as a namespace "
                             "package and loads nothing", (f"{win.path}/__init__.py: missing",
                                                           *[f"contains {os.path.basename(f)}"
-                                                            for f in inside]))
+                                                            for f in inside]),
+                            fix=f"Add {os.path.basename(win.path)}/__init__.py (and make sure "
+                            "the build includes it in the wheel).")
     retried_fine = _retried_fine(facts, chain)
     for link in chain.links:
         where = f"{_rel(link.file, chain)}:{link.line}: {link.text.strip()[:120]}"

@@ -123,7 +123,10 @@ class ImportChain:
 
 
 def locate(name: str, sys_path: list[str], suffixes: list[str], cwd: str) -> list[Candidate]:
-    """Every sys.path entry that provides top-level ``name``, in sys.path order."""
+    """Every sys.path entry that provides ``name``, in sys.path order. A dotted name
+    (``google.protobuf``) is looked up as Python does: in the winning top-level package's
+    directory, or in every portion of a namespace package, in order."""
+    head, _, rest = name.partition(".")
     out: list[Candidate] = []
     seen: set[str] = set()
     for entry in sys_path:
@@ -131,20 +134,39 @@ def locate(name: str, sys_path: list[str], suffixes: list[str], cwd: str) -> lis
         if not os.path.isdir(base) or os.path.realpath(base) in seen:
             continue  # the same directory twice on sys.path is searched once in effect
         seen.add(os.path.realpath(base))
-        d = os.path.join(base, name)
-        if os.path.isfile(os.path.join(d, "__init__.py")):
-            out.append(Candidate(entry, d, "package"))
-            continue
-        found = False
-        for suf in suffixes:
-            f = os.path.join(base, name + suf)
-            if os.path.isfile(f):
-                out.append(Candidate(entry, f, "extension" if suf != ".py" else "module"))
-                found = True
+        found = _found_in(entry, base, head, suffixes)
+        if found is not None:
+            out.append(found)
+    if not rest:
+        return out
+    win = winner_of(out)
+    if win is None or win.kind not in ("package", "namespace"):
+        return []
+    portions = [win] if win.kind == "package" else [c for c in out if c.kind == "namespace"]
+    deeper: list[Candidate] = []
+    for c in portions:
+        where: Candidate | None = c
+        for part in rest.split("."):
+            if where is None or where.kind not in ("package", "namespace"):
+                where = None
                 break
-        if not found and os.path.isdir(d):
-            out.append(Candidate(entry, d, "namespace"))
-    return out
+            where = _found_in(c.entry, where.path, part, suffixes)
+        if where is not None:
+            deeper.append(where)
+    return deeper
+
+
+def _found_in(entry: str, base: str, name: str, suffixes: list[str]) -> Candidate | None:
+    """What ``name`` is in directory ``base``: a package, a module, an extension, a namespace
+    portion, or nothing."""
+    d = os.path.join(base, name)
+    if os.path.isfile(os.path.join(d, "__init__.py")):
+        return Candidate(entry, d, "package")
+    for suf in suffixes:
+        f = os.path.join(base, name + suf)
+        if os.path.isfile(f):
+            return Candidate(entry, f, "extension" if suf != ".py" else "module")
+    return Candidate(entry, d, "namespace") if os.path.isdir(d) else None
 
 
 def winner_of(cands: list[Candidate]) -> Candidate | None:

@@ -52,16 +52,20 @@ def split_aot_target(path: str) -> tuple[str, str]:
     return path, ""
 
 
-def package_of(path: str) -> tuple[str, str] | None:
-    """(top-level package, the directory it is imported from) for a path inside a package."""
-    d = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
-    top = None
+def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
+    """(top-level package, the directory it is imported from) for a path inside a package;
+    ``dotted``: the package the path's own directory is (``scipy.linalg``), instead of its
+    top level (``scipy``: the libraries of a directory walk share its one import)."""
+    here = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
+    d, top = here, None
     while os.path.isfile(os.path.join(d, "__init__.py")):
         top = d
         d = os.path.dirname(d)
     if top is None:
         return None
-    return os.path.basename(top), os.path.dirname(top)
+    if dotted:
+        return os.path.relpath(here, d).replace(os.sep, "."), d
+    return os.path.basename(top), d
 
 
 def _with_package(path: str, options: CheckOptions, display: str) -> Target:
@@ -196,10 +200,11 @@ def expand(paths: list[str], options: CheckOptions,
                                                   "directory or below it"))
                 targets += [_with_package(lib, options, lib) for lib in found]
             elif os.path.isdir(path):
-                name = os.path.basename(os.path.abspath(path))
-                opts = dataclasses.replace(options, package=name,
-                                           cwd=options.cwd or os.path.dirname(
-                                               os.path.abspath(path)))
+                # A sub-package (triton/backends) is imported as Python imports it, through
+                # its top-level package (`import triton.backends`), never as a top level.
+                name, parent = package_of(path, dotted=True) or (
+                    os.path.basename(os.path.abspath(path)), os.path.dirname(os.path.abspath(path)))
+                opts = dataclasses.replace(options, package=name, cwd=options.cwd or parent)
                 facts = Facts(path, opts)
                 facts.prestart_probe()
                 chain = facts.chain
