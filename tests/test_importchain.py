@@ -998,3 +998,37 @@ def test_a_namespace_of_sub_packages_is_meant(tmp_path: Path,
               "--package", "nsy")
     doc = res.json()
     assert not [f for r in doc["reports"] for f in r["findings"] if f["code"] == "OD506"]
+
+
+@pytest.mark.parametrize("policy", ["", "default", "rust"])
+def test_a_branch_the_environment_decides(tmp_path: Path, policy: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """zstandard's way: ``os.environ.get("PYTHON_ZSTANDARD_IMPORT_POLICY", "default")
+    .strip()`` picks the backend it imports. The job's environment decides the branch: the
+    default imports the backend that is there (clean; it was OD510 for the rust backend the
+    branch never imports), the rust policy imports one that is not (OD510, as Python fails)."""
+    pkg = tmp_path / "envpick"
+    pkg.mkdir()
+    so = next((fixture("python/scriptrel/myext/tool.py").parent).glob("_C*.so"))
+    shutil.copy(so, pkg / so.name)
+    (pkg / "backend_c.py").write_text("X = 1\n")
+    (pkg / "__init__.py").write_text(
+        "import os\nfrom . import _C\n"
+        "_policy = os.environ.get('ENVPICK_POLICY', 'default').strip()\n"
+        "if _policy == 'default':\n    from .backend_c import *\n"
+        "elif _policy == 'rust':\n    from .backend_rust import *\n")
+    env = {k: v for k, v in os.environ.items() if k != "ENVPICK_POLICY"}
+    if policy:
+        env["ENVPICK_POLICY"] = policy
+    ran = subprocess.run([sys.executable, "-c", "import envpick"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    res = cli(capsys, "check", "-f", "json", "--static", "--cwd", str(tmp_path),
+              *(("--env", f"ENVPICK_POLICY={policy}") if policy else ()),
+              "--package", "envpick")
+    od510 = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD510"]
+    if policy == "rust":
+        assert "No module named 'envpick.backend_rust'" in ran.stderr
+        assert od510 and "backend_rust" in od510[0]["message"]
+    else:
+        assert ran.returncode == 0, ran.stderr
+        assert not od510 and res.code == 0

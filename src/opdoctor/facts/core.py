@@ -295,7 +295,7 @@ class Facts:
         sys_path = list(interp.sys_path) if interp else []
         suffix = interp.ext_suffix if interp else ".so"
         return analyse(self.options.package, sys_path, suffix,
-                       self.options.cwd or os.getcwd())
+                       self.options.cwd or os.getcwd(), self.environ)
 
     def _probe_request(self) -> ProbeRequest:
         """The probe's request without its late fields (which library, what to preload, the

@@ -12,6 +12,7 @@ when they are built from ``__file__``, ``os.path``, ``pathlib`` and string const
 from __future__ import annotations
 
 import ast
+import dataclasses
 import glob
 import os
 import platform
@@ -211,9 +212,13 @@ class Known:
     torch_hip: str | None = None
     torch_cuda: str | None = None
     torch_known: bool = False  # torch's version.py was read (else torch.version.* is unknown)
+    # The job's environment (``os.environ.get("PYTHON_ZSTANDARD_IMPORT_POLICY", "default")``
+    # picks zstandard's backend); None: unknown, so such conditions stay undecided.
+    env: tuple[tuple[str, str], ...] | None = None
 
 
 _NO_KNOWN = Known()
+_STR_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "casefold"})
 _MAX_STEPS = 400  # statements one evaluation of a function may run (call sites, nesting)
 
 
@@ -343,6 +348,8 @@ class _Eval(ast.NodeVisitor):
             return os.name
         if dotted == "sys.platform":
             return sys.platform
+        if dotted in ("os.environ", "environ") and self.known.env is not None:
+            return dict(self.known.env)
         if node.attr == "parent":
             v = self.value(node.value)
             return os.path.dirname(v) if isinstance(v, str) else None
@@ -357,6 +364,12 @@ class _Eval(ast.NodeVisitor):
             node.func.attr if isinstance(node.func, ast.Attribute) else "")
         if fn == "platform.system" and not node.args:
             return platform.system()
+        if fn == "platform.python_implementation" and not node.args:
+            return platform.python_implementation()
+        if fn in ("os.getenv", "getenv") and node.args and self.known.env is not None:
+            key = self.value(node.args[0])
+            default = self.value(node.args[1]) if len(node.args) > 1 else None
+            return dict(self.known.env).get(key, default) if isinstance(key, str) else None
         callee = self.value(node.func) if isinstance(node.func, ast.Name) else None
         if isinstance(callee, _Func):
             return self.call_function(callee, [self.value(a) for a in node.args])
@@ -377,6 +390,8 @@ class _Eval(ast.NodeVisitor):
                     default = self.value(node.args[1]) if len(node.args) > 1 else None
                     return owner.get(key, default)
                 return None
+            if isinstance(owner, str) and method in _STR_METHODS and not node.args:
+                return str(getattr(owner, method)())  # an environment value, normalised
             if isinstance(owner, str) and method in ("glob", "rglob") and node.args:
                 pattern = self.value(node.args[0])
                 if isinstance(pattern, str):
@@ -1153,10 +1168,19 @@ def _record_check(chain: ImportChain, site: str) -> None:
 _TORCH_FIELD = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(None|['\"]([^'\"]*)['\"])", re.M)
 
 
-def known_here(sys_path: list[str], suffixes: list[str]) -> Known:
+def known_here(sys_path: list[str], suffixes: list[str],
+               env: tuple[tuple[str, str], ...] | None = None) -> Known:
     """What decides a package's conditions in this install: the interpreter's extension
-    suffixes and the torch build on its sys.path (``torch/version.py``: ``hip``, ``cuda``)."""
+    suffixes, the torch build on its sys.path (``torch/version.py``: ``hip``, ``cuda``) and
+    the job's environment (``env``, when known)."""
     exts = tuple(x for x in suffixes if x != ".py")
+    base = Known(exts, env=env)
+    known = _torch_known(sys_path, exts)
+    return dataclasses.replace(known, env=env) if known is not None else base
+
+
+def _torch_known(sys_path: list[str], exts: tuple[str, ...]) -> Known | None:
+    """The torch build of the first torch on ``sys_path``; None without one."""
     for entry in sys_path:
         version = os.path.join(entry or ".", "torch", "version.py")
         if not os.path.isfile(os.path.join(entry or ".", "torch", "__init__.py")):
@@ -1170,17 +1194,21 @@ def known_here(sys_path: list[str], suffixes: list[str]) -> Known:
         if "hip" not in fields or "cuda" not in fields:
             return Known(exts)
         return Known(exts, fields["hip"] or None, fields["cuda"] or None, True)
-    return Known(exts)
+    return None
 
 
-def analyse(name: str, sys_path: list[str], ext_suffix: str, cwd: str) -> ImportChain:
+def analyse(name: str, sys_path: list[str], ext_suffix: str, cwd: str,
+            env: dict[str, str] | None = None) -> ImportChain:
     """Locate the package, follow its ``__init__.py``, check its installed RECORD (once per
-    run for the same package and interpreter: target expansion and the check share it)."""
-    return _analyse(name, tuple(sys_path), ext_suffix, cwd)
+    run for the same package and interpreter: target expansion and the check share it).
+    ``env``: the environment the job imports it with (None: unknown)."""
+    items = tuple(sorted(env.items())) if env is not None else None
+    return _analyse(name, tuple(sys_path), ext_suffix, cwd, items)
 
 
 @lru_cache(maxsize=16)
-def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) -> ImportChain:
+def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
+             env: tuple[tuple[str, str], ...] | None = None) -> ImportChain:
     suffixes = [ext_suffix, ".abi3.so", ".so", ".py"]
     cands = locate(name, list(sys_path), suffixes, cwd)
     chain = ImportChain(name, cands, winner_of(cands))
@@ -1192,7 +1220,7 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str) ->
         seen: set[str] = set()
         chain.links = _without_superseded(parse_links(init, name, suffixes, seen=seen,
                                                       known=known_here(list(sys_path),
-                                                                       suffixes)))
+                                                                       suffixes, env)))
         chain.truncated = _TRUNCATED in seen
     walked = 0
     for root, _dirs, files in os.walk(pkg):
