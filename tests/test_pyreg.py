@@ -191,3 +191,29 @@ def test_an_op_whose_namespace_the_library_does_not_keep_is_named_bare() -> None
     assert describe(loose) == "ROIAlign_forward (namespace not recorded) defined in C++"
     known = PackageOp("myops::longrope", defined=["C++ _C.so"], keys={"CPU": ["C++ _C.so"]})
     assert describe(known) == "myops::longrope [CPU (C++)] defined in C++"
+
+
+@pytest.mark.probe
+def test_torchs_own_ops_registered_during_the_import_are_not_the_packages(
+        tmp_path: Path) -> None:
+    """bitsandbytes' and torchao's imports import torch modules that register torch's own
+    ops (quantized_decomposed::, c10d_functional::, prims::); --smoke and --opcheck tested
+    those and blamed the package. Ops defined from torch's own files are torch's; an op the
+    package defines through torch.library (recorded at torch/library.py) stays the package's."""
+    pkg = tmp_path / "ownops"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import torch\nimport torch.ao.quantization.fx._decomposed\n\n"
+        "lib = torch.library.Library('ownops', 'DEF')\n"
+        "lib.define('twice(Tensor x) -> Tensor')\nlib.impl('twice', lambda x: x * 2, 'CPU')\n")
+    code = ("import torch; b = set(torch._C._dispatch_get_all_op_names()); import ownops; "
+            "print(sorted({n.split('::')[0] for n in "
+            "set(torch._C._dispatch_get_all_op_names()) - b}))")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.stdout.strip() == "['ownops', 'quantized_decomposed']", ran.stderr
+    report = run_check(str(pkg), CheckOptions(package="ownops", cwd=str(tmp_path), probe=True,
+                                              smoke=True))
+    probe = report.sections["probe"]
+    assert [o["name"] for o in probe["ops"]] == ["ownops::twice"]
+    assert all("quantized_decomposed" not in f.message for f in report.findings)

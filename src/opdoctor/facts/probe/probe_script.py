@@ -103,6 +103,27 @@ def op_details(torch: Any, name: str) -> dict[str, Any]:
     return d
 
 
+def torch_owns(torch: Any, name: str, registered_at: str) -> bool:
+    """Whether torch itself defines the op: registered from a file of torch's own modules
+    (``quantized_decomposed_lib.define`` in torch/ao/…), or through ``torch.library.custom_op``
+    by a function of torch's own modules. The registration API's own files (torch/library.py,
+    torch/_library/) are where every package's ``torch.library.define``/``custom_op`` is
+    recorded (bitsandbytes'): only custom_op's record of the defining function tells."""
+    root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    site = registered_at.split("::")[0].strip().rsplit(":", 1)[0]
+    if not os.path.isabs(site) or not os.path.abspath(site).startswith(root):
+        return False
+    rel = os.path.relpath(os.path.abspath(site), root)
+    if rel != "library.py" and not rel.startswith("_library" + os.sep):
+        return True
+    try:
+        from torch._library.custom_ops import OPDEFS
+        fn = OPDEFS[name]._init_fn
+        return os.path.abspath(fn.__code__.co_filename).startswith(root)
+    except Exception:  # not a custom_op, or torch changed its internals: not provably torch's
+        return False
+
+
 def smoke(torch: Any, name: str, schema: str) -> dict[str, Any]:
     """Call ops whose schema is simple tensor math on small CPU tensors."""
     args = schema[schema.find("(") + 1:schema.rfind(") ->")]
@@ -298,8 +319,11 @@ def main() -> None:
     emit(P.STAGE, stage="inspect")
     selftest_fault("inspect")
     after = set(torch._C._dispatch_get_all_op_names())
-    new = sorted(after - before)
-    ops = [op_details(torch, n) for n in new]
+    details = [op_details(torch, n) for n in sorted(after - before)]
+    # The package's import can import torch modules that register torch's own ops
+    # (torch.distributed's c10d_functional::, torch._inductor's, prims::): not the package's.
+    ops = [d for d in details if not torch_owns(torch, d["name"], d["registered_at"])]
+    new = [d["name"] for d in ops]
     for name in REQ.get("ops", []):
         if name not in new and name in after:
             ops.append(op_details(torch, name))
