@@ -119,7 +119,7 @@ def torch_owns(torch: Any, name: str, registered_at: str) -> bool:
     try:
         from torch._library.custom_ops import OPDEFS
         fn = OPDEFS[name]._init_fn
-        return os.path.abspath(fn.__code__.co_filename).startswith(root)
+        return bool(os.path.abspath(fn.__code__.co_filename).startswith(root))
     except Exception:  # not a custom_op, or torch changed its internals: not provably torch's
         return False
 
