@@ -96,3 +96,30 @@ def test_static_inventory_of_a_real_extension_names_only_its_ops(
     assert all(n.split("::")[-1] in called for n in names), names
     assert all(n.startswith("torchvision::") for n in names if "::" in n), names
     assert list(reg["namespaces"]) == ["torchvision"]
+
+
+def test_a_cuda_library_that_links_no_torch_is_no_torch_variant(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bitsandbytes ships libbitsandbytes_cuda130.so (NEEDED libcublas.so.13, no torch) beside
+    its CPU library and loads one with ctypes. On a machine without CUDA 13 that file cannot
+    load — but not because "it was built for a CUDA build of torch" (OD307): it links none.
+    Its missing CUDA library is OD201, whose fix says CUDA is to be installed (or the CPU build
+    used), not an RPATH edit."""
+    (tmp_path / "stub.c").write_text("int cublasCreate_v2(void **h) { (void)h; return 0; }\n")
+    (tmp_path / "use.c").write_text("int cublasCreate_v2(void **h);\n"
+                                    "int make(void) { void *h; return cublasCreate_v2(&h); }\n")
+    stub = tmp_path / "stubdir" / "libcublas.so.99"
+    stub.parent.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcublas.so.99", "-o", str(stub),
+                    str(tmp_path / "stub.c")], check=True)
+    lib = tmp_path / "libkernels_cuda99.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
+                    str(stub)], check=True)
+    stub.unlink()  # the machine has no CUDA 99
+    failed = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r})"],
+                            capture_output=True, text=True, timeout=60)
+    assert "libcublas.so.99: cannot open shared object file" in failed.stderr
+    doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
+    found = {f["code"]: f for f in doc["reports"][0]["findings"]}
+    assert "OD307" not in found
+    assert found["OD201"]["fix"].startswith("libcublas.so.99 is part of CUDA 99: install CUDA 99")

@@ -21,6 +21,7 @@ from opdoctor.facts.loader.search import (
     Library,
     Missing,
 )
+from opdoctor.facts.variant import variant_library
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -98,6 +99,15 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
                 f"`source {CANN_SET_ENV}` in the job's environment (or pass its variables "
                 "with --env); without an Ascend NPU, use the framework's CPU build instead. "
                 "No RPATH edit brings the toolkit")
+    cuda = variant_library(miss.name)
+    if cuda[0] == "cuda" and cuda[1] is not None:
+        # Not a path to fix: the CUDA toolkit (or NVIDIA's wheels for it) is not installed,
+        # and no RPATH edit brings it. Packages ship such a library beside a CPU one and pick
+        # at run time (bitsandbytes): the file is then just not for this machine.
+        return (f"{miss.name} is part of CUDA {cuda[1]}: install CUDA {cuda[1]} (the toolkit, "
+                f"or NVIDIA's pip wheels for it, e.g. the nvidia-*-cu{cuda[1]} packages) where "
+                "an NVIDIA GPU is meant to run this; without one, this is the package's CUDA "
+                "build — use its CPU build or variant instead. No RPATH edit brings CUDA")
     if miss.name.startswith("libtensorflow") and (interp is None or not interp.tensorflow_dir):
         exe = interp.invoke if interp else (facts.options.python or "the interpreter")
         return (f"tensorflow is not installed for {exe}, so nothing loads {miss.name} before "

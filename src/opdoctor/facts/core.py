@@ -481,9 +481,12 @@ class Facts:
         if chain is not None and (self.is_package_dir or not libs):
             libs += [(p, self.needed_of(p)) for p in chain.extensions_on_disk[:64]]
         variant, major, evidence = "", None, []
+        # A missing CUDA runtime says "a CUDA build of torch brought it" only for a library
+        # that uses torch: bitsandbytes' libbitsandbytes_cuda130.so links none (bitsandbytes
+        # loads it with ctypes, or its CPU sibling): without CUDA its runtime is just missing.
         missing = frozenset(m.name for m in self.process.tree.missing) \
             if not self.is_package_dir and self.structure.image is not None and not self.blocker \
-            else frozenset()
+            and self._uses_torch else frozenset()
         for path, needed in libs:
             checkpoint(f"reading the build variant of {path}")
             v, m, shown = variant_of_needed(needed, missing)
@@ -495,6 +498,12 @@ class Facts:
         version, requires, dist = package_metadata(pkg_dir) if pkg_dir else ("", "", "")
         return ExtensionVariant(variant, major, tuple(evidence[:4]), version, requires, dist,
                                 build_record(pkg_dir) if pkg_dir else "")
+
+    @property
+    def _uses_torch(self) -> bool:
+        from opdoctor.facts.loader.process import needs_torch
+        interp = self.interpreter
+        return needs_torch(self.image, interp.torch.lib_dir if interp and interp.torch else None)
 
     def needed_of(self, path: str) -> list[str]:
         """DT_NEEDED names of another file (empty when unreadable or not ELF)."""
