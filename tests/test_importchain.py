@@ -1032,3 +1032,32 @@ def test_a_branch_the_environment_decides(tmp_path: Path, policy: str,
     else:
         assert ran.returncode == 0, ran.stderr
         assert not od510 and res.code == 0
+
+
+@pytest.mark.probe
+def test_op_libraries_no_import_reaches_are_each_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tensorflow-io's way: ``import tensorflow_io`` loads none of its op libraries (a lazy
+    loader loads each when an op is first used), so ``--package`` had only the package
+    directory to check: "No problem found" over libraries that cannot load. Each library that
+    links the framework is now checked as the package's; the probe line says the import
+    worked but did not load it (it said "loaded")."""
+    pkg = tmp_path / "lazyops"
+    pkg.mkdir()
+    shutil.copy(fixture("truth/undef.so"), pkg / "libbroken.so")
+    shutil.copy(fixture("truth/tinyop.so"), pkg / "libfine.so")
+    (pkg / "__init__.py").write_text(
+        "import os\nimport torch\n\n\ndef load(name):\n"
+        "    torch.ops.load_library(os.path.join(os.path.dirname(__file__), name))\n")
+    assert _python(tmp_path, "import lazyops").returncode == 0
+    failed = _python(tmp_path, "import lazyops; lazyops.load('libbroken.so')")
+    assert "undefined symbol: _ZN6tinyop12helper_scaleEd" in failed.stderr
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "lazyops")
+    reps = {os.path.basename(r["target"]["path"]): r for r in res.json()["reports"]}
+    assert sorted(reps) == ["libbroken.so", "libfine.so"]
+    assert reps["libbroken.so"]["diagnosis"]["cause"] == 4
+    assert "OD430" in reps["libbroken.so"]["diagnosis"]["root_findings"]
+    probe = reps["libfine.so"]["sections"]["probe"]
+    assert probe["imported"] == "lazyops" and probe["target_loaded"] is False
+    text = cli(capsys, "check", "--cwd", str(tmp_path), "--package", "lazyops").out
+    assert "`import lazyops` worked; it did not load libbroken.so" in text

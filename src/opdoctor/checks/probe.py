@@ -697,6 +697,11 @@ def section(facts: Facts) -> dict[str, Any]:
                  "registered_at": o.registered_at} for o in res.ops],
         "load_error": res.load_message,
         "static_prediction": "" if facts.is_package_dir else _static_prediction(facts),
+        # Package mode: what the probe ran was `import <package>`, and whether that import
+        # mapped the library checked (tensorflow-io loads its op libraries only when an op
+        # is first used): "loaded" must not be read as "this library loaded".
+        "imported": facts.probed_import if facts.options.package else "",
+        "target_loaded": facts.is_package_dir or _target_was_loaded(facts, res),
         "smoke": [{"name": s.name, "ok": s.ok, "detail": s.detail} for s in res.smoke],
         "ld_trace_lines": res.trace.lines,
     }

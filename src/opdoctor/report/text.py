@@ -326,7 +326,11 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])
         regs = tf_probe_ops(report.sections.get("tensorflow") or {}) or regs
         line = f"probe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
-        if probe["outcome"] == "loaded":
+        if probe["outcome"] == "loaded" and not probe.get("target_loaded", True):
+            line = (f"probe ({probe['seconds']:.1f} s): `import {probe['imported']}` worked; "
+                    f"it did not load {os.path.basename(report.target.path)} (the package "
+                    "loads it later, or never)")
+        elif probe["outcome"] == "loaded":
             line += f", registered {regs}" if regs else ", registered no operator"
         p.blank()
         p.line("", escape(line), hang=2)

@@ -124,15 +124,16 @@ def _wheel_kind(path: str) -> str:
     return "only Python files in it"
 
 
-def _op_library_on_disk(files: list[str]) -> list[str]:
-    """The package's first library that links a framework, when its import chain loads
-    libraries by paths it computes at run time, which static evaluation cannot follow
-    (tensorflow-addons: ``tf.load_op_library(get_path_to_datafile(…))``):
-    checked as the package's library, so that its static checks run — the package directory
-    alone let "✓ version mismatch: no problem found" stand over op libraries built for
-    another TensorFlow. None when no library links one (a package of plain extensions)."""
+def _op_libraries_on_disk(files: list[str]) -> list[str]:
+    """The package's libraries that link a framework, when its import chain reaches none:
+    it loads them by paths it computes at run time (tensorflow-addons:
+    ``tf.load_op_library(get_path_to_datafile(…))``), lazily when an op is first used
+    (tensorflow-io), or never (OD505). Each is checked as a library of the package, so that
+    its static checks run — the package directory alone let "✓ version mismatch: no problem
+    found" stand over op libraries built for another TensorFlow. None when no library links
+    one (a package of plain extensions)."""
     from opdoctor.targets.discover import links_framework
-    return next(([f] for f in files if links_framework(f)), [])
+    return [f for f in files if links_framework(f)]
 
 
 @contextmanager
@@ -162,11 +163,18 @@ def expand(paths: list[str], options: CheckOptions,
             libs = chain.libraries if chain else []
             if not libs and chain and chain.winner and chain.winner.kind == "extension":
                 libs = [chain.winner.path]  # a top-level extension module (awq_v2_ext.so)
-            elif not libs and chain and chain.package_dir and chain.computed_loads:
-                libs = _op_library_on_disk(chain.extensions_on_disk)
-            where = libs[0] if libs else (chain.package_dir if chain and chain.package_dir
-                                          else os.path.abspath(options.cwd or "."))
-            targets.append(Target(where, options, where))
+            elif not libs and chain and chain.package_dir:
+                libs = _op_libraries_on_disk(chain.extensions_on_disk)
+            if not libs:
+                where = chain.package_dir if chain and chain.package_dir \
+                    else os.path.abspath(options.cwd or ".")
+                targets.append(Target(where, options, where))
+            elif chain and not chain.libraries and len(libs) > 1:
+                # Op libraries the package loads later, by paths no static reading follows
+                # (tensorflow-io's LazyLoader): each is what the package will load.
+                targets += [Target(lib, options, lib) for lib in libs]
+            else:
+                targets.append(Target(libs[0], options, libs[0]))
         for path in paths:
             if path.endswith(".whl") and os.path.isfile(path):
                 import tempfile
