@@ -409,3 +409,41 @@ def test_tf_swallowed_op_library_load_is_retried(tmp_path: Path, lib: str, hidde
     else:
         assert "OD512" not in codes(report)
         assert od509.severity.value == "info" and "it imports here" in od509.message
+
+
+_KERAS_GUARD = '''def _check_keras_version():
+    import tensorflow as tf
+
+    keras_version_fn = getattr(tf.keras, "version", None)
+    if keras_version_fn:
+        keras_version = keras_version_fn()
+        if keras_version.startswith("3."):
+            raise ImportError(
+                "Package kerasguard requires tf.keras to be Keras"
+                f" version 2 but got version {keras_version}. "
+                "For open-source TensorFlow 2.16 and above, "
+                "set the environment variable TF_USE_LEGACY_KERAS=1 to fix.")
+
+
+_check_keras_version()
+
+__version__ = "0.7.7"
+'''
+
+
+@pytest.mark.probe
+def test_a_keras_guard_is_not_a_tensorflow_pin(tmp_path: Path) -> None:
+    """tensorflow-recommenders 0.7.7 refuses Keras 3 (TensorFlow 2.21's tf.keras). Its message
+    names TensorFlow 2.16 and Keras 3.x: read as a TensorFlow guard, OD323 told the user to
+    `pip install 'tensorflow==3.…'` (the Keras version). A Keras guard is not judged as a
+    framework pin; the failed import's own fix is passed on: set TF_USE_LEGACY_KERAS=1."""
+    pkg = tmp_path / "kerasguard"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(_KERAS_GUARD)
+    real = subprocess.run([tf_python(), "-c", "import kerasguard"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert "requires tf.keras to be Keras version 2 but got version 3." in real.stderr
+    report = tf_check(pkg, package="kerasguard", cwd=str(tmp_path))
+    assert "OD323" not in codes(report)
+    od511 = by_code(report, "OD511")
+    assert od511.fix is not None and "set TF_USE_LEGACY_KERAS=1" in od511.fix

@@ -8,6 +8,7 @@ that sits inside a package.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check, package_applies
@@ -174,6 +175,11 @@ def _lost_its_init(path: str) -> bool:
         return False
     return any(n.endswith((".py", ".so", ".pyd")) or ".so." in n for n in names
                if os.path.isfile(os.path.join(path, n)))
+
+
+# "set the environment variable TF_USE_LEGACY_KERAS=1 to fix" (tensorflow-recommenders).
+_ENV_FIX = re.compile(r"\bset (?:the )?(?:environment variable |env(?:ironment)? var )?"
+                      r"`?([A-Z][A-Z0-9_]{3,})`?\s*=\s*`?([\w.-]+)`?")
 
 
 def _retried_fine(facts: Facts, chain: ImportChain) -> frozenset[str]:
@@ -377,8 +383,13 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         return
     err = res.load_error
     if err is not None:
+        env = _ENV_FIX.search(err.message)
         yield OD511.finding(chain.name, f"import {facts.probed_import or chain.name} raised "
-                            f"{err.type}: {err.message[:200]}", err.tail(5))
+                            f"{err.type}: {err.message[:200]}", err.tail(5),
+                            fix=f"as the message says: set {env.group(1)}={env.group(2)} in "
+                            "the job's environment (opdoctor check --env "
+                            f"{env.group(1)}={env.group(2)} … to check with it)"
+                            if env else None)
     for hidden in res.swallowed:
         if _hidden_optional(chain, hidden.target, hidden.error.message):
             continue

@@ -79,6 +79,8 @@ def _dist(facts: Facts) -> tuple[str, str]:
 
 def _installed(facts: Facts, framework: str) -> str:
     interp = facts.interpreter
+    if framework not in ("torch", "tensorflow"):
+        return ""  # a Keras guard: its message (OD511) says what to do
     if framework == "tensorflow":
         tf = facts.tensorflow
         return tf.version if tf is not None and tf.version != "unknown" else ""

@@ -41,7 +41,7 @@ class Guard:
 
     file: str
     line: int
-    framework: str  # "torch" or "tensorflow"
+    framework: str  # "torch" or "tensorflow" ("keras": a Keras guard, not judged here)
     text: str  # the message as written: computed parts shown as {…}
     pieces: tuple[str, ...]  # its constant parts worth searching for (8+ characters)
     raises: bool  # a raise (the import fails) rather than a printed warning
@@ -70,6 +70,11 @@ def _text(node: ast.AST) -> tuple[str, tuple[str, ...]] | None:
 
 def _framework(text: str) -> str:
     low = text.lower()
+    if "keras" in low:
+        # tensorflow-recommenders: "requires tf.keras to be Keras version 2 but got version
+        # 3.15.1. For open-source TensorFlow 2.16 and above, set … TF_USE_LEGACY_KERAS=1":
+        # a Keras guard; the TensorFlow release it names is no pin.
+        return "keras"
     if "tensorflow" in low or "tf.__version__" in low:
         return "tensorflow"
     if "torch" in low:
