@@ -204,3 +204,29 @@ def test_a_backend_torch_auto_loads_and_its_missing_toolkit() -> None:
     # a bare missing library with no package in the text: checked by name, as before
     plain = explain_text("OSError: libfoo.so: cannot open shared object file: No such file")
     assert plain.next_steps[0] == "opdoctor check libfoo.so"
+
+
+# tensorflow-io-gcs-filesystem 0.37.1 beside TensorFlow 2.21 (its op library lists the load
+# error inside a Python list), and an op library built against TensorFlow 2.16-2.19's abseil.
+_TF_GCS = ("tensorflow.python.framework.errors_impl.NotFoundError: unable to open file: "
+           "libtensorflow_io.so, from paths: ['/venv/lib/python3.11/site-packages/"
+           "tensorflow_io_gcs_filesystem/core/python/ops/libtensorflow_io.so']\n"
+           "caused by: ['/venv/lib/python3.11/site-packages/tensorflow_io_gcs_filesystem/core/"
+           "python/ops/libtensorflow_io_gcs_filesystem.so: undefined symbol: TF_VLog']")
+_TF_ABSL = ("tensorflow.python.framework.errors_impl.NotFoundError: /site/ops.so: undefined "
+            "symbol: _ZN4absl12lts_2023080212log_internal17MakeCheckOpStringIllEEPKcT_T0_S4_")
+
+
+@pytest.mark.parametrize("text, code", [(_TF_GCS, "OD342"), (_TF_ABSL, "OD341")])
+def test_tensorflow_symbols_get_the_codes_check_gives(text: str, code: str) -> None:
+    """A TensorFlow API symbol or an abseil one missing is what `opdoctor check` calls OD342 /
+    OD341; explain named OD304, torch's code for the same fault."""
+    e = explain_text(text)
+    assert e.cause == 3 and code in e.codes and "OD304" not in e.codes
+
+
+def test_a_symbol_in_a_listed_error_is_read_without_the_list() -> None:
+    """"caused by: ['…: undefined symbol: TF_VLog']": the symbol is TF_VLog, not TF_VLog']."""
+    from opdoctor.facts.loaderror import UNDEFINED
+    m = UNDEFINED.search(_TF_GCS)
+    assert m is not None and m.group(1) == "TF_VLog"

@@ -282,12 +282,15 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
             return SymbolInfo(mangled, d, owner,
                               f"a {fw} function, wanted by a library in a build tree: the build "
                               "used other headers than the installed framework, or is stale",
-                              (3, 4), "OD304")
+                              (3, 4), {"abseil": "OD341", "tensorflow": "OD342"}.get(
+                                  owner, "OD304"))
         what = {"abseil": "an abseil (absl::lts_*) function: TensorFlow's bundled abseil release "
                           "differs from the one the library was built with — built against "
                           "another TensorFlow"}.get(
             owner, f"a {fw} function: built against another {fw} release (or build)")
-        return SymbolInfo(mangled, d, owner, what, (3, 2), "OD304")
+        # The code `opdoctor check` gives the same fault: OD304 is torch's.
+        code = {"abseil": "OD341", "tensorflow": "OD342"}.get(owner, "OD304")
+        return SymbolInfo(mangled, d, owner, what, (3, 2), code)
     if owner == "cxx-runtime":
         return SymbolInfo(mangled, d, owner,
                           "a C++ standard library function: the libstdc++ loaded is older than "

@@ -132,7 +132,7 @@ def _symbol(ctx: Context) -> Refinement | None:
                           "a plugin or C-API op library resolves from the running TensorFlow "
                           "(flat namespace, by design): the TensorFlow loaded does not define "
                           "it, so the library was built for another TensorFlow release",
-                          ("OD304",), f"undefined symbol {info.demangled}: TensorFlow's C API "
+                          ("OD342",), f"undefined symbol {info.demangled}: TensorFlow's C API "
                           "of another release", "high", "the TensorFlow release the plugin "
                           "supports (its release notes) against `python -c 'import tensorflow "
                           "as tf; print(tf.__version__)'`")
@@ -334,7 +334,7 @@ def _missing_library(ctx: Context) -> Refinement | None:
     if _TF_FRAMEWORK.match(base):
         return Refinement((3, 5), f"{base} is TensorFlow's own library: the op library was built "
                           "for another TensorFlow major, or TensorFlow is not imported first",
-                          ("OD304",), f"{base} not found: built for another TensorFlow", "medium")
+                          ("OD342",), f"{base} not found: built for another TensorFlow", "medium")
     if _OWN_PROVIDER.match(base):
         return Refinement((4, 2), f"{base} ships inside the onnxruntime package itself: the "
                           "installed package (or a custom build) is missing its native library",

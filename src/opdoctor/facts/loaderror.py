@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 NOT_FOUND = re.compile(r"([^\s:'\"]+): cannot open shared object file")
-UNDEFINED = re.compile(r"undefined symbol: (\S+)")
+UNDEFINED = re.compile(r"undefined symbol: ([^\s'\"\],;)]+)")
 VERSION = re.compile(r"version `([^']+)' not found")
 
 
