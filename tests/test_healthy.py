@@ -339,10 +339,24 @@ def test_library_that_needs_the_openmp_runtime_torch_also_ships_is_not_a_torch_e
     torch_lib = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
     assert list(torch_lib.glob("site-packages/torch/lib/libgomp.so.1")), \
         "torch/lib has no libgomp.so.1 here: the confusion this test guards cannot arise"
-    res = cli(capsys, "check", "-f", "json", str(lib))
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
     rep = res.json()["reports"][0]
     assert res.code == 0 and _errors(res) == [], _errors(res)
     assert not {"OD101", "OD121"} & {f["code"] for f in rep["findings"]}
+    # With the probe, lib/ (no __init__.py) is checked as package lightgbm's, whose import
+    # needs Python packages this --no-deps fixture lacks: that error, and only that one, is
+    # what Python says too.
+    py = subprocess.run([sys.executable, "-c", "import lightgbm"], cwd=site,
+                        capture_output=True, text=True, timeout=120)
+    res = cli(capsys, "check", "-f", "json", str(lib))
+    rep = res.json()["reports"][0]
+    assert not {"OD101", "OD121"} & {f["code"] for f in rep["findings"]}
+    if py.returncode == 0:
+        assert res.code == 0 and _errors(res) == [], _errors(res)
+    else:
+        missing = py.stderr.strip().splitlines()[-1]
+        assert missing.startswith("ModuleNotFoundError: No module named")
+        assert [(c, m.split(" raised ", 1)[1]) for c, m in _errors(res)] == [("OD511", missing)]
     assert "import torch" not in rep["sections"]["dependencies"]["context"]
 
 

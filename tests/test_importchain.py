@@ -1061,3 +1061,39 @@ def test_op_libraries_no_import_reaches_are_each_checked(
     assert probe["imported"] == "lazyops" and probe["target_loaded"] is False
     text = cli(capsys, "check", "--cwd", str(tmp_path), "--package", "lazyops").out
     assert "`import lazyops` worked; it did not load libbroken.so" in text
+
+
+@pytest.mark.probe
+def test_a_plugin_in_a_data_directory_is_the_packages(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """triton's way: triton/plugins/ (no __init__.py) holds libraries that NEED libtriton.so,
+    which no search path finds; `import triton` loads triton/_C/libtriton.so first and glibc
+    reuses it by name. The plugin is checked as the package's: what the import put in the
+    process answers the static "not found" (it was OD201 + OD220, exit 1)."""
+    pkg = tmp_path / "plugpkg"
+    (pkg / "_C").mkdir(parents=True)
+    (pkg / "plugins").mkdir()
+    (tmp_path / "core.c").write_text("int core_answer(void) { return 42; }\n")
+    (tmp_path / "plug.c").write_text("int core_answer(void);\n"
+                                     "int plug_answer(void) { return core_answer(); }\n")
+    core = pkg / "_C" / "libcore.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcore.so", "-o", str(core),
+                    str(tmp_path / "core.c")], check=True)
+    plug = pkg / "plugins" / "libplug.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(plug), str(tmp_path / "plug.c"),
+                    "-L", str(core.parent), "-lcore"], check=True)
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\n_core = ctypes.CDLL(os.path.join(os.path.dirname(__file__), '_C', "
+        "'libcore.so'), mode=ctypes.RTLD_GLOBAL)\n")
+    alone = _python(tmp_path, f"import ctypes; ctypes.CDLL({str(plug)!r})")
+    assert "libcore.so: cannot open shared object file" in alone.stderr
+    ok = _python(tmp_path, f"import plugpkg, ctypes; print(ctypes.CDLL({str(plug)!r})"
+                 ".plug_answer())")
+    assert ok.stdout.strip() == "42", ok.stderr
+    res = cli(capsys, "check", "-f", "json", str(plug))
+    rep = res.json()["reports"][0]
+    assert rep["sections"]["import-chain"]["package"] == "plugpkg"
+    assert not [f for f in rep["findings"] if f["severity"] == "error"] and res.code == 0
+    notes = {f["code"]: f for f in rep["findings"] if f["severity"] == "info"}
+    assert "the real load found it already in the process" in notes["OD201"]["message"]
+    assert "the real process has it" in notes["OD301"]["message"]

@@ -394,7 +394,7 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         if _hidden_optional(chain, hidden.target, hidden.error.message):
             continue
         func = chain.called_later(hidden.target)
-        yield OD512.finding(hidden.target, f"{hidden.target} fails to import: "
+        yield OD512.finding(hidden.target, f"{chain.failing(hidden.target)} fails: "
                             f"{hidden.error.type}: {hidden.error.message[:300]}"
                             + (f" (inside {func}(), an optional path: the package's import "
                                "does not run it)" if func else ""),

@@ -501,17 +501,18 @@ def _swallowed_load_errors(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]
         where = f"swallowed by {hidden.where} around {hidden.target}"
         if chain is not None and chain.called_later(hidden.target):
             continue  # an optional path the import does not take: OD512 notes it
+        what = chain.failing(hidden.target) if chain is not None else f"import {hidden.target}"
         if err.kind == "version":
             yield OD322.finding(facts.path, f"version {err.subject} not found (hidden: "
-                                f"{hidden.target} fails to import)", (err.text, where))
+                                f"{what} fails)", (err.text, where))
         elif err.kind == "not-found":
             name = os.path.basename(err.subject)
-            yield _not_found(facts, name, f" (hidden: {hidden.target} fails to import)",
+            yield _not_found(facts, name, f" (hidden: {what} fails)",
                              [f"dlopen: {err.text}", where])
         else:
             yield OD321.finding(facts.path, f"undefined symbol {demangle(err.subject)}"
                                 f"{_framework_symbol_note(facts, err.subject)} (hidden: "
-                                f"{hidden.target} fails to import)",
+                                f"{what} fails)",
                                 (f"dlopen: {err.text}", where),
                                 fix=_symbol_fix(facts, err.subject))
 

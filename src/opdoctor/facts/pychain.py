@@ -96,6 +96,14 @@ class ImportChain:
             return self.winner.path
         return ""
 
+    def failing(self, target: str) -> str:
+        """How a swallowed import the probe saw fail is named: ``import pkg.mod``, or, for a
+        load call (whose target is its path expression, ``str(file)``), ``loading libx.so``."""
+        for lk in self.links:
+            if lk.target == target and lk.kind in ("load_library", "cdll"):
+                return f"loading {os.path.basename(lk.resolved[0]) if lk.resolved else target}"
+        return f"import {target}"
+
     def called_later(self, target: str) -> str:
         """The function whose body holds every swallowed import of ``target`` ("" when one
         runs at import): numba imports its TBB threading backend inside

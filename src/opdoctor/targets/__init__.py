@@ -58,6 +58,16 @@ def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
     top level (``scipy``: the libraries of a directory walk share its one import)."""
     here = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
     d, top = here, None
+    if not dotted and not os.path.isdir(path):
+        # A library in a data directory of a package (triton/plugins/, no __init__.py) is
+        # the package's: triton loads its plugins after `import triton` has loaded
+        # libtriton.so, the library they need. Two levels up at most.
+        for _ in range(2):
+            if os.path.isfile(os.path.join(d, "__init__.py")):
+                break
+            d = os.path.dirname(d)
+        if not os.path.isfile(os.path.join(d, "__init__.py")):
+            d = here
     while os.path.isfile(os.path.join(d, "__init__.py")):
         top = d
         d = os.path.dirname(d)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Sequence
 
 from opdoctor.facts import Facts
@@ -31,6 +32,15 @@ def _mapped(facts: Facts) -> tuple[dict[str, str], bool]:
     by_name = {os.path.basename(m): m for m in res.mapped}
     by_name.update({os.path.basename(os.path.realpath(m)): m for m in res.mapped})
     return by_name, os.path.isfile(facts.path) and res.maps(facts.path)
+
+
+_SEE = re.compile(r"inconclusive: a dependency is missing and may define them, see ([^)]+)\)")
+
+
+def _inconclusive_for(message: str) -> list[str]:
+    """The missing dependencies an inconclusive OD301 names ("… see libtriton.so)")."""
+    m = _SEE.search(message)
+    return [d.strip() for d in m.group(1).split(",") if d.strip()] if m else []
 
 
 def disproved_by_the_load(facts: Facts, findings: Sequence[Finding]) -> list[Finding]:
@@ -58,6 +68,19 @@ def disproved_by_the_load(facts: Facts, findings: Sequence[Finding]) -> list[Fin
                 f, severity=Severity.INFO,
                 message=f"{count} symbol(s) undefined in the static view (a dependency not "
                 "found there) were bound by the real load: the library loaded")
+            notes.append(f)
+            continue
+        elif (f.severity is not Severity.INFO and f.code == "OD301"
+              and (deps := _inconclusive_for(f.message)) and all(d in by_name for d in deps)):
+            # triton's plugins: libtriton.so, the dependency that was "missing", is in the
+            # process once `import triton` ran; the symbols are its to define.
+            count = f.message.split(" undefined symbol(s)")[0]
+            f = dataclasses.replace(
+                f, severity=Severity.INFO,
+                message=f"{count} symbol(s) undefined in the static view, where "
+                f"{', '.join(deps)} was not found; the real process has "
+                f"{'them' if len(deps) > 1 else 'it'} ({', '.join(by_name[d] for d in deps)}), "
+                "which the package loads first")
             notes.append(f)
             continue
         out.append(f)
