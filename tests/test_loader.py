@@ -15,6 +15,7 @@ from opdoctor.facts.loader.ldcache import load_ld_cache
 from opdoctor.model import Report
 from opdoctor.pipeline import run_check
 from tests.conftest import fixture, reference
+from tests.helpers import cli
 from tests.torchfork import run_python
 
 NO_ENV = CheckOptions(env=())  # a job environment without LD_LIBRARY_PATH
@@ -183,3 +184,21 @@ def test_interpreter_without_torch_explains_missing_torch_libs(tmp_path: Path) -
     assert {f.subject for f in od201} >= {"libc10.so", "libtorch_cpu.so"}
     assert all("torch is not installed for" in f.fix for f in od201 if "torch" in f.subject
                or "c10" in f.subject)
+
+
+def test_origin_entries_that_do_not_exist_are_a_layout_not_a_path_to_rewrite(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tensorflow-io's op libraries carry Bazel runfiles entries ($ORIGIN/../../../_solib_local
+    …) that do not exist in the wheel. OD204's fix said to make them $ORIGIN-relative — they
+    are. And a fix several findings share is printed once per report."""
+    (tmp_path / "t.c").write_text("int f(void) { return 1; }\n")
+    lib = tmp_path / "libbazel.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
+                    "-Wl,--enable-new-dtags,-rpath,$ORIGIN/_solib_local/a:$ORIGIN/x.runfiles/b"],
+                   check=True)
+    doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
+    od204 = [f for f in doc["reports"][0]["findings"] if f["code"] == "OD204"]
+    assert len(od204) == 2 and all(f["fix"].startswith("nothing to fix while the dependencies "
+                                                       "are found otherwise") for f in od204)
+    text = cli(capsys, "check", "--static", str(lib)).out
+    assert text.count("fix:      nothing to fix while") == 1 and text.count("(as above)") == 1

@@ -188,9 +188,17 @@ def run(facts: Facts) -> Iterator[Finding]:
                 d = entry.replace("${ORIGIN}", "$ORIGIN").replace(
                     "$ORIGIN", os.path.dirname(lib.path))
                 if not os.path.isdir(d):
+                    # An $ORIGIN entry is relative already: a build tree's layout (Bazel's
+                    # runfiles in tensorflow-io), not a build machine's path to rewrite.
+                    relative = "$ORIGIN" in entry.replace("${ORIGIN}", "$ORIGIN")
                     yield OD204.finding(lib.path, f"{kind} entry {entry} of "
                                         f"{os.path.basename(lib.path)} does not exist",
-                                        (f"{kind}: {':'.join(entries)}", f"{d}: no such directory"))
+                                        (f"{kind}: {':'.join(entries)}", f"{d}: no such directory"),
+                                        fix="nothing to fix while the dependencies are found "
+                                        "otherwise (an $ORIGIN-relative entry for a directory "
+                                        "of the build tree's layout); if one is not (OD201), "
+                                        "point the entry at where it is installed"
+                                        if relative else None)
 
 
 CHECK = Check(

@@ -32,7 +32,8 @@ def _size(n: int | None) -> str:
     return f"{n}"
 
 
-def _finding(p: Printer, f: Finding, ctx: RenderContext) -> None:
+def _finding(p: Printer, f: Finding, ctx: RenderContext,
+             fixes: set[str] | None = None) -> None:
     doc = ctx.catalog.get(f.code)
     style = _SEV_STYLE[f.severity]
     title = f" ({escape(doc.title)})" if doc and ctx.verbose else ""
@@ -47,8 +48,12 @@ def _finding(p: Printer, f: Finding, ctx: RenderContext) -> None:
         p.line(f"    [dim]{label}[/] ", escape(line), hang=16)
     if limit is not None and len(ev) > limit:
         p.line(" " * 14, f"[dim]… {len(ev) - limit} more (-v shows all)[/]")
-    if f.fix:
+    if f.fix and fixes is not None and f.fix in fixes:
+        p.line("    [green]fix:[/]      ", "[dim](as above)[/]")  # OD204 × 5 in tensorflow-io
+    elif f.fix:
         p.line("    [green]fix:[/]      ", escape(f.fix))
+        if fixes is not None:
+            fixes.add(f.fix)
 
 
 def _consequences(p: Printer, found: tuple[Finding, ...], root: str,
@@ -265,6 +270,7 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
     folded = {id(f): root for root, fs in diag.consequences.items() for f in fs}
     roots = {id(f) for f in diag.root_findings}
     told: set[str] = set()  # consequences are keyed by code: told under its first root only
+    fixes: set[str] = set()  # a fix printed once per report; the next finding with it refers
     p.blank()
     for row in cause_statuses(report):
         head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
@@ -289,7 +295,7 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
                 head = f"ℹ{head[1:]}"
             p.line("", f"[{_SEV_STYLE[worst]}]{head}[/]", hang=2)
             for f in own:
-                _finding(p, f, ctx)
+                _finding(p, f, ctx, fixes)
                 if id(f) in roots and f.code not in told:
                     told.add(f.code)
                     _consequences(p, diag.consequences.get(f.code, ()), f.code, ctx)
