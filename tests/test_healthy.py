@@ -70,6 +70,12 @@ def test_tokenizers_reexported_names_are_not_missing_modules(
     assert _errors(res) == []
     links = res.json()["reports"][0]["sections"]["import-chain"]["links"]
     assert any(li["target"] == "tokenizers.AddedToken" for li in links)  # read, not skipped
+    assert all(li["attribute"] for li in links if li["target"] == "tokenizers.AddedToken")
+    # The text's chain marks it as what it is, not ✗ "no module AddedToken".
+    text = cli(capsys, "check", "--static", "--package", "tokenizers", "--env",
+               f"PYTHONPATH={site}", "--cwd", str(site.parent)).out
+    line = next(ln for ln in text.splitlines() if "→ AddedToken" in ln)
+    assert line.lstrip().startswith("✓") and "a name the package defines" in line
 
 
 def test_from_package_import_of_an_undefined_name_is_still_od510(

@@ -421,7 +421,10 @@ def section(facts: Facts) -> dict[str, Any]:
                    "target": link.target, "resolved": link.resolved, "problem": link.problem,
                    "swallowed": link.swallowed, "fallback": link.fallback,
                    "unevaluated": link.problem == UNEVALUATED, "checked": link.checked,
-                   "observed": unaccounted if link.problem == UNEVALUATED else []}
+                   "observed": unaccounted if link.problem == UNEVALUATED else [],
+                   # `from .. import AddedToken`: a name the package binds, no module to find
+                   "attribute": bool(link.problem) and link.kind == "submodule"
+                   and _package_attribute(link)}
                   for link in chain.links],
         "extensions_on_disk": chain.extensions_on_disk,
         "imported": imported,

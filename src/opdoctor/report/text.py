@@ -194,9 +194,12 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
         # A module the code asks for before importing it (`if find_spec("x"): import x`):
         # not there, the branch is not taken.
         skipped = bool(link["problem"] and link.get("checked"))
-        wrong = wrong and not skipped
+        attribute = bool(link.get("attribute"))  # tokenizers' `from .. import AddedToken`
+        wrong = wrong and not skipped and not attribute
         mark = bad if wrong else "[yellow]?[/]" if unknown else "[dim]–[/]" if skipped else ok
         target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
+        if attribute:
+            target = f"{link['target'].rsplit('.', 1)[-1]}: a name the package defines"
         if skipped:
             target += f" (asked first: {link['checked']})"
         if unknown and link.get("observed"):
