@@ -449,3 +449,24 @@ def test_a_keras_guard_is_not_a_tensorflow_pin(tmp_path: Path) -> None:
     assert "OD323" not in codes(report)
     od511 = by_code(report, "OD511")
     assert od511.fix is not None and "set TF_USE_LEGACY_KERAS=1" in od511.fix
+
+
+def test_words_before_spec_strings_are_not_op_names(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The static op list takes the CamelCase string stored before an op's spec strings
+    ("x: T"). tensorflow-io and tensorflow-decision-forests also store capitals ("CMYK",
+    "IS3"), mangled type names ("N6pulsar7AuthTlsE") and weekdays there: none is an op."""
+    tf_lib = BUILD / "tf" / "tensorflow" / "libtensorflow_framework.so.2"
+    if not tf_lib.exists():
+        pytest.skip("TensorFlow's headers and library not fetched (make fixtures)")
+    words = ["CMYK", "x: float", "N6pulsar7AuthTlsE", "y: int32", "Thursday", "z: T",
+             "ZeroOut", "to_zero: int32"]
+    body = "".join(f'const char* s{i} = "{w}";\n' for i, w in enumerate(words))
+    (tmp_path / "ops.c").write_text(body + "const char** all[] = {"
+                                    + ", ".join(f"&s{i}" for i in range(len(words))) + "};\n")
+    lib = tmp_path / "ops.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O0", "-o", str(lib), str(tmp_path / "ops.c"),
+                    "-Wl,--no-as-needed", f"-L{tf_lib.parent}",
+                    "-l:libtensorflow_framework.so.2"], check=True)
+    doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
+    assert doc["reports"][0]["sections"]["registration"]["tensorflow"]["ops"] == ["ZeroOut"]

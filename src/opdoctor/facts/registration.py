@@ -590,6 +590,12 @@ _TF_SPEC = re.compile(
     r"half|bfloat16|bool|string|complex(?:64|128)|resource|variant|q?u?int\d+|type|shape|"
     r"tensor|func|int)\b)[\w\s{}(),*=<>.+\-]*$")
 _TF_OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{2,}$")  # "Sd", "St": mangled-name fragments
+# What stands before a spec-like string without being an op name (tensorflow-io, -decision-
+# forests): an all-capitals token ("DICM", "CMYK", "IS3"), a mangled type name
+# ("N6pulsar7AuthTlsE"), a calendar word ("Thursday").
+_NOT_TF_OP = re.compile(
+    r"^(?:[A-Z0-9]+|N\d+[A-Za-z_]\w*E|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|"
+    r"January|February|March|April|June|July|August|September|October|November|December)$")
 _RODATA_STR = re.compile(rb"(?<=\x00)[\x20-\x7e]{2,200}(?=\x00)")
 
 
@@ -620,7 +626,7 @@ def read_tensorflow(img: ElfImage, inv: Inventory) -> None:
             continue
         inv.tf_specs.append(text)
         for prev in reversed(strings[max(0, i - 4):i]):
-            if _TF_OP_NAME.match(prev):
+            if _TF_OP_NAME.match(prev) and not _NOT_TF_OP.match(prev):
                 if prev not in inv.tf_ops:
                     inv.tf_ops.append(prev)
                 break
