@@ -123,3 +123,26 @@ def test_a_cuda_library_that_links_no_torch_is_no_torch_variant(
     found = {f["code"]: f for f in doc["reports"][0]["findings"]}
     assert "OD307" not in found
     assert found["OD201"]["fix"].startswith("libcublas.so.99 is part of CUDA 99: install CUDA 99")
+
+
+def test_a_missing_rocm_library_gets_an_install_rocm_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bitsandbytes' libbitsandbytes_rocm70.so NEEDs libhipblas.so.3: without ROCm the fix is
+    to install it (or use the CPU build), not to patch an RPATH."""
+    (tmp_path / "stub.c").write_text("int hipblasCreate(void **h) { (void)h; return 0; }\n")
+    (tmp_path / "use.c").write_text("int hipblasCreate(void **h);\n"
+                                    "int make(void) { void *h; return hipblasCreate(&h); }\n")
+    stub = tmp_path / "stubdir" / "libhipblas.so.3"
+    stub.parent.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libhipblas.so.3", "-o", str(stub),
+                    str(tmp_path / "stub.c")], check=True)
+    lib = tmp_path / "libkernels_rocm70.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
+                    str(stub)], check=True)
+    stub.unlink()
+    failed = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r})"],
+                            capture_output=True, text=True, timeout=60)
+    assert "libhipblas.so.3: cannot open shared object file" in failed.stderr
+    doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
+    found = {f["code"]: f for f in doc["reports"][0]["findings"]}
+    assert found["OD201"]["fix"].startswith("libhipblas.so.3 is part of AMD's ROCm")

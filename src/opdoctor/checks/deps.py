@@ -8,6 +8,7 @@ import torch" — never the false "not found" that ``ldd`` prints.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
@@ -89,6 +90,13 @@ def _attempt_lines(miss: Missing) -> list[str]:
     return lines
 
 
+# AMD's ROCm/HIP runtime and libraries (bitsandbytes' libbitsandbytes_rocm70.so NEEDs
+# libhipblas.so.3 and libhipblaslt.so.1).
+_ROCM = re.compile(r"^lib(?:amdhip64|hiprtc|hipblas|hipblaslt|hipsparse|hipsparselt|hipfft|"
+                   r"hiprand|hipsolver|rocblas|rocsolver|rocrand|rocfft|rocsparse|MIOpen|rccl|"
+                   r"roctx64|roctracer64|hsa-runtime64)\.so\.\d+")
+
+
 def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
     interp = facts.interpreter
@@ -108,6 +116,11 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
                 f"or NVIDIA's pip wheels for it, e.g. the nvidia-*-cu{cuda[1]} packages) where "
                 "an NVIDIA GPU is meant to run this; without one, this is the package's CUDA "
                 "build — use its CPU build or variant instead. No RPATH edit brings CUDA")
+    if _ROCM.match(miss.name):
+        return (f"{miss.name} is part of AMD's ROCm: install the ROCm release this library was "
+                "built for where an AMD GPU is meant to run it; without one, this is the "
+                "package's ROCm build — use its CPU (or CUDA) build or variant instead. No "
+                "RPATH edit brings ROCm")
     if miss.name.startswith("libtensorflow") and (interp is None or not interp.tensorflow_dir):
         exe = interp.invoke if interp else (facts.options.python or "the interpreter")
         return (f"tensorflow is not installed for {exe}, so nothing loads {miss.name} before "
