@@ -129,6 +129,9 @@ FAMILY_SAMPLES = [
     ("tensorflow/models#4405", "tf.duplicate-device-factory"),
     ("microsoft/onnxruntime-genai#555", "ort.native-import"),  # 1114 first, CUDA_PATH after
     ("mindspore-ai/community#4", "mindspore.kernel-select"),  # the CPU kernel factory's form
+    ("abetlen/llama-cpp-python#568", "python.ctypes-base-name"),
+    ("microsoft/onnxruntime#17510", "cuda.library-not-found"),  # cuDNN 8's zlibwapi.dll
+    ("microsoft/onnxruntime#20745", "loader.cannot-open"),  # a hard-wrapped provider line
 ]
 
 
@@ -178,6 +181,10 @@ def test_ranked_json_with_alternatives_and_concrete_check() -> None:
     ("_ZNSt15__exception_ptr13exception_ptr9_M_addrefEv", "cxx-runtime", 3),
     ("cudnnSetConvolutionGroupCount", "cuda", 2),
     ("_Z15helper_functionv", "own", 4),
+    # torch's stable C ABI: extern "C", exported by a newer libtorch only (macOS adds the "_")
+    ("aoti_torch_abi_version", "torch", 3),
+    ("_torch_library_impl", "torch", 3),
+    ("opal_cuda_check_bufs", "third-party", 3),  # an Open MPI plugin of another install
 ])
 def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
     from opdoctor.explain.entities import classify_symbol

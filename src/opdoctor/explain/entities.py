@@ -142,13 +142,19 @@ _TORCH_PYTHON = re.compile(r"^THP[A-Z]|^torch::(?:autograd::)?python::|^torch::u
                            r"(?:wrap|unwrap)|^pybind11::detail::type_caster<at::Tensor")
 # C symbols of framework-internal C libraries (TH/THC/THNN of old torch, TF's C API — which
 # Mach-O spells with C's leading underscore: dyld's "Symbol not found: _TF_AllocateOutput")
-_FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]")),
+# torch's C entry points: the TH* era, and the stable C ABI of torch >= 2.x (AOTInductor's
+# aoti_torch_* shims, torch/csrc/stable's torch_library_impl …), which an extension built for a
+# newer torch calls and an older libtorch does not export
+_FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]|^_?aoti_torch_\w|"
+                                     r"^_?torch_(?:library_|call_dispatcher|new_list|list_|"
+                                     r"parse_device|get_current_|delete_|from_blob)")),
                 ("tensorflow", re.compile(r"^_?TF_[A-Z]")))
 _CUDA_RT_INTERNAL = re.compile(r"^_{1,2}cuda\w|^cudaGetDriverEntryPoint")
 _THIRD_PARTY = re.compile(r"^(?:iJIT_|mkl_|MKL_|cblas_|openblas|gotoblas|GOMP_|omp_|__kmpc_|"
                           r"kmp_|del_curterm|tgetent|setupterm|SSL_|EVP_|OPENSSL_|CRYPTO_|"
                           r"inflate|deflate|png_|jpeg_|H5|google::protobuf::|google::|cv::|"
-                          r"boost::|Json::|fmt::|spdlog::|folly::|dnnl_|dnnl::|mkldnn)")
+                          r"boost::|Json::|fmt::|spdlog::|folly::|dnnl_|dnnl::|mkldnn|"
+                          r"opal_|ompi_|orte_)")  # Open MPI's internals: one plugin, two installs
 _CUDA_C = re.compile(r"^(?:cu(?:da|blas|blasLt|dnn|fft|rand|sparse|solver|Launch|Module|Ctx|Mem|"
                      r"pti|tensor)|nccl|nvrtc|nvinfer|nvjpeg|cutlass|_{0,2}nvJitLink|nvml|nvtx)",
                      re.I)

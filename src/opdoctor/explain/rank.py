@@ -280,8 +280,9 @@ def _missing_library(ctx: Context) -> Refinement | None:
     base = _basename(lib)
     kinds = path_kind(lib)
     text = ctx.text
-    outer = re.search(r"Failed to load library (?P<outer>[\w.+-]{1,120}\.so[\w.]{0,20}) with error",
-                      text)
+    # whitespace, not spaces: CI logs hard-wrap ONNX Runtime's long provider line anywhere
+    outer = re.search(r"Failed\s{1,3}to\s{1,3}load\s{1,3}library\s{1,3}(?P<outer>[\w.+-]{1,120}"
+                      r"\.so[\w.]{0,20})\s{1,3}with\s{1,3}error", text)
     if "/" in lib and os.path.isfile(lib) and "cannot open shared object" in text:
         # the file is there, yet "cannot open … No such file": the loader skipped it
         return Refinement((4, 2), f"{lib} exists, so the loader skipped it: it is built for "
