@@ -132,6 +132,9 @@ FAMILY_SAMPLES = [
     ("abetlen/llama-cpp-python#568", "python.ctypes-base-name"),
     ("microsoft/onnxruntime#17510", "cuda.library-not-found"),  # cuDNN 8's zlibwapi.dll
     ("microsoft/onnxruntime#20745", "loader.cannot-open"),  # a hard-wrapped provider line
+    ("PaddlePaddle/PaddleOCR#1521", "paddle.op-unknown"),  # 2.0's "has not been registed"
+    ("facebookresearch/faiss#984", "python.no-module-named"),  # SWIG's _swig<name> is built
+    ("xingyizhou/CenterNet#146", "python.no-module-named"),  # an NMS kernel compiled in place
 ]
 
 

@@ -716,7 +716,10 @@ def _backend(ctx: Context) -> Refinement | None:
 
 
 # ------------------------------------------------------------------ Python modules
-_COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_?C_?\w{0,20}|\w{0,60}_(?:cuda|cpp|cpu|gpu|ext|"
+# module names that are built, not written: torch/pybind conventions, SWIG's _swig<name>, the
+# (Cython/CUDA) NMS kernels detection repositories compile in place
+_COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_swig\w{1,40}|(?:cpu_|gpu_|_)?nms|_?C_?\w{0,20}|"
+                            r"\w{0,60}_(?:cuda|cpp|cpu|gpu|ext|"
                             r"C|cuda_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
                             r"native|lib|plugin|cc|cxx)|lib\w{1,40})$")
 _FRAMEWORK_MODULES = re.compile(r"^(?:torch|tensorflow|onnxruntime|paddle|oneflow|mindspore|"
