@@ -1097,3 +1097,31 @@ def test_a_plugin_in_a_data_directory_is_the_packages(
     notes = {f["code"]: f for f in rep["findings"] if f["severity"] == "info"}
     assert "the real load found it already in the process" in notes["OD201"]["message"]
     assert "the real process has it" in notes["OD301"]["message"]
+
+
+def test_a_load_guarded_by_an_existence_test_is_a_branch_not_taken(tmp_path: Path) -> None:
+    """flashinfer 0.7.4: `if os.path.exists(f"{cuda_lib_path}/libcudart.so.12"): ctypes.CDLL(…)`
+    with a system path that is absent here. Python imports the package (the branch is not
+    taken); the same load without the test fails, and OD510 says so."""
+    gone = tmp_path / "no_cuda" / "libcudart.so.12"
+    _write(tmp_path, {
+        "guarded/__init__.py": (
+            "import ctypes, os\nfrom pathlib import Path\n"
+            f"lib_dir = os.environ.get('GUARDED_LIB_DIR', {str(gone.parent)!r})\n"
+            "if os.path.exists(f'{lib_dir}/libcudart.so.12'):\n"
+            "    ctypes.CDLL(f'{lib_dir}/libcudart.so.12', mode=ctypes.RTLD_GLOBAL)\n"
+            "if Path(lib_dir + '/libother.so').is_file():\n"
+            "    ctypes.CDLL(lib_dir + '/libother.so')\n"),
+        "bare/__init__.py": (
+            "import ctypes, os\n"
+            f"lib_dir = os.environ.get('GUARDED_LIB_DIR', {str(gone.parent)!r})\n"
+            "ctypes.CDLL(f'{lib_dir}/libcudart.so.12', mode=ctypes.RTLD_GLOBAL)\n"),
+    })
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("GUARDED_LIB_DIR", None)
+    ok = subprocess.run([sys.executable, "-c", "import guarded"], env=env, capture_output=True)
+    bad = subprocess.run([sys.executable, "-c", "import bare"], env=env, capture_output=True,
+                         text=True)
+    assert ok.returncode == 0 and bad.returncode != 0 and "libcudart.so.12" in bad.stderr
+    assert "OD510" not in codes(chain(tmp_path, "guarded", probe=False))
+    assert "OD510" in codes(chain(tmp_path, "bare", probe=False))

@@ -316,7 +316,8 @@ def run(facts: Facts) -> Iterator[Finding]:
         if link.problem.startswith("no file for this interpreter"):
             yield OD503.finding(link.target, f"{link.target}: {link.problem}", (where,))
         elif link.problem and link.kind in ("load_library", "cdll") and "does not exist" in \
-                link.problem and not link.fallback:  # a fallback in an except: not the path
+                link.problem and not link.fallback and not link.checked:
+            # a fallback in an except, or a load under `if os.path.exists(…)`: not the path
             yield OD510.finding(link.target, f"the package loads {link.resolved[0]}, which does "
                                 "not exist", (where,))
         elif link.problem and link.kind == "submodule" and not _optional(link) and \

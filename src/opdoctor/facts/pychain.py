@@ -230,6 +230,26 @@ _STR_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "casefo
 _MAX_STEPS = 400  # statements one evaluation of a function may run (call sites, nesting)
 
 
+_EXISTS = {"exists": "exists", "lexists": "exists", "isfile": "isfile", "is_file": "isfile",
+           "isdir": "isdir", "is_dir": "isdir"}
+
+
+def _existence_test(node: ast.AST) -> tuple[ast.AST, str] | None:
+    """(path expression, "exists"/"isfile"/"isdir") for ``os.path.exists(p)``,
+    ``os.path.isfile(p)``, ``Path(p).exists()`` …; None for anything else."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or \
+            node.func.attr not in _EXISTS:
+        return None
+    kind = _EXISTS[node.func.attr]
+    if node.args and _dotted(node.func.value) in ("os.path", "path", "osp"):
+        return node.args[0], kind
+    inner = node.func.value
+    if not node.args and isinstance(inner, ast.Call) and inner.args and \
+            _dotted(inner.func).rsplit(".", 1)[-1] in ("Path", "PurePath"):
+        return inner.args[0], kind
+    return None
+
+
 class _Eval(ast.NodeVisitor):
     """A tiny evaluator for path expressions built from __file__ and string constants.
 
@@ -293,6 +313,14 @@ class _Eval(ast.NodeVisitor):
             v, arg = self.value(node.func.value), self.value(node.args[0])
             if isinstance(v, str) and isinstance(arg, str):
                 return v.startswith(arg) if node.func.attr == "startswith" else v.endswith(arg)
+        path = _existence_test(node)
+        if path is not None:
+            # `if os.path.exists(f"{cuda_lib_path}/libcudart.so.12"): ctypes.CDLL(…)`
+            # (flashinfer): the file system of this install answers it, as the load would
+            v = self.value(path[0])
+            if isinstance(v, str) and os.path.isabs(v):
+                return {"isfile": os.path.isfile, "isdir": os.path.isdir}.get(
+                    path[1], os.path.exists)(v)
         return None
 
     # ---------------------------------------------------------------- values
@@ -812,7 +840,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 return
             probed = {c.value.rsplit(".", 1)[-1] for c in ast.walk(node.test)
                       if isinstance(c, ast.Constant) and isinstance(c.value, str)}
-            if probed:
+            asks_file = any(_existence_test(c) for c in ast.walk(node.test))
+            if probed or asks_file:
                 # `if process_initializer_module("_mlirRegisterEverything"): import_module(
                 # "._mlirRegisterEverything")` (jaxlib), `if find_spec("x"): import x`: the
                 # condition asks whether the module is there; its import is taken only then.
@@ -821,8 +850,11 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 for n in node.body:
                     visit(n, handlers, in_except, func)
                 for lk in links[start:]:
-                    if lk.kind == "submodule" and lk.file == file and \
-                            lk.target.rsplit(".", 1)[-1] in probed:
+                    if (lk.kind == "submodule" and lk.file == file and
+                            lk.target.rsplit(".", 1)[-1] in probed) or (
+                            asks_file and lk.kind in ("load_library", "cdll") and
+                            lk.file == file):
+                        # the condition asks whether the module (or the file) is there
                         lk.checked = f"if {ast.unparse(node.test)[:80]}"
                 for n in node.orelse:
                     visit(n, handlers, in_except, func)
