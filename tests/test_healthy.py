@@ -270,6 +270,24 @@ def test_other_pybind11_key_still_converts_tensors(capsys: pytest.CaptureFixture
     assert "Tensor arguments will not convert" not in msg
 
 
+@pytest.mark.probe
+def test_a_python_module_linking_torch_is_not_an_op_library_that_registered_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A pybind11 module that links torch for its tensors (executorch's pybindings,
+    torch-harmonics' helpers) registers no operator, by design: the probe loads it, nothing new
+    appears in torch's dispatcher, and that is no OD121. Its functions work from Python."""
+    lib = HFX / "pybind_tensor" / f"pybind_tensor{sysconfig.get_config_var('EXT_SUFFIX')}"
+    real = _run(lib.parent, "import torch\nn = len(torch._C._dispatch_get_all_op_names())\n"
+                "import pybind_tensor as p\nprint(p.tensor_sum(torch.ones(2)), "
+                "len(torch._C._dispatch_get_all_op_names()) - n)\n")
+    assert real.returncode == 0 and real.stdout.split() == ["2.0", "0"], real.stderr
+    res = cli(capsys, "check", "-f", "json", str(lib))
+    rep = res.json()["reports"][0]
+    assert rep["sections"]["probe"]["outcome"] == "loaded", rep["sections"]["probe"]
+    assert "OD121" not in [f["code"] for f in rep["findings"]]
+    assert res.code == 0, _errors(res)
+
+
 TF_PYTHON = FIX.parent / "venv-tf" / "bin" / "python"
 
 

@@ -625,9 +625,19 @@ def _target_was_loaded(facts: Facts, res: ProbeOutcome) -> bool:
     return res.maps(facts.path)
 
 
+def _python_module_only(facts: Facts) -> bool:
+    """A Python extension module (PyInit_) with no sign of an operator registration: its
+    functions are called from Python (executorch's pybindings, torch-harmonics' helpers), it
+    links torch for tensors, and registering no operator is what it is built to do."""
+    inv = facts.registration
+    return bool(inv.pyinit) and not (inv.namespaces or inv.schemas or
+                                     inv.legacy_register_operators or inv.constructs_library or
+                                     inv.stable_abi)
+
+
 def _registered(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
     ops = {o.name: o for o in res.ops}
-    if not res.new_ops and _target_was_loaded(facts, res):
+    if not res.new_ops and _target_was_loaded(facts, res) and not _python_module_only(facts):
         yield OD121.finding(facts.path, "the library loaded but registered no operator",
                             ("torch._C._dispatch_get_all_op_names(): no new entry after the "
                              "load",))
