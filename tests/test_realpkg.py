@@ -496,3 +496,30 @@ def test_scan_checks_a_packages_libraries_in_one_worker_with_one_import() -> Non
     assert starts.count("package fbgemm_gpu") == 1 and len(starts) == 2, starts
     assert all(r.sections["probe"]["outcome"] == "loaded" for r in reports  # type: ignore[union-attr]
                if not isinstance(r, str))
+
+
+@pytest.mark.probe
+def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """torchao 0.18.0 (a CUDA build beside torch 2.13.0+cpu) catches `import triton` in
+    torchao.kernel.intmm_triton; triton is another distribution, not installed here. The CUDA
+    variant (OD307) is the root of the library failures, but installing a CUDA torch would not
+    bring triton: that swallowed import is its own cause-5 warning, not folded under OD307."""
+    site = BUILD / "realworld" / "torchao-0.18.0-cuda-ext-on-cpu" / "site"
+    if not site.is_dir():
+        pytest.skip(f"{site} is missing: `make test` installs it (realworld-small)")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = run_python("import torchao.kernel.intmm", timeout=300, env=env)
+    assert real.returncode == 0, real.stderr  # intmm.py's own except: the import goes on
+    direct = run_python("import torchao.kernel.intmm_triton", timeout=300, env=env)
+    assert direct.returncode != 0 and "No module named 'triton'" in direct.stderr
+    res = cli(capsys, "check", "-f", "json", "--package", "torchao", "--env",
+              f"PYTHONPATH={site}")
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    assert diag["cause"] == 3 and diag["root_findings"][0] == "OD307"
+    triton = [f for f in rep["findings"] if f["code"] == "OD512" and "'triton'" in f["message"]]
+    assert len(triton) == 1 and triton[0]["severity"] == "warning", triton
+    assert "another distribution" in triton[0]["message"] and "triton" in triton[0]["fix"]
+    folded = [c for fs in diag["consequences"].values() for c in fs]
+    assert folded.count("OD512") == sum(1 for f in rep["findings"] if f["code"] == "OD512") - 1

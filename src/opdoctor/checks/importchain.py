@@ -243,6 +243,17 @@ def _hidden_optional(chain: ImportChain, target: str, message: str) -> bool:
         f"No module named '{target}'" in message
 
 
+_MISSING_MODULE = re.compile(r"No module named '([\w.]{1,200})'")
+
+
+def _other_distribution(chain: ImportChain, etype: str, message: str) -> str:
+    """The top-level module a swallowed ``ModuleNotFoundError`` names when it is not the
+    package's own (``triton`` for torchao): an optional dependency left out ("" otherwise)."""
+    m = _MISSING_MODULE.search(message) if etype == "ModuleNotFoundError" else None
+    top = m.group(1).split(".")[0] if m else ""
+    return top if top and top != chain.name.split(".")[0] else ""
+
+
 def _dotted_module(file: str, chain: ImportChain, name: str) -> str:
     """``pkg.sub.mod`` for ``…/pkg/sub/mod.py``: the name ``python -m`` takes."""
     rel = _rel(file, chain)
@@ -395,12 +406,19 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         if _hidden_optional(chain, hidden.target, hidden.error.message):
             continue
         func = chain.called_later(hidden.target)
+        other = _other_distribution(chain, hidden.error.type, hidden.error.message)
         yield OD512.finding(hidden.target, f"{chain.failing(hidden.target)} fails: "
                             f"{hidden.error.type}: {hidden.error.message[:300]}"
                             + (f" (inside {func}(), an optional path: the package's import "
-                               "does not run it)" if func else ""),
+                               "does not run it)" if func else "")
+                            + (f" — {other} is another distribution, not installed: the "
+                               "package catches it and runs without that part" if other
+                               else ""),
                             (f"swallowed by {hidden.where}", *hidden.error.tail(3)),
-                            severity=Severity.INFO if func else None)
+                            severity=Severity.INFO if func else
+                            Severity.WARNING if other else None,
+                            fix=f"pip install {other} if that part of the package is needed"
+                            if other else None)
 
 
 def section(facts: Facts) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
         if f in roots:
             continue
         owners = [r for r in roots if _explains(r, f)
-                  or (f.code == "OD512" and r.cause != 5)]
+                  or (f.code == "OD512" and r.cause != 5 and not _foreign_module(f))]
         if owners:
             folded.setdefault(_owner(f, owners).code, []).append(f)
     explained = {code: tuple(fs) for code, fs in folded.items()}
@@ -81,7 +81,7 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     return Diagnosis(int(first.cause), confidence, summary, tuple(roots), explained)
 
 
-_NO_MODULE = re.compile(r"raised ModuleNotFoundError: No module named '([\w.]+)'")
+_NO_MODULE = re.compile(r"(?:raised|fails:) ModuleNotFoundError: No module named '([\w.]+)'")
 
 
 def _explains(root: Finding, f: Finding) -> bool:
@@ -91,10 +91,17 @@ def _explains(root: Finding, f: Finding) -> bool:
     abseil mismatch, and installing the right TensorFlow would not bring cirq."""
     if f.code not in EXPLAINS.get(root.code, ()):
         return False
-    if f.code != "OD511" or root.cause is Cause.IMPORT_CHAIN:
+    # OD512 likewise: torchao's swallowed `import triton` is no consequence of its CUDA build
+    if f.code not in ("OD511", "OD512") or root.cause is Cause.IMPORT_CHAIN:
         return True
+    return not _foreign_module(f)
+
+
+def _foreign_module(f: Finding) -> bool:
+    """Whether the import error ``f`` reports is a module of another distribution missing
+    (``No module named 'triton'`` under torchao), not one of the package's own."""
     m = _NO_MODULE.search(f.message)
-    return m is None or m.group(1).split(".")[0] == f.subject.split(".")[0]
+    return m is not None and m.group(1).split(".")[0] != f.subject.split(".")[0]
 
 
 _MANGLED = re.compile(r"_Z[A-Za-z0-9_]{2,2000}")
