@@ -381,3 +381,37 @@ def test_a_support_library_its_neighbours_need_is_a_note(tmp_path: Path) -> None
                        Selection(("OD1",)))
     (f,) = needed.findings
     assert (f.code, f.severity.name) == ("OD116", "INFO") and "ext.so" in f.message
+
+
+def test_literals_stored_back_to_back_are_not_one_schema(tmp_path: Path) -> None:
+    """intel-extension-for-pytorch 2.8.0's libintel-ext-pt-cpu.so stores schema literals back
+    to back in .rodata, without NULs, overlapping where the compiler reuses a chunk:
+    "…-> (Tensor, Tensoselective_state_update(Tensor state, …, Tensornsor? dt_bias, …)lus)".
+    Read as schemas, that was two OD102 "invalid schema" errors on a library whose ops register
+    fine. Torch's own parser accepts both real schemas; the spliced reading is dropped, a real
+    schema beside it is still read, and alias annotations and tuple/Dict types still parse."""
+    import subprocess
+    import sys
+
+    real = ["selective_scan_fn(Tensor u, bool last) -> (Tensor, Tensor)",
+            "selective_state_update(Tensor state, Tensor? dt_bias) -> (Tensor)"]
+    check = run_python("import sys, torch\nfor s in sys.argv[1:]: torch._C.parse_schema(s)\n",
+                       *real, timeout=120)
+    assert check.returncode == 0, check.stderr
+    blob = ("selective_scan_fn(Tensor u, bool last) -> (Tensor, Tenso"
+            "selective_state_update(Tensor state, Tensornsor? dt_bias)lus) -> (Tensor)")
+    (tmp_path / "t.c").write_text(
+        f'const char blob[{len(blob)}] = "{blob}";\n'
+        'const char *c = "ipex::ok_op(Tensor(a!) self, Dict(str, Tensor) d, (int, int) p) '
+        '-> ((Tensor, int)[])";\n'
+        "const char *get(int i) { return i ? blob : c; }\n")
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    lib = tmp_path / "libipex_like.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
+    texts = [s["schema"] for s in report.sections["registration"]["schemas"]]
+    assert "ipex::ok_op(Tensor(a!) self, Dict(str, Tensor) d, (int, int) p) -> " \
+        "((Tensor, int)[])" in texts, texts
+    assert not any("Tensornsor" in t or "Tensoselective" in t for t in texts), texts
+    assert "OD102" not in [f.code for f in report.findings]

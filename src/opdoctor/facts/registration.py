@@ -38,10 +38,19 @@ SCHEMA_TYPES = frozenset((
     "DeviceIndex", "AnyEnumType", "GenericList", "Future", "RRef", "Await", "Capsule"))
 
 _MARKER = re.compile(rb"(?:_ZL|_Z)(\d+)(TORCH_LIBRARY\w+)")
+# The only parentheses inside a schema's argument or return list are alias annotations:
+# Tensor(a), Tensor(a!), Tensor(a -> *), Tensor(a|b). A nested "(Tensor state, …" is another
+# literal run into this one (IPEX's .rodata stores literals back to back, without NULs).
+# Container types (Dict(str, t), Tuple(int, int), Future(t) …) are the other parentheses.
+# A bare tuple type lists types without names: ((Tensor, t)[]), (bool, tVal)[].
+_ALIAS = (rb"\([a-z*][\w|!* >-]{0,30}\)|"
+          rb"\([A-Za-z_]\w{0,30}(?:\[\d*\])?\??(?:, ?[A-Za-z_]\w{0,30}(?:\[\d*\])?\??){1,20}\)|"
+          rb"(?:(?<=Dict)|(?<=Tuple)|(?<=Future)|(?<=RRef)|"
+          rb"(?<=Union)|(?<=Await)|(?<=List)|(?<=Optional))\([^()\x00-\x1f\x7f-\xff]{1,200}\)")
 _SCHEMA = re.compile(
     rb"(?<![\w:.])((?:[A-Za-z_]\w*::)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)"
-    rb"\(((?:[^()\x00-\x1f\x7f-\xff]|\([^()\x00-\x1f\x7f-\xff]*\))*)\)")
-_RET = re.compile(rb"\s*->\s*(\((?:[^()\x00-\x1f\x7f-\xff]|\([^()]*\))*\)|"
+    rb"\(((?:[^()\x00-\x1f\x7f-\xff]|" + _ALIAS + rb")*)\)")
+_RET = re.compile(rb"\s*->\s*(\((?:[^()\x00-\x1f\x7f-\xff]|" + _ALIAS + rb")*\)|"
                   # Longest first; a fixed order (not the frozenset's, which follows the
                   # hash seed) keeps the pattern, and the compiled-regex cache, the same.
                   rb"(?:" + b"|".join(t.encode() for t in sorted(
@@ -265,6 +274,8 @@ def schemas(img: ElfImage) -> list[Schema]:
             continue  # "refcount()" in a message: only a full "f() -> T" counts as a schema
         if partial and _unnamed_args(args):
             continue  # "des(int)": a C signature; m.def schemas name their arguments
+        if _spliced(name, args):
+            continue  # two literals run together: no schema the library ever passes to torch
         found.setdefault(text, Schema(text, name, partial))
     # The code-assembled literals are whole; a .rodata reading of the same op (possibly with
     # another literal's chunk spliced in, "iou_thresholdshold") gives way to them.
@@ -440,6 +451,33 @@ def _inlined_schemas(img: ElfImage) -> list[Schema]:
             continue
         found.append(Schema(f"{name}({args}) -> {ret.group(1).decode()}", name, False))
     return found
+
+
+# Capitalised schema types whose truncated head, glued to the next literal, makes a name
+# ("Tenso" + "selective_state_update"), and whose tail glued to a whole type makes a type
+# ("Tensor" + "nsor"): the marks of back-to-back literals read as one.
+_GLUABLE = ("Tensor", "Scalar", "Device", "Layout", "Generator", "Storage", "SymInt",
+            "MemoryFormat", "ScalarType", "Dimname")
+_TYPE_TOKEN = re.compile(r"(?:^|[,(]\s*)([A-Za-z_]\w*)")
+
+
+def _spliced(name: str, args: str) -> bool:
+    """Whether a .rodata schema candidate is the end of one literal run into the next: its op
+    name starts with a truncated type (``Tensoselective_state_update``), or an argument type
+    is a type followed by a piece of its own tail (``Tensornsor``)."""
+    op = name.split("::")[-1]
+    for t in _GLUABLE:
+        for k in range(4, len(t) + 1):
+            # "Tens" alone, "Tenso" + "selective…", "Tensor" + "ckward": a type's head glued on
+            if op == t[:k] != t or (op.startswith(t[:k]) and op[k:k + 1].islower() and
+                                    not t.startswith(op[:k + 1])):
+                return True
+    for tok in _TYPE_TOKEN.findall(args):
+        for t in _GLUABLE:
+            rest = tok[len(t):]
+            if tok.startswith(t) and rest and t.endswith(rest) and tok not in SCHEMA_TYPES:
+                return True
+    return False
 
 
 def _unglue(found: list[Schema]) -> list[Schema]:
