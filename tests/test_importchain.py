@@ -1125,3 +1125,28 @@ def test_a_load_guarded_by_an_existence_test_is_a_branch_not_taken(tmp_path: Pat
     assert ok.returncode == 0 and bad.returncode != 0 and "libcudart.so.12" in bad.stderr
     assert "OD510" not in codes(chain(tmp_path, "guarded", probe=False))
     assert "OD510" in codes(chain(tmp_path, "bare", probe=False))
+
+
+def test_a_namespace_the_wheel_ships_is_by_design(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """executorch 1.5.1 ships ``executorch/`` without ``__init__.py`` (its RECORD lists none)
+    and with modules in it: a namespace package by design, its subpackages load the libraries.
+    No OD506 then. The same layout whose RECORD lists an ``__init__.py`` the disk lacks lost
+    it: OD506 (and OD508) stay."""
+    site = tmp_path / "site-packages"
+    for name, listed in (("nsd", False), ("nsl", True)):
+        _write(site, {f"{name}/version.py": "V = 1\n", f"{name}/sub/__init__.py": "X = 2\n"})
+        rows = [f"{name}/version.py,,", f"{name}/sub/__init__.py,,"]
+        if listed:
+            rows.append(f"{name}/__init__.py,,")
+        _write(site, {f"{name}-1.0.dist-info/RECORD": "\n".join(
+            [*rows, f"{name}-1.0.dist-info/RECORD,,"]) + "\n",
+            f"{name}-1.0.dist-info/METADATA": f"Name: {name}\nVersion: 1.0\n"})
+    assert _python(site, "import nsd.sub, nsd.version").returncode == 0
+    found = {}
+    for name in ("nsd", "nsl"):
+        res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+                  "--package", name)
+        found[name] = [f["code"] for r in res.json()["reports"] for f in r["findings"]]
+    assert "OD506" not in found["nsd"], found
+    assert "OD506" in found["nsl"] and "OD508" in found["nsl"], found

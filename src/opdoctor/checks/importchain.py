@@ -177,6 +177,22 @@ def _lost_its_init(path: str) -> bool:
                if os.path.isfile(os.path.join(path, n)))
 
 
+def _namespace_by_design(chain: ImportChain) -> bool:
+    """Whether the installed distribution ships the package without ``__init__.py`` (its
+    RECORD lists files under it but no ``__init__.py``): executorch 1.5.1 is a namespace
+    package on purpose, its subpackages load the libraries. A RECORD that lists the file
+    while the disk lacks it is the opposite: an ``__init__.py`` lost (OD508 says it too)."""
+    if not chain.dist:
+        return False
+    top = chain.name.split(".")[0]
+    try:
+        with open(os.path.join(chain.dist, "RECORD"), encoding="utf-8") as fh:
+            listed = {line.split(",", 1)[0] for line in fh}
+    except OSError:
+        return False
+    return f"{top}/__init__.py" not in listed and any(p.startswith(top + "/") for p in listed)
+
+
 # "set the environment variable TF_USE_LEGACY_KERAS=1 to fix" (tensorflow-recommenders).
 _ENV_FIX = re.compile(r"\bset (?:the )?(?:environment variable |env(?:ironment)? var )?"
                       r"`?([A-Z][A-Z0-9_]{3,})`?\s*=\s*`?([\w.-]+)`?")
@@ -313,7 +329,7 @@ def run(facts: Facts) -> Iterator[Finding]:
             yield OD502.finding(name, f"{len(others)} other cop{'y' if len(others) == 1 else 'ies'}"
                                 f" of {name} on sys.path; {win.path} wins", ev,
                                 severity=Severity.WARNING)
-    if win.kind == "namespace" and _lost_its_init(win.path):
+    if win.kind == "namespace" and _lost_its_init(win.path) and not _namespace_by_design(chain):
         inside = facts.shared_libraries_under(win.path)[:3]
         yield OD506.finding(name, f"{win.path} has no __init__.py: it imports as a namespace "
                             "package and loads nothing", (f"{win.path}/__init__.py: missing",
