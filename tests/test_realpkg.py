@@ -523,3 +523,8 @@ def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant
     assert "another distribution" in triton[0]["message"] and "triton" in triton[0]["fix"]
     folded = [c for fs in diag["consequences"].values() for c in fs]
     assert folded.count("OD512") == sum(1 for f in rep["findings"] if f["code"] == "OD512") - 1
+    # The fix names the torch its stable-ABI libraries were compiled against (TORCH_ABI_VERSION
+    # 2.13.0), not a phrase inside a pip command.
+    od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
+    assert "pip install 'torch>=2.13.0' --index-url https://download.pytorch.org/whl/cu130" in \
+        od307["fix"], od307["fix"]

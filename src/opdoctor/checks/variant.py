@@ -51,19 +51,29 @@ def _fix(facts: Facts) -> str:
     assert tv is not None
     dist = ext.distribution or "the extension"
     tag = local_tag(ext.package_version)
-    want = ext.requires_torch or "the torch release it was built for"
+    want = ext.requires_torch
     # The package's own build record names the exact build (xformers: 2.10.0+cu128).
     built = re.search(r"built for torch (\d+\.\d+(?:\.\d+)?)\+?(\w*)", ext.built_for)
     if built:
         want = f"torch=={built.group(1)}"
         tag = built.group(2) if built.group(2).startswith("cu") else tag
+    if not want:
+        # A stable-ABI build records the torch headers it was compiled with (torchao 0.18:
+        # TORCH_ABI_VERSION 2.13.0): the CUDA build of that release (or later) loads it.
+        from opdoctor.facts.stable import build_version
+        headers = build_version(facts.image)
+        want = f"torch>={headers}" if headers else ""
     if tv.variant == "cpu":
         # Without a +cuXXX tag, the CUDA major its libcudart.so.N names picks the index (cu130
         # serves CUDA 13 builds only: a CUDA 12 extension needs a cu12x torch).
         index = f"https://download.pytorch.org/whl/{tag}" if tag.startswith("cu") else \
             f"https://download.pytorch.org/whl/{CUDA_INDEX.get(ext.cuda_major or 13, 'cu130')}"
+        how = f"pip install '{want}' --index-url {index}" if want else (
+            f"pip install torch==<release> --index-url {index}, where <release> is the torch "
+            f"release {dist} was built for: the wheel does not record it, its release notes "
+            "name it")
         return (f"either install the CUDA build of torch that {dist} was built for "
-                f"(pip install '{want}' --index-url {index}), or "
+                f"({how}), or "
                 f"{cpu_build(dist, tv.version)}; never patch RPATH/LD_LIBRARY_PATH for this")
     return (f"install {dist} built for torch {tv.version} ({tv.variant}), from the same index "
             "as torch, or the torch build it was made for")
