@@ -257,7 +257,10 @@ def test_old_release_with_the_old_abi_leads_with_the_release(
     od304 = next(f for f in rep["findings"] if f["code"] == "OD304")
     assert any("PyObjectSlot::~PyObjectSlot()" in e for e in od304["evidence"])
     assert not any("std::string" in e for e in od304["evidence"])  # those are OD303's
-    assert "rebuild the extension against torch 2.13" in od304["fix"]
+    # an installed wheel: a release paired with this torch, or a build from its source here
+    assert "install the torchtext release built for torch 2.13" in od304["fix"]
+    assert "rebuild it against this torch (pip install --no-build-isolation --no-binary " \
+        "torchtext torchtext)" in od304["fix"], od304["fix"]
     # the text report shows each consequence once
     text = cli(capsys, "check", "--env", f"PYTHONPATH={site}", "--package", "torchtext").out
     assert text.count("OD511 import torchtext raised") == 1

@@ -217,11 +217,23 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
                           f"[{os.path.basename(lib.path)}]")
     if len(syms) > 10:
         ev.append(f"… and {len(syms) - 10} more")
+    ext = facts.extension_variant
+    if ext.distribution:
+        # An installed distribution (a wheel from an index): no source tree to rebuild in
+        # ("pip install ." means nothing there); the release pairing is what to change.
+        want = f" (its metadata requires {ext.requires_torch})" if ext.requires_torch else ""
+        d = ext.distribution
+        fix = (f"install the {d} release built for torch {version} (its release notes pair "
+               f"each release with one torch); if there is none, rebuild it against this torch "
+               f"(pip install --no-build-isolation --no-binary {d} {d}); or install the torch "
+               f"it was built for{want}")
+    else:
+        fix = (f"rebuild the extension against torch {version} (in this environment: pip "
+               "install --no-build-isolation .), or install the torch it was built with")
     return OD304.finding(
         facts.path, f"{len(syms)} torch symbol(s) are not exported by the installed torch "
         f"{version}: the extension was built against another torch{note}", ev, severity=sev,
-        fix=f"rebuild the extension against torch {version} (in this environment: pip install "
-        "--no-build-isolation .), or install the torch it was built with")
+        fix=fix)
 
 
 CHECK = Check(
