@@ -202,3 +202,38 @@ def test_origin_entries_that_do_not_exist_are_a_layout_not_a_path_to_rewrite(
                                                        "are found otherwise") for f in od204)
     text = cli(capsys, "check", "--static", str(lib)).out
     assert text.count("fix:      nothing to fix while") == 1 and text.count("(as above)") == 1
+
+
+def test_torch_symbols_a_missing_non_torch_library_cannot_define_are_certain(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchcodec 0.8.0's libtorchcodec_custom_ops7.so beside torch 2.13: it NEEDs a sibling
+    library (libtorchcodec_core7.so, beside it, loaded first by the package) and FFmpeg, both
+    missing from the search path, and torch functions torch 2.13 does not export. Only torch's
+    own libraries define c10:: symbols, so the release mismatch is certain (an OD304 root of
+    its own, not "inconclusive" under OD201); the sibling's fix says it is beside the file."""
+    (tmp_path / "sib.c").write_text("int sib_fn(void) { return 1; }\n")
+    (tmp_path / "op.cpp").write_text(
+        "namespace c10 { void no_such_function_in_torch(int); }\n"
+        "extern \"C\" int sib_fn(void);\n"
+        "extern \"C\" int op_fn(void) { c10::no_such_function_in_torch(1); return sib_fn(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libsib.so", "-o",
+                    str(tmp_path / "libsib.so"), str(tmp_path / "sib.c")], check=True,
+                   timeout=60)
+    lib = tmp_path / "libop.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "op.cpp"),
+                    f"-L{tmp_path}", f"-L{torch_lib_dir()}", "-Wl,--no-as-needed", "-lsib",
+                    "-lc10"], check=True, timeout=60)
+    alone = run_python("import ctypes, sys, torch\nctypes.CDLL(sys.argv[1])", str(lib),
+                       timeout=300)
+    assert alone.returncode != 0 and "libsib.so: cannot open shared object file" in alone.stderr
+    first = run_python("import ctypes, sys, torch\nctypes.CDLL(sys.argv[2], ctypes.RTLD_GLOBAL)"
+                       "\nctypes.CDLL(sys.argv[1])", str(lib), str(tmp_path / "libsib.so"),
+                       timeout=300)
+    assert "undefined symbol: _ZN3c1025no_such_function_in_torchEi" in first.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    rep = res.json()["reports"][0]
+    by = {f["code"]: f for f in rep["findings"]}
+    assert by["OD304"]["severity"] == "error" and "inconclusive" not in by["OD304"]["message"]
+    # its own error under cause 3, not folded under the missing library
+    assert not any("OD304" in fs for fs in rep["diagnosis"]["consequences"].values())
+    assert f"libsib.so is beside libop.so in {tmp_path}" in by["OD201"]["fix"]

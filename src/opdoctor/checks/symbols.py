@@ -95,6 +95,11 @@ def _signature_prefix(mangled: str) -> str:
     return ""
 
 
+# torch's own libraries (libc10_cuda.so, libtorch_cuda.so …): the only ones that could still
+# define a torch symbol the loaded torch lacks
+_TORCH_LIB = re.compile(r"lib(?:c10|torch|shm|caffe2)(?:_\w+)?\.so")
+
+
 def _is_torch(demangled: str) -> bool:
     return bool(TORCH_NS.match(demangled))
 
@@ -150,7 +155,13 @@ def run(facts: Facts) -> Iterator[Finding]:
     if facts.abi_mismatch is not None:
         torch_syms = [s for s in torch_syms if not abi_string_symbol(names[s.name])]
     if torch_syms:
-        yield _torch_finding(facts, torch_syms, names, sev, note)
+        missing = {m.name for m in facts.process.tree.missing}
+        if sev is Severity.WARNING and not any(_TORCH_LIB.match(m) for m in missing):
+            # Only torch's own libraries define c10::/at::/torch:: symbols: a missing FFmpeg
+            # or sibling library (torchcodec's) cannot, so the release mismatch is certain.
+            yield _torch_finding(facts, torch_syms, names, Severity.ERROR, "")
+        else:
+            yield _torch_finding(facts, torch_syms, names, sev, note)
     if other:
         ev = [_sym_line(s, names) for s in other[:20]]
         if len(other) > 20:

@@ -91,6 +91,8 @@ def _explains(root: Finding, f: Finding) -> bool:
     abseil mismatch, and installing the right TensorFlow would not bring cirq."""
     if f.code not in EXPLAINS.get(root.code, ()):
         return False
+    if root.code == "OD201" and f.code == "OD304" and "(inconclusive" not in f.message:
+        return False  # torch symbols a missing non-torch library cannot define: its own root
     # OD512 likewise: torchao's swallowed `import triton` is no consequence of its CUDA build
     if f.code not in ("OD511", "OD512") or root.cause is Cause.IMPORT_CHAIN:
         return True
