@@ -237,3 +237,36 @@ def test_torch_symbols_a_missing_non_torch_library_cannot_define_are_certain(
     # its own error under cause 3, not folded under the missing library
     assert not any("OD304" in fs for fs in rep["diagnosis"]["consequences"].values())
     assert f"libsib.so is beside libop.so in {tmp_path}" in by["OD201"]["fix"]
+
+
+def test_the_gpu_driver_and_tensorrt_are_named_beside_the_torch_variant(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """sgl-kernel 0.3.21 needs a CUDA torch's libc10_cuda.so and the GPU driver's
+    libcuda.so.1; torch-tensorrt needs TensorRT's libnvinfer.so.11 too. A CUDA build of torch
+    brings neither the driver nor TensorRT: the verdict stays the torch variant (OD307), and its
+    fix says what else the library needs; the driver's OD201 says no wheel brings it."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name in ("libc10_cuda.so", "libcuda.so.1", "libnvinfer.so.11"):
+        (stubs / "s.c").write_text("int stub_fn(void) { return 0; }\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{name}", "-o",
+                        str(stubs / name), str(stubs / "s.c")], check=True, timeout=60)
+    (tmp_path / "op.c").write_text("int op_fn(void) { return 1; }\n")
+    lib = tmp_path / "libgpuop.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "op.c"),
+                    f"-L{torch_lib_dir()}", "-Wl,--no-as-needed", "-lc10", str(
+                        stubs / "libc10_cuda.so"), str(stubs / "libcuda.so.1"),
+                    str(stubs / "libnvinfer.so.11")], check=True, timeout=60)
+    shutil.rmtree(stubs)
+    real = run_python("import ctypes, sys, torch\nctypes.CDLL(sys.argv[1])", str(lib),
+                      timeout=300)
+    assert real.returncode != 0 and "cannot open shared object file" in real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    rep = res.json()["reports"][0]
+    assert rep["diagnosis"]["root_findings"][0] == "OD307"
+    od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
+    assert "libcuda.so.1 is the driver's own library" in od307["fix"], od307["fix"]
+    assert "with TensorRT installed (libnvinfer.so.11" in od307["fix"]
+    driver = next(f for f in rep["findings"] if f["code"] == "OD201"
+                  and f["message"].startswith("libcuda.so.1"))
+    assert "the NVIDIA driver's own library" in driver["fix"]

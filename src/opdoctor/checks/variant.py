@@ -45,6 +45,23 @@ CODES = (OD307,)
 CUDA_INDEX = {11: "cu118", 12: "cu126", 13: "cu130"}
 
 
+def _beyond_torch(facts: Facts) -> str:
+    """What a CUDA build of torch does not bring although the library needs it: the GPU
+    driver's libcuda.so.1 (sgl-kernel), TensorRT's libnvinfer (torch-tensorrt)."""
+    from opdoctor.checks.deps import _DRIVER, _TENSORRT
+    names = list(dict.fromkeys(m.name for m in facts.process.tree.missing))
+    driver = [n for n in names if _DRIVER.match(n)]
+    trt = [n for n in names if _TENSORRT.match(n)]
+    out = ""
+    if driver:
+        out += (f" on a machine with an NVIDIA GPU and its driver ({', '.join(driver)} is the "
+                "driver's own library, which no wheel brings)")
+    if trt:
+        out += (f"{' and' if driver else ''} with TensorRT installed ({', '.join(trt)}: the "
+                "tensorrt-cu* wheels; a CUDA torch does not bring it)")
+    return out
+
+
 def _fix(facts: Facts) -> str:
     ext = facts.extension_variant
     tv = facts.torch_variant
@@ -73,7 +90,7 @@ def _fix(facts: Facts) -> str:
             f"release {dist} was built for: the wheel does not record it, its release notes "
             "name it")
         return (f"either install the CUDA build of torch that {dist} was built for "
-                f"({how}), or "
+                f"({how}){_beyond_torch(facts)}, or "
                 f"{cpu_build(dist, tv.version)}; never patch RPATH/LD_LIBRARY_PATH for this")
     return (f"install {dist} built for torch {tv.version} ({tv.variant}), from the same index "
             "as torch, or the torch build it was made for")
