@@ -162,3 +162,24 @@ def test_integrations_parse() -> None:
     assert any("opdoctor check" in step["run"] for step in action["runs"]["steps"])
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hooks[0]["id"] == "opdoctor" and hooks[0]["entry"].startswith("opdoctor check")
+
+
+def test_scan_reads_the_pythonpath_a_job_imports_from(tmp_path: Path) -> None:
+    """A package on PYTHONPATH is what the job imports (it comes before site-packages on
+    sys.path): `scan` checks its framework libraries too — before, a broken xformers on
+    PYTHONPATH left the scan clean with exit 0."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "pp" / "ppkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (tmp_path / "op.c").write_text("int op_fn(void) { return 1; }\n")
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "_ops.so"), str(tmp_path / "op.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    js = cli_proc("scan", "-f", "json", env={"PYTHONPATH": str(tmp_path / "pp")}, timeout=600)
+    reports = json.loads(js.out)["reports"]
+    mine = [r for r in reports if r["target"]["path"] == str(pkg / "_ops.so")]
+    assert len(mine) == 1, [r["target"]["path"] for r in reports]
+    assert js.code == 1  # it links torch and registers nothing (OD101): the scan says so

@@ -87,7 +87,7 @@ def _fix(facts: Facts) -> str:
             f"https://download.pytorch.org/whl/{CUDA_INDEX.get(ext.cuda_major or 13, 'cu130')}"
         how = f"pip install '{want}' --index-url {index}" if want else (
             f"pip install torch==<release> --index-url {index}, where <release> is the torch "
-            f"release {dist} was built for: the wheel does not record it, its release notes "
+            f"release {dist} was built for: nothing installed records it, its release notes "
             "name it")
         return (f"either install the CUDA build of torch that {dist} was built for "
                 f"({how}){_beyond_torch(facts)}, or "

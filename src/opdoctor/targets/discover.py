@@ -49,6 +49,21 @@ def links_framework(path: str) -> bool:
         data.close()
 
 
+def scan_dirs(interp: Interpreter) -> list[str]:
+    """The interpreter's site-packages, then the ``PYTHONPATH`` directories of the
+    environment (Python puts them on ``sys.path`` ahead of site-packages: a package there is
+    the one a job imports)."""
+    out = list(interp.site_dirs)
+    seen = {os.path.realpath(p) for p in out}
+    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        real = os.path.realpath(p) if p else ""
+        if real and os.path.isdir(real) and real not in seen and real != os.path.realpath(
+                os.getcwd()):
+            seen.add(real)
+            out.append(p)
+    return out
+
+
 def discover(interp: Interpreter) -> list[ScanItem]:
     """Framework-linked libraries (and the framework's own) under site-packages."""
     items: list[ScanItem] = []
@@ -57,7 +72,7 @@ def discover(interp: Interpreter) -> list[ScanItem]:
     # TensorFlow's own package holds hundreds of framework libraries, none an op library of
     # the user's: they are the install, not scan targets.
     tf_dir = os.path.realpath(interp.tensorflow_dir) + os.sep if interp.tensorflow_dir else ""
-    for site in interp.site_dirs:
+    for site in scan_dirs(interp):
         for root, dirs, files in os.walk(site):
             dirs[:] = sorted(d for d in dirs if d not in ("__pycache__",) and
                              not d.endswith(".dist-info"))
