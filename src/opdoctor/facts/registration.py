@@ -28,6 +28,7 @@ from opdoctor.facts.elf.image import ElfImage
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 # Types the TorchScript schema language knows (with ?, [], [N], (a!) suffixes handled apart).
@@ -238,6 +239,25 @@ def _overlap(prev: str, nxt: str) -> int:
     return 0
 
 
+# A schema is printable text: the runs of printable bytes that hold a "(" and a type name are
+# the only places the (much slower) schema pattern can match — a 64 MiB .rodata of kernels
+# (fbgemm_gpu's 1.2 GB training library) is mostly other bytes.
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e]{4,}")
+_RUN_HINT = re.compile(rb"Tensor|int|float|bool|str|Scalar|SymInt|Any|\(\)|Device|Layout|"
+                       rb"Generator|Storage|Stream|Dimname|number|None|complex|t\b")
+
+
+def _schema_matches(buf: Any, start: int, limit: int) -> Iterator[re.Match[bytes]]:
+    """``_SCHEMA`` matches in ``buf[start:limit]``, searched only inside printable runs that
+    contain an opening parenthesis and a schema type."""
+    for run in _PRINTABLE_RUN.finditer(buf, start, limit):
+        text = run.group()
+        # "&" is C++ (__PRETTY_FUNCTION__ texts, thousands in a templated CUDA library): the
+        # schema language has no references, and those runs are most of the printable bytes
+        if b"(" in text and b"&" not in text and _RUN_HINT.search(text):
+            yield from _SCHEMA.finditer(buf, run.start(), run.end())
+
+
 def schemas(img: ElfImage) -> list[Schema]:
     """Schema-like strings in ``.rodata``, with overlapping vector chunks merged back."""
     rng = _section_range(img, ".rodata")
@@ -246,7 +266,7 @@ def schemas(img: ElfImage) -> list[Schema]:
     buf = img.data.buf
     found: dict[str, Schema] = {}
     limit = min(rng[1], rng[0] + (64 << 20))  # bound the scan of a huge .rodata
-    for i, m in enumerate(_SCHEMA.finditer(buf, rng[0], limit)):
+    for i, m in enumerate(_schema_matches(buf, rng[0], limit)):
         if not i % 256:
             checkpoint(f"scanning .rodata for schemas ({m.start() - rng[0]:,} bytes in)")
         name = m.group(1).decode()
