@@ -270,3 +270,38 @@ def test_the_gpu_driver_and_tensorrt_are_named_beside_the_torch_variant(
     driver = next(f for f in rep["findings"] if f["code"] == "OD201"
                   and f["message"].startswith("libcuda.so.1"))
     assert "the NVIDIA driver's own library" in driver["fix"]
+
+
+def test_torch_symbols_of_a_package_library_the_target_needs_are_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """intel-extension-for-pytorch 2.8.0: _C binds, but it NEEDs the package's
+    lib/libintel-ext-pt-python.so, which NEEDs lib/libintel-ext-pt-cpu.so, which needs torch
+    functions torch 2.13 does not export. Python loads with RTLD_NOW, so _C's import fails on
+    that symbol; `check --static --package` said "No error". The package's own libraries that
+    the target reaches are bound too."""
+    pkg = tmp_path / "site" / "ipexlike"
+    (pkg / "lib").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\nimport torch\n"
+        "ctypes.CDLL(os.path.join(os.path.dirname(__file__), '_C.so'))\n")
+    (tmp_path / "cpu.cpp").write_text(
+        "namespace c10 { void gone_from_this_torch(int); }\n"
+        "extern \"C\" int cpu_fn(void) { c10::gone_from_this_torch(1); return 1; }\n")
+    (tmp_path / "c.c").write_text("int cpu_fn(void);\nint ext_fn(void) { return cpu_fn(); }\n")
+    subprocess.run(["g++", "-shared", "-fPIC", "-Wl,-soname,libcpu.so", "-o",
+                    str(pkg / "lib" / "libcpu.so"), str(tmp_path / "cpu.cpp"),
+                    f"-L{torch_lib_dir()}", "-Wl,--no-as-needed", "-lc10"], check=True,
+                   timeout=60)
+    ext = pkg / "_C.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(ext), str(tmp_path / "c.c"),
+                    f"-L{pkg / 'lib'}", f"-L{torch_lib_dir()}", "-Wl,--no-as-needed", "-lcpu",
+                    "-lc10", "-Wl,-rpath,$ORIGIN/lib"], check=True, timeout=60)
+    real = run_python("import ctypes, sys, torch\nctypes.CDLL(sys.argv[1])", str(ext),
+                      timeout=300)
+    assert "undefined symbol: _ZN3c1020gone_from_this_torchEi" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(ext))
+    rep = res.json()["reports"][0]
+    od304 = [f for f in rep["findings"] if f["code"] == "OD304"]
+    assert len(od304) == 1 and od304[0]["message"].startswith(
+        "libcpu.so, a library of the package that _C.so loads, needs 1 torch symbol(s)")
+    assert res.code == 1 and rep["diagnosis"]["cause"] == 3

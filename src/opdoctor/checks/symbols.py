@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.demangle import demangle_all
 from opdoctor.facts.elf.dynsym import Sym
 from opdoctor.model import Cause, Finding, Severity
@@ -112,7 +113,49 @@ def abi_string_symbol(demangled: str) -> bool:
 
 
 def run(facts: Facts) -> Iterator[Finding]:
-    """Bind the target's symbols and report what fails."""
+    """Bind the target's symbols, then its package's own libraries it NEEDs, and report what
+    fails."""
+    yield from _target(facts)
+    yield from _package_dependencies(facts)
+
+
+def _package_dependencies(facts: Facts) -> Iterator[Finding]:
+    """Torch symbols the package's own libraries (NEEDed by the target, found in the package's
+    directory, not yet loaded by torch) need and the installed torch lacks. Python loads with
+    RTLD_NOW: a dependency's unbound symbol fails the target's load as its own would —
+    intel-extension-for-pytorch 2.8.0's _C binds, but the libintel-ext-pt-cpu.so it reaches
+    through libintel-ext-pt-python.so needs 21 functions torch 2.13 no longer exports."""
+    from opdoctor.facts.loader.symbols import bind
+    from opdoctor.targets import package_of
+    tree = facts.process.tree
+    home = package_of(facts.path)
+    if home is None or len(tree.order) < 2:
+        return
+    root = os.path.join(home[1], home[0]) + os.sep
+    for lib in tree.order[1:]:
+        if lib.image is None or lib.preloaded_by or not lib.path.startswith(root):
+            continue
+        checkpoint(f"binding the symbols of {lib.path}")
+        unresolved = bind(lib.image, facts.process, facts.symbol_tables).unresolved
+        names = demangle_all(s.name for s in unresolved)
+        torch_syms = [s for s in unresolved if _is_torch(names[s.name])]
+        if facts.abi_mismatch is not None:
+            torch_syms = [s for s in torch_syms if not abi_string_symbol(names[s.name])]
+        if torch_syms:
+            f = _torch_finding(facts, torch_syms, names, Severity.ERROR, "")
+            interp = facts.interpreter
+            version = interp.torch.version if interp and interp.torch else "(none found)"
+            yield OD304.finding(lib.path, f"{os.path.basename(lib.path)}, a library of the "
+                                f"package that {os.path.basename(facts.path)} loads, needs "
+                                f"{len(torch_syms)} torch symbol(s) the installed torch "
+                                f"{version} does not export: it was built against another "
+                                "torch", (f"DT_NEEDED chain: {os.path.basename(facts.path)} → … "
+                                          f"→ {os.path.basename(lib.path)}", *f.evidence),
+                                fix=f.fix)
+
+
+def _target(facts: Facts) -> Iterator[Finding]:
+    """The target's own version needs and undefined symbols."""
     binding = facts.binding
     path = facts.path
     for mv in binding.missing_versions:
