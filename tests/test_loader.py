@@ -256,7 +256,8 @@ def test_the_gpu_driver_and_tensorrt_are_named_beside_the_torch_variant(
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "op.c"),
                     f"-L{torch_lib_dir()}", "-Wl,--no-as-needed", "-lc10", str(
                         stubs / "libc10_cuda.so"), str(stubs / "libcuda.so.1"),
-                    str(stubs / "libnvinfer.so.11")], check=True, timeout=60)
+                    str(stubs / "libnvinfer.so.11"), "-Wl,-rpath,$ORIGIN/_solib_k8"],
+                   check=True, timeout=60)
     shutil.rmtree(stubs)
     real = run_python("import ctypes, sys, torch\nctypes.CDLL(sys.argv[1])", str(lib),
                       timeout=300)
@@ -270,6 +271,11 @@ def test_the_gpu_driver_and_tensorrt_are_named_beside_the_torch_variant(
     driver = next(f for f in rep["findings"] if f["code"] == "OD201"
                   and f["message"].startswith("libcuda.so.1"))
     assert "the NVIDIA driver's own library" in driver["fix"]
+    # torch-tensorrt's shape: a RUNPATH note (OD204, info) is all cause 2 shows of its own, the
+    # missing libraries being OD307's consequences: the error's cause comes first in the text
+    text = cli(capsys, "check", "--static", str(lib)).out
+    assert "OD204" in text
+    assert text.index("✗ Cause 3") < text.index("ℹ Cause 2"), text[:600]
 
 
 def test_torch_symbols_of_a_package_library_the_target_needs_are_checked(

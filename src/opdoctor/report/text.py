@@ -10,7 +10,7 @@ from opdoctor.model import CheckStatus, Finding, Report, Severity
 from opdoctor.report import RenderContext
 from opdoctor.report.layout import Printer, quote_path, unbreakable, wrap_width
 from opdoctor.report.styled import escape
-from opdoctor.verdict.causes import CauseState, cause_statuses, severity_counts
+from opdoctor.verdict.causes import CauseState, CauseStatus, cause_statuses, severity_counts
 from opdoctor.verdict.diagnosis import NOT_A_VERDICT
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -275,7 +275,14 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
     told: set[str] = set()  # consequences are keyed by code: told under its first root only
     fixes: set[str] = set()  # a fix printed once per report; the next finding with it refers
     p.blank()
-    for row in cause_statuses(report):
+
+    def shown_rank(row: CauseStatus) -> tuple[int, int]:
+        """Causes with findings of their own first, worst first: a cause whose errors are
+        all consequences shown elsewhere (its own lines notes, or one "↳" line) comes after."""
+        own = [f.severity.rank for f in row.findings if id(f) not in folded]
+        return (0 if row.state is CauseState.FOUND else 1, -max(own, default=-1))
+
+    for row in sorted(cause_statuses(report), key=shown_rank):
         head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
         if row.state is CauseState.FOUND:
             own = [f for f in row.findings if id(f) not in folded]
@@ -293,7 +300,10 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
                 p.line("", f"[dim]↳ Cause {int(row.cause)} — {row.cause.title}: {codes}, "
                        f"a consequence of {root} (shown under it)[/]", hang=2)
                 continue
-            worst = max(own, key=lambda f: f.severity.rank).severity
+            # Errors before warnings before notes (stable otherwise): torch-tensorrt's 48 lines
+            # of RUNPATH notes came before the error of the same cause.
+            own.sort(key=lambda f: -f.severity.rank)
+            worst = own[0].severity
             if worst is Severity.INFO:  # notes only: nothing is wrong with this cause
                 head = f"ℹ{head[1:]}"
             p.line("", f"[{_SEV_STYLE[worst]}]{head}[/]", hang=2)
