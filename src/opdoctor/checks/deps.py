@@ -22,7 +22,7 @@ from opdoctor.facts.loader.search import (
     Library,
     Missing,
 )
-from opdoctor.facts.variant import variant_library
+from opdoctor.facts.variant import DRIVER_LIB, TENSORRT_LIB, variant_library
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -97,12 +97,6 @@ _ROCM = re.compile(r"^lib(?:amdhip64|hiprtc|hipblas|hipblaslt|hipsparse|hipspars
                    r"roctx64|roctracer64|hsa-runtime64)\.so\.\d+")
 
 
-# The GPU driver's user-space libraries, and TensorRT's: nothing of torch or CUDA brings them.
-_DRIVER = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler|nvcuvid|nvidia-encode)"
-                     r"\.so(?:\.\d+)*$")
-_TENSORRT = re.compile(r"lib(?:nvinfer|nvonnxparser|nvparsers|nvinfer_plugin)\w*\.so")
-
-
 def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
     interp = facts.interpreter
@@ -113,13 +107,13 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
                 f"`source {CANN_SET_ENV}` in the job's environment (or pass its variables "
                 "with --env); without an Ascend NPU, use the framework's CPU build instead. "
                 "No RPATH edit brings the toolkit")
-    if _DRIVER.match(miss.name):
+    if DRIVER_LIB.match(miss.name):
         return (f"{miss.name} is the NVIDIA driver's own library: no wheel and no CUDA toolkit "
                 "ships it (the toolkit has only a link-time stub); it exists where an NVIDIA "
                 "GPU and its driver are installed. On a machine without one this library "
                 "cannot load: use the package's CPU build, or run it on a GPU machine. No RPATH "
                 "edit brings the driver")
-    if _TENSORRT.match(miss.name):
+    if TENSORRT_LIB.match(miss.name):
         return (f"{miss.name} is NVIDIA TensorRT's: install the TensorRT release this library "
                 "was built for (the tensorrt-cu* pip wheels, or NVIDIA's packages) — a CUDA "
                 "build of torch does not bring it — then make its lib directory reachable")

@@ -629,6 +629,8 @@ def _python_module_only(facts: Facts) -> bool:
     """A Python extension module (PyInit_) with no sign of an operator registration: its
     functions are called from Python (executorch's pybindings, torch-harmonics' helpers), it
     links torch for tensors, and registering no operator is what it is built to do."""
+    if facts.is_package_dir:
+        return False  # no library file of its own to read
     inv = facts.registration
     return bool(inv.pyinit) and not (inv.namespaces or inv.schemas or
                                      inv.legacy_register_operators or inv.constructs_library or

@@ -126,7 +126,7 @@ def _package_dependencies(facts: Facts) -> Iterator[Finding]:
     intel-extension-for-pytorch 2.8.0's _C binds, but the libintel-ext-pt-cpu.so it reaches
     through libintel-ext-pt-python.so needs 21 functions torch 2.13 no longer exports."""
     from opdoctor.facts.loader.symbols import bind
-    from opdoctor.targets import package_of
+    from opdoctor.facts.pkgdir import package_of
     tree = facts.process.tree
     home = package_of(facts.path)
     if home is None or len(tree.order) < 2:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.variant import cpu_build, local_tag
+from opdoctor.facts.variant import DRIVER_LIB, TENSORRT_LIB, cpu_build, local_tag
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -48,10 +48,11 @@ CUDA_INDEX = {11: "cu118", 12: "cu126", 13: "cu130"}
 def _beyond_torch(facts: Facts) -> str:
     """What a CUDA build of torch does not bring although the library needs it: the GPU
     driver's libcuda.so.1 (sgl-kernel), TensorRT's libnvinfer (torch-tensorrt)."""
-    from opdoctor.checks.deps import _DRIVER, _TENSORRT
+    if facts.is_package_dir:
+        return ""  # no library of its own: nothing loaded, no dependency tree
     names = list(dict.fromkeys(m.name for m in facts.process.tree.missing))
-    driver = [n for n in names if _DRIVER.match(n)]
-    trt = [n for n in names if _TENSORRT.match(n)]
+    driver = [n for n in names if DRIVER_LIB.match(n)]
+    trt = [n for n in names if TENSORRT_LIB.match(n)]
     out = ""
     if driver:
         out += (f" on a machine with an NVIDIA GPU and its driver ({', '.join(driver)} is the "
@@ -74,7 +75,7 @@ def _fix(facts: Facts) -> str:
     if built:
         want = f"torch=={built.group(1)}"
         tag = built.group(2) if built.group(2).startswith("cu") else tag
-    if not want:
+    if not want and not facts.is_package_dir:
         # A stable-ABI build records the torch headers it was compiled with (torchao 0.18:
         # TORCH_ABI_VERSION 2.13.0): the CUDA build of that release (or later) loads it.
         from opdoctor.facts.stable import build_version

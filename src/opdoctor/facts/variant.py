@@ -87,6 +87,12 @@ def variant_of_needed(needed: list[str], missing: frozenset[str] = frozenset()
     return variant, major, shown
 
 
+# The GPU driver's user-space libraries, and TensorRT's: nothing of torch or CUDA brings them.
+DRIVER_LIB = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler|nvcuvid|nvidia-encode)"
+                        r"\.so(?:\.\d+)*$")
+TENSORRT_LIB = re.compile(r"lib(?:nvinfer|nvonnxparser|nvparsers|nvinfer_plugin)\w*\.so")
+
+
 def variant_library(name: str) -> tuple[str, int | None]:
     """(variant, CUDA major) that a library *name* belongs to: torch's own variant libraries
     (``libc10_cuda.so`` → "cuda", ``libtorch_hip.so`` → "rocm") and the CUDA runtime libraries a

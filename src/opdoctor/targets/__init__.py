@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from opdoctor.checks.base import STAGE_BUDGETS
 from opdoctor.facts import CheckOptions, Facts, budget
+from opdoctor.facts.pkgdir import package_of
 from opdoctor.model import TargetError
 
 MAX_WHEEL_BYTES = 4 << 30  # refuse zip bombs: total uncompressed size of a wheel
@@ -50,32 +51,6 @@ def split_aot_target(path: str) -> tuple[str, str]:
     if os.path.isfile(lib) and is_function_name(func):
         return lib, func
     return path, ""
-
-
-def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
-    """(top-level package, the directory it is imported from) for a path inside a package;
-    ``dotted``: the package the path's own directory is (``scipy.linalg``), instead of its
-    top level (``scipy``: the libraries of a directory walk share its one import)."""
-    here = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
-    d, top = here, None
-    if not dotted and not os.path.isdir(path):
-        # A library in a data directory of a package (triton/plugins/, no __init__.py) is
-        # the package's: triton loads its plugins after `import triton` has loaded
-        # libtriton.so, the library they need. Two levels up at most.
-        for _ in range(2):
-            if os.path.isfile(os.path.join(d, "__init__.py")):
-                break
-            d = os.path.dirname(d)
-        if not os.path.isfile(os.path.join(d, "__init__.py")):
-            d = here
-    while os.path.isfile(os.path.join(d, "__init__.py")):
-        top = d
-        d = os.path.dirname(d)
-    if top is None:
-        return None
-    if dotted:
-        return os.path.relpath(here, d).replace(os.sep, "."), d
-    return os.path.basename(top), d
 
 
 def _with_package(path: str, options: CheckOptions, display: str) -> Target:

@@ -19,8 +19,9 @@ from opdoctor.facts.elf.image import ElfFormatError, ElfImage
 from opdoctor.facts.frameworks import NEEDED_PREFIXES
 from opdoctor.facts.inputfile import InputError, open_input
 from opdoctor.facts.interp import Interpreter
+from opdoctor.facts.pkgdir import package_of
 from opdoctor.model import Report
-from opdoctor.targets import is_shared_library, package_of
+from opdoctor.targets import is_shared_library
 
 
 @dataclass(frozen=True)
