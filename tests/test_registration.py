@@ -297,26 +297,33 @@ def test_a_library_that_defines_aten_names_but_needs_none_is_no_torch_extension(
     assert "OD101" in [f.code for f in report.findings]
 
 
+def _static_strings(tmp_path: Path, name: str, source: str) -> tuple[Report, list[str]]:
+    """Compile ``source`` (C string literals) into a library that links torch's libc10; its
+    static registration check and the schema texts it read."""
+    import subprocess
+    import sys
+
+    (tmp_path / "t.c").write_text(source)
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    lib = tmp_path / name
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
+    return report, [s["schema"] for s in report.sections["registration"]["schemas"]]
+
+
 def test_an_assertion_with_an_arrow_is_no_schema(tmp_path: Path) -> None:
     """torch_xla 2.9.0's _XLAC carries assertion texts like "Check failed: data()->tensor_data"
     and "ctx.builder->sharding()->tuple_shardings_size() >= 2": read as schemas "data() -> t"
     and "sharding() -> t" (a one-letter type variable cut out of a longer word), they were two
     OD102 "invalid schema" errors. A return type is a whole word; a real schema beside them is
     still read."""
-    import subprocess
-    import sys
 
-    (tmp_path / "t.c").write_text(
+    report, texts = _static_strings(tmp_path, "libxla_like.so", (
         'const char *a = "Check failed: data()->tensor_data: ";\n'
         'const char *b = "ctx.builder->sharding()->tuple_shardings_size() >= 2";\n'
         'const char *c = "xla::real_op(Tensor self, int dim) -> Tensor";\n'
-        "const char *get(int i) { return i == 0 ? a : i == 1 ? b : c; }\n")
-    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
-    lib = tmp_path / "libxla_like.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
-                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
-    report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
-    texts = [s["schema"] for s in report.sections["registration"]["schemas"]]
+        "const char *get(int i) { return i == 0 ? a : i == 1 ? b : c; }\n"))
     assert any("real_op(Tensor self, int dim) -> Tensor" in t for t in texts), texts
     assert not any(t.startswith(("data()", "sharding()")) for t in texts), texts
     assert "OD102" not in [f.code for f in report.findings]
@@ -390,8 +397,6 @@ def test_literals_stored_back_to_back_are_not_one_schema(tmp_path: Path) -> None
     Read as schemas, that was two OD102 "invalid schema" errors on a library whose ops register
     fine. Torch's own parser accepts both real schemas; the spliced reading is dropped, a real
     schema beside it is still read, and alias annotations and tuple/Dict types still parse."""
-    import subprocess
-    import sys
 
     real = ["selective_scan_fn(Tensor u, bool last) -> (Tensor, Tensor)",
             "selective_state_update(Tensor state, Tensor? dt_bias) -> (Tensor)"]
@@ -400,17 +405,11 @@ def test_literals_stored_back_to_back_are_not_one_schema(tmp_path: Path) -> None
     assert check.returncode == 0, check.stderr
     blob = ("selective_scan_fn(Tensor u, bool last) -> (Tensor, Tenso"
             "selective_state_update(Tensor state, Tensornsor? dt_bias)lus) -> (Tensor)")
-    (tmp_path / "t.c").write_text(
+    report, texts = _static_strings(tmp_path, "libipex_like.so", (
         f'const char blob[{len(blob)}] = "{blob}";\n'
         'const char *c = "ipex::ok_op(Tensor(a!) self, Dict(str, Tensor) d, (int, int) p) '
         '-> ((Tensor, int)[])";\n'
-        "const char *get(int i) { return i ? blob : c; }\n")
-    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
-    lib = tmp_path / "libipex_like.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
-                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
-    report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
-    texts = [s["schema"] for s in report.sections["registration"]["schemas"]]
+        "const char *get(int i) { return i ? blob : c; }\n"))
     assert "ipex::ok_op(Tensor(a!) self, Dict(str, Tensor) d, (int, int) p) -> " \
         "((Tensor, int)[])" in texts, texts
     assert not any("Tensornsor" in t or "Tensoselective" in t for t in texts), texts
