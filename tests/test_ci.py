@@ -183,3 +183,15 @@ def test_scan_reads_the_pythonpath_a_job_imports_from(tmp_path: Path) -> None:
     mine = [r for r in reports if r["target"]["path"] == str(pkg / "_ops.so")]
     assert len(mine) == 1, [r["target"]["path"] for r in reports]
     assert js.code == 1  # it links torch and registers nothing (OD101): the scan says so
+
+
+def test_scan_table_shows_a_few_ops_and_counts_the_rest() -> None:
+    """A library's whole inventory in the scan table made 72 libraries 1,538 lines long: the
+    cell keeps the first ops and says how many more (the report and the JSON list them all)."""
+    from opdoctor.cli.commands import SCAN_OPS_SHOWN, _ops_cell
+
+    few = "; ".join(f"ns::op{i} [CPU]" for i in range(SCAN_OPS_SHOWN))
+    assert _ops_cell(few) == few
+    many = "; ".join(f"ns::op{i} [CPU]" for i in range(SCAN_OPS_SHOWN + 7))
+    cell = _ops_cell(many)
+    assert cell.endswith("; … +7 more") and cell.count("ns::op") == SCAN_OPS_SHOWN

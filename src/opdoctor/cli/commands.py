@@ -338,15 +338,15 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
             table.add_column(col)
         for it, r in results:
             parts = it.path.split(os.sep)
-            name = os.sep.join(parts[parts.index(it.package):]) if it.package in parts \
-                else it.path
+            name = it.name or (os.sep.join(parts[parts.index(it.package):])
+                               if it.package in parts else it.path)
             if isinstance(r, str):
                 table.add_row(it.package, name, "", f"[red]check crashed: {r}[/]")
                 continue
             d = r.diagnosis
             verdict = "[green]clean[/]" if d.cause == 0 else (
                 f"[red]cause {d.cause}: {', '.join(f.code for f in d.root_findings)}[/]")
-            table.add_row(it.package, name, escape(ops_summary(r)), verdict)
+            table.add_row(it.package, name, escape(_ops_cell(ops_summary(r))), verdict)
         con.print(table)
         bad = sum(1 for _it, r in results if isinstance(r, str) or r.diagnosis.cause > 0)
         con.print(f"{len(items) - bad} clean · {bad} with findings · exit {code}")
@@ -354,6 +354,19 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
         if output:
             out.close()
     return code
+
+
+SCAN_OPS_SHOWN = 4
+
+
+def _ops_cell(ops: str) -> str:
+    """The scan table's ops cell: the first few ops and how many more. A library's whole
+    inventory made the table of 72 libraries 1,538 lines long (executorch, IPEX: hundreds of
+    ops each); the full list is in `opdoctor check <library>` and in the JSON."""
+    parts = ops.split("; ")
+    if len(parts) <= SCAN_OPS_SHOWN:
+        return ops
+    return "; ".join(parts[:SCAN_OPS_SHOWN]) + f"; … +{len(parts) - SCAN_OPS_SHOWN} more"
 
 
 def _has_shared_library(directory: str) -> bool:

@@ -30,6 +30,7 @@ class ScanItem:
 
     path: str
     package: str  # top-level package (or the directory under site-packages)
+    name: str = ""  # the path below the scanned directory (site-packages or a PYTHONPATH entry)
 
 
 def links_framework(path: str) -> bool:
@@ -89,8 +90,8 @@ def discover(interp: Interpreter) -> list[ScanItem]:
                     continue
                 own = torch_lib and os.path.dirname(real) == torch_lib
                 if own or links_framework(path):
-                    top = os.path.relpath(path, site).split(os.sep)[0]
-                    items.append(ScanItem(path, top))
+                    rel = os.path.relpath(path, site)
+                    items.append(ScanItem(path, rel.split(os.sep)[0], rel))
     return items
 
 
