@@ -217,3 +217,27 @@ def test_torchs_own_ops_registered_during_the_import_are_not_the_packages(
     probe = report.sections["probe"]
     assert [o["name"] for o in probe["ops"]] == ["ownops::twice"]
     assert all("quantized_decomposed" not in f.message for f in report.findings)
+
+
+def test_schema_text_of_torch_namespaces_is_no_definition_of_the_package(tmp_path: Path) -> None:
+    """torch-tensorrt's libtorchtrt.so carries TorchScript lowering patterns such as
+    "aten::Bool(Tensor a) -> bool": read as definitions, the package's inventory said
+    "aten::Bool defined in C++". torch defines aten:: and prim:: (a second
+    TORCH_LIBRARY(aten) fails to load); the package's own namespace stays."""
+    import subprocess
+    import sys
+
+    from opdoctor.facts.pyreg import read_library
+
+    (tmp_path / "t.c").write_text(
+        'const char *a = "aten::Bool(Tensor a) -> bool";\n'
+        'const char *b = "prim::NumToTensor(Scalar a) -> Tensor";\n'
+        'const char *c = "mytrt::execute_engine(Tensor[] inputs) -> Tensor[]";\n'
+        "const char *get(int i) { return i == 0 ? a : i == 1 ? b : c; }\n")
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    lib = tmp_path / "libtrt_like.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    ops = read_library(str(lib))
+    assert ops is not None
+    assert ops.defines == {"mytrt": ["execute_engine"]}, ops.defines

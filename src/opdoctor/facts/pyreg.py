@@ -46,6 +46,9 @@ class LibraryOps:
         return os.path.basename(self.path)
 
 
+TORCH_OWN_NAMESPACES = frozenset(("aten", "prim", "prims"))
+
+
 def library_ops(path: str, inv: Inventory, stable_namespaces: dict[str, set[str]],
                 stable_defines: set[str], stable_used: bool) -> LibraryOps:
     """One library's C++ view from its inventory and its stable registrars."""
@@ -68,6 +71,12 @@ def library_ops(path: str, inv: Inventory, stable_namespaces: dict[str, set[str]
     for s in inv.schemas:
         if "::" in s.name:
             ns_name, op = s.name.split("::", 1)
+            if ns_name in TORCH_OWN_NAMESPACES:
+                # torch defines these (a second TORCH_LIBRARY(aten) fails to load): their
+                # schema text in another library is a reference — TorchScript lowering patterns
+                # in torch-tensorrt's libtorchtrt.so ("aten::Bool(Tensor a) -> bool") — not an
+                # op the package defines
+                continue
             out.defines.setdefault(ns_name, [])
             if op.split(".")[0] not in out.defines[ns_name]:
                 out.defines[ns_name].append(op.split(".")[0])
