@@ -531,3 +531,7 @@ def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant
     od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
     assert "pip install 'torch>=2.13.0' --index-url https://download.pytorch.org/whl/cu130" in \
         od307["fix"], od307["fix"]
+    # The probe line says the package tried its library and caught the failure (not "loads it
+    # later, or never": its own OD512 shows the load that failed).
+    text = cli(capsys, "check", "--package", "torchao", "--env", f"PYTHONPATH={site}").out
+    assert "the package tried, the load failed and the package caught it: OD512" in text

@@ -346,9 +346,14 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
         regs = tf_probe_ops(report.sections.get("tensorflow") or {}) or regs
         line = f"probe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
         if probe["outcome"] == "loaded" and not probe.get("target_loaded", True):
+            base = os.path.basename(report.target.path)
+            tried = any(f.code == "OD512" and f.message.startswith(f"loading {base} fails")
+                        for f in report.findings)
+            # torchao's import tries its CUDA library, the load fails, the package catches it
+            why = "the package tried, the load failed and the package caught it: OD512" \
+                if tried else "the package loads it later, or never"
             line = (f"probe ({probe['seconds']:.1f} s): `import {probe['imported']}` worked; "
-                    f"it did not load {os.path.basename(report.target.path)} (the package "
-                    "loads it later, or never)")
+                    f"it did not load {base} ({why})")
         elif probe["outcome"] == "loaded":
             line += f", registered {regs}" if regs else ", registered no operator"
         p.blank()
