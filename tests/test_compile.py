@@ -256,3 +256,39 @@ def test_explain_names_the_compile_codes(capsys: pytest.CaptureFixture[str], mes
     res = cli(capsys, "explain", message)
     assert res.code == 0 and "Cause 1" in res.out and code in res.out
     assert "opdoctor check --opcheck" in res.out
+
+
+def test_a_fake_registered_through_the_packages_own_decorator_counts(tmp_path: Path) -> None:
+    """torchao 0.18's ops.py registers its fake impls through its own decorator factory,
+    ``register_custom_op(name)`` → ``torch.library.register_fake(f"{name}")(func)``: read as no
+    fake at all, every op showed "fake ✗". The factory is followed to the API it calls; an op
+    without one still shows ✗. torch itself confirms both on meta tensors."""
+    pkg = tmp_path / "decofake"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import torch\n"
+        "lib = torch.library.Library('decofake', 'DEF')\n"
+        "lib.define('double(Tensor x) -> Tensor')\n"
+        "lib.define('triple(Tensor x) -> Tensor')\n"
+        "lib.impl('double', lambda x: x * 2, 'CPU')\n"
+        "lib.impl('triple', lambda x: x * 3, 'CPU')\n"
+        "def register_custom_op(name):\n"
+        "    def decorator(func):\n"
+        "        return torch.library.register_fake(f'{name}')(func)\n"
+        "    return decorator\n"
+        "@register_custom_op('decofake::double')\n"
+        "def _(x):\n"
+        "    return torch.empty_like(x)\n")
+    truth = run_python(
+        "import torch, decofake\nx = torch.ones(2, device='meta')\n"
+        "print(torch.ops.decofake.double(x).shape)\n"
+        "try:\n    torch.ops.decofake.triple(x)\nexcept Exception as e:\n"
+        "    print('triple', type(e).__name__)\n",
+        timeout=300, cwd=tmp_path, env=NO_ENV)
+    assert truth.returncode == 0, truth.stderr[-2000:]
+    assert "torch.Size([2])" in truth.stdout and "triple NotImplementedError" in truth.stdout
+    report = run_check(str(pkg), CheckOptions(probe=False, env=tuple(NO_ENV.items()),
+                                              package="decofake", cwd=str(tmp_path)))
+    seen = ops(report)
+    assert seen["decofake::double"]["fake"] is True, seen["decofake::double"]
+    assert seen["decofake::triple"]["fake"] is False

@@ -299,6 +299,15 @@ class _ModuleReader:
         if isinstance(dec, ast.Attribute) and isinstance(dec.value, ast.Name) and \
                 dec.value.id in self.custom:
             self._custom_method(dec.value.id, dec.attr, dec.lineno)
+        # @register_custom_op("torchao::op"): the package's own decorator factory that hands
+        # its argument to torch.library.register_fake (torchao's ops.py) or custom_op
+        if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Name) and dec.args and \
+                _str(dec.args[0]) and dec.func.id in self.funcs:
+            api = _forwarded_api(self.funcs[dec.func.id])
+            if api:
+                kind = "define" if api in ("custom_op", "triton_op") else "fake"
+                self.add(kind, _str(dec.args[0]), f"@{dec.func.id} (torch.library.{api})",
+                         dec.lineno)
 
     def _custom_method(self, name: str, attr: str, line: int) -> None:
         op = self.custom[name]
@@ -403,6 +412,29 @@ def module_name(file: str, package_dir: str, package: str) -> str:
     if rel.endswith(".__init__"):
         rel = rel[: -len(".__init__")]
     return f"{package}.{rel}"
+
+
+def _forwarded_api(fn: ast.AST) -> str:
+    """The torch.library API (register_fake, impl_abstract, custom_op, triton_op) that a
+    decorator factory calls with its first parameter as the op name — ``def
+    register_custom_op(name): … torch.library.register_fake(f"{name}")(func)`` — or ""."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
+        return ""
+    param = fn.args.args[0].arg
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        api = _dotted(node.func).rsplit(".", 1)[-1]
+        if api not in ("register_fake", "impl_abstract", "custom_op", "triton_op"):
+            continue
+        arg = node.args[0]
+        named = isinstance(arg, ast.Name) and arg.id == param
+        formatted = isinstance(arg, ast.JoinedStr) and any(
+            isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name) and
+            v.value.id == param for v in arg.values)
+        if named or formatted:
+            return api
+    return ""
 
 
 def python_registrations(files: list[str], imported: set[str], package_dir: str,
