@@ -180,18 +180,10 @@ def _lost_its_init(path: str) -> bool:
 
 def _namespace_by_design(chain: ImportChain) -> bool:
     """Whether the installed distribution ships the package without ``__init__.py`` (its
-    RECORD lists files under it but no ``__init__.py``): executorch 1.5.1 is a namespace
-    package on purpose, its subpackages load the libraries. A RECORD that lists the file
-    while the disk lacks it is the opposite: an ``__init__.py`` lost (OD508 says it too)."""
-    if not chain.dist:
-        return False
-    top = chain.name.split(".")[0]
-    try:
-        with open(os.path.join(chain.dist, "RECORD"), encoding="utf-8") as fh:
-            listed = {line.split(",", 1)[0] for line in fh}
-    except OSError:
-        return False
-    return f"{top}/__init__.py" not in listed and any(p.startswith(top + "/") for p in listed)
+    RECORD, read once by the chain, lists none): executorch 1.5.1 is a namespace package on
+    purpose, its subpackages load the libraries. A RECORD that lists the file while the disk
+    lacks it is the opposite: an ``__init__.py`` lost (OD508 says it too)."""
+    return chain.record_has_init is False
 
 
 # "set the environment variable TF_USE_LEGACY_KERAS=1 to fix" (tensorflow-recommenders).

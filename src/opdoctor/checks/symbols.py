@@ -142,16 +142,7 @@ def _package_dependencies(facts: Facts) -> Iterator[Finding]:
         if facts.abi_mismatch is not None:
             torch_syms = [s for s in torch_syms if not abi_string_symbol(names[s.name])]
         if torch_syms:
-            f = _torch_finding(facts, torch_syms, names, Severity.ERROR, "")
-            interp = facts.interpreter
-            version = interp.torch.version if interp and interp.torch else "(none found)"
-            yield OD304.finding(lib.path, f"{os.path.basename(lib.path)}, a library of the "
-                                f"package that {os.path.basename(facts.path)} loads, needs "
-                                f"{len(torch_syms)} torch symbol(s) the installed torch "
-                                f"{version} does not export: it was built against another "
-                                "torch", (f"DT_NEEDED chain: {os.path.basename(facts.path)} → … "
-                                          f"→ {os.path.basename(lib.path)}", *f.evidence),
-                                fix=f.fix)
+            yield _torch_finding(facts, torch_syms, names, Severity.ERROR, "", lib.path)
 
 
 def _target(facts: Facts) -> Iterator[Finding]:
@@ -252,7 +243,9 @@ def _sym_line(s: Sym, names: dict[str, str]) -> str:
 
 
 def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Severity,
-                   note: str) -> Finding:
+                   note: str, dependency: str = "") -> Finding:
+    """OD304 for the torch symbols ``syms`` of the target, or of ``dependency`` (a library of
+    the package the target NEEDs)."""
     interp = facts.interpreter
     version = interp.torch.version if interp and interp.torch else "none found"
     ev: list[str] = []
@@ -284,6 +277,13 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
     else:
         fix = (f"rebuild the extension against torch {version} (in this environment: pip "
                "install --no-build-isolation .), or install the torch it was built with")
+    if dependency:
+        dep, target = os.path.basename(dependency), os.path.basename(facts.path)
+        return OD304.finding(
+            dependency, f"{dep}, a library of the package that {target} loads, needs "
+            f"{len(syms)} torch symbol(s) the installed torch {version} does not export: it was "
+            "built against another torch", (f"DT_NEEDED chain: {target} → … → {dep}", *ev),
+            severity=sev, fix=fix)
     return OD304.finding(
         facts.path, f"{len(syms)} torch symbol(s) are not exported by the installed torch "
         f"{version}: the extension was built against another torch{note}", ev, severity=sev,

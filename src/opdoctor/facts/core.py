@@ -429,13 +429,18 @@ class Facts:
     def _start_module_probe(self) -> ProbeHandle | None:
         """Start the module's own import now when :meth:`_module_to_import` names one (None
         otherwise, or when reading the static facts fails here: it is then started later)."""
-        from opdoctor.facts.probe.runner import start_probe
         try:
             module = self._module_to_import()
         except Exception:  # a fact that fails here fails again in its own check, reported there
             return None
         if not module:
             return None
+        return self._module_probe(module)
+
+    def _module_probe(self, module: str) -> ProbeHandle:
+        """A probe that imports ``module`` (the target's own extension module) instead of the
+        package, with the package probe's interpreter, environment and limits."""
+        from opdoctor.facts.probe.runner import start_probe
         req = self._probe.req if self._probe is not None else self._probe_request()
         return start_probe(dataclasses.replace(
             req, package=module, path=os.path.abspath(self.path), hidden=[], late=False))
@@ -449,7 +454,6 @@ class Facts:
         "libmpi.so.12 not found" from the file alone would be a false alarm. One more probe,
         only for such a file; ``early``: that probe, started beside the package's."""
         from opdoctor.facts.probe.outcome import ProbeState
-        from opdoctor.facts.probe.runner import start_probe
         res = self._probe_outcome
         module = "" if res is None or res.state is not ProbeState.LOADED or \
             res.maps(self.path) else self._module_to_import()
@@ -457,11 +461,7 @@ class Facts:
             if early is not None:
                 early.abandon()  # the package's import loaded it (or failed): not needed
             return
-        if early is None:
-            req = self._probe.req if self._probe is not None else self._probe_request()
-            early = start_probe(dataclasses.replace(
-                req, package=module, path=os.path.abspath(self.path), hidden=[], late=False))
-        self._probe = early
+        self._probe = early if early is not None else self._module_probe(module)
         self._probe_outcome = self._probe.wait()
 
     def _past_a_failed_backend(self) -> None:

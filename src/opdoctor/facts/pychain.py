@@ -84,6 +84,9 @@ class ImportChain:
     script_relative: list[tuple[str, int]] = field(default_factory=list)
     record_missing: list[str] = field(default_factory=list)
     record_changed: list[str] = field(default_factory=list)
+    # The distribution's RECORD lists the package's __init__.py (None: no RECORD read); a
+    # RECORD without it ships a namespace package on purpose (executorch).
+    record_has_init: bool | None = None
     dist: str = ""  # the installed distribution that owns the package (dist-info dir)
     # The walk hit a bound (MAX_MODULES modules, MAX_DEPTH levels, MAX_WALK_FILES files): what
     # was not read cannot be called missing.
@@ -1185,6 +1188,8 @@ def _record_check(chain: ImportChain, site: str) -> None:
         if not owns:
             continue
         chain.dist = dist
+        chain.record_has_init = any(r and r[0] == f"{chain.name.split('.')[0]}/__init__.py"
+                                    for r in rows)
         for row in rows:
             if not row or not row[0] or row[0].endswith("RECORD"):
                 continue
