@@ -61,12 +61,12 @@ def bars(repeat: int = DEFAULT_REPEAT, lib: str | None = None) -> list[Row]:
         row.met = row.ratio is not None and row.ratio <= RATIO
         # The same with cold caches: the first run after an upgrade of opdoctor (every
         # start-up cache computed and written; the op-schema verdicts, kept per torch
-        # install, still there), and the first run on a machine (those too: torch imported
-        # once in a child to parse the library's op schemas).
+        # install, still there), and the first run on a machine (those too; torch is imported
+        # in a child only for schemas outside the subset opdoctor certifies, facts/schemacert).
         upgrade = Row("… first run after an opdoctor upgrade (start-up caches cold)",
                       f"≤ {RATIO:g}× `ldd`+`nm -D`+`comm`", runs["upgrade"],
                       baseline="pipeline.sh", base_samples=runs["pipeline"])
-        cold = Row("… first run on the machine (empty opdoctor cache: torch imported once)",
+        cold = Row("… first run on the machine (empty opdoctor cache)",
                    f"≤ {RATIO:g}× `ldd`+`nm -D`+`comm`", runs["cold"],
                    baseline="pipeline.sh", base_samples=runs["pipeline"])
         for r in (upgrade, cold):

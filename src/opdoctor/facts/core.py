@@ -586,16 +586,24 @@ class Facts:
         The label names the parser ("" when torch could not be asked).
         """
         from opdoctor.facts.opschema import parse_with_torch
+        from opdoctor.facts.schemacert import certified, torch_in_scope
         full = {s.text: (s.text if not s.partial else s.text + " -> ()")
                 for s in self.registration.schemas}
         interp = self.interpreter
         if interp is None or interp.torch is None or not full:
             return {}, ""
-        parsed, problem = parse_with_torch(interp, sorted(set(full.values())))
+        label = f"torch._C.parse_schema (torch {interp.torch.version})"
+        # Schemas in the subset torch certainly parses need no child that imports torch (the
+        # first run's 1-2 s); only the others are asked (schemacert.py says why it is sound).
+        todo = sorted({f for f in full.values()
+                       if not (torch_in_scope(interp.torch.version) and certified(f))})
+        if not todo:
+            return ({orig: "" for orig in full},
+                    f"opdoctor's subset of torch {interp.torch.version}'s schema grammar")
+        parsed, problem = parse_with_torch(interp, todo)
         if problem:
             return {}, ""
-        return ({orig: parsed.get(f, "") for orig, f in full.items()},
-                f"torch._C.parse_schema (torch {interp.torch.version})")
+        return ({orig: parsed.get(f, "") for orig, f in full.items()}, label)
 
     @cached_property
     def fatbin(self) -> Fatbin | None:
