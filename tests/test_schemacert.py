@@ -10,17 +10,16 @@ keywords, overflowing literals and misplaced annotations a hand-written schema h
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from opdoctor.facts.schemacert import certified, torch_in_scope
-from tests.conftest import BUILD, FIX, ROOT, fixture, reference
+from tests.conftest import BUILD, FIX, fixture, reference
+from tests.helpers import cli
 from tests.torchfork import run_torch
 
 _PARSE = r"""
@@ -101,49 +100,40 @@ def _library_schemas() -> list[str]:
     return sorted(found)
 
 
-@pytest.fixture(scope="module")
-def ground_truth() -> tuple[dict[str, str], list[str], list[str]]:
-    """(torch's verdict for every candidate, torch's registry, the libraries' schemas)."""
+def _torch_verdicts(texts: list[str]) -> tuple[dict[str, str], list[str]]:
+    """(torch's verdict for each text, torch's registered schemas), from one real torch child."""
+    proc = run_torch(_PARSE, input=json.dumps(texts), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    answer = json.loads(proc.stdout.splitlines()[-1])
+    return answer["verdicts"], answer["registry"]
+
+
+def test_certified_schemas_are_ones_torch_parses() -> None:
     libs = _library_schemas()
-    first = run_torch(_PARSE, input=json.dumps(libs), timeout=300)
-    assert first.returncode == 0, first.stderr[-2000:]
-    registry = json.loads(first.stdout.splitlines()[-1])["registry"]
+    assert len(libs) > 100, "too few library schemas read: are the fixtures built?"
+    _, registry = _torch_verdicts([])
     rng = random.Random(20261205)
     seeds = libs + registry
-    mutants = set()
+    mutants: set[str] = set()
     while len(mutants) < _MUTANTS:
         text = rng.choice(seeds)
         for _ in range(rng.choice((1, 1, 1, 2, 3))):
             text = _mutate(text, rng)
         mutants.add(text)
-    cands = sorted(mutants | set(seeds))
-    proc = run_torch(_PARSE, input=json.dumps(cands), timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return json.loads(proc.stdout.splitlines()[-1])["verdicts"], registry, libs
-
-
-def test_certified_schemas_are_ones_torch_parses(
-        ground_truth: tuple[dict[str, str], list[str], list[str]]) -> None:
-    verdicts, _, libs = ground_truth
+    verdicts, _ = _torch_verdicts(sorted(mutants | set(seeds)))
     wrong = [(s, v) for s, v in verdicts.items() if v and certified(s)]
     assert not wrong, wrong[:10]
     # The comparison has teeth: many candidates are rejected by torch, many are certified.
     rejected = sum(1 for v in verdicts.values() if v)
     certified_ok = sum(1 for s, v in verdicts.items() if not v and certified(s))
     assert rejected > 10_000 and certified_ok > 5_000, (rejected, certified_ok)
-    assert len(libs) > 100, "too few library schemas read: are the fixtures built?"
-
-
-def test_the_subset_covers_most_real_schemas(
-        ground_truth: tuple[dict[str, str], list[str], list[str]]) -> None:
-    verdicts, registry, libs = ground_truth
+    # What the first run saves: no torch import for most real libraries' schemas.
     accepted = [s for s in libs if not verdicts[s]]
-    share = sum(map(certified, accepted)) / len(accepted)
-    assert share > 0.9, share  # what the first run saves: no torch import for these
+    assert sum(map(certified, accepted)) / len(accepted) > 0.9
     assert sum(map(certified, registry)) / len(registry) > 0.8
 
 
-@pytest.mark.parametrize("text", [
+_TRAPS = (
     "foo.default(Tensor x) -> ()",                         # reserved overload name
     "aten::int.__xor__(int a, Tensor b) -> int",           # dunder overload name
     "foo(Tensor in) -> ()",                                # a keyword of torch's lexer
@@ -157,15 +147,14 @@ def test_the_subset_covers_most_real_schemas(
     "foo(Tensor x, flaot alpha) -> ()",                    # unknown type (typevars off)
     "foo(int[] x=1) -> ()",                                # scalar default for a list
     "foo(Tensor x) -> (Tensor,)",                          # trailing comma
-])
-def test_traps_torch_rejects_are_not_certified(
-        text: str, ground_truth: tuple[dict[str, str], list[str], list[str]]) -> None:
-    verdicts = ground_truth[0]
-    if text not in verdicts:  # not among the candidates: ask torch for this one
-        proc = run_torch(_PARSE, input=json.dumps([text]))
-        verdicts = json.loads(proc.stdout.splitlines()[-1])["verdicts"]
-    assert verdicts[text], f"torch accepts {text!r}: not a trap"
-    assert not certified(text)
+)
+
+
+def test_traps_torch_rejects_are_not_certified() -> None:
+    verdicts, _ = _torch_verdicts(list(_TRAPS))
+    for text in _TRAPS:
+        assert verdicts[text], f"torch accepts {text!r}: not a trap"
+        assert not certified(text), text
 
 
 def test_plain_custom_op_schemas_are_certified() -> None:
@@ -183,26 +172,28 @@ def test_only_torch_2_is_in_scope() -> None:
         and not torch_in_scope("")
 
 
-def _check(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPDOCTOR_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "opdoctor", "check", "--static", "-f", "json",
-                           str(path)], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=120)
+def _check(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: Path,
+           cache: Path) -> tuple[int, Any]:
+    monkeypatch.setenv("OPDOCTOR_CACHE_DIR", str(cache))
+    res = cli(capsys, "check", "--static", "-f", "json", str(path))
+    return res.code, res.json()["reports"][0]
 
 
-def test_first_run_of_a_plain_library_asks_no_torch(tmp_path: Path) -> None:
+def test_first_run_of_a_plain_library_asks_no_torch(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
     # An empty verdict cache, as on a new machine: libmyop's schemas are all in the subset, so
     # no child imports torch — it would have written its verdicts to the cache.
-    proc = _check(reference(), tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert json.loads(proc.stdout)["reports"][0]["summary"]["error"] == 0
+    code, report = _check(capsys, monkeypatch, reference(), tmp_path)
+    assert code == 0 and report["summary"]["error"] == 0, report
     assert not list(tmp_path.glob("schemas-*.json"))
 
 
-def test_a_schema_outside_the_subset_still_goes_to_torch(tmp_path: Path) -> None:
-    proc = _check(fixture("registration/bad_schema.so"), tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    od102 = [f for f in json.loads(proc.stdout)["reports"][0]["findings"]
-             if f["code"] == "OD102"]
+def test_a_schema_outside_the_subset_still_goes_to_torch(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    code, report = _check(capsys, monkeypatch, fixture("registration/bad_schema.so"), tmp_path)
+    assert code == 1, report
+    od102 = [f for f in report["findings"] if f["code"] == "OD102"]
     assert od102 and any("torch._C.parse_schema" in e for e in od102[0]["evidence"])
     assert list(tmp_path.glob("schemas-*.json"))
