@@ -301,6 +301,39 @@ def test_cuda_build_with_the_old_abi_leads_with_the_build(
     assert "CUDA 12" in od307["message"] and "whl/cu126" in od307["fix"], od307
 
 
+def test_plugin_its_package_calls_by_name_is_no_op_library(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """dgl 2.1.0's tensoradapter/pytorch/libtensoradapter_pytorch_<r>.so links torch (it turns
+    dgl's arrays into tensors) and registers no operator; libdgl.so dlopens it and looks up
+    its C functions by name (``CPURawAlloc`` is a string in libdgl.so's .rodata). Loaded for
+    real beside torch, the function is there and torch's registry gains nothing. Statically it
+    is a plugin (OD101 info naming libdgl.so), not "links torch but contains no operator
+    registration" (an error); the same file alone in a directory still is that error."""
+    site = FIX / "realpkg" / "dgl-2.1.0" / "site"
+    reason = SKIP / "dgl-2.1.0.txt"
+    if reason.exists():
+        pytest.skip(f"dgl 2.1.0 not installed: {reason.read_text().strip()[:200]}")
+    lib = site / "dgl/tensoradapter/pytorch/libtensoradapter_pytorch_2.2.0.so"
+    assert lib.is_file(), f"{lib} is missing: run `make fixtures`"
+    real = run_python("import torch, ctypes, sys\n"
+                      "before = set(torch._C._dispatch_get_all_op_names())\n"
+                      "lib = ctypes.CDLL(sys.argv[1])\n"
+                      "print(bool(lib.CPURawAlloc), "
+                      "len(set(torch._C._dispatch_get_all_op_names()) - before))\n",
+                      str(lib), timeout=300)
+    assert real.stdout.split() == ["True", "0"], real.stderr[-2000:]
+    assert b"\0CPURawAlloc\0" in (site / "dgl/libdgl.so").read_bytes()
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    od101 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD101"]
+    assert od101 and od101[0]["severity"] == "info", od101
+    assert "libdgl.so looks up CPURawAlloc" in od101[0]["message"]
+    alone = tmp_path / lib.name
+    alone.write_bytes(lib.read_bytes())
+    res = cli(capsys, "check", "-f", "json", "--static", str(alone))
+    od101 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD101"]
+    assert res.code == 1 and od101 and od101[0]["severity"] == "error", od101
+
+
 @pytest.mark.probe
 def test_per_release_libraries_without_the_installed_release(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -378,6 +378,17 @@ def _static(facts: Facts) -> Iterator[Finding]:
                                     *ev, *[f"DT_NEEDED of {u}" for u in users]],
                                 severity=Severity.INFO,
                                 fix="nothing to fix; check the libraries that register the ops")
+        elif callers := facts.name_callers:
+            # A plugin the package's own library dlopens and calls by name (dgl's
+            # libtensoradapter_pytorch_<r>.so, whose CPURawAlloc libdgl.so looks up): it
+            # links torch to convert tensors, not to register operators.
+            names = "; ".join(f"{os.path.basename(u)} looks up {fn}" for u, fn in callers)
+            yield OD101.finding(path, f"the library links {framework} and registers no operator: "
+                                f"a plugin its package calls by name ({names})", [
+                                    *ev, *[f"{u} stores the function name {fn!r} (dlsym)"
+                                           for u, fn in callers]],
+                                severity=Severity.INFO,
+                                fix="nothing to fix; check the libraries that register the ops")
         else:
             yield OD101.finding(path, f"the library links {framework} but contains no "
                                 "operator registration", ev)

@@ -260,6 +260,16 @@ class Facts:
         return dependents(self.resolver, self.path)
 
     @cached_property
+    def name_callers(self) -> list[tuple[str, str]]:
+        """(library, function) pairs: libraries of this one's package that call one of its C
+        functions by name (``dlsym``); at most 3."""
+        from opdoctor.facts.vendored import callers_by_name
+        if os.path.isdir(self.path) or self.structure.image is None:
+            return []
+        return callers_by_name(self.resolver, self.path,
+                               self.symbol_tables.of_image(self.image).c_functions())
+
+    @cached_property
     def vendored_loaders(self) -> list[RpathLoader]:
         """The libraries of the same install that load this one (a wheel's vendored library
         whose dependencies are found only through their DT_RPATH); empty for any other."""

@@ -159,3 +159,42 @@ def vendored_loaders(resolver: Resolver, target: str) -> list[RpathLoader]:
     if not any("/" not in n and os.path.isfile(os.path.join(here, n)) for n in lib.needed):
         return []
     return rpath_loaders(resolver, target)
+
+
+def callers_by_name(resolver: Resolver, target: str, functions: list[str],
+                    limit: int = 3) -> list[tuple[str, str]]:
+    """Up to ``limit`` (library, function) pairs: libraries of ``target``'s package that store
+    the name of one of its C ``functions`` as a string in ``.rodata`` — they ``dlopen`` it and
+    ``dlsym`` the function (dgl's libdgl.so and libtensoradapter_pytorch_<r>.so's
+    ``CPURawAlloc``). Such a library is a plugin of theirs, not an op library."""
+    from opdoctor.facts.elf.image import ElfImage
+    from opdoctor.facts.inputfile import open_input
+    from opdoctor.facts.pkgdir import package_of
+
+    if not functions:
+        return []
+    target = os.path.abspath(target)
+    pkg = package_of(target)
+    root = os.path.join(pkg[1], pkg[0]) if pkg else os.path.dirname(target)
+    needles = [(f, b"\0" + f.encode() + b"\0") for f in functions]
+    out: list[tuple[str, str]] = []
+    for lib in _libraries_under(resolver, root, "looking for libraries that call this one's "
+                                "functions by name"):
+        if os.path.abspath(lib.path) == target:
+            continue
+        try:
+            img = ElfImage.open(open_input(lib.path))
+            sec = img.section(".rodata")
+        except Exception:  # a damaged library calls nothing
+            continue
+        if sec is None or sec.sh_type == 8:  # SHT_NOBITS
+            continue
+        start, end = sec.offset, sec.offset + min(sec.size, 64 << 20)
+        buf = img.data.buf
+        hit = next((f for f, n in needles if buf.find(n, start, end) >= 0), None)
+        if hit:
+            out.append((lib.path, hit))
+            if len(out) >= limit:
+                break
+    return out
+

@@ -399,6 +399,20 @@ class DynSymbols:
             pos = hit + 1
         return [n for n in out if self.lookup(n)][:limit]
 
+    def c_functions(self, limit: int = 16, scan: int = 50_000) -> list[str]:
+        """Up to ``limit`` defined, global functions with C names (not mangled, no PyInit_ or
+        ELF init/fini): an API another library calls by name through ``dlsym``. At most
+        ``scan`` symbols are read (a framework library has hundreds of thousands)."""
+        out: list[str] = []
+        for idx in range(1, min(self.count, scan)):
+            sym = self.symbol(idx)
+            if sym.defined and sym.sym_type == 2 and sym.binding == 1 and len(sym.name) >= 5 \
+                    and not sym.name.startswith(("_Z", "PyInit_", "_init", "_fini")):
+                out.append(sym.name)
+                if len(out) >= limit:
+                    break
+        return out
+
     def dynstr_contains(self, needle: bytes) -> bool:
         """True when ``needle`` occurs in ``.dynstr`` (cheap whole-table byte search)."""
         sec = self._secs.get("dynstr")
