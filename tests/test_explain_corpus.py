@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import time
@@ -62,7 +63,8 @@ def test_split_integrity() -> None:
     for name in ("dev", "test"):
         for c in _cases(name):
             thread = str(c.get("thread", ""))
-            assert "#" in thread and "/" in thread, c.get("thread")
+            # A GitHub thread (owner/repo#N) or a forum / Q&A page by its normalised URL.
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+#\d+|https://[\w.-]+/[^\s?#]+", thread), thread
             assert c.get("cause") in (1, 2, 3, 4, 5), thread
             assert all(a in (1, 2, 3, 4, 5) for a in c.get("alt", [])), thread  # type: ignore[attr-defined]
             assert half(thread) == name, f"{thread} is in {name}.toml, its hash says {half(thread)}"

@@ -85,7 +85,8 @@ OD505 = CodeDoc(
 )
 OD506 = CodeDoc(
     "OD506", "namespace package where a regular package was meant", Severity.WARNING,
-    what="The package directory has an __init__.py.",
+    what="The package directory has an __init__.py (a namespace package that its wheel's "
+    "RECORD ships without one is one by design and is not reported).",
     why="Without __init__.py it is a namespace package: nothing runs at import, so no extension "
     "is loaded, and a same-named directory elsewhere on sys.path merges in.",
     example="site-packages/myop/ has _C.so but no __init__.py",
@@ -125,7 +126,9 @@ OD509 = CodeDoc(
 )
 OD510 = CodeDoc(
     "OD510", "the import chain points at a missing file", Severity.ERROR,
-    what="Each library path the package loads (torch.ops.load_library / ctypes.CDLL) exists.",
+    what="Each library path the package loads (torch.ops.load_library / ctypes.CDLL) exists. "
+    "A load the code guards with an existence test (`if os.path.exists(p):`) or makes in an "
+    "except handler (a fallback) is a branch: not reported when the file is absent.",
     why="The load fails with 'cannot open shared object file' for the package's own library: "
     "not built, not included in the wheel, or the path is computed wrongly.",
     example="torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libmyop.so'))",

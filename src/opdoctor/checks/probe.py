@@ -44,7 +44,9 @@ OD120 = CodeDoc(
 )
 OD121 = CodeDoc(
     "OD121", "loaded but registered no operator", Severity.ERROR,
-    what="Loading a torch extension adds operators to the dispatcher.",
+    what="Loading a torch extension adds operators to the dispatcher (a Python module that "
+    "links torch — PyInit_ and no registrar — binds functions, not operators: not expected "
+    "to).",
     why="The load succeeded, so every later 'operator does not exist' is about registration: "
     "compiled out, in a translation unit the linker dropped, or a static initialiser that "
     "never ran.",
