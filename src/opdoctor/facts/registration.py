@@ -647,6 +647,12 @@ _TF_SPEC = re.compile(
     r"(?:u?int(?:8|16|32|64)|float|double|"
     r"half|bfloat16|bool|string|complex(?:64|128)|resource|variant|q?u?int\d+|type|shape|"
     r"tensor|func|int)\b)[\w\s{}(),*=<>.+\-]*$")
+# The whole shape of a spec: one type expression (a name, a number, Ref(…)/list(…), a {…}
+# set), then at most "* T", ">= N" and "= default". Messages that start like one
+# ("Unsupported: type mismatch" in protobuf, "DcmItem: Parse error …") go on with more words.
+_TF_SPEC_SHAPE = re.compile(
+    r"^[A-Za-z_]\w*: (?:(?:Ref|list)\([^()]*(?:\([^()]*\))?[^()]*\)|\{[^}]*\}|[A-Za-z_]\w*|\d+)"
+    r"(?: ?\* ?[A-Za-z_]\w*)?(?: ?>= ?-?\d+)?(?: ?= ?.+)?$")
 _TF_OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{2,}$")  # "Sd", "St": mangled-name fragments
 # What stands before a spec-like string without being an op name (tensorflow-io, -decision-
 # forests): an all-capitals token ("DICM", "CMYK", "IS3"), a mangled type name
@@ -680,7 +686,7 @@ def read_tensorflow(img: ElfImage, inv: Inventory) -> None:
     for i, text in enumerate(strings):
         if not i % 4096:
             checkpoint(f"scanning .rodata strings for TensorFlow op specs ({i:,} read)")
-        if not _TF_SPEC.match(text):
+        if not _TF_SPEC.match(text) or not _TF_SPEC_SHAPE.match(text):
             continue
         inv.tf_specs.append(text)
         for prev in reversed(strings[max(0, i - 4):i]):
