@@ -464,10 +464,70 @@ _ESCAPED_NL = re.compile(r"(?:\\r)?\\n(?=\s|$|\\n|Traceback|File \"|During handl
                          r"[A-Z][A-Za-z]{0,40}(?:Error|Exception|Warning)\b|\w{1,60}Error:)")
 
 
+# What a terminal, a CI runner or a forum puts around the program's own lines: colour codes,
+# and a prefix on every line — a runner's timestamp (GitHub Actions, GitLab), BuildKit's
+# "#12 3.456", pytest's "E   ", a Markdown quote "> ".
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]|\x1b\][^\x07\x1b]{0,200}(?:\x07|\x1b\\)")
+_LINE_PREFIXES = (
+    re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? ?"),
+    re.compile(r"^\[\d\d:\d\d:\d\d(?:\.\d{1,6})?\] "),
+    re.compile(r"^#\d{1,4} \d{1,6}\.\d{1,4} "),
+    re.compile(r"^E(?: {3,8}|$)"),
+    re.compile(r"^> ?"),
+)
+# Widths terminals wrap at: a line of exactly that length continued on the next line.
+_WRAP_WIDTHS = frozenset((80, 100, 120, 132, 140, 150, 160, 180, 200, 250))
+
+
+def _strip_prefixes(lines: list[str]) -> list[str]:
+    """Remove a per-line decoration that most lines carry (each kind at most once)."""
+    body = [ln for ln in lines if ln.strip()]
+    for rx in _LINE_PREFIXES:
+        if body and sum(1 for ln in body if rx.match(ln)) * 10 >= len(body) * 6:
+            lines = [rx.sub("", ln, count=1) for ln in lines]
+            body = [ln for ln in lines if ln.strip()]
+    return lines
+
+
+def _unwrap(lines: list[str]) -> list[str]:
+    """Join lines a terminal broke at its width: the longest lines all have one of the usual
+    widths, and each is continued by the next. (Any width with two or more lines at it was
+    tried: it joins lines that merely have the same length.)"""
+    longest = max((len(ln) for ln in lines), default=0)
+    if longest not in _WRAP_WIDTHS:
+        return lines
+    out: list[str] = []
+    joining = False
+    for ln in lines:
+        if joining and out:
+            out[-1] += ln
+        else:
+            out.append(ln)
+        joining = len(ln) == longest
+    return out
+
+
+def undecorate(text: str) -> str:
+    """The program's lines without what was put around them when they were shown or pasted."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    lines = text.replace("\r\n", "\n").split("\n")
+    if len(lines) > 2000:
+        return text
+    lines = [ln.rstrip() for ln in _unwrap(_strip_prefixes(lines))]
+    # A block indented as a whole (a Markdown code block, a quoted log): its own indentation
+    # (a traceback's) is what the patterns read.
+    margin = min((len(ln) - len(ln.lstrip(" \t")) for ln in lines if ln.strip()), default=0)
+    if margin:
+        lines = [ln[margin:] for ln in lines]
+    return "\n".join(lines)
+
+
 def normalise(text: str) -> str:
     """The message as the program printed it, from the way it was pasted: HTML entities and
     escaped quotes of an issue page or a JSON log, a log that kept its newlines as ``\\n``
     (a one-line JSON field, a CI annotation), and glibc's translated loader messages."""
+    text = undecorate(text)
     if "&" in text or "\\" in text:
         for k, v in _ENTITIES.items():
             text = text.replace(k, v)
