@@ -1621,3 +1621,30 @@ def test_the_way_a_message_was_pasted_does_not_change_the_answer() -> None:
             if (got.cause, got.subcause) != (plain.cause, plain.subcause):
                 changed.append((case["thread"], name, plain.subcause, got.subcause))
     assert not changed, changed[:10]
+
+
+# ------------------------------------------------------------------ e10: round 8's mechanisms
+E10_SAMPLES = [
+    # ONNX's schema registry refuses a second schema of one name: registered twice (1)
+    ("microsoft/onnxruntime#3394", "onnx.schema-registered-twice", 1),
+    # TensorFlow's self-check names the cuDNN DLL of its build; R's "module not found" follows
+    ("rstudio/keras3#102", "tf.self-check-cuda", 3),
+    # `_k2` imported by k2's own __init__.py in site-packages: the install lacks its core (4)
+    ("k2-fsa/k2#930", "python.no-module-named", 4),
+    # torch's frames run (torch.ops.load_library), so a core torch library missing is one this
+    # torch does not have: built for another release (3), not "import torch first"
+    ("traveller59/spconv#156", "loader.cannot-open", 3),
+    # a C++ program linked against libtorch: no import to wait for, the search path (2)
+    ("hasktorch/hasktorch#293", "loader.cannot-open", 2),
+    # the .so a JIT build (cpp_extension._jit_compile) should have produced is missing (4)
+    ("alibaba/Megatron-LLaMA#28", "loader.cannot-open", 4),
+]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), E10_SAMPLES,
+                         ids=[t for t, _, _ in E10_SAMPLES])
+def test_e10_sample(thread: str, family: str, cause: int) -> None:
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert (e.subcause, e.cause) == (family, cause), (e.subcause, [a.cause for a in e.ranked])

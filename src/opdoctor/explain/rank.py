@@ -191,6 +191,9 @@ def _symbol(ctx: Context) -> Refinement | None:
 
 # ------------------------------------------------------------------ a missing library
 _CORE_TORCH = re.compile(r"^lib(?:c10|torch|torch_cpu|torch_python|shm)\.(?:so|dylib)$")
+# torch's own Python running: its core libraries are loaded in the process.
+_TORCH_RUNNING = re.compile(r"[/\\]torch[/\\](?:_ops|__init__|library|utils[/\\]cpp_extension)\.py"
+                            r"\"?, line \d+")
 _VARIANT_TORCH = re.compile(r"^lib(?:c10_(?:cuda|hip)|torch_(?:cuda|hip)\w{0,20})\.so")
 _TF_FRAMEWORK = re.compile(r"^libtensorflow_(?:framework|cc)\.so")
 _CUDA_LIB = re.compile(r"^lib(?:cuda|cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft|curand|cusparse|"
@@ -297,7 +300,8 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "ships a binary for another OS", ("OD408",),
                           "a Linux .so on Windows: a binary for another OS", "high")
     if "torch-extensions" in kinds or re.search(r"FAILED: |returned non-zero exit status|"
-                                                r"Error building extension", text):
+                                                r"Error building extension|in _jit_compile\b|"
+                                                r"in _import_module_from_library\b", text):
         return Refinement((4, 3), f"{lib} is the output of a build that failed earlier in the log "
                           "(JIT or setup.py): there is nothing to load", ("OD404",),
                           "the extension's build failed earlier, so its library does not exist",
@@ -320,6 +324,25 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           f"{info.demangled} is {info.is_}", (info.code,),
                           f"undefined symbol {info.demangled} (once torch is imported): "
                           f"{info.is_.split(':')[0]}", "medium")
+    if _CORE_TORCH.match(base) and "error while loading shared libraries" in ctx.line \
+            and not _traceback_paths(text):
+        # a program (not Python) linked against libtorch: nothing imports torch for it
+        return Refinement((2, 3), f"{base} is libtorch's: a program linked against it finds it "
+                          "only through its RPATH/RUNPATH or LD_LIBRARY_PATH (the libtorch "
+                          "lib/ directory it was built with)", ("OD201",),
+                          f"{base} not found: libtorch's directory is not on the search path",
+                          "medium")
+    if _CORE_TORCH.match(base) and _TORCH_RUNNING.search(text):
+        # torch's own frames are running, so its core libraries are loaded under their
+        # sonames: one the extension needs and the process lacks is one this torch does not have
+        return Refinement((3, 2), f"torch is imported (its frames are in the traceback), so its "
+                          f"core libraries are loaded; {base} is not one of them: the extension "
+                          "was built for a torch release or build with another library layout "
+                          "(libtorch_cpu.so exists from torch 1.5 on)", ("OD304",),
+                          f"{base} not found although torch is imported: built for another "
+                          "torch release", "medium",
+                          "the torch release the extension was built for against the installed "
+                          "one (`pip show torch`)")
     if _CORE_TORCH.match(base):
         return Refinement((5, 2), f"{base} is torch's own core library: an extension cannot find "
                           "it when it is imported before `import torch` (which loads it), or "
@@ -746,6 +769,19 @@ def _where_package(text: str, module: str) -> str:
     return ""
 
 
+def _installed_core(text: str, module: str) -> str:
+    """The installed package whose compiled core a top-level ``_<package>`` module is (k2's
+    ``_k2``), read from the traceback's site-packages frames; "" when none."""
+    if "." in module or not module.startswith("_"):
+        return ""
+    stem = module.lstrip("_").lower()
+    for p in _traceback_paths(text):
+        m = re.search(r"[/\\](?:site|dist)-packages[/\\]([\w.-]{1,100})[/\\]", p)
+        if m and m.group(1).lower().replace("-", "_") == stem:
+            return m.group(1)
+    return ""
+
+
 @refiner("module")
 def _module(ctx: Context) -> Refinement | None:
     module = ctx.group("module")
@@ -811,6 +847,15 @@ def _module(ctx: Context) -> Refinement | None:
                           ("OD501",), f"{full} missing in a worker's environment", "medium",
                           "the interpreter and environment the workers run (their runtime_env / "
                           "image / PYTHONPATH) against the driver's")
+    core = _installed_core(text, module) if not name else ""
+    if core:
+        return Refinement((4, 3, 5), f"{module} is the compiled core of {core}, imported by "
+                          f"{core}'s own files in site-packages: the installed {core} has no "
+                          f"{module} for this Python and platform (installed without its "
+                          "compiled part, or a build for another Python or OS)", ("OD510",),
+                          f"{module}: the installed {core} lacks its compiled core", "medium",
+                          f"which {module}.* file the installed {core} has: `opdoctor check "
+                          f"--package {core}`")
     if where == "source-tree" and (compiled or name):
         return Refinement((5, 4), f"the traceback runs {top} from a source checkout (not "
                           "site-packages): it shadows the installed package and has no built "
