@@ -1648,3 +1648,26 @@ def test_e10_sample(thread: str, family: str, cause: int) -> None:
     assert case["cause"] == cause
     e = explain_text(str(case["text"]))
     assert (e.subcause, e.cause) == (family, cause), (e.subcause, [a.cause for a in e.ranked])
+
+
+@pytest.mark.parametrize("thread", ["rusty1s/pytorch_cluster#100",
+                                    "alexandrosstergiou/SoftPool#55",
+                                    "jhj0517/Whisper-WebUI#114"])
+def test_a_wrap_at_an_unusual_width_is_read_joined(thread: str) -> None:
+    """A 90-column terminal (not a usual width, so `undecorate` leaves it) breaks the message's
+    one line inside its path or symbol: line by line, only a generic form matches. The longest
+    lines joined with the next are read as well, and that reading wins because it finds the
+    specific form — the answer of the unwrapped message."""
+    from opdoctor.explain import load_patterns
+    from opdoctor.explain.entities import normalise
+    from opdoctor.explain.matcher import _join_wrapped, _match_lines
+
+    text = str(DEV_BY_THREAD[thread]["text"]).strip()
+    wrapped = "\n".join(text[i:i + 90] for i in range(0, len(text), 90))
+    assert "\n" in wrapped and len(text.splitlines()) == 1
+    plain = explain_text(text)
+    line_by_line = _match_lines(_join_wrapped(normalise(wrapped)), load_patterns())
+    assert max((m.pattern.priority for m in line_by_line), default=-1) < \
+        max(m.pattern.priority for m in _match_lines([text], load_patterns()))
+    got = explain_text(wrapped)
+    assert (got.cause, got.subcause) == (plain.cause, plain.subcause)

@@ -413,6 +413,28 @@ def _match_lines(lines: Sequence[str], patterns: Sequence[Pattern]) -> list[Matc
     return matches
 
 
+def _rejoin_longest(lines: list[str]) -> list[str] | None:
+    """The lines with each of the longest (60 characters or more) joined with the next one, as
+    a terminal of that width would have broken them; None when nothing would change."""
+    if len(lines) < 2 or len(lines) > 400:
+        return None
+    longest = max(len(ln) for ln in lines)
+    if longest < 60:
+        return None
+    out: list[str] = []
+    joining = changed = False
+    for ln in lines:
+        # (not a sentence after a complete one: "… undefined symbol:" then "I installed …")
+        if joining and out and ln and not (out[-1].endswith((":", ".", "!", "?"))
+                                           and re.match(r"[A-Z][a-z ]", ln)):
+            out[-1] += ln
+            changed = True
+        else:
+            out.append(ln)
+        joining = len(ln) == longest
+    return out if changed else None
+
+
 def _join_wrapped(text: str) -> list[str]:
     """Lines, with a message that a terminal or an issue tracker wrapped inside a path or a
     symbol put back together (``…/metric\\ns/__init__.py``, ``undefined s\\nymbol``)."""
@@ -473,6 +495,14 @@ def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explan
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES]
     matches = _match_lines(lines, patterns)
+    joined = _rejoin_longest(lines)
+    if joined is not None:
+        # a terminal of any width: read the longest lines joined with the next as well, and
+        # keep that reading only when it finds a more specific message form
+        again = _match_lines(joined, patterns)
+        if again and (not matches or max(m.pattern.priority for m in again)
+                      > max(m.pattern.priority for m in matches)):
+            lines, matches, text = joined, again, "\n".join(joined)
     if not matches:
         return _no_match(text)
     best = max(matches, key=lambda m: (m.pattern.priority, -m.line_no))
