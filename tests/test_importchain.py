@@ -1150,3 +1150,38 @@ def test_a_namespace_the_wheel_ships_is_by_design(tmp_path: Path,
         found[name] = [f["code"] for r in res.json()["reports"] for f in r["findings"]]
     assert "OD506" not in found["nsd"], found
     assert "OD506" in found["nsl"] and "OD508" in found["nsl"], found
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_cpu_specific_build_tried_first_under_suppress(tmp_path: Path, fallback: bool) -> None:
+    """rapidfuzz 3.14's shape: ``with contextlib.suppress(ImportError): from .fast_avx2
+    import ratio`` (a build for one CPU, absent on other platforms), ``…_sse2`` the same,
+    then ``from .fast import ratio``. ``suppress`` is ``try/except ImportError: pass``: an
+    absent build is no OD510, and a present one whose names the next import binds again is a
+    fallback (OD509 info), not a hidden error. Without the plain import after them, the
+    present build's swallowed error is the OD509 warning it always was. The real import works
+    in both shapes (the present build here cannot load: its ImportError is suppressed)."""
+    import sys
+
+    pkg = tmp_path / "rfpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import contextlib\n"
+        "with contextlib.suppress(ImportError):\n    from rfpkg.fast_avx2 import ratio\n"
+        "with contextlib.suppress(ImportError):\n    from rfpkg.fast_sse2 import ratio\n"
+        + ("from rfpkg.fast import ratio\n" if fallback else "ratio = None\n"))
+    (pkg / "fast.py").write_text("def ratio(a, b):\n    return 1.0\n")
+    # a compiled module of that name (no PyInit_fast_avx2: its import raises ImportError)
+    import _json  # a compiled module of the standard library
+
+    shutil.copy(str(_json.__file__), pkg / ("fast_avx2" + Path(str(_json.__file__)).name[5:]))
+    real = subprocess.run([sys.executable, "-c", "import rfpkg; print(rfpkg.ratio)"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0, real.stderr
+    report = chain(tmp_path, "rfpkg", probe=False)
+    assert "OD510" not in codes(report), [f.message for f in report.findings]
+    od509 = [f for f in report.findings if f.code == "OD509"]
+    assert od509 and all("fast_avx2" in f.subject for f in od509)
+    assert {f.severity for f in od509} == ({Severity.INFO} if fallback else {Severity.WARNING})
+    if fallback:
+        assert "imported from rfpkg.fast after it" in od509[0].message

@@ -7,6 +7,7 @@ that sits inside a package.
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
@@ -227,6 +228,36 @@ def _leads_to_compiled(link: Link) -> bool:
         link.target.rsplit(".", 1)[-1].startswith("_C")
 
 
+def _imported_from(text: str) -> tuple[str, set[str]]:
+    """(module, names) of a ``from module import names`` statement; ("", set()) otherwise."""
+    try:
+        tree = ast.parse(text.strip())
+    except (SyntaxError, ValueError):
+        return "", set()
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.ImportFrom) or not node.module:
+        return "", set()
+    return node.module, {a.asname or a.name for a in node.names}
+
+
+def _fallback_import(link: Link, chain: ImportChain) -> str:
+    """The module a later import of the same file takes the same names from, when the
+    swallowed ``link`` binds names (a CPU-specific build tried before the plain one) and that
+    module is there; ""."""
+    _, names = _imported_from(link.text)
+    if not names or link.kind != "submodule":
+        return ""
+    for other in sorted(chain.links, key=lambda o: o.line):
+        if other.file != link.file or other.line <= link.line or other.kind != "submodule" \
+                or other.problem or other.target == link.target:
+            continue
+        module, bound = _imported_from(other.text)
+        # one statement gives a link per package on its dotted path: the module's own one
+        if names <= bound and other.target.rsplit(".", 1)[-1] == module.rsplit(".", 1)[-1]:
+            return other.target
+    return ""
+
+
 def _package_attribute(link: Link) -> bool:
     """``from . import X`` / ``from .. import X`` of a name the package's ``__init__.py``
     binds: the import system takes the attribute and never looks for a module ``X``
@@ -350,6 +381,17 @@ def run(facts: Facts) -> Iterator[Finding]:
                 not _optional(link) and _leads_to_compiled(link):
             later = link.kind == "submodule" and link.function
             works = not later and link.target in retried_fine
+            backup = "" if later or works else _fallback_import(link, chain)
+            if backup:
+                # rapidfuzz: `with suppress(ImportError): from .fuzz_cpp_avx2 import ratio`,
+                # then `from .fuzz_cpp import ratio`: a CPU-specific build tried first, the
+                # same names imported after it — a failure there loses nothing
+                yield OD509.finding(link.target, f"the import of {link.target} is inside "
+                                    f"`{link.swallowed}`; the same names are imported from "
+                                    f"{backup} after it (a fallback): nothing is lost",
+                                    (where, f"handler: {link.swallowed}"),
+                                    severity=Severity.INFO)
+                continue
             yield OD509.finding(link.target, f"the import of {link.target} is inside "
                                 f"`{link.swallowed}` that discards the error"
                                 + (f" (in {link.function}(): a fallback when it is called)"

@@ -594,6 +594,19 @@ def _caught(h: ast.ExceptHandler) -> set[str]:
     return {_dotted(t) for t in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])}
 
 
+def _suppressor(node: ast.With | ast.AsyncWith) -> ast.ExceptHandler | None:
+    """The ``except …: pass`` a ``with contextlib.suppress(…)`` block amounts to, if it is one."""
+    for item in node.items:
+        ctx = item.context_expr
+        if isinstance(ctx, ast.Call) and ctx.args and \
+                _dotted(ctx.func).rsplit(".", 1)[-1] == "suppress":
+            caught = ctx.args[0] if len(ctx.args) == 1 else ast.Tuple(elts=list(ctx.args),
+                                                                       ctx=ast.Load())
+            handler = ast.ExceptHandler(type=caught, name=None, body=[ast.Pass()])
+            return ast.copy_location(handler, node)
+    return None
+
+
 def _swallow(handler_stack: list[ast.ExceptHandler]) -> str:
     """The except clause that swallows ImportError/OSError around a statement, if any."""
     for h in reversed(handler_stack):
@@ -833,6 +846,16 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 for n in h.body:
                     visit(n, handlers, True, func)
             return
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            quiet = _suppressor(node)
+            if quiet is not None:
+                # `with contextlib.suppress(ImportError): from .x_avx2 import …` (rapidfuzz's
+                # optional builds) is `try: … except ImportError: pass`
+                for item in node.items:
+                    visit(item.context_expr, handlers, in_except, func)
+                for n in node.body:
+                    visit(n, [*handlers, quiet], in_except, func)
+                return
         if isinstance(node, ast.If):
             decided = ev.truth(node.test)
             if decided is not None:

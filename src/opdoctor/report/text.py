@@ -194,14 +194,21 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
         # A module the code asks for before importing it (`if find_spec("x"): import x`):
         # not there, the branch is not taken.
         skipped = bool(link["problem"] and link.get("checked"))
+        # A module absent under `except ImportError: pass` (rapidfuzz's `_avx2` builds) whose
+        # import did not fail in the probe (or no probe ran): an optional path not taken.
+        optional = bool(link["problem"] and link["swallowed"] and link["target"] not in failed
+                        and not skipped)
         attribute = bool(link.get("attribute"))  # tokenizers' `from .. import AddedToken`
-        wrong = wrong and not skipped and not attribute
-        mark = bad if wrong else "[yellow]?[/]" if unknown else "[dim]–[/]" if skipped else ok
+        wrong = wrong and not skipped and not attribute and not optional
+        mark = bad if wrong else "[yellow]?[/]" if unknown else "[dim]–[/]" \
+            if skipped or optional else ok
         target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
         if attribute:
             target = f"{link['target'].rsplit('.', 1)[-1]}: a name the package defines"
         if skipped:
             target += f" (asked first: {link['checked']})"
+        elif optional:
+            target += f" (optional: {link['swallowed'].split(' (line')[0]})"
         if unknown and link.get("observed"):
             target += "; the real import mapped " + ", ".join(
                 os.path.basename(r) for r in link["observed"])
