@@ -414,3 +414,32 @@ def test_literals_stored_back_to_back_are_not_one_schema(tmp_path: Path) -> None
         "((Tensor, int)[])" in texts, texts
     assert not any("Tensornsor" in t or "Tensoselective" in t for t in texts), texts
     assert "OD102" not in [f.code for f in report.findings]
+
+
+def test_a_schema_format_template_is_not_judged(tmp_path: Path) -> None:
+    """open3d 0.20's open3d_torch_ops.so stores "…, ScalarType index_dtype=%d, …" and formats
+    the dtype's number into it before m.def. torch's parser rejects the template and accepts
+    the formatted text, so the template in .rodata is no invalid schema (it was three OD102
+    errors); a really invalid schema beside it still is."""
+    import subprocess
+    import sys
+
+    template = "tplns::knn(Tensor points, int k, ScalarType index_dtype=%d) -> Tensor"
+    broken = "tplns::bad(Tensor points, flaot k) -> Tensor"
+    real = run_python("import sys, torch\nfor s in sys.argv[1:]:\n    try:\n"
+                      "        torch._C.parse_schema(s, allow_typevars=False)\n"
+                      "        print('ok')\n"
+                      "    except RuntimeError:\n        print('rejected')\n",
+                      template, template % 4, broken, check=True)
+    assert real.stdout.split() == ["rejected", "ok", "rejected"], real.stdout
+    (tmp_path / "t.c").write_text(f'const char *t = "{template}";\nconst char *b = "{broken}";\n'
+                                  "const char *get(int i) { return i ? t : b; }\n")
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"), None)
+    if torch_lib is None:
+        pytest.skip("no torch/lib beside the venv")
+    lib = tmp_path / "libtpl.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "t.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
+    od102 = [f.subject for f in report.findings if f.code == "OD102"]
+    assert od102 == ["tplns::bad"], od102

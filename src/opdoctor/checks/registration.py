@@ -18,7 +18,12 @@ from opdoctor.facts import Facts
 from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
 from opdoctor.facts.pyreg import refutation
-from opdoctor.facts.registration import Inventory, check_schema_syntax, source_file_symbols
+from opdoctor.facts.registration import (
+    Inventory,
+    check_schema_syntax,
+    is_template,
+    source_file_symbols,
+)
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -207,6 +212,8 @@ def _schema_findings(facts: Facts, inv: Inventory) -> Iterator[Finding]:
         return  # no framework in this library: nothing of it ever reaches torch's parser
     torch_verdicts, torch_label = facts.schema_verdicts
     for s in inv.schemas:
+        if is_template(s.text):
+            continue  # filled in before m.def (see facts.schema_verdicts)
         builtin = check_schema_syntax(s.text)
         by_torch = torch_verdicts.get(s.text, "")
         if not builtin and not by_torch:

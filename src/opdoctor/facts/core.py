@@ -596,9 +596,12 @@ class Facts:
         The label names the parser ("" when torch could not be asked).
         """
         from opdoctor.facts.opschema import parse_with_torch
+        from opdoctor.facts.registration import is_template
         from opdoctor.facts.schemacert import certified, torch_in_scope
+        # A format template (open3d's "index_dtype=%d") is filled in before m.def: only the
+        # formatted text would reach torch's parser, so the template is not asked about.
         full = {s.text: (s.text if not s.partial else s.text + " -> ()")
-                for s in self.registration.schemas}
+                for s in self.registration.schemas if not is_template(s.text)}
         interp = self.interpreter
         if interp is None or interp.torch is None or not full:
             return {}, ""

@@ -696,6 +696,18 @@ def read_tensorflow(img: ElfImage, inv: Inventory) -> None:
                 break
 
 
+# A conversion of printf or of {fmt} / std::format: the library formats this text before it
+# registers it (open3d 0.20: "ScalarType index_dtype=%d" filled with the dtype's number).
+_FORMAT_FIELD = re.compile(r"%[-+ #0]{0,3}\d{0,3}(?:\.\d{1,3})?(?:hh|h|ll|l|z|j|t|L)?"
+                           r"[diouxXeEfgGs]|\{\w{0,20}(?::[^{}]{0,10})?\}")
+
+
+def is_template(text: str) -> bool:
+    """Whether a schema string is a format template the library fills in before ``m.def``
+    (only the formatted text reaches torch's parser, so the template is not judged)."""
+    return ("%" in text or "{" in text) and _FORMAT_FIELD.search(text) is not None
+
+
 def split_schema(text: str) -> tuple[str, str, str] | None:
     """(name, argument list, rest) of ``name(args) rest``, the argument list ending at the
     parenthesis that balances the first one — a greedy match would swallow a tuple return
