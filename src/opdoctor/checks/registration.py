@@ -194,9 +194,10 @@ OD116 = CodeDoc(
     "dropped torch as well) or this is not the operator library.",
     example="opdoctor check libtinyop.so on a build with the TORCH_LIBRARY block inside "
     "#ifdef USE_TORCH: no registrar, no framework in DT_NEEDED",
-    fix="Check the preprocessor conditions around TORCH_LIBRARY and that the source file with "
-    "it is compiled into this library; or point opdoctor at the library that registers the "
-    "op.",
+    fix="If it is not meant to register operators (a plain native library loaded with ctypes, "
+    "another framework's plugin), nothing to fix: check the library that registers the ops, "
+    "or the package with --package. If it is, check the preprocessor conditions around "
+    "TORCH_LIBRARY and that the source file with it is compiled into this library.",
     references=(_DOCS,),
 )
 CODES = (OD101, OD102, OD103, OD104, OD105, OD106, OD107, OD108, OD110, OD111, OD112, OD115,
