@@ -1185,3 +1185,46 @@ def test_cpu_specific_build_tried_first_under_suppress(tmp_path: Path, fallback:
     assert {f.severity for f in od509} == ({Severity.INFO} if fallback else {Severity.WARNING})
     if fallback:
         assert "imported from rfpkg.fast after it" in od509[0].message
+
+
+def test_extension_installed_beside_the_package(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """duckdb 2.0's layout: site-packages/duckdb/ is pure Python and its ``__init__.py`` does
+    ``import _duckdb``, a compiled module installed beside it at the top level. ``--package``
+    used to see no compiled library (OD415, exit 2) and, with that module truncated, no
+    problem in cause 4. The import is followed to the module now: healthy, exit 0; truncated,
+    OD406 (and no crash of the chain's own reading of it)."""
+    import sysconfig
+
+    site = tmp_path / "site"
+    (site / "dkpkg").mkdir(parents=True)
+    (site / "dkpkg" / "__init__.py").write_text("import _dkpkg\nfrom _dkpkg import answer\n")
+    src = tmp_path / "core.c"
+    src.write_text('#include <Python.h>\nstatic PyObject *answer(PyObject *s, PyObject *a) '
+                   '{ return PyLong_FromLong(42); }\nstatic PyMethodDef M[] = {{"answer", '
+                   'answer, METH_NOARGS, ""}, {0}};\nstatic struct PyModuleDef D = '
+                   '{PyModuleDef_HEAD_INIT, "_dkpkg", "", -1, M};\n'
+                   "PyMODINIT_FUNC PyInit__dkpkg(void) { return PyModule_Create(&D); }\n")
+    ext = site / ("_dkpkg" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                    "-o", str(ext), str(src)], check=True, timeout=60)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import dkpkg; print(dkpkg.answer())"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "42", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), "--package", "dkpkg")
+    assert res.code == 0, res.out + res.err
+    rep = res.json()["reports"][0]
+    assert rep["target"]["path"].endswith(ext.name)
+    links = rep["sections"]["import-chain"]["links"]
+    assert any(lk["target"] == "_dkpkg" and lk["resolved"] == [str(ext)] for lk in links)
+    data = ext.read_bytes()
+    ext.write_bytes(data[:4096])  # cut as a failed download leaves it
+    real = subprocess.run([sys.executable, "-c", "import dkpkg"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode != 0
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), "--package", "dkpkg")
+    assert res.code == 1 and "internal error" not in res.err, res.err
+    assert "OD406" in [f["code"] for f in res.json()["reports"][0]["findings"]]

@@ -11,6 +11,7 @@ import dataclasses
 import mmap
 import os
 import re
+import struct
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -713,10 +714,15 @@ class Facts:
 
     def _read_pyinit(self, path: str, module: str) -> tuple[bool, list[str]]:
         from opdoctor.facts.elf.dynsym import DynSymbols
+        unreadable: tuple[bool, list[str]] = (True, [])
         if not self.is_package_dir and os.path.realpath(path) == os.path.realpath(self.path) \
                 and self.structure.image is not None:
-            return _pyinit_in(self.symbol_tables.of_image(self.image), module)
-        unreadable: tuple[bool, list[str]] = (True, [])
+            try:
+                return _pyinit_in(self.symbol_tables.of_image(self.image), module)
+            except (struct.error, ValueError, IndexError):
+                # a truncated target (duckdb's _duckdb.so cut at 4 KiB): its tables lie past
+                # the end of the file; the integrity check reports it (OD406)
+                return unreadable
         return _read_elf(path, lambda img: _pyinit_in(DynSymbols(img), module), unreadable)
 
     @property
@@ -913,7 +919,7 @@ def _read_elf(path: str, read: Callable[[ElfImage], _T], unreadable: _T) -> _T:
         return unreadable
     try:
         return read(ElfImage.open(data))
-    except (ElfFormatError, OSError, ValueError):
+    except (ElfFormatError, OSError, ValueError, IndexError, struct.error):
         return unreadable
     finally:
         data.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import glob
 import os
 import platform
@@ -933,6 +934,13 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 parts = a.name.split(".")
                 if parts[0] == package and len(parts) > 1:
                     links.extend(_import_path(parts[1:], top_dir, None, seg))
+                elif parts[0] != package:
+                    links.extend(_top_level_extension(file, node.lineno, seg, parts[0],
+                                                      top_dir, suffixes, handlers))
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                node.module.split(".")[0] != package:
+            links.extend(_top_level_extension(file, node.lineno, seg, node.module.split(".")[0],
+                                              top_dir, suffixes, handlers))
         if func is not None and isinstance(node, (ast.Import, ast.ImportFrom)):
             # An import in a function body runs when the function is called, not at import
             # (numba's optional TBB backend: `try: from … import tbbpool except ImportError`).
@@ -1153,6 +1161,33 @@ def _globals(file: str, mtime_ns: int, size: int, known: Known) -> dict[str, obj
 
     run(parsed.tree.body)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_top_level(site: str, suffixes: tuple[str, ...]) -> dict[str, str]:
+    """Module name → file of the compiled modules directly in a sys.path directory
+    (``_duckdb.cpython-311-x86_64-linux-gnu.so``), for this interpreter's suffixes."""
+    out: dict[str, str] = {}
+    try:
+        names = sorted(os.listdir(site))
+    except OSError:
+        return out
+    for suffix in (x for x in suffixes if x != ".py"):
+        for n in names:
+            if n.endswith(suffix) and "." not in n[:-len(suffix)]:
+                out.setdefault(n[:-len(suffix)], os.path.join(site, n))
+    return out
+
+
+def _top_level_extension(file: str, line: int, seg: str, mod: str, top_dir: str,
+                         suffixes: list[str], handlers: list[ast.ExceptHandler]) -> list[Link]:
+    """A link for ``import mod`` when ``mod`` is a compiled module beside the package in its
+    sys.path directory — duckdb's ``import _duckdb``, the package's own extension installed at
+    the top level; [] for any other module (the stdlib, another package)."""
+    found = _compiled_top_level(os.path.dirname(top_dir), tuple(suffixes)).get(mod) \
+        if top_dir else None
+    return [Link(file, line, "submodule", seg, mod, [found], _swallow(handlers))] \
+        if found else []
 
 
 def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: str,
