@@ -472,3 +472,30 @@ def test_words_before_spec_strings_are_not_op_names(tmp_path: Path,
                     "-l:libtensorflow_framework.so.2"], check=True)
     doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
     assert doc["reports"][0]["sections"]["registration"]["tensorflow"]["ops"] == ["ZeroOut"]
+
+
+def test_tflite_symbols_are_tensorflows_not_the_librarys_own(tmp_path: Path) -> None:
+    """tensorflow-text 2.18.1's op libraries instantiate tflite::shim templates (so they define
+    names in ``tflite::``) and need tflite::shim functions that TensorFlow 2.18's
+    libtensorflow_framework exports and 2.21's does not: a TensorFlow release mismatch, not
+    "own code never linked in" (OD430, cause 4). ``tflite::`` is TensorFlow's namespace."""
+    tf_lib = BUILD / "tf" / "tensorflow" / "libtensorflow_framework.so.2"
+    if not tf_lib.exists():
+        pytest.skip("TensorFlow's headers and library not fetched (make fixtures)")
+    src = tmp_path / "shim.cc"
+    src.write_text("namespace tflite { namespace shim {\n"
+                   "int own_template_instance(int x) { return x; }\n"
+                   "int TfShapeInferenceContextGone(int);\n} }\n"
+                   "int call(int x) { return tflite::shim::TfShapeInferenceContextGone(x); }\n")
+    lib = tmp_path / "_shim_ops.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(lib), str(src), "-Wl,--no-as-needed",
+                    f"-L{tf_lib.parent}", "-l:libtensorflow_framework.so.2"], check=True,
+                   timeout=60)
+    real = subprocess.run([tf_python(), "-c", "import sys, tensorflow as tf\n"
+                           "tf.load_op_library(sys.argv[1])", str(lib)],
+                          capture_output=True, text=True, timeout=300)
+    assert real.returncode != 0 and "undefined symbol: _ZN6tflite4shim" in real.stderr, \
+        real.stderr[-1500:]
+    report = tf_check(lib, probe=False)
+    got = codes(report)
+    assert "OD430" not in got and "OD301" in got, got

@@ -228,8 +228,10 @@ def own_namespaces(facts: Facts, undefined: list[str]) -> set[str]:
     out = set()
     # Frameworks' and runtimes' namespaces: an extension instantiates their templates (so it
     # "defines" names there), but an undefined one is theirs to provide, not a missing file.
+    # tflite:: is TensorFlow's (tensorflow-text's ops instantiate tflite::shim templates and
+    # need the tflite::shim functions TensorFlow 2.18's libtensorflow_framework exports).
     foreign = {"", "c10", "at", "torch", "caffe2", "std", "__gnu_cxx", "pybind11", "tensorflow",
-               "absl", "tsl", "xla", "google", "mindspore", "oneflow", "Eigen"}
+               "absl", "tsl", "xla", "google", "mindspore", "oneflow", "Eigen", "tflite"}
     for ns in {_top_namespace(n) for n in undefined} - foreign:
         if table.names_with_prefix(f"_ZN{len(ns)}{ns}", limit=1):
             out.add(ns)
