@@ -250,6 +250,9 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
     the package the target NEEDs)."""
     interp = facts.interpreter
     version = interp.torch.version if interp and interp.torch else "none found"
+    # "the installed torch none found" said nothing: without torch, nothing exports them
+    installed = f"the installed torch {version}" if interp and interp.torch else \
+        "any library here (no torch is installed for this interpreter)"
     ev: list[str] = []
     torch_libs = [lib for lib in facts.process.preloaded if "torch" in lib.path]
     for s in syms[:10]:
@@ -283,12 +286,12 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
         dep, target = os.path.basename(dependency), os.path.basename(facts.path)
         return OD304.finding(
             dependency, f"{dep}, a library of the package that {target} loads, needs "
-            f"{len(syms)} torch symbol(s) the installed torch {version} does not export: it was "
+            f"{len(syms)} torch symbol(s) {installed} does not export: it was "
             "built against another torch", (f"DT_NEEDED chain: {target} → … → {dep}", *ev),
             severity=sev, fix=fix)
     return OD304.finding(
-        facts.path, f"{len(syms)} torch symbol(s) are not exported by the installed torch "
-        f"{version}: the extension was built against another torch{note}", ev, severity=sev,
+        facts.path, f"{len(syms)} torch symbol(s) are not exported by {installed}: the "
+        f"extension was built against another torch{note}", ev, severity=sev,
         fix=fix)
 
 
