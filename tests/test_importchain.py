@@ -1228,3 +1228,27 @@ def test_extension_installed_beside_the_package(tmp_path: Path,
               "--cwd", str(tmp_path), "--package", "dkpkg")
     assert res.code == 1 and "internal error" not in res.err, res.err
     assert "OD406" in [f["code"] for f in res.json()["reports"][0]["findings"]]
+
+
+def test_extension_beside_the_package_built_for_another_python(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """k2 1.23.2's wheel puts ``_k2.cpython-39-x86_64-linux-gnu.so`` beside ``k2/`` and k2's
+    ``__init__.py`` turns the failed ``from _k2 import …`` into "k2 was built using PyTorch
+    1.12.1 … you are using PyTorch 2.13.0". The import fails because this Python looks for
+    another file name: OD503 (built for another Python), found from the top-level module."""
+    site = tmp_path / "site"
+    (site / "kpkg").mkdir(parents=True)
+    (site / "kpkg" / "__init__.py").write_text(
+        "try:\n    from _kpkg import thing\nexcept ImportError as e:\n"
+        "    raise ImportError('kpkg was built using PyTorch 1.12.1') from e\n")
+    other = "_kpkg.cpython-39-x86_64-linux-gnu.so"
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), site / other)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import kpkg"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert "No module named '_kpkg'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), "--package", "kpkg")
+    rep = res.json()["reports"][0]
+    od503 = [f for f in rep["findings"] if f["code"] == "OD503"]
+    assert res.code == 1 and od503 and other in od503[0]["message"], rep["findings"]

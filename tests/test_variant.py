@@ -125,6 +125,37 @@ def test_a_cuda_library_that_links_no_torch_is_no_torch_variant(
     assert found["OD201"]["fix"].startswith("libcublas.so.99 is part of CUDA 99: install CUDA 99")
 
 
+@pytest.mark.parametrize("soname", ["libcudnn.so.9", "libnvToolsExt.so.1"])
+def test_a_cuda_library_numbered_by_its_own_release_names_no_cuda_major(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], soname: str) -> None:
+    """cuDNN, NCCL, NVTX, cuFFT … number their own releases: libcudnn.so.9 runs on CUDA 12,
+    libnvToolsExt.so.1 on every CUDA (k2 1.23.2's libraries NEED it). The fix said "part of
+    CUDA 1: install CUDA 1 (… nvidia-*-cu1 packages)"; it names no CUDA major now, and the
+    variant reading gives none (a CUDA 12 torch missing libcudnn.so.9 is no other build)."""
+    from opdoctor.facts.variant import variant_library
+
+    (tmp_path / "stub.c").write_text("int nvtx_or_cudnn_probe(void) { return 0; }\n")
+    (tmp_path / "use.c").write_text("int nvtx_or_cudnn_probe(void);\n"
+                                    "int make(void) { return nvtx_or_cudnn_probe(); }\n")
+    stub = tmp_path / "stubdir" / soname
+    stub.parent.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(stub),
+                    str(tmp_path / "stub.c")], check=True)
+    lib = tmp_path / "libkernels.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
+                    str(stub)], check=True)
+    stub.unlink()
+    failed = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r})"],
+                            capture_output=True, text=True, timeout=60)
+    assert f"{soname}: cannot open shared object file" in failed.stderr
+    doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
+    fix = {f["code"]: f for f in doc["reports"][0]["findings"]}["OD201"]["fix"]
+    assert fix.startswith(f"{soname} is one of NVIDIA's CUDA libraries") and "CUDA 9" not in \
+        fix and "CUDA 1:" not in fix, fix
+    assert variant_library(soname) == ("cuda", None)
+    assert variant_library("libcudart.so.12") == ("cuda", 12)
+
+
 def test_a_missing_rocm_library_gets_an_install_rocm_fix(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """bitsandbytes' libbitsandbytes_rocm70.so NEEDs libhipblas.so.3: without ROCm the fix is

@@ -22,7 +22,7 @@ from opdoctor.facts.loader.search import (
     Library,
     Missing,
 )
-from opdoctor.facts.variant import DRIVER_LIB, TENSORRT_LIB, variant_library
+from opdoctor.facts.variant import DRIVER_LIB, TENSORRT_LIB, cuda_library, variant_library
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -126,6 +126,13 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
                 f"or NVIDIA's pip wheels for it, e.g. the nvidia-*-cu{cuda[1]} packages) where "
                 "an NVIDIA GPU is meant to run this; without one, this is the package's CUDA "
                 "build — use its CPU build or variant instead. No RPATH edit brings CUDA")
+    if cuda[0] == "cuda" and cuda_library(miss.name):
+        # cuDNN, NCCL, NVTX, cuFFT …: their soname numbers their own release, not CUDA's
+        return (f"{miss.name} is one of NVIDIA's CUDA libraries, numbered by its own release: "
+                "install the CUDA / cuDNN / NCCL release this library was built for (NVIDIA's "
+                "nvidia-* pip wheels or the toolkit) where an NVIDIA GPU is meant to run "
+                "this; without one, this is the package's CUDA build — use its CPU build or "
+                "variant instead. No RPATH edit brings CUDA")
     if _ROCM.match(miss.name):
         return (f"{miss.name} is part of AMD's ROCm: install the ROCm release this library was "
                 "built for where an AMD GPU is meant to run it; without one, this is the "

@@ -1164,30 +1164,45 @@ def _globals(file: str, mtime_ns: int, size: int, known: Known) -> dict[str, obj
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_top_level(site: str, suffixes: tuple[str, ...]) -> dict[str, str]:
-    """Module name → file of the compiled modules directly in a sys.path directory
-    (``_duckdb.cpython-311-x86_64-linux-gnu.so``), for this interpreter's suffixes."""
-    out: dict[str, str] = {}
+def _compiled_top_level(site: str, suffixes: tuple[str, ...]
+                        ) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The compiled modules directly in a sys.path directory: (module → its file for this
+    interpreter's suffixes, module → files of other interpreters' builds only, such as k2's
+    ``_k2.cpython-39-x86_64-linux-gnu.so`` beside Python 3.11)."""
+    mine: dict[str, str] = {}
+    others: dict[str, list[str]] = {}
     try:
         names = sorted(os.listdir(site))
     except OSError:
-        return out
+        return mine, others
     for suffix in (x for x in suffixes if x != ".py"):
         for n in names:
             if n.endswith(suffix) and "." not in n[:-len(suffix)]:
-                out.setdefault(n[:-len(suffix)], os.path.join(site, n))
-    return out
+                mine.setdefault(n[:-len(suffix)], os.path.join(site, n))
+    for n in names:
+        m = re.fullmatch(r"(\w+)\.(?:cpython-\d+|pypy\d+|abi3)[\w.-]*\.(?:so|pyd)", n)
+        if m and m.group(1) not in mine:
+            others.setdefault(m.group(1), []).append(n)
+    return mine, others
 
 
 def _top_level_extension(file: str, line: int, seg: str, mod: str, top_dir: str,
                          suffixes: list[str], handlers: list[ast.ExceptHandler]) -> list[Link]:
     """A link for ``import mod`` when ``mod`` is a compiled module beside the package in its
     sys.path directory — duckdb's ``import _duckdb``, the package's own extension installed at
-    the top level; [] for any other module (the stdlib, another package)."""
-    found = _compiled_top_level(os.path.dirname(top_dir), tuple(suffixes)).get(mod) \
-        if top_dir else None
-    return [Link(file, line, "submodule", seg, mod, [found], _swallow(handlers))] \
-        if found else []
+    the top level (or, k2's ``_k2``, only builds for other interpreters are there); [] for any
+    other module (the stdlib, another package)."""
+    if not top_dir:
+        return []
+    mine, others = _compiled_top_level(os.path.dirname(top_dir), tuple(suffixes))
+    if mod in mine:
+        return [Link(file, line, "submodule", seg, mod, [mine[mod]], _swallow(handlers))]
+    if mod in others:
+        link = Link(file, line, "submodule", seg, mod, [], _swallow(handlers))
+        link.problem = (f"no file for this interpreter: only {', '.join(others[mod])} (this "
+                        f"interpreter imports {mod}{suffixes[0]})")
+        return [link]
+    return []
 
 
 def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: str,

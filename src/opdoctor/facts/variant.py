@@ -21,6 +21,7 @@ from opdoctor.facts.frameworks import TORCH
 # CUDA runtime libraries that nvidia-* wheels (pulled in by CUDA builds of torch) provide.
 _CUDA_RUNTIME = re.compile(r"^lib(cudart|nvrtc|cublas|cublasLt|cusparse|cufft|curand|cusolver|"
                            r"cudnn[\w]*|nccl|nvToolsExt|nvJitLink|cupti)\.so\.(\d+)")
+_SONAME_IS_CUDA_MAJOR = frozenset(("cudart", "nvrtc", "cublas", "cublasLt", "nvJitLink", "cupti"))
 _LOCAL_TAG = re.compile(r"\+(cpu|cu\d+|rocm[\d.]+)\b")
 
 
@@ -104,8 +105,17 @@ def variant_library(name: str) -> tuple[str, int | None]:
             return variant, None
     m = _CUDA_RUNTIME.match(base)
     if m:
-        return "cuda", int(m.group(2))
+        # Only these carry the CUDA major in their soname; cuDNN (libcudnn.so.9 on CUDA 12),
+        # NCCL (.so.2), NVTX (.so.1), cuFFT (.so.11 on CUDA 12), cuRAND, cuSOLVER and
+        # cuSPARSE number their own releases.
+        return "cuda", int(m.group(2)) if m.group(1) in _SONAME_IS_CUDA_MAJOR else None
     return "", None
+
+
+def cuda_library(name: str) -> bool:
+    """Whether ``name`` is one of NVIDIA's CUDA libraries (runtime, math libraries, cuDNN,
+    NCCL, NVTX …) by its soname."""
+    return _CUDA_RUNTIME.match(os.path.basename(name)) is not None
 
 
 def package_metadata(package_dir: str) -> tuple[str, str, str]:
