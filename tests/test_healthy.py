@@ -137,6 +137,9 @@ def test_record_mismatch_inside_the_package_still_fires(capsys: pytest.CaptureFi
     od508 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD508"]
     assert res.code == 1 and od508
     assert "missing: myop/libmyop.so" in od508[0]["evidence"]
+    dist = next(site.glob("*.dist-info")).name[:-len(".dist-info")].rpartition("-")
+    # the fix reinstalls that distribution by name, not "<distribution>"
+    assert f"--force-reinstall --no-deps '{dist[0]}=={dist[2]}'" in od508[0]["fix"]
 
 
 _NEW_OPS = ("import torch, sys\n"

@@ -437,9 +437,14 @@ def run(facts: Facts) -> Iterator[Finding]:
         ev = [f"RECORD: {chain.dist}/RECORD"]
         ev += [f"missing: {p}" for p in missing[:6]]
         ev += [f"changed since install (hash differs): {p}" for p in changed[:6]]
+        # the distribution's own name in the fix ("duckdb-2.0.1.dist-info" → duckdb==2.0.1)
+        dist, _, ver = os.path.basename(chain.dist)[:-len(".dist-info")].rpartition("-")
+        pin = f"'{dist}=={ver}'" if dist and ver else "<distribution>"
         yield OD508.finding(name, f"the installed files of {os.path.basename(chain.dist)} "
                             f"differ from its RECORD ({len(missing)} missing, "
-                            f"{len(changed)} changed)", ev)
+                            f"{len(changed)} changed)", ev,
+                            fix=f"pip install --force-reinstall --no-deps {pin}; never "
+                            "rebuild into site-packages by hand.")
     yield from _dynamic(facts, chain)
 
 
