@@ -365,10 +365,11 @@ def run(facts: Facts) -> Iterator[Finding]:
                             fix=f"Add {os.path.basename(win.path)}/__init__.py (and make sure "
                             "the build includes it in the wheel).")
     retried_fine = _retried_fine(facts, chain)
+    other_python: dict[str, list[str]] = {}  # one OD503 per module, however many import it
     for link in chain.links:
         where = f"{_rel(link.file, chain)}:{link.line}: {link.text.strip()[:120]}"
         if link.problem.startswith("no file for this interpreter"):
-            yield OD503.finding(link.target, f"{link.target}: {link.problem}", (where,))
+            other_python.setdefault(link.target, []).append(where)  # reported after the walk
         elif link.problem and link.kind in ("load_library", "cdll") and "does not exist" in \
                 link.problem and not link.fallback and not link.checked:
             # a fallback in an except, or a load under `if os.path.exists(…)`: not the path
@@ -408,6 +409,12 @@ def run(facts: Facts) -> Iterator[Finding]:
                     exports = ", ".join(have) or "no PyInit_"
                     yield OD416.finding(link.target, f"{os.path.basename(f)} does not export "
                                         f"PyInit_{mod}", (f"exports: {exports}", where))
+    for target, sites in other_python.items():
+        problem = next(lk.problem for lk in chain.links if lk.target == target and
+                       lk.problem.startswith("no file for this interpreter"))
+        more = f"+{len(sites) - 4} more imports of it" if len(sites) > 4 else ""
+        yield OD503.finding(target, f"{target}: {problem}", (*sites[:4], *([more] if more
+                                                                           else [])))
     loaded = {f for link in chain.links for f in link.resolved}
     unloaded = [f for f in chain.extensions_on_disk if f not in loaded]
     if win.kind == "package" and chain.extensions_on_disk and not chain.libraries:
