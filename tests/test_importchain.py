@@ -1240,7 +1240,9 @@ def test_extension_beside_the_package_built_for_another_python(
     (site / "kpkg").mkdir(parents=True)
     (site / "kpkg" / "__init__.py").write_text(
         "try:\n    from _kpkg import thing\nexcept ImportError as e:\n"
-        "    raise ImportError('kpkg was built using PyTorch 1.12.1') from e\n")
+        "    raise ImportError('kpkg was built using PyTorch 1.12.1') from e\n"
+        "from . import ops\n")
+    (site / "kpkg" / "ops.py").write_text("import _kpkg\nfrom _kpkg import other\n")
     other = "_kpkg.cpython-39-x86_64-linux-gnu.so"
     shutil.copy(fixture("loader/depdir/libmyop_dep.so"), site / other)
     env = {**os.environ, "PYTHONPATH": str(site)}
@@ -1252,3 +1254,5 @@ def test_extension_beside_the_package_built_for_another_python(
     rep = res.json()["reports"][0]
     od503 = [f for f in rep["findings"] if f["code"] == "OD503"]
     assert res.code == 1 and od503 and other in od503[0]["message"], rep["findings"]
+    # one finding for the module, naming the three places that import it
+    assert len(od503) == 1 and len(od503[0]["evidence"]) == 3, od503
