@@ -1256,3 +1256,53 @@ def test_extension_beside_the_package_built_for_another_python(
     assert res.code == 1 and od503 and other in od503[0]["message"], rep["findings"]
     # one finding for the module, naming the three places that import it
     assert len(od503) == 1 and len(od503[0]["evidence"]) == 3, od503
+
+
+@pytest.mark.parametrize("required", [True, False])
+def test_runtime_package_imported_by_the_distribution_that_requires_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], required: bool) -> None:
+    """polars 2.1's layout: the polars-runtime-32 distribution ships ``_polars_runtime_32/``
+    whose ``__init__.py`` never imports its extension; polars (which requires that
+    distribution) imports ``_polars_runtime_32._polars_runtime`` itself. Checking the
+    runtime's library said OD505 "never imports or loads" (exit 1). When an installed
+    distribution that requires this one imports the package, OD505 is a note naming that
+    import; without the requirement it is what it was."""
+    import sysconfig
+
+    site = tmp_path / "site"
+    (site / "_rtpkg").mkdir(parents=True)
+    (site / "_rtpkg" / "__init__.py").write_text("FLAGS = ''\n")
+    src = tmp_path / "core.c"
+    src.write_text('#include <Python.h>\nstatic struct PyModuleDef D = {PyModuleDef_HEAD_INIT, '
+                   '"_core", "", -1, NULL};\n'
+                   "PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&D); }\n")
+    ext = site / "_rtpkg" / ("_core" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                    "-o", str(ext), str(src)], check=True, timeout=60)
+    for dist, top, meta in (("rtpkg-1.0", "_rtpkg", ""),
+                            ("mainpkg-1.0", "mainpkg",
+                             "Requires-Dist: rtpkg==1.0\n" if required else "")):
+        info = site / f"{dist}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist[:-4]}\n"
+                                       f"Version: 1.0\n{meta}")
+        (info / "top_level.txt").write_text(top + "\n")
+        rows = [p.relative_to(site) for p in (site / top).rglob("*") if p.is_file()] \
+            if (site / top).is_dir() else []
+        (info / "RECORD").write_text("".join(f"{r},,\n" for r in rows))
+    (site / "mainpkg").mkdir()
+    (site / "mainpkg" / "__init__.py").write_text("import _rtpkg._core as core\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import mainpkg, sys\n"
+                           "print('_rtpkg._core' in sys.modules)"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "True", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), str(ext))
+    od505 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD505"]
+    assert od505, res.json()["reports"][0]["findings"]
+    if required:
+        assert od505[0]["severity"] == "info" and "mainpkg/__init__.py:1" in od505[0]["message"]
+        assert res.code == 0
+    else:
+        assert od505[0]["severity"] != "info"

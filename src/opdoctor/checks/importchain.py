@@ -297,6 +297,56 @@ def _other_distribution(chain: ImportChain, etype: str, message: str) -> str:
     return top if top and top != chain.name.split(".")[0] else ""
 
 
+def _norm_dist(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _imported_by_dependent(chain: ImportChain, max_files: int = 3000) -> str:
+    """``file:line`` of an import of this package by another installed distribution that
+    requires this package's distribution (its METADATA's Requires-Dist), read from that
+    distribution's own top-level packages (bounded); "" when there is none."""
+    if not chain.dist or not chain.package_dir:
+        return ""
+    site = os.path.dirname(chain.dist)
+    ours = _norm_dist(os.path.basename(chain.dist)[:-len(".dist-info")].rpartition("-")[0])
+    top = chain.name.split(".")[0]
+    pattern = re.compile(r"^\s*(?:from|import)\s+" + re.escape(top) + r"\b", re.M)
+    seen = 0
+    for info in sorted(os.listdir(site)):
+        if not info.endswith(".dist-info") or os.path.join(site, info) == chain.dist:
+            continue
+        try:
+            with open(os.path.join(site, info, "METADATA"), encoding="utf-8",
+                      errors="replace") as fh:
+                meta = fh.read(262144)
+            with open(os.path.join(site, info, "top_level.txt"), encoding="utf-8") as fh:
+                tops = [t.strip() for t in fh if t.strip()]
+        except OSError:
+            continue
+        needs = {_norm_dist(m) for m in re.findall(r"^Requires-Dist:\s*([\w.-]+)", meta, re.M)}
+        if ours not in needs:
+            continue
+        for t in tops:
+            for dirpath, _dirs, files in os.walk(os.path.join(site, t)):
+                for f in files:
+                    seen += 1
+                    if seen > max_files:
+                        return ""
+                    if not f.endswith(".py"):
+                        continue
+                    path = os.path.join(dirpath, f)
+                    try:
+                        with open(path, encoding="utf-8", errors="replace") as fh:
+                            text = fh.read(1 << 20)
+                    except OSError:
+                        continue
+                    m = pattern.search(text)
+                    if m:
+                        line = text.count("\n", 0, m.start()) + 1
+                        return f"{os.path.relpath(path, site)}:{line}"
+    return ""
+
+
 def _dotted_module(file: str, chain: ImportChain, name: str) -> str:
     """``pkg.sub.mod`` for ``…/pkg/sub/mod.py``: the name ``python -m`` takes."""
     rel = _rel(file, chain)
@@ -424,11 +474,21 @@ def run(facts: Facts) -> Iterator[Finding]:
     if win.kind == "package" and unloaded and not chain.libraries and \
             not any(link.problem for link in chain.links) and not chain.truncated \
             and not _probe_mapped(facts, unloaded) and not loader_calls(chain, unloaded):
-        yield OD505.finding(name, f"{name}/__init__.py never imports or loads "
-                            f"{', '.join(os.path.basename(f) for f in unloaded[:3])}",
-                            (f"{_rel(os.path.join(win.path, '__init__.py'), chain)}: no import "
-                             "of a compiled module, no load_library/CDLL",
-                             *[f"on disk: {_rel(f, chain)}" for f in unloaded[:3]]))
+        never = (f"{_rel(os.path.join(win.path, '__init__.py'), chain)}: no import of a "
+                 "compiled module, no load_library/CDLL",
+                 *[f"on disk: {_rel(f, chain)}" for f in unloaded[:3]])
+        importer = _imported_by_dependent(chain)
+        if importer:
+            # polars-runtime-32: its package only carries the extension; polars (which
+            # requires that distribution) imports _polars_runtime_32._polars_runtime itself
+            yield OD505.finding(name, f"{name}/__init__.py never imports "
+                                f"{', '.join(os.path.basename(f) for f in unloaded[:3])}: "
+                                f"{importer} does (its distribution requires this one)",
+                                (*never, f"imported by: {importer}"), severity=Severity.INFO,
+                                fix="nothing to fix; check the package that imports it")
+        else:
+            yield OD505.finding(name, f"{name}/__init__.py never imports or loads "
+                                f"{', '.join(os.path.basename(f) for f in unloaded[:3])}", never)
     for file, line in chain.script_relative:
         # In an installed distribution such a module is an entry point for `python -m`
         # (intel-extension-for-pytorch's launchers): worth knowing, not a warning. In a
