@@ -1306,3 +1306,33 @@ def test_runtime_package_imported_by_the_distribution_that_requires_it(
         assert res.code == 0
     else:
         assert od505[0]["severity"] != "info"
+
+
+@pytest.mark.probe
+def test_swallowed_error_of_a_package_whose_requirement_is_not_installed(
+        tmp_path: Path) -> None:
+    """polars 2.1 without polars-runtime-32 (a --no-deps install): ``polars._plr`` raises its
+    own "could not find Polars' Rust module" and polars swallows it (OD512). The fix was "stop
+    swallowing it"; the distribution's Requires-Dist names a distribution that no sys.path
+    directory has: installing it is the fix."""
+    site = tmp_path / "site"
+    (site / "plpkg").mkdir(parents=True)
+    (site / "plpkg" / "__init__.py").write_text(
+        "try:\n    from plpkg import _plr\nexcept ImportError:\n    _plr = None\n")
+    (site / "plpkg" / "_plr.py").write_text(
+        "try:\n    import _plrt_runtime\nexcept ImportError:\n"
+        "    raise ImportError(\"could not find the package's Rust module\") from None\n")
+    info = site / "plpkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plpkg\nVersion: 1.0\n"
+                                   "Requires-Dist: plrt-runtime==1.0\n"
+                                   "Requires-Dist: extra-thing; extra == 'x'\n")
+    (info / "RECORD").write_text("plpkg/__init__.py,,\nplpkg/_plr.py,,\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import plpkg._plr"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert "could not find the package's Rust module" in real.stderr, real.stderr
+    report = chain(tmp_path, "plpkg", env={"PYTHONPATH": str(site)}, path=site / "plpkg")
+    od512 = [f for f in report.findings if f.code == "OD512"]
+    assert od512 and "requires plrt-runtime, which is not installed" in od512[0].message
+    assert od512[0].fix is not None and od512[0].fix.startswith("pip install plrt-runtime ")

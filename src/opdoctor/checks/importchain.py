@@ -301,6 +301,38 @@ def _norm_dist(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+# A loader's or the import system's own failure names what broke; a requirement missing is
+# the reading only for a package's own message ("could not find Polars' Rust module").
+_LOADER_WORDS = re.compile(r"undefined symbol|shared object|\.so\b|\.dll\b|version `|GLIBC|"
+                           r"cannot import name|DLL load failed|No module named")
+
+
+def _uninstalled_requirements(chain: ImportChain) -> list[str]:
+    """The unconditional Requires-Dist of the package's distribution that no sys.path
+    directory has a ``*.dist-info`` of (polars without polars-runtime-32)."""
+    if not chain.dist:
+        return []
+    try:
+        with open(os.path.join(chain.dist, "METADATA"), encoding="utf-8",
+                  errors="replace") as fh:
+            meta = fh.read(262144)
+    except OSError:
+        return []
+    wanted = [m.group(1) for m in re.finditer(r"^Requires-Dist:\s*([\w.-]+)([^;\n]*)$", meta,
+                                              re.M)]
+    if not wanted:
+        return []
+    installed: set[str] = set()
+    for entry in {*chain.sys_path, os.path.dirname(chain.dist)}:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        installed |= {_norm_dist(n.rsplit(".", 1)[0].rpartition("-")[0] or n.rsplit(".", 1)[0])
+                      for n in names if n.endswith((".dist-info", ".egg-info"))}
+    return [w for w in wanted if _norm_dist(w) not in installed]
+
+
 def _imported_by_dependent(chain: ImportChain, max_files: int = 3000) -> str:
     """``file:line`` of an import of this package by another installed distribution that
     requires this package's distribution (its METADATA's Requires-Dist), read from that
@@ -533,6 +565,20 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
             continue
         func = chain.called_later(hidden.target)
         other = _other_distribution(chain, hidden.error.type, hidden.error.message)
+        if not other and hidden.error.type in ("ImportError", "ModuleNotFoundError") and \
+                not _LOADER_WORDS.search(hidden.error.message) and \
+                (absent := _uninstalled_requirements(chain)):
+            # polars without polars-runtime-32: "could not find Polars' Rust module"; the
+            # distribution it requires is not installed, which installing fixes
+            yield OD512.finding(hidden.target, f"{chain.failing(hidden.target)} fails: "
+                                f"{hidden.error.type}: {hidden.error.message[:300]} — "
+                                f"{os.path.basename(chain.dist)[:-len('.dist-info')]} requires "
+                                f"{', '.join(absent)}, which is not installed",
+                                (f"swallowed by {hidden.where}", *hidden.error.tail(3),
+                                 f"{chain.dist}/METADATA: Requires-Dist: {', '.join(absent)}"),
+                                fix=f"pip install {' '.join(absent)} (a requirement left out "
+                                "by a --no-deps or partial install)")
+            continue
         yield OD512.finding(hidden.target, f"{chain.failing(hidden.target)} fails: "
                             f"{hidden.error.type}: {hidden.error.message[:300]}"
                             + (f" (inside {func}(), an optional path: the package's import "

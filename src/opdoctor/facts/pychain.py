@@ -89,6 +89,7 @@ class ImportChain:
     # RECORD without it ships a namespace package on purpose (executorch).
     record_has_init: bool | None = None
     dist: str = ""  # the installed distribution that owns the package (dist-info dir)
+    sys_path: tuple[str, ...] = ()  # the target interpreter's, where distributions are found
     # The walk hit a bound (MAX_MODULES modules, MAX_DEPTH levels, MAX_WALK_FILES files): what
     # was not read cannot be called missing.
     truncated: bool = False
@@ -1330,6 +1331,7 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
     suffixes = [ext_suffix, ".abi3.so", ".so", ".py"]
     cands = locate(name, list(sys_path), suffixes, cwd)
     chain = ImportChain(name, cands, winner_of(cands))
+    chain.sys_path = sys_path
     pkg = chain.package_dir
     if not pkg:
         return chain
