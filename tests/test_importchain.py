@@ -1187,6 +1187,23 @@ def test_cpu_specific_build_tried_first_under_suppress(tmp_path: Path, fallback:
         assert "imported from rfpkg.fast after it" in od509[0].message
 
 
+def _c_extension(tmp_path: Path, directory: Path, module: str) -> Path:
+    """A real Python extension module ``module`` built into ``directory`` (gcc and this
+    Python's headers), with one function ``answer()`` returning 42."""
+    import sysconfig
+
+    src = tmp_path / f"{module}.c"
+    src.write_text('#include <Python.h>\nstatic PyObject *answer(PyObject *s, PyObject *a) '
+                   '{ return PyLong_FromLong(42); }\nstatic PyMethodDef M[] = {{"answer", '
+                   'answer, METH_NOARGS, ""}, {0}};\nstatic struct PyModuleDef D = '
+                   f'{{PyModuleDef_HEAD_INIT, "{module}", "", -1, M}};\n'
+                   f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&D); }}\n")
+    ext = directory / (module + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                    "-o", str(ext), str(src)], check=True, timeout=60)
+    return ext
+
+
 def test_extension_installed_beside_the_package(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """duckdb 2.0's layout: site-packages/duckdb/ is pure Python and its ``__init__.py`` does
@@ -1194,20 +1211,10 @@ def test_extension_installed_beside_the_package(tmp_path: Path,
     used to see no compiled library (OD415, exit 2) and, with that module truncated, no
     problem in cause 4. The import is followed to the module now: healthy, exit 0; truncated,
     OD406 (and no crash of the chain's own reading of it)."""
-    import sysconfig
-
     site = tmp_path / "site"
     (site / "dkpkg").mkdir(parents=True)
     (site / "dkpkg" / "__init__.py").write_text("import _dkpkg\nfrom _dkpkg import answer\n")
-    src = tmp_path / "core.c"
-    src.write_text('#include <Python.h>\nstatic PyObject *answer(PyObject *s, PyObject *a) '
-                   '{ return PyLong_FromLong(42); }\nstatic PyMethodDef M[] = {{"answer", '
-                   'answer, METH_NOARGS, ""}, {0}};\nstatic struct PyModuleDef D = '
-                   '{PyModuleDef_HEAD_INIT, "_dkpkg", "", -1, M};\n'
-                   "PyMODINIT_FUNC PyInit__dkpkg(void) { return PyModule_Create(&D); }\n")
-    ext = site / ("_dkpkg" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                    "-o", str(ext), str(src)], check=True, timeout=60)
+    ext = _c_extension(tmp_path, site, "_dkpkg")
     env = {**os.environ, "PYTHONPATH": str(site)}
     real = subprocess.run([sys.executable, "-c", "import dkpkg; print(dkpkg.answer())"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
@@ -1267,18 +1274,10 @@ def test_runtime_package_imported_by_the_distribution_that_requires_it(
     runtime's library said OD505 "never imports or loads" (exit 1). When an installed
     distribution that requires this one imports the package, OD505 is a note naming that
     import; without the requirement it is what it was."""
-    import sysconfig
-
     site = tmp_path / "site"
     (site / "_rtpkg").mkdir(parents=True)
     (site / "_rtpkg" / "__init__.py").write_text("FLAGS = ''\n")
-    src = tmp_path / "core.c"
-    src.write_text('#include <Python.h>\nstatic struct PyModuleDef D = {PyModuleDef_HEAD_INIT, '
-                   '"_core", "", -1, NULL};\n'
-                   "PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&D); }\n")
-    ext = site / "_rtpkg" / ("_core" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                    "-o", str(ext), str(src)], check=True, timeout=60)
+    ext = _c_extension(tmp_path, site / "_rtpkg", "_core")
     for dist, top, meta in (("rtpkg-1.0", "_rtpkg", ""),
                             ("mainpkg-1.0", "mainpkg",
                              "Requires-Dist: rtpkg==1.0\n" if required else "")):

@@ -98,6 +98,26 @@ def test_static_inventory_of_a_real_extension_names_only_its_ops(
     assert list(reg["namespaces"]) == ["torchvision"]
 
 
+def _needing_a_missing(tmp_path: Path, soname: str, name: str) -> Path:
+    """A library ``name`` linked against a stub ``soname`` that is then removed, so that the
+    real loader fails on it (checked with ctypes)."""
+    (tmp_path / "stub.c").write_text("int stub_entry(void) { return 0; }\n")
+    (tmp_path / "use.c").write_text("int stub_entry(void);\n"
+                                    "int make(void) { return stub_entry(); }\n")
+    stub = tmp_path / "stubdir" / soname
+    stub.parent.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(stub),
+                    str(tmp_path / "stub.c")], check=True)
+    lib = tmp_path / name
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
+                    str(stub)], check=True)
+    stub.unlink()  # the machine has no such library
+    failed = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r})"],
+                            capture_output=True, text=True, timeout=60)
+    assert f"{soname}: cannot open shared object file" in failed.stderr, failed.stderr
+    return lib
+
+
 def test_a_cuda_library_that_links_no_torch_is_no_torch_variant(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """bitsandbytes ships libbitsandbytes_cuda130.so (NEEDED libcublas.so.13, no torch) beside
@@ -105,20 +125,7 @@ def test_a_cuda_library_that_links_no_torch_is_no_torch_variant(
     load — but not because "it was built for a CUDA build of torch" (OD307): it links none.
     Its missing CUDA library is OD201, whose fix says CUDA is to be installed (or the CPU build
     used), not an RPATH edit."""
-    (tmp_path / "stub.c").write_text("int cublasCreate_v2(void **h) { (void)h; return 0; }\n")
-    (tmp_path / "use.c").write_text("int cublasCreate_v2(void **h);\n"
-                                    "int make(void) { void *h; return cublasCreate_v2(&h); }\n")
-    stub = tmp_path / "stubdir" / "libcublas.so.99"
-    stub.parent.mkdir()
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcublas.so.99", "-o", str(stub),
-                    str(tmp_path / "stub.c")], check=True)
-    lib = tmp_path / "libkernels_cuda99.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
-                    str(stub)], check=True)
-    stub.unlink()  # the machine has no CUDA 99
-    failed = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r})"],
-                            capture_output=True, text=True, timeout=60)
-    assert "libcublas.so.99: cannot open shared object file" in failed.stderr
+    lib = _needing_a_missing(tmp_path, "libcublas.so.99", "libkernels_cuda99.so")
     doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
     found = {f["code"]: f for f in doc["reports"][0]["findings"]}
     assert "OD307" not in found
@@ -134,20 +141,7 @@ def test_a_cuda_library_numbered_by_its_own_release_names_no_cuda_major(
     variant reading gives none (a CUDA 12 torch missing libcudnn.so.9 is no other build)."""
     from opdoctor.facts.variant import variant_library
 
-    (tmp_path / "stub.c").write_text("int nvtx_or_cudnn_probe(void) { return 0; }\n")
-    (tmp_path / "use.c").write_text("int nvtx_or_cudnn_probe(void);\n"
-                                    "int make(void) { return nvtx_or_cudnn_probe(); }\n")
-    stub = tmp_path / "stubdir" / soname
-    stub.parent.mkdir()
-    subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(stub),
-                    str(tmp_path / "stub.c")], check=True)
-    lib = tmp_path / "libkernels.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
-                    str(stub)], check=True)
-    stub.unlink()
-    failed = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r})"],
-                            capture_output=True, text=True, timeout=60)
-    assert f"{soname}: cannot open shared object file" in failed.stderr
+    lib = _needing_a_missing(tmp_path, soname, "libkernels.so")
     doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
     fix = {f["code"]: f for f in doc["reports"][0]["findings"]}["OD201"]["fix"]
     assert fix.startswith(f"{soname} is one of NVIDIA's CUDA libraries") and "CUDA 9" not in \
@@ -160,20 +154,7 @@ def test_a_missing_rocm_library_gets_an_install_rocm_fix(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """bitsandbytes' libbitsandbytes_rocm70.so NEEDs libhipblas.so.3: without ROCm the fix is
     to install it (or use the CPU build), not to patch an RPATH."""
-    (tmp_path / "stub.c").write_text("int hipblasCreate(void **h) { (void)h; return 0; }\n")
-    (tmp_path / "use.c").write_text("int hipblasCreate(void **h);\n"
-                                    "int make(void) { void *h; return hipblasCreate(&h); }\n")
-    stub = tmp_path / "stubdir" / "libhipblas.so.3"
-    stub.parent.mkdir()
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libhipblas.so.3", "-o", str(stub),
-                    str(tmp_path / "stub.c")], check=True)
-    lib = tmp_path / "libkernels_rocm70.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
-                    str(stub)], check=True)
-    stub.unlink()
-    failed = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r})"],
-                            capture_output=True, text=True, timeout=60)
-    assert "libhipblas.so.3: cannot open shared object file" in failed.stderr
+    lib = _needing_a_missing(tmp_path, "libhipblas.so.3", "libkernels_rocm70.so")
     doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
     found = {f["code"]: f for f in doc["reports"][0]["findings"]}
     assert found["OD201"]["fix"].startswith("libhipblas.so.3 is part of AMD's ROCm")
