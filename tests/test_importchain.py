@@ -1335,3 +1335,33 @@ def test_swallowed_error_of_a_package_whose_requirement_is_not_installed(
     od512 = [f for f in report.findings if f.code == "OD512"]
     assert od512 and "requires plrt-runtime, which is not installed" in od512[0].message
     assert od512[0].fix is not None and od512[0].fix.startswith("pip install plrt-runtime ")
+
+
+def test_package_inside_a_namespace_package(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """optimum-quanto 0.2.7 installs ``optimum/quanto/`` where ``optimum/`` has no
+    ``__init__.py`` (a namespace package, as ``nvidia/`` of the nvidia-* wheels). A library
+    checked under it was taken to belong to a top-level package ``quanto`` imported from
+    ``optimum/`` ("import quanto raised …"): Python imports ``optimum.quanto`` from the
+    directory with the distributions' metadata, and so does the check now."""
+    site = tmp_path / "site"
+    (site / "nsroot" / "sub").mkdir(parents=True)
+    (site / "nsroot" / "sub" / "__init__.py").write_text("from . import _ext\n")
+    ext = _c_extension(tmp_path, site / "nsroot" / "sub", "_ext")
+    info = site / "nsroot_sub-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nsroot-sub\nVersion: 1.0\n")
+    (info / "RECORD").write_text("nsroot/sub/__init__.py,,\n" f"nsroot/sub/{ext.name},,\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import nsroot.sub as s; print(s._ext.answer())"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "42", real.stderr
+    from opdoctor.facts.pkgdir import package_of
+    assert package_of(str(ext)) == ("nsroot.sub", str(site))
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), str(ext))
+    rep = res.json()["reports"][0]
+    assert res.code == 0, rep["findings"]
+    chain_sec = rep["sections"]["import-chain"]
+    assert chain_sec["package"] == "nsroot.sub" and chain_sec["winner"] == str(site / "nsroot"
+                                                                                / "sub")

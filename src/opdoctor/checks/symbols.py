@@ -131,7 +131,7 @@ def _package_dependencies(facts: Facts) -> Iterator[Finding]:
     home = package_of(facts.path)
     if home is None or len(tree.order) < 2:
         return
-    root = os.path.join(home[1], home[0]) + os.sep
+    root = os.path.join(home[1], *home[0].split(".")) + os.sep
     for lib in tree.order[1:]:
         if lib.image is None or lib.preloaded_by or not lib.path.startswith(root):
             continue

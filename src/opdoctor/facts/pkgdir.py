@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 
@@ -26,6 +27,30 @@ def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
         d = os.path.dirname(d)
     if top is None:
         return None
+    name = os.path.basename(top)
+    # A namespace package above it (optimum/ of optimum-quanto, nvidia/ of the nvidia-*
+    # wheels: no __init__.py) is no sys.path entry: `import quanto` from optimum/ is not how
+    # Python finds it. The directory above, where the distributions' metadata is, is.
+    while _namespace_dir(d):
+        name = f"{os.path.basename(d)}.{name}"
+        d = os.path.dirname(d)
     if dotted:
         return os.path.relpath(here, d).replace(os.sep, "."), d
-    return os.path.basename(top), d
+    return name, d
+
+
+@functools.lru_cache(maxsize=256)
+def _namespace_dir(d: str) -> bool:
+    """Whether ``d`` is a namespace package directory inside a sys.path entry: an identifier
+    without ``__init__.py``, holding no distribution metadata itself, in a directory that does
+    (site-packages, a --target directory)."""
+    name = os.path.basename(d)
+    if not name.isidentifier() or os.path.isfile(os.path.join(d, "__init__.py")):
+        return False
+    try:
+        inside = os.listdir(d)
+        above = os.listdir(os.path.dirname(d))
+    except OSError:
+        return False
+    meta = (".dist-info", ".egg-info")
+    return not any(n.endswith(meta) for n in inside) and any(n.endswith(meta) for n in above)

@@ -175,7 +175,7 @@ def callers_by_name(resolver: Resolver, target: str, functions: list[str],
         return []
     target = os.path.abspath(target)
     pkg = package_of(target)
-    root = os.path.join(pkg[1], pkg[0]) if pkg else os.path.dirname(target)
+    root = os.path.join(pkg[1], *pkg[0].split(".")) if pkg else os.path.dirname(target)
     needles = [(f, b"\0" + f.encode() + b"\0") for f in functions]
     out: list[tuple[str, str]] = []
     for lib in _libraries_under(resolver, root, "looking for libraries that call this one's "
