@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.pkgdir import distribution, normalized, requirements
 from opdoctor.facts.pychain import REPORTED, UNEVALUATED, ImportChain, Link, loader_calls
 from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
@@ -297,10 +298,6 @@ def _other_distribution(chain: ImportChain, etype: str, message: str) -> str:
     return top if top and top != chain.name.split(".")[0] else ""
 
 
-def _norm_dist(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 # A loader's or the import system's own failure names what broke; a requirement missing is
 # the reading only for a package's own message ("could not find Polars' Rust module").
 _LOADER_WORDS = re.compile(r"undefined symbol|shared object|\.so\b|\.dll\b|version `|GLIBC|"
@@ -310,16 +307,7 @@ _LOADER_WORDS = re.compile(r"undefined symbol|shared object|\.so\b|\.dll\b|versi
 def _uninstalled_requirements(chain: ImportChain) -> list[str]:
     """The unconditional Requires-Dist of the package's distribution that no sys.path
     directory has a ``*.dist-info`` of (polars without polars-runtime-32)."""
-    if not chain.dist:
-        return []
-    try:
-        with open(os.path.join(chain.dist, "METADATA"), encoding="utf-8",
-                  errors="replace") as fh:
-            meta = fh.read(262144)
-    except OSError:
-        return []
-    wanted = [m.group(1) for m in re.finditer(r"^Requires-Dist:\s*([\w.-]+)([^;\n]*)$", meta,
-                                              re.M)]
+    wanted = requirements(chain.dist, unconditional=True) if chain.dist else []
     if not wanted:
         return []
     installed: set[str] = set()
@@ -328,9 +316,9 @@ def _uninstalled_requirements(chain: ImportChain) -> list[str]:
             names = os.listdir(entry or ".")
         except OSError:
             continue
-        installed |= {_norm_dist(n.rsplit(".", 1)[0].rpartition("-")[0] or n.rsplit(".", 1)[0])
-                      for n in names if n.endswith((".dist-info", ".egg-info"))}
-    return [w for w in wanted if _norm_dist(w) not in installed]
+        installed |= {normalized(distribution(n)[0]) for n in names
+                      if n.endswith((".dist-info", ".egg-info"))}
+    return [w for w in wanted if normalized(w) not in installed]
 
 
 def _imported_by_dependent(chain: ImportChain, max_files: int = 3000) -> str:
@@ -340,23 +328,18 @@ def _imported_by_dependent(chain: ImportChain, max_files: int = 3000) -> str:
     if not chain.dist or not chain.package_dir:
         return ""
     site = os.path.dirname(chain.dist)
-    ours = _norm_dist(os.path.basename(chain.dist)[:-len(".dist-info")].rpartition("-")[0])
+    ours = normalized(distribution(chain.dist)[0])
     top = chain.name.split(".")[0]
     pattern = re.compile(r"^\s*(?:from|import)\s+" + re.escape(top) + r"\b", re.M)
     seen = 0
     for info in sorted(os.listdir(site)):
-        if not info.endswith(".dist-info") or os.path.join(site, info) == chain.dist:
+        if not info.endswith(".dist-info") or os.path.join(site, info) == chain.dist or \
+                ours not in {normalized(r) for r in requirements(os.path.join(site, info))}:
             continue
         try:
-            with open(os.path.join(site, info, "METADATA"), encoding="utf-8",
-                      errors="replace") as fh:
-                meta = fh.read(262144)
             with open(os.path.join(site, info, "top_level.txt"), encoding="utf-8") as fh:
                 tops = [t.strip() for t in fh if t.strip()]
         except OSError:
-            continue
-        needs = {_norm_dist(m) for m in re.findall(r"^Requires-Dist:\s*([\w.-]+)", meta, re.M)}
-        if ours not in needs:
             continue
         for t in tops:
             for dirpath, _dirs, files in os.walk(os.path.join(site, t)):
@@ -537,7 +520,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         ev += [f"missing: {p}" for p in missing[:6]]
         ev += [f"changed since install (hash differs): {p}" for p in changed[:6]]
         # the distribution's own name in the fix ("duckdb-2.0.1.dist-info" → duckdb==2.0.1)
-        dist, _, ver = os.path.basename(chain.dist)[:-len(".dist-info")].rpartition("-")
+        dist, ver = distribution(chain.dist)
         pin = f"'{dist}=={ver}'" if dist and ver else "<distribution>"
         yield OD508.finding(name, f"the installed files of {os.path.basename(chain.dist)} "
                             f"differ from its RECORD ({len(missing)} missing, "
@@ -572,7 +555,7 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
             # distribution it requires is not installed, which installing fixes
             yield OD512.finding(hidden.target, f"{chain.failing(hidden.target)} fails: "
                                 f"{hidden.error.type}: {hidden.error.message[:300]} — "
-                                f"{os.path.basename(chain.dist)[:-len('.dist-info')]} requires "
+                                f"{'-'.join(distribution(chain.dist))} requires "
                                 f"{', '.join(absent)}, which is not installed",
                                 (f"swallowed by {hidden.where}", *hidden.error.tail(3),
                                  f"{chain.dist}/METADATA: Requires-Dist: {', '.join(absent)}"),

@@ -126,12 +126,12 @@ def _package_dependencies(facts: Facts) -> Iterator[Finding]:
     intel-extension-for-pytorch 2.8.0's _C binds, but the libintel-ext-pt-cpu.so it reaches
     through libintel-ext-pt-python.so needs 21 functions torch 2.13 no longer exports."""
     from opdoctor.facts.loader.symbols import bind
-    from opdoctor.facts.pkgdir import package_of
+    from opdoctor.facts.pkgdir import package_root
     tree = facts.process.tree
-    home = package_of(facts.path)
+    home = package_root(facts.path)
     if home is None or len(tree.order) < 2:
         return
-    root = os.path.join(home[1], *home[0].split(".")) + os.sep
+    root = home + os.sep
     for lib in tree.order[1:]:
         if lib.image is None or lib.preloaded_by or not lib.path.startswith(root):
             continue

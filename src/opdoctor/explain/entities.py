@@ -489,22 +489,27 @@ def _strip_prefixes(lines: list[str]) -> list[str]:
     return lines
 
 
+def join_at_width(lines: list[str], width: int,
+                  keep: Callable[[str, str], bool] | None = None) -> list[str]:
+    """The lines with each one of exactly ``width`` characters joined with the next, as a
+    terminal of that width broke them; ``keep(previous, line)`` True leaves a line apart."""
+    out: list[str] = []
+    joining = False
+    for ln in lines:
+        if joining and out and not (keep and keep(out[-1], ln)):
+            out[-1] += ln
+        else:
+            out.append(ln)
+        joining = len(ln) == width
+    return out
+
+
 def _unwrap(lines: list[str]) -> list[str]:
     """Join lines a terminal broke at its width: the longest lines all have one of the usual
     widths, and each is continued by the next. (Any width with two or more lines at it was
     tried: it joins lines that merely have the same length.)"""
     longest = max((len(ln) for ln in lines), default=0)
-    if longest not in _WRAP_WIDTHS:
-        return lines
-    out: list[str] = []
-    joining = False
-    for ln in lines:
-        if joining and out:
-            out[-1] += ln
-        else:
-            out.append(ln)
-        joining = len(ln) == longest
-    return out
+    return join_at_width(lines, longest) if longest in _WRAP_WIDTHS else lines
 
 
 def undecorate(text: str) -> str:

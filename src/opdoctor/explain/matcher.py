@@ -22,7 +22,14 @@ from functools import lru_cache
 
 from opdoctor import cachefile
 from opdoctor.explain import rank
-from opdoctor.explain.entities import SymbolInfo, classify_symbol, extract, normalise, path_kind
+from opdoctor.explain.entities import (
+    SymbolInfo,
+    classify_symbol,
+    extract,
+    join_at_width,
+    normalise,
+    path_kind,
+)
 
 TYPE_CHECKING = False  # not from typing: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -421,18 +428,11 @@ def _rejoin_longest(lines: list[str]) -> list[str] | None:
     longest = max(len(ln) for ln in lines)
     if longest < 60:
         return None
-    out: list[str] = []
-    joining = changed = False
-    for ln in lines:
-        # (not a sentence after a complete one: "… undefined symbol:" then "I installed …")
-        if joining and out and ln and not (out[-1].endswith((":", ".", "!", "?"))
-                                           and re.match(r"[A-Z][a-z ]", ln)):
-            out[-1] += ln
-            changed = True
-        else:
-            out.append(ln)
-        joining = len(ln) == longest
-    return out if changed else None
+    # (not a blank line, nor a sentence after a complete one: "… undefined symbol:" then
+    # "I installed …")
+    out = join_at_width(lines, longest, lambda prev, ln: not ln or (
+        prev.endswith((":", ".", "!", "?")) and re.match(r"[A-Z][a-z ]", ln) is not None))
+    return out if len(out) != len(lines) else None
 
 
 def _join_wrapped(text: str) -> list[str]:

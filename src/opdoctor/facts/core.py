@@ -708,7 +708,7 @@ class Facts:
         Unreadable files count as code (nothing is concluded from them)."""
         from opdoctor.facts.elf.dynsym import DynSymbols
         from opdoctor.facts.loader.process import needs_tensorflow, needs_torch
-        return _read_elf(path, lambda img: bool(
+        return read_elf(path, lambda img: bool(
             DynSymbols(img).names_with_prefix("PyInit_", limit=1)) or needs_torch(img, None)
             or needs_tensorflow(img), True)
 
@@ -723,7 +723,7 @@ class Facts:
                 # a truncated target (duckdb's _duckdb.so cut at 4 KiB): its tables lie past
                 # the end of the file; the integrity check reports it (OD406)
                 return unreadable
-        return _read_elf(path, lambda img: _pyinit_in(DynSymbols(img), module), unreadable)
+        return read_elf(path, lambda img: _pyinit_in(DynSymbols(img), module), unreadable)
 
     @property
     def image(self) -> ElfImage:
@@ -908,7 +908,7 @@ class Facts:
         return merge(chain.name, chain.package_dir, libs, self.compile_python)
 
 
-def _read_elf(path: str, read: Callable[[ElfImage], _T], unreadable: _T) -> _T:
+def read_elf(path: str, read: Callable[[ElfImage], _T], unreadable: _T) -> _T:
     """``read`` of another ELF file than the target (opened, parsed, closed); ``unreadable``
     when it cannot be opened or parsed (nothing is concluded from such a file)."""
     from opdoctor.facts.elf.image import ElfFormatError, ElfImage

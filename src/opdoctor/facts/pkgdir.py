@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 
 def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
@@ -39,6 +40,13 @@ def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
     return name, d
 
 
+def package_root(path: str) -> str | None:
+    """The directory of the top-level package (``optimum/quanto`` for a namespace package's
+    ``optimum.quanto``) a path belongs to, or None outside a package."""
+    pkg = package_of(path)
+    return os.path.join(pkg[1], *pkg[0].split(".")) if pkg else None
+
+
 @functools.lru_cache(maxsize=256)
 def _namespace_dir(d: str) -> bool:
     """Whether ``d`` is a namespace package directory inside a sys.path entry: an identifier
@@ -54,3 +62,29 @@ def _namespace_dir(d: str) -> bool:
         return False
     meta = (".dist-info", ".egg-info")
     return not any(n.endswith(meta) for n in inside) and any(n.endswith(meta) for n in above)
+
+
+def distribution(info: str) -> tuple[str, str]:
+    """(name, version) of a ``name-version.dist-info`` (or ``.egg-info``) directory; the
+    version is "" when the name carries none."""
+    base = os.path.basename(info.rstrip(os.sep)).rsplit(".", 1)[0]
+    name, _, version = base.rpartition("-")
+    return (name, version) if name else (base, "")
+
+
+def normalized(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirements(info: str, unconditional: bool = False) -> list[str]:
+    """The names a distribution's METADATA lists as Requires-Dist (``unconditional``: only
+    those without an environment marker or extra); [] when it cannot be read."""
+    try:
+        with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
+            meta = fh.read(262144)
+    except OSError:
+        return []
+    rx = r"^Requires-Dist:\s*([\w.-]+)" + (r"[^;\n]*$" if unconditional else "")
+    return re.findall(rx, meta, re.M)
+

@@ -1164,6 +1164,12 @@ def _globals(file: str, mtime_ns: int, size: int, known: Known) -> dict[str, obj
     return out
 
 
+def _other_builds_only(mod: str, names: list[str], suffixes: list[str]) -> str:
+    """The problem of a module only other interpreters' builds of which are there (OD503)."""
+    return (f"no file for this interpreter: only {', '.join(names)} (this interpreter imports "
+            f"{mod}{suffixes[0]})")
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled_top_level(site: str, suffixes: tuple[str, ...]
                         ) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -1200,8 +1206,7 @@ def _top_level_extension(file: str, line: int, seg: str, mod: str, top_dir: str,
         return [Link(file, line, "submodule", seg, mod, [mine[mod]], _swallow(handlers))]
     if mod in others:
         link = Link(file, line, "submodule", seg, mod, [], _swallow(handlers))
-        link.problem = (f"no file for this interpreter: only {', '.join(others[mod])} (this "
-                        f"interpreter imports {mod}{suffixes[0]})")
+        link.problem = _other_builds_only(mod, others[mod], suffixes)
         return [link]
     return []
 
@@ -1231,9 +1236,8 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
                            known)
         return out
     if not good and others:
-        names = ", ".join(os.path.basename(o) for o in others)
-        link.problem = (f"no file for this interpreter: only {names} (this interpreter "
-                        f"imports {mod}{suffixes[0]})")
+        link.problem = _other_builds_only(mod, [os.path.basename(o) for o in others],
+                                          suffixes)
     elif not good and os.path.isdir(os.path.join(pkg_dir, mod)):
         # A directory without __init__.py imports as a namespace subpackage (tensorflow_text's
         # core/ is one): importable, nothing to follow.

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.loader.search import Library, Resolver
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from opdoctor.facts.elf.image import ElfImage
+
 # The search covers the install the library belongs to (its parent directory: site-packages
 # for a `<dist>.libs/` directory); a tree larger than this is not read to the end.
 MAX_FILES = 20_000
@@ -167,34 +171,30 @@ def callers_by_name(resolver: Resolver, target: str, functions: list[str],
     the name of one of its C ``functions`` as a string in ``.rodata`` — they ``dlopen`` it and
     ``dlsym`` the function (dgl's libdgl.so and libtensoradapter_pytorch_<r>.so's
     ``CPURawAlloc``). Such a library is a plugin of theirs, not an op library."""
-    from opdoctor.facts.elf.image import ElfImage
-    from opdoctor.facts.inputfile import open_input
-    from opdoctor.facts.pkgdir import package_of
+    from opdoctor.facts.core import read_elf
+    from opdoctor.facts.pkgdir import package_root
 
     if not functions:
         return []
     target = os.path.abspath(target)
-    pkg = package_of(target)
-    root = os.path.join(pkg[1], *pkg[0].split(".")) if pkg else os.path.dirname(target)
+    root = package_root(target) or os.path.dirname(target)
     needles = [(f, b"\0" + f.encode() + b"\0") for f in functions]
+
+    def stored_name(img: ElfImage) -> str | None:
+        sec = img.section(".rodata")
+        if sec is None or sec.sh_type == 8:  # SHT_NOBITS
+            return None
+        start, end = sec.offset, sec.offset + min(sec.size, 64 << 20)
+        return next((f for f, n in needles if img.data.buf.find(n, start, end) >= 0), None)
+
     out: list[tuple[str, str]] = []
     for lib in _libraries_under(resolver, root, "looking for libraries that call this one's "
                                 "functions by name"):
         if os.path.abspath(lib.path) == target:
             continue
-        try:
-            img = ElfImage.open(open_input(lib.path))
-            sec = img.section(".rodata")
-        except Exception:  # a damaged library calls nothing
-            continue
-        if sec is None or sec.sh_type == 8:  # SHT_NOBITS
-            continue
-        start, end = sec.offset, sec.offset + min(sec.size, 64 << 20)
-        buf = img.data.buf
-        hit = next((f for f, n in needles if buf.find(n, start, end) >= 0), None)
+        hit = read_elf(lib.path, stored_name, None)  # a damaged library calls nothing
         if hit:
             out.append((lib.path, hit))
             if len(out) >= limit:
                 break
     return out
-
