@@ -719,6 +719,9 @@ def section(facts: Facts) -> dict[str, Any]:
         "target_loaded": facts.is_package_dir or _target_was_loaded(facts, res),
         "smoke": [{"name": s.name, "ok": s.ok, "detail": s.detail} for s in res.smoke],
         "ld_trace_lines": res.trace.lines,
+        # Forked from a child that had imported the framework once for the command's module
+        # probes (facts/probe/zygote.py), not a child of its own.
+        "forked": res.forked,
     }
 
 

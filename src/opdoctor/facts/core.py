@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from opdoctor.facts.oneflow import OneFlowInventory
     from opdoctor.facts.probe.outcome import ProbeOutcome
     from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest
+    from opdoctor.facts.probe.zygote import ForkedProbe
     from opdoctor.facts.pychain import ImportChain
     from opdoctor.facts.pyreg import PackageRegistrations
     from opdoctor.facts.registration import Inventory
@@ -114,7 +115,7 @@ class Facts:
     def __init__(self, path: str, options: CheckOptions | None = None) -> None:
         self.path = path
         self.options = options or CheckOptions()
-        self._probe: ProbeHandle | None = None
+        self._probe: ProbeHandle | ForkedProbe | None = None
         self._probe_outcome: ProbeOutcome | None = None
         # The first probe's outcome when torch's import failed on a device backend it
         # auto-loads (the probe then ran again without auto-loading): see probe_result.
@@ -437,7 +438,7 @@ class Facts:
             return ""
         return ".".join([*where.split(os.sep), self.registration.pyinit[0][len("PyInit_"):]])
 
-    def _start_module_probe(self) -> ProbeHandle | None:
+    def _start_module_probe(self) -> ProbeHandle | ForkedProbe | None:
         """Start the module's own import now when :meth:`_module_to_import` names one (None
         otherwise, or when reading the static facts fails here: it is then started later)."""
         try:
@@ -448,15 +449,17 @@ class Facts:
             return None
         return self._module_probe(module)
 
-    def _module_probe(self, module: str) -> ProbeHandle:
+    def _module_probe(self, module: str) -> ProbeHandle | ForkedProbe:
         """A probe that imports ``module`` (the target's own extension module) instead of the
-        package, with the package probe's interpreter, environment and limits."""
-        from opdoctor.facts.probe.runner import start_probe
+        package, with the package probe's interpreter, environment and limits: forked from a
+        child that imported the framework once for all of a command's module probes
+        (:mod:`opdoctor.facts.probe.zygote`; vllm's twelve libraries)."""
+        from opdoctor.facts.probe.zygote import module_probe
         req = self._probe.req if self._probe is not None else self._probe_request()
-        return start_probe(dataclasses.replace(
+        return module_probe(dataclasses.replace(
             req, package=module, path=os.path.abspath(self.path), hidden=[], late=False))
 
-    def _through_its_module(self, early: ProbeHandle | None = None) -> None:
+    def _through_its_module(self, early: ProbeHandle | ForkedProbe | None = None) -> None:
         """Package mode, a Python extension module the package import did not load, that the
         static view says cannot load: import the module itself (``import mpi4py.MPI``), the
         way the file is really loaded, and keep that outcome. A package can make a module's

@@ -200,6 +200,9 @@ class ProbeOutcome:
     # Of ``seconds``, how long the child waited for opdoctor to send the late request fields
     # (the import-chain walk of a package can outlast the framework's import).
     waited_seconds: float = 0.0
+    # Forked from a child that had imported the framework already (zygote.py): the module
+    # probes of one command share one framework import.
+    forked: bool = False
     opcheck_error: Failure | None = None  # the opcheck stage itself raised (opdoctor's bug)
 
     def maps(self, *files: str) -> bool:
@@ -339,4 +342,5 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         compile_ops=_compile_ops(last.get(P.COMPILE, {}).get("ops")),
         opcheck_seconds=float(last.get(P.COMPILE, {}).get("seconds", 0.0) or 0.0),
         waited_seconds=float(last.get(P.LATE, {}).get("waited", 0.0) or 0.0),
+        forked=bool(last.get(P.START, {}).get("forked", False)),
         opcheck_error=Failure.of(last.get(P.COMPILE, {}).get("error")))

@@ -265,6 +265,23 @@ def opcheck_stage(torch: Any, names: list[str]) -> None:
     emit(P.COMPILE, **result)
 
 
+def import_torch() -> tuple[bool, Any]:
+    """Import torch when the request asks for it: (False, None) when that failed (reported),
+    else (True, the module or None)."""
+    if not REQ.get("torch"):
+        return True, None
+    emit(P.STAGE, stage="import torch")
+    try:
+        import torch
+    except BaseException as exc:  # a broken torch is what we report
+        # Its cause: what a device backend torch auto-loads raised (torch_npu's ImportError).
+        cause = exc.__cause__ or exc.__context__
+        emit(P.FRAMEWORK_IMPORT_FAILED, error=err(exc), cause=err(cause) if cause else None)
+        return False, None
+    emit(P.FRAMEWORK, version=torch.__version__, cuda=torch.version.cuda, file=torch.__file__)
+    return True, torch
+
+
 def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
     emit(P.START, pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
@@ -274,19 +291,87 @@ def main() -> None:
     if REQ.get("aot_function"):  # a MindSpore AOT library: probe_ms.py, loaded by path
         _sibling("probe_ms.py").main(emit, err, P, REQ)
         return
-    torch: Any = None
-    if REQ.get("torch"):
-        emit(P.STAGE, stage="import torch")
+    ok, torch = import_torch()
+    if not ok:
+        return
+    if REQ.get("zygote"):
+        serve(torch)
+        return
+    after_framework(torch)
+
+
+def _redirect(fd: int, path: str) -> None:
+    """Point file descriptor ``fd`` at a new file ``path``."""
+    new = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(new, fd)
+    os.close(new)
+
+
+def _ld_debug_fd() -> int | None:
+    """The descriptor glibc writes this process's LD_DEBUG output to (it opened
+    ``$LD_DEBUG_OUTPUT.<pid>`` at start), or None."""
+    base = os.environ.get("LD_DEBUG_OUTPUT")
+    if not base:
+        return None
+    want = f"{base}.{os.getpid()}"
+    for name in os.listdir("/proc/self/fd"):
         try:
-            import torch
-        except BaseException as exc:  # a broken torch is what we report
-            # Its cause: what a device backend torch auto-loads raised (torch_npu's ImportError).
-            cause = exc.__cause__ or exc.__context__
-            emit(P.FRAMEWORK_IMPORT_FAILED, error=err(exc), cause=err(cause) if cause else None)
+            if os.readlink(f"/proc/self/fd/{name}") == want:
+                return int(name)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def serve(torch: Any) -> None:
+    """Zygote mode: torch is imported once here; each request line on stdin is probed in a
+    child forked from this process, exactly as a fresh probe would after its own ``import
+    torch`` (same interpreter, environment, working directory and limits), with its own event
+    file, stdout, stderr and LD_DEBUG output in the request's directory. One child at a time;
+    its pid and exit status are reported on this process's event pipe. A crash or hang of a
+    child is the child's result alone: this process only waits (opdoctor kills a child past
+    its time or memory limit)."""
+    global REQ, _out
+    framework = {"version": torch.__version__, "cuda": torch.version.cuda,
+                 "file": torch.__file__} if torch is not None else None
+    ld_fd = _ld_debug_fd()
+    emit(P.ZYGOTE_READY)
+    for line in sys.stdin:
+        try:
+            job = json.loads(line)
+            where, req = str(job["dir"]), dict(job["req"])
+        except (ValueError, KeyError, TypeError) as exc:
+            emit(P.PROBE_ERROR, error=err(exc))
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: becomes a probe of its own and returns to the script's end
+            os.setsid()  # its own session and group: opdoctor kills it (and what it starts)
+            _redirect(1, os.path.join(where, "stdout"))
+            _redirect(2, os.path.join(where, "stderr"))
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+            if ld_fd is not None:
+                _redirect(ld_fd, os.path.join(where, f"ld.{os.getpid()}"))
+            _out.close()  # the zygote's event pipe: this child reports to its own file
+            _out = open(os.path.join(where, "events"), "w", buffering=1)  # noqa: SIM115
+            REQ = _Request(req)
+            emit(P.START, pid=os.getpid(), python=sys.version.split()[0],
+                 executable=sys.executable, forked=True)
+            if framework is not None:
+                emit(P.STAGE, stage="import torch")
+                emit(P.FRAMEWORK, **framework)
+            after_framework(torch)
             return
-        emit(P.FRAMEWORK, version=torch.__version__, cuda=torch.version.cuda,
-             file=torch.__file__)
-        before = set(torch._C._dispatch_get_all_op_names())
+        emit(P.FORKED, pid=pid)
+        _, status = os.waitpid(pid, 0)
+        emit(P.EXITED, pid=pid, status=os.waitstatus_to_exitcode(status))
+
+
+def after_framework(torch: Any) -> None:
+    """Everything after the framework's import: preload, load, inspect, report."""
     for pre in REQ.get("preload", []):
         emit(P.STAGE, stage="preload", path=pre)
         try:
@@ -298,6 +383,7 @@ def main() -> None:
         except BaseException as exc:
             emit(P.PRELOAD_FAILED, path=pre, error=err(exc))
             return
+    before: set[str] = set()
     if torch is not None:
         before = set(torch._C._dispatch_get_all_op_names())
     maps_before = mapped()

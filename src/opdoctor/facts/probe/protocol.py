@@ -29,6 +29,11 @@ SMOKE = "smoke"  # results: [SmokeCall]
 COMPILE = "compile"  # ops: [CompileOp], opcheck: bool, seconds — only when asked (--opcheck)
 DONE = "done"
 PROBE_ERROR = "probe_error"  # error: the probe script itself failed (opdoctor's bug)
+# Zygote mode (runner.Zygote): the framework is imported, requests are read from stdin; a
+# child forked for one has this pid; it exited with this status (as Popen.returncode).
+ZYGOTE_READY = "zygote_ready"
+FORKED = "forked"  # pid
+EXITED = "exited"  # pid, status
 # TensorFlow (probe_tf.py): ops: [names TF_GetOpList listed on the library's handle],
 # kernels: {op: [TfKernel]}, registered_before/after: [watched op names the registry knew],
 # devices: [physical device types], preloads: [{path, ops}], mapped_before: [paths]

@@ -326,6 +326,8 @@ def adopt(req: ProbeRequest) -> ProbeHandle | None:
 # the first outcome of a run that had to probe again (see Facts.probe_result).
 _FINISHED: dict[str, tuple[ProbeOutcome, ProbeOutcome | None]] = {}
 _SCOPES = [0]  # open reuse scopes: outcomes are kept only inside one command's targets
+# Zygotes (zygote.Zygote) of the open scope, by interpreter, environment and limits.
+ZYGOTES: dict[str, Any] = {}
 
 
 @contextlib.contextmanager
@@ -339,6 +341,13 @@ def reuse_scope() -> Iterator[None]:
         _SCOPES[0] -= 1
         if not _SCOPES[0]:
             _FINISHED.clear()
+            while ZYGOTES:
+                ZYGOTES.popitem()[1].close()
+
+
+def scope_open() -> bool:
+    """Whether a :func:`reuse_scope` is open."""
+    return bool(_SCOPES[0])
 
 
 def package_key(req: ProbeRequest) -> str:
