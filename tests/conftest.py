@@ -8,6 +8,7 @@ simply missing fails the test: run `make fixtures` (make test does).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,10 +64,29 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
+# A child that imports a framework (the ground truth a test takes from the real framework):
+# what the ``probe`` marker covers besides opdoctor's own probes. A child that only loads a
+# small library with ctypes (the real loader's verdict, ~30 ms) belongs to the fast suite.
+_LOADS = re.compile(r"\b(?:import|from) (?:torch|tensorflow|mindspore|oneflow)\b|"
+                    r"load_op_library|real_errors\.py")
+_WATCH: list[list[str]] = []  # while a test not marked probe runs: what it started that loads
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "subprocess.Popen" and _WATCH:
+        argv = args[1]
+        text = " ".join(map(str, argv)) if isinstance(argv, (list, tuple)) else str(argv)
+        if _LOADS.search(text):
+            _WATCH[-1].append(text[:160])
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``probe`` marker: tests that start a probe interpreter (import torch)."""
-    config.addinivalue_line("markers", "probe: starts a probe interpreter (slow: imports torch); "
+    """Register the ``probe`` marker: tests that start a probe interpreter or another child
+    that imports a framework (the framework's own verdict)."""
+    config.addinivalue_line("markers", "probe: starts a probe interpreter, or a child that "
+                            "imports a framework (slow: imports torch); "
                             "`pytest -m 'not probe'` is the fast static suite")
+    sys.addaudithook(_audit)
 
 
 @pytest.fixture(autouse=True)
@@ -77,13 +97,22 @@ def _probe_marker_is_honest(request: pytest.FixtureRequest,
     carrying ``@pytest.mark.probe``: the fast suite must really be static."""
     log = tmp_path_factory.mktemp("probelog") / "starts.txt"
     monkeypatch.setenv("OPDOCTOR_PROBE_LOG", str(log))
-    yield
-    if log.exists() and request.node.get_closest_marker("probe") is None:
-        started = log.read_text().splitlines()
+    marked = request.node.get_closest_marker("probe") is not None
+    loads: list[str] = []
+    if not marked:
+        _WATCH.append(loads)
+    try:
+        yield
+    finally:
+        if not marked:
+            _WATCH.remove(loads)
+    if not marked and (log.exists() or loads):
+        started = (log.read_text().splitlines() if log.exists() else []) + loads
         audit = os.environ.get("OPDOCTOR_PROBE_AUDIT")
         if audit:
             with open(audit, "a", encoding="utf-8") as fh:
                 fh.write(request.node.nodeid + "\n")
         else:
-            pytest.fail(f"started {len(started)} probe(s) but is not marked "
-                        "@pytest.mark.probe", pytrace=False)
+            pytest.fail(f"started {len(started)} probe(s) or children that import a "
+                        f"framework but is not marked @pytest.mark.probe: {started[:3]}",
+                        pytrace=False)

@@ -258,6 +258,7 @@ def test_explain_names_the_compile_codes(capsys: pytest.CaptureFixture[str], mes
     assert "opdoctor check --opcheck" in res.out
 
 
+@pytest.mark.probe
 def test_a_fake_registered_through_the_packages_own_decorator_counts(tmp_path: Path) -> None:
     """torchao 0.18's ops.py registers its fake impls through its own decorator factory,
     ``register_custom_op(name)`` → ``torch.library.register_fake(f"{name}")(func)``: read as no

@@ -68,6 +68,7 @@ FIXTURE_ERRORS = {
 }
 
 
+@pytest.mark.probe
 @pytest.mark.parametrize("name", sorted(FIXTURE_ERRORS))
 def test_fixture_errors_are_explained(name: str) -> None:
     """Load the fixture for real, take what a user sees (the traceback, or what the shell prints

@@ -714,6 +714,7 @@ except NotImplementedError as e:
 '''
 
 
+@pytest.mark.probe
 def test_torch_dispatcher_messages_for_a_missing_kernel_are_registration() -> None:
     """The messages real torch prints for an op registered without an Autograd kernel and for a
     call that reaches no fallback (taken from torch itself, in a time-limited child) rank
@@ -727,6 +728,7 @@ def test_torch_dispatcher_messages_for_a_missing_kernel_are_registration() -> No
         assert e.subcause == "torch.autograd-kernel-missing" and e.cause == 1, (m, e.subcause)
 
 
+@pytest.mark.probe
 def test_a_module_file_named_like_the_framework_is_shadowing(tmp_path: object) -> None:
     """Real Python, in a child: a directory holding a torch.py makes `import torch.nn` fail
     with "'torch' is not a package" — a local file shadowing the framework (cause 5), not the
@@ -793,6 +795,7 @@ def test_the_real_linkers_missing_library_message_is_the_search_path(tmp_path: o
     assert e.subcause == "link.library-not-found" and e.cause == 2, (e.subcause, e.why)
 
 
+@pytest.mark.probe
 def test_torchs_own_op_without_a_cuda_kernel_is_a_cpu_build_of_torch() -> None:
     """The message a CPU build of torch itself prints when a CUDA tensor reaches an aten op
     (taken from the installed CPU torch, in a time-limited child): from a Python traceback the

@@ -126,6 +126,7 @@ def test_numpy_console_scripts_outside_site_are_no_record_mismatch(
     assert "OD508" not in {f["code"] for rep in res.json()["reports"] for f in rep["findings"]}
 
 
+@pytest.mark.probe
 def test_record_mismatch_inside_the_package_still_fires(capsys: pytest.CaptureFixture[str]) -> None:
     """The partial-install fixture (RECORD lists myop/libmyop.so, the file is gone): Python's
     import really fails on it, and OD508 still names the missing file."""
@@ -251,6 +252,7 @@ def test_vendored_library_without_a_loader_still_misses_its_dependency(
     assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]
 
 
+@pytest.mark.probe
 def test_other_pybind11_key_still_converts_tensors(capsys: pytest.CaptureFixture[str]) -> None:
     """An extension built with pybind11 internals v12 beside torch's v11 (executorch 1.5.1's
     pybindings carry that key): torch.Tensor converts, a type torch binds with pybind11
@@ -327,6 +329,7 @@ def test_tensorflow_support_library_is_not_an_op_library(
         assert od101 and od101[0]["severity"] == "info" and "NEED" in od101[0]["message"]
 
 
+@pytest.mark.probe
 def test_framework_library_without_registration_or_dependents_is_still_od101(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """no_registration.so (links torch, no TORCH_LIBRARY) alone in its directory, as a user's

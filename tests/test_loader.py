@@ -128,6 +128,7 @@ LOAD = "import ctypes, sys, torch\ntry:\n    ctypes.CDLL(sys.argv[1])\n    print
        "except OSError as e:\n    print(e)\n"
 
 
+@pytest.mark.probe
 @pytest.mark.parametrize(("name", "words"), [
     ("loader/uses_dep.so", "libmyop_dep.so: cannot open shared object file"),
     ("loader/wrong_runpath.so", "libmyop_dep.so: cannot open shared object file"),
@@ -204,6 +205,7 @@ def test_origin_entries_that_do_not_exist_are_a_layout_not_a_path_to_rewrite(
     assert text.count("fix:      nothing to fix while") == 1 and text.count("(as above)") == 1
 
 
+@pytest.mark.probe
 def test_torch_symbols_a_missing_non_torch_library_cannot_define_are_certain(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """torchcodec 0.8.0's libtorchcodec_custom_ops7.so beside torch 2.13: it NEEDs a sibling
@@ -239,6 +241,7 @@ def test_torch_symbols_a_missing_non_torch_library_cannot_define_are_certain(
     assert f"libsib.so is beside libop.so in {tmp_path}" in by["OD201"]["fix"]
 
 
+@pytest.mark.probe
 def test_the_gpu_driver_and_tensorrt_are_named_beside_the_torch_variant(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """sgl-kernel 0.3.21 needs a CUDA torch's libc10_cuda.so and the GPU driver's
@@ -278,6 +281,7 @@ def test_the_gpu_driver_and_tensorrt_are_named_beside_the_torch_variant(
     assert text.index("✗ Cause 3") < text.index("ℹ Cause 2"), text[:600]
 
 
+@pytest.mark.probe
 def test_torch_symbols_of_a_package_library_the_target_needs_are_checked(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """intel-extension-for-pytorch 2.8.0: _C binds, but it NEEDs the package's

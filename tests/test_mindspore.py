@@ -245,6 +245,7 @@ def test_probe_without_mindspore_loads_the_mindspore_way() -> None:
 EXT = "ms_ext.cpython-311-x86_64-linux-gnu.so"
 
 
+@pytest.mark.probe
 def test_new_abi_module_against_old_abi_mindspore() -> None:
     """A CustomOpBuilder-like module linking libmindspore_core.so: built with
     -D_GLIBCXX_USE_CXX11_ABI=1 it needs std::__cxx11 names MindSpore does not export, and

@@ -80,6 +80,7 @@ def torch_truth(site_dir: Path, code: str) -> Any:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.probe
 def test_bitsandbytes_ops_defined_and_implemented_in_python() -> None:
     """bitsandbytes defines every op with torch.library.define, registers CPU kernels with
     register_kernel and fakes with register_fake; its C library is called through ctypes. The
@@ -113,6 +114,7 @@ print(json.dumps([name in torch._C._dispatch_get_all_op_names(), shape,
     assert truth == [True, [4, 16], True, True]
 
 
+@pytest.mark.probe
 def test_stable_kernels_for_python_defined_ops_are_not_no_registration() -> None:
     """torchao's _C_mxfp8 library registers only stable-ABI kernels; its ops are defined from
     torchao's Python (Library("torchao", "FRAGMENT").define). Judged alone it was "registers

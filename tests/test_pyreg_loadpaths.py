@@ -13,6 +13,8 @@ import subprocess
 import sys
 import sysconfig
 
+import pytest
+
 from opdoctor.facts.pychain import ImportChain, analyse
 from tests.test_pyreg import site
 from tests.torchfork import run_python
@@ -42,6 +44,7 @@ def child(case: str, code: str) -> object:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.probe
 def test_function_with_constant_argument_through_filefinder() -> None:
     """torchvision: extension.py `_load_library("_C_stable")` → `_get_extension_path(lib_name)`
     (another module) → FileFinder(dirname(__file__), EXTENSION_SUFFIXES).find_spec().origin."""
@@ -88,6 +91,7 @@ def test_glob_in_a_for_loop_torchao() -> None:
     assert not [link for link in ch.links if "cannot be evaluated" in link.problem]
 
 
+@pytest.mark.probe
 def test_function_locals_and_imported_constants_bitsandbytes() -> None:
     """bitsandbytes: `get_native_library()` starts from PACKAGE_DIR /
     f"libbitsandbytes_cpu{DYNAMIC_LIBRARY_SUFFIX}" (both from consts.py, the suffix a dict

@@ -161,6 +161,7 @@ def _rp_site(wheel: str) -> Path:
     return site
 
 
+@pytest.mark.probe
 def test_build_record_names_the_exact_torch_build(capsys: pytest.CaptureFixture[str]) -> None:
     """xformers 0.0.35 records the torch it was built for in cpp_lib.json, which its own
     import-time guard reads ("xFormers was built for: PyTorch 2.10.0+cu128"); its _C.so really
@@ -301,6 +302,7 @@ def test_cuda_build_with_the_old_abi_leads_with_the_build(
     assert "CUDA 12" in od307["message"] and "whl/cu126" in od307["fix"], od307
 
 
+@pytest.mark.probe
 def test_plugin_its_package_calls_by_name_is_no_op_library(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """dgl 2.1.0's tensoradapter/pytorch/libtensoradapter_pytorch_<r>.so links torch (it turns

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import PKG_DIR, cuda_built, reference
 from tests.torchfork import run_python
 
@@ -21,6 +23,7 @@ print(",".join(keys))
 """
 
 
+@pytest.mark.probe
 def test_weighted_sum_numbers_on_cpu() -> None:
     reference()
     p = run_python(SCRIPT, str(PKG_DIR), timeout=120)

@@ -204,6 +204,7 @@ def _static_schemas(path: object) -> list[str]:
     return [s.text for s in read_inventory(ElfImage.open(open_input(str(path))), []).schemas]
 
 
+@pytest.mark.probe
 @pytest.mark.parametrize("lib", ["fbgemm_gpu_tbe_index_select.so", "fbgemm_gpu_tbe_cache.so",
                                  "fbgemm_gpu_tbe_inference.so",
                                  "fbgemm_gpu_sparse_async_cumsum.so"])
@@ -329,6 +330,7 @@ def test_an_assertion_with_an_arrow_is_no_schema(tmp_path: Path) -> None:
     assert "OD102" not in [f.code for f in report.findings]
 
 
+@pytest.mark.probe
 def test_a_schema_with_a_torchbind_class_is_judged_by_the_load(tmp_path: Path) -> None:
     """torch_tensorrt 2.13.0 defines ``execute_engine(Tensor[] input_tensors,
     __torch__.torch.classes.tensorrt.Engine engine) -> Tensor[]`` and registers the class
@@ -390,6 +392,7 @@ def test_a_support_library_its_neighbours_need_is_a_note(tmp_path: Path) -> None
     assert (f.code, f.severity.name) == ("OD116", "INFO") and "ext.so" in f.message
 
 
+@pytest.mark.probe
 def test_literals_stored_back_to_back_are_not_one_schema(tmp_path: Path) -> None:
     """intel-extension-for-pytorch 2.8.0's libintel-ext-pt-cpu.so stores schema literals back
     to back in .rodata, without NULs, overlapping where the compiler reuses a chunk:
@@ -416,6 +419,7 @@ def test_literals_stored_back_to_back_are_not_one_schema(tmp_path: Path) -> None
     assert "OD102" not in [f.code for f in report.findings]
 
 
+@pytest.mark.probe
 def test_a_schema_format_template_is_not_judged(tmp_path: Path) -> None:
     """open3d 0.20's open3d_torch_ops.so stores "…, ScalarType index_dtype=%d, …" and formats
     the dtype's number into it before m.def. torch's parser rejects the template and accepts

@@ -108,6 +108,7 @@ def _torch_verdicts(texts: list[str]) -> tuple[dict[str, str], list[str]]:
     return answer["verdicts"], answer["registry"]
 
 
+@pytest.mark.probe
 def test_certified_schemas_are_ones_torch_parses() -> None:
     libs = _library_schemas()
     assert len(libs) > 100, "too few library schemas read: are the fixtures built?"
@@ -150,6 +151,7 @@ _TRAPS = (
 )
 
 
+@pytest.mark.probe
 def test_traps_torch_rejects_are_not_certified() -> None:
     verdicts, _ = _torch_verdicts(list(_TRAPS))
     for text in _TRAPS:
@@ -189,6 +191,7 @@ def test_first_run_of_a_plain_library_asks_no_torch(
     assert not list(tmp_path.glob("schemas-*.json"))
 
 
+@pytest.mark.probe
 def test_a_schema_outside_the_subset_still_goes_to_torch(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> None:

@@ -83,6 +83,7 @@ def torch_load(path: Path) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+@pytest.mark.probe
 @pytest.mark.parametrize("name", ["stable_meta.so", "stable_meta_stripped.so"])
 def test_healthy_stable_library_is_clean_and_inventoried(name: str) -> None:
     lib = fixture(f"compile/{name}")
@@ -127,6 +128,7 @@ def test_real_stable_wheels_inventory() -> None:
     assert tao.registers_anything and tao.namespaces["torchao"].impl_keys == {"CUDA"}
 
 
+@pytest.mark.probe
 @pytest.mark.parametrize("lib", [XF / "_C.so", TV / "_C_stable.so"])
 def test_cuda_only_shim_imports_on_a_cpu_torch(lib: Path) -> None:
     lib = real(lib)
@@ -168,6 +170,7 @@ except OSError:
 """
 
 
+@pytest.mark.probe
 def test_shim_function_of_a_newer_torch() -> None:
     """tests/fixtures/stable/needs_2_14.cpp calls torch_has_storage, which torch 2.14 added
     (declaration copied from torch 2.14.1's shim.h): torch 2.13 cannot load it."""

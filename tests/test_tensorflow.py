@@ -366,6 +366,7 @@ def _lib_via_helper(tmp: Path) -> Path:
     return tmp / "liba.so"
 
 
+@pytest.mark.probe
 def test_dependency_needing_tensorflow_is_loaded_after_import_tensorflow(tmp_path: Path) -> None:
     py = tf_python()
     lib = _lib_via_helper(tmp_path)
@@ -474,6 +475,7 @@ def test_words_before_spec_strings_are_not_op_names(tmp_path: Path,
     assert doc["reports"][0]["sections"]["registration"]["tensorflow"]["ops"] == ["ZeroOut"]
 
 
+@pytest.mark.probe
 def test_tflite_symbols_are_tensorflows_not_the_librarys_own(tmp_path: Path) -> None:
     """tensorflow-text 2.18.1's op libraries instantiate tflite::shim templates (so they define
     names in ``tflite::``) and need tflite::shim functions that TensorFlow 2.18's

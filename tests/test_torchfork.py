@@ -58,6 +58,7 @@ def test_merged_streams_keep_the_order_written() -> None:
     assert forked.stdout.splitlines()[:2] == ["out 0", "err 0"]
 
 
+@pytest.mark.probe
 def test_cwd_environment_and_stdin_reach_the_child(tmp_path: object) -> None:
     code = "import torch, os, sys\nprint(os.getcwd(), os.environ['ODX'], sys.stdin.read())\n"
     env = dict(os.environ, ODX="42")
@@ -65,6 +66,7 @@ def test_cwd_environment_and_stdin_reach_the_child(tmp_path: object) -> None:
     assert got.stdout == f"{tmp_path} 42 from stdin\n"
 
 
+@pytest.mark.probe
 def test_a_library_loaded_in_one_child_is_not_in_the_next() -> None:
     load = "import torch, sys\ntorch.ops.load_library(sys.argv[1])\n" \
            "print(torch._C._dispatch_has_kernel_for_dispatch_key('myop::weighted_sum', 'CPU'))\n"
@@ -74,6 +76,7 @@ def test_a_library_loaded_in_one_child_is_not_in_the_next() -> None:
     assert run_torch(ask).stdout == "False\n"
 
 
+@pytest.mark.probe
 def test_timeout_and_check_raise_as_subprocess_does() -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         run_torch("import torch, time\ntime.sleep(30)\n", timeout=0.5)
@@ -94,6 +97,7 @@ def test_only_programs_that_start_with_torch_are_forked() -> None:
     assert out.stdout == "False\n"
 
 
+@pytest.mark.probe
 def test_a_pythonpath_that_shadows_nothing_shares_the_zygote(tmp_path: object) -> None:
     """A PYTHONPATH entry is added where the interpreter puts it (right after the script's
     directory) in a child of the plain zygote; one that holds a module torch's import loaded

@@ -25,6 +25,7 @@ def _site() -> Path:
     return site
 
 
+@pytest.mark.probe
 def test_torch_itself_fails_that_way() -> None:
     """Ground truth: importing this torchvision beside torch 2.13.0+cpu fails as users see it."""
     site = _site()

@@ -188,6 +188,10 @@ def run_torch(code: str, *argv: str, env: dict[str, str] | None = None,
     :class:`subprocess.CalledProcessError` as ``subprocess.run`` does."""
     if not _starts_with_torch(code):
         raise ValueError("run_torch: the program does not start with `import torch`")
+    log = os.environ.get("OPDOCTOR_PROBE_LOG")
+    if log:  # a torch child, forked or not: what the probe marker covers (conftest)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write("torch child: " + " ".join(code.split())[:100] + "\n")
     env = dict(os.environ if env is None else env)
     args = [sys.executable, *([filename] if filename else ["-c", code]), *argv]
     with tempfile.TemporaryDirectory(prefix="torchfork-") as tmp, _lock:

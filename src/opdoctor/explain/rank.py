@@ -97,11 +97,33 @@ def refiner(name: str) -> Callable[[Refiner], Refiner]:
 # ------------------------------------------------------------------ undefined symbols
 def symbol_of(ctx: Context) -> SymbolInfo | None:
     """The undefined symbol of the match, classified with the library that wanted it."""
+    if ctx.pattern_id == "link.unresolved-external":
+        return _msvc_symbol(ctx)
     sym = ctx.group("symbol")
     if not sym:
         return None
     sym = re.sub(r"\s+", "", sym).rstrip(".,;:'\"`)]")
     return classify_symbol(repair_markdown_symbol(sym), ctx.group("path", "library"))
+
+
+# MSVC's undecorated name: access, storage and virtual specifiers, the return type and the
+# calling convention before the qualified name ("public: static class at::Tensor __cdecl
+# c10::Foo::bar(…)" → "c10::Foo::bar(…)"); a C function's import thunk is "__imp_<name>".
+_MSVC_PREFIX = re.compile(r"^(?:(?:public|private|protected): )?(?:(?:static|virtual) )*"
+                          r"(?:.{0,300}? )?__(?:cdecl|stdcall|fastcall|thiscall|vectorcall) ")
+
+
+def _msvc_symbol(ctx: Context) -> SymbolInfo | None:
+    """The symbol of an MSVC "unresolved external symbol", in the form classify_symbol reads:
+    the undecorated C++ name without what precedes the qualified name, or the C name."""
+    text = ctx.group("symbol", "symbol2")
+    if text:
+        return classify_symbol(_MSVC_PREFIX.sub("", text.strip(), count=1),
+                               ctx.group("path", "library"))
+    name = ctx.group("csym", "csym2")
+    if not name or name.startswith("?"):  # a decorated name with no undecoration: unreadable
+        return None
+    return classify_symbol(name.removeprefix("__imp_"), ctx.group("path", "library"))
 
 
 def repair_markdown_symbol(sym: str) -> str:
@@ -166,8 +188,10 @@ def _symbol(ctx: Context) -> Refinement | None:
                           "or Homebrew gcc picked up by the build) instead of clang", ("OD301",),
                           "built with a compiler whose C++ runtime macOS does not provide",
                           "medium", "rebuild with CC=clang CXX=clang++")
-    if ctx.pattern_id == "loader.undefined-reference" and info.owner in ("cuda", "third-party") \
-            and "@" not in ctx.group("symbol"):
+    if (ctx.pattern_id == "loader.undefined-reference" and info.owner in ("cuda", "third-party")
+            and "@" not in ctx.group("symbol")) or (
+            ctx.pattern_id == "link.unresolved-external" and info.owner in (
+                "cuda", "cuda-runtime", "third-party", "python")):
         # the linker, not the loader: an unversioned C function of a CUDA or third-party library
         # that no library on the link line defines — that library is missing from the link, or
         # listed before the library that needs it (single-pass linking of archives/--as-needed)
