@@ -1674,3 +1674,44 @@ def test_a_wrap_at_an_unusual_width_is_read_joined(thread: str) -> None:
         max(m.pattern.priority for m in _match_lines([text], load_patterns()))
     got = explain_text(wrapped)
     assert (got.cause, got.subcause) == (plain.cause, plain.subcause)
+
+
+# ------------------------------------------------------------------ e11: round 9's mechanisms
+E11_SAMPLES = [
+    # MSVC's linker: the library's own function at global scope, not exported (4)
+    ("pytorch/vision#2139", "link.unresolved-external", 4),
+    # StreamExecutor's pre-1.10 namespace is TensorFlow's: a plugin for another TF release (3)
+    ("NVIDIA/DALI#52", "tf.notfound-undefined-symbol", 3),
+    # a TensorRT entry point missing from the TensorRT loaded: another TensorRT release (3)
+    ("microsoft/onnxruntime#12766", "loader.undefined-symbol", 3),
+]
+
+
+@pytest.mark.parametrize(("thread", "family", "cause"), E11_SAMPLES,
+                         ids=[t for t, _, _ in E11_SAMPLES])
+def test_e11_sample(thread: str, family: str, cause: int) -> None:
+    case = DEV_BY_THREAD[thread]
+    assert case["cause"] == cause
+    e = explain_text(str(case["text"]))
+    assert (e.subcause, e.cause) == (family, cause), (e.subcause, [a.cause for a in e.ranked])
+
+
+@pytest.mark.parametrize(("text", "cause", "owner_words"), [
+    # a torch function at link time: built against another torch (3)
+    ('my_op.obj : error LNK2019: unresolved external symbol "public: static class '
+     'c10::intrusive_ptr<struct c10::TensorImpl> __cdecl c10::make_foo(void)" '
+     '(?make_foo@c10@@SA?AV) referenced in function "void __cdecl my_func(void)"', 3, "torch"),
+    # CPython's API through its import thunk: python3x.lib missing from the link (4)
+    ("ext.obj : error LNK2001: unresolved external symbol __imp_PyLong_FromLong", 4,
+     "CPython"),
+    # a CUDA runtime function: cudart.lib missing from the link (4)
+    ('kernel.obj : error LNK2019: unresolved external symbol cudaLaunchKernel referenced in '
+     'function "void __cdecl launch(void)"', 4, "CUDA"),
+])
+def test_msvc_unresolved_externals_are_read_by_their_owner(text: str, cause: int,
+                                                           owner_words: str) -> None:
+    """MSVC's undecorated name (access specifier, return type, calling convention first) is
+    read as a symbol entity, as GNU ld's `undefined reference to` is."""
+    e = explain_text(text)
+    assert e.subcause == "link.unresolved-external"
+    assert e.cause == cause and owner_words in e.ranked[0].why

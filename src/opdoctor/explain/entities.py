@@ -126,7 +126,9 @@ class SymbolInfo:
 
 _FRAMEWORK_NS = (
     ("torch", re.compile(r"^(?:c10|at|torch|caffe2|onnx_torch|c10d)::")),
-    ("tensorflow", re.compile(r"^(?:tensorflow|tsl|xla|stream_executor|tflite)::")),
+    # perftools::gputools:: is StreamExecutor's namespace before TensorFlow 1.10
+    ("tensorflow", re.compile(r"^(?:tensorflow|tsl|xla|stream_executor|tflite|"
+                              r"perftools::gputools)::")),
     ("abseil", re.compile(r"^absl::(?:lts_\d+::)?")),
     ("paddle", re.compile(r"^(?:paddle|phi)::")),
     ("oneflow", re.compile(r"^oneflow::")),
@@ -150,6 +152,11 @@ _FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]|^_?ao
                                      r"parse_device|get_current_|delete_|from_blob)")),
                 ("tensorflow", re.compile(r"^_?TF_[A-Z]")))
 _CUDA_RT_INTERNAL = re.compile(r"^_{1,2}cuda\w|^cudaGetDriverEntryPoint")
+# TensorRT's exported C entry points (libnvinfer, libnvinfer_plugin, libnvonnxparser)
+_TENSORRT_C = re.compile(r"^(?:createInfer(?:Builder|Runtime|Refitter)_INTERNAL|getInferLibVersion|"
+                         r"getPluginRegistry|getBuilderPluginRegistry|"
+                         r"initLibNvInferPlugins|getNvOnnxParserVersion|"
+                         r"createNvOnnxParser\w{0,20}_INTERNAL)$")
 _THIRD_PARTY = re.compile(r"^(?:iJIT_|mkl_|MKL_|cblas_|openblas|gotoblas|GOMP_|omp_|__kmpc_|"
                           r"kmp_|del_curterm|tgetent|setupterm|SSL_|EVP_|OPENSSL_|CRYPTO_|"
                           r"inflate|deflate|png_|jpeg_|H5|google::protobuf::|google::|cv::|"
@@ -235,6 +242,8 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
                 owner = "own"
             elif _CUDA_RT_INTERNAL.match(core):
                 owner = "cuda-runtime"
+            elif _TENSORRT_C.match(core):
+                owner = "tensorrt"
             elif _CUDA_C.match(core):
                 owner = "cuda"
             elif _THIRD_PARTY.match(core):
@@ -307,6 +316,11 @@ def classify_symbol(mangled: str, library: str = "") -> SymbolInfo:
                           "a CUDA library function: another release of that CUDA library is "
                           "found first on the search path (or the installed one is too old)",
                           (2, 3), "OD312")
+    if owner == "tensorrt":
+        return SymbolInfo(mangled, d, owner,
+                          "a TensorRT entry point: the TensorRT loaded is of another release "
+                          "than the one the library was built for (each ONNX Runtime or "
+                          "framework release names the TensorRT it needs)", (3, 2), "OD312")
     if owner == "cuda-runtime":
         return SymbolInfo(mangled, d, owner,
                           "a CUDA runtime internal: the code was compiled by a newer CUDA "
