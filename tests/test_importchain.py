@@ -1365,3 +1365,29 @@ def test_package_inside_a_namespace_package(tmp_path: Path,
     chain_sec = rep["sections"]["import-chain"]
     assert chain_sec["package"] == "nsroot.sub" and chain_sec["winner"] == str(site / "nsroot"
                                                                                 / "sub")
+
+
+@pytest.mark.parametrize("primary_present", [True, False])
+def test_an_import_in_the_handler_of_a_try_that_resolves_is_a_fallback(
+        tmp_path: Path, primary_present: bool) -> None:
+    """pyzstd 0.17's shape: ``try: from ._c import (…) except ImportError: try: from ._cffi
+    import (…) except ImportError: raise ImportError(…)`` — the CFFI build is not in the wheel,
+    and the import works through ``_c``: no OD510 for ``_cffi``. Without ``_c`` the import
+    fails (the real one says so), and the missing modules are the findings they were."""
+    import sys
+
+    pkg = tmp_path / "zpk"
+    (pkg / "_c").mkdir(parents=True)
+    (pkg / "_c" / "__init__.py").write_text("VALUE = 1\n")
+    if not primary_present:
+        shutil.rmtree(pkg / "_c")
+    (pkg / "__init__.py").write_text(
+        "try:\n    from ._c import (\n        VALUE,\n    )\nexcept ImportError:\n"
+        "    try:\n        from ._cffi import (\n            VALUE,\n        )\n"
+        "    except ImportError:\n        raise ImportError(\"zpk: can't import its build\")\n")
+    real = subprocess.run([sys.executable, "-c", "import zpk; print(zpk.VALUE)"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (real.returncode == 0) is primary_present, real.stderr
+    report = chain(tmp_path, "zpk", probe=False)
+    od510 = sorted(f.subject for f in report.findings if f.code == "OD510")
+    assert od510 == ([] if primary_present else ["zpk._c", "zpk._cffi"]), od510

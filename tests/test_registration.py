@@ -447,3 +447,42 @@ def test_a_schema_format_template_is_not_judged(tmp_path: Path) -> None:
     report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
     od102 = [f.subject for f in report.findings if f.code == "OD102"]
     assert od102 == ["tplns::bad"], od102
+
+
+@pytest.mark.probe
+def test_an_empty_variant_library_loaded_beside_the_op_libraries_is_a_note(
+        tmp_path: Path) -> None:
+    """fbgemm-gpu-cpu 1.7.0 ships five 14 KB libraries (tbe_optimizers.so …) built from no
+    source — the CUDA-only parts compiled out of the CPU wheel — that its __init__ loads with
+    the libraries that register its ops: loading one does nothing (shown here with torch's own
+    loader). Beside the package's op library that is a note (OD101 info); the same empty
+    library checked on its own is the registration compiled out of everything (OD101 error)."""
+    import shutil
+    import subprocess
+    import sys
+
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    pkg = tmp_path / "site" / "varpkg"
+    pkg.mkdir(parents=True)
+    (tmp_path / "empty.c").write_text("")
+    empty = pkg / "libvariant.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(empty), str(tmp_path / "empty.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-ltorch_cpu", "-lc10"],
+                   check=True, timeout=60)
+    shutil.copy(reference(), pkg / "libmyop.so")
+    (pkg / "__init__.py").write_text(
+        "import os, torch\n_HERE = os.path.dirname(__file__)\n"
+        "for _lib in ('libmyop.so', 'libvariant.so'):\n"
+        "    torch.ops.load_library(os.path.join(_HERE, _lib))\n")
+    real = run_python("import torch, varpkg\nprint(torch.ops.myop.weighted_sum)",
+                      env={"PYTHONPATH": str(pkg.parent), "PATH": "/usr/bin:/bin"})
+    assert real.returncode == 0 and "weighted_sum" in real.stdout, real.stderr
+    opts = CheckOptions(probe=False, package="varpkg", cwd=str(pkg.parent))
+    report = run_check(str(empty), opts, Selection(("OD1",)))
+    od101 = [f for f in report.findings if f.code == "OD101"]
+    assert [f.severity.name for f in od101] == ["INFO"], od101
+    assert "defines nothing at all" in od101[0].message and "libmyop.so" in od101[0].message
+    alone = tmp_path / "libalone.so"
+    shutil.copy(empty, alone)
+    report = run_check(str(alone), CheckOptions(probe=False), Selection(("OD1",)))
+    assert [f.severity.name for f in report.findings if f.code == "OD101"] == ["ERROR"]

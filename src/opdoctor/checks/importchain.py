@@ -441,7 +441,7 @@ def run(facts: Facts) -> Iterator[Finding]:
             yield OD510.finding(link.target, f"the package loads {link.resolved[0]}, which does "
                                 "not exist", (where,))
         elif link.problem and link.kind == "submodule" and not _optional(link) and \
-                not link.checked and not _package_attribute(link):
+                not link.checked and not link.fallback and not _package_attribute(link):
             yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
         if link.swallowed and not link.swallowed.endswith(REPORTED) and \
                 not _optional(link) and _leads_to_compiled(link):

@@ -357,6 +357,37 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
                         "framework: loading it cannot make an operator exist", ev)
 
 
+# Code of the C runtime's start files alone (frame_dummy, register_tm_clones …): ~150 bytes.
+_STUB_TEXT = 512
+
+
+def _empty_beside_others(facts: Facts) -> str:
+    """When the library defines nothing (no symbol of its own, only the start files' code) and
+    its package's import loads other libraries too: some of their names ("" otherwise). An
+    empty op library loaded alone is the registration compiled out of everything: an error."""
+    from opdoctor.facts.elf.dynsym import DynSymbols
+    text = facts.image.section(".text")
+    if text is None or text.size > _STUB_TEXT or DynSymbols(facts.image).defines_anything():
+        return ""
+    chain = facts.chain
+    if chain is None:
+        return ""
+    me = os.path.realpath(facts.path)
+    loaded = chain.libraries
+    if not loaded and chain.computed_loads:
+        # fbgemm_gpu loads its libraries from a list no static reading evaluates: the ones on
+        # disk that link a framework are what it loads (as `check --package` takes them).
+        from opdoctor.targets.discover import links_framework
+        loaded = [f for f in chain.extensions_on_disk if links_framework(f)]
+    others = [lib for lib in loaded if os.path.realpath(lib) != me]
+    if not others:
+        return ""
+    # The largest first: the libraries that carry the package's ops, not its small helpers.
+    others.sort(key=lambda lib: -os.path.getsize(lib) if os.path.isfile(lib) else 0)
+    more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+    return ", ".join(os.path.basename(lib) for lib in others[:3]) + more
+
+
 def _static(facts: Facts) -> Iterator[Finding]:
     """The static reading of the binary (markers in the file)."""
     path = facts.path
@@ -395,6 +426,17 @@ def _static(facts: Facts) -> Iterator[Finding]:
                                 f"a plugin its package calls by name ({names})", [
                                     *ev, *[f"{u} stores the function name {fn!r} (dlsym)"
                                            for u, fn in callers]],
+                                severity=Severity.INFO,
+                                fix="nothing to fix; check the libraries that register the ops")
+        elif siblings := _empty_beside_others(facts):
+            # fbgemm-gpu-cpu's tbe_optimizers.so & co.: 14 KB of linker stubs, the CUDA-only
+            # sources compiled out of the CPU wheel; the package loads them with the libraries
+            # that register its ops. Loading one does nothing, which is harmless.
+            yield OD101.finding(path, f"the library links {framework} and registers no operator: "
+                                "it defines nothing at all (an empty variant of its package's "
+                                f"build; the package loads it beside {siblings})", [
+                                    *ev, "no function or object defined in .dynsym; "
+                                    f".text is at most {_STUB_TEXT} bytes (linker stubs)"],
                                 severity=Severity.INFO,
                                 fix="nothing to fix; check the libraries that register the ops")
         else:

@@ -61,8 +61,9 @@ class Link:
     resolved: list[str] = field(default_factory=list)  # files it resolves to
     swallowed: str = ""  # "try: … except ImportError: pass" around it (the except clause)
     problem: str = ""  # why it cannot work (no file for this interpreter …)
-    # A load inside an ``except`` handler: the fallback when the main path failed, not the
-    # package's load path (a missing fallback file is no finding of its own).
+    # A load inside an ``except`` handler, or an import of the package's own module in the
+    # handler of a ``try`` whose own such imports resolve: the fallback when the main path
+    # failed, not the package's load path (a missing fallback file is no finding of its own).
     fallback: bool = False
     # The function whose body holds a load call ("" at module level): whether it runs at
     # import is known only where a call site computes its argument.
@@ -840,13 +841,25 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         nonlocal lineno, handlers_now
         if isinstance(node, ast.Try):
             inner = handlers + list(node.handlers)
+            start = len(links)
             for n in node.body:
                 visit(n, inner, in_except, func)
+            # The body's own imports of the package's modules all resolve: its handlers run
+            # only when one of them fails to import, so a module they import instead (pyzstd:
+            # `try: from ._c import … except ImportError: from ._cffi import …`, the CFFI
+            # build absent from the wheel) is a fallback, not the package's import path. An
+            # import of another distribution's module leaves no link: not known to resolve.
+            own = [lk for lk in links[start:] if lk.file == file and lk.kind == "submodule"]
+            primary_resolves = bool(own) and not any(lk.problem for lk in own)
             for n in [*node.orelse, *node.finalbody]:
                 visit(n, handlers, in_except, func)
             for h in node.handlers:
+                start = len(links)
                 for n in h.body:
                     visit(n, handlers, True, func)
+                for lk in links[start:] if primary_resolves else []:
+                    if lk.file == file and lk.kind == "submodule":
+                        lk.fallback = True
             return
         if isinstance(node, (ast.With, ast.AsyncWith)):
             quiet = _suppressor(node)

@@ -198,10 +198,14 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
         # import did not fail in the probe (or no probe ran): an optional path not taken.
         optional = bool(link["problem"] and link["swallowed"] and link["target"] not in failed
                         and not skipped)
+        # pyzstd's `except ImportError: from ._cffi import …` after a `try` whose own imports
+        # resolve: taken only when they fail (the probe's import error says so then).
+        fallback = bool(link["problem"] and link.get("fallback") and link["target"] not in failed
+                        and not skipped and not optional)
         attribute = bool(link.get("attribute"))  # tokenizers' `from .. import AddedToken`
-        wrong = wrong and not skipped and not attribute and not optional
+        wrong = wrong and not skipped and not attribute and not optional and not fallback
         mark = bad if wrong else "[yellow]?[/]" if unknown else "[dim]–[/]" \
-            if skipped or optional else ok
+            if skipped or optional or fallback else ok
         target = ", ".join(os.path.basename(r) for r in link["resolved"]) or link["problem"]
         if attribute:
             target = f"{link['target'].rsplit('.', 1)[-1]}: a name the package defines"
@@ -209,17 +213,26 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
             target += f" (asked first: {link['checked']})"
         elif optional:
             target += f" (optional: {link['swallowed'].split(' (line')[0]})"
+        elif fallback:
+            target += " (a fallback: the imports of its `try` resolve)"
         if unknown and link.get("observed"):
             target += "; the real import mapped " + ", ".join(
                 os.path.basename(r) for r in link["observed"])
         p.line(f"  {mark} ", f"{escape(_path(os.path.basename(link['file'])))}:"
-               f"{link['line']} {escape(link['text'].strip()[:80])} → {escape(target)}", hang=6)
+               f"{link['line']} {escape(_one_line(link['text'])[:80])} → {escape(target)}",
+               hang=6)
     if plain:
         p.line(f"  {ok} ", f"{len(plain)} more imports of the package's own Python modules "
                "resolve (the JSON report lists them)", hang=6)
     if chain.get("ops"):
         regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in chain["ops"])
         p.line(f"  {ok} ", f"ops registered by the import: {escape(regs)}", hang=6)
+
+
+def _one_line(statement: str) -> str:
+    """A statement as one line: a parenthesised import over 25 lines (pyzstd's) is shown
+    with its whitespace collapsed, not cut in the middle of a name."""
+    return " ".join(statement.replace("\\\n", " ").split()).replace("( ", "(").replace(" )", ")")
 
 
 def compile_line(op: dict[str, Any]) -> str:

@@ -413,6 +413,17 @@ class DynSymbols:
                     break
         return out
 
+    def defines_anything(self, scan: int = 50_000) -> bool:
+        """Whether the library defines a function or an object of its own in ``.dynsym``
+        (the linker's markers ``_edata``/``_end``/``__bss_start`` and ELF ``_init``/``_fini``
+        are no one's code)."""
+        for idx in range(1, min(self.count, scan)):
+            sym = self.symbol(idx)
+            if sym.defined and sym.sym_type in (1, 2, 6, 10) and \
+                    sym.name not in ("_init", "_fini"):  # OBJECT, FUNC, TLS, IFUNC
+                return True
+        return False
+
     def dynstr_contains(self, needle: bytes) -> bool:
         """True when ``needle`` occurs in ``.dynstr`` (cheap whole-table byte search)."""
         sec = self._secs.get("dynstr")
