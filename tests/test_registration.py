@@ -486,3 +486,44 @@ def test_an_empty_variant_library_loaded_beside_the_op_libraries_is_a_note(
     shutil.copy(empty, alone)
     report = run_check(str(alone), CheckOptions(probe=False), Selection(("OD1",)))
     assert [f.severity.name for f in report.findings if f.code == "OD101"] == ["ERROR"]
+
+
+XF_WHOLE = ("xformers::sparse24_sparsify_both_ways(Tensor input, str algorithm = '', "
+            "str backend = 'cutlass') -> (Tensor, Tensor, Tensor, Tensor, Tensor)")
+# xformers 0.0.31's _C.so holds these bytes in .rodata: chunks of other literals around the
+# one above, which its code assembles with vector moves (read whole by the inlined reading).
+XF_CHUNKS = ("m(Tensor a, Tensor b, Tensor meta_reordere24_sparsify_both_ways(Tensor input, "
+             "str algorithm = '', str backend = 'cutlass') -> (Tensor, Tensor, Tensor, Ten "
+             "Tensor, Tensor)e24_meta_shuffle_test(Tensor local_meta, bool transposed) -> Ten")
+
+
+@pytest.mark.probe
+def test_chunks_around_a_whole_schema_are_no_schema_of_their_own(tmp_path: Path) -> None:
+    """xformers 0.0.31: .rodata read "meta_reordere24_sparsify_both_ways(…) -> (Tensor, Tensor,
+    Tensor, Ten Tensor, Tensor)" — another literal's chunk before the op's own, a return torch's
+    parser rejects — and reported OD102 (an error on a library that registers the right
+    schema). The code's whole literal has the same arguments and a name that chunk ends like:
+    the reading is dropped. A different op with the same arguments and return is kept."""
+    import subprocess
+    import sys
+
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    src = tmp_path / "t.cpp"
+    src.write_text("#include <string>\n"
+                   f'std::string whole() {{ return std::string("{XF_WHOLE}"); }}\n'
+                   f'extern const char chunks[] = "{XF_CHUNKS}";\n'
+                   'extern const char other[] = "xformers::sparse24_other(Tensor input, str '
+                   "algorithm = '', str backend = 'cutlass') -> (Tensor, Tensor, Tensor, "
+                   'Tensor, Tensor)";\n')
+    lib = tmp_path / "libchunk.so"
+    subprocess.run(["g++", "-O2", "-shared", "-fPIC", "-o", str(lib), str(src),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=120)
+    garbled = XF_CHUNKS[XF_CHUNKS.index("meta_reorder"):XF_CHUNKS.index(")e24_meta") + 1]
+    real = run_python("import sys, torch\ntry:\n    torch._C.parse_schema(sys.argv[1])\n"
+                      "except RuntimeError as e:\n    print('rejected', e)\n", garbled)
+    assert real.stdout.startswith("rejected"), real.stdout + real.stderr
+    report = run_check(str(lib), CheckOptions(probe=False), Selection(("OD1",)))
+    texts = [s["schema"] for s in report.sections["registration"]["schemas"]]
+    assert XF_WHOLE in texts and not [t for t in texts if "meta_reorder" in t], texts
+    assert any(t.startswith("xformers::sparse24_other(") for t in texts), texts
+    assert "OD102" not in [f.code for f in report.findings]

@@ -302,7 +302,8 @@ def schemas(img: ElfImage) -> list[Schema]:
     whole = _inlined_schemas(img)
     if whole:
         names = {s.name.split("::")[-1] for s in whole}
-        kept = [s for s in _unglue(list(found.values())) if s.name.split("::")[-1] not in names]
+        kept = [s for s in _unglue(list(found.values())) if s.name.split("::")[-1] not in names
+                and not _chunk_of(s, whole)]
         return _unglue(whole + kept)
     return _unglue(list(found.values()))
 
@@ -452,6 +453,30 @@ def _immediate_stores(buf: bytes | Any, base: int, start: int, stop: int
         if imm:
             out.append((_disp(buf, m.end(), modrm), imm))
     return out
+
+
+def _chunk_of(s: Schema, whole: list[Schema]) -> bool:
+    """A .rodata reading made of another literal's chunks around a whole schema's: the same
+    argument list, a name ending like the whole one's (the chunk that overlaps it) and a
+    return that is not the whole one's (xformers 0.0.31: "meta_reorder" + "e24_sparsify_both_
+    ways(Tensor input, …) -> (Tensor, Tensor, Tensor, Ten Tensor, Tensor)" against the code's
+    "xformers::sparse24_sparsify_both_ways(…) -> (Tensor, Tensor, Tensor, Tensor, Tensor)")."""
+    mine = split_schema(s.text)
+    if mine is None:
+        return False
+    bare = s.name.split("::")[-1]
+    for w in whole:
+        theirs = split_schema(w.text)
+        other = w.name.split("::")[-1]
+        if theirs is None or theirs[1] != mine[1] or theirs[2] == mine[2]:
+            continue
+        common = 0  # the length of the names' common ending
+        while common < min(len(bare), len(other)) and \
+                bare[-1 - common] == other[-1 - common]:
+            common += 1
+        if common >= 8:
+            return True
+    return False
 
 
 def _inlined_schemas(img: ElfImage) -> list[Schema]:
