@@ -1391,3 +1391,40 @@ def test_an_import_in_the_handler_of_a_try_that_resolves_is_a_fallback(
     report = chain(tmp_path, "zpk", probe=False)
     od510 = sorted(f.subject for f in report.findings if f.code == "OD510")
     assert od510 == ([] if primary_present else ["zpk._c", "zpk._cffi"]), od510
+
+
+@pytest.mark.probe
+def test_a_package_whose_guard_demands_another_import_first_is_imported_after_it(
+        tmp_path: Path) -> None:
+    """psycopg-binary 3.2's ``__init__.py``: ``if "psycopg" not in sys.modules: raise
+    ImportError("the psycopg package should be imported before psycopg_binary")`` — a bare
+    ``import psycopg_binary`` fails by design, ``import psycopg`` imports it and works. The
+    probe imports what the guard names first (it reported the guard's ImportError as OD511,
+    exit 1, on a working install); without that module the failure is its absence."""
+    import sys
+
+    site = tmp_path / "site"
+    (site / "gpkg").mkdir(parents=True)
+    (site / "gparent").mkdir()
+    shutil.copy(PYFIX / "scriptrel" / "myext" / "_C.cpython-311-x86_64-linux-gnu.so",
+                site / "gpkg")
+    (site / "gpkg" / "__init__.py").write_text(
+        "import sys\nif 'gparent' not in sys.modules:\n"
+        "    raise ImportError('the gparent package should be imported before gpkg')\n")
+    (site / "gparent" / "__init__.py").write_text("import gpkg\nfrom gpkg import _C\n")
+
+    def real(code: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60, env={"PYTHONPATH": str(site)})
+
+    assert "should be imported before gpkg" in real("import gpkg").stderr
+    assert real("import gparent, sys; print('gpkg._C' in sys.modules)").stdout.strip() == "True"
+    report = chain(tmp_path, "gpkg", env={"PYTHONPATH": str(site)}, path=site / "gpkg")
+    assert report.sections["import-chain"]["imported_first"] == ["gparent"]
+    assert report.sections["probe"]["imported"] == "gparent, gpkg"
+    assert "OD511" not in codes(report), [f.message for f in report.findings]
+    shutil.rmtree(site / "gparent")
+    assert "No module named 'gparent'" in real("import gparent").stderr
+    report = chain(tmp_path, "gpkg", env={"PYTHONPATH": str(site)}, path=site / "gpkg")
+    od511 = [f.message for f in report.findings if f.code == "OD511"]
+    assert od511 and "No module named 'gparent'" in od511[0], od511

@@ -588,6 +588,8 @@ def section(facts: Facts) -> dict[str, Any]:
     unaccounted = _loaded_by_no_link(chain, mapped, [f for _m, f in res.imported] if res else [])
     return {
         "package": chain.name,
+        # imported before the package, as its own guard demands (psycopg before psycopg_binary)
+        "imported_first": list(chain.imported_first),
         "winner": chain.winner.path if chain.winner else None,
         "candidates": [{"entry": c.entry, "path": c.path, "kind": c.kind}
                        for c in chain.candidates],

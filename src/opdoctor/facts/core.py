@@ -359,17 +359,19 @@ class Facts:
         preload: tuple[str, ...] = ()
         hidden: list[dict[str, Any]] = []
         tf_ops: tuple[str, ...] = ()
+        first: tuple[str, ...] = ()
         try:
-            preload, hidden, tf_ops = late or self._late_fields(req)
+            preload, hidden, tf_ops, first = late or self._late_fields(req)
         finally:
-            probe.send_late(path, preload, hidden, tf_ops)
+            probe.send_late(path, preload, hidden, tf_ops, first)
             if req.package:  # what the outcome is kept under for the package's other libraries
                 from opdoctor.facts.probe.runner import package_key as key_of
                 self._package_key = key_of(probe.req)
 
     def _late_fields(self, req: ProbeRequest) -> tuple[tuple[str, ...], list[dict[str, Any]],
-                                                       tuple[str, ...]]:
-        """What to preload, the swallowed imports to retry, the TensorFlow ops to watch."""
+                                                       tuple[str, ...], tuple[str, ...]]:
+        """What to preload, the swallowed imports to retry, the TensorFlow ops to watch, the
+        modules the package's own guard demands be imported before it."""
         preload = tuple(os.path.abspath(p) for p in self.options.preload)
         preload += tuple(v.path for v in self.vendored_loaders[:1])
         chain = self.chain if self.options.package else None
@@ -377,16 +379,18 @@ class Facts:
                    "where": f"{os.path.basename(link.file)}:{link.line} {link.swallowed}"}
                   for link in (chain.links if chain else []) if link.swallowed]
         tf_ops = self._tf_watch() if req.tensorflow else ()
-        return preload, hidden, tf_ops
+        first = tuple(chain.imported_first) if chain else ()
+        return preload, hidden, tf_ops, first
 
     def _reuse_package_probe(self, req: ProbeRequest, preload: tuple[str, ...],
-                             hidden: list[dict[str, Any]], tf_ops: tuple[str, ...]) -> bool:
+                             hidden: list[dict[str, Any]], tf_ops: tuple[str, ...],
+                             first: tuple[str, ...]) -> bool:
         """Package mode: take the outcome of the same package import, run earlier in this
         process for another of the package's libraries (a directory walk), instead of
         importing the package again. True when it did."""
         from opdoctor.facts.probe.runner import finished, package_key
         key = package_key(dataclasses.replace(req, preload=preload, hidden=hidden,
-                                              tf_ops=tf_ops))
+                                              tf_ops=tf_ops, first=first))
         hit = finished(key)
         if hit is None:
             return False
@@ -417,7 +421,9 @@ class Facts:
         """What the probe's import was in package mode: the package, or the extension module
         itself when :meth:`_through_its_module` imported it."""
         probe = self._probe
-        return (probe.req.package if probe is not None else None) or self.options.package or ""
+        name = (probe.req.package if probe is not None else None) or self.options.package or ""
+        first = probe.req.first if probe is not None else ()
+        return ", ".join([*first, name]) if name and first else name
 
     def _module_to_import(self) -> str:
         """The dotted module of a Python extension target inside the package that no line of

@@ -94,6 +94,9 @@ class ImportChain:
     # The walk hit a bound (MAX_MODULES modules, MAX_DEPTH levels, MAX_WALK_FILES files): what
     # was not read cannot be called missing.
     truncated: bool = False
+    # Modules the package's ``__init__.py`` demands be imported before it (a top-level
+    # ``if "psycopg" not in sys.modules: raise ImportError(…)``, psycopg_binary's guard).
+    imported_first: list[str] = field(default_factory=list)
 
     @property
     def package_dir(self) -> str:
@@ -1359,6 +1362,8 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
                                                       known=known_here(list(sys_path),
                                                                        suffixes, env)))
         chain.truncated = _TRUNCATED in seen
+        parsed = _source(init)
+        chain.imported_first = _required_first(parsed.tree.body) if parsed is not None else []
     walked = 0
     for root, _dirs, files in os.walk(pkg):
         walked += len(files)
@@ -1376,6 +1381,27 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
     site = os.path.dirname(pkg)
     _record_check(chain, site)
     return chain
+
+
+def _required_first(body: list[ast.stmt]) -> list[str]:
+    """Modules a package's top-level guard requires in ``sys.modules`` before it imports:
+    ``if "psycopg" not in sys.modules: raise ImportError(…)``. Importing the package alone
+    fails by design; the job imports those first."""
+    out: list[str] = []
+    for stmt in body:
+        if not isinstance(stmt, ast.If) or not stmt.body or \
+                not isinstance(stmt.body[0], ast.Raise):
+            continue
+        exc = stmt.body[0].exc
+        raised = exc.func if isinstance(exc, ast.Call) else exc
+        test = stmt.test
+        if isinstance(raised, ast.Name) and raised.id in ("ImportError", "RuntimeError") and \
+                isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+                isinstance(test.ops[0], ast.NotIn) and isinstance(test.left, ast.Constant) and \
+                isinstance(test.left.value, str) and _dotted(test.comparators[0]) == \
+                "sys.modules" and test.left.value.replace(".", "_").isidentifier():
+            out.append(test.left.value)
+    return out
 
 
 _MAIN_GUARD = re.compile(rb"^if __name__ == ['\"]__main__['\"]", re.M)

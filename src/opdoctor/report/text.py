@@ -164,9 +164,11 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
     winner = chain.get("winner")
     tail = f" (raised: {escape(raised)})" if raised else ""
     p.blank()
+    first = chain.get("imported_first") or []
+    after = f" (after {', '.join(first)}, as its __init__.py demands)" if first else ""
     p.line(f"import chain: {ok if winner and not raised else bad} ",
-           f"import {escape(chain['package'])} → {escape(_path(winner) if winner else 'not found')}"
-           f"{tail}", hang=4)
+           f"import {escape(chain['package'])}{escape(after)} → "
+           f"{escape(_path(winner) if winner else 'not found')}{tail}", hang=4)
     links = chain.get("links", [])
     key = ("import-chain", json.dumps([chain["package"], winner, links, raised, sorted(failed),
                                        chain.get("ops")], sort_keys=True, default=str))

@@ -39,7 +39,7 @@ class _Request(dict):  # type: ignore[type-arg]
     after the framework's import. Without them (EOF: the parent gave up) the probe stops with
     an error about itself, never a load of nothing blamed on the library."""
 
-    LATE = ("path", "preload", "hidden", "tf_ops")
+    LATE = ("path", "preload", "hidden", "tf_ops", "first")
 
     def _late(self, key: str) -> None:
         if key in self.LATE and super().pop("late", False):
@@ -196,6 +196,8 @@ def load_target(load: Callable[[str], Any], maps_before: list[str]) -> tuple[boo
             # Model `python -c "import pkg"` run in the job's cwd: sys.path[0] is ''.
             if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
                 sys.path[0] = ""
+            for first in REQ.get("first", []) or []:  # what the package demands before it
+                importlib.import_module(first)
             importlib.import_module(REQ["package"])
         else:
             result = load(REQ["path"])

@@ -59,6 +59,9 @@ class ProbeRequest:
     tf_ops: tuple[str, ...] = ()  # TensorFlow op names to look up in the registry
     opcheck: bool = False  # compile readiness + torch.library.opcheck of the new ops
     aot_function: str = ""  # MindSpore AOT: load and dlsym the MindSpore way (probe_ms.py)
+    # Modules to import before the package, in order: those its own guard demands
+    # (psycopg_binary raises ImportError unless psycopg was imported first).
+    first: tuple[str, ...] = ()
     # ``hidden`` and ``tf_ops`` follow on stdin (:meth:`ProbeHandle.send_late`): the child
     # starts importing the framework while the parent still computes them.
     late: bool = False
@@ -131,7 +134,8 @@ class ProbeHandle:
                                    "preload": list(req.preload), "ops": list(req.ops),
                                    "smoke": req.smoke, "hidden": req.hidden,
                                    "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops),
-                                   "aot_function": req.aot_function, "late": req.late}
+                                   "aot_function": req.aot_function, "late": req.late,
+                                   "first": list(req.first)}
         if req.opcheck:
             # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
             payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
@@ -162,15 +166,15 @@ class ProbeHandle:
         self._reader.start()
 
     def send_late(self, path: str, preload: tuple[str, ...], hidden: list[dict[str, Any]],
-                  tf_ops: tuple[str, ...]) -> None:
+                  tf_ops: tuple[str, ...], first: tuple[str, ...] = ()) -> None:
         """Give the child the request's late fields (once; later calls do nothing)."""
         stdin, self.proc.stdin = self.proc.stdin, None
         if stdin is None:
             return
-        self.req.path, self.req.preload, self.req.hidden, self.req.tf_ops = \
-            path, preload, hidden, tf_ops
+        self.req.path, self.req.preload, self.req.hidden, self.req.tf_ops, self.req.first = \
+            path, preload, hidden, tf_ops, first
         late = {"path": path, "preload": list(preload), "hidden": hidden,
-                "tf_ops": list(tf_ops)}
+                "tf_ops": list(tf_ops), "first": list(first)}
         # The child may be gone (a crash at start): its result says so, not a broken pipe.
         with contextlib.suppress(OSError):
             stdin.write(json.dumps(late).encode() + b"\n")
@@ -298,7 +302,7 @@ def start_probe(req: ProbeRequest) -> ProbeHandle:
 # Probes started before their target was known (package mode), by their request's early
 # fields; the target's probe adopts the one whose request matches.
 _PRESTARTED: dict[str, ProbeHandle] = {}
-_LATE_FIELDS = ("path", "preload", "hidden", "tf_ops")
+_LATE_FIELDS = ("path", "preload", "hidden", "tf_ops", "first")
 
 
 def _early_key(req: ProbeRequest) -> str:

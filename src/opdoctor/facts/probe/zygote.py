@@ -132,7 +132,7 @@ class Zygote:
         where = tempfile.mkdtemp(prefix="opdoctor-probe-")
         fields = {"path": req.path, "package": req.package, "torch": req.torch,
                   "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
-                  "hidden": req.hidden, "late": False}
+                  "hidden": req.hidden, "late": False, "first": list(req.first)}
         try:
             self.proc.stdin.write(json.dumps({"dir": where, "req": fields}).encode() + b"\n")
             self.proc.stdin.flush()
@@ -172,7 +172,7 @@ class ForkedProbe:
         self._outcome: ProbeOutcome | None = None
 
     def send_late(self, path: str, preload: tuple[str, ...], hidden: list[dict[str, Any]],
-                  tf_ops: tuple[str, ...]) -> None:
+                  tf_ops: tuple[str, ...], first: tuple[str, ...] = ()) -> None:
         """A forked probe has no late fields (its request is complete when it forks)."""
 
     def abandon(self) -> None:
