@@ -202,8 +202,8 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
                         and not skipped)
         # pyzstd's `except ImportError: from ._cffi import …` after a `try` whose own imports
         # resolve: taken only when they fail (the probe's import error says so then).
-        fallback = bool(link["problem"] and link.get("fallback") and link["target"] not in failed
-                        and not skipped and not optional)
+        fallback = bool(link["kind"] == "submodule" and link["problem"] and link.get("fallback")
+                        and link["target"] not in failed and not skipped and not optional)
         attribute = bool(link.get("attribute"))  # tokenizers' `from .. import AddedToken`
         wrong = wrong and not skipped and not attribute and not optional and not fallback
         mark = bad if wrong else "[yellow]?[/]" if unknown else "[dim]–[/]" \
