@@ -237,7 +237,8 @@ class Facts:
         interp = self.interpreter
         with_torch, with_tf = self.torch_context, needs_tensorflow(self.image)
         via = tuple(v.path for v in self.vendored_loaders[:1])
-        proc = emulate(self.path, self.resolver, interp, with_torch, with_tf, via)
+        first = self._loaded_first_by_package()
+        proc = emulate(self.path, self.resolver, interp, with_torch, with_tf, via, first)
         missing = [m.name for m in proc.tree.missing]
         # A dependency of the library needs the framework's own library (tensorflow-text's pybind
         # modules need libpybinds_library_common.so, which needs libtensorflow_framework.so.2):
@@ -249,8 +250,30 @@ class Facts:
             TORCH.linked_by(missing)
         if more_tf or more_torch:
             proc = emulate(self.path, self.resolver, interp, with_torch or more_torch,
-                           with_tf or more_tf, via)
+                           with_tf or more_tf, via, first)
         return proc
+
+    def _loaded_first_by_package(self) -> tuple[str, ...]:
+        """Libraries the package's import loads by path (its chain's load_library/CDLL calls,
+        not a fallback) whose file name the target NEEDs: in the process before the target's
+        own import, so glibc finds them there by SONAME (torchtext's _torchtext.so NEEDs
+        libtorchtext.so, which torchtext/_extension.py loads from lib/ first)."""
+        if not self.options.package or self.structure.image is None:
+            return ()
+        chain = self.chain
+        if chain is None:
+            return ()
+        needed = {str(n) for n in self.image.tags.get("DT_NEEDED", [])}
+        me = os.path.realpath(self.path)
+        out: list[str] = []
+        for link in chain.links:
+            if link.kind not in ("load_library", "cdll") or link.fallback:
+                continue
+            for f in link.resolved:
+                if os.path.basename(f) in needed and os.path.realpath(f) != me and \
+                        os.path.isfile(f) and f not in out:
+                    out.append(f)
+        return tuple(out)
 
     @cached_property
     def dependents(self) -> list[str]:

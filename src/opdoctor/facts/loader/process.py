@@ -87,10 +87,12 @@ def _tf_pywrap(framework: str) -> str | None:
 
 def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             with_torch: bool, with_tensorflow: bool = False,
-            via: tuple[str, ...] = ()) -> Process:
+            via: tuple[str, ...] = (), first: tuple[str, ...] = ()) -> Process:
     """Load the interpreter (and torch) first, then ``target``, as the real process would;
     ``via``: the library that loads ``target`` (a wheel's vendored library is loaded by its
-    extension, never on its own: see :mod:`opdoctor.facts.vendored`)."""
+    extension, never on its own: see :mod:`opdoctor.facts.vendored`); ``first``: libraries
+    the package's import loads by path before it (torchtext's lib/libtorchtext.so, which
+    ``_torchtext.so`` then finds by its SONAME already in the process)."""
     preloaded: list[Library] = []
     global_scope: list[Library] = []
     context = "a bare process (no interpreter found)"
@@ -126,6 +128,14 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             if pywrap:
                 global_scope += new
             context += " + import tensorflow"
+    if first:
+        seen = {lib.path for lib in preloaded}
+        for path in first:
+            new = _mark(resolver.load(path, preloaded), "the package's import", seen)
+            preloaded += new
+            seen |= {lib.path for lib in new}
+        context += " + " + ", ".join(os.path.basename(p) for p in first) + \
+            " (loaded by the package's import)"
     for lib in preloaded:
         lib.rule = RULE_PRELOADED
     loaders = [resolver.describe(Library(p, p, RULE_PATH)) for p in via]
