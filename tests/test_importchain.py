@@ -1468,3 +1468,25 @@ def test_a_library_the_package_loads_by_path_first_is_in_the_process(tmp_path: P
     assert "OD201" not in [f.code for f in report.findings], [f.message for f in report.findings]
     assert report.sections["dependencies"]["context"].endswith("liblazy.so.1 (loaded by the "
                                                        "package's import)")
+
+
+@pytest.mark.parametrize("test", ["TYPE_CHECKING", "typing.TYPE_CHECKING"])
+def test_an_import_for_the_type_checker_never_runs(tmp_path: Path, test: str) -> None:
+    """nvidia-cudnn-frontend 1.32: ``if TYPE_CHECKING: from ..pygraph import pygraph`` names a
+    class, not a module; the import never runs (TYPE_CHECKING is False at run time), and the
+    package imports: no OD510 (it was exit 1 on a working install). The same import outside
+    the condition fails, and is OD510."""
+    import sys
+
+    pkg = tmp_path / "tcpkg"
+    pkg.mkdir()
+    guard = f"import typing\nfrom typing import TYPE_CHECKING\nif {test}:\n    "
+    (pkg / "__init__.py").write_text(guard + "from .pygraph import pygraph\nVALUE = 1\n")
+    real = subprocess.run([sys.executable, "-c", "import tcpkg; print(tcpkg.VALUE)"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "1", real.stderr
+    assert "OD510" not in codes(chain(tmp_path, "tcpkg", probe=False))
+    bad = tmp_path / "tcbad"
+    bad.mkdir()
+    (bad / "__init__.py").write_text("from .pygraph import pygraph\n")
+    assert "OD510" in codes(chain(tmp_path, "tcbad", probe=False))

@@ -294,12 +294,17 @@ class _Eval(ast.NodeVisitor):
             return True if True in vals else None if None in vals else False
         if isinstance(node, ast.Call) and _dotted(node.func) == "bool" and len(node.args) == 1:
             return self.truth(node.args[0])
+        dotted = _dotted(node)
+        if dotted in ("TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING",
+                      "typing_extensions.TYPE_CHECKING"):
+            # False whenever the code runs (True only for a static type checker): the
+            # imports under it never execute (nvidia-cudnn-frontend's engines/base.py).
+            return False
         if isinstance(node, ast.Name):
             # A flag computed once (psutil's `LINUX = sys.platform.startswith("linux")`,
             # imported from its _common module): `if LINUX: … elif WINDOWS: …`.
             flag = self.value(node)
             return flag if isinstance(flag, bool) else None
-        dotted = _dotted(node)
         if dotted in ("torch.version.hip", "torch.version.cuda") and self.known.torch_known:
             return bool(self.known.torch_hip if dotted.endswith("hip") else
                         self.known.torch_cuda)
