@@ -1490,3 +1490,48 @@ def test_an_import_for_the_type_checker_never_runs(tmp_path: Path, test: str) ->
     bad.mkdir()
     (bad / "__init__.py").write_text("from .pygraph import pygraph\n")
     assert "OD510" in codes(chain(tmp_path, "tcbad", probe=False))
+
+
+def test_a_library_of_a_package_imported_first_is_in_the_process(tmp_path: Path) -> None:
+    """paddle2onnx 2.1: its extension NEEDs libpaddle.so, RUNPATH
+    ``/tmp/build-env-…/site-packages/paddle/base`` (its build environment), and its
+    ``__init__.py`` runs ``import paddle`` first, which loads paddle/base/libpaddle.so from
+    this install. ``--static`` said "libpaddle.so is not found" (patchelf fix, exit 1); the
+    import works. Without paddle the fix is to install it, not an RPATH edit."""
+    import sys
+    import sysconfig
+
+    fx = Path(__file__).parent / "fixtures/python"
+    dep = tmp_path / "deps" / "depkg"
+    (dep / "base").mkdir(parents=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wl,-soname,liblazy.so.1",
+                    str(fx / "lazy.c"), "-o", str(dep / "base" / "liblazy.so.1")],
+                   check=True, timeout=60)
+    (dep / "__init__.py").write_text(
+        "import ctypes, os\n"
+        "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'base', 'liblazy.so.1'))\n")
+    pkg = tmp_path / "site" / "usepkg"
+    pkg.mkdir(parents=True)
+    ext = pkg / ("_C" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-isystem",
+                    sysconfig.get_paths()["include"], "-DNEEDS_LAZY", str(fx / "ext.c"),
+                    "-o", str(ext), "-Wl,--no-as-needed", "-L", str(dep / "base"),
+                    "-l:liblazy.so.1", "-Wl,--enable-new-dtags,-rpath,"
+                    "/tmp/build-env-x/lib/python3.11/site-packages/depkg/base"],
+                   check=True, timeout=60)
+    (pkg / "__init__.py").write_text(
+        "try:\n    import depkg\nexcept ImportError:\n"
+        "    raise ImportError('Failed to import depkg. Please install it.')\n"
+        "from . import _C\n")
+    both = f"{pkg.parent}:{dep.parent}"
+    real = subprocess.run([sys.executable, "-c", "import usepkg; print(usepkg._C.answer())"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": both})
+    assert real.stdout.strip() == "42", real.stderr
+    report = chain(tmp_path, "usepkg", probe=False, env={"PYTHONPATH": both}, path=ext)
+    assert "OD201" not in codes(report, "OD2"), [f.message for f in report.findings]
+    shutil.rmtree(dep)
+    report = chain(tmp_path, "usepkg", probe=False, env={"PYTHONPATH": str(pkg.parent)},
+                   path=ext)
+    od201 = next(f for f in report.findings if f.code == "OD201")
+    assert "provides `import depkg`" in (od201.fix or ""), od201.fix

@@ -97,6 +97,24 @@ _ROCM = re.compile(r"^lib(?:amdhip64|hiprtc|hipblas|hipblaslt|hipsparse|hipspars
                    r"roctx64|roctracer64|hsa-runtime64)\.so\.\d+")
 
 
+def _other_package_of(miss: Missing, facts: Facts) -> str:
+    """The other top-level package a missing library belongs to: one the target's package
+    imports at module level, named by the requesting library's RUNPATH/RPATH as a
+    site-packages directory ("" otherwise)."""
+    chain = facts.chain if facts.options.package else None
+    if chain is None or not chain.imports_packages or \
+            os.path.realpath(miss.requested_by) != os.path.realpath(facts.path):
+        return ""
+    tags = facts.image.tags
+    for v in (*tags.get("DT_RUNPATH", []), *tags.get("DT_RPATH", [])):
+        for entry in str(v).split(":"):
+            _, sep, rest = entry.replace("dist-packages/", "site-packages/").partition(
+                "site-packages/")
+            if sep and rest.split("/")[0] in chain.imports_packages:
+                return rest.split("/")[0]
+    return ""
+
+
 def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
     interp = facts.interpreter
@@ -148,6 +166,15 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
         return (f"torch is not installed for {exe}, so nothing loads {miss.name} before this "
                 "library: install torch in that environment, or pass --python with the "
                 "interpreter that has it")
+    owner = _other_package_of(miss, facts)
+    if owner:
+        # paddle2onnx's extension: RUNPATH …/site-packages/paddle/base, NEEDs libpaddle.so,
+        # and its __init__.py imports paddle first — which is not installed here.
+        return (f"{miss.name} is the `{owner}` package's (the library's RUNPATH names "
+                f"site-packages/{owner}/… of its build environment), and the package imports "
+                f"`{owner}` before this module: install the distribution that provides `import "
+                f"{owner}` in this environment (the release this one was built against); no "
+                "RPATH edit brings it")
     beside = os.path.join(os.path.dirname(req), miss.name)
     if os.path.isfile(beside):
         # torchcodec's libtorchcodec_custom_ops7.so NEEDs libtorchcodec_core7.so, which sits

@@ -273,7 +273,32 @@ class Facts:
                 if os.path.basename(f) in needed and os.path.realpath(f) != me and \
                         os.path.isfile(f) and f not in out:
                     out.append(f)
-        return tuple(out)
+        return tuple(out + [f for f in self._from_imported_packages(chain, needed)
+                            if f not in out])
+
+    def _from_imported_packages(self, chain: ImportChain, needed: set[str]) -> list[str]:
+        """Libraries of another installed package that the package imports first, named by
+        the target's RUNPATH as that package's directory in its build environment
+        (paddle2onnx: RUNPATH /tmp/build-env-…/site-packages/paddle/base, NEEDED
+        libpaddle.so; its __init__.py runs `import paddle`, which loads paddle/base/libpaddle.so
+        from this install's site-packages)."""
+        if not chain.imports_packages:
+            return []
+        tags = self.image.tags
+        entries = [e for key in ("DT_RUNPATH", "DT_RPATH") for v in tags.get(key, [])
+                   for e in str(v).split(":")]
+        out: list[str] = []
+        for entry in entries:
+            _, sep, rest = entry.replace("dist-packages/", "site-packages/").partition(
+                "site-packages/")
+            if not sep or rest.split("/")[0] not in chain.imports_packages:
+                continue
+            for site in chain.sys_path:
+                for name in sorted(needed):
+                    f = os.path.join(site, rest, name)
+                    if os.path.isfile(f) and f not in out:
+                        out.append(f)
+        return out
 
     @cached_property
     def dependents(self) -> list[str]:

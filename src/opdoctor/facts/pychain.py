@@ -97,6 +97,9 @@ class ImportChain:
     # Modules the package's ``__init__.py`` demands be imported before it (a top-level
     # ``if "psycopg" not in sys.modules: raise ImportError(…)``, psycopg_binary's guard).
     imported_first: list[str] = field(default_factory=list)
+    # Other top-level packages ``__init__.py`` imports at module level (paddle2onnx's `import
+    # paddle`, inside a try): their import runs before the package's own modules load.
+    imports_packages: list[str] = field(default_factory=list)
 
     @property
     def package_dir(self) -> str:
@@ -1369,6 +1372,8 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
         chain.truncated = _TRUNCATED in seen
         parsed = _source(init)
         chain.imported_first = _required_first(parsed.tree.body) if parsed is not None else []
+        chain.imports_packages = _module_level_imports(parsed.tree.body, name) \
+            if parsed is not None else []
     walked = 0
     for root, _dirs, files in os.walk(pkg):
         walked += len(files)
@@ -1386,6 +1391,22 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
     site = os.path.dirname(pkg)
     _record_check(chain, site)
     return chain
+
+
+def _module_level_imports(body: list[ast.stmt], package: str) -> list[str]:
+    """Top-level names of the absolute imports a module's body runs (into ``try`` bodies, not
+    functions, handlers or branches), other than ``package`` itself."""
+    out: list[str] = []
+    for stmt in body:
+        names: list[str] = []
+        if isinstance(stmt, ast.Import):
+            names = [a.name.split(".")[0] for a in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            names = [stmt.module.split(".")[0]]
+        elif isinstance(stmt, ast.Try):
+            names = _module_level_imports(stmt.body, package)
+        out += [n for n in names if n != package and n not in out]
+    return out
 
 
 def _required_first(body: list[ast.stmt]) -> list[str]:

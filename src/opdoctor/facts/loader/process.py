@@ -9,7 +9,7 @@ emulated load finds those sonames "already loaded" exactly as the real one does.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from opdoctor.facts.elf.image import ElfImage
 from opdoctor.facts.frameworks import TENSORFLOW, TORCH
@@ -25,6 +25,9 @@ class Process:
     preloaded: list[Library]
     global_scope: list[Library]  # searched before the target's own tree for symbols
     tree: DepTree
+    # The dependency closure of each library the package's import loaded first (``first``):
+    # when the target NEEDs one, glibc searches that library's dependencies too.
+    closures: dict[str, list[Library]] = field(default_factory=dict)
 
 
 # Runtimes torch's wheel carries in torch/lib for its own use that any OpenMP/C++ program
@@ -128,10 +131,13 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             if pywrap:
                 global_scope += new
             context += " + import tensorflow"
+    closures: dict[str, list[Library]] = {}
     if first:
         seen = {lib.path for lib in preloaded}
         for path in first:
-            new = _mark(resolver.load(path, preloaded), "the package's import", seen)
+            loaded = resolver.load(path, preloaded)
+            new = _mark(loaded, "the package's import", seen)
+            closures[loaded.root.path] = [lib for lib in loaded.order if lib.image is not None]
             preloaded += new
             seen |= {lib.path for lib in new}
         context += " + " + ", ".join(os.path.basename(p) for p in first) + \
@@ -142,4 +148,4 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
     if loaders:
         context += f" + loaded by {os.path.basename(loaders[0].path)}"
     tree = resolver.load(target, preloaded, via=loaders)
-    return Process(context, preloaded, global_scope, tree)
+    return Process(context, preloaded, global_scope, tree, closures)

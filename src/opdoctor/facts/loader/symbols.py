@@ -82,7 +82,10 @@ def bind(target: ElfImage, process: Process, tables: SymbolTables) -> Binding:
     tree = process.tree
     scope: list[Library] = []
     seen: set[str] = set()
-    for lib in [*process.global_scope, *tree.order]:
+    # A dependency the package's import loaded first brings its own dependencies into the
+    # target's search scope, as glibc's breadth-first search list does.
+    closure = [c for lib in tree.order for c in process.closures.get(lib.path, [])]
+    for lib in [*process.global_scope, *tree.order, *closure]:
         if lib.path not in seen and lib.image is not None:
             seen.add(lib.path)
             scope.append(lib)
