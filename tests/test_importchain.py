@@ -1535,3 +1535,27 @@ def test_a_library_of_a_package_imported_first_is_in_the_process(tmp_path: Path)
                    path=ext)
     od201 = next(f for f in report.findings if f.code == "OD201")
     assert "provides `import depkg`" in (od201.fix or ""), od201.fix
+
+
+def test_a_dotted_namespace_the_wheel_ships_is_by_design(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """protobuf 7.36: ``google/_upb/`` holds ``_message.abi3.so`` and no ``__init__.py``, as
+    protobuf's RECORD lists it; ``--package google._upb`` said OD506 "add an __init__.py"
+    (its RECORD was looked up as ``google._upb/``, and the site directory one level too
+    deep). Read under the package's path, the RECORD shows the namespace is by design; a
+    RECORD that lists the lost ``__init__.py`` is still OD506 and OD508."""
+    site = tmp_path / "site-packages"
+    for top, listed in (("gtop", False), ("gbad", True)):
+        _write(site, {f"{top}/_ns/mod.py": "V = 1\n"})
+        rows = [f"{top}/_ns/mod.py,,"] + ([f"{top}/_ns/__init__.py,,"] if listed else [])
+        _write(site, {f"{top}like-1.0.dist-info/RECORD": "\n".join(
+            [*rows, f"{top}like-1.0.dist-info/RECORD,,"]) + "\n",
+            f"{top}like-1.0.dist-info/METADATA": f"Name: {top}like\nVersion: 1.0\n"})
+    assert _python(site, "import gtop._ns.mod; print(gtop._ns.mod.V)").stdout.strip() == "1"
+    found = {}
+    for top in ("gtop", "gbad"):
+        res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+                  "--package", f"{top}._ns")
+        found[top] = [f["code"] for r in res.json()["reports"] for f in r["findings"]]
+    assert "OD506" not in found["gtop"], found
+    assert "OD506" in found["gbad"] and "OD508" in found["gbad"], found

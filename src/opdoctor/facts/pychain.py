@@ -1285,13 +1285,14 @@ def _record_check(chain: ImportChain, site: str) -> None:
                 rows = list(csv.reader(fh))
         except OSError:
             continue
-        owns = any(r and (r[0].startswith(chain.name + "/") or r[0].startswith(chain.name + "."))
+        # A dotted package's files are listed under its path (google._upb: google/_upb/…).
+        rel = chain.name.replace(".", "/")
+        owns = any(r and (r[0].startswith(rel + "/") or r[0].startswith(chain.name + "."))
                    for r in rows)
         if not owns:
             continue
         chain.dist = dist
-        chain.record_has_init = any(r and r[0] == f"{chain.name.split('.')[0]}/__init__.py"
-                                    for r in rows)
+        chain.record_has_init = any(r and r[0] == f"{rel}/__init__.py" for r in rows)
         for row in rows:
             if not row or not row[0] or row[0].endswith("RECORD"):
                 continue
@@ -1388,7 +1389,11 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
             elif f.endswith(".py"):
                 chain.python_files.append(full)
                 chain.script_relative += _script_relative(full)
-    site = os.path.dirname(pkg)
+    # The directory the top-level package sits in: one level up per dotted part
+    # (google._upb's is two levels above google/_upb).
+    site = pkg
+    for _part in name.split("."):
+        site = os.path.dirname(site)
     _record_check(chain, site)
     return chain
 
