@@ -1559,3 +1559,30 @@ def test_a_dotted_namespace_the_wheel_ships_is_by_design(
         found[top] = [f["code"] for r in res.json()["reports"] for f in r["findings"]]
     assert "OD506" not in found["gtop"], found
     assert "OD506" in found["gbad"] and "OD508" in found["gbad"], found
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize(("module", "install"), [("needed_mod", "needed-mod"),
+                                                 ("PILlike", "pillowlike otherdist")])
+def test_a_missing_required_module_names_the_distribution_to_install(
+        tmp_path: Path, module: str, install: str) -> None:
+    """xgrammar 0.2.9 without transformers: ``No module named 'transformers'`` and its METADATA
+    has ``Requires-Dist: transformers``; OD511's fix said "Read the exception". It names the
+    requirement to install — the one named like the module, or every uninstalled one when
+    none is (PIL is pillow's)."""
+    import sys
+
+    site = tmp_path / "site"
+    reqs = "needed-mod>=1.0" if module == "needed_mod" else "pillowlike\nRequires-Dist: otherdist"
+    _write(site, {"reqpkg/__init__.py": f"import {module}\n",
+                  "reqpkg-1.0.dist-info/METADATA": f"Name: reqpkg\nVersion: 1.0\n"
+                                                   f"Requires-Dist: {reqs}\n",
+                  "reqpkg-1.0.dist-info/RECORD": "reqpkg/__init__.py,,\n"})
+    real = subprocess.run([sys.executable, "-c", "import reqpkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(site)})
+    assert f"No module named '{module}'" in real.stderr
+    report = chain(tmp_path, "reqpkg", env={"PYTHONPATH": str(site)}, path=site / "reqpkg")
+    od511 = next(f for f in report.findings if f.code == "OD511")
+    assert od511.fix == f"pip install {install} (reqpkg-1.0 requires it; a --no-deps or " \
+        "partial install left it out)", od511.fix

@@ -304,6 +304,25 @@ _LOADER_WORDS = re.compile(r"undefined symbol|shared object|\.so\b|\.dll\b|versi
                            r"cannot import name|DLL load failed|No module named")
 
 
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def _requirement_for(chain: ImportChain, kind: str, message: str) -> list[str]:
+    """For a ``No module named 'x'`` raised by the package's import: the unconditional
+    requirements of its distribution that are not installed — the one named like the module
+    when there is one (xgrammar without transformers), else all of them (a module named
+    unlike its distribution: PIL is pillow's). Empty for a module of the package itself."""
+    m = _NO_MODULE.search(message)
+    if kind != "ModuleNotFoundError" or not m:
+        return []
+    top = m.group(1).split(".")[0]
+    if top == chain.name.split(".")[0]:
+        return []
+    absent = _uninstalled_requirements(chain)
+    named = [a for a in absent if normalized(a) == normalized(top)]
+    return named or absent
+
+
 def _uninstalled_requirements(chain: ImportChain) -> list[str]:
     """The unconditional Requires-Dist of the package's distribution that no sys.path
     directory has a ``*.dist-info`` of (polars without polars-runtime-32)."""
@@ -537,12 +556,19 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     err = res.load_error
     if err is not None:
         env = _ENV_FIX.search(err.message)
+        install = _requirement_for(chain, err.type, err.message)
+        fix = f"as the message says: set {env.group(1)}={env.group(2)} in the job's " \
+            f"environment (opdoctor check --env {env.group(1)}={env.group(2)} … to check " \
+            "with it)" if env else None
+        if install and not fix:
+            fix = (f"pip install {' '.join(install)} ({'-'.join(distribution(chain.dist))} "
+                   "requires it; a --no-deps or partial install left it out)")
         yield OD511.finding(chain.name, f"import {facts.probed_import or chain.name} raised "
-                            f"{err.type}: {err.message[:200]}", err.tail(5),
-                            fix=f"as the message says: set {env.group(1)}={env.group(2)} in "
-                            "the job's environment (opdoctor check --env "
-                            f"{env.group(1)}={env.group(2)} … to check with it)"
-                            if env else None)
+                            f"{err.type}: {err.message[:200]}",
+                            [*err.tail(5), *([f"{os.path.basename(chain.dist)}/METADATA: "
+                                              f"Requires-Dist: {', '.join(install)}, not "
+                                              "installed"] if install else [])],
+                            fix=fix)
     for hidden in res.swallowed:
         if _hidden_optional(chain, hidden.target, hidden.error.message):
             continue
