@@ -1586,3 +1586,38 @@ def test_a_missing_required_module_names_the_distribution_to_install(
     od511 = next(f for f in report.findings if f.code == "OD511")
     assert od511.fix == f"pip install {install} (reqpkg-1.0 requires it; a --no-deps or " \
         "partial install left it out)", od511.fix
+
+
+def test_a_load_only_a_lazily_called_function_makes_comes_last(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchaudio 2.8: ``_extension/utils.py`` has ``_load_lib(lib)`` and calls it itself only
+    inside ``_import_sox_ext()`` (the SoX backend's first use); ``__init__`` calls
+    ``_load_lib("libtorchaudio")`` at import. ``--package`` checked the SoX library (its
+    missing libsox the headline) instead of the one the import loads and fails on."""
+    import sys
+
+    pkg = tmp_path / "lzpkg"
+    (pkg / "lib").mkdir(parents=True)
+    (tmp_path / "e.c").write_text("int f(void) { return 1; }\n")
+    for name in ("libmain.so", "libextra.so"):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "lib" / name),
+                        str(tmp_path / "e.c")], check=True, timeout=60)
+    _write(tmp_path, {
+        "lzpkg/utils.py": "import ctypes, os\n\n\ndef _load_lib(name):\n"
+                          "    ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', "
+                          "f'{name}.so'))\n\n\ndef _import_extra():\n"
+                          "    _load_lib('libextra')\n",
+        "lzpkg/__init__.py": "from .utils import _load_lib\n_load_lib('libmain')\n"})
+    maps = subprocess.run([sys.executable, "-c", "import lzpkg; print(open('/proc/self/maps')"
+                           ".read())"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60).stdout
+    assert "libmain.so" in maps and "libextra.so" not in maps
+    from opdoctor.facts.pychain import analyse
+
+    ch = analyse("lzpkg", [str(tmp_path)], ".so", str(tmp_path))
+    assert [os.path.basename(p) for p in ch.libraries] == ["libmain.so", "libextra.so"]
+    assert [lk.lazy for lk in ch.links if lk.kind == "cdll"] == [True, False]
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--package",
+              "lzpkg")
+    assert [os.path.basename(r["target"]["path"]) for r in res.json()["reports"]] == \
+        ["libmain.so"]

@@ -71,6 +71,10 @@ class Link:
     # The condition that asks whether the module exists before importing it ("" when none):
     # a module missing there is a branch not taken, not an error.
     checked: str = ""
+    # A load inside a function whose every call site computing its path is inside another
+    # function (torchaudio's `_load_lib("libtorchaudio_sox")` in `_import_sox_ext()`, run on
+    # the SoX backend's first use): not part of the package's import.
+    lazy: bool = False
 
 
 @dataclass
@@ -133,9 +137,12 @@ class ImportChain:
 
     @property
     def libraries(self) -> list[str]:
-        """Compiled files the chain resolves to, in chain order, existing ones only."""
+        """Compiled files the chain resolves to, in chain order, existing ones only: what the
+        module bodies run first, then imports inside functions, then the loads only a lazily
+        called function makes (torchaudio's SoX library, on the SoX backend's first use)."""
         out: list[str] = []
-        for link in self.links:
+        for link in sorted(self.links, key=lambda lk: (
+                lk.lazy, bool(lk.function) and lk.kind == "submodule")):
             for f in link.resolved:
                 is_lib = f.endswith((".so", ".pyd")) or ".so." in f
                 if is_lib and os.path.isfile(f) and f not in out:
@@ -1020,7 +1027,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     for stmt in tree.body:
         visit(stmt, [])
     for link, fdef, call in pending:
-        value = _through_calls(tree, fdef, call, file, names, known)
+        value, link.lazy = _through_calls(tree, fdef, call, file, names, known)
         # No call site to compute it from: every assignment of the module, in order.
         _resolve_link(link, value if value is not None else ev_flat.value(call.args[0]))
     return links
@@ -1042,23 +1049,58 @@ def _resolve_link(link: Link, value: object) -> None:
         link.problem = ""
 
 
+def _module_level_calls(tree: ast.Module) -> set[int]:
+    """ids of the call nodes the module's import runs: not inside a function body (class
+    bodies run at import), or inside a function of this module that such a call runs
+    (torchtext's `_init_extension()` at the bottom of _extension.py), a few levels deep."""
+    funcs = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef,
+                                                               ast.AsyncFunctionDef))}
+    out: set[int] = set()
+    todo: list[ast.AST] = list(tree.body)
+    entered: set[str] = set()
+    for _level in range(4):
+        called: list[str] = []
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                out.update(id(d) for dec in getattr(node, "decorator_list", [])
+                           for d in ast.walk(dec) if isinstance(d, ast.Call))
+                continue
+            if isinstance(node, ast.Call):
+                out.add(id(node))
+                if isinstance(node.func, ast.Name) and node.func.id in funcs:
+                    called.append(node.func.id)
+            todo.extend(ast.iter_child_nodes(node))
+        fresh = [n for n in dict.fromkeys(called) if n not in entered]
+        if not fresh:
+            break
+        entered.update(fresh)
+        todo = [stmt for n in fresh for stmt in funcs[n].body]
+    return out
+
+
 def _through_calls(tree: ast.Module, func: ast.FunctionDef, call: ast.Call, file: str,
-                   names: dict[str, object], known: Known) -> object:
+                   names: dict[str, object], known: Known) -> tuple[object, bool]:
     """The loader's argument inside ``func``, computed by running ``func`` up to the call for
     each call site in the module with constant arguments (``_load_library("_C_stable")``), or
     once without arguments when it takes none (``get_native_library()``). A list of every
-    value found; None when none could be computed."""
+    value found (None when none could be computed), and whether every call site it was
+    computed from is inside another function (a load the import itself never runs)."""
     sites: list[list[object]] = []
     top = _Eval(file, names, known)
+    lazy = False
     if not func.args.args:
         sites.append([])
     else:
+        at_import = _module_level_calls(tree)
+        lazy = True
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                     node.func.id == func.name:
                 args = [top.value(a) for a in node.args]
                 if args and all(a is not None for a in args):
                     sites.append(args)
+                    lazy = lazy and id(node) not in at_import
             if len(sites) >= 8:
                 break
     found: list[object] = []
@@ -1070,7 +1112,7 @@ def _through_calls(tree: ast.Module, func: ast.FunctionDef, call: ast.Call, file
         for v in value if isinstance(value, list) else [value]:
             if isinstance(v, str) and v not in found:
                 found.append(v)
-    return found or None
+    return (found or None), lazy and bool(found)
 
 
 def _loads_in_call(callee: _Func, call: ast.Call, seg: str, ev: _Eval,
