@@ -159,3 +159,31 @@ def test_a_missing_rocm_library_gets_an_install_rocm_fix(
     doc = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()
     found = {f["code"]: f for f in doc["reports"][0]["findings"]}
     assert found["OD201"]["fix"].startswith("libhipblas.so.3 is part of AMD's ROCm")
+
+
+def test_a_requirement_that_is_a_range_names_no_release_in_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vptq 0.0.5 requires ``torch>=2.3.0`` and was built for one torch (CUDA 12.1, the old
+    C++ ABI): OD307's fix said ``pip install 'torch>=2.3.0' --index-url …/cu126``, which
+    installs the newest torch, not the one the library was built for. A range names no
+    release: the fix gives the placeholder, with the range, and keeps an exact pin in the
+    command (torchvision's ``torch (==2.13.0)``)."""
+    import shutil
+
+    site = tmp_path / "site"
+    shutil.copytree(_site(), site)
+    meta = next(site.glob("torchvision-*.dist-info")) / "METADATA"
+    meta.write_text(meta.read_text().replace("Requires-Dist: torch (==2.13.0)",
+                                             "Requires-Dist: torch (>=2.3.0)"))
+    fixes = {}
+    for name, where in (("range", site), ("pin", _site())):
+        res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={where}",
+                  str(where / "torchvision" / "_C.so"))
+        fixes[name] = next(f["fix"] for f in res.json()["reports"][0]["findings"]
+                           if f["code"] == "OD307")
+    assert "pip install torch==<release> --index-url https://download.pytorch.org/whl/cu130" \
+        in fixes["range"] and "requires torch>=2.3.0, a range, not a release" in \
+        fixes["range"], fixes["range"]
+    assert "'torch>=" not in fixes["range"]
+    assert "pip install 'torch (==2.13.0)'" in fixes["pin"] or \
+        "pip install 'torch==2.13.0'" in fixes["pin"], fixes["pin"]

@@ -70,6 +70,12 @@ def _fix(facts: Facts) -> str:
     dist = ext.distribution or "the extension"
     tag = local_tag(ext.package_version)
     want = ext.requires_torch
+    # A requirement that is not a pin (vptq's `torch>=2.3.0`) names no release: pip would take
+    # the newest, which is not the one the library was built for (nor, for an old-ABI build,
+    # of its C++ ABI). Only an exact pin goes into the command.
+    loose = ""
+    if want and "==" not in want:
+        loose, want = want, ""
     # The package's own build record names the exact build (xformers: 2.10.0+cu128).
     built = re.search(r"built for torch (\d+\.\d+(?:\.\d+)?)\+?(\w*)", ext.built_for)
     if built:
@@ -88,8 +94,9 @@ def _fix(facts: Facts) -> str:
             f"https://download.pytorch.org/whl/{CUDA_INDEX.get(ext.cuda_major or 13, 'cu130')}"
         how = f"pip install '{want}' --index-url {index}" if want else (
             f"pip install torch==<release> --index-url {index}, where <release> is the torch "
-            f"release {dist} was built for: nothing installed records it, its release notes "
-            "name it")
+            f"release {dist} was built for: nothing installed records it"
+            + (f" ({dist} requires {loose}, a range, not a release)" if loose else "")
+            + ", its release notes name it")
         return (f"either install the CUDA build of torch that {dist} was built for "
                 f"({how}){_beyond_torch(facts)}, or "
                 f"{cpu_build(dist, tv.version)}; never patch RPATH/LD_LIBRARY_PATH for this")
