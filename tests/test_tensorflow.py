@@ -501,3 +501,45 @@ def test_tflite_symbols_are_tensorflows_not_the_librarys_own(tmp_path: Path) -> 
     report = tf_check(lib, probe=False)
     got = codes(report)
     assert "OD430" not in got and "OD301" in got, got
+
+
+@pytest.mark.probe
+def test_tensorflows_own_library_needed_by_a_name_this_release_lacks(tmp_path: Path) -> None:
+    """intel-extension-for-tensorflow 2.15 beside TensorFlow 2.21: libitex_common.so NEEDs
+    ``_pywrap_tensorflow_internal.so`` by name, which TF 2.21 ships as a shim without that
+    SONAME — even after ``import tensorflow`` the loader does not find it. It was "library
+    path: find / … patchelf" (cause 2); the plugin is TF 2.15's (its distribution requires
+    tensorflow~=2.15.0 from another dist-info of the same package): OD342, cause 3, with the
+    "not found" its consequence. `scan` lists such a library (it was left out)."""
+    site = tmp_path / "site"
+    lib = site / "itexlike" / "libcommon.so"
+    lib.parent.mkdir(parents=True)
+    (tmp_path / "stub.c").write_text("int TF_Stub(void) { return 0; }\n")
+    (tmp_path / "use.c").write_text("int TF_Stub(void);\nint use(void) { return TF_Stub(); }\n")
+    stub = tmp_path / "_pywrap_tensorflow_internal.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,_pywrap_tensorflow_internal.so",
+                    "-o", str(stub), str(tmp_path / "stub.c")], check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
+                    str(stub)], check=True, timeout=60)
+    stub.unlink()
+    for dist, files, reqs in (("itexlike_lib-1.0", ["itexlike/libcommon.so"], []),
+                              ("itexlike-1.0", ["itexlike/__init__.py"],
+                               ["tensorflow ~=2.15.0"])):
+        info = site / f"{dist}.dist-info"
+        info.mkdir()
+        (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
+        (info / "METADATA").write_text(f"Name: {dist.rsplit('-', 1)[0]}\nVersion: 1.0\n"
+                                       + "".join(f"Requires-Dist: {r}\n" for r in reqs))
+    (site / "itexlike" / "__init__.py").write_text("")
+    real = subprocess.run([tf_python(), "-c", "import tensorflow, ctypes, sys; "
+                           "ctypes.CDLL(sys.argv[1])", str(lib)], capture_output=True,
+                          text=True, timeout=300)
+    assert "_pywrap_tensorflow_internal.so: cannot open shared object file" in real.stderr
+    report = tf_check(lib, probe=False)
+    assert roots(report) == ["OD342"], [f.message for f in report.findings]
+    f = by_code(report, "OD342")
+    assert "built for TensorFlow 2.15" in f.message and "tensorflow==2.15.*" in (f.fix or "")
+    assert any("requires tensorflow~=2.15.0" in e for e in f.evidence)
+    from opdoctor.targets.discover import links_framework
+
+    assert links_framework(str(lib))  # scan's filter: a TensorFlow library

@@ -54,7 +54,7 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     # TensorFlow (checks/tensorflow.py): the static cause explains the generic symbol findings.
     "OD340": ("OD301", "OD321", "OD511"),
     "OD341": ("OD301", "OD321", "OD342", "OD511"),
-    "OD342": ("OD301", "OD321", "OD511"),
+    "OD342": ("OD301", "OD321", "OD511", "OD201", "OD220"),
     "OD150": ("OD108",),
     "OD152": ("OD101", "OD121"),
     "OD530": ("OD505", "OD511"),

@@ -438,8 +438,48 @@ OD530 = CodeDoc(
 CODES = (OD146, OD150, OD151, OD152, OD340, OD341, OD342, OD431, OD530)
 
 
+# TensorFlow's own libraries, which only TensorFlow's import puts in a process.
+_TF_OWN = re.compile(r"^(?:_pywrap_tensorflow_internal\.so|libtensorflow_(?:framework|cc)"
+                     r"\.so(?:\.\d+)*)$")
+
+
+def _tf_own_missing(facts: Facts) -> list[str]:
+    """TensorFlow's own libraries the target's dependency tree needs by a name that nothing
+    in the process answers, TensorFlow being installed."""
+    if facts.is_package_dir or os.path.isdir(facts.path) or facts.tensorflow is None or \
+            facts.structure.image is None or facts.blocker:
+        return []
+    return [m.name for m in facts.process.tree.missing if _TF_OWN.match(m.name)]
+
+
+def _own_library_by_name(facts: Facts, names: list[str]) -> Iterator[Finding]:
+    """ITEX 2.15 (a TensorFlow 2.15 plugin) beside TensorFlow 2.21: libitex_common.so NEEDs
+    ``_pywrap_tensorflow_internal.so`` by name; TensorFlow 2.21 ships that file as a small
+    shim without the SONAME the loader would match, so no path fix makes the plugin work —
+    it was built for another TensorFlow release (its metadata says which)."""
+    tf = facts.tensorflow
+    assert tf is not None
+    installed = f"TensorFlow {tf.version}"
+    req = facts.tf_requirement
+    release, meta = built_for(req, [])
+    built = f"TensorFlow {release}" if release else "another TensorFlow release"
+    have = [os.path.join(tf.directory, "python", n) for n in names
+            if os.path.isfile(os.path.join(tf.directory, "python", n))]
+    yield OD342.finding(
+        facts.path, f"needs TensorFlow's own {', '.join(names)} by name: built for {built}; "
+        f"{installed} does not provide {'it' if len(names) == 1 else 'them'} under that "
+        "name (no library in its process carries that SONAME)",
+        (*meta, *[f"{installed} ships {h} without that SONAME" for h in have],
+         *[f"needed by {m.requested_by}" for m in facts.process.tree.missing
+           if m.name in names][:2]),
+        fix=_fix_for(facts, release, installed))
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """Static version/build findings for a TensorFlow library, then what the probe saw."""
+    own = _tf_own_missing(facts)
+    if own:
+        yield from _own_library_by_name(facts, own)
     if facts.tf_op_library and not facts.blocker:
         yield from _static(facts)
     if facts.tf_probe:
@@ -474,7 +514,7 @@ def section(facts: Facts) -> dict[str, Any]:
 
 
 def _applies(facts: Facts) -> str:
-    if facts.tf_probe or facts.tf_op_library:
+    if facts.tf_probe or facts.tf_op_library or _tf_own_missing(facts):
         return ""
     if facts.options.package:
         return "TensorFlow is not installed for the target interpreter"

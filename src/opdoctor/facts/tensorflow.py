@@ -152,14 +152,8 @@ def _owning_dist(path: str) -> tuple[str, str, str] | None:
     return None
 
 
-def requirement_for(path: str) -> TfRequirement | None:
-    """The TensorFlow release the distribution that installed ``path`` requires: its METADATA's
-    ``Requires-Dist: tensorflow…`` (extras included), else a ``"tensorflow>=…"`` guard string in
-    the Python files of the library's top-level package."""
-    owner = _owning_dist(path)
-    if owner is None:
-        return None
-    info, site, rel = owner
+def _metadata_requirement(info: str) -> TfRequirement | None:
+    """The ``Requires-Dist: tensorflow…`` of one dist-info's METADATA (None when none)."""
     meta = os.path.join(info, "METADATA")
     dist = os.path.basename(info)[:-len(".dist-info")].replace("-", " ", 1)
     try:
@@ -174,6 +168,35 @@ def requirement_for(path: str) -> TfRequirement | None:
                                          f"{meta}: {line.strip()}")
     except OSError:
         pass
+    return None
+
+
+def requirement_for(path: str) -> TfRequirement | None:
+    """The TensorFlow release the distribution that installed ``path`` requires: its METADATA's
+    ``Requires-Dist: tensorflow…`` (extras included), else a ``"tensorflow>=…"`` guard string in
+    the Python files of the library's top-level package."""
+    owner = _owning_dist(path)
+    if owner is None:
+        return None
+    info, site, rel = owner
+    found = _metadata_requirement(info)
+    if found is not None:
+        return found
+    # Another distribution installing files into the same top-level package: ITEX's
+    # _pywrap_itex.so is intel_extension_for_tensorflow_lib's, the TensorFlow requirement is
+    # intel_extension_for_tensorflow's.
+    head = rel.split(os.sep)[0] + "/"
+    for other in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
+        if other == info:
+            continue
+        try:
+            with open(os.path.join(other, "RECORD"), encoding="utf-8", errors="replace") as fh:
+                shares = any(line.startswith(head) for line in fh)
+        except OSError:
+            continue
+        if shares and (found := _metadata_requirement(other)) is not None:
+            return found
+    dist = os.path.basename(info)[:-len(".dist-info")].replace("-", " ", 1)
     top = os.path.join(site, rel.split(os.sep)[0])
     for py in sorted(glob.glob(os.path.join(top, "**", "*.py"), recursive=True))[:200]:
         try:

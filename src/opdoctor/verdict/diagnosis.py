@@ -93,6 +93,10 @@ def _explains(root: Finding, f: Finding) -> bool:
         return False
     if root.code == "OD201" and f.code == "OD304" and "(inconclusive" not in f.message:
         return False  # torch symbols a missing non-torch library cannot define: its own root
+    if root.code == "OD342" and f.code == "OD201":
+        # TensorFlow's own library needed by a name the installed release does not give it
+        # (ITEX 2.15 beside TF 2.21) explains that "not found" — no other missing library
+        return any(part in root.message for part in f.message.split()[:1])
     # OD512 likewise: torchao's swallowed `import triton` is no consequence of its CUDA build
     if f.code not in ("OD511", "OD512") or root.cause is Cause.IMPORT_CHAIN:
         return True
