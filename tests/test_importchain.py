@@ -1621,3 +1621,34 @@ def test_a_load_only_a_lazily_called_function_makes_comes_last(
               "lzpkg")
     assert [os.path.basename(r["target"]["path"]) for r in res.json()["reports"]] == \
         ["libmain.so"]
+
+
+@pytest.mark.probe
+def test_a_load_error_of_another_library_is_named_as_that_librarys(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fbgemm-gpu-cpu 1.7.0: the package's import stops at fbgemm_gpu_tbe_utils.so (a torch
+    symbol missing); every other library's report called that undefined symbol its own
+    (asmjit.so, which the import never reached). The symbol is reported as the failing
+    library's, in each report."""
+    import sys
+
+    pkg = tmp_path / "twolib"
+    pkg.mkdir()
+    (tmp_path / "a.c").write_text("int a_fn(void) { return 1; }\n")
+    (tmp_path / "b.c").write_text("int missing_fn(void);\n"
+                                  "int b_fn(void) { return missing_fn(); }\n")
+    for name in ("a", "b"):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / f"lib{name}.so"),
+                        str(tmp_path / f"{name}.c")], check=True, timeout=60)
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\n_HERE = os.path.dirname(__file__)\n"
+        "ctypes.CDLL(os.path.join(_HERE, 'liba.so'))\n"
+        "ctypes.CDLL(os.path.join(_HERE, 'libb.so'))\n")
+    real = subprocess.run([sys.executable, "-c", "import twolib"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert "libb.so: undefined symbol: missing_fn" in real.stderr
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), str(pkg / "liba.so"))
+    rep = res.json()["reports"][0]
+    od321 = [f for f in rep["findings"] if f["code"] == "OD321"]
+    assert od321 and od321[0]["subject"] == str(pkg / "libb.so"), od321
+    assert "fails at libb.so, not at this library" in od321[0]["message"]

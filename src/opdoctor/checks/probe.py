@@ -588,6 +588,25 @@ def _not_found(facts: Facts, name: str, hidden: str, ev: list[str]) -> Finding:
                          f"{have}", ev, fix=fix)
 
 
+_FAILED_FILE = re.compile(r"(/[^\s:'\"]+\.so(?:\.[\w.]+)?): undefined symbol")
+
+
+def _another_library(facts: Facts, text: str) -> str:
+    """Package mode: the library an "undefined symbol" load error names when it is neither
+    the target nor one the target loads ("" otherwise). fbgemm-gpu-cpu 1.7's import stops at
+    fbgemm_gpu_tbe_utils.so; the report of asmjit.so (which that import never reached) must
+    not call that symbol its own."""
+    if not facts.options.package or facts.is_package_dir:
+        return ""
+    m = _FAILED_FILE.search(text)
+    if m is None:
+        return ""
+    named = os.path.realpath(m.group(1))
+    mine = {os.path.realpath(facts.path)} | {
+        os.path.realpath(lib.path) for lib in facts.process.tree.order if lib.path}
+    return "" if named in mine else m.group(1)
+
+
 def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator[Finding]:
     if "Only a single TORCH_LIBRARY" in text or "Tried to register an operator" in text:
         yield from _duplicate(facts, text)
@@ -609,9 +628,15 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
         return
     if m := _UNDEF.search(text):
         sym = m.group(1)
-        yield OD321.finding(facts.path, f"undefined symbol {demangle(sym)}"
+        other = _another_library(facts, text)
+        yield OD321.finding(other or facts.path,
+                            (f"`import {facts.probed_import}` fails at "
+                             f"{os.path.basename(other)}, not at this library: " if other
+                             else "") + f"undefined symbol {demangle(sym)}"
                             f"{_framework_symbol_note(facts, sym)}",
-                            (f"dlopen: undefined symbol: {sym}",), fix=_symbol_fix(facts, sym))
+                            (f"dlopen: undefined symbol: {sym}",
+                             *([f"named by the error: {other}"] if other else [])),
+                            fix=_symbol_fix(facts, sym))
         return
     yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
 
