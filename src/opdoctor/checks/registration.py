@@ -377,8 +377,9 @@ def _empty_beside_others(facts: Facts) -> str:
     if not loaded and chain.computed_loads:
         # fbgemm_gpu loads its libraries from a list no static reading evaluates: the ones on
         # disk that link a framework are what it loads (as `check --package` takes them).
-        from opdoctor.targets.discover import links_framework
-        loaded = [f for f in chain.extensions_on_disk if links_framework(f)]
+        from opdoctor.facts.frameworks import LINKED_PREFIXES
+        loaded = [f for f in chain.extensions_on_disk
+                  if any(n.startswith(LINKED_PREFIXES) for n in facts.needed_of(f))]
     others = [lib for lib in loaded if os.path.realpath(lib) != me]
     if not others:
         return ""

@@ -109,6 +109,9 @@ FRAMEWORKS: tuple[Framework, ...] = (TORCH, TENSORFLOW, MINDSPORE, ONEFLOW, ONNX
 
 # Every DT_NEEDED prefix that marks a framework-linked library (scan's candidate filter).
 NEEDED_PREFIXES: tuple[str, ...] = tuple(p for f in FRAMEWORKS for p in f.needed_prefixes)
+# A TensorFlow plugin may link TensorFlow's Python extension itself (ITEX's libitex_common.so
+# NEEDs _pywrap_tensorflow_internal.so): a framework-linked library all the same.
+LINKED_PREFIXES: tuple[str, ...] = (*NEEDED_PREFIXES, "_pywrap_tensorflow_internal")
 
 
 def frameworks_linked(needed: Iterable[str]) -> tuple[Framework, ...]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from opdoctor.facts import CheckOptions
 from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-from opdoctor.facts.frameworks import NEEDED_PREFIXES
+from opdoctor.facts.frameworks import LINKED_PREFIXES
 from opdoctor.facts.inputfile import InputError, open_input
 from opdoctor.facts.interp import Interpreter
 from opdoctor.facts.pkgdir import package_of
@@ -33,11 +33,6 @@ class ScanItem:
     name: str = ""  # the path below the scanned directory (site-packages or a PYTHONPATH entry)
 
 
-# A TensorFlow plugin may link TensorFlow's Python extension itself (ITEX's libitex_common.so
-# NEEDs _pywrap_tensorflow_internal.so): a TensorFlow library all the same.
-_LINKED_PREFIXES = (*NEEDED_PREFIXES, "_pywrap_tensorflow_internal")
-
-
 def links_framework(path: str) -> bool:
     """True when the library needs a framework library (read from DT_NEEDED, nothing loaded)."""
     try:
@@ -49,7 +44,7 @@ def links_framework(path: str) -> bool:
             return False
         img = ElfImage.open(data)
         needed = [str(n) for n in img.tags.get("DT_NEEDED", [])]
-        return any(n.startswith(_LINKED_PREFIXES) for n in needed)
+        return any(n.startswith(LINKED_PREFIXES) for n in needed)
     except (ElfFormatError, struct.error, ValueError, IndexError, OSError):  # broken file
         return False
     finally:
