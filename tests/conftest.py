@@ -76,8 +76,23 @@ def _audit(event: str, args: tuple[object, ...]) -> None:
     if event == "subprocess.Popen" and _WATCH:
         argv = args[1]
         text = " ".join(map(str, argv)) if isinstance(argv, (list, tuple)) else str(argv)
-        if _LOADS.search(text):
+        if _LOADS.search(text) or _script_loads(argv):
             _WATCH[-1].append(text[:160])
+
+
+def _script_loads(argv: object) -> bool:
+    """Whether an interpreter runs a script file of the repository that imports a framework
+    (tests/mindspore_runner.py and the like)."""
+    if not isinstance(argv, (list, tuple)) or len(argv) < 2:
+        return False
+    script = str(argv[1])
+    if not script.endswith(".py") or not script.startswith(str(ROOT)):
+        return False
+    try:
+        with open(script, encoding="utf-8") as fh:
+            return bool(_LOADS.search(fh.read()))
+    except OSError:
+        return False
 
 
 def pytest_configure(config: pytest.Config) -> None:

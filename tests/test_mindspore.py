@@ -157,6 +157,7 @@ def test_needed_library_not_found(mindspore_runs: dict[str, dict[str, Any]]) -> 
     assert "libaot_helper.so: cannot open shared object file" in run["stderr"]
 
 
+@pytest.mark.probe
 def test_undefined_function_kills_at_first_launch() -> None:
     report = check("aot_add_undef.so")
     assert {"OD164", "OD301"} <= set(codes(report))
