@@ -118,6 +118,18 @@ def kill_probe_processes(sid: int, tag: bytes) -> int:
     return killed
 
 
+def child_env(req: ProbeRequest, tmp: str) -> tuple[dict[str, str], str]:
+    """The environment of a probe child (the job's, plus the tag every process it starts
+    carries, glibc's account of the loads into ``tmp``/ld.<pid>, unbuffered output) and
+    its tag."""
+    env = dict(req.env)
+    tag = uuid.uuid4().hex
+    env.update({TAG_VAR: tag, "LD_DEBUG": "libs,versions",
+                "LD_DEBUG_OUTPUT": os.path.join(tmp, "ld"),
+                "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    return env, tag
+
+
 def _limits(cpu_seconds: int) -> None:  # runs in the child before exec
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not write a core file
@@ -139,11 +151,7 @@ class ProbeHandle:
         if req.opcheck:
             # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
             payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
-        env = dict(req.env)
-        self.tag = uuid.uuid4().hex
-        env.update({TAG_VAR: self.tag, "LD_DEBUG": "libs,versions",
-                    "LD_DEBUG_OUTPUT": os.path.join(self.tmp, "ld"),
-                    "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+        env, self.tag = child_env(req, self.tmp)
         rfd, wfd = os.pipe()
         self.start = time.monotonic()
         cpu = int(req.timeout * 2) + 10

@@ -33,11 +33,11 @@ from opdoctor.facts.probe import protocol as P
 from opdoctor.facts.probe.ldtrace import parse_ld_debug
 from opdoctor.facts.probe.outcome import ProbeOutcome, build_outcome
 from opdoctor.facts.probe.runner import (
-    TAG_VAR,
     ProbeHandle,
     ProbeRequest,
     _limits,
     _note_start,
+    child_env,
     kill_probe_processes,
 )
 
@@ -58,11 +58,7 @@ class Zygote:
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-zygote-")
         script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
         payload = {"path": "", "package": None, "torch": req.torch, "zygote": True}
-        env = dict(req.env)
-        self.tag = uuid.uuid4().hex
-        env.update({TAG_VAR: self.tag, "LD_DEBUG": "libs,versions",
-                    "LD_DEBUG_OUTPUT": os.path.join(self.tmp, "ld"),
-                    "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+        env, self.tag = child_env(req, self.tmp)
         rfd, wfd = os.pipe()
         cpu = int(req.timeout * 2) + 10  # per process: each fork starts from zero CPU time
         self._err = open(os.path.join(self.tmp, "stderr"), "w+b")  # noqa: SIM115
