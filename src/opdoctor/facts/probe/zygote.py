@@ -72,6 +72,7 @@ class Zygote:
         self._events: list[dict[str, Any]] = []
         self._eof = False
         self.current: ForkedProbe | None = None  # one fork at a time: the zygote waits for it
+        self._lock = threading.Lock()
         self._ready = False
         self.ld_prefix = b""
         self.broken = False
@@ -123,8 +124,12 @@ class Zygote:
         """A probe of ``req`` forked from the zygote, or None when the zygote cannot serve
         (then the caller starts a plain probe): broken, or busy with a fork not yet waited
         for."""
-        if self.current is not None or not self.ready() or self.proc.stdin is None:
-            return None
+        with self._lock:  # one request in flight: its FORKED event is the next one
+            if self.current is not None or not self.ready() or self.proc.stdin is None:
+                return None
+            return self._fork(req)
+
+    def _fork(self, req: ProbeRequest) -> ForkedProbe | None:
         where = tempfile.mkdtemp(prefix="opdoctor-probe-")
         fields = {"path": req.path, "package": req.package, "torch": req.torch,
                   "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
