@@ -519,14 +519,22 @@ def test_tensorflows_own_library_needed_by_a_name_this_release_lacks(tmp_path: P
     stub = tmp_path / "_pywrap_tensorflow_internal.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,_pywrap_tensorflow_internal.so",
                     "-o", str(stub), str(tmp_path / "stub.c")], check=True, timeout=60)
+    other = tmp_path / "libotherdep.so.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libotherdep.so.1", "-o", str(other),
+                    str(tmp_path / "stub.c")], check=True, timeout=60)
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
                     str(stub)], check=True, timeout=60)
+    both = site / "itexlike" / "libboth.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(both), str(tmp_path / "use.c"),
+                    "-Wl,--no-as-needed", str(stub), str(other)], check=True, timeout=60)
     stub.unlink()
+    other.unlink()
     for dist, files, reqs in (("itexlike_lib-1.0", ["itexlike/libcommon.so"], []),
                               ("itexlike-1.0", ["itexlike/__init__.py"],
                                ["tensorflow ~=2.15.0"])):
         info = site / f"{dist}.dist-info"
         info.mkdir()
+        files = [*files, "itexlike/libboth.so"] if dist.startswith("itexlike_lib") else files
         (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
         (info / "METADATA").write_text(f"Name: {dist.rsplit('-', 1)[0]}\nVersion: 1.0\n"
                                        + "".join(f"Requires-Dist: {r}\n" for r in reqs))
@@ -543,3 +551,9 @@ def test_tensorflows_own_library_needed_by_a_name_this_release_lacks(tmp_path: P
     from opdoctor.targets.discover import links_framework
 
     assert links_framework(str(lib))  # scan's filter: a TensorFlow library
+    # Another missing library is no consequence of the TensorFlow release: its own root; the
+    # "not found" of TensorFlow's library stays OD342's.
+    report = tf_check(both, probe=False)
+    (root,) = report.diagnosis.root_findings
+    assert root.code == "OD201" and root.message.startswith("libotherdep.so.1"), root.message
+    assert by_code(report, "OD342").severity.value == "error"

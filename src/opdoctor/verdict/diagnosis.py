@@ -93,7 +93,7 @@ def _explains(root: Finding, f: Finding) -> bool:
         return False
     if root.code == "OD201" and f.code == "OD304" and "(inconclusive" not in f.message:
         return False  # torch symbols a missing non-torch library cannot define: its own root
-    if root.code == "OD342" and f.code == "OD201":
+    if root.code == "OD342" and f.code in ("OD201", "OD220"):
         # TensorFlow's own library needed by a name the installed release does not give it
         # (ITEX 2.15 beside TF 2.21) explains that "not found" — no other missing library
         return any(part in root.message for part in f.message.split()[:1])
