@@ -43,7 +43,7 @@ from opdoctor.facts.probe.runner import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import IO, Any
 
 # How long a zygote may take to import its framework before its first fork is given up on
 # (then that probe runs as a plain child, which has its own --timeout).
@@ -125,18 +125,19 @@ class Zygote:
         (then the caller starts a plain probe): broken, or busy with a fork not yet waited
         for."""
         with self._lock:  # one request in flight: its FORKED event is the next one
-            if self.current is not None or not self.ready() or self.proc.stdin is None:
+            stdin = self.proc.stdin
+            if self.current is not None or not self.ready() or stdin is None:
                 return None
-            return self._fork(req)
+            return self._fork(req, stdin)
 
-    def _fork(self, req: ProbeRequest) -> ForkedProbe | None:
+    def _fork(self, req: ProbeRequest, stdin: IO[bytes]) -> ForkedProbe | None:
         where = tempfile.mkdtemp(prefix="opdoctor-probe-")
         fields = {"path": req.path, "package": req.package, "torch": req.torch,
                   "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
                   "hidden": req.hidden, "late": False, "first": list(req.first)}
         try:
-            self.proc.stdin.write(json.dumps({"dir": where, "req": fields}).encode() + b"\n")
-            self.proc.stdin.flush()
+            stdin.write(json.dumps({"dir": where, "req": fields}).encode() + b"\n")
+            stdin.flush()
         except OSError:
             self.broken = True
         forked = None if self.broken else \
