@@ -1436,6 +1436,22 @@ def test_a_package_whose_guard_demands_another_import_first_is_imported_after_it
     assert od511 and "No module named 'gparent'" in od511[0], od511
 
 
+def _lazy_user(lib_dir: Path, ext: Path, *flags: str) -> None:
+    """liblazy.so.1 (fixtures/python/lazy.c) built into ``lib_dir``, and the Python extension
+    ``ext`` (ext.c with -DNEEDS_LAZY: ``answer()`` returns its ``lazy_helper()``) linked to it
+    with no search path of its own to find it (``flags``: more link flags)."""
+    import sysconfig
+
+    fx = Path(__file__).parent / "fixtures" / "python"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wl,-soname,liblazy.so.1",
+                    str(fx / "lazy.c"), "-o", str(lib_dir / "liblazy.so.1")],
+                   check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-isystem",
+                    sysconfig.get_paths()["include"], "-DNEEDS_LAZY", str(fx / "ext.c"),
+                    "-o", str(ext), "-Wl,--no-as-needed", "-L", str(lib_dir),
+                    "-l:liblazy.so.1", *flags], check=True, timeout=60)
+
+
 def test_a_library_the_package_loads_by_path_first_is_in_the_process(tmp_path: Path) -> None:
     """torchtext 0.18: ``_extension.py`` loads ``lib/libtorchtext.so`` by path, then imports
     ``_torchtext.so``, which NEEDs ``libtorchtext.so`` with no RUNPATH: glibc finds it by its
@@ -1446,15 +1462,8 @@ def test_a_library_the_package_loads_by_path_first_is_in_the_process(tmp_path: P
 
     pkg = tmp_path / "ldpkg"
     (pkg / "lib").mkdir(parents=True)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wl,-soname,liblazy.so.1",
-                    str(Path(__file__).parent / "fixtures/python/lazy.c"),
-                    "-o", str(pkg / "lib" / "liblazy.so.1")], check=True, timeout=60)
     ext = pkg / ("_C" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-isystem",
-                    sysconfig.get_paths()["include"], "-DNEEDS_LAZY",
-                    str(Path(__file__).parent / "fixtures/python/ext.c"), "-o", str(ext),
-                    "-Wl,--no-as-needed", "-L", str(pkg / "lib"), "-l:liblazy.so.1"],
-                   check=True, timeout=60)
+    _lazy_user(pkg / "lib", ext)
     (pkg / "__init__.py").write_text(
         "import ctypes, os\n"
         "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', 'liblazy.so.1'))\n"
@@ -1502,24 +1511,16 @@ def test_a_library_of_a_package_imported_first_is_in_the_process(tmp_path: Path)
     import sys
     import sysconfig
 
-    fx = Path(__file__).parent / "fixtures/python"
     dep = tmp_path / "deps" / "depkg"
     (dep / "base").mkdir(parents=True)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wl,-soname,liblazy.so.1",
-                    str(fx / "lazy.c"), "-o", str(dep / "base" / "liblazy.so.1")],
-                   check=True, timeout=60)
     (dep / "__init__.py").write_text(
         "import ctypes, os\n"
         "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'base', 'liblazy.so.1'))\n")
     pkg = tmp_path / "site" / "usepkg"
     pkg.mkdir(parents=True)
     ext = pkg / ("_C" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-isystem",
-                    sysconfig.get_paths()["include"], "-DNEEDS_LAZY", str(fx / "ext.c"),
-                    "-o", str(ext), "-Wl,--no-as-needed", "-L", str(dep / "base"),
-                    "-l:liblazy.so.1", "-Wl,--enable-new-dtags,-rpath,"
-                    "/tmp/build-env-x/lib/python3.11/site-packages/depkg/base"],
-                   check=True, timeout=60)
+    _lazy_user(dep / "base", ext, "-Wl,--enable-new-dtags,-rpath,"
+               "/tmp/build-env-x/lib/python3.11/site-packages/depkg/base")
     (pkg / "__init__.py").write_text(
         "try:\n    import depkg\nexcept ImportError:\n"
         "    raise ImportError('Failed to import depkg. Please install it.')\n"

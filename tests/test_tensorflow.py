@@ -548,7 +548,7 @@ def test_tensorflows_own_library_needed_by_a_name_this_release_lacks(tmp_path: P
     f = by_code(report, "OD342")
     assert "built for TensorFlow 2.15" in f.message and "tensorflow==2.15.*" in (f.fix or "")
     assert any("requires tensorflow~=2.15.0" in e for e in f.evidence)
-    from opdoctor.targets.discover import links_framework
+    from opdoctor.facts.core import links_framework
 
     assert links_framework(str(lib))  # scan's filter: a TensorFlow library
     # Another missing library is no consequence of the TensorFlow release: its own root; the

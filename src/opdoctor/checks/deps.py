@@ -98,21 +98,11 @@ _ROCM = re.compile(r"^lib(?:amdhip64|hiprtc|hipblas|hipblaslt|hipsparse|hipspars
 
 
 def _other_package_of(miss: Missing, facts: Facts) -> str:
-    """The other top-level package a missing library belongs to: one the target's package
-    imports at module level, named by the requesting library's RUNPATH/RPATH as a
-    site-packages directory ("" otherwise)."""
-    chain = facts.chain if facts.options.package else None
-    if chain is None or not chain.imports_packages or \
-            os.path.realpath(miss.requested_by) != os.path.realpath(facts.path):
+    """The other top-level package a missing library of the target belongs to (see
+    ``Facts.imported_package_dirs``; "" otherwise)."""
+    if os.path.realpath(miss.requested_by) != os.path.realpath(facts.path):
         return ""
-    tags = facts.image.tags
-    for v in (*tags.get("DT_RUNPATH", []), *tags.get("DT_RPATH", [])):
-        for entry in str(v).split(":"):
-            _, sep, rest = entry.replace("dist-packages/", "site-packages/").partition(
-                "site-packages/")
-            if sep and rest.split("/")[0] in chain.imports_packages:
-                return rest.split("/")[0]
-    return ""
+    return next((package for package, _rest in facts.imported_package_dirs), "")
 
 
 def _fix_for(miss: Missing, facts: Facts) -> str:

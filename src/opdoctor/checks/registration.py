@@ -43,7 +43,10 @@ OD101 = CodeDoc(
     example="torch.ops.load_library('libmyop.so') succeeds; torch.ops.myop.weighted_sum → "
     "AttributeError: '_OpNamespace' 'myop' object has no attribute 'weighted_sum'",
     fix="Check the preprocessor conditions around TORCH_LIBRARY and that the .cpp with the "
-    "registration is in the target's sources; `nm -C lib.so | grep TORCH_LIBRARY` must list it.",
+    "registration is in the target's sources; `nm -C lib.so | grep TORCH_LIBRARY` must list it. "
+    "It is a note, not an error, for a support library the package's other libraries NEED, a "
+    "plugin its package calls by name, and an empty variant (no code of its own, e.g. the CUDA "
+    "part of a CPU wheel) its package loads beside the libraries that register the ops.",
     references=(_DOCS,),
 )
 OD102 = CodeDoc(
@@ -377,9 +380,8 @@ def _empty_beside_others(facts: Facts) -> str:
     if not loaded and chain.computed_loads:
         # fbgemm_gpu loads its libraries from a list no static reading evaluates: the ones on
         # disk that link a framework are what it loads (as `check --package` takes them).
-        from opdoctor.facts.frameworks import LINKED_PREFIXES
-        loaded = [f for f in chain.extensions_on_disk
-                  if any(n.startswith(LINKED_PREFIXES) for n in facts.needed_of(f))]
+        from opdoctor.facts.core import links_framework
+        loaded = [f for f in chain.extensions_on_disk if links_framework(f)]
     others = [lib for lib in loaded if os.path.realpath(lib) != me]
     if not others:
         return ""

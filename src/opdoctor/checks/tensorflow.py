@@ -109,10 +109,14 @@ OD341 = CodeDoc(
 OD342 = CodeDoc(
     "OD342", "TensorFlow API symbol missing: built for another TensorFlow release", Severity.ERROR,
     what="Every TensorFlow C API (TF_*) and C++ symbol the library needs is exported by the "
-    "installed TensorFlow.",
+    "installed TensorFlow, and every TensorFlow library it needs by name "
+    "(_pywrap_tensorflow_internal.so) is one the installed TensorFlow gives that name.",
     why="TensorFlow removes and renames C API and C++ functions between releases (TF_VLog "
     "left with tensorflow/c/logging.h; DatasetBase::Finalize changed signature): a plugin "
-    "built for an older release fails with \"undefined symbol: TF_VLog\".",
+    "built for an older release fails with \"undefined symbol: TF_VLog\". Its libraries "
+    "change too: TF 2.21 ships _pywrap_tensorflow_internal.so as a shim without that SONAME, "
+    "so a TF 2.15 plugin that NEEDs it (intel-extension-for-tensorflow 2.15) fails with "
+    "\"cannot open shared object file\" even after `import tensorflow` — no path fix helps.",
     example="tensorflow-io-gcs-filesystem 0.37.1 (requires tensorflow<2.17,>=2.16) on TF 2.21",
     fix="Install the package release made for the installed TensorFlow, or the TensorFlow "
     "release the package requires (its metadata names it); for a plugin TF no longer needs, "

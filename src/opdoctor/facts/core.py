@@ -273,31 +273,37 @@ class Facts:
                 if os.path.basename(f) in needed and os.path.realpath(f) != me and \
                         os.path.isfile(f) and f not in out:
                     out.append(f)
-        return tuple(out + [f for f in self._from_imported_packages(chain, needed)
-                            if f not in out])
-
-    def _from_imported_packages(self, chain: ImportChain, needed: set[str]) -> list[str]:
-        """Libraries of another installed package that the package imports first, named by
-        the target's RUNPATH as that package's directory in its build environment
-        (paddle2onnx: RUNPATH /tmp/build-env-…/site-packages/paddle/base, NEEDED
-        libpaddle.so; its __init__.py runs `import paddle`, which loads paddle/base/libpaddle.so
-        from this install's site-packages)."""
-        if not chain.imports_packages:
-            return []
-        tags = self.image.tags
-        entries = [e for key in ("DT_RUNPATH", "DT_RPATH") for v in tags.get(key, [])
-                   for e in str(v).split(":")]
-        out: list[str] = []
-        for entry in entries:
-            _, sep, rest = entry.replace("dist-packages/", "site-packages/").partition(
-                "site-packages/")
-            if not sep or rest.split("/")[0] not in chain.imports_packages:
-                continue
+        # Libraries of another installed package the package imports first, where the target's
+        # RUNPATH names that package's directory (paddle2onnx: …/site-packages/paddle/base,
+        # NEEDED libpaddle.so; `import paddle` loads paddle/base/libpaddle.so from this install).
+        for _package, rest in self.imported_package_dirs:
             for site in chain.sys_path:
                 for name in sorted(needed):
                     f = os.path.join(site, rest, name)
                     if os.path.isfile(f) and f not in out:
                         out.append(f)
+        return tuple(out)
+
+    @cached_property
+    def imported_package_dirs(self) -> list[tuple[str, str]]:
+        """(package, its directory below site-packages) for each RUNPATH/RPATH entry of the
+        target that names a site-packages directory of a package its own package's
+        ``__init__.py`` imports at module level (paddle2onnx's RUNPATH
+        /tmp/build-env-…/site-packages/paddle/base, and `import paddle`): the build linked
+        against that package's library, which its import puts in the process."""
+        chain = self.chain if self.options.package and self.structure.image is not None \
+            else None
+        if chain is None or not chain.imports_packages:
+            return []
+        tags = self.image.tags
+        out: list[tuple[str, str]] = []
+        for v in (*tags.get("DT_RUNPATH", []), *tags.get("DT_RPATH", [])):
+            for entry in str(v).split(":"):
+                _, sep, rest = entry.replace("dist-packages/", "site-packages/").partition(
+                    "site-packages/")
+                top = rest.split("/")[0]
+                if sep and top in chain.imports_packages and (top, rest) not in out:
+                    out.append((top, rest))
         return out
 
     @cached_property
@@ -608,18 +614,7 @@ class Facts:
 
     def needed_of(self, path: str) -> list[str]:
         """DT_NEEDED names of another file (empty when unreadable or not ELF)."""
-        from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-        from opdoctor.facts.inputfile import InputError, open_input
-        try:
-            data = open_input(path)
-        except InputError:
-            return []
-        try:
-            return [str(n) for n in ElfImage.open(data).tags.get("DT_NEEDED", [])]
-        except (ElfFormatError, OSError, ValueError):
-            return []
-        finally:
-            data.close()
+        return needed_names(path)
 
     @cached_property
     def abi_mismatch(self) -> AbiMismatch | None:
@@ -980,6 +975,18 @@ def read_elf(path: str, read: Callable[[ElfImage], _T], unreadable: _T) -> _T:
         return unreadable
     finally:
         data.close()
+
+
+def needed_names(path: str) -> list[str]:
+    """DT_NEEDED names of a file (empty when unreadable or not ELF)."""
+    return read_elf(path, lambda img: [str(n) for n in img.tags.get("DT_NEEDED", [])], [])
+
+
+def links_framework(path: str) -> bool:
+    """True when the library needs a framework library (read from DT_NEEDED, nothing loaded;
+    TensorFlow's own Python extension counts: ITEX's libitex_common.so links it)."""
+    from opdoctor.facts.frameworks import LINKED_PREFIXES
+    return any(n.startswith(LINKED_PREFIXES) for n in needed_names(path))
 
 
 def _pyinit_in(table: DynSymbols, module: str) -> tuple[bool, list[str]]:

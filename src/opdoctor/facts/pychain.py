@@ -1026,8 +1026,9 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     pending: list[tuple[Link, ast.FunctionDef, ast.Call]] = []
     for stmt in tree.body:
         visit(stmt, [])
+    at_import = _module_level_calls(tree) if pending else set()  # once per module
     for link, fdef, call in pending:
-        value, link.lazy = _through_calls(tree, fdef, call, file, names, known)
+        value, link.lazy = _through_calls(tree, fdef, call, file, names, known, at_import)
         # No call site to compute it from: every assignment of the module, in order.
         _resolve_link(link, value if value is not None else ev_flat.value(call.args[0]))
     return links
@@ -1080,19 +1081,20 @@ def _module_level_calls(tree: ast.Module) -> set[int]:
 
 
 def _through_calls(tree: ast.Module, func: ast.FunctionDef, call: ast.Call, file: str,
-                   names: dict[str, object], known: Known) -> tuple[object, bool]:
+                   names: dict[str, object], known: Known,
+                   at_import: set[int]) -> tuple[object, bool]:
     """The loader's argument inside ``func``, computed by running ``func`` up to the call for
     each call site in the module with constant arguments (``_load_library("_C_stable")``), or
     once without arguments when it takes none (``get_native_library()``). A list of every
     value found (None when none could be computed), and whether every call site it was
-    computed from is inside another function (a load the import itself never runs)."""
+    computed from is inside another function (a load the import itself never runs);
+    ``at_import``: the module's calls its import runs (:func:`_module_level_calls`)."""
     sites: list[list[object]] = []
     top = _Eval(file, names, known)
     lazy = False
     if not func.args.args:
         sites.append([])
     else:
-        at_import = _module_level_calls(tree)
         lazy = True
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \

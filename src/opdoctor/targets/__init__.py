@@ -117,7 +117,7 @@ def _op_libraries_on_disk(files: list[str]) -> list[str]:
     its static checks run — the package directory alone let "✓ version mismatch: no problem
     found" stand over op libraries built for another TensorFlow. None when no library links
     one (a package of plain extensions)."""
-    from opdoctor.targets.discover import links_framework
+    from opdoctor.facts.core import links_framework
     return [f for f in files if links_framework(f)]
 
 

@@ -9,15 +9,12 @@ the framework itself (torch/lib). Static checks only by default (``--probe`` to 
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from opdoctor.facts import CheckOptions
-from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-from opdoctor.facts.frameworks import LINKED_PREFIXES
-from opdoctor.facts.inputfile import InputError, open_input
+from opdoctor.facts.core import links_framework
 from opdoctor.facts.interp import Interpreter
 from opdoctor.facts.pkgdir import package_of
 from opdoctor.model import Report
@@ -31,24 +28,6 @@ class ScanItem:
     path: str
     package: str  # top-level package (or the directory under site-packages)
     name: str = ""  # the path below the scanned directory (site-packages or a PYTHONPATH entry)
-
-
-def links_framework(path: str) -> bool:
-    """True when the library needs a framework library (read from DT_NEEDED, nothing loaded)."""
-    try:
-        data = open_input(path)
-    except InputError:
-        return False
-    try:
-        if data.size < 64:
-            return False
-        img = ElfImage.open(data)
-        needed = [str(n) for n in img.tags.get("DT_NEEDED", [])]
-        return any(n.startswith(LINKED_PREFIXES) for n in needed)
-    except (ElfFormatError, struct.error, ValueError, IndexError, OSError):  # broken file
-        return False
-    finally:
-        data.close()
 
 
 def scan_dirs(interp: Interpreter) -> list[str]:

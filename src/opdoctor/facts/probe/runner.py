@@ -79,8 +79,9 @@ def _note_start(path: str) -> None:
 TAG_VAR = "OPDOCTOR_PROBE_TAG"
 
 
-def _descendants(sid: int, tag: bytes) -> list[int]:
-    """Processes of this user in session ``sid`` or carrying ``tag`` in their environment."""
+def _descendants(sid: int, tag: bytes | None) -> list[int]:
+    """Processes of this user in session ``sid`` or carrying ``tag`` in their environment
+    (``None``: the session alone)."""
     me = os.getpid()
     out = []
     for entry in os.listdir("/proc"):
@@ -95,6 +96,8 @@ def _descendants(sid: int, tag: bytes) -> list[int]:
             if int(fields[3]) == sid:  # field 6, session id
                 out.append(pid)
                 continue
+            if tag is None:
+                continue
             with open(f"/proc/{pid}/environ", "rb") as fh:
                 if tag in fh.read():
                     out.append(pid)
@@ -103,8 +106,10 @@ def _descendants(sid: int, tag: bytes) -> list[int]:
     return out
 
 
-def kill_probe_processes(sid: int, tag: bytes) -> int:
-    """Kill every process the probe started; returns how many were still alive."""
+def kill_probe_processes(sid: int, tag: bytes | None) -> int:
+    """Kill every process the probe started (in its session, or carrying its tag: ``None``
+    when the tag is shared with others, as a zygote's forks share theirs); returns how many
+    were still alive."""
     killed = 0
     for _round in range(5):  # a process may fork while we kill: look again
         pids = _descendants(sid, tag)
@@ -116,6 +121,24 @@ def kill_probe_processes(sid: int, tag: bytes) -> int:
                 killed += 1
         time.sleep(0.05)
     return killed
+
+
+def request_payload(req: ProbeRequest) -> dict[str, Any]:
+    """The request as probe_script.py reads it (JSON)."""
+    return {"path": req.path, "package": req.package, "torch": req.torch,
+            "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
+            "hidden": req.hidden, "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops),
+            "aot_function": req.aot_function, "late": req.late, "first": list(req.first)}
+
+
+def signal_name(returncode: int | None) -> str:
+    """The signal that ended a child ("" when it exited), as ``Popen.returncode`` gives it."""
+    if returncode is None or returncode >= 0:
+        return ""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
 
 
 def child_env(req: ProbeRequest, tmp: str) -> tuple[dict[str, str], str]:
@@ -142,12 +165,7 @@ class ProbeHandle:
         self.req = req
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-probe-")
         script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
-        payload: dict[str, Any] = {"path": req.path, "package": req.package, "torch": req.torch,
-                                   "preload": list(req.preload), "ops": list(req.ops),
-                                   "smoke": req.smoke, "hidden": req.hidden,
-                                   "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops),
-                                   "aot_function": req.aot_function, "late": req.late,
-                                   "first": list(req.first)}
+        payload = request_payload(req)
         if req.opcheck:
             # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
             payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
@@ -270,12 +288,7 @@ class ProbeHandle:
         self._reader.join(timeout=5)  # the pipe's last writers are gone: EOF comes now
         out, err = self._tail(self._out), self._tail(self._err)
         rc = self.proc.returncode
-        sig = ""
-        if rc is not None and rc < 0:
-            try:
-                sig = signal.Signals(-rc).name
-            except ValueError:
-                sig = f"signal {-rc}"
+        sig = signal_name(rc)
         trace = parse_ld_debug(os.path.join(self.tmp, f"ld.{self.proc.pid}"))
         shutil.rmtree(self.tmp, ignore_errors=True)
         return build_outcome(self.events, rc, sig, timed_out, memory_killed, out, err, trace,

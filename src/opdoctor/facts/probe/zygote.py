@@ -26,7 +26,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import uuid
 from importlib import resources
 
 from opdoctor.facts.probe import protocol as P
@@ -39,6 +38,8 @@ from opdoctor.facts.probe.runner import (
     _note_start,
     child_env,
     kill_probe_processes,
+    request_payload,
+    signal_name,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -132,9 +133,7 @@ class Zygote:
 
     def _fork(self, req: ProbeRequest, stdin: IO[bytes]) -> ForkedProbe | None:
         where = tempfile.mkdtemp(prefix="opdoctor-probe-")
-        fields = {"path": req.path, "package": req.package, "torch": req.torch,
-                  "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
-                  "hidden": req.hidden, "late": False, "first": list(req.first)}
+        fields = {**request_payload(req), "late": False}
         try:
             stdin.write(json.dumps({"dir": where, "req": fields}).encode() + b"\n")
             stdin.flush()
@@ -202,7 +201,7 @@ class ForkedProbe:
     def _finish(self) -> None:
         # Its own session: what it started and left (a daemon) is killed by session. The
         # environment tag is the zygote's, shared by every fork: not used here.
-        self.leftovers = kill_probe_processes(self.pid, b"\0" + uuid.uuid4().bytes)
+        self.leftovers = kill_probe_processes(self.pid, None)
         if self.zygote.current is self:
             self.zygote.current = None
 
@@ -244,12 +243,7 @@ class ForkedProbe:
                 with contextlib.suppress(ValueError):
                     events.append(json.loads(line))
         out, err = (self._tail(name) for name in ("stdout", "stderr"))
-        sig = ""
-        if status is not None and status < 0:
-            try:
-                sig = signal.Signals(-status).name
-            except ValueError:
-                sig = f"signal {-status}"
+        sig = signal_name(status)
         trace = parse_ld_debug(self._whole_trace())
         shutil.rmtree(self.tmp, ignore_errors=True)
         return build_outcome(events, status, sig, timed_out, memory_killed, out, err, trace,
