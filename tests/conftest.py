@@ -119,6 +119,18 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.addaudithook(_audit)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _per_command_caches_emptied() -> Iterator[None]:
+    """Empty opdoctor's per-command caches after each test module, as ``cli.main(argv)`` does
+    after a command: tests that call ``run_check`` themselves would otherwise keep every module
+    tree they parsed (a worker held 1.6 million objects, and each full cyclic collection walked
+    them) and could read a path-keyed memo of another module's files."""
+    yield
+    from opdoctor.facts import commandcache
+
+    commandcache.clear()
+
+
 @pytest.fixture(autouse=True)
 def _probe_marker_is_honest(request: pytest.FixtureRequest,
                             tmp_path_factory: pytest.TempPathFactory,

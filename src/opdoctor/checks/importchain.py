@@ -8,14 +8,13 @@ that sits inside a package.
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import re
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
-from opdoctor.facts import Facts
+from opdoctor.facts import Facts, commandcache
 from opdoctor.facts.pkgdir import distribution, normalized, requirements
 from opdoctor.facts.pychain import REPORTED, UNEVALUATED, ImportChain, Link, loader_calls
 from opdoctor.facts.pynames import from_package_import, module_bindings
@@ -648,9 +647,7 @@ def _loaded_by_no_link(chain: ImportChain, mapped: list[str], imported: list[str
     return sorted({m for m in mapped if _real(m).startswith(root) and _real(m) not in known})
 
 
-# The same few hundred imported files are resolved for every report of a directory walk (19
-# for fbgemm_gpu): one lstat chain each per command, not per report.
-_real = functools.lru_cache(maxsize=8192)(os.path.realpath)
+_real = commandcache.realpath  # one lstat chain per file and command
 
 
 def registrations(facts: Facts) -> list[dict[str, Any]]:

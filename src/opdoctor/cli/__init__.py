@@ -18,7 +18,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Without ``argv`` (the console script, ``python -m opdoctor``) it reads ``sys.argv`` and
     ends the process itself once the answer is out (see :func:`_exit_now`); with ``argv`` (the
-    tests, an embedding program) it returns.
+    tests, an embedding program) it returns, its per-command caches emptied
+    (:mod:`opdoctor.facts.commandcache`).
 
     ``opdoctor explain "<message>"`` (:mod:`opdoctor.explain.fast`), ``--version``, ``codes``
     and ``explain ODnnn`` (:mod:`opdoctor.cli.fast`), and ``check`` with a command line of its
@@ -33,7 +34,14 @@ def main(argv: list[str] | None = None) -> int:
         if sys.getprofile() is None and sys.gettrace() is None:
             _exit_now(code)
         return code
-    return _main(list(argv))
+    try:
+        return _main(list(argv))
+    finally:
+        # The caller stays: what this command read (module trees, directory listings, import
+        # chains keyed on a path) must neither go stale for its next command nor stay in memory.
+        cached = sys.modules.get("opdoctor.facts.commandcache")
+        if cached is not None:
+            cached.clear()
 
 
 def _main(args: list[str]) -> int:

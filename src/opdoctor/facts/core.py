@@ -490,7 +490,8 @@ class Facts:
         if not (self.process.tree.missing or self.binding.unresolved):
             return ""  # the static view predicts nothing a load could disprove
         real = os.path.realpath(self.path)
-        if any(real == os.path.realpath(r) for link in chain.links for r in link.resolved):
+        from opdoctor.facts.commandcache import realpath
+        if any(real == realpath(r) for link in chain.links for r in link.resolved):
             return ""  # the package's import does reach it (and failed, or swallowed the error)
         parent = os.path.dirname(os.path.realpath(chain.package_dir))
         where = os.path.relpath(os.path.dirname(os.path.realpath(self.path)), parent)
@@ -918,7 +919,8 @@ class Facts:
         if chain is None or not chain.package_dir:
             return []
         init = os.path.join(chain.package_dir, "__init__.py")
-        imported = {os.path.realpath(f) for f in [init] + [
+        from opdoctor.facts.commandcache import realpath
+        imported = {realpath(f) for f in [init] + [
             r for link in chain.links if link.kind == "submodule" for r in link.resolved
             if r.endswith(".py")]}
         return python_registrations(chain.python_files, imported, chain.package_dir,

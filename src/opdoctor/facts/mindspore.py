@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+from opdoctor.facts import commandcache
 from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.demangle import demangle_all
 from opdoctor.facts.elf.dynsym import DynSymbols
@@ -173,7 +175,13 @@ class AotUse:
 
 def aot_uses(files: list[str], bases: list[str]) -> list[AotUse]:
     """AOT custom-op calls in ``files``; a relative library path is tried against ``bases``
-    (the job's working directory, then the package directory), then the file's directory."""
+    (the job's working directory, then the package directory), then the file's directory.
+    Read once per command and package (every library of a directory walk asks)."""
+    return list(_aot_uses(tuple(files), tuple(bases)))
+
+
+@lru_cache(maxsize=16)
+def _aot_uses(files: tuple[str, ...], bases: tuple[str, ...]) -> tuple[AotUse, ...]:
     out = []
     for path in files:
         try:
@@ -190,7 +198,7 @@ def aot_uses(files: list[str], bases: list[str]) -> list[AotUse]:
             found = next((c for c in cands if os.path.isfile(c)), "")
             out.append(AotUse(path, text.count("\n", 0, m.start()) + 1, lib, m.group(2),
                               os.path.normpath(found) if found else ""))
-    return out
+    return tuple(out)
 
 
 def read_aot(image: ElfImage, table: DynSymbols, name: str,
@@ -210,3 +218,6 @@ def read_aot(image: ElfImage, table: DynSymbols, name: str,
         init_exported=init, init_cxx=() if init else _cxx(table, name + "Init", INIT_PARAMS),
         closest=() if exported else _closest(name, funcs), exported_functions=len(funcs),
         lazy_undefined=lazy, bind_now=now)
+
+
+commandcache.register(_aot_uses.cache_clear)  # keyed on file names alone

@@ -6,6 +6,8 @@ import functools
 import os
 import re
 
+from opdoctor.facts import commandcache
+
 
 def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
     """(top-level package, the directory it is imported from) for a path inside a package;
@@ -88,3 +90,5 @@ def requirements(info: str, unconditional: bool = False) -> list[str]:
     rx = r"^Requires-Dist:\s*([\w.-]+)" + (r"[^;\n]*$" if unconditional else "")
     return re.findall(rx, meta, re.M)
 
+
+commandcache.register(_namespace_dir.cache_clear)  # keyed on the directory alone

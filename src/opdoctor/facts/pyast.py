@@ -13,8 +13,11 @@ import os
 import warnings
 from collections.abc import Iterator
 
+from opdoctor.facts import commandcache
+
 _MAX_CACHED = 512
 _trees: dict[tuple[str, int, int], ast.Module | None] = {}
+commandcache.register(_trees.clear)
 
 
 def parse_file(path: str, raw: bytes | None = None) -> ast.Module | None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint, tick
 
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
@@ -1578,3 +1579,9 @@ def loader_calls(chain: ImportChain, libraries: list[str]) -> list[str]:
         if len(found) >= 3:
             break
     return found
+
+
+# Per-command memos (opdoctor.facts.commandcache): _analyse is keyed on the package's name
+# and path, _compiled_top_level on a directory, not on what the files hold now.
+commandcache.register(_parse.cache_clear, _globals.cache_clear,
+                      _compiled_top_level.cache_clear, _analyse.cache_clear)

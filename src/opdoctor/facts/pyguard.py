@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint
 
 MAX_FILES = 400
@@ -202,3 +203,6 @@ def _version_in(node: ast.AST) -> str:
             _VERSION_STR.match(node.value):
         return node.value
     return ""
+
+
+commandcache.register(find_guards.cache_clear)  # keyed on the file names alone

@@ -15,6 +15,7 @@ import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
 
+from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint
 
 # An __init__.py larger than this is generated code; reading it is not worth the time, and the
@@ -123,3 +124,6 @@ def from_package_import(statement: str, file: str) -> tuple[str, list[str]] | No
     for _ in range(node.level - 1):  # one directory up per dot beyond the first
         pkg_dir = os.path.dirname(pkg_dir)
     return os.path.join(pkg_dir, "__init__.py"), [a.name for a in node.names]
+
+
+commandcache.register(module_bindings.cache_clear)  # keyed on the path alone

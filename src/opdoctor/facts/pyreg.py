@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from opdoctor.facts import commandcache
 from opdoctor.facts.compile import FAKE_KEYS, PyRegistration, StaticOp
 from opdoctor.facts.registration import Inventory
 
@@ -309,3 +310,6 @@ def refutation(merged: PackageRegistrations, code: str, subject: str, path: str)
             return "kernels for its ops are registered from Python: " + _examples(
                 [f"{k} ({v[0]})" for k, v in sorted(keys.items())])
     return ""
+
+
+commandcache.register(_read_library.cache_clear)  # a package's libraries: one command's

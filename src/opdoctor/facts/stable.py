@@ -33,6 +33,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from opdoctor.facts import commandcache
 from opdoctor.facts.elf.image import ElfImage
 
 # A stable registrar's name after its length prefix (read by _idents, which honours the prefix).
@@ -391,3 +392,6 @@ def build_version(img: ElfImage) -> str:
     """The most frequent ``TORCH_ABI_VERSION`` immediate ("" when none)."""
     found = build_versions(img)
     return found.most_common(1)[0][0] if found else ""
+
+
+commandcache.register(read_shim_headers.cache_clear)  # keyed on torch's directory alone
