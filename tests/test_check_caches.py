@@ -384,3 +384,31 @@ def test_exit_after_a_check_still_cleans_up_and_writes_everything(tmp_path: Path
 
     assert same(out.read_text()) == same(shown.stdout)
     assert list(tmp.iterdir()) == []  # the unpacked wheel is gone
+
+
+def test_an_embedding_programs_next_command_reads_the_package_afresh(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cli.main(argv) returns to a caller that stays: its next command must see the package as
+    it is now. The import chain is memoised on the package's name and path, the bindings of a
+    module on its path; both are per-command caches, emptied when the command returns."""
+    import shutil
+
+    from opdoctor.cli import main
+    from opdoctor.facts import pyast
+    from tests.conftest import fixture
+
+    pkg = tmp_path / "myop"
+    shutil.copytree(fixture("python/noimport/myop"), pkg)
+
+    def chain() -> tuple[list[str], list[str]]:
+        assert main(["check", "--static", "-f", "json", str(pkg)]) in (0, 1)
+        report = json.loads(capsys.readouterr().out)["reports"][0]
+        return (sorted(f["code"] for f in report["findings"] if f["code"].startswith("OD5")),
+                [link["kind"] for link in report["sections"]["import-chain"]["links"]])
+
+    assert chain() == (["OD505"], ["submodule"])  # its __init__ never loads libmyop.so
+    assert not pyast._trees  # the command's module trees went with it
+    (pkg / "__init__.py").write_text(
+        "import os\n\nimport torch\n\n"
+        "torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libmyop.so'))\n")
+    assert chain() == ([], ["load_library"])
