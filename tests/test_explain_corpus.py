@@ -390,6 +390,25 @@ def test_needles_never_hide_a_match() -> None:
     assert _needles(r"x?") is None
 
 
+def test_the_needle_index_offers_exactly_the_patterns_that_could_match() -> None:
+    """The per-line candidates (a 3-gram index of the needles) are the patterns whose
+    could_match is true, in order: every dev line, short and non-ASCII lines, and a needle
+    shorter than a gram."""
+    from opdoctor.explain.matcher import Pattern, _index
+
+    patterns = load_patterns()
+    lines = [ln for c in DEV for ln in str(c["text"]).splitlines()]
+    lines += ["", "a", ".s", "段错误 (核心已转储)", "rror", "x.so y", "CUDA cuda FAIL atal"]
+    idx = _index(patterns)
+    for line in lines:
+        assert idx.candidates(line) == [p for p in patterns if p.could_match(line)], line[:120]
+    extra = (*patterns[:3],
+             Pattern("short", "torch", r"ab+c", 1, (), 1, "low", "", "", "", needles=("ab",)),
+             Pattern("none", "torch", r"x", 1, (), 1, "low", "", "", ""))
+    for line in ("xabc", "abc", "b", ""):
+        assert _index(extra).candidates(line) == [p for p in extra if p.could_match(line)]
+
+
 def test_knowledge_base_rejects_unbounded(monkeypatch: pytest.MonkeyPatch,
                                           tmp_path: object) -> None:
     from pathlib import Path
