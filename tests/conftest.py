@@ -7,6 +7,7 @@ simply missing fails the test: run `make fixtures` (make test does).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sys
@@ -141,13 +142,19 @@ def _per_command_caches_emptied() -> Iterator[None]:
     commandcache.clear()
 
 
+_LOG_DIR: list[Path] = []
+_LOG_SEQ = itertools.count()
+
+
 @pytest.fixture(autouse=True)
 def _probe_marker_is_honest(request: pytest.FixtureRequest,
                             tmp_path_factory: pytest.TempPathFactory,
                             monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fail a test that starts a probe (in process or in a `python -m opdoctor` child) without
     carrying ``@pytest.mark.probe``: the fast suite must really be static."""
-    log = tmp_path_factory.mktemp("probelog") / "starts.txt"
+    if not _LOG_DIR:  # one directory per worker; a file per test, written only by a probe
+        _LOG_DIR.append(tmp_path_factory.mktemp("probelogs"))
+    log = _LOG_DIR[0] / f"{next(_LOG_SEQ)}.txt"
     monkeypatch.setenv("OPDOCTOR_PROBE_LOG", str(log))
     marked = request.node.get_closest_marker("probe") is not None
     loads: list[str] = []
