@@ -703,8 +703,14 @@ fixtures: reference $(INTEGRITY_SO) $(LOADER_SO) $(REGISTRATION_SO) $(CUDA_SO) $
 
 all: venv reference
 
+# compileall first: the bytecode an installed package has. Under PYTHONDONTWRITEBYTECODE (this
+# machine's environment sets it) no child writes it, and every `opdoctor` child of the suite
+# compiled the modules it imports (the text report, the probe runner …) from source.
+# Not tests/fixtures: its Python sources are fixtures, copied as they are.
 test: venv venv-tf venv-ms
 	$(MAKE) -j$(NPROC) fixtures
+	$(PY) -m compileall -q src > /dev/null
+	$(PY) -m compileall -q -l tests tests/fuzz > /dev/null
 	$(PY) -m pytest -q -n $(NPROC) --dist worksteal
 
 demo: venv
