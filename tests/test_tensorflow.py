@@ -414,6 +414,95 @@ def test_tf_swallowed_op_library_load_is_retried(tmp_path: Path, lib: str, hidde
         assert od509.severity.value == "info" and "it imports here" in od509.message
 
 
+# tensorflow-io's way (tensorflow_io/python/ops/__init__.py): a helper finds the file next to
+# its caller and picks the load function by kind — no static evaluation follows it — and the
+# import turns the failed load into a UserWarning and goes on.
+_TFIO_LIKE = """import inspect
+import os
+import sys
+import warnings
+
+import tensorflow as tf
+
+
+def _load_library(filename, lib="op"):
+    f = inspect.getfile(sys._getframe(1))
+    filenames = [os.path.join(os.path.dirname(f), filename)]
+    if lib == "op":
+        load_fn = tf.load_op_library
+    else:
+        load_fn = lambda f: tf.experimental.register_filesystem_plugin(f) is None
+    errs = []
+    for f in filenames:
+        try:
+            loaded = load_fn(f)
+            if loaded is not None:
+                return loaded
+        except (tf.errors.NotFoundError, OSError) as e:
+            errs.append(str(e))
+    raise NotImplementedError(f"unable to open file: {filename}, from paths: {filenames}\\n"
+                              f"caused by: {errs}")
+
+
+try:
+    ops = _load_library("libops.so")
+except NotImplementedError as e:
+    warnings.warn(f"unable to load libops.so: {e}")
+    ops = None
+"""
+
+
+def render_text(report: Report) -> str:
+    """The report as `opdoctor check` prints it (no colour, no width limit)."""
+    import io
+
+    from opdoctor.checks import load_registry
+    from opdoctor.model import Severity
+    from opdoctor.report import RenderContext, text
+
+    out = io.StringIO()
+    text.render([report], RenderContext(load_registry().catalog, Severity.ERROR, 1), out)
+    return out.getvalue()
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("lib, fails", [("zero_out.so", False), ("zero_out_oldabsl.so", True)])
+def test_a_load_the_import_only_printed_is_the_librarys_failure(
+        tmp_path: Path, lib: str, fails: bool) -> None:
+    """tensorflow-io 0.35 beside TF 2.21: `import tensorflow_io` works and prints "UserWarning:
+    unable to load libtensorflow_io.so: … undefined symbol: …"; the library stays unloaded.
+    The report names that failed load (OD512, and the loader's OD321 under the release's
+    OD341), not "the package loads it later, or never". TensorFlow shows it first; the healthy
+    library loads and nothing is said."""
+    pkg = tmp_path / "tfwarn"
+    pkg.mkdir()
+    shutil.copy(fixture(f"tensorflow/{lib}"), pkg / "libops.so")
+    (pkg / "__init__.py").write_text(_TFIO_LIKE)
+    real = subprocess.run(
+        [tf_python(), "-c", "import tfwarn, os; print(tfwarn.ops is None, any("
+         "'libops.so' in ln for ln in open(f'/proc/{os.getpid()}/maps')))"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert real.returncode == 0, real.stderr
+    assert real.stdout.split() == ([str(fails), str(not fails)])
+    assert ("UserWarning: unable to load libops.so" in real.stderr) == fails
+    report = tf_check(pkg / "libops.so", package="tfwarn", cwd=str(tmp_path))
+    # no static path to the load: the chain resolves no link to the library
+    assert not [ln for ln in report.sections["import-chain"]["links"] if ln["resolved"]]
+    if not fails:
+        assert "OD512" not in codes(report) and "OD321" not in codes(report)
+        return
+    od512 = by_code(report, "OD512")
+    assert od512.message.startswith("loading libops.so fails: UserWarning: ")
+    assert "undefined symbol: _ZN4absl12lts_20230802" in od512.message
+    assert any("__init__.py:" in e and "UserWarning: unable to load libops.so" in e
+               for e in od512.evidence)
+    assert "hidden: loading libops.so fails" in by_code(report, "OD321").message
+    assert roots(report) == ["OD341"]
+    text = render_text(report)
+    assert "the package tried, the load failed and the package caught it" in text
+    assert "later, or never" not in text
+
+
 _KERAS_GUARD = '''def _check_keras_version():
     import tensorflow as tf
 

@@ -568,7 +568,7 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                                               f"Requires-Dist: {', '.join(install)}, not "
                                               "installed"] if install else [])],
                             fix=fix)
-    for hidden in res.swallowed:
+    for hidden in facts.swallowed(res):
         if _hidden_optional(chain, hidden.target, hidden.error.message):
             continue
         func = chain.called_later(hidden.target)

@@ -496,7 +496,7 @@ def _swallowed_load_errors(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]
     dynamic loader's is classified as the probe's own load errors are (OD321/OD322/OD220),
     so the verdict names the loader's cause instead of the try/except warning (OD509)."""
     chain = facts.chain
-    for hidden in res.swallowed:
+    for hidden in facts.swallowed(res):
         err = loader_error(hidden.error.message)
         if err is None:
             continue

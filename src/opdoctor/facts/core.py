@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from opdoctor.facts.loader.symbols import Binding, SymbolTables
     from opdoctor.facts.mindspore import AotFunction, AotUse
     from opdoctor.facts.oneflow import OneFlowInventory
-    from opdoctor.facts.probe.outcome import ProbeOutcome
+    from opdoctor.facts.probe.outcome import ProbeOutcome, Swallowed
     from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest
     from opdoctor.facts.probe.zygote import ForkedProbe
     from opdoctor.facts.pychain import ImportChain
@@ -450,6 +450,20 @@ class Facts:
             return False
         self._probe_outcome, self.autoload_failure = hit
         return True
+
+    def swallowed(self, res: ProbeOutcome) -> tuple[Swallowed, ...]:
+        """Package mode: the failures the package's import hid — those the probe's retry of a
+        swallowed import surfaced, and, when the import worked without loading this library,
+        a failed load of it the import only printed (see ``printed_load_failures``)."""
+        from opdoctor.facts.probe.outcome import ProbeState
+
+        out = res.swallowed
+        if self.options.package and not self.is_package_dir and res.state is \
+                ProbeState.LOADED and os.path.isfile(self.path) and not res.maps(self.path):
+            seen = {h.target for h in out}
+            out += tuple(h for h in res.printed_load_failures(self.path)
+                         if h.target not in seen)
+        return out
 
     def probe_result(self) -> ProbeOutcome | None:
         """The probe's outcome (waits for it); None when it was not started."""

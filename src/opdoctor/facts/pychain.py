@@ -26,6 +26,9 @@ from functools import lru_cache
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint, tick
 
+# A shared library's file name: libx.so, libx.so.1, x.cpython-311-x86_64-linux-gnu.so.
+_LIBRARY_FILE = re.compile(r"\.so(?:\.\d+)*$")
+
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
 _LOADERS = {"load_library", "CDLL", "PyDLL", "LoadLibrary", "load_op_library", "cdll",
@@ -119,6 +122,8 @@ class ImportChain:
         for lk in self.links:
             if lk.target == target and lk.kind in ("load_library", "cdll"):
                 return f"loading {os.path.basename(lk.resolved[0]) if lk.resolved else target}"
+        if os.path.isabs(target) and _LIBRARY_FILE.search(os.path.basename(target)):
+            return f"loading {os.path.basename(target)}"  # a load only the output told of
         return f"import {target}"
 
     def called_later(self, target: str) -> str:

@@ -9,6 +9,7 @@ own failure, a crash, then what the script reported.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -74,6 +75,10 @@ class SmokeCall:
     ok: bool | None  # None: skipped
     detail: str  # the result's repr, the skip reason, or the error message
     error: Failure | None = None
+
+
+# A warning as Python prints it: "…/file.py:33: UserWarning: …".
+_WARNING = re.compile(r"\b(\w*Warning): ")
 
 
 @dataclass(frozen=True)
@@ -214,6 +219,31 @@ class ProbeOutcome:
         return any(os.path.realpath(f) in real for f in files)
     # MindSpore AOT (probe_ms.py): the last ms_aot event as sent (see protocol.MS_AOT).
     mindspore: dict[str, Any] | None = None
+
+    def printed_load_failures(self, path: str) -> tuple[Swallowed, ...]:
+        """Loads of ``path`` that the package's import tried, saw fail and only printed
+        (tensorflow-io: a helper turns the failed ``tf.load_op_library`` into an exception the
+        import catches into a ``UserWarning`` and goes on): each output line that names the
+        library's file together with the dynamic loader's error. The caller asks only when
+        the import worked without mapping the library."""
+        from opdoctor.facts.loaderror import loader_error
+
+        base = os.path.basename(path)
+        out: list[Swallowed] = []
+        for stream in (self.stderr, self.stdout):
+            lines = stream.splitlines()
+            for i, line in enumerate(lines):
+                if base not in line or loader_error(line) is None:
+                    continue
+                # The warning's own first line ("…/__init__.py:33: UserWarning: …") when the
+                # loader's words are on a continuation line of it.
+                head = next((lines[j] for j in range(i, max(-1, i - 3), -1)
+                             if _WARNING.search(lines[j])), "")
+                kind = m.group(1) if (m := _WARNING.search(head)) else "output"
+                where = f": {head.strip()[:160]}" if head else ""
+                out.append(Swallowed(path, f"the package's import, which printed it{where}",
+                                     Failure(kind, line.strip()[:600], "")))
+        return tuple(dict.fromkeys(out))
 
     @property
     def load_message(self) -> str:
