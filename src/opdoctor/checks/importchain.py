@@ -147,7 +147,9 @@ OD511 = CodeDoc(
 )
 OD512 = CodeDoc(
     "OD512", "hidden import error", Severity.ERROR,
-    what="The extension that a try/except guards imports without error (probe).",
+    what="The error an import or a library load inside the package's import hid (probe): a "
+    "try/except the probe retried after the import, or a load of the library that the import "
+    "only printed as a warning before going on (tensorflow-io's UserWarning).",
     why="This is the error the package swallowed: with it, the extension's ops are never "
     "registered.",
     example="from . import _C → ImportError: _C.so: undefined symbol: missing_helper",
