@@ -646,3 +646,27 @@ def test_tensorflows_own_library_needed_by_a_name_this_release_lacks(tmp_path: P
     (root,) = report.diagnosis.root_findings
     assert root.code == "OD201" and root.message.startswith("libotherdep.so.1"), root.message
     assert by_code(report, "OD342").severity.value == "error"
+
+
+def test_a_printed_load_failure_must_name_the_librarys_path() -> None:
+    """The output line (or the warning line before it) must name the library's path: another
+    library of the same file name failing (xformers ships `_C.so` and `flash_attn_3/_C.so`)
+    is not this one's failure, nor is a loader error that names no path of it."""
+    from opdoctor.facts.probe.ldtrace import LdTrace
+    from opdoctor.facts.probe.outcome import build_outcome
+
+    target = "/site/xformers/_C.so"
+    other = ("/site/xformers/__init__.py:12: UserWarning: unable to load the extension\n"
+             "ImportError: /site/xformers/flash_attn_3/_C.so: undefined symbol: _ZN3c104warnE\n")
+    mine = ("/site/xformers/__init__.py:9: UserWarning: unable to open file: _C.so, from paths:"
+            f" ['{target}']\ncaused by: ['libcudart.so.12: cannot open shared object file: No "
+            "such file or directory']\n")
+
+    def printed(stderr: str) -> list[tuple[str, str]]:
+        res = build_outcome([], 0, "", False, False, "", stderr, LdTrace(), 1.0)
+        return [(h.error.type, h.error.message) for h in res.printed_load_failures(target)]
+
+    assert printed(other) == []
+    assert printed("ImportError: libcudart.so.12: cannot open shared object file\n") == []
+    assert printed(other + mine) == [("UserWarning", "caused by: ['libcudart.so.12: cannot "
+                                      "open shared object file: No such file or directory']")]

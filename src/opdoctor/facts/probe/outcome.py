@@ -224,16 +224,20 @@ class ProbeOutcome:
         """Loads of ``path`` that the package's import tried, saw fail and only printed
         (tensorflow-io: a helper turns the failed ``tf.load_op_library`` into an exception the
         import catches into a ``UserWarning`` and goes on): each output line that names the
-        library's file together with the dynamic loader's error. The caller asks only when
-        the import worked without mapping the library."""
+        library's path (as given or resolved) together with the dynamic loader's error, on the
+        line or one of the two before it (a warning's first line names the file it tried, the
+        next quotes dlerror, which names only a missing dependency). A file name alone is not
+        enough: xformers ships two ``_C.so``. The caller asks only when the import worked
+        without mapping the library."""
         from opdoctor.facts.loaderror import loader_error
 
-        base = os.path.basename(path)
+        names = {path, os.path.realpath(path)}
         out: list[Swallowed] = []
         for stream in (self.stderr, self.stdout):
             lines = stream.splitlines()
             for i, line in enumerate(lines):
-                if base not in line or loader_error(line) is None:
+                if loader_error(line) is None or not any(
+                        n in ln for n in names for ln in lines[max(0, i - 2):i + 1]):
                     continue
                 # The warning's own first line ("…/__init__.py:33: UserWarning: …") when the
                 # loader's words are on a continuation line of it.
