@@ -121,8 +121,8 @@ def check_output_path(path: str, inputs: list[str]) -> None:
 
 
 def _is_shared_library_name(path: str) -> bool:
-    name = os.path.basename(path)
-    return name.endswith(".so") or ".so." in name
+    from opdoctor.facts.inputfile import is_shared_library
+    return is_shared_library(os.path.basename(path))
 
 
 def report_crashes(reports: list[Any]) -> bool:

@@ -126,12 +126,17 @@ def sniff(head: bytes) -> str:
     return "data of unknown type"
 
 
+def is_shared_library(name: str) -> bool:
+    """``libfoo.so``, ``libfoo.so.1.2``, ``_C.cpython-311-x86_64-linux-gnu.so`` (by name)."""
+    return name.endswith(".so") or ".so." in name
+
+
 def shared_libraries_under(path: str) -> list[str]:
     """Shared libraries (``*.so``, ``*.so.N``) at or below ``path``, sorted (a file is
     returned when it is one). Names only: nothing is opened."""
     if os.path.isfile(path):
-        return [path] if path.endswith(".so") or ".so." in path else []
+        return [path] if is_shared_library(path) else []
     out = []
     for root, _d, files in os.walk(path):
-        out += [os.path.join(root, f) for f in files if f.endswith(".so") or ".so." in f]
+        out += [os.path.join(root, f) for f in files if is_shared_library(f)]
     return sorted(out)

@@ -25,9 +25,7 @@ from functools import lru_cache
 
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint, tick
-
-# A shared library's file name: libx.so, libx.so.1, x.cpython-311-x86_64-linux-gnu.so.
-_LIBRARY_FILE = re.compile(r"\.so(?:\.\d+)*$")
+from opdoctor.facts.inputfile import is_shared_library
 
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
@@ -122,7 +120,7 @@ class ImportChain:
         for lk in self.links:
             if lk.target == target and lk.kind in ("load_library", "cdll"):
                 return f"loading {os.path.basename(lk.resolved[0]) if lk.resolved else target}"
-        if os.path.isabs(target) and _LIBRARY_FILE.search(os.path.basename(target)):
+        if os.path.isabs(target) and is_shared_library(os.path.basename(target)):
             return f"loading {os.path.basename(target)}"  # a load only the output told of
         return f"import {target}"
 
@@ -1434,7 +1432,7 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
         checkpoint(f"listing package directory {root}")
         for f in sorted(files):
             full = os.path.join(root, f)
-            if f.endswith(".so") or ".so." in f:
+            if is_shared_library(f):
                 chain.extensions_on_disk.append(full)
             elif f.endswith(".py"):
                 chain.python_files.append(full)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from opdoctor.facts.budget import checkpoint
+from opdoctor.facts.inputfile import is_shared_library
 from opdoctor.facts.loader.search import Library, Resolver
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -34,10 +35,6 @@ class RpathLoader:
 
     path: str
     entry: str  # the DT_RPATH entry as written ($ORIGIN/../../scipy.libs)
-
-
-def _is_library(name: str) -> bool:
-    return name.endswith(".so") or ".so." in name
 
 
 def _describe(resolver: Resolver, path: str) -> Library | None:
@@ -59,7 +56,7 @@ def _libraries_under(resolver: Resolver, root: str, doing: str) -> Iterator[Libr
             return
         for f in sorted(filenames):
             path = os.path.join(dirpath, f)
-            if not _is_library(f) or os.path.islink(path):
+            if not is_shared_library(f) or os.path.islink(path):
                 continue
             libs += 1
             if libs > MAX_LIBRARIES:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from opdoctor.checks.base import STAGE_BUDGETS
 from opdoctor.facts import CheckOptions, Facts, budget
+from opdoctor.facts.inputfile import is_shared_library
 from opdoctor.facts.pkgdir import package_of
 from opdoctor.model import TargetError
 
@@ -34,10 +35,6 @@ class Target:
     options: CheckOptions
     display: str  # how to name it in reports (a wheel member keeps its in-wheel path)
 
-
-def is_shared_library(name: str) -> bool:
-    """``libfoo.so``, ``libfoo.so.1.2``, ``_C.cpython-311-x86_64-linux-gnu.so``."""
-    return name.endswith(".so") or ".so." in name
 
 
 def split_aot_target(path: str) -> tuple[str, str]:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from opdoctor.facts import CheckOptions
 from opdoctor.facts.core import links_framework
+from opdoctor.facts.inputfile import is_shared_library
 from opdoctor.facts.interp import Interpreter
 from opdoctor.facts.pkgdir import package_of
 from opdoctor.model import Report
-from opdoctor.targets import is_shared_library
 
 
 @dataclass(frozen=True)
