@@ -94,6 +94,40 @@ def test_fixture_errors_are_explained(name: str) -> None:
     assert code in e.codes, (name, e.codes)
 
 
+@pytest.mark.probe
+def test_a_line_as_long_as_a_terminal_is_wide_keeps_the_blank_line_after_it(
+        tmp_path: Path) -> None:
+    """The answer must not depend on where the library sits: with a directory name that makes
+    the loader's line exactly a usual terminal width (140, 180 …), the terminal-wrap repair
+    joined it with the blank line after it, and the symbol got "The above exception" glued
+    on (a fresh clone under /tmp/fresh-rv read OD304 where /work/main read OD303)."""
+    import shutil
+
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    script = ROOT / "tests" / "real_errors.py"
+
+    def failure(lib: Path) -> str:
+        p = run_python("", str(lib), script=script, env=env, timeout=120)
+        return p.stdout + p.stderr
+
+    probe = tmp_path / "abi0.so"
+    shutil.copy(fixture("loader/abi0.so"), probe)
+    line = next(ln for ln in failure(probe).splitlines() if "undefined symbol" in ln)
+    from opdoctor.explain.entities import _WRAP_WIDTHS
+
+    width = min(w for w in _WRAP_WIDTHS if w >= len(line) + 2)  # a usual terminal width
+    pad = width - len(line) - 1  # one directory named "x" * pad, plus its "/"
+    lib = tmp_path / ("x" * pad) / "abi0.so"
+    lib.parent.mkdir()
+    shutil.copy(probe, lib)
+    text = failure(lib)
+    assert any(len(ln) == width and "undefined symbol" in ln for ln in text.splitlines())
+    assert "\n\nThe above exception was the direct cause" in text
+    e = explain_text(text)
+    assert (e.cause, e.codes) == (3, ["OD303"])
+    assert e.entities["symbols"][0]["mangled"].endswith("EEPKcj")
+
+
 def test_undefined_symbol_is_demangled_and_classified() -> None:
     e = explain_text("OSError: libx.so: undefined symbol: _ZN3c109alloc_cpuEi")
     sym = e.entities["symbols"][0]

@@ -506,11 +506,14 @@ def _strip_prefixes(lines: list[str]) -> list[str]:
 def join_at_width(lines: list[str], width: int,
                   keep: Callable[[str, str], bool] | None = None) -> list[str]:
     """The lines with each one of exactly ``width`` characters joined with the next, as a
-    terminal of that width broke them; ``keep(previous, line)`` True leaves a line apart."""
+    terminal of that width broke them; ``keep(previous, line)`` True leaves a line apart. A
+    blank line is never a continuation: a line that merely has that length (a traceback's
+    `OSError: /tmp/…/abi0.so: undefined symbol: …` of 140 characters) keeps the paragraph
+    break after it, and its symbol is not glued to the "The above exception …" that follows."""
     out: list[str] = []
     joining = False
     for ln in lines:
-        if joining and out and not (keep and keep(out[-1], ln)):
+        if joining and out and ln.strip() and not (keep and keep(out[-1], ln)):
             out[-1] += ln
         else:
             out.append(ln)
