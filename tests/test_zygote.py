@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -90,17 +91,27 @@ def _summary(rep: dict) -> tuple[list[tuple[str, str]], str]:  # type: ignore[ty
 
 def test_forked_module_probes_report_what_fresh_children_report(
         zpkg: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # What Python itself does with each module.
-    real = {name: _python(zpkg, f"import torch, zpkg.{name} as m; print(m.answer())")
-            for name in ("_a_crash", "_c_missing", "_d_ok")}
+    # What Python itself does with each module (the five interpreters at once: each only
+    # imports torch and one module, and the hanging one sleeps).
+    codes = {name: f"import torch, zpkg.{name} as m; print(m.answer())"
+             for name in ("_a_crash", "_c_missing", "_d_ok")}
+    codes["plain"] = ("import torch, zpkg, sys; print(sorted(m for m in sys.modules "
+                      "if m.startswith('zpkg.')))")
+
+    def hang() -> None:
+        with pytest.raises(subprocess.TimeoutExpired):
+            subprocess.run([sys.executable, "-c", "import torch, zpkg._b_hang"], cwd=zpkg,
+                           timeout=4, env={k: v for k, v in os.environ.items()
+                                           if k != "PYTHONPATH"})
+
+    with ThreadPoolExecutor(len(codes) + 1) as pool:
+        hung = pool.submit(hang)
+        real = dict(zip(codes, pool.map(lambda code: _python(zpkg, code), codes.values())))
+        hung.result()
     assert real["_a_crash"].returncode == -11  # SIGSEGV in the module's init
     assert "undefined symbol: missing_helper" in real["_c_missing"].stderr
     assert real["_d_ok"].stdout.strip() == "42"
-    with pytest.raises(subprocess.TimeoutExpired):
-        subprocess.run([sys.executable, "-c", "import torch, zpkg._b_hang"], cwd=zpkg, timeout=4,
-                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-    assert _python(zpkg, "import torch, zpkg, sys; print(sorted(m for m in sys.modules "
-                         "if m.startswith('zpkg.')))").stdout.strip() == "[]"
+    assert real["plain"].stdout.strip() == "[]"
 
     # One command: the four module probes forked from one zygote, in order, the crash and
     # the hang before the ones after them.
