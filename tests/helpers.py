@@ -35,6 +35,16 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
     return Result(code, cap.out, cap.err)
 
 
+def cli_text_and_json(capsys: pytest.CaptureFixture[str], tmp: Any, *args: str
+                      ) -> tuple[Result, Any]:
+    """One in-process ``opdoctor ARGS`` run: its text report (stdout) and the same run's JSON
+    report (``--also-write json=FILE`` under the directory ``tmp``) — one probe, not two."""
+    path = os.path.join(str(tmp), "also-written-report.json")
+    res = cli(capsys, *args, "--also-write", f"json={path}")
+    with open(path, encoding="utf-8") as fh:
+        return res, json.load(fh)
+
+
 def cli_proc(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
              stdin: int | None = subprocess.DEVNULL, cwd: object = None) -> Result:
     """Run ``python -m opdoctor ARGS`` as a real subprocess (for hangs, signals, plugins)."""

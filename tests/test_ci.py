@@ -4,6 +4,7 @@ baselines, directory walking, and `opdoctor scan` over the dev venv."""
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -85,6 +86,43 @@ def test_output_file_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     jsonschema.Draft4Validator(SARIF_SCHEMA).validate(json.loads(out.read_text()))
 
 
+def test_one_run_writes_every_format_asked_for(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`--also-write FORMAT=FILE`: the text on stdout and the same findings as SARIF, JSON and
+    JUnit files, from one run (each equal to what a run of that format alone writes)."""
+    files = {f: tmp_path / f"r.{f}" for f in ("sarif", "json", "junit")}
+    res = cli(capsys, "check", "--static", wheel("abi"),
+              *[a for f, p in files.items() for a in ("--also-write", f"{f}={p}")])
+    assert res.code == 1 and "OD303" in res.out and not res.out.lstrip().startswith("{")
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(json.loads(files["sarif"].read_text()))
+    ET.fromstring(files["junit"].read_text())
+    both = json.loads(files["json"].read_text())
+    alone = cli(capsys, "check", "--static", "-f", "json", wheel("abi")).json()
+    assert both["exit_code"] == alone["exit_code"] == 1
+    assert [f["code"] for r in both["reports"] for f in r["findings"]] == \
+        [f["code"] for r in alone["reports"] for f in r["findings"]]
+    # In the configuration too; the command line's --format/--output stay the main report.
+    (tmp_path / "opdoctor.toml").write_text(f'also-write = {{ json = "{files["json"]}" }}\n')
+    files["json"].unlink()
+    res = cli_proc("check", "--static", "-f", "github", wheel("abi"), cwd=tmp_path)
+    assert res.code == 1 and res.out.startswith("::error")
+    assert json.loads(files["json"].read_text())["exit_code"] == 1
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--also-write", "yaml=r.yaml"], "unknown format 'yaml'"),
+    (["--also-write", "json"], "expects KEY=VALUE"),
+    (["-o", "r.json", "--also-write", "json=r.json"], "given as the output of two reports"),
+    (["--also-write", "json={lib}"], "is one of the inputs"),
+])
+def test_also_write_refuses_before_any_analysis(tmp_path: Path, extra: list[str],
+                                                message: str) -> None:
+    lib = wheel("abi")
+    res = cli_proc("check", "--static", *[e.format(lib=lib) for e in extra], lib, cwd=tmp_path)
+    assert res.code == 3 and message in res.err and "Traceback" not in res.err, res.err
+    assert res.out == "" and not any(tmp_path.iterdir())
+
+
 def test_config_file_and_sources(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.opdoctor]\n'
@@ -156,10 +194,24 @@ def test_scan_dev_venv() -> None:
     assert all(r["findings"] == [] for r in reports)
 
 
-def test_integrations_parse() -> None:
+def test_integrations_parse(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["runs"]["using"] == "composite"
-    assert any("opdoctor check" in step["run"] for step in action["runs"]["steps"])
+    (step,) = [step["run"] for step in action["runs"]["steps"] if "opdoctor check" in step["run"]]
+    # The action's check step as GitHub runs it (bash, inputs substituted; --static for speed):
+    # one run annotates the pull request and writes the SARIF file code scanning uploads.
+    sarif = tmp_path / "opdoctor.sarif"
+    for key, value in {"python": sys.executable, "sarif": str(sarif), "args": "--static",
+                       "paths": wheel("abi")}.items():
+        step = step.replace("${{ inputs." + key + " }}", value)
+    assert "${{" not in step
+    p = subprocess.run(["bash", "-e", "-c", step], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert p.returncode == 1 and p.stdout.startswith("::error"), p.stdout + p.stderr
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(json.loads(sarif.read_text()))
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hooks[0]["id"] == "opdoctor" and hooks[0]["entry"].startswith("opdoctor check")
 

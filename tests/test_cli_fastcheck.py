@@ -69,6 +69,8 @@ def _cases(tmp: Path) -> list[list[str]]:
         ["--debug", "check", "--static", empty],
         ["check", "--static", "--write-baseline", str(tmp / "bl.json"), textrel],
         ["check", "--static", "--baseline", str(tmp / "missing.json"), ref],
+        ["check", "--static", "--also-write", f"json={tmp / 'also.json'}", "--also-write",
+         f"sarif={tmp / 'also.sarif'}", "--format=github", textrel],
         # usage errors and unusual forms: the fast path hands them to the typer app
         ["check", "--format", "yaml", "x.so"],
         ["check", "--fail-on", "fatal", "x.so"],
@@ -97,6 +99,10 @@ def _cases(tmp: Path) -> list[list[str]]:
         ["check", "--static", "-o", str(tmp), ref],
         ["check", "--static", "-o", ref, ref],
         ["check", "--static", "--config", str(tmp / "missing.toml"), ref],
+        ["check", "--static", "--also-write", "yaml=x.yaml", ref],
+        ["check", "--static", "--also-write", "json", ref],
+        ["check", "--static", "-o", str(tmp / "r.json"), "--also-write",
+         f"json={tmp / 'r.json'}", ref],
     ]
 
 

@@ -284,16 +284,17 @@ def test_text_wraps_like_the_report_at_a_fixed_width(monkeypatch: pytest.MonkeyP
 
 @pytest.mark.probe
 def test_world_of_one(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                      cache: str) -> None:
+                      cache: str, tmp_path: Path) -> None:
     for k in [*rank_env({}, 0, 0, 0, {}), "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
               "SLURM_STEP_NUM_TASKS", "SLURM_PROCID"]:
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("OPDOCTOR_CACHE_DIR", cache)
     lib = fixture("loader/depdir/libmyop_dep.so")
-    res = cli(capsys, "fleet", "--ignore", "OD116", str(lib))
+    out = tmp_path / "fleet.json"
+    res = cli(capsys, "fleet", "--ignore", "OD116", "--also-write", f"json={out}", str(lib))
     assert res.code == 0, res.out + res.err
     assert "world of one" in res.out and "✓ clean" in res.out
-    doc = cli(capsys, "fleet", "--ignore", "OD116", "-f", "json", str(lib)).json()
+    doc = json.loads(out.read_text())  # the same run's report, as JSON
     assert doc["world"]["size"] == 1 and doc["world"]["launcher"] == "none"
     (rank,) = doc["ranks"]
     t = rank["targets"][0]

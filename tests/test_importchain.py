@@ -14,7 +14,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import FIX, PKG_DIR, fixture
-from tests.helpers import cli
+from tests.helpers import cli, cli_text_and_json
 
 PYFIX = FIX / "python"
 
@@ -1056,15 +1056,15 @@ def test_op_libraries_no_import_reaches_are_each_checked(
     assert _python(tmp_path, "import lazyops").returncode == 0
     failed = _python(tmp_path, "import lazyops; lazyops.load('libbroken.so')")
     assert "undefined symbol: _ZN6tinyop12helper_scaleEd" in failed.stderr
-    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "lazyops")
-    reps = {os.path.basename(r["target"]["path"]): r for r in res.json()["reports"]}
+    res, doc = cli_text_and_json(capsys, tmp_path, "check", "--cwd", str(tmp_path), "--package",
+                                 "lazyops")
+    reps = {os.path.basename(r["target"]["path"]): r for r in doc["reports"]}
     assert sorted(reps) == ["libbroken.so", "libfine.so"]
     assert reps["libbroken.so"]["diagnosis"]["cause"] == 4
     assert "OD430" in reps["libbroken.so"]["diagnosis"]["root_findings"]
     probe = reps["libfine.so"]["sections"]["probe"]
     assert probe["imported"] == "lazyops" and probe["target_loaded"] is False
-    text = cli(capsys, "check", "--cwd", str(tmp_path), "--package", "lazyops").out
-    assert "`import lazyops` worked; it did not load libbroken.so" in text
+    assert "`import lazyops` worked; it did not load libbroken.so" in res.out
 
 
 @pytest.mark.probe

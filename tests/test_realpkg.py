@@ -22,7 +22,7 @@ from opdoctor.pipeline import run_check
 from opdoctor.report import text as text_report
 from opdoctor.report.layout import Printer
 from tests.conftest import BUILD, FIX, SKIP
-from tests.helpers import cli, cli_proc
+from tests.helpers import cli, cli_proc, cli_text_and_json
 from tests.torchfork import run_python
 
 
@@ -228,7 +228,7 @@ def test_healthy_package_with_optional_modules_is_clean(
 
 @pytest.mark.probe
 def test_old_release_with_the_old_abi_leads_with_the_release(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """torchtext 0.18.0, its last release, was built for torch 2.3, whose PyPI wheels used the
     old C++ ABI. Beside torch 2.13 the real load fails on an old-ABI ``std::string`` symbol
     (``Ss``), and the library also needs torch functions 2.13 no longer exports under any ABI
@@ -248,10 +248,10 @@ def test_old_release_with_the_old_abi_leads_with_the_release(
                       "'libc10.so'))\n"
                       "print(hasattr(c10, '_ZN3c104impl12PyObjectSlotD1Ev'))\n", timeout=300)
     assert gone.stdout.strip() == "False", gone.stderr[-2000:]
-    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}",
-              "--package", "torchtext")
+    res, doc = cli_text_and_json(capsys, tmp_path, "check", "--env", f"PYTHONPATH={site}",
+                                 "--package", "torchtext")
     assert res.code == 1
-    rep = res.json()["reports"][0]
+    rep = doc["reports"][0]
     diag = rep["diagnosis"]
     assert diag["cause"] == 3 and diag["root_findings"] == ["OD304", "OD303"]
     assert diag["consequences"] == {"OD304": ["OD511"], "OD303": ["OD321"]}
@@ -263,9 +263,8 @@ def test_old_release_with_the_old_abi_leads_with_the_release(
     assert "rebuild it against this torch (pip install --no-build-isolation --no-binary " \
         "torchtext torchtext)" in od304["fix"], od304["fix"]
     # the text report shows each consequence once
-    text = cli(capsys, "check", "--env", f"PYTHONPATH={site}", "--package", "torchtext").out
-    assert text.count("OD511 import torchtext raised") == 1
-    assert text.count("OD321 undefined symbol") == 1
+    assert res.out.count("OD511 import torchtext raised") == 1
+    assert res.out.count("OD321 undefined symbol") == 1
 
 
 @pytest.mark.probe
@@ -538,7 +537,7 @@ def test_scan_checks_a_packages_libraries_in_one_worker_with_one_import() -> Non
 
 @pytest.mark.probe
 def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """torchao 0.18.0 (a CUDA build beside torch 2.13.0+cpu) catches `import triton` in
     torchao.kernel.intmm_triton; triton is another distribution, not installed here. The CUDA
     variant (OD307) is the root of the library failures, but installing a CUDA torch would not
@@ -551,9 +550,9 @@ def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant
     assert real.returncode == 0, real.stderr  # intmm.py's own except: the import goes on
     direct = run_python("import torchao.kernel.intmm_triton", timeout=300, env=env)
     assert direct.returncode != 0 and "No module named 'triton'" in direct.stderr
-    res = cli(capsys, "check", "-f", "json", "--package", "torchao", "--env",
-              f"PYTHONPATH={site}")
-    rep = res.json()["reports"][0]
+    res, doc = cli_text_and_json(capsys, tmp_path, "check", "--package", "torchao", "--env",
+                                 f"PYTHONPATH={site}")
+    rep = doc["reports"][0]
     diag = rep["diagnosis"]
     assert diag["cause"] == 3 and diag["root_findings"][0] == "OD307"
     triton = [f for f in rep["findings"] if f["code"] == "OD512" and "'triton'" in f["message"]]
@@ -568,5 +567,4 @@ def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant
         od307["fix"], od307["fix"]
     # The probe line says the package tried its library and caught the failure (not "loads it
     # later, or never": its own OD512 shows the load that failed).
-    text = cli(capsys, "check", "--package", "torchao", "--env", f"PYTHONPATH={site}").out
-    assert "the package tried, the load failed and the package caught it: OD512" in text
+    assert "the package tried, the load failed and the package caught it: OD512" in res.out

@@ -15,7 +15,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Finding, Report
 from opdoctor.pipeline import Selection, run_check
 from tests.conftest import BUILD, fixture
-from tests.helpers import cli
+from tests.helpers import cli, cli_text_and_json
 
 OD1 = Selection(("OD1",))
 
@@ -148,19 +148,18 @@ def test_tf_not_linked_fails_outside_tensorflow() -> None:
 
 
 @pytest.mark.probe
-def test_tf_healthy_zero_out_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_tf_healthy_zero_out_text_and_json(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
     lib = str(fixture("tensorflow/zero_out.so"))
-    res = cli(capsys, "check", "--python", tf_python(), "-f", "json", lib)
+    res, doc = cli_text_and_json(capsys, tmp_path, "check", "--python", tf_python(), lib)
     assert res.code == 0, res.out
-    rep = res.json()["reports"][0]
+    rep = doc["reports"][0]
     assert rep["findings"] == []
     tf = rep["sections"]["tensorflow"]
     assert tf["tensorflow"] == "2.21.0" and tf["probed"]
     assert tf["ops"] == [{"name": "ZeroOut", "kernels": [
         {"device": "CPU", "label": "", "constraints": []}]}]
     assert rep["sections"]["probe"]["outcome"] == "loaded"
-    res = cli(capsys, "check", "--python", tf_python(), lib)
-    assert res.code == 0
     assert "loaded, registered ZeroOut [CPU]" in res.out
 
 

@@ -106,7 +106,8 @@ def test_forked_module_probes_report_what_fresh_children_report(
 
     with ThreadPoolExecutor(len(codes) + 1) as pool:
         hung = pool.submit(hang)
-        real = dict(zip(codes, pool.map(lambda code: _python(zpkg, code), codes.values())))
+        ran = pool.map(lambda code: _python(zpkg, code), codes.values())
+        real = dict(zip(codes, ran, strict=True))
         hung.result()
     assert real["_a_crash"].returncode == -11  # SIGSEGV in the module's init
     assert "undefined symbol: missing_helper" in real["_c_missing"].stderr

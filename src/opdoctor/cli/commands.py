@@ -120,6 +120,37 @@ def check_output_path(path: str, inputs: list[str]) -> None:
         pass  # does not exist yet: fine
 
 
+def report_outputs(values: dict[str, Any], inputs: list[str], check_paths: bool = True
+                   ) -> list[tuple[Any, str | None]]:
+    """(format, file) of every report one run writes: ``--format``/``--output`` first (None:
+    stdout), then each ``--also-write FORMAT=FILE``; all refused before any analysis when a
+    format is unknown, or (``check_paths``) a file is given twice or cannot be written
+    (:func:`check_output_path`)."""
+    from opdoctor.report import Format
+
+    names = "text | json | sarif | junit | github"
+    try:
+        outputs: list[tuple[Any, str | None]] = [(Format(values["format"]), values["output"])]
+    except ValueError:
+        raise UsageProblem(f"unknown format {values['format']!r} ({names})") from None
+    for name, path in values["also-write"].items():
+        try:
+            outputs.append((Format(name), path))
+        except ValueError:
+            raise UsageProblem(f"--also-write {name}={path}: unknown format {name!r} "
+                               f"({names})") from None
+    seen: set[str] = set()
+    for _form, path in outputs:
+        if path is None or not check_paths:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageProblem(f"{path}: given as the output of two reports")
+        seen.add(real)
+        check_output_path(path, inputs)
+    return outputs
+
+
 def _is_shared_library_name(path: str) -> bool:
     from opdoctor.facts.inputfile import is_shared_library
     return is_shared_library(os.path.basename(path))
@@ -170,11 +201,8 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
     from opdoctor.verdict.gate import BaselineError, gate_fails, read_baseline
     from opdoctor.verdict.gate import write_baseline as write_bl
 
-    try:
-        form = Format(values["format"])
-    except ValueError:
-        raise UsageProblem(f"unknown format {values['format']!r} "
-                           "(text | json | sarif | junit | github)") from None
+    inputs = list(paths)
+    outputs = report_outputs(values, inputs)
     threshold = _severity(values["fail-on"], "--fail-on")
     overrides = {code: _severity(level, f"--severity {code}")
                  for code, level in values["severity"].items()}
@@ -187,10 +215,8 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
         except BaselineError as exc:
             raise UsageProblem(str(exc)) from None
 
-    inputs = list(paths)
-    for out_path in (values["output"], write_baseline):
-        if out_path:
-            check_output_path(out_path, inputs)
+    if write_baseline:
+        check_output_path(write_baseline, inputs)
 
     reports = []
     errors: list[TargetError] = []
@@ -253,16 +279,17 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
         code = Exit.BAD_INPUT
     elif gate_fails(reports, threshold, accepted):
         code = Exit.FINDINGS
-    output = values["output"]
-    out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
-    try:
-        color = form is Format.TEXT and not output and _color(out)
-        ctx = RenderContext(registry.catalog, threshold, code, color=color, verbose=verbose,
-                            baseline=frozenset(accepted), errors=tuple(errors))
-        renderer(form)(reports, ctx, out)
-    finally:
-        if output:
-            out.close()
+    # Files first: a closed stdout (`| head`) must not cost the report files.
+    for form, output in sorted(outputs, key=lambda o: o[1] is None):
+        out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+        try:
+            color = form is Format.TEXT and not output and _color(out)
+            ctx = RenderContext(registry.catalog, threshold, code, color=color, verbose=verbose,
+                                baseline=frozenset(accepted), errors=tuple(errors))
+            renderer(form)(reports, ctx, out)
+        finally:
+            if output:
+                out.close()
     return code
 
 

@@ -32,6 +32,7 @@ from opdoctor.cli.commands import (
     AnalysisTimeout,
     _on_alarm,
     build_options,
+    report_outputs,
 )
 from opdoctor.cli.errors import Exit, UsageProblem
 from opdoctor.facts import CheckOptions
@@ -281,18 +282,15 @@ def fleet_command(args: FleetArgs) -> int:
     if args.gather_timeout <= 0:
         raise UsageProblem("--gather-timeout must be positive")
     from opdoctor.checks import load_registry
-    from opdoctor.report import Format
 
     registry = load_registry()
     values = _settings(args)
     if not args.paths and not values["package"]:
         raise UsageProblem("give at least one library, directory or wheel to check, or "
                            "--package NAME")
-    try:
-        form = Format(values["format"])
-    except ValueError:
-        raise UsageProblem(f"unknown format {values['format']!r} "
-                           "(text | json | sarif | junit | github)") from None
+    # Rank 0 writes the reports: only its files are checked (another node may lack the
+    # directory); every rank refuses an unknown format.
+    outputs = report_outputs(values, list(args.paths), check_paths=world.rank == 0)
     for level in [values["fail-on"], *values["severity"].values()]:
         if level not in ("error", "warning", "info"):
             raise UsageProblem(f"{level!r} is not error | warning | info")
@@ -318,7 +316,7 @@ def fleet_command(args: FleetArgs) -> int:
             if leader else None
         if joiner is None:
             assert record is not None
-            return _report(args, values, form, world, registry, [record], [], {})
+            return _report(args, values, outputs, world, registry, [record], [], {})
         joiner.join()
         if joiner.error is not None:
             return _gather_failed(world, joiner.error)
@@ -341,7 +339,7 @@ def fleet_command(args: FleetArgs) -> int:
                 return _gather_failed(world, exc)
             t0 = time.monotonic()
             try:
-                code = _report(args, values, form, world, registry, gathered.records,
+                code = _report(args, values, outputs, world, registry, gathered.records,
                                gathered.missing, {"waiting": gathered.seconds_waiting,
                                                   "gather": gathered.seconds_gather}, t0)
             except BaseException:
@@ -373,7 +371,8 @@ def _gather_failed(world: World, exc: BaseException) -> int:
     return int(Exit.BAD_INPUT)
 
 
-def _report(args: FleetArgs, values: dict[str, Any], form: Any, world: World, registry: Any,
+def _report(args: FleetArgs, values: dict[str, Any], outputs: list[tuple[Any, str | None]],
+            world: World, registry: Any,
             records: list[dict[str, Any]], missing: list[Any], timing: dict[str, float],
             t0: float | None = None) -> int:
     """Rank 0: group, render, return the exit code."""
@@ -383,15 +382,16 @@ def _report(args: FleetArgs, values: dict[str, Any], form: Any, world: World, re
     t0 = t0 if t0 is not None else time.monotonic()
     summary = summarise(records, world.size, missing, args.fail_on_difference)
     timing["group"] = time.monotonic() - t0
-    output = values["output"]
-    out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
-    try:
-        color = form.value == "text" and not output and not os.environ.get("NO_COLOR") and \
-            bool(getattr(out, "isatty", lambda: False)())
-        ctx = FleetContext(registry.catalog, Severity(values["fail-on"]), world,
-                           args.fail_on_difference, color, args.verbose, timing)
-        render(form, summary, ctx, out)
-    finally:
-        if output:
-            out.close()
+    # Files first: a closed stdout (`| head`) must not cost the report files.
+    for form, output in sorted(outputs, key=lambda o: o[1] is None):
+        out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+        try:
+            color = form.value == "text" and not output and not os.environ.get("NO_COLOR") \
+                and bool(getattr(out, "isatty", lambda: False)())
+            ctx = FleetContext(registry.catalog, Severity(values["fail-on"]), world,
+                               args.fail_on_difference, color, args.verbose, timing)
+            render(form, summary, ctx, out)
+        finally:
+            if output:
+                out.close()
     return summary.exit_code

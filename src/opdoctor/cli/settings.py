@@ -14,6 +14,7 @@ Keys use dashes, as on the command line::
     timeout = 120
     severity = { OD410 = "error" }
     env = { LD_LIBRARY_PATH = "/opt/deps/lib" }
+    also-write = { sarif = "opdoctor.sarif" }
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("format", "str", "text", "Report format.", "FORMAT", "-f", choices=FORMATS),
     Setting("output", "str", None, "Write the report to this file (refused when it is one of "
             "the inputs).", "FILE", "-o"),
+    Setting("also-write", "table", {}, "Also write the report in this format to this file, "
+            "e.g. sarif=opdoctor.sarif (repeatable): several formats from one run, one probe.",
+            "FORMAT=FILE"),
     Setting("fail-on", "str", "error", "Lowest severity that fails the run.", "SEVERITY",
             choices=SEVERITIES),
     Setting("select", "list", [], "Only these codes (prefixes: OD4 selects cause 4).", "CODE"),
