@@ -1654,3 +1654,69 @@ def test_a_load_error_of_another_library_is_named_as_that_librarys(
     od321 = [f for f in rep["findings"] if f["code"] == "OD321"]
     assert od321 and od321[0]["subject"] == str(pkg / "libb.so"), od321
     assert "fails at libb.so, not at this library" in od321[0]["message"]
+
+
+def _record_line(site: Path, path: Path) -> str:
+    """A RECORD row for ``path`` with its real sha256, as pip writes it."""
+    import base64
+    import hashlib
+
+    data = path.read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path.relative_to(site)},sha256={digest},{len(data)}"
+
+
+@pytest.mark.parametrize("listed_by", ["top_level.txt", "RECORD"])
+@pytest.mark.parametrize("healthy", [False, True])
+def test_a_package_whose_compiled_code_is_in_its_distributions_other_top_level_package(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], healthy: bool,
+        listed_by: str) -> None:
+    """tflite-support 0.4.4: ``tflite_support`` (pure Python) runs ``from
+    tensorflow_lite_support.metadata.cc.python import _pywrap_metadata_version``, a compiled
+    module of the other top-level package the same wheel installs (its ``top_level.txt``
+    lists both; newer wheels have only a RECORD), and the import fails on a library no search
+    path finds. ``--static`` said "no compiled library … nothing to check" (exit 2); it follows
+    that import now and finds what Python finds — or, the library found, nothing."""
+    import sysconfig
+
+    site = tmp_path / "site"
+    front, back = site / "frontpkg", site / "backpkg"
+    (back / "cc").mkdir(parents=True)
+    (back / "libs").mkdir()
+    front.mkdir()
+    (front / "__init__.py").write_text('"""The distribution\'s pure-Python face."""\n'
+                                       "from backpkg.cc import _C\n\n\n"
+                                       "def answer():\n    return _C.answer()\n")
+    (back / "__init__.py").write_text("")
+    (back / "cc" / "__init__.py").write_text("")
+    ext = back / "cc" / ("_C" + sysconfig.get_config_var("EXT_SUFFIX"))
+    _lazy_user(back / "libs", ext, *(["-Wl,-rpath,$ORIGIN/../libs"] if healthy else []))
+    info = site / "front_dist-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: front-dist\nVersion: 1.0\n")
+    if listed_by == "top_level.txt":
+        (info / "top_level.txt").write_text("backpkg\nfrontpkg\n")
+    files = [p for p in sorted(site.rglob("*")) if p.is_file() and info not in p.parents]
+    (info / "RECORD").write_text("\n".join(
+        [*(_record_line(site, p) for p in files), f"{info.name}/RECORD,,"]) + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    real = subprocess.run([sys.executable, "-c", "import frontpkg; print(frontpkg.answer())"],
+                          cwd=tmp_path, env={**env, "PYTHONPATH": str(site)},
+                          capture_output=True, text=True, timeout=60)
+    if healthy:
+        assert real.returncode == 0 and real.stdout.strip() == "42", real.stderr
+    else:
+        assert "liblazy.so.1: cannot open shared object file" in real.stderr, real.stderr
+
+    res = cli(capsys, "check", "--static", "-f", "json", "--package", "frontpkg", "--cwd",
+              str(tmp_path), "--env", f"PYTHONPATH={site}")
+    assert res.code == (0 if healthy else 1), res.out + res.err
+    (rep,) = res.json()["reports"]
+    assert rep["target"]["path"] == str(ext)
+    found = [(f["code"], f["severity"]) for f in rep["findings"]]
+    if healthy:
+        assert not [f for f in found if f[1] != "info"], found
+    else:
+        od201 = [f for f in rep["findings"] if f["code"] == "OD201"]
+        assert od201 and "liblazy.so.1" in od201[0]["message"], found
+        assert rep["diagnosis"]["cause"] == 2

@@ -91,4 +91,42 @@ def requirements(info: str, unconditional: bool = False) -> list[str]:
     return re.findall(rx, meta, re.M)
 
 
-commandcache.register(_namespace_dir.cache_clear)  # keyed on the directory alone
+@functools.lru_cache(maxsize=64)
+def sibling_packages(site: str, package: str) -> frozenset[str]:
+    """The other top-level packages in ``site`` that the distribution which installed
+    ``package`` there installed too: tflite-support's ``tflite_support`` (pure Python) imports
+    its compiled modules from ``tensorflow_lite_support``, both in its ``top_level.txt``. Read
+    from each ``*.dist-info``'s ``top_level.txt``, else from the ``__init__.py`` files its RECORD
+    lists; only names that are package directories in ``site``; empty when no distribution
+    there lists ``package``."""
+    try:
+        infos = sorted(n for n in os.listdir(site) if n.endswith(".dist-info"))
+    except OSError:
+        return frozenset()
+    for info in infos:
+        tops = _top_levels(os.path.join(site, info))
+        if package in tops:
+            return frozenset(t for t in tops if t != package and t.isidentifier()
+                             and os.path.isfile(os.path.join(site, t, "__init__.py")))
+    return frozenset()
+
+
+def _top_levels(info: str) -> set[str]:
+    """A distribution's top-level import packages (``top_level.txt``, else its RECORD)."""
+    try:
+        with open(os.path.join(info, "top_level.txt"), encoding="utf-8") as fh:
+            return set(fh.read().split())
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
+            rows = fh.read(4 << 20).splitlines()
+    except OSError:
+        return set()
+    # "pkg/__init__.py,sha256=…,123": a regular package the wheel installs at the top level.
+    return {row.split("/", 1)[0] for row in rows
+            if row.count("/") == 1 and row.split(",", 1)[0].endswith("/__init__.py")}
+
+
+# Keyed on directories alone: what they hold is read again by the next command.
+commandcache.register(_namespace_dir.cache_clear, sibling_packages.cache_clear)

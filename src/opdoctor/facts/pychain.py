@@ -823,10 +823,13 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             names[stmt.name] = _Func(stmt, file, names)
 
     def _import_path(parts: list[str], base: str, node: ast.ImportFrom | None,
-                seg: str) -> list[Link]:
+                     seg: str, pkg: str = package, top: str = "") -> list[Link]:
         """Links for importing ``parts`` (``a.b.c`` under ``base``), as the import system runs
         them: each package's ``__init__`` in turn, then, for ``from a.b import x``, each name
-        that is a submodule of ``a.b`` (``from tensorflow_text.python import keras``)."""
+        that is a submodule of ``a.b`` (``from tensorflow_text.python import keras``).
+        ``pkg``/``top``: the top-level package they belong to (another top-level package of
+        the same distribution, see :func:`_sibling_import`)."""
+        top = top or top_dir
         out: list[Link] = []
         step: Link | None = None  # the statement's own link: one per statement, its last level
         here = base
@@ -836,8 +839,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 break  # a deeper level not found here: an attribute, not a module
             if step is not None and not step.problem:
                 out.remove(step)
-            got = _submodule(file, lineno, seg, mod, here, package, suffixes, handlers_now,
-                             depth, seen, top_dir, known)
+            got = _submodule(file, lineno, seg, mod, here, pkg, suffixes, handlers_now,
+                             depth, seen, top, known)
             step = got[0]
             out += got
             sub = os.path.join(here, mod)
@@ -851,9 +854,30 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         else:
             for a in node.names if node is not None else []:
                 if a.name != "*" and module_files(here, a.name, suffixes)[0]:
-                    out += _submodule(file, lineno, seg, a.name, here, package, suffixes,
-                                      handlers_now, depth, seen, top_dir, known)
+                    out += _submodule(file, lineno, seg, a.name, here, pkg, suffixes,
+                                      handlers_now, depth, seen, top, known)
         return out
+
+    def _sibling_import(parts: list[str], node: ast.ImportFrom | None,
+                        seg: str) -> list[Link] | None:
+        """Links for an absolute import into another top-level package that the package's
+        own distribution installed beside it (tflite-support: ``tflite_support/__init__.py``
+        runs ``from tensorflow_lite_support.metadata.python import metadata``, whose compiled
+        modules fail to load): its ``__init__`` and the path below it, as for the package's
+        own modules. None when ``parts[0]`` is no such package (the stdlib, another
+        distribution: not followed)."""
+        from opdoctor.facts.pkgdir import sibling_packages
+
+        site = os.path.dirname(top_dir)
+        if parts[0] not in sibling_packages(site, package.split(".")[0]):
+            return None
+        sib_dir = os.path.join(site, parts[0])
+        init = os.path.join(sib_dir, "__init__.py")
+        root = Link(file, lineno, "submodule", seg, parts[0], [init], _swallow(handlers_now))
+        out = parse_links(init, parts[0], suffixes, depth + 1, seen, sib_dir, known)
+        below = _import_path(parts[1:], sib_dir, node, seg, parts[0], sib_dir)
+        # One link per statement, its last level (as _import_path keeps them).
+        return out + (below if below else [root])
 
     lineno = 0
     handlers_now: list[ast.ExceptHandler] = []
@@ -971,12 +995,14 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 if parts[0] == package and len(parts) > 1:
                     links.extend(_import_path(parts[1:], top_dir, None, seg))
                 elif parts[0] != package:
-                    links.extend(_top_level_extension(file, node.lineno, seg, parts[0],
-                                                      top_dir, suffixes, handlers))
+                    sib = _sibling_import(parts, None, seg)
+                    links.extend(sib if sib is not None else _top_level_extension(
+                        file, node.lineno, seg, parts[0], top_dir, suffixes, handlers))
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
                 node.module.split(".")[0] != package:
-            links.extend(_top_level_extension(file, node.lineno, seg, node.module.split(".")[0],
-                                              top_dir, suffixes, handlers))
+            sib = _sibling_import(node.module.split("."), node, seg)
+            links.extend(sib if sib is not None else _top_level_extension(
+                file, node.lineno, seg, node.module.split(".")[0], top_dir, suffixes, handlers))
         if func is not None and isinstance(node, (ast.Import, ast.ImportFrom)):
             # An import in a function body runs when the function is called, not at import
             # (numba's optional TBB backend: `try: from … import tbbpool except ImportError`).
