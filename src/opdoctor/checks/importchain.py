@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts, commandcache
-from opdoctor.facts.pkgdir import distribution, normalized, requirements
+from opdoctor.facts.pkgdir import distribution, normalized, requirements, top_levels
 from opdoctor.facts.pychain import REPORTED, UNEVALUATED, ImportChain, Link, loader_calls
 from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
@@ -356,12 +356,7 @@ def _imported_by_dependent(chain: ImportChain, max_files: int = 3000) -> str:
         if not info.endswith(".dist-info") or os.path.join(site, info) == chain.dist or \
                 ours not in {normalized(r) for r in requirements(os.path.join(site, info))}:
             continue
-        try:
-            with open(os.path.join(site, info, "top_level.txt"), encoding="utf-8") as fh:
-                tops = [t.strip() for t in fh if t.strip()]
-        except OSError:
-            continue
-        for t in tops:
+        for t in sorted(top_levels(os.path.join(site, info), record=False)):
             for dirpath, _dirs, files in os.walk(os.path.join(site, t)):
                 for f in files:
                     seen += 1

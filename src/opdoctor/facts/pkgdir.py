@@ -104,20 +104,22 @@ def sibling_packages(site: str, package: str) -> frozenset[str]:
     except OSError:
         return frozenset()
     for info in infos:
-        tops = _top_levels(os.path.join(site, info))
+        tops = top_levels(os.path.join(site, info))
         if package in tops:
             return frozenset(t for t in tops if t != package and t.isidentifier()
                              and os.path.isfile(os.path.join(site, t, "__init__.py")))
     return frozenset()
 
 
-def _top_levels(info: str) -> set[str]:
-    """A distribution's top-level import packages (``top_level.txt``, else its RECORD)."""
+def top_levels(info: str, record: bool = True) -> set[str]:
+    """A distribution's top-level import names: its ``top_level.txt`` (setuptools writes one),
+    else (``record``) the top-level packages its RECORD lists an ``__init__.py`` for."""
     try:
         with open(os.path.join(info, "top_level.txt"), encoding="utf-8") as fh:
             return set(fh.read().split())
     except OSError:
-        pass
+        if not record:
+            return set()
     try:
         with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
             rows = fh.read(4 << 20).splitlines()

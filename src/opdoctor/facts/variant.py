@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from opdoctor.facts.frameworks import TORCH
+from opdoctor.facts.pkgdir import top_levels
 
 # CUDA runtime libraries that nvidia-* wheels (pulled in by CUDA builds of torch) provide.
 _CUDA_RUNTIME = re.compile(r"^lib(cudart|nvrtc|cublas|cublasLt|cusparse|cufft|curand|cusolver|"
@@ -134,7 +135,7 @@ def package_metadata(package_dir: str) -> tuple[str, str, str]:
     for info in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
         base = os.path.basename(info)[: -len(".dist-info")]
         dname = base.rsplit("-", 1)[0].replace("_", "-").lower()
-        if dname != norm and not _lists_top_level(info, name):
+        if dname != norm and name not in top_levels(info, record=False):
             continue
         try:
             with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
@@ -171,14 +172,6 @@ def build_record(package_dir: str) -> str:
     cuda_txt = f", CUDA {cuda // 100}.{cuda % 100}" if isinstance(cuda, int) and cuda else ""
     name = os.path.basename(package_dir.rstrip(os.sep))
     return f"{name}/cpp_lib.json: built for torch {ver['torch']}{cuda_txt}"
-
-
-def _lists_top_level(info: str, name: str) -> bool:
-    try:
-        with open(os.path.join(info, "top_level.txt"), encoding="utf-8") as fh:
-            return name in fh.read().split()
-    except OSError:
-        return False
 
 
 def local_tag(version: str) -> str:
