@@ -406,7 +406,10 @@ class Facts:
             late = self._late_fields(req)
             if self._reuse_package_probe(req, *late):
                 return
-        self._probe = probe = adopt(req) or start_probe(req)
+        prestarted = adopt(req)
+        if prestarted is None and req.tensorflow and self._fork_tf_probe(req, late):
+            return
+        self._probe = probe = prestarted or start_probe(req)
         # What the child needs only after its framework import is computed while it imports:
         # the import-chain walk alone takes seconds on a large package (tensorflow-io).
         path = os.path.abspath(self.path)
@@ -421,6 +424,23 @@ class Facts:
             if req.package:  # what the outcome is kept under for the package's other libraries
                 from opdoctor.facts.probe.runner import package_key as key_of
                 self._package_key = key_of(probe.req)
+
+    def _fork_tf_probe(self, req: ProbeRequest, late: tuple[Any, ...] | None) -> bool:
+        """Inside a reuse scope (a walk, a scan), a TensorFlow probe is forked from a zygote
+        that imported TensorFlow once (tensorflow-text's 27 libraries paid 27 imports of ~3 s):
+        its request is completed first (the late fields computed now, not during a child's
+        import). False outside a scope, where the probe starts as a plain child."""
+        from opdoctor.facts.probe.zygote import forkable, module_probe
+        preload, hidden, tf_ops, first = late or self._late_fields(req)
+        whole = dataclasses.replace(req, path=os.path.abspath(self.path), preload=preload,
+                                    hidden=hidden, tf_ops=tf_ops, first=first, late=False)
+        if not forkable(whole):
+            return False
+        self._probe = module_probe(whole)
+        if req.package:
+            from opdoctor.facts.probe.runner import package_key
+            self._package_key = package_key(whole)
+        return True
 
     def _late_fields(self, req: ProbeRequest) -> tuple[tuple[str, ...], list[dict[str, Any]],
                                                        tuple[str, ...], tuple[str, ...]]:

@@ -288,7 +288,16 @@ def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
     emit(P.START, pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
     if REQ.get("tensorflow"):  # a TensorFlow op library: probe_tf.py, loaded by path
-        _sibling("probe_tf.py").main(emit, err, P, REQ, mapped, load_target, retry_hidden)
+        tfp = _sibling("probe_tf.py")
+        if not REQ.get("zygote"):
+            tfp.main(emit, err, P, REQ, mapped, load_target, retry_hidden)
+            return
+        emit(P.STAGE, stage="import tensorflow")
+        tf = tfp.import_tensorflow(emit, err, P)
+        if tf is not None:
+            # REQ is read when a fork runs: each fork's own request.
+            serve(tfp.framework_fields(tf), "import tensorflow", lambda: tfp.after_import(
+                emit, err, P, REQ, tf, mapped, load_target, retry_hidden))
         return
     if REQ.get("aot_function"):  # a MindSpore AOT library: probe_ms.py, loaded by path
         _sibling("probe_ms.py").main(emit, err, P, REQ)
@@ -297,7 +306,9 @@ def main() -> None:
     if not ok:
         return
     if REQ.get("zygote"):
-        serve(torch)
+        framework = {"version": torch.__version__, "cuda": torch.version.cuda,
+                     "file": torch.__file__} if torch is not None else None
+        serve(framework, "import torch", lambda: after_framework(torch))
         return
     after_framework(torch)
 
@@ -325,17 +336,16 @@ def _ld_debug_fd() -> int | None:
     return None
 
 
-def serve(torch: Any) -> None:
-    """Zygote mode: torch is imported once here; each request line on stdin is probed in a
-    child forked from this process, exactly as a fresh probe would after its own ``import
-    torch`` (same interpreter, environment, working directory and limits), with its own event
-    file, stdout, stderr and LD_DEBUG output in the request's directory. One child at a time;
-    its pid and exit status are reported on this process's event pipe. A crash or hang of a
-    child is the child's result alone: this process only waits (opdoctor kills a child past
-    its time or memory limit)."""
+def serve(framework: dict[str, Any] | None, stage: str, after: Callable[[], None]) -> None:
+    """Zygote mode: the framework (torch, or TensorFlow) is imported once here; each request
+    line on stdin is probed in a child forked from this process, exactly as a fresh probe would
+    after its own framework import (same interpreter, environment, working directory and
+    limits), with its own event file, stdout, stderr and LD_DEBUG output in the request's
+    directory: the child reports the import (``stage``, ``framework``) and runs ``after``. One
+    child at a time; its pid and exit status are reported on this process's event pipe. A
+    crash or hang of a child is the child's result alone: this process only waits (opdoctor
+    kills a child past its time or memory limit)."""
     global REQ, _out
-    framework = {"version": torch.__version__, "cuda": torch.version.cuda,
-                 "file": torch.__file__} if torch is not None else None
     ld_fd = _ld_debug_fd()
     emit(P.ZYGOTE_READY)
     for line in sys.stdin:
@@ -363,9 +373,9 @@ def serve(torch: Any) -> None:
             emit(P.START, pid=os.getpid(), python=sys.version.split()[0],
                  executable=sys.executable, forked=True)
             if framework is not None:
-                emit(P.STAGE, stage="import torch")
+                emit(P.STAGE, stage=stage)
                 emit(P.FRAMEWORK, **framework)
-            after_framework(torch)
+            after()
             return
         emit(P.FORKED, pid=pid)
         _, status = os.waitpid(pid, 0)

@@ -48,17 +48,47 @@ def main(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any, req
     imports the package's try/except swallowed, after the package imported.
     """
     emit(P.STAGE, stage="import tensorflow")
+    tf = import_tensorflow(emit, err, P)
+    if tf is None:
+        return
+    emit(P.FRAMEWORK, **framework_fields(tf))
+    after_import(emit, err, P, req, tf, mapped, load_target, retry_hidden)
+
+
+def import_tensorflow(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any
+                      ) -> Any:
+    """``import tensorflow`` and the modules the probe uses (the module, or None after
+    emitting the failure: a broken TensorFlow is what the probe reports)."""
     try:
         import tensorflow as tf
-        from tensorflow.core.framework import op_def_pb2
-        from tensorflow.python.client import pywrap_tf_session as py_tf
-        from tensorflow.python.framework import _op_def_registry as registry
-        from tensorflow.python.framework import kernels
-    except BaseException as exc:  # a broken TensorFlow is what we report
+        from tensorflow.core.framework import op_def_pb2  # noqa: F401
+        from tensorflow.python.client import pywrap_tf_session  # noqa: F401
+        from tensorflow.python.framework import _op_def_registry, kernels  # noqa: F401
+    except BaseException as exc:
         emit(P.FRAMEWORK_IMPORT_FAILED, error=err(exc), framework="tensorflow")
-        return
-    emit(P.FRAMEWORK, version=tf.__version__, cuda=None, file=tf.__file__,
-         framework="tensorflow")
+        return None
+    return tf
+
+
+def framework_fields(tf: Any) -> dict[str, Any]:
+    """The FRAMEWORK event's fields for this TensorFlow."""
+    return {"version": tf.__version__, "cuda": None, "file": tf.__file__,
+            "framework": "tensorflow"}
+
+
+def after_import(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any,
+                 req: dict[str, Any], tf: Any, mapped: Callable[[], list[str]],
+                 load_target: Callable[[Callable[[str], Any], list[str]], tuple[bool, Any]],
+                 retry_hidden: Callable[[Any, Callable[[str], Any]], None] | None = None
+                 ) -> None:
+    """Everything after ``import tensorflow``: preload, load the library (or import the
+    package), report its ops — in a fresh probe, or in a child forked from a zygote that
+    imported TensorFlow once (``probe_script.serve``)."""
+    from tensorflow.core.framework import op_def_pb2
+    from tensorflow.python.client import pywrap_tf_session as py_tf
+    from tensorflow.python.framework import _op_def_registry as registry
+    from tensorflow.python.framework import kernels
+
     watch = list(dict.fromkeys(req.get("tf_ops", [])))
 
     def load(path: str) -> list[str]:

@@ -58,7 +58,8 @@ class Zygote:
         self.req = req
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-zygote-")
         script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
-        payload = {"path": "", "package": None, "torch": req.torch, "zygote": True}
+        payload = {"path": "", "package": None, "torch": req.torch,
+                   "tensorflow": req.tensorflow, "zygote": True}
         env, self.tag = child_env(req, self.tmp)
         rfd, wfd = os.pipe()
         cpu = int(req.timeout * 2) + 10  # per process: each fork starts from zero CPU time
@@ -271,16 +272,25 @@ class ForkedProbe:
             return ""
 
 
+def forkable(req: ProbeRequest) -> bool:
+    """Whether ``req`` can be forked from a zygote: a complete request (no late fields) that
+    imports torch or TensorFlow first, inside a reuse scope; not MindSpore's AOT load, not
+    --opcheck (torch._dynamo)."""
+    from opdoctor.facts.probe.runner import scope_open
+    return scope_open() and (req.torch or req.tensorflow) and not req.aot_function \
+        and not req.opcheck and not req.late
+
+
 def module_probe(req: ProbeRequest) -> ProbeHandle | ForkedProbe:
-    """Start the probe of ``req`` (a module's own import, complete, no late fields): forked
-    from the zygote of its interpreter, environment and limits inside a reuse scope, else (no
-    scope, another framework, --opcheck, a zygote that cannot serve) as a plain child."""
-    from opdoctor.facts.probe.runner import ZYGOTES, scope_open, start_probe
-    if not (scope_open() and req.torch and not req.tensorflow and not req.aot_function
-            and not req.opcheck and not req.late):
+    """Start the probe of ``req`` (complete, no late fields): forked from the zygote of its
+    interpreter, framework, environment and limits inside a reuse scope, else (no scope,
+    MindSpore, --opcheck, a zygote that cannot serve) as a plain child. Used for a module's
+    own import (torch) and, in a walk or scan, for every TensorFlow probe."""
+    from opdoctor.facts.probe.runner import ZYGOTES, start_probe
+    if not forkable(req):
         return start_probe(req)
-    key = json.dumps([req.python, req.env, req.cwd, req.timeout, req.memory_mb],
-                     sort_keys=True)
+    key = json.dumps([req.python, req.env, req.cwd, req.timeout, req.memory_mb,
+                      req.torch, req.tensorflow], sort_keys=True)
     zygote = ZYGOTES.get(key)
     if zygote is None or zygote.broken:
         if zygote is not None:
