@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 
 from opdoctor.facts import commandcache
 
@@ -81,14 +82,43 @@ def normalized(name: str) -> str:
 
 def requirements(info: str, unconditional: bool = False) -> list[str]:
     """The names a distribution's METADATA lists as Requires-Dist (``unconditional``: only
-    those without an environment marker or extra); [] when it cannot be read."""
+    those that apply here — no environment marker, or one about this machine that holds, such
+    as cut-cross-entropy's ``triton; platform_system == "Linux"``; never an extra's); [] when
+    it cannot be read."""
     try:
         with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
             meta = fh.read(262144)
     except OSError:
         return []
-    rx = r"^Requires-Dist:\s*([\w.-]+)" + (r"[^;\n]*$" if unconditional else "")
-    return re.findall(rx, meta, re.M)
+    rows = re.findall(r"^Requires-Dist:\s*([\w.-]+)([^;\n]*)(?:;([^\n]*))?$", meta, re.M)
+    return [name for name, _spec, marker in rows
+            if not unconditional or not marker.strip() or machine_marker_holds(marker)]
+
+
+# Marker variables that describe the machine (the same for every interpreter on it), with the
+# values PEP 508 gives them; others (python_version, extra) are not decided here.
+_MARKER = re.compile(r"""\s*(platform_system|sys_platform|os_name|platform_machine)\s*"""
+                     r"""(==|!=)\s*(['"])([^'"]*)\3\s*""")
+
+
+def machine_marker_holds(marker: str) -> bool:
+    """Whether an environment marker made only of this machine's variables compared with
+    ``==``/``!=`` and joined by ``and``/``or`` holds here; False for any other marker (an
+    extra, a Python version: not known to apply)."""
+    import platform
+
+    values = {"platform_system": platform.system(), "sys_platform": sys.platform,
+              "os_name": os.name, "platform_machine": platform.machine()}
+    alternatives = []
+    for alt in re.split(r"\bor\b", marker):
+        terms = []
+        for term in re.split(r"\band\b", alt):
+            m = _MARKER.fullmatch(term.strip("() \t"))
+            if m is None:
+                return False
+            terms.append((values[m.group(1)] == m.group(4)) == (m.group(2) == "=="))
+        alternatives.append(all(terms))
+    return any(alternatives)
 
 
 @functools.lru_cache(maxsize=64)
