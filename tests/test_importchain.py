@@ -1730,3 +1730,38 @@ def test_a_package_whose_compiled_code_is_in_its_distributions_other_top_level_p
         od201 = [f for f in rep["findings"] if f["code"] == "OD201"]
         assert od201 and "liblazy.so.1" in od201[0]["message"], found
         assert rep["diagnosis"]["cause"] == 2
+
+
+@pytest.mark.parametrize("broken", [True, False])
+def test_a_package_is_checked_at_the_library_its_import_fails_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], broken: bool) -> None:
+    """torch-harmonics 0.9.0: ``import torch_harmonics`` loads the top-level helper
+    ``disco_helpers`` (fine), then ``disco/_C`` (built for another torch), where the import
+    fails. ``--package`` checked the first library the chain reaches: "No problem found", exit
+    0, with ``--static``. Now the first whose load the static view predicts to fail is the
+    target; with both libraries fine, the first still is."""
+    import sysconfig
+
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    pkg = tmp_path / "twolib"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from . import _helper\nfrom . import _core\n")
+    fx = Path(__file__).parent / "fixtures" / "python"
+    inc = sysconfig.get_paths()["include"]
+    for name, flags in (("_helper", []), ("_core", ["-DNEEDS_MISSING"] if broken else [])):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-isystem", inc, f"-DMODNAME={name}",
+                        *flags, str(fx / "ext.c"), "-o", str(pkg / (name + suffix))],
+                       check=True, timeout=60)
+    real = _python(tmp_path, "import twolib")
+    if broken:
+        assert f"_core{suffix}: undefined symbol: missing_helper" in real.stderr, real.stderr
+    else:
+        assert real.returncode == 0, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--package",
+              "twolib")
+    (rep,) = res.json()["reports"]
+    want = "_core" if broken else "_helper"
+    assert os.path.basename(rep["target"]["path"]) == want + suffix
+    assert res.code == (1 if broken else 0), rep["findings"]
+    if broken:
+        assert any("missing_helper" in f["message"] for f in rep["findings"]), rep["findings"]

@@ -24,6 +24,10 @@ from opdoctor.facts.inputfile import is_shared_library
 from opdoctor.facts.pkgdir import package_of
 from opdoctor.model import TargetError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from opdoctor.facts.pychain import ImportChain
+
 MAX_WHEEL_BYTES = 4 << 30  # refuse zip bombs: total uncompressed size of a wheel
 
 
@@ -35,6 +39,28 @@ class Target:
     options: CheckOptions
     display: str  # how to name it in reports (a wheel member keeps its in-wheel path)
 
+
+
+def _where_the_import_fails(libs: list[str], chain: ImportChain, options: CheckOptions) -> str:
+    """The package's library to check: the first its import loads (a module body's import or
+    load, in the chain's order) whose load the static view predicts to fail — a dependency not
+    found, a symbol nothing loaded defines — else the first library. torch-harmonics 0.9.0 loads
+    the top-level helper ``disco_helpers`` (fine), then ``disco/_C`` (built for another torch):
+    the report was on the helper, "No problem found" with ``--static``. At most the first
+    eight are read (each a static reading of one library, no load)."""
+    if len(libs) < 2:
+        return libs[0]
+    eager = {r for link in chain.links if not link.lazy and not link.function
+             for r in link.resolved}
+    for lib in [lib for lib in libs if lib in eager][:8]:
+        facts = Facts(lib, options)
+        try:
+            if facts.structure.image is not None and (
+                    facts.process.tree.missing or facts.binding.unresolved):
+                return lib
+        except Exception:  # a file that cannot be read (truncated): the check reports it
+            return lib
+    return libs[0]
 
 
 def split_aot_target(path: str) -> tuple[str, str]:
@@ -156,7 +182,8 @@ def expand(paths: list[str], options: CheckOptions,
                 # (tensorflow-io's LazyLoader): each is what the package will load.
                 targets += [Target(lib, options, lib) for lib in libs]
             else:
-                targets.append(Target(libs[0], options, libs[0]))
+                lib = _where_the_import_fails(libs, chain, options) if chain else libs[0]
+                targets.append(Target(lib, options, lib))
         for path in paths:
             if path.endswith(".whl") and os.path.isfile(path):
                 import tempfile
