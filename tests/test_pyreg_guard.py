@@ -163,3 +163,51 @@ def test_a_printed_error_guard_that_then_crashes_is_the_release(tmp_path: object
     assert "OD511" in [c.code for c in report.diagnosis.consequences.get("OD323", ())]
     od507 = [x for x in report.findings if x.code == "OD507"]
     assert [x.severity for x in od507] == [Severity.INFO]
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize(("code", "raised", "needs"), [
+    # torchao 0.12.0 beside torch 2.13: a module torch moved or removed
+    ("from torch._inductor.kernel.flex_attention_gone import construct_strides",
+     "ModuleNotFoundError: No module named 'torch._inductor.kernel.flex_attention_gone'",
+     "torch._inductor.kernel.flex_attention_gone"),
+    ("from torch.library import register_fake_v9",
+     "ImportError: cannot import name 'register_fake_v9' from 'torch.library'",
+     "torch.library.register_fake_v9"),
+    ("import torch\ntorch.library.register_fake_v9('x')",
+     "AttributeError: module 'torch.library' has no attribute 'register_fake_v9'",
+     "torch.library.register_fake_v9"),
+    # another distribution's module is no torch API: the import chain's own (cause 5)
+    ("import not_installed_dist_xyz", "No module named 'not_installed_dist_xyz'", ""),
+])
+def test_an_import_failing_on_what_this_torch_lacks_is_the_release(
+        tmp_path: object, code: str, raised: str, needs: str) -> None:
+    """torchao 0.12.0 beside torch 2.13 fails at ``from torch._inductor.kernel.flex_attention
+    import …``: its Python was written for another torch release (OD325, cause 3), not a fault
+    of the import chain — the failed import (OD511) is its consequence. A module of another
+    distribution missing stays OD511, cause 5."""
+    from pathlib import Path
+
+    s = Path(str(tmp_path)) / "site"
+    pkg = s / "apiuser"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(f"import torch\n{code}\n")
+    dist = s / "apiuser-0.12.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: apiuser\nVersion: 0.12.0\n")
+    (dist / "RECORD").write_text("apiuser/__init__.py,,\n")
+    env = dict(NO_ENV, PYTHONPATH=str(s))
+    out = run_python("import torch, apiuser", env=env, timeout=240)
+    assert out.returncode != 0 and raised in out.stderr, out.stderr[-2000:]
+    report = run_check(str(pkg), CheckOptions(probe=True, env=tuple(env.items()),
+                                              package="apiuser", cwd="/"))
+    roots = [r.code for r in report.diagnosis.root_findings]
+    if not needs:
+        assert "OD325" not in [f.code for f in report.findings] and roots == ["OD511"]
+        return
+    (f,) = [f for f in report.findings if f.code == "OD325"]
+    assert f"import apiuser needs {needs}, which torch " in f.message
+    assert "apiuser 0.12.0's Python was written for another torch release" in f.message
+    assert f.fix is not None and "install the apiuser release made for torch" in f.fix
+    assert roots == ["OD325"] and report.diagnosis.cause == 3
+    assert "OD511" in [c.code for c in report.diagnosis.consequences.get("OD325", ())]

@@ -57,7 +57,33 @@ OD324 = CodeDoc(
     references=("https://www.dgl.ai/pages/start.html",),
 )
 
-CODES = (OD323, OD324)
+OD325 = CodeDoc(
+    "OD325", "the package's Python needs a framework module or name this release lacks",
+    Severity.ERROR,
+    what="`import <package>` does not fail on a module, name or attribute of torch (or "
+    "TensorFlow) that the installed release does not have (probe: the framework itself "
+    "imported).",
+    why="The package's Python side was written for another release: the framework moved or "
+    "removed the module it imports, or added the name later. Its compiled part may be fine; "
+    "the import fails all the same, and the message names a module of torch, not of the "
+    "package, so it reads like a broken torch or a missing dependency.",
+    example="torchao 0.12.0 beside torch 2.13: ModuleNotFoundError: No module named "
+    "'torch._inductor.kernel.flex_attention'",
+    fix="Install the package's release made for the installed framework release, or the "
+    "framework release the package was written for.",
+    references=("https://pytorch.org/get-started/previous-versions/",),
+)
+
+CODES = (OD323, OD324, OD325)
+
+# What a framework release lacks, as Python words it: a module, a name imported from one, an
+# attribute of one. torch.ops / torch.classes namespaces are ops (registration), not API.
+_FW_MODULE = r"(?P<mod>(?P<fw>torch|tensorflow)(?:\.[\w.]+)?)"
+_LACKS = (
+    re.compile(r"No module named '" + _FW_MODULE + "'"),
+    re.compile(r"cannot import name '(?P<name>\w+)' from '" + _FW_MODULE + "'"),
+    re.compile(r"module '" + _FW_MODULE + r"' has no attribute '(?P<name>\w+)'"),
+)
 
 # A library named for a torch release: <stem>pytorch_2.1.0<rest>.so, <stem>torch2.1<rest>.so.
 _RELEASE_SO = re.compile(r"^(?P<stem>.{0,200}?(?:py)?torch[_-]?)(?P<ver>\d{1,3}\.\d{1,3}"
@@ -149,14 +175,54 @@ def _import_failed(facts: Facts) -> bool:
     return bool(res is not None and res.load_message)
 
 
+def _framework_lacks(facts: Facts) -> Iterator[Finding]:
+    """OD325: the probe's import of the package raised on a module, name or attribute of the
+    framework, which itself imported (torchao 0.12.0: ``No module named
+    'torch._inductor.kernel.flex_attention'`` beside torch 2.13)."""
+    res = facts.probe_result() if facts.options.probe else None
+    err = res.load_error if res is not None else None
+    chain = facts.chain
+    if err is None or chain is None or not res or not res.framework_version or \
+            "partially initialized" in err.message:
+        return
+    for rx in _LACKS:
+        m = rx.search(f"{err.type}: {err.message}")
+        if m is None:
+            continue
+        where, fw_pkg = m.group("mod"), m.group("fw")
+        if (where == fw_pkg and rx is _LACKS[0]) or \
+                where.startswith(("torch.ops", "torch.classes")):
+            return  # no framework at all (a broken install), or an op namespace
+        installed = _installed(facts, fw_pkg) or res.framework_version
+        fw = "TensorFlow" if fw_pkg == "tensorflow" else "torch"
+        what = f"{where}.{m.group('name')}" if "name" in rx.groupindex else where
+        dist, version = _dist(facts)
+        name = dist or chain.name
+        pkg = f"{dist} {version}".strip() or chain.name
+        want = ""
+        if fw_pkg == "torch" and chain.package_dir:
+            from opdoctor.facts.variant import package_metadata
+            req = package_metadata(chain.package_dir)[1]
+            want = f" ({req}, its metadata says)" if req else ""
+        yield OD325.finding(
+            name, f"import {chain.name} needs {what}, which {fw} {installed} does not have: "
+            f"{pkg}'s Python was written for another {fw} release",
+            (f"{err.type}: {err.message[:300]}", *err.tail(4), f"installed: {fw} {installed}"),
+            fix=f"install the {name} release made for {fw} {installed} (pip install --upgrade "
+            f"{name}, or the release its notes pair with {fw} {installed}); or install the "
+            f"{fw} release it was written for{want}")
+        return
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """One finding per version guard that fired (probe) or whose table leaves the installed
     release out (static); one when the package's per-release libraries miss the installed
-    torch."""
+    torch; one when the package's import fails on what the framework release lacks."""
     chain = facts.chain
     if chain is None or not chain.package_dir:
         return
     yield from _release_family(facts, *_dist(facts))
+    yield from _framework_lacks(facts)
     guards = find_guards(tuple(chain.python_files))
     if not guards:
         return

@@ -98,7 +98,9 @@ def _explains(root: Finding, f: Finding) -> bool:
         # (ITEX 2.15 beside TF 2.21) explains that "not found" — no other missing library
         return any(part in root.message for part in f.message.split()[:1])
     # OD512 likewise: torchao's swallowed `import triton` is no consequence of its CUDA build
-    if f.code not in ("OD511", "OD512") or root.cause is Cause.IMPORT_CHAIN:
+    # — but a module of the framework missing is what OD325 says (torch._inductor.…)
+    if f.code not in ("OD511", "OD512") or root.cause is Cause.IMPORT_CHAIN or \
+            root.code == "OD325":
         return True
     return not _foreign_module(f)
 
