@@ -7,6 +7,7 @@ a child interpreter imports it beside this torch and prints what the guard print
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
+from tests.helpers import cli
 from tests.test_pyreg import site
 from tests.torchfork import run_python
 
@@ -105,6 +107,7 @@ def test_missing_python_dependency_stays_cause_5() -> None:
 
 
 IPEX_INIT = '''"""intel-extension-for-pytorch 2.8.0's guard, in its shape (__init__.py)."""
+import importlib.util
 import os
 import re
 
@@ -211,3 +214,76 @@ def test_an_import_failing_on_what_this_torch_lacks_is_the_release(
     assert f.fix is not None and "install the apiuser release made for torch" in f.fix
     assert roots == ["OD325"] and report.diagnosis.cause == 3
     assert "OD511" in [c.code for c in report.diagnosis.consequences.get("OD325", ())]
+
+
+RELPICK_INIT = '''"""torch-c-dlpack-ext 0.1.5's shape: one addon per torch release and build,
+loaded by name only into a torch that lacks what it adds."""
+import ctypes
+import importlib.util
+import os
+
+import torch
+
+_V = torch.__version__.split("+")[0].split(".")
+_NAME = f"libaddon_torch{_V[0]}{_V[1]}-{'cuda' if torch.version.cuda else 'cpu'}.so"
+if {condition}:
+    ctypes.CDLL(os.path.join(os.path.dirname(__file__), {which}))
+'''
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("loads", [False, True])
+def test_per_release_copies_the_import_does_not_load_are_not_checked(
+        tmp_path: object, loads: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch-c-dlpack-ext 0.1.5 ships ``libtorch_c_dlpack_addon_torch<24…29>-<cpu|cuda>.so`` and
+    loads the one for the running torch only into a torch without the DLPack exchange API
+    (before 2.10): beside torch 2.13 its import works and loads none. Each copy was checked as
+    a library of the package — 42 errors, exit 1, on a package that imports and works. The
+    copies for other releases and the CUDA twins are alternatives, not the package's load
+    path: with the probe the package is clean. A package whose import does load such a copy
+    (built for another torch) still fails, and says so."""
+    import subprocess
+    from pathlib import Path
+
+    s = Path(str(tmp_path)) / "site"
+    pkg = s / "relpick"
+    pkg.mkdir(parents=True)
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin is not None
+    torch_lib = str(Path(spec.origin).parent / "lib")
+    stub = Path(str(tmp_path)) / "stub"
+    stub.mkdir()
+    (stub / "s.c").write_text("void c10_cuda_stub(void) {}\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(stub / "libc10_cuda.so"),
+                    str(stub / "s.c")], check=True, timeout=60)
+    # c10::impl::removed_in_2_10(): a torch symbol the installed torch does not export
+    (stub / "addon.c").write_text("void _ZN3c104impl14removed_in_2_10Ev(void);\n"
+                                  "void addon(void) { _ZN3c104impl14removed_in_2_10Ev(); }\n")
+    for minor in (4, 5, 6):
+        for build in ("cpu", "cuda"):
+            cuda = ["-L", str(stub), "-lc10_cuda"] if build == "cuda" else []
+            subprocess.run(["gcc", "-shared", "-fPIC", "-o",
+                            str(pkg / f"libaddon_torch2{minor}-{build}.so"), str(stub / "addon.c"),
+                            "-Wl,--no-as-needed", "-L", torch_lib, "-lc10", *cuda],
+                           check=True, timeout=60)
+    condition, which = ("True", "'libaddon_torch24-cpu.so'") if loads else \
+        ("not hasattr(torch, 'compile')", "_NAME")
+    (pkg / "__init__.py").write_text(RELPICK_INIT.replace("{condition}", condition)
+                                     .replace("{which}", which))
+    env = dict(NO_ENV, PYTHONPATH=str(s))
+    out = run_python("import torch, relpick", env=env, timeout=240)
+    if loads:
+        assert "undefined symbol: _ZN3c104impl14removed_in_2_10Ev" in out.stderr, out.stderr
+    else:
+        assert out.returncode == 0, out.stderr[-2000:]
+    report = run_check(str(pkg), CheckOptions(probe=True, env=tuple(env.items()),
+                                              package="relpick", cwd="/"))
+    serious = [(f.code, f.message) for f in report.findings if f.severity is not Severity.INFO]
+    if loads:
+        assert report.diagnosis.cause == 3 and serious, report.findings
+        return
+    assert serious == [] and report.diagnosis.cause == 0, serious
+    # As `check --package` expands it: the package, not one report per copy.
+    res = cli(capsys, "check", "-f", "json", "--package", "relpick", "--cwd", "/", "--env",
+              f"PYTHONPATH={s}")
+    assert res.code == 0 and [r["target"]["path"] for r in res.json()["reports"]] == [str(pkg)]

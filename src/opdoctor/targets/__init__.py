@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +40,30 @@ class Target:
     options: CheckOptions
     display: str  # how to name it in reports (a wheel member keeps its in-wheel path)
 
+
+
+def _for_this_torch(libs: list[str], facts: Facts) -> list[str]:
+    """``libs`` without the copies a package builds per torch release and variant for the
+    releases and variants other than the installed torch's: it picks one by name at run time
+    (torch-c-dlpack-ext: ``libtorch_c_dlpack_addon_torch<24…29>-<cpu|cuda>.so``), so the
+    others are never loaded here — twelve "built for another torch" errors on a package that
+    imports and works. A release none of them is for is the version guard's OD324."""
+    from opdoctor.checks.pyguard import release_families, release_of, same_release
+
+    interp = facts.interpreter
+    torch = interp.torch if interp else None
+    if torch is None or not release_families(os.sep, libs):
+        return libs
+    variant = "cpu" if not torch.cuda else "cuda"
+    keep = []
+    for lib in libs:
+        got = release_of(lib)
+        if got is None:
+            keep.append(lib)
+        elif same_release(got[1], torch.version) and not (
+                {"cpu", "cuda"} - {variant} & set(re.split(r"[-_.]", got[0]))):
+            keep.append(lib)  # the installed release's copy, of this torch's variant
+    return keep
 
 
 def _where_the_import_fails(libs: list[str], chain: ImportChain, options: CheckOptions) -> str:
@@ -172,7 +197,7 @@ def expand(paths: list[str], options: CheckOptions,
             if not libs and chain and chain.winner and chain.winner.kind == "extension":
                 libs = [chain.winner.path]  # a top-level extension module (awq_v2_ext.so)
             elif not libs and chain and chain.package_dir:
-                libs = _op_libraries_on_disk(chain.extensions_on_disk)
+                libs = _for_this_torch(_op_libraries_on_disk(chain.extensions_on_disk), facts)
             if not libs:
                 where = chain.package_dir if chain and chain.package_dir \
                     else os.path.abspath(options.cwd or ".")
