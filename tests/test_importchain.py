@@ -1573,6 +1573,9 @@ def test_a_dotted_namespace_the_wheel_ships_is_by_design(
     # one for another platform, or an extra's, does not: no requirement to name
     ("needed_mod", 'needed-mod ; sys_platform == "win32"\nRequires-Dist: other ; extra == "x"',
      ""),
+    # nvidia-modelopt 0.33.1: 'torch.onnx._globals', a submodule of an installed package,
+    # which no uninstalled requirement brings (the fix said "pip install ninja torchvision")
+    ("json.not_a_module_xyz", "needed-mod", ""),
 ])
 def test_a_missing_required_module_names_the_distribution_to_install(
         tmp_path: Path, module: str, reqs: str, install: str) -> None:

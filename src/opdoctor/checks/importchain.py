@@ -319,6 +319,11 @@ def _requirement_for(chain: ImportChain, kind: str, message: str) -> list[str]:
     top = m.group(1).split(".")[0]
     if top == chain.name.split(".")[0]:
         return []
+    if "." in m.group(1) and any(os.path.isdir(os.path.join(entry or ".", top))
+                                 for entry in chain.sys_path):
+        # A submodule of an installed package (nvidia-modelopt: 'torch.onnx._globals', which
+        # torch 2.13 no longer has): no requirement to install brings it (OD325 for torch's).
+        return []
     absent = _uninstalled_requirements(chain)
     named = [a for a in absent if normalized(a) == normalized(top)]
     return named or absent
