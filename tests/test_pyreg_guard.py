@@ -66,6 +66,10 @@ def test_torchao_refuses_this_torch() -> None:
     assert f.fix is not None and "torch==2.9.0" in f.fix
     assert report.diagnosis.cause == 3
     assert "OD323" in {r.code for r in report.diagnosis.root_findings}
+    # Its CUDA build (OD307) names the release the same table pins, not a placeholder or the
+    # ">=" of its stable-ABI headers (torchao 0.16: 'torch>=2.10.0', which its table rejects).
+    od307 = next(x for x in report.findings if x.code == "OD307")
+    assert od307.fix is not None and "pip install 'torch==2.9.0' --index-url" in od307.fix
 
 
 def test_torchao_table_decides_without_the_probe() -> None:

@@ -63,6 +63,23 @@ def _beyond_torch(facts: Facts) -> str:
     return out
 
 
+def _supported_by_guard(facts: Facts, version: str) -> list[str]:
+    """The torch releases (no pre-releases) the package's own version guard pairs with its
+    installed version, first the oldest; [] without such a table."""
+    from opdoctor.facts.pyguard import find_guards, supported_releases
+
+    chain = facts.chain
+    if chain is None or not version:
+        return []
+    for guard in find_guards(tuple(chain.python_files)):
+        if guard.framework == "torch":
+            table = [r for r in supported_releases(guard.file, version)
+                     if re.fullmatch(r"\d+\.\d+(?:\.\d+)?", r)]
+            if table:
+                return table
+    return []
+
+
 def _fix(facts: Facts) -> str:
     ext = facts.extension_variant
     tv = facts.torch_variant
@@ -81,6 +98,11 @@ def _fix(facts: Facts) -> str:
     if built:
         want = f"torch=={built.group(1)}"
         tag = built.group(2) if built.group(2).startswith("cu") else tag
+    if not want:
+        # The package's own table of supported releases (torchao 0.16: 2.10.0, 2.11.0.dev)
+        # pins the release; ">=" its stable-ABI headers would install one its guard rejects.
+        table = _supported_by_guard(facts, ext.package_version)
+        want = f"torch=={table[0]}" if table else ""
     if not want and not facts.is_package_dir:
         # A stable-ABI build records the torch headers it was compiled with (torchao 0.18:
         # TORCH_ABI_VERSION 2.13.0): the CUDA build of that release (or later) loads it.
