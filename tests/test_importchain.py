@@ -1768,3 +1768,31 @@ def test_a_package_is_checked_at_the_library_its_import_fails_on(
     assert res.code == (1 if broken else 0), rep["findings"]
     if broken:
         assert any("missing_helper" in f["message"] for f in rep["findings"]), rep["findings"]
+
+
+@pytest.mark.probe
+def test_a_static_package_check_that_read_none_of_its_libraries_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bitblas 0.1.0: ``--static`` opened with "No problem found." and exit 0 while none of the
+    package's compiled libraries was read (its import chain reaches them by paths computed at
+    run time) and its import fails. The verdict now says what was not analysed (low
+    confidence; exit 0: nothing was found); with the probe, which imports the package, the
+    plain verdict stands."""
+    pkg = tmp_path / "plainlib"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("VERSION = 1\n")
+    (tmp_path / "p.c").write_text("int plain(void) { return 1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "libplain.so"),
+                    str(tmp_path / "p.c")], check=True, timeout=60)
+    assert _python(tmp_path, "import plainlib; print(plainlib.VERSION)").stdout.strip() == "1"
+    static = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path),
+                 "--package", "plainlib")
+    (rep,) = static.json()["reports"]
+    assert static.code == 0 and rep["diagnosis"]["confidence"] == "low"
+    assert rep["diagnosis"]["summary"].startswith(
+        "No problem found in what was read; its compiled library (libplain.so) was not "
+        "analysed, and no probe imported it"), rep["diagnosis"]["summary"]
+    probed = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "plainlib")
+    (rep,) = probed.json()["reports"]
+    assert probed.code == 0 and rep["diagnosis"]["summary"].startswith("No problem found")
+    assert "not analysed" not in rep["diagnosis"]["summary"]

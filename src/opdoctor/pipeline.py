@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -181,5 +182,29 @@ def run_check(
             data.close()
     findings = disproved_by_the_load(facts, findings)
     findings = apply_overrides(findings, overrides or {})
-    return Report(target, findings, checks, diagnose(findings), sections,
-                  time.perf_counter() - start)
+    diagnosis = diagnose(findings)
+    unread = _unread_libraries(facts)
+    if diagnosis.cause == 0 and unread:
+        # bitblas, transformer-engine: --static read the package's Python and none of its
+        # libraries; "No problem found." claimed what was not looked at.
+        diagnosis = dataclasses.replace(
+            diagnosis, confidence="low", summary=diagnosis.summary[:-1].replace(
+                "No problem found", "No problem found in what was read", 1) + f"; {unread}, "
+            "and no probe imported it: check one of them, or run with the probe.")
+    return Report(target, findings, checks, diagnosis, sections, time.perf_counter() - start)
+
+
+def _unread_libraries(facts: Facts) -> str:
+    """For a package checked without the probe whose import chain reaches none of its compiled
+    libraries: "its N compiled libraries (a.so, …) were not analysed"; "" otherwise."""
+    if not facts.is_package_dir or facts.options.probe:
+        return ""
+    chain = facts.chain
+    on_disk = chain.extensions_on_disk if chain is not None else []
+    if not on_disk:
+        return ""
+    names = ", ".join(os.path.basename(f) for f in on_disk[:3])
+    more = f" (+{len(on_disk) - 3} more)" if len(on_disk) > 3 else ""
+    if len(on_disk) == 1:
+        return f"its compiled library ({names}) was not analysed"
+    return f"its {len(on_disk)} compiled libraries ({names}{more}) were not analysed"
