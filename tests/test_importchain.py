@@ -1771,28 +1771,45 @@ def test_a_package_is_checked_at_the_library_its_import_fails_on(
 
 
 @pytest.mark.probe
-def test_a_static_package_check_that_read_none_of_its_libraries_says_so(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("beside", [False, True])
+def test_a_package_check_that_read_none_of_its_libraries_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], beside: bool) -> None:
     """bitblas 0.1.0: ``--static`` opened with "No problem found." and exit 0 while none of the
     package's compiled libraries was read (its import chain reaches them by paths computed at
     run time) and its import fails. The verdict now says what was not analysed (low
-    confidence; exit 0: nothing was found); with the probe, which imports the package, the
-    plain verdict stands."""
-    pkg = tmp_path / "plainlib"
-    pkg.mkdir()
+    confidence; exit 0: nothing was found); with the probe, that the import works and loaded
+    none of them. torch-memory-saver 0.0.9 installs its hook libraries beside the package (its
+    RECORD lists them) and loads them on first use: that was OD415 "has no compiled library
+    … nothing to check", exit 2."""
+    site = tmp_path / "site"
+    pkg = site / "plainlib"
+    pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("VERSION = 1\n")
+    lib = (site if beside else pkg) / "libplain.so"
     (tmp_path / "p.c").write_text("int plain(void) { return 1; }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "libplain.so"),
-                    str(tmp_path / "p.c")], check=True, timeout=60)
-    assert _python(tmp_path, "import plainlib; print(plainlib.VERSION)").stdout.strip() == "1"
-    static = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path),
-                 "--package", "plainlib")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "p.c")],
+                   check=True, timeout=60)
+    info = site / "plainlib-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plainlib\nVersion: 1.0\n")
+    (info / "RECORD").write_text(f"plainlib/__init__.py,,\n{lib.relative_to(site)},,\n"
+                                 "plainlib-1.0.dist-info/RECORD,,\n")
+    env = f"PYTHONPATH={site}"
+    real = subprocess.run([sys.executable, "-c", "import plainlib; print(plainlib.VERSION)"],
+                          env={"PYTHONPATH": str(site)}, capture_output=True, text=True,
+                          timeout=60)
+    assert real.stdout.strip() == "1", real.stderr
+    static = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--env",
+                 env, "--package", "plainlib")
     (rep,) = static.json()["reports"]
     assert static.code == 0 and rep["diagnosis"]["confidence"] == "low"
     assert rep["diagnosis"]["summary"].startswith(
         "No problem found in what was read; its compiled library (libplain.so) was not "
         "analysed, and no probe imported it"), rep["diagnosis"]["summary"]
-    probed = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "plainlib")
+    probed = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--env", env,
+                 "--package", "plainlib")
     (rep,) = probed.json()["reports"]
-    assert probed.code == 0 and rep["diagnosis"]["summary"].startswith("No problem found")
-    assert "not analysed" not in rep["diagnosis"]["summary"]
+    assert probed.code == 0 and rep["diagnosis"]["summary"] == (
+        "No problem found: the import works; it did not load its compiled library "
+        "(libplain.so) — the package loads it later (first use), or never: check it to "
+        "analyse it.")

@@ -183,15 +183,38 @@ def run_check(
     findings = disproved_by_the_load(facts, findings)
     findings = apply_overrides(findings, overrides or {})
     diagnosis = diagnose(findings)
-    unread = _unread_libraries(facts)
-    if diagnosis.cause == 0 and unread:
+    unread = _unread_libraries(facts) if diagnosis.cause == 0 else ""
+    if unread:
         # bitblas, transformer-engine: --static read the package's Python and none of its
         # libraries; "No problem found." claimed what was not looked at.
         diagnosis = dataclasses.replace(
             diagnosis, confidence="low", summary=diagnosis.summary[:-1].replace(
                 "No problem found", "No problem found in what was read", 1) + f"; {unread}, "
             "and no probe imported it: check one of them, or run with the probe.")
+    elif diagnosis.cause == 0 and (idle := _libraries_the_import_left(facts)):
+        # torch-memory-saver: the import works and loads its hook libraries only on first use.
+        diagnosis = dataclasses.replace(
+            diagnosis, summary=f"{diagnosis.summary[:-1]}: the import works; {idle}.")
     return Report(target, findings, checks, diagnosis, sections, time.perf_counter() - start)
+
+
+def _libraries_the_import_left(facts: Facts) -> str:
+    """For a package whose probe imported it without mapping any of its compiled libraries:
+    "it loaded none of its N compiled libraries (a.so, …)"; "" otherwise."""
+    if not facts.is_package_dir or not facts.options.probe:
+        return ""
+    chain = facts.chain
+    on_disk = chain.extensions_on_disk if chain is not None else []
+    res = facts.probe_result() if on_disk else None
+    if res is None or res.load_message or any(res.maps(f) for f in on_disk):
+        return ""
+    names = ", ".join(os.path.basename(f) for f in on_disk[:3])
+    more = f" (+{len(on_disk) - 3} more)" if len(on_disk) > 3 else ""
+    if len(on_disk) == 1:
+        return (f"it did not load its compiled library ({names}) — the package loads it "
+                "later (first use), or never: check it to analyse it")
+    return (f"it loaded none of its {len(on_disk)} compiled libraries ({names}{more}) — the "
+            "package loads them later (first use), or never: check one to analyse it")
 
 
 def _unread_libraries(facts: Facts) -> str:

@@ -245,9 +245,11 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 compiled = report.sections.get("compile") or {}
+                shipped = (report.sections.get("import-chain") or {}).get(
+                    "extensions_on_disk")
                 if os.path.isdir(t.path) and not report.findings and not (
                         compiled.get("ops") or compiled.get("python_registrations")) and \
-                        not _has_shared_library(t.path):
+                        not shipped and not _has_shared_library(t.path):
                     # A pure-Python package (no compiled file in it, no op defined from Python):
                     # "no problem found" would claim what nothing was checked for. A package
                     # with libraries the static reading does not reach (cv2 re-imports itself

@@ -1367,6 +1367,13 @@ def _record_check(chain: ImportChain, site: str) -> None:
             continue
         chain.dist = dist
         chain.record_has_init = any(r and r[0] == f"{rel}/__init__.py" for r in rows)
+        if not chain.extensions_on_disk:
+            # A package with no compiled file of its own whose distribution installs some
+            # at the top level beside it (torch-memory-saver's hook libraries, loaded with
+            # ctypes on first use): they are the package's, not "no compiled library".
+            chain.extensions_on_disk = [
+                os.path.join(site, r[0]) for r in rows if r and "/" not in r[0]
+                and is_shared_library(r[0]) and os.path.isfile(os.path.join(site, r[0]))]
         for row in rows:
             if not row or not row[0] or row[0].endswith("RECORD"):
                 continue
