@@ -133,6 +133,24 @@ def test_a_cuda_library_that_links_no_torch_is_no_torch_variant(
     assert found["OD201"]["fix"].startswith("libcublas.so.99 is part of CUDA 99: install CUDA 99")
 
 
+@pytest.mark.probe
+def test_a_cuda_runtime_the_real_load_misses_for_a_library_without_torch_is_a_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bitblas 0.1.0's libtvm.so links no torch and NEEDs libnvrtc.so.12; the real load fails
+    on it. The probe said OD315 "it belongs to a CUDA 12 build of torch" (cause 3) — no torch
+    build brings a CUDA runtime to a library that does not link torch: the loader's "not
+    found" (cause 2), the static OD201's "install CUDA 12" fix."""
+    lib = _needing_a_missing(tmp_path, "libnvrtc.so.99", "libtvmlike.so")
+    real = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r})"],
+                          capture_output=True, text=True, timeout=60)
+    assert "libnvrtc.so.99: cannot open shared object file" in real.stderr, real.stderr
+    doc = cli(capsys, "check", "-f", "json", str(lib)).json()
+    rep = doc["reports"][0]
+    codes = {f["code"] for f in rep["findings"]}
+    assert "OD315" not in codes and "OD307" not in codes, codes
+    assert rep["diagnosis"]["cause"] == 2 and rep["diagnosis"]["root_findings"] == ["OD201"]
+
+
 @pytest.mark.parametrize("soname", ["libcudnn.so.9", "libnvToolsExt.so.1"])
 def test_a_cuda_library_numbered_by_its_own_release_names_no_cuda_major(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], soname: str) -> None:

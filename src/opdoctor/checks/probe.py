@@ -562,6 +562,11 @@ def _not_found(facts: Facts, name: str, hidden: str, ev: list[str]) -> Finding:
         tv.cuda.split(".")[0].isdigit() else None
     other_build = tv is not None and (variant != tv.variant or (
         major is not None and torch_major is not None and major != torch_major))
+    if other_build and not name.startswith(("libc10", "libtorch", "libcaffe2")) and \
+            facts.structure.image is not None and not facts.torch_context:
+        # A CUDA runtime missing for a library that links no torch (bitblas's libtvm.so needs
+        # libnvrtc.so.12): no torch build brings it to that library — a search-path problem.
+        other_build = False
     if tv is None or not other_build:
         return OD220.finding(name, f"{name} was not found by the real loader{hidden}", ev)
     have = {"cpu": "a CPU-only build", "rocm": "a ROCm build"}.get(
