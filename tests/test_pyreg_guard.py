@@ -291,3 +291,53 @@ def test_per_release_copies_the_import_does_not_load_are_not_checked(
     res = cli(capsys, "check", "-f", "json", "--package", "relpick", "--cwd", "/", "--env",
               f"PYTHONPATH={s}")
     assert res.code == 0 and [r["target"]["path"] for r in res.json()["reports"]] == [str(pkg)]
+
+
+CODEC_INIT = '''"""torchcodec 0.5's shape: one message after any failed load, likely causes."""
+import ctypes
+import os
+
+import torch
+
+try:
+    ctypes.CDLL(os.path.join(os.path.dirname(__file__), "libcodec_core.so"))
+except OSError as exc:
+    raise RuntimeError(
+        f"Could not load libcodec. Likely causes: 1. FFmpeg is not properly installed in "
+        f"your environment. 2. The PyTorch version ({torch.__version__}) is not compatible "
+        f"with this version of codeclike. The exception: {exc}") from exc
+'''
+
+
+@pytest.mark.probe
+def test_a_list_of_likely_causes_is_no_version_guard(tmp_path: object) -> None:
+    """torchcodec 0.5 raises "Could not load libtorchcodec. Likely causes: 1. FFmpeg is not
+    properly installed … 2. The PyTorch version (2.13.0+cpu) is not compatible …" after any
+    failed load; it compares no releases. Read as its own version check (OD323, cause 3), it
+    blamed the torch release where only FFmpeg was missing. The loader's not-found is the
+    root (cause 2)."""
+    import subprocess
+    from pathlib import Path
+
+    s = Path(str(tmp_path)) / "site"
+    pkg = s / "codeclike"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(CODEC_INIT)
+    stub = Path(str(tmp_path)) / "stub"
+    stub.mkdir()
+    (stub / "f.c").write_text("int av_stub(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libavutil_like.so.59", "-o",
+                    str(stub / "libavutil_like.so.59"), str(stub / "f.c")], check=True,
+                   timeout=60)
+    (stub / "c.c").write_text("int av_stub(void);\nint core(void) { return av_stub(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "libcodec_core.so"),
+                    str(stub / "c.c"), "-L", str(stub), "-l:libavutil_like.so.59"],
+                   check=True, timeout=60)
+    env = dict(NO_ENV, PYTHONPATH=str(s))
+    out = run_python("import torch, codeclike", env=env, timeout=240)
+    assert "Likely causes" in out.stderr and \
+        "libavutil_like.so.59: cannot open shared object file" in out.stderr, out.stderr
+    report = run_check(str(pkg), CheckOptions(probe=True, env=tuple(env.items()),
+                                              package="codeclike", cwd="/"))
+    assert guard(report) == [], guard(report)
+    assert report.diagnosis.cause == 2, [(f.code, f.message) for f in report.findings]

@@ -34,6 +34,12 @@ _INCOMPATIBLE = ("incompatib", "not compatible", "not guaranteed to be compatibl
                  "needs to work with", "matching version")
 _VERSION_STR = re.compile(r"^\d+\.\d+(?:\.\d+)?(?:\.?(?:dev|a|b|rc|post)\d*)?(?:\+\w+)?$")
 _SINKS = {"warn", "warning", "error", "critical", "print", "exception"}
+# A message that offers the release as one of several possible causes of a failed load
+# (torchcodec 0.5: "Could not load libtorchcodec. Likely causes: 1. FFmpeg is not properly
+# installed … 2. The PyTorch version (…) is not compatible …", raised after any failed load):
+# a diagnosis hint, not a comparison of releases.
+_POSSIBLE = re.compile(r"\b(?:likely|possible|probable) (?:causes?|reasons?)\b|"
+                       r"this (?:can|could|may|might) happen if")
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,7 @@ def guards_in(file: str) -> list[Guard]:
         # A guard says which release it found: the message formats a value ({torch.__version__},
         # {t_major}); a fixed text ("versions may be incompatible") is advice, not a check.
         if "version" not in low or not fw or not any(w in low for w in _INCOMPATIBLE) \
-                or "{" not in text:
+                or "{" not in text or _POSSIBLE.search(low):
             continue
         found = _pieces(pieces)
         if found:
