@@ -1813,3 +1813,36 @@ def test_a_package_check_that_read_none_of_its_libraries_says_so(
         "No problem found: the import works; it did not load its compiled library "
         "(libplain.so) — the package loads it later (first use), or never: check it to "
         "analyse it.")
+
+
+def test_a_dependency_the_package_ships_and_loads_by_a_computed_path_is_no_static_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """dgl 1.1.3: ``_ffi/base.py:39 ctypes.CDLL(lib_path[0])`` loads ``dgl/libdgl.so`` (a path
+    ``libinfo.find_lib_path()`` computes) before the Cython module that NEEDs it; ``--static``
+    said "libdgl.so is not found" (error, cause 2) with a patchelf fix for a package that
+    imports and works. A missing dependency the package ships, beside a load whose path is
+    computed at run time, is a warning that says so; the probe decides."""
+    import sysconfig
+
+    pkg = tmp_path / "dglike"
+    (pkg / "_ffi").mkdir(parents=True)
+    (pkg / "_ffi" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\n\n\ndef _find_lib_path():\n"
+        "    here = os.path.dirname(os.path.abspath(__file__))\n"
+        "    return [os.path.join(here, n) for n in sorted(os.listdir(here))\n"
+        "            if n.startswith('liblazy')]\n\n\n"
+        "_LIB = ctypes.CDLL(_find_lib_path()[0], ctypes.RTLD_GLOBAL)\n"
+        "from ._ffi import _C  # noqa: E402\n")
+    _lazy_user(pkg, pkg / "_ffi" / ("_C" + sysconfig.get_config_var("EXT_SUFFIX")))
+    real = _python(tmp_path, "import dglike._ffi._C as m; print(m.answer())")
+    assert real.stdout.strip() == "42", real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--package",
+              "dglike")
+    (rep,) = res.json()["reports"]
+    od201 = [f for f in rep["findings"] if f["code"] == "OD201"]
+    assert len(od201) == 1 and od201[0]["severity"] == "warning", od201
+    assert "the package ships it (dglike/liblazy.so.1) and probably loads it first" in \
+        od201[0]["message"]
+    assert "patchelf" not in od201[0]["fix"]
+    assert res.code == 0, rep["findings"]

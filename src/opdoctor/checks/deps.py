@@ -181,6 +181,29 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
             f"link with -Wl,-rpath,'$ORIGIN/...', or `export LD_LIBRARY_PATH=<its dir>`")
 
 
+def _loaded_first_by_the_package(name: str, facts: Facts) -> tuple[str, str] | None:
+    """(the file's path in the package, the load statement) when a missing dependency is a file
+    the package ships elsewhere in its tree and the package's import makes a library load whose
+    path nothing here computes: dgl 1.1.3's ``_ffi/base.py:39 ctypes.CDLL(lib_path[0])`` loads
+    ``dgl/libdgl.so`` (found by ``libinfo.find_lib_path()``) before the Cython module that
+    NEEDs it — the static view's "not found" with a patchelf fix was a false alarm. None
+    otherwise (the file is not in the package, or every load's path is known)."""
+    from opdoctor.facts.pychain import UNEVALUATED
+
+    chain = facts.chain if facts.options.package else None
+    if chain is None or not chain.package_dir:
+        return None
+    loads = [lk for lk in chain.links if lk.kind in ("cdll", "load_library")
+             and lk.problem == UNEVALUATED and not lk.lazy]
+    shipped = [f for f in chain.extensions_on_disk if os.path.basename(f) == name]
+    if not loads or not shipped:
+        return None
+    rel = os.path.relpath(shipped[0], os.path.dirname(chain.package_dir))
+    load = loads[0]
+    return rel, f"{os.path.relpath(load.file, os.path.dirname(chain.package_dir))}:{load.line} " \
+        f"{' '.join(load.text.split())[:120]}"
+
+
 def tree_section(tree: DepTree, context: str) -> dict[str, Any]:
     """The dependency tree as plain data for the report (JSON and text -v)."""
     def node(lib: Library, depth: int, seen: set[str]) -> dict[str, Any]:
@@ -230,6 +253,21 @@ def run(facts: Facts) -> Iterator[Finding]:
         told.add(miss.name)
         users = list(dict.fromkeys(others[miss.name]))
         ev += [f"also needed by {u}" for u in users[1:]]
+        first = _loaded_first_by_the_package(miss.name, facts)
+        if first:
+            in_pkg, load = first
+            yield OD201.finding(
+                miss.name, f"{miss.name} (needed by "
+                f"{', '.join(os.path.basename(u) for u in users)}) is not found by a search "
+                f"path; the package ships it ({in_pkg}) and probably loads it first",
+                [*ev, f"in the package: {in_pkg}",
+                 f"{load}: a library load whose path is computed at run time"],
+                severity=Severity.WARNING,
+                fix=f"nothing to fix if the package loads {in_pkg} before this library (a "
+                "process that has it mapped finds it by its name): run the check with the probe "
+                "(it imports the package as a job does) to see; if it does not, set an RPATH "
+                "to its directory")
+            continue
         yield OD201.finding(miss.name, f"{miss.name} (needed by "
                             f"{', '.join(os.path.basename(u) for u in users)}) is not found",
                             ev, fix=_fix_for(miss, facts))
