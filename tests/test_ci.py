@@ -116,9 +116,12 @@ def test_one_run_writes_every_format_asked_for(tmp_path: Path,
     (["--also-write", "json={lib}"], "is one of the inputs"),
 ])
 def test_also_write_refuses_before_any_analysis(tmp_path: Path, extra: list[str],
-                                                message: str) -> None:
+                                                message: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     lib = wheel("abi")
-    res = cli_proc("check", "--static", *[e.format(lib=lib) for e in extra], lib, cwd=tmp_path)
+    args = [e.format(lib=lib).replace("=r.", f"={tmp_path}/r.") for e in extra]
+    args = [str(tmp_path / a) if a == "r.json" else a for a in args]
+    res = cli(capsys, "check", "--static", *args, lib)
     assert res.code == 3 and message in res.err and "Traceback" not in res.err, res.err
     assert res.out == "" and not any(tmp_path.iterdir())
 

@@ -1679,8 +1679,7 @@ def _record_line(site: Path, path: Path) -> str:
     return f"{path.relative_to(site)},sha256={digest},{len(data)}"
 
 
-@pytest.mark.parametrize("listed_by", ["top_level.txt", "RECORD"])
-@pytest.mark.parametrize("healthy", [False, True])
+@pytest.mark.parametrize(("healthy", "listed_by"), [(False, "top_level.txt"), (True, "RECORD")])
 def test_a_package_whose_compiled_code_is_in_its_distributions_other_top_level_package(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], healthy: bool,
         listed_by: str) -> None:
