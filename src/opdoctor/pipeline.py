@@ -49,6 +49,12 @@ def _secs(seconds: float) -> str:
     return f"{seconds:.1f}" if seconds >= 1 else f"{seconds:.2f}"
 
 
+def _some(paths: list[str]) -> str:
+    """The first three file names of ``paths`` and how many more: "a.so, b.so, c.so (+2 more)"."""
+    names = ", ".join(os.path.basename(f) for f in paths[:3])
+    return names + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
+
+
 def _no_library_reason(facts: Facts) -> str:
     """Why an ELF check did not run on a package: say whether the package has compiled
     libraries its import chain does not reach (never "has none" when it ships some)."""
@@ -56,10 +62,8 @@ def _no_library_reason(facts: Facts) -> str:
     on_disk = chain.extensions_on_disk if chain is not None else []
     if not on_disk:
         return "the package has no compiled library to analyse"
-    names = ", ".join(os.path.basename(f) for f in on_disk[:3])
-    more = f" (+{len(on_disk) - 3} more)" if len(on_disk) > 3 else ""
     return (f"the import chain reaches none of the package's {len(on_disk)} compiled "
-            f"libraries ({names}{more}) statically; name one to analyse it")
+            f"libraries ({_some(on_disk)}) statically; name one to analyse it")
 
 
 def _run_one(check: Check, facts: Facts, selection: Selection, sections: dict[str, Any],
@@ -208,13 +212,11 @@ def _libraries_the_import_left(facts: Facts) -> str:
     res = facts.probe_result() if on_disk else None
     if res is None or res.load_message or any(res.maps(f) for f in on_disk):
         return ""
-    names = ", ".join(os.path.basename(f) for f in on_disk[:3])
-    more = f" (+{len(on_disk) - 3} more)" if len(on_disk) > 3 else ""
     if len(on_disk) == 1:
-        return (f"it did not load its compiled library ({names}) — the package loads it "
-                "later (first use), or never: check it to analyse it")
-    return (f"it loaded none of its {len(on_disk)} compiled libraries ({names}{more}) — the "
-            "package loads them later (first use), or never: check one to analyse it")
+        return (f"it did not load its compiled library ({_some(on_disk)}) — the package "
+                "loads it later (first use), or never: check it to analyse it")
+    return (f"it loaded none of its {len(on_disk)} compiled libraries ({_some(on_disk)}) — "
+            "the package loads them later (first use), or never: check one to analyse it")
 
 
 def _unread_libraries(facts: Facts) -> str:
@@ -226,8 +228,6 @@ def _unread_libraries(facts: Facts) -> str:
     on_disk = chain.extensions_on_disk if chain is not None else []
     if not on_disk:
         return ""
-    names = ", ".join(os.path.basename(f) for f in on_disk[:3])
-    more = f" (+{len(on_disk) - 3} more)" if len(on_disk) > 3 else ""
     if len(on_disk) == 1:
-        return f"its compiled library ({names}) was not analysed"
-    return f"its {len(on_disk)} compiled libraries ({names}{more}) were not analysed"
+        return f"its compiled library ({_some(on_disk)}) was not analysed"
+    return f"its {len(on_disk)} compiled libraries ({_some(on_disk)}) were not analysed"
