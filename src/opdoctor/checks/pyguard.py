@@ -19,6 +19,7 @@ from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pyguard import Guard, find_guards, fired, supported_releases
+from opdoctor.facts.variant import library_release, release_families, release_key
 from opdoctor.model import Cause, Finding, Severity
 
 OD323 = CodeDoc(
@@ -85,12 +86,6 @@ _LACKS = (
     re.compile(r"module '" + _FW_MODULE + r"' has no attribute '(?P<name>\w+)'"),
 )
 
-# A library named for a torch release: <stem>pytorch_2.1.0<rest>.so, <stem>torch2.1<rest>.so.
-_RELEASE_SO = re.compile(r"^(?P<stem>.{0,200}?(?:py)?torch[_-]?)(?P<ver>\d{1,3}\.\d{1,3}"
-                         r"(?:\.\d{1,3})?)(?P<rest>[^/]{0,200}?)\.so(?:\.[\d.]{1,20})?$")
-# The compact form: <stem>torch29-cpu.so, torch210 (major.minor without the dot).
-_RELEASE_SO_COMPACT = re.compile(r"^(?P<stem>.{0,200}?torch)(?P<major>[12])(?P<minor>\d{1,2})"
-                                 r"(?P<rest>[-_][^/]{0,200}?)?\.so(?:\.[\d.]{1,20})?$")
 
 # A guard whose message says the package stops (not a warning that it may crash).
 _REFUSES = re.compile(r"skip|refus|not load|cannot|can't|will not|disabl|abort|^error\b", re.I)
@@ -126,62 +121,6 @@ def _output(facts: Facts) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in release.split("."))
-
-
-def release_of(path: str) -> tuple[str, str] | None:
-    """(the library's name with its torch release replaced by ``<r>``, the release) for a
-    library named for a torch release — ``libgraphbolt_pytorch_2.2.1.so`` (dgl) or the compact
-    ``libtorch_c_dlpack_addon_torch29-cpu.so`` (torch-c-dlpack-ext: 2.9) — else None."""
-    name = os.path.basename(path)
-    m = _RELEASE_SO.match(name)
-    if m:
-        return f"{m['stem']}<r>{m['rest']}.so", m["ver"]
-    m = _RELEASE_SO_COMPACT.match(name)
-    if m:
-        return f"{m['stem']}<r>{m['rest'] or ''}.so", f"{m['major']}.{m['minor']}"
-    return None
-
-
-def release_families(package_dir: str, libraries: list[str]) -> dict[str, list[str]]:
-    """Of ``libraries`` (the package's shared libraries, as the import chain listed them),
-    those named for torch releases, by family (the path relative to ``package_dir`` with the
-    release replaced by ``<r>``) → the releases, for families of two or more: one library
-    built per release, chosen at run time."""
-    families: dict[str, set[str]] = {}
-    for path in libraries:
-        got = release_of(path)
-        if got:
-            rel = os.path.relpath(os.path.join(os.path.dirname(path), got[0]), package_dir)
-            families.setdefault(rel, set()).add(got[1])
-    return {f: sorted(v, key=_release_key) for f, v in sorted(families.items()) if len(v) >= 2}
-
-
-def gpu_twins(libraries: list[str]) -> set[str]:
-    """The GPU copies among per-release libraries that have a CPU twin of the same family
-    (``…torch29-cuda.so`` beside ``…torch29-cpu.so``): the package picks one by the torch
-    build at run time, so a CUDA copy is no sign that the package is a CUDA build."""
-    keys = {lib: got[0] for lib in libraries if (got := release_of(lib))}
-    out = set()
-    for lib, key in keys.items():
-        parts = re.split(r"([-_.])", key)
-        for i, part in enumerate(parts):
-            if part in ("cuda", "rocm", "hip") and \
-                    "".join([*parts[:i], "cpu", *parts[i + 1:]]) in keys.values():
-                out.add(lib)
-    return out
-
-
-def same_release(release: str, installed: str) -> bool:
-    """Whether a library's release (``2.9``, ``2.2.1``) names the installed torch's."""
-    base = re.match(r"\d+\.\d+(?:\.\d+)?", installed)
-    if not base:
-        return False
-    have = base.group(0)
-    return release in (have, ".".join(have.split(".")[:2]))
-
-
 def _release_family(facts: Facts, dist: str, version: str) -> Iterator[Finding]:
     """OD324: every per-release family of the package lacks the installed torch release."""
     chain = facts.chain
@@ -197,7 +136,7 @@ def _release_family(facts: Facts, dist: str, version: str) -> Iterator[Finding]:
         return  # a family that has the installed release: the package can run on it
     res = facts.probe_result() if facts.options.probe else None
     if res is not None and res.framework_version and not res.load_message and not any(
-            res.maps(f) for f in chain.extensions_on_disk if release_of(f)):
+            res.maps(f) for f in chain.extensions_on_disk if library_release(f)):
         # The import worked and loaded none of them: this torch needs none (torch-c-dlpack-ext
         # loads its addon only into a torch without the DLPack exchange API, before 2.10).
         return
@@ -206,7 +145,7 @@ def _release_family(facts: Facts, dist: str, version: str) -> Iterator[Finding]:
     top = os.path.basename(chain.package_dir)
     ev = [f"{top}/{f}: torch {', '.join(v)}" for f, v in list(missing.items())[:6]]
     ev.append(f"installed: torch {installed}; no {top}/{next(iter(missing)).replace('<r>', have)}")
-    releases = sorted({r for v in missing.values() for r in v}, key=_release_key)
+    releases = sorted({r for v in missing.values() for r in v}, key=release_key)
     yield OD324.finding(
         name, f"{pkg} ships its libraries for torch {releases[0]} … {releases[-1]} only; "
         f"none for the installed torch {installed}", ev,

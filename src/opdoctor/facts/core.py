@@ -621,7 +621,7 @@ class Facts:
             libs.append((self.path, [str(n) for n in self.image.tags.get("DT_NEEDED", [])]))
         chain = self.chain
         if chain is not None and (self.is_package_dir or not libs):
-            from opdoctor.checks.pyguard import gpu_twins
+            from opdoctor.facts.variant import gpu_twins
             twins = gpu_twins(chain.extensions_on_disk)
             libs += [(p, self.needed_of(p)) for p in chain.extensions_on_disk[:64]
                      if p not in twins]

@@ -193,3 +193,91 @@ def cpu_build(dist: str, torch_version: str) -> str:
         return (f"the CPU build of {dist} for torch {torch_version} (pip install {dist} "
                 "--index-url https://download.pytorch.org/whl/cpu)")
     return f"a CPU build of {dist} for torch {torch_version}, if its project publishes one"
+
+
+# ------------------------------------------------------------ libraries built per torch release
+# A library named for a torch release: <stem>pytorch_2.1.0<rest>.so, <stem>torch2.1<rest>.so.
+_RELEASE_SO = re.compile(r"^(?P<stem>.{0,200}?(?:py)?torch[_-]?)(?P<ver>\d{1,3}\.\d{1,3}"
+                         r"(?:\.\d{1,3})?)(?P<rest>[^/]{0,200}?)\.so(?:\.[\d.]{1,20})?$")
+# The compact form: <stem>torch29-cpu.so, torch210 (major.minor without the dot).
+_RELEASE_SO_COMPACT = re.compile(r"^(?P<stem>.{0,200}?torch)(?P<major>[12])(?P<minor>\d{1,2})"
+                                 r"(?P<rest>[-_][^/]{0,200}?)?\.so(?:\.[\d.]{1,20})?$")
+_GPU_TAGS = ("cuda", "rocm", "hip")
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    """``2.10.1`` → (2, 10, 1), for sorting releases."""
+    return tuple(int(x) for x in release.split("."))
+
+
+def library_release(path: str) -> tuple[str, str] | None:
+    """(the library's name with its torch release replaced by ``<r>``, the release) for a
+    library named for a torch release — ``libgraphbolt_pytorch_2.2.1.so`` (dgl) or the compact
+    ``libtorch_c_dlpack_addon_torch29-cpu.so`` (torch-c-dlpack-ext: 2.9) — else None."""
+    name = os.path.basename(path)
+    m = _RELEASE_SO.match(name)
+    if m:
+        return f"{m['stem']}<r>{m['rest']}.so", m["ver"]
+    m = _RELEASE_SO_COMPACT.match(name)
+    if m:
+        return f"{m['stem']}<r>{m['rest'] or ''}.so", f"{m['major']}.{m['minor']}"
+    return None
+
+
+def release_families(package_dir: str, libraries: list[str]) -> dict[str, list[str]]:
+    """Of ``libraries`` (the package's shared libraries, as the import chain listed them),
+    those named for torch releases, by family (the path relative to ``package_dir`` with the
+    release replaced by ``<r>``) → the releases, for families of two or more: one library
+    built per release, chosen at run time."""
+    families: dict[str, set[str]] = {}
+    for path in libraries:
+        got = library_release(path)
+        if got:
+            rel = os.path.relpath(os.path.join(os.path.dirname(path), got[0]), package_dir)
+            families.setdefault(rel, set()).add(got[1])
+    return {f: sorted(v, key=release_key) for f, v in sorted(families.items()) if len(v) >= 2}
+
+
+def gpu_twins(libraries: list[str]) -> set[str]:
+    """The GPU copies among per-release libraries that have a CPU twin of the same family
+    (``…torch29-cuda.so`` beside ``…torch29-cpu.so``): the package picks one by the torch
+    build at run time, so a CUDA copy is no sign that the package is a CUDA build."""
+    keys = {lib: got[0] for lib in libraries if (got := library_release(lib))}
+    return {lib for lib, key in keys.items()
+            if build_tag(key) in _GPU_TAGS and build_tag(key, "cpu") in keys.values()}
+
+
+def build_tag(key: str, replace: str = "") -> str:
+    """The torch build a per-release library's name is for (``cpu``, ``cuda``, ``rocm``,
+    ``hip``; "" when it names none) — or, with ``replace``, the name with that tag replaced
+    (``…torch<r>-cuda.so`` → ``…torch<r>-cpu.so``)."""
+    parts = re.split(r"([-_.])", key)
+    for i, part in enumerate(parts):
+        if part in ("cpu", *_GPU_TAGS):
+            return "".join([*parts[:i], replace, *parts[i + 1:]]) if replace else part
+    return key if replace else ""
+
+
+def copies_for_this_torch(libs: list[str], version: str, cuda: str | None) -> list[str]:
+    """``libs`` without the copies a package builds per torch release and build for releases
+    and builds other than the installed torch's (``version``, ``cuda``): it picks one by name
+    at run time (torch-c-dlpack-ext: ``libtorch_c_dlpack_addon_torch<24…29>-<cpu|cuda>.so``),
+    so the others are never loaded here."""
+    if not release_families(os.sep, libs):
+        return libs
+    other = "cpu" if cuda else "cuda"  # the twin this torch's build does not pick
+    keep = []
+    for lib in libs:
+        got = library_release(lib)
+        if got is None or (same_release(got[1], version) and build_tag(got[0]) != other):
+            keep.append(lib)
+    return keep
+
+
+def same_release(release: str, installed: str) -> bool:
+    """Whether a library's release (``2.9``, ``2.2.1``) names the installed torch's."""
+    base = re.match(r"\d+\.\d+(?:\.\d+)?", installed)
+    if not base:
+        return False
+    have = base.group(0)
+    return release in (have, ".".join(have.split(".")[:2]))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,27 +42,15 @@ class Target:
 
 
 def _for_this_torch(libs: list[str], facts: Facts) -> list[str]:
-    """``libs`` without the copies a package builds per torch release and variant for the
-    releases and variants other than the installed torch's: it picks one by name at run time
-    (torch-c-dlpack-ext: ``libtorch_c_dlpack_addon_torch<24…29>-<cpu|cuda>.so``), so the
-    others are never loaded here — twelve "built for another torch" errors on a package that
-    imports and works. A release none of them is for is the version guard's OD324."""
-    from opdoctor.checks.pyguard import release_families, release_of, same_release
+    """``libs`` without the per-release copies the installed torch's release and build do not
+    pick (:func:`opdoctor.facts.variant.copies_for_this_torch`): twelve "built for another
+    torch" errors on torch-c-dlpack-ext, a package that imports and works. A release none of
+    them is for is the version guard's OD324."""
+    from opdoctor.facts.variant import copies_for_this_torch
 
     interp = facts.interpreter
     torch = interp.torch if interp else None
-    if torch is None or not release_families(os.sep, libs):
-        return libs
-    variant = "cpu" if not torch.cuda else "cuda"
-    keep = []
-    for lib in libs:
-        got = release_of(lib)
-        if got is None:
-            keep.append(lib)
-        elif same_release(got[1], torch.version) and not (
-                {"cpu", "cuda"} - {variant} & set(re.split(r"[-_.]", got[0]))):
-            keep.append(lib)  # the installed release's copy, of this torch's variant
-    return keep
+    return libs if torch is None else copies_for_this_torch(libs, torch.version, torch.cuda)
 
 
 def _where_the_import_fails(libs: list[str], chain: ImportChain, options: CheckOptions) -> str:
