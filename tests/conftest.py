@@ -7,6 +7,7 @@ simply missing fails the test: run `make fixtures` (make test does).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -175,3 +176,32 @@ def _probe_marker_is_honest(request: pytest.FixtureRequest,
             pytest.fail(f"started {len(started)} probe(s) or children that import a "
                         f"framework but is not marked @pytest.mark.probe: {started[:3]}",
                         pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def shared_zygotes() -> Iterator[None]:
+    """For a module whose tests check many libraries with the probe: every probe that can be
+    is forked from a zygote that imported its framework once for the module
+    (``runner.keep_zygotes``; the real framework and loader in a process of its own per
+    probe, as in a walk or a scan). ``OPDOCTOR_TEST_FRESH_PROBES=1`` runs them as fresh
+    children instead (what a one-library check does)."""
+    if os.environ.get("OPDOCTOR_TEST_FRESH_PROBES"):
+        yield
+        return
+    from opdoctor.facts.probe.runner import keep_zygotes
+
+    with keep_zygotes():
+        yield
+
+
+@contextlib.contextmanager
+def fresh_probes() -> Iterator[None]:
+    """Inside a module with ``shared_zygotes``: probes started here are fresh children, as in
+    a check of one library run on its own (for a test that compares the two)."""
+    from opdoctor.facts.probe import runner
+
+    kept, runner._KEPT[0] = runner._KEPT[0], 0
+    try:
+        yield
+    finally:
+        runner._KEPT[0] = kept

@@ -20,6 +20,9 @@ from tests.conftest import FIX, SKIP
 from tests.helpers import Result, cli
 from tests.torchfork import run_python
 
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 HFX = FIX / "healthy"
 
 

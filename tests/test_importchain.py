@@ -16,6 +16,9 @@ from opdoctor.pipeline import run_check
 from tests.conftest import FIX, PKG_DIR, fixture
 from tests.helpers import cli, cli_text_and_json
 
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 PYFIX = FIX / "python"
 
 

@@ -23,6 +23,9 @@ from opdoctor.pipeline import run_check
 from tests.conftest import BUILD, FIX
 from tests.torchfork import run_python
 
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 REALWORLD = BUILD / "realworld"
 PYFIX = FIX / "compile" / "python"
 NO_ENV = {k: v for k, v in os.environ.items()

@@ -19,6 +19,9 @@ from tests.helpers import cli
 from tests.test_pyreg import site
 from tests.torchfork import run_python
 
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 NO_ENV = {k: v for k, v in os.environ.items()
           if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")}
 

@@ -18,6 +18,9 @@ from opdoctor.pipeline import Selection, run_check
 from tests.conftest import fixture, reference
 from tests.helpers import cli_proc
 
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 TEST_DOC = CodeDoc("OD199", "test code", Severity.ERROR, what="w", why="y", example="e",
                    fix="f", references=("r",))
 

@@ -14,8 +14,11 @@ import pytest
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Finding, Report
 from opdoctor.pipeline import Selection, run_check
-from tests.conftest import BUILD, fixture
+from tests.conftest import BUILD, fixture, fresh_probes
 from tests.helpers import cli, cli_text_and_json
+
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
 
 OD1 = Selection(("OD1",))
 
@@ -691,7 +694,8 @@ def test_a_walk_forks_its_tensorflow_probes_from_one_import(
     assert outcomes == {"zero_out.so": "loaded", "zero_out_abi0.so": "load failed",
                         "zero_out_noreg.so": "loaded"}
     for name in libs:
-        alone = tf_check(tmp_path / name)  # no walk: a fresh child of its own
+        with fresh_probes():
+            alone = tf_check(tmp_path / name)  # no walk: a fresh child of its own
         assert alone.sections["probe"]["forked"] is False
         mine = walked[name]
         assert sorted((f.code, f.severity.value, f.message) for f in alone.findings) == \

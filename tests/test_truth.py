@@ -24,6 +24,9 @@ from tests.conftest import fixture
 from tests.helpers import cli, cli_proc
 from tests.torchfork import run_python
 
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 TRUTH = "truth"
 SYSLIB = Path("/usr/lib/x86_64-linux-gnu")
 _REAL = textwrap.dedent(r"""
@@ -314,9 +317,10 @@ def test_daemon_does_not_stall_the_probe_and_is_killed(capsys: pytest.CaptureFix
 
 
 @pytest.mark.probe
-def test_probe_stopped_before_the_load_is_inconclusive(capsys: pytest.CaptureFixture[str]
-                                                       ) -> None:
-    res = cli(capsys, "check", "--timeout", "0.3", _path("tinyop.so"))
+def test_probe_stopped_before_the_load_is_inconclusive() -> None:
+    # A command of its own (this module's in-process probes fork from a zygote that
+    # imported torch already): the fresh probe's 0.3 s run out in its import of torch.
+    res = cli_proc("check", "--timeout", "0.3", _path("tinyop.so"))
     assert res.code == 0, res.out
     assert res.out.splitlines()[1].startswith("No error — 1 warning(s): probe inconclusive")
     assert "OD125" not in res.out and "✗ Cause" not in res.out

@@ -13,6 +13,9 @@ import pytest
 from tests.conftest import FIX, SKIP, fixture, reference
 from tests.helpers import cli
 
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 WHEEL = "torchvision-0.28.0"
 
 

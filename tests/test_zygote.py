@@ -3,7 +3,8 @@
 A package whose extension modules its own import does not load gets one probe per module
 (vllm: twelve). Inside one command they are forked from a child that imported torch once. The
 forks must report exactly what a fresh child reports for each module — also after a sibling
-crashed or hung — and a zygote that cannot serve must fall back to a plain child.
+crashed or hung — and a zygote that cannot serve must fall back to a plain child. The same
+holds for a walk's torch probes and for a fork that takes its own PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -152,8 +153,11 @@ def test_a_zygote_that_cannot_import_its_framework_falls_back_to_a_plain_child(
         from opdoctor.facts.probe.runner import ZYGOTES
         handle = module_probe(req)
         outcome = handle.wait()
-        (zygote,) = ZYGOTES.values()
-        assert zygote.broken
+        # The zygote shared by other PYTHONPATHs imported the real torch: this PYTHONPATH
+        # shadows it, so its own zygote imported it with the PYTHONPATH, and failed.
+        shared, own = sorted(ZYGOTES.values(), key=lambda z: z.with_path)
+        assert not shared.admits(req) and not shared.broken and "torch" in shared.names
+        assert own.broken
     assert not ZYGOTES  # closed with the scope
     assert outcome.state is ProbeState.FRAMEWORK_IMPORT_FAILED and not outcome.forked
     assert outcome.framework_error is not None
@@ -168,3 +172,66 @@ def test_outside_a_command_scope_the_module_probe_is_a_plain_child(tmp_path: Pat
     import torch
 
     assert outcome.framework_version == torch.__version__
+
+
+def test_one_zygote_serves_probes_with_their_own_pythonpath_and_directory(
+        tmp_path: Path) -> None:
+    """A walk or the suite checks packages of several sites: one zygote serves them all when
+    the fork can put the site on sys.path itself (nothing there that torch's import looked
+    for), in the probe's own working directory and environment. The package refuses to
+    import anywhere else, so a fork that missed any of the three fails."""
+    site, job = tmp_path / "site", tmp_path / "job"
+    (site / "ppkg").mkdir(parents=True)
+    job.mkdir()
+    (site / "ppkg" / "__init__.py").write_text(
+        "import os, sys\n"
+        "where = (os.getcwd(), os.environ.get('OPDOCTOR_TEST_MARK'), sys.path.index(\n"
+        f"    {str(site)!r}) < min(i for i, p in enumerate(sys.path) if 'site-packages' in p))\n"
+        f"if where != ({str(job)!r}, 'fork', True):\n"
+        "    raise ImportError(f'not the job: {where}')\n")
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    first = ProbeRequest(path="", python=sys.executable, torch=True, package="json",
+                         cwd=str(tmp_path), timeout=60, env=base)
+    own = {**base, "PYTHONPATH": str(site), "OPDOCTOR_TEST_MARK": "fork"}
+    req = ProbeRequest(path="", python=sys.executable, torch=True, package="ppkg",
+                       cwd=str(job), timeout=60, env=own)
+    fresh = module_probe(req).wait()  # outside a scope: a plain child
+    assert fresh.state is ProbeState.LOADED and not fresh.forked
+    with reuse_scope():
+        from opdoctor.facts.probe.runner import ZYGOTES
+        assert module_probe(first).wait().forked
+        outcome = module_probe(req).wait()
+        assert len(ZYGOTES) == 1  # the first request's zygote, without that PYTHONPATH
+    assert outcome.forked and outcome.state is ProbeState.LOADED, outcome.load_error
+    assert [m for m, _file in outcome.imported] == [m for m, _file in fresh.imported]
+
+
+def test_a_walk_forks_its_torch_probes_from_the_second_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory walk of torch libraries (not one package's) paid one torch import per
+    library; from the walk's second probe on they fork from one zygote. Each forked probe
+    reports what a fresh probe of that library alone reports: healthy, a schema torch rejects,
+    failing to load (its own undefined symbol; both checked against torch in test_truth); a
+    library that links no torch is loaded without it, by a plain child."""
+    from tests.conftest import FIX, reference
+
+    libs = {"a_myop.so": reference(), "b_tiny.so": FIX / "truth" / "tinyop.so",
+            "c_noreg.so": FIX / "truth" / "noreg.so", "d_typo.so": FIX / "truth" / "typo.so",
+            "e_undef.so": FIX / "truth" / "undef.so"}
+    for name, src in libs.items():
+        (tmp_path / name).write_bytes(src.read_bytes())
+    doc = cli(capsys, "check", "-f", "json", str(tmp_path)).json()
+    walked = {Path(r["target"]["path"]).name: r for r in doc["reports"]}
+    assert sorted(walked) == sorted(libs)
+    forked = {n: r["sections"]["probe"]["forked"] for n, r in walked.items()}
+    assert forked == {"a_myop.so": False, "b_tiny.so": True, "c_noreg.so": False,
+                      "d_typo.so": True, "e_undef.so": True}
+    assert walked["e_undef.so"]["sections"]["probe"]["outcome"] == "load failed"
+    for name in libs:
+        alone = run_check(str(tmp_path / name), CheckOptions(probe=True))
+        assert alone.sections["probe"]["forked"] is False
+        mine = walked[name]
+        assert sorted((f.code, f.severity.value, f.message) for f in alone.findings) == \
+            sorted((f["code"], f["severity"], f["message"]) for f in mine["findings"]), name
+        assert alone.sections["probe"]["outcome"] == mine["sections"]["probe"]["outcome"]
+        assert alone.sections["probe"]["new_ops"] == mine["sections"]["probe"]["new_ops"]

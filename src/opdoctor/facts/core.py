@@ -387,8 +387,14 @@ class Facts:
         (its child imports the framework meanwhile); the target's :meth:`start_probe` adopts
         it. :func:`opdoctor.targets.expand` kills one no target adopted when it closes."""
         if self.options.package and self.options.probe:
-            from opdoctor.facts.probe.runner import prestart  # a static run never needs it
-            prestart(self._probe_request())
+            # A static run never needs these.
+            from opdoctor.facts.probe.runner import prestart
+            from opdoctor.facts.probe.zygote import warm, worth_a_zygote
+            req = self._probe_request()
+            if worth_a_zygote(req):
+                warm(req)  # its probe will be forked: the zygote imports the framework now
+            else:
+                prestart(req)
 
     def start_probe(self) -> None:
         """Start the load probe now (or adopt the one :meth:`prestart_probe` started), so it
@@ -406,9 +412,12 @@ class Facts:
             late = self._late_fields(req)
             if self._reuse_package_probe(req, *late):
                 return
+        from opdoctor.facts.probe.zygote import note_plain_start, worth_a_zygote
         prestarted = adopt(req)
-        if prestarted is None and req.tensorflow and self._fork_tf_probe(req, late):
+        if prestarted is None and worth_a_zygote(req) and self._fork_probe(req, late):
             return
+        if prestarted is None:
+            note_plain_start(req)
         self._probe = probe = prestarted or start_probe(req)
         # What the child needs only after its framework import is computed while it imports:
         # the import-chain walk alone takes seconds on a large package (tensorflow-io).
@@ -425,11 +434,12 @@ class Facts:
                 from opdoctor.facts.probe.runner import package_key as key_of
                 self._package_key = key_of(probe.req)
 
-    def _fork_tf_probe(self, req: ProbeRequest, late: tuple[Any, ...] | None) -> bool:
-        """Inside a reuse scope (a walk, a scan), a TensorFlow probe is forked from a zygote
-        that imported TensorFlow once (tensorflow-text's 27 libraries paid 27 imports of ~3 s):
+    def _fork_probe(self, req: ProbeRequest, late: tuple[Any, ...] | None) -> bool:
+        """Inside a reuse scope (a walk, a scan), a TensorFlow probe, and a torch probe from
+        the scope's second on, is forked from a zygote that imported the framework once
+        (tensorflow-text's 27 libraries paid 27 imports of ~3 s; see ``worth_a_zygote``):
         its request is completed first (the late fields computed now, not during a child's
-        import). False outside a scope, where the probe starts as a plain child."""
+        import). False when it cannot be forked: the probe starts as a plain child."""
         from opdoctor.facts.probe.zygote import forkable, module_probe
         preload, hidden, tf_ops, first = late or self._late_fields(req)
         whole = dataclasses.replace(req, path=os.path.abspath(self.path), preload=preload,

@@ -10,6 +10,7 @@ the probe got. Usage:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -284,9 +285,25 @@ def import_torch() -> tuple[bool, Any]:
     return True, torch
 
 
+# Zygote mode: the top-level name of every module looked for during the framework's import,
+# found or not (noted by _Looked): a fork may take a PYTHONPATH of its own only when none of
+# its entries holds one of them.
+_LOOKED_FOR: set[str] = set()
+
+
+class _Looked:
+    """A meta-path finder that finds nothing and notes what was looked for."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: Any = None, target: Any = None) -> None:
+        _LOOKED_FOR.add(fullname.partition(".")[0])
+
+
 def main() -> None:
     """Import torch, snapshot the registry, load, snapshot again, report."""
     emit(P.START, pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
+    if REQ.get("zygote"):
+        sys.meta_path.insert(0, _Looked)
     if REQ.get("tensorflow"):  # a TensorFlow op library: probe_tf.py, loaded by path
         tfp = _sibling("probe_tf.py")
         if not REQ.get("zygote"):
@@ -347,7 +364,10 @@ def serve(framework: dict[str, Any] | None, stage: str, after: Callable[[], None
     kills a child past its time or memory limit)."""
     global REQ, _out
     ld_fd = _ld_debug_fd()
-    emit(P.ZYGOTE_READY)
+    with contextlib.suppress(ValueError):
+        sys.meta_path.remove(_Looked)
+    names = _LOOKED_FOR | {m.partition(".")[0] for m in sys.modules}
+    emit(P.ZYGOTE_READY, names=sorted(names))
     for line in sys.stdin:
         try:
             job = json.loads(line)
@@ -370,6 +390,7 @@ def serve(framework: dict[str, Any] | None, stage: str, after: Callable[[], None
             _out.close()  # the zygote's event pipe: this child reports to its own file
             _out = open(os.path.join(where, "events"), "w", buffering=1)  # noqa: SIM115
             REQ = _Request(req)
+            _become(job)
             emit(P.START, pid=os.getpid(), python=sys.version.split()[0],
                  executable=sys.executable, forked=True)
             if framework is not None:
@@ -380,6 +401,23 @@ def serve(framework: dict[str, Any] | None, stage: str, after: Callable[[], None
         emit(P.FORKED, pid=pid)
         _, status = os.waitpid(pid, 0)
         emit(P.EXITED, pid=pid, status=os.waitstatus_to_exitcode(status))
+
+
+def _become(job: dict[str, Any]) -> None:
+    """A fork takes its request's working directory, environment and PYTHONPATH entries
+    (after the script's directory, where the interpreter puts them at start-up)."""
+    if job.get("cwd"):
+        os.chdir(job["cwd"])
+    if job.get("env") is not None:
+        os.environ.clear()
+        os.environ.update(job["env"])
+    if job.get("path"):
+        # An entry already on sys.path moves to its PYTHONPATH place (site.py keeps the first
+        # of duplicate entries).
+        sys.path[:] = sys.path[:1] + list(dict.fromkeys(job["path"])) + \
+            [p for p in sys.path[1:] if p not in job["path"]]
+        import importlib
+        importlib.invalidate_caches()
 
 
 def after_framework(torch: Any) -> None:
@@ -444,3 +482,4 @@ try:
     main()
 except BaseException as exc:  # the probe must always say what happened
     emit(P.PROBE_ERROR, error=err(exc))
+

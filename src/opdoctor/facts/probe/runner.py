@@ -67,25 +67,30 @@ class ProbeRequest:
     late: bool = False
 
 
-def _note_start(path: str) -> None:
-    """Append the target to ``$OPDOCTOR_PROBE_LOG`` when set: the test suite uses it to prove
-    that tests not marked ``probe`` start no probe interpreter (``pytest -m "not probe"``)."""
+def _note_start(req: ProbeRequest | None, what: str = "") -> None:
+    """Append the probe's target (``package NAME``, or the library; ``what`` before it, or
+    alone without a request) to ``$OPDOCTOR_PROBE_LOG`` when set: the test suite uses it to
+    prove that tests not marked ``probe`` start no probe interpreter (``pytest -m "not
+    probe"``), and to count the framework imports of a command."""
     log = os.environ.get("OPDOCTOR_PROBE_LOG")
     if log:
+        if req is not None:
+            what += f"package {req.package}" if req.package else \
+                req.path or "library (path follows)"
         with contextlib.suppress(OSError), open(log, "a", encoding="utf-8") as fh:
-            fh.write(path + "\n")
+            fh.write(what + "\n")
 
 
 TAG_VAR = "OPDOCTOR_PROBE_TAG"
 
 
-def _descendants(sid: int, tag: bytes | None) -> list[int]:
-    """Processes of this user in session ``sid`` or carrying ``tag`` in their environment
-    (``None``: the session alone)."""
+def _descendants(sid: int, tags: tuple[bytes, ...], spare: int = 0) -> list[int]:
+    """Processes of this user in session ``sid`` or carrying one of ``tags`` in their
+    environment (none: the session alone), but ``spare``."""
     me = os.getpid()
     out = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
+        if not entry.isdigit() or int(entry) in (me, spare):
             continue
         pid = int(entry)
         try:
@@ -96,23 +101,24 @@ def _descendants(sid: int, tag: bytes | None) -> list[int]:
             if int(fields[3]) == sid:  # field 6, session id
                 out.append(pid)
                 continue
-            if tag is None:
+            if not tags:
                 continue
             with open(f"/proc/{pid}/environ", "rb") as fh:
-                if tag in fh.read():
-                    out.append(pid)
+                environ = fh.read()
+            if any(tag in environ for tag in tags):
+                out.append(pid)
         except (OSError, ValueError, IndexError):
             continue  # gone, or not ours to read
     return out
 
 
-def kill_probe_processes(sid: int, tag: bytes | None) -> int:
-    """Kill every process the probe started (in its session, or carrying its tag: ``None``
-    when the tag is shared with others, as a zygote's forks share theirs); returns how many
-    were still alive."""
+def kill_probe_processes(sid: int, *tags: bytes, spare: int = 0) -> int:
+    """Kill every process the probe started (in its session, or carrying one of its tags in
+    the environment it was started with), but ``spare`` (a zygote, whose tag its forks'
+    own children carry); returns how many were still alive."""
     killed = 0
     for _round in range(5):  # a process may fork while we kill: look again
-        pids = _descendants(sid, tag)
+        pids = _descendants(sid, tags, spare)
         if not pids:
             break
         for pid in pids:
@@ -186,7 +192,7 @@ class ProbeHandle:
         self.leftovers = 0  # processes the probe left behind (killed on return)
         self._outcome: ProbeOutcome | None = None
         self._tails: dict[str, str] = {}  # stdout/stderr read (by file name), once
-        _note_start(req.path or f"package {req.package}")
+        _note_start(req)
         self.events: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, args=(rfd,), daemon=True)
         self._reader.start()
@@ -351,8 +357,12 @@ def adopt(req: ProbeRequest) -> ProbeHandle | None:
 # the first outcome of a run that had to probe again (see Facts.probe_result).
 _FINISHED: dict[str, tuple[ProbeOutcome, ProbeOutcome | None]] = {}
 _SCOPES = [0]  # open reuse scopes: outcomes are kept only inside one command's targets
-# Zygotes (zygote.Zygote) of the open scope, by interpreter, environment and limits.
+_KEPT = [0]  # open keep_zygotes() contexts: zygotes outlive the commands run inside them
+# Zygotes (zygote.Zygote) of the open scope, by interpreter, start-up environment and limits.
 ZYGOTES: dict[str, Any] = {}
+# Zygote keys of the plain torch probes started in the open scope: the next probe with one of
+# them is forked (see zygote.worth_a_zygote).
+PLAIN_STARTS: set[str] = set()
 
 
 @contextlib.contextmanager
@@ -366,13 +376,43 @@ def reuse_scope() -> Iterator[None]:
         _SCOPES[0] -= 1
         if not _SCOPES[0]:
             _FINISHED.clear()
-            while ZYGOTES:
-                ZYGOTES.popitem()[1].close()
+            PLAIN_STARTS.clear()
+            if not _KEPT[0]:
+                close_zygotes()
+
+
+@contextlib.contextmanager
+def keep_zygotes() -> Iterator[None]:
+    """Fork every probe that can be forked from a zygote, and keep the zygotes between the
+    commands run inside (a process that runs many checks against one unchanged framework
+    install: the Python API in a loop, the test suite); they are closed when it closes. Each
+    fork is still its own process with the real framework and loader: only the framework's
+    import is shared (see :mod:`opdoctor.facts.probe.zygote`)."""
+    _KEPT[0] += 1
+    try:
+        yield
+    finally:
+        _KEPT[0] -= 1
+        if not _KEPT[0] and not _SCOPES[0]:
+            close_zygotes()
+
+
+def close_zygotes() -> None:
+    """Stop every zygote this process started (and what its forks left running)."""
+    while ZYGOTES:
+        zygote = ZYGOTES.popitem()[1]
+        if zygote.owner == os.getpid():
+            zygote.close()
 
 
 def scope_open() -> bool:
     """Whether a :func:`reuse_scope` is open."""
     return bool(_SCOPES[0])
+
+
+def zygotes_kept() -> bool:
+    """Whether a :func:`keep_zygotes` context is open."""
+    return bool(_KEPT[0])
 
 
 def package_key(req: ProbeRequest) -> str:

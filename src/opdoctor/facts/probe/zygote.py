@@ -8,8 +8,16 @@ a zygote, a probe child of the same interpreter, environment, working directory 
 imported torch once and then waits for requests (``probe_script.serve``). Each fork is what a
 fresh probe is after its own ``import torch``: its own process, session, event file, stdout,
 stderr and LD_DEBUG output; a crash or a hang is its result alone, and the zygote forks the
-next one from its unchanged state. Only the module probes use it: the package's own probe is
-the first child to import torch anyway.
+next one from its unchanged state. Inside a scope, module probes, every TensorFlow probe and
+torch probes from the scope's second on are forked (a check of one library keeps its plain
+child, started at once beside the static checks); :func:`runner.keep_zygotes` forks every
+forkable probe and keeps the zygotes between commands.
+
+A zygote is keyed by interpreter, limits and the environment the process starts with; a fork
+takes its request's own working directory, environment variables that nothing reads at
+start-up (opdoctor's, a test runner's) and, when no entry holds a module the framework's
+import looked for, its PYTHONPATH (:meth:`Zygote.admits`): one zygote serves a walk of
+several sites.
 
 A zygote that cannot serve (its framework import failed, it died, it does not answer) is
 closed, and the probe runs as a plain child: the zygote only ever saves time.
@@ -54,13 +62,21 @@ _READY_GRACE = 5.0
 class Zygote:
     """A probe child that imported the framework and forks one probe per request."""
 
-    def __init__(self, req: ProbeRequest) -> None:
+    def __init__(self, req: ProbeRequest, with_path: bool = True) -> None:
         self.req = req
+        self.with_path = with_path
+        self.owner = os.getpid()  # a process forked from this one (a scan worker) has its own
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-zygote-")
         script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
         payload = {"path": "", "package": None, "torch": req.torch,
                    "tensorflow": req.tensorflow, "zygote": True}
         env, self.tag = child_env(req, self.tmp)
+        if not with_path:  # a zygote shared by requests whose PYTHONPATH differs (see admits)
+            env.pop("PYTHONPATH", None)
+        # Every top-level module name its framework import looked for, found or not, and
+        # what the interpreter had imported before (ZYGOTE_READY): what a fork's own
+        # PYTHONPATH must not hold.
+        self.names: frozenset[str] = frozenset()
         rfd, wfd = os.pipe()
         cpu = int(req.timeout * 2) + 10  # per process: each fork starts from zero CPU time
         self._err = open(os.path.join(self.tmp, "stderr"), "w+b")  # noqa: SIM115
@@ -69,6 +85,8 @@ class Zygote:
             stdin=subprocess.PIPE, stdout=self._err, stderr=self._err, env=env,
             start_new_session=True, preexec_fn=lambda: _limits(cpu), cwd=req.cwd or None)
         os.close(wfd)
+        _note_start(None, "zygote " + ("tensorflow" if req.tensorflow else "torch") +
+                    (" with its PYTHONPATH" if with_path and req.env.get("PYTHONPATH") else ""))
         self.started = time.monotonic()
         self._cond = threading.Condition()
         self._events: list[dict[str, Any]] = []
@@ -112,9 +130,11 @@ class Zygote:
         up to the probe's timeout)."""
         if not self._ready and not self.broken:
             grace = max(_READY_GRACE, self.req.timeout)
-            self._ready = self._next(P.ZYGOTE_READY, self.started + grace) is not None
+            event = self._next(P.ZYGOTE_READY, self.started + grace)
+            self._ready = event is not None
             self.broken = not self._ready
-            if self._ready:
+            if event is not None:
+                self.names = frozenset(event.get("names") or ())
                 # glibc's account of the framework's import, which each fork's trace lacks
                 # (it happened before the fork): prepended to every fork's (ForkedProbe).
                 with contextlib.suppress(OSError), \
@@ -132,11 +152,32 @@ class Zygote:
                 return None
             return self._fork(req, stdin)
 
+    def admits(self, req: ProbeRequest) -> bool:
+        """Whether a fork of this zygote is what a fresh probe of ``req`` is after its
+        framework import: always for the zygote of ``req``'s own start-up environment; for
+        the one shared by several PYTHONPATHs (``with_path`` false), when none of ``req``'s
+        PYTHONPATH entries holds a module the framework's import looked for (a fresh child
+        would have found it there), distribution metadata the framework enumerates at import
+        (torch's device-backend entry points) or TensorFlow's plug-in directory. Waits for
+        the zygote to be ready (what it looked for is known then)."""
+        if self.with_path:
+            return True
+        entries = _path_entries(req)
+        if entries == []:
+            return True
+        return entries is not None and self.ready() and \
+            not any(_holds_any(entry, self.names) for entry in entries)
+
     def _fork(self, req: ProbeRequest, stdin: IO[bytes]) -> ForkedProbe | None:
         where = tempfile.mkdtemp(prefix="opdoctor-probe-")
         fields = {**request_payload(req), "late": False}
+        # The fork becomes the request's own process: its working directory, its whole
+        # environment (with its own tag and LD_DEBUG_OUTPUT), its PYTHONPATH on sys.path.
+        env, tag = child_env(req, where)
+        job = {"dir": where, "req": fields, "cwd": req.cwd or os.getcwd(), "env": env,
+               "path": [] if self.with_path else (_path_entries(req) or [])}
         try:
-            stdin.write(json.dumps({"dir": where, "req": fields}).encode() + b"\n")
+            stdin.write(json.dumps(job).encode() + b"\n")
             stdin.flush()
         except OSError:
             self.broken = True
@@ -146,8 +187,8 @@ class Zygote:
             self.broken = True
             shutil.rmtree(where, ignore_errors=True)
             return None
-        _note_start(req.path or f"package {req.package}")
-        self.current = ForkedProbe(self, req, int(forked["pid"]), where)
+        _note_start(req, "fork: ")
+        self.current = ForkedProbe(self, req, int(forked["pid"]), where, tag)
         return self.current
 
     def close(self) -> None:
@@ -167,8 +208,9 @@ class Zygote:
 class ForkedProbe:
     """A probe forked from a :class:`Zygote`: the same interface as ``ProbeHandle``."""
 
-    def __init__(self, zygote: Zygote, req: ProbeRequest, pid: int, where: str) -> None:
-        self.zygote, self.req, self.pid, self.tmp = zygote, req, pid, where
+    def __init__(self, zygote: Zygote, req: ProbeRequest, pid: int, where: str,
+                 tag: str = "") -> None:
+        self.zygote, self.req, self.pid, self.tmp, self.tag = zygote, req, pid, where, tag
         self.start = time.monotonic()
         self.leftovers = 0
         self._outcome: ProbeOutcome | None = None
@@ -200,9 +242,13 @@ class ForkedProbe:
         return None if event is None else int(event.get("status", 0))
 
     def _finish(self) -> None:
-        # Its own session: what it started and left (a daemon) is killed by session. The
-        # environment tag is the zygote's, shared by every fork: not used here.
-        self.leftovers = kill_probe_processes(self.pid, None)
+        # Its own session: what it started and left is killed by session; a daemon that
+        # left the session, by its environment's tag: the fork's own if it was started by
+        # exec, the zygote's if only forked (/proc shows the environment a process was
+        # exec'd with, and the fork was not). One fork runs at a time: nothing but the
+        # zygote itself and this fork's leftovers carries the zygote's tag.
+        tags = [t.encode() for t in (self.tag, self.zygote.tag) if t]
+        self.leftovers = kill_probe_processes(self.pid, *tags, spare=self.zygote.proc.pid)
         if self.zygote.current is self:
             self.zygote.current = None
 
@@ -274,26 +320,123 @@ class ForkedProbe:
 
 def forkable(req: ProbeRequest) -> bool:
     """Whether ``req`` can be forked from a zygote: a complete request (no late fields) that
-    imports torch or TensorFlow first, inside a reuse scope; not MindSpore's AOT load, not
-    --opcheck (torch._dynamo)."""
-    from opdoctor.facts.probe.runner import scope_open
-    return scope_open() and (req.torch or req.tensorflow) and not req.aot_function \
-        and not req.opcheck and not req.late
+    imports torch or TensorFlow first, inside a reuse scope or while zygotes are kept; not
+    MindSpore's AOT load, not --opcheck (torch._dynamo)."""
+    return not req.late and could_fork(req)
 
 
-def module_probe(req: ProbeRequest) -> ProbeHandle | ForkedProbe:
-    """Start the probe of ``req`` (complete, no late fields): forked from the zygote of its
-    interpreter, framework, environment and limits inside a reuse scope, else (no scope,
-    MindSpore, --opcheck, a zygote that cannot serve) as a plain child. Used for a module's
-    own import (torch) and, in a walk or scan, for every TensorFlow probe."""
-    from opdoctor.facts.probe.runner import ZYGOTES, start_probe
-    if not forkable(req):
-        return start_probe(req)
-    key = json.dumps([req.python, req.env, req.cwd, req.timeout, req.memory_mb,
-                      req.torch, req.tensorflow], sort_keys=True)
+def could_fork(req: ProbeRequest) -> bool:
+    """:func:`forkable` but for the late fields (a request that will be complete)."""
+    from opdoctor.facts.probe.runner import scope_open, zygotes_kept
+    return (scope_open() or zygotes_kept()) and bool(req.torch or req.tensorflow) and \
+        not req.aot_function and not req.opcheck
+
+
+# Variables no interpreter, loader or framework reads at start-up: opdoctor's own settings
+# and a test runner's per-test bookkeeping. A fork may differ from its zygote in them (the
+# fork's environment is replaced by its own); any other variable keys a zygote of its own.
+_NOT_AT_START = ("OPDOCTOR_", "PYTEST_")
+
+
+def _key(req: ProbeRequest, with_path: bool) -> str:
+    env = {k: v for k, v in req.env.items() if not k.startswith(_NOT_AT_START) and
+           (with_path or k != "PYTHONPATH")}
+    return json.dumps([req.python, env, req.timeout, req.memory_mb, req.torch,
+                       req.tensorflow, with_path], sort_keys=True)
+
+
+def worth_a_zygote(req: ProbeRequest) -> bool:
+    """Whether ``req``'s probe (torch or TensorFlow, the package's or a library's own) should
+    be forked: while zygotes are kept, or when its zygote already runs; a TensorFlow probe in
+    a reuse scope always (its import is seconds); a torch probe from the second of a scope
+    on (a check of one library starts its one probe at once, beside its static checks)."""
+    from opdoctor.facts.probe.runner import PLAIN_STARTS, ZYGOTES, zygotes_kept
+    if not could_fork(req):
+        return False
+    key = _key(req, False)
+    return zygotes_kept() or bool(req.tensorflow) or key in ZYGOTES or key in PLAIN_STARTS
+
+
+def note_plain_start(req: ProbeRequest) -> None:
+    """Remember that a plain torch probe started in this scope (the next one is forked)."""
+    from opdoctor.facts.probe.runner import PLAIN_STARTS, scope_open
+    if scope_open() and could_fork(req):
+        PLAIN_STARTS.add(_key(req, False))
+
+
+def warm(req: ProbeRequest) -> None:
+    """Start the zygote ``req``'s probe will be forked from, now (it imports the framework
+    while the static checks and the import chain run)."""
+    _zygote(req, False)
+
+
+def _zygote(req: ProbeRequest, with_path: bool) -> Zygote:
+    from opdoctor.facts.probe.runner import ZYGOTES
+    if any(z.owner != os.getpid() for z in ZYGOTES.values()):
+        # Inherited by a fork of the process that started them (a scan worker): theirs to
+        # use and close, not this process's (their pipes and event readers are the parent's).
+        ZYGOTES.clear()
+    key = _key(req, with_path)
     zygote = ZYGOTES.get(key)
     if zygote is None or zygote.broken:
         if zygote is not None:
             zygote.close()
-        zygote = ZYGOTES[key] = Zygote(req)
+        zygote = ZYGOTES[key] = Zygote(req, with_path)
+    return zygote
+
+
+def _path_entries(req: ProbeRequest) -> list[str] | None:
+    """``req``'s PYTHONPATH entries as the interpreter puts them on sys.path (absolute,
+    relative to its working directory); None when one cannot be placed by a fork (empty: the
+    working directory itself)."""
+    value = req.env.get("PYTHONPATH", "")
+    if not value:
+        return []
+    out = []
+    for entry in value.split(os.pathsep):
+        if not entry:
+            return None
+        out.append(os.path.normpath(os.path.join(req.cwd or os.getcwd(), entry)))
+    return out
+
+
+def _holds_any(entry: str, names: frozenset[str]) -> bool:
+    """Whether sys.path entry ``entry`` holds a module named in ``names``, distribution
+    metadata with entry points of torch or TensorFlow, or TensorFlow's plug-in directory (a
+    file that is not a directory — a zip — counts as holding anything)."""
+    if not os.path.isdir(entry):
+        return os.path.exists(entry)
+    try:
+        items = os.listdir(entry)
+    except OSError:
+        return True
+    for item in items:
+        if item.partition(".")[0] in names or item == "tensorflow-plugins":
+            return True
+        if item.endswith((".dist-info", ".egg-info")):
+            try:
+                with open(os.path.join(entry, item, "entry_points.txt"),
+                          encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            if "[torch" in text or "[tensorflow" in text:
+                return True
+    return False
+
+
+def module_probe(req: ProbeRequest) -> ProbeHandle | ForkedProbe:
+    """Start the probe of ``req`` (complete, no late fields): forked from the zygote of its
+    interpreter, framework, start-up environment and limits inside a reuse scope (or while
+    zygotes are kept), else (no scope, MindSpore, --opcheck, a zygote that cannot serve) as a
+    plain child. One zygote serves requests whose PYTHONPATH differs when the fork can put
+    it on sys.path itself (:meth:`Zygote.admits`); otherwise the PYTHONPATH has a zygote of
+    its own."""
+    from opdoctor.facts.probe.runner import start_probe
+    if not forkable(req):
+        return start_probe(req)
+    zygote = _zygote(req, False)
+    if req.env.get("PYTHONPATH") and not zygote.admits(req):
+        zygote = _zygote(req, True)
     return zygote.fork(req) or start_probe(req)
+
