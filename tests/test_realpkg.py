@@ -21,7 +21,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.pipeline import run_check
 from opdoctor.report import text as text_report
 from opdoctor.report.layout import Printer
-from tests.conftest import BUILD, FIX, SKIP
+from tests.conftest import BUILD, FIX, SKIP, fixture
 from tests.helpers import cli, cli_proc, cli_text_and_json
 from tests.torchfork import run_python
 
@@ -268,6 +268,39 @@ def test_old_release_with_the_old_abi_leads_with_the_release(
     # the text report shows each consequence once
     assert res.out.count("OD511 import torchtext raised") == 1
     assert res.out.count("OD321 undefined symbol") == 1
+
+
+@pytest.mark.probe
+def test_the_old_abi_of_an_installed_wheel_is_fixed_by_its_release_not_a_rebuild(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """torchtext 0.18.0's `_torchtext.so` (an installed wheel) alone gets OD303: "rebuild with
+    -D_GLIBCXX_USE_CXX11_ABI=1" assumed a source tree. An old-ABI PyPI wheel is a build for
+    torch < 2.7: the fix is its release for this torch, or a rebuild of it by pip, or the
+    torch it was built for (survey 8's P16). The library needs the old-ABI `std::string`
+    form of a c10 function that torch 2.13 exports only in the new ABI."""
+    site = _rp_site("torchtext-0.18.0")
+    lib = site / "torchtext" / "_torchtext.so"
+    old = "_ZN3c106detail23torchInternalAssertFailEPKcS2_jS2_RKSs"
+    new = "_ZN3c106detail23torchInternalAssertFailEPKcS2_jS2_RKNSt7__cxx1112basic_stringIcSt11" \
+        "char_traitsIcESaIcEEE"
+    real = run_python("import torch, ctypes, os, sys\n"
+                      "c10 = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), 'lib', "
+                      "'libc10.so'))\n"
+                      "print(hasattr(c10, sys.argv[1]), hasattr(c10, sys.argv[2]))\n",
+                      old, new, timeout=300)
+    assert real.stdout.split() == ["False", "True"], real.stderr[-2000:]
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}", str(lib))
+    rep = res.json()["reports"][0]
+    assert rep["diagnosis"]["root_findings"][0] == "OD303"
+    od303 = next(f for f in rep["findings"] if f["code"] == "OD303")
+    assert od303["fix"].startswith("install the torchtext release built for torch 2.13"), \
+        od303["fix"]
+    assert "built for torch < 2.7" in od303["fix"] and \
+        "pip install --no-build-isolation --no-binary torchtext torchtext" in od303["fix"]
+    # A library outside any installed distribution keeps the rebuild.
+    bare = cli(capsys, "check", "--static", "-f", "json", str(fixture("loader/abi0.so")))
+    fix = next(f["fix"] for f in bare.json()["reports"][0]["findings"] if f["code"] == "OD303")
+    assert fix.startswith("rebuild with -D_GLIBCXX_USE_CXX11_ABI=1"), fix
 
 
 @pytest.mark.probe

@@ -71,9 +71,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     if mm is not None:
         yield OD303.finding(
             facts.path, f"built with _GLIBCXX_USE_CXX11_ABI={mm.extension}, torch uses "
-            f"{mm.torch}", mm.evidence,
-            fix=f"rebuild with -D_GLIBCXX_USE_CXX11_ABI={mm.torch} "
-            "(torch.utils.cpp_extension sets it for you)")
+            f"{mm.torch}", mm.evidence, fix=_abi_fix(facts, mm.extension, mm.torch))
     key = _search_rodata(facts.image, _PYBIND_KEY)
     py = next((lib for lib in facts.process.preloaded
                if os.path.basename(lib.path) == "libtorch_python.so"), None)
@@ -88,6 +86,25 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 "will not convert in its functions; torch.Tensor still does",
                                 (f"extension: {key.decode()}",
                                  f"libtorch_python.so: {theirs.decode()}"))
+
+def _abi_fix(facts: Facts, extension: int, torch: int) -> str:
+    """Rebuild with torch's ABI flag — or, for a library of an installed distribution (a wheel
+    from an index: no source tree to rebuild in), install its release built for this torch
+    (an old-ABI wheel is a build for torch < 2.7, whose pip wheels used the old ABI)."""
+    rebuild = (f"rebuild with -D_GLIBCXX_USE_CXX11_ABI={torch} "
+               "(torch.utils.cpp_extension sets it for you)")
+    dist = facts.extension_variant.distribution
+    if not dist:
+        return rebuild
+    interp = facts.interpreter
+    version = interp.torch.version if interp and interp.torch else ""
+    era = (" (an old-ABI wheel was built for torch < 2.7, whose pip wheels used "
+           "_GLIBCXX_USE_CXX11_ABI=0)") if extension == 0 and torch == 1 else ""
+    return (f"install the {dist} release built for torch {version or 'this torch'}{era}; if "
+            f"there is none, rebuild it against this torch (pip install --no-build-isolation "
+            f"--no-binary {dist} {dist}: torch.utils.cpp_extension sets "
+            f"-D_GLIBCXX_USE_CXX11_ABI={torch}); or install the torch it was built for")
+
 
 CHECK = Check(
     name="cxx-abi",
