@@ -24,6 +24,9 @@ import pytest
 from tests import torchfork
 from tests.conftest import BUILD, ROOT
 
+# Probes fork from one import of their framework per module (conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 RW = ROOT / "benchmarks" / "realworld"
 CASES_TOML = RW / "cases.toml"
 # The bar of the issue: the cases make test runs total under about 100 MB of wheels.
@@ -76,6 +79,32 @@ def _forked(cmd: list[str], timeout: float, env: dict[str, str] | None,
     return p.returncode, p.stdout, time.monotonic() - t0
 
 
+def _in_process(args: list[str], timeout: float, env: dict[str, str] | None = None
+                ) -> tuple[int | None, str, float]:
+    """run.py's ``opdoctor`` (a ``python -m opdoctor`` child) run in this process instead,
+    with the job's environment as its own, so that this module's probes fork from the zygote
+    it keeps (conftest.shared_zygotes): the same command line, the same report."""
+    import contextlib
+    import io
+    import os
+
+    from opdoctor.cli import main
+
+    out = io.StringIO()
+    saved = dict(os.environ)
+    t0 = time.monotonic()
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update({k: v for k, v in env.items() if k != "PYTHONPATH"})
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = main(list(args))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return code, out.getvalue(), time.monotonic() - t0
+
+
 def _installed(name: str) -> object:
     """The case, installed; skipped with run.py's reason when its wheels could not be fetched."""
     case = ALL[name]
@@ -97,7 +126,7 @@ def test_realworld_case(name: str, tmp_path: Path) -> None:
     text = RUN.reproduce(case, res, tmp_path, runner=_forked)
     # The framework itself fails this way (or, for a healthy control, runs the op).
     assert res.reproduced, f"{res.note} (rc={res.action_rc}):\n{text}"
-    RUN.score_check(case, res, tmp_path)
+    RUN.score_check(case, res, tmp_path, op=_in_process)
     check_json = (tmp_path / "check.json").read_text()[-3000:]
     if case.cause is None:
         assert res.check_ok == "right", f"healthy package flagged: {res.check_codes}\n{check_json}"
@@ -105,7 +134,7 @@ def test_realworld_case(name: str, tmp_path: Path) -> None:
     assert (res.check_cause, res.check_ok) == (case.cause, "right"), (
         f"check: cause {res.check_cause} ({res.check_ok}), want {case.cause} with "
         f"{case.subcause!r}; verdict {res.check_verdict!r}\n{check_json}")
-    RUN.score_explain(case, res, text, tmp_path)
+    RUN.score_explain(case, res, text, tmp_path, op=_in_process)
     miss = KNOWN_EXPLAIN_MISSES.get(name)
     if miss:
         # Strict: once explain gets it right, this fails so that the entry is removed.

@@ -403,6 +403,11 @@ def opdoctor(args: list[str], timeout: float, env: dict[str, str] | None = None
     return run([sys.executable, *ENTRY, *args], timeout=timeout, env=e)
 
 
+# opdoctor()'s signature: (arguments, timeout, environment) -> (exit code or None on timeout,
+# stdout+stderr, seconds).
+OpRunner = Callable[..., tuple[int | None, str, float]]
+
+
 def mentions(blob: str, keyword: str) -> bool:
     """Whether ``keyword`` (case-insensitive; '|' separates alternatives) occurs in ``blob``."""
     if not keyword:
@@ -411,8 +416,10 @@ def mentions(blob: str, keyword: str) -> bool:
     return any(k.strip().lower() in low for k in keyword.split("|"))
 
 
-def score_check(case: Case, res: Result, out_dir: Path | None = None) -> None:
-    """Run ``opdoctor check -f json`` and score its diagnosis against the true cause."""
+def score_check(case: Case, res: Result, out_dir: Path | None = None,
+                op: OpRunner = opdoctor) -> None:
+    """Run ``opdoctor check -f json`` (``op``: :func:`opdoctor`'s signature; the tests pass one
+    that runs it in their own process) and score its diagnosis against the true cause."""
     args = ["check", "-f", "json", "--timeout", "60"]
     if case.framework == "tensorflow":
         args += ["--python", str(python_for(case))]
@@ -424,7 +431,7 @@ def score_check(case: Case, res: Result, out_dir: Path | None = None) -> None:
     else:
         args += [str(case.dir / case.check_so)]
     env = case_env(case)
-    rc, out, secs = opdoctor(args, timeout=max(case.timeout, 200.0), env=env)
+    rc, out, secs = op(args, timeout=max(case.timeout, 200.0), env=env)
     res.check_seconds = round(secs, 1)
     res.check_exit = rc
     (out_dir or case.dir).joinpath(f"check{SUFFIX[0]}.json").write_text(out)
@@ -480,11 +487,13 @@ def probe_seconds(report: dict[str, Any]) -> float | None:
     return None
 
 
-def score_explain(case: Case, res: Result, text: str, out_dir: Path | None = None) -> None:
-    """Run ``opdoctor explain -f json`` on the recorded error text and score it."""
+def score_explain(case: Case, res: Result, text: str, out_dir: Path | None = None,
+                  op: OpRunner = opdoctor) -> None:
+    """Run ``opdoctor explain -f json`` (``op``: as for :func:`score_check`) on the recorded
+    error text and score it."""
     if case.cause is None:
         return
-    _rc, out, secs = opdoctor(["explain", "-f", "json", text], timeout=120)
+    _rc, out, secs = op(["explain", "-f", "json", text], timeout=120)
     res.explain_seconds = round(secs, 1)
     (out_dir or case.dir).joinpath(f"explain{SUFFIX[0]}.json").write_text(out)
     try:

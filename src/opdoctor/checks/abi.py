@@ -90,11 +90,12 @@ def run(facts: Facts) -> Iterator[Finding]:
 def _abi_fix(facts: Facts, extension: int, torch: int) -> str:
     """Rebuild with torch's ABI flag — or, for a library of an installed distribution (a wheel
     from an index: no source tree to rebuild in), install its release built for this torch
-    (an old-ABI wheel is a build for torch < 2.7, whose pip wheels used the old ABI)."""
+    (an old-ABI wheel is a build for torch < 2.7, whose pip wheels used the old ABI). A wheel
+    file being checked is a build (a CI gate's): rebuild it."""
     rebuild = (f"rebuild with -D_GLIBCXX_USE_CXX11_ABI={torch} "
                "(torch.utils.cpp_extension sets it for you)")
     dist = facts.extension_variant.distribution
-    if not dist:
+    if not dist or facts.options.wheel:
         return rebuild
     interp = facts.interpreter
     version = interp.torch.version if interp and interp.torch else ""

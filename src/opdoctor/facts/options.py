@@ -36,6 +36,9 @@ class CheckOptions:
     budget_scale: float = 1.0
     # MindSpore AOT: the function named by ``lib.so:Func`` (ops.Custom's own notation).
     aot_function: str = ""
+    # The wheel file this library was unpacked from (a build being gated, not an install: its
+    # fixes rebuild it rather than swap releases).
+    wheel: str = ""
 
 
 # ``ns::op[KEYS]`` (torch) or ``Op[DEVICES]`` without a namespace: a TensorFlow op, whose

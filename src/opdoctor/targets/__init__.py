@@ -213,9 +213,10 @@ def expand(paths: list[str], options: CheckOptions,
                 if not libs and errors is not None:
                     errors.append(TargetError(path, "OD415", "no compiled library in the wheel"
                                               f" ({_wheel_kind(path)})"))
+                from_wheel = dataclasses.replace(options, wheel=os.path.abspath(path))
                 for lib in libs:
                     rel = os.path.relpath(lib, tmp)
-                    targets.append(_with_package(lib, options, f"{path}!/{rel}"))
+                    targets.append(_with_package(lib, from_wheel, f"{path}!/{rel}"))
             elif os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
                 denied: list[str] = []
                 found = _walk(path, denied)
