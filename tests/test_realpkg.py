@@ -188,6 +188,40 @@ def test_build_record_names_the_exact_torch_build(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.probe
+def test_a_load_the_package_caught_is_seen_as_it_happened(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`import xformers` (0.0.35) calls torch.ops.load_library(_C.so), catches the OSError and
+    prints a banner naming the releases but no file: the probe said it "did not load _C.so
+    (the package loads it later, or never)" (survey 8's P13). The probe now sees the failed
+    load happen (the path, the package's line, the loader's error), and the real load's
+    missing libcudart.so.12 confirms the build variant."""
+    site = _rp_site("xformers-0.0.35")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = run_python("import torch, xformers, xformers._cpp_lib as c\n"
+                      "print(type(c._cpp_library_load_exception).__name__)\n"
+                      "e = c._cpp_library_load_exception.__cause__\n"
+                      "print(repr(e), repr(e.__cause__))",
+                      env=env, timeout=300)
+    assert real.returncode == 0, real.stderr[-2000:]
+    assert real.stdout.split("\n")[0] == "xFormersInvalidLibException"
+    # torch.ops.load_library's "Could not load this library: …/_C.so", from ctypes' error
+    assert "_C.so" in real.stdout and "libcudart.so.12: cannot open" in real.stdout
+    assert "xFormers was built for" in real.stderr
+    assert "_C.so" not in real.stderr  # the banner names no file
+    res, doc = cli_text_and_json(capsys, tmp_path, "check", "--package", "xformers", "--env",
+                                 f"PYTHONPATH={site}")
+    rep = doc["reports"][0]
+    assert rep["diagnosis"]["root_findings"] == ["OD307"]
+    caught = [f for f in rep["findings"] if f["code"] == "OD512"]
+    assert len(caught) == 1 and caught[0]["message"].startswith("loading _C.so fails: OSError: "
+                                                                "libcudart.so.12"), caught
+    assert any("caught it (xformers/_cpp_lib.py:" in e for e in caught[0]["evidence"])
+    assert "OD315" in rep["diagnosis"]["consequences"]["OD307"]  # the real load confirms it
+    assert "the package tried, the load failed and the package caught it: OD512" in res.out
+    assert "loads it later, or never" not in res.out
+
+
+@pytest.mark.probe
 def test_package_with_run_time_library_paths_gets_the_loaders_verdict(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """fbgemm-gpu-cpu 1.9.0 (built for torch 2.14) loads its libraries from a loop over file
@@ -577,7 +611,7 @@ def test_scan_checks_a_packages_libraries_in_one_worker_with_one_import() -> Non
     starts = [s for s in log.read_text().splitlines() if not s.startswith("zygote ")]
     # (a plain probe's start is logged before its library is sent: "library (path follows)")
     assert _imports(log, "fbgemm_gpu") == 1 and len(starts) == 2, starts
-    assert all(r.sections["probe"]["outcome"] == "loaded" for r in reports  # type: ignore[union-attr]
+    assert all(r.sections["probe"]["outcome"] == "loaded" for r in reports
                if not isinstance(r, str))
 
 

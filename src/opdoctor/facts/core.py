@@ -484,14 +484,16 @@ class Facts:
     def swallowed(self, res: ProbeOutcome) -> tuple[Swallowed, ...]:
         """Package mode: the failures the package's import hid — those the probe's retry of a
         swallowed import surfaced, and, when the import worked without loading this library,
-        a failed load of it the import only printed (see ``printed_load_failures``)."""
+        a failed load of it the import caught (seen as it happened: ``caught_load_failures``),
+        else one it only printed (``printed_load_failures``)."""
         from opdoctor.facts.probe.outcome import ProbeState
 
         out = res.swallowed
         if self.options.package and not self.is_package_dir and res.state is \
                 ProbeState.LOADED and os.path.isfile(self.path) and not res.maps(self.path):
             seen = {h.target for h in out}
-            out += tuple(h for h in res.printed_load_failures(self.path)
+            caught = res.caught_load_failures(self.path)
+            out += tuple(h for h in caught or res.printed_load_failures(self.path)
                          if h.target not in seen)
         return out
 

@@ -209,6 +209,9 @@ class ProbeOutcome:
     # probes of one command share one framework import.
     forked: bool = False
     opcheck_error: Failure | None = None  # the opcheck stage itself raised (opdoctor's bug)
+    # Package mode: ctypes loads that failed during the import (path, the package's line that
+    # asked for it, the loader's error), caught by the package or not.
+    failed_loads: tuple[tuple[str, str, str], ...] = ()
 
     def maps(self, *files: str) -> bool:
         """Whether the probe's process mapped one of ``files`` (compared by real path): the
@@ -248,6 +251,20 @@ class ProbeOutcome:
                 out.append(Swallowed(path, f"the package's import, which printed it{where}",
                                      Failure(kind, line.strip()[:600], "")))
         return tuple(dict.fromkeys(out))
+
+    def caught_load_failures(self, path: str) -> tuple[Swallowed, ...]:
+        """Loads of ``path`` that the package's import asked ctypes (or
+        ``torch.ops.load_library``) for and that failed, seen as they happened: the package
+        caught the error, since its import went on (xformers prints a banner naming no
+        file)."""
+        names = {path, os.path.realpath(path)}
+        return tuple(dict.fromkeys(
+            Swallowed(path, "the package's import, which caught it" +
+                      (f" ({os.path.basename(os.path.dirname(where))}/"
+                       f"{os.path.basename(where)})" if where else ""),
+                      Failure("OSError", error, ""))
+            for p, where, error in self.failed_loads
+            if p in names or os.path.realpath(p) in names))
 
     @property
     def load_message(self) -> str:
@@ -377,4 +394,8 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         opcheck_seconds=float(last.get(P.COMPILE, {}).get("seconds", 0.0) or 0.0),
         waited_seconds=float(last.get(P.LATE, {}).get("waited", 0.0) or 0.0),
         forked=bool(last.get(P.START, {}).get("forked", False)),
-        opcheck_error=Failure.of(last.get(P.COMPILE, {}).get("error")))
+        opcheck_error=Failure.of(last.get(P.COMPILE, {}).get("error")),
+        failed_loads=tuple((str(f.get("path", "")), str(f.get("where", "")),
+                            str(f.get("error", "")))
+                           for f in last.get(P.FAILED_LOADS, {}).get("loads", []) or []
+                           if isinstance(f, dict)))

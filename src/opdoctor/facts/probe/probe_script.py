@@ -191,8 +191,10 @@ def load_target(load: Callable[[str], Any], maps_before: list[str]) -> tuple[boo
     modules_before = set(sys.modules)
     result: Any = None
     ok = True
+    failed_loads: list[dict[str, str]] = []
     try:
         if REQ.get("package"):
+            _watch_failed_loads(failed_loads)
             import importlib
             # Model `python -c "import pkg"` run in the job's cwd: sys.path[0] is ''.
             if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
@@ -211,7 +213,39 @@ def load_target(load: Callable[[str], Any], maps_before: list[str]) -> tuple[boo
     emit(P.MAPPED, libraries=[m for m in mapped() if m not in maps_before])
     if REQ.get("package"):
         emit(P.IMPORTED, modules=imported_since(modules_before))
+        if failed_loads:
+            emit(P.FAILED_LOADS, loads=failed_loads)
     return ok, result
+
+
+def _watch_failed_loads(into: list[dict[str, str]]) -> None:
+    """Note every ctypes load (``torch.ops.load_library`` loads through ctypes too) that
+    fails from here on: the path, the package's line that asked for it, the loader's error.
+    The exception is re-raised unchanged: what the package does with it is the package's
+    (xformers catches it and prints a version banner that names no file)."""
+    import ctypes
+
+    original = ctypes.CDLL.__init__
+    if getattr(original, "_opdoctor_watch", False):
+        return
+
+    def init(self: Any, name: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            original(self, name, *args, **kwargs)
+        except OSError as exc:
+            where = ""
+            for frame in reversed(traceback.extract_stack()[:-1]):
+                parts = frame.filename.replace(os.sep, "/")
+                if "/ctypes/" not in parts and "/torch/" not in parts:
+                    where = f"{frame.filename}:{frame.lineno}"
+                    break
+            into.append({"path": os.path.abspath(name) if isinstance(name, str) and
+                         os.sep in name else str(name), "where": where,
+                         "error": str(exc)[:600]})
+            raise
+
+    init._opdoctor_watch = True  # type: ignore[attr-defined]
+    ctypes.CDLL.__init__ = init  # type: ignore[method-assign]
 
 
 def retry_hidden(torch: Any, load: Callable[[str], Any] | None = None) -> None:

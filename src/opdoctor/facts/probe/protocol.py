@@ -23,6 +23,9 @@ LOADED = "loaded"
 MAPPED = "mapped"  # libraries: shared objects mapped by the load
 IMPORTED = "imported"  # modules: [{module, file}]
 HIDDEN = "hidden"  # errors: [{target, where, error}] — swallowed imports, retried
+# loads: [{path, where, error}] — ctypes loads (torch.ops.load_library's too) that failed
+# during the package's import, whether or not the package caught the error
+FAILED_LOADS = "failed_loads"
 OPS = "ops"  # new: [names], ops: [OpDetails]
 DANGLING = "dangling"  # impls: [str]
 SMOKE = "smoke"  # results: [SmokeCall]
