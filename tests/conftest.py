@@ -201,7 +201,11 @@ def fresh_probes() -> Iterator[None]:
     from opdoctor.facts.probe import runner
 
     kept, runner._KEPT[0] = runner._KEPT[0], 0
+    zygotes = dict(runner.ZYGOTES)  # the module's, set aside: the commands here start theirs
+    runner.ZYGOTES.clear()
     try:
         yield
     finally:
+        runner.close_zygotes()
+        runner.ZYGOTES.update(zygotes)
         runner._KEPT[0] = kept

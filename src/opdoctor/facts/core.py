@@ -391,7 +391,10 @@ class Facts:
             from opdoctor.facts.probe.runner import prestart
             from opdoctor.facts.probe.zygote import warm, worth_a_zygote
             req = self._probe_request()
-            if worth_a_zygote(req):
+            # A TensorFlow probe is forked in the command's scope anyway (and a package's
+            # op libraries are often several: tensorflow-io's six): its zygote imports
+            # TensorFlow now, instead of a plain child for the first and a zygote later.
+            if req.tensorflow or worth_a_zygote(req):
                 warm(req)  # its probe will be forked: the zygote imports the framework now
             else:
                 prestart(req)

@@ -445,4 +445,6 @@ def discard_prestarted() -> int:
     while _PRESTARTED:
         handle = _PRESTARTED.popitem()[1]
         handle.abandon()
+    if not _SCOPES[0] and not _KEPT[0]:
+        close_zygotes()  # warmed for a package whose command stopped before its scope
     return count
