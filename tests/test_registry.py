@@ -57,6 +57,11 @@ def test_crashing_check_is_reported_not_fatal() -> None:
     assert run.status is CheckStatus.FAILED
     assert "ZeroDivisionError: boom" in run.reason
     assert any(c.name == "integrity" and c.status is CheckStatus.RAN for c in report.checks)
+    # The healthy reference has no finding, but the crashed check ruled nothing out.
+    assert report.diagnosis.cause == 0 and report.diagnosis.confidence == "low"
+    assert report.diagnosis.summary.startswith(
+        "No problem found by the checks that ran; 1 crashed (boom: opdoctor's bug"), \
+        report.diagnosis.summary
 
 
 def test_undeclared_code_is_rejected() -> None:

@@ -188,7 +188,16 @@ def run_check(
     findings = apply_overrides(findings, overrides or {})
     diagnosis = diagnose(findings)
     unread = _unread_libraries(facts) if diagnosis.cause == 0 else ""
-    if unread:
+    crashed = [c.name for c in checks if c.status is CheckStatus.FAILED]
+    if diagnosis.cause == 0 and crashed:
+        # A check that crashed ruled nothing out: "No problem found." said it had (the exit
+        # code, 4, and the stderr line did say so).
+        diagnosis = dataclasses.replace(
+            diagnosis, confidence="low", summary=diagnosis.summary[:-1].replace(
+                "No problem found", "No problem found by the checks that ran", 1) +
+            f"; {len(crashed)} crashed ({', '.join(crashed)}: opdoctor's bug, see stderr), "
+            "so what they check is not ruled out.")
+    elif unread:
         # bitblas, transformer-engine: --static read the package's Python and none of its
         # libraries; "No problem found." claimed what was not looked at.
         diagnosis = dataclasses.replace(
