@@ -337,6 +337,29 @@ def test_the_old_abi_of_an_installed_wheel_is_fixed_by_its_release_not_a_rebuild
     assert fix.startswith("rebuild with -D_GLIBCXX_USE_CXX11_ABI=1"), fix
 
 
+def test_a_wheel_file_being_checked_is_rebuilt_not_swapped(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The same torchtext 0.18.0 files packed as a wheel file, checked as a CI job checks
+    the wheel it built: OD303 and OD304 say to rebuild it (against this torch, with its ABI),
+    not to install another release of it."""
+    import zipfile
+
+    site = _rp_site("torchtext-0.18.0")
+    whl = tmp_path / "torchtext-0.18.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for f in sorted(site.rglob("*")):
+            if f.is_file() and f.parts[len(site.parts)].startswith("torchtext"):
+                z.write(f, f.relative_to(site).as_posix())
+    res = cli(capsys, "check", "--static", "-f", "json", str(whl))
+    reports = {r["target"]["path"].rsplit("/", 1)[-1]: r for r in res.json()["reports"]}
+    fixes = {f["code"]: f["fix"] for r in reports.values() for f in r["findings"]
+             if f["code"] in ("OD303", "OD304")}
+    assert set(fixes) == {"OD303", "OD304"}, reports.keys()
+    assert fixes["OD303"].startswith("rebuild with -D_GLIBCXX_USE_CXX11_ABI=1"), fixes
+    assert fixes["OD304"].startswith("rebuild the extension against torch 2.13"), fixes
+    assert not any("release built for torch" in f for f in fixes.values())
+
+
 @pytest.mark.probe
 def test_cuda_build_with_the_old_abi_leads_with_the_build(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -270,9 +270,10 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
     if len(syms) > 10:
         ev.append(f"… and {len(syms) - 10} more")
     ext = facts.extension_variant
-    if ext.distribution:
+    if ext.distribution and not facts.options.wheel:
         # An installed distribution (a wheel from an index): no source tree to rebuild in
-        # ("pip install ." means nothing there); the release pairing is what to change.
+        # ("pip install ." means nothing there); the release pairing is what to change. A
+        # wheel file being checked is a build (a CI job's): rebuilding it is the fix.
         want = f" (its metadata requires {ext.requires_torch})" if ext.requires_torch else ""
         d = ext.distribution
         fix = (f"install the {d} release built for torch {version} (its release notes pair "
