@@ -733,3 +733,37 @@ def test_a_packages_tensorflow_op_libraries_share_one_tensorflow_import(
         assert reps["zero_out_abi0.so"]["diagnosis"]["root_findings"] == ["OD340"]
         assert reps["zero_out.so"]["diagnosis"]["root_findings"] == []
         assert not [f for f in reps["zero_out.so"]["findings"] if f["severity"] == "error"]
+
+
+@pytest.mark.probe
+def test_a_sibling_the_import_fails_at_is_named_not_blamed_on_the_library(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """scann's shape (survey 8's P15): the package loads a healthy op library, then one built
+    against another TensorFlow's abseil, and its import fails there. A check of the healthy
+    one said "built against TensorFlow 2.16–2.19: it needs abseil …" as though it did; the
+    finding is the failing library's, and the message says the import fails at it."""
+    pkg = tmp_path / "twolib"
+    pkg.mkdir()
+    shutil.copy(fixture("tensorflow/zero_out.so"), pkg / "_fine.so")
+    shutil.copy(fixture("tensorflow/zero_out_oldabsl.so"), pkg / "_ops.so")
+    (pkg / "__init__.py").write_text(
+        "import os\nimport tensorflow as tf\n\n_here = os.path.dirname(__file__)\n"
+        "fine = tf.load_op_library(os.path.join(_here, '_fine.so'))\n"
+        "ops = tf.load_op_library(os.path.join(_here, '_ops.so'))\n")
+    real = subprocess.run([tf_python(), "-c", "import twolib"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    # line 6: _fine.so loaded on line 5; _ops.so's abseil 2023-08-02 is not TF 2.21's
+    assert 'line 6, in <module>' in real.stderr and \
+        "_ops.so: undefined symbol: _ZN4absl12lts_20230802" in real.stderr, real.stderr[-2000:]
+    doc = cli(capsys, "check", "-f", "json", "--python", tf_python(),
+              str(pkg / "_fine.so")).json()
+    od341 = next(f for f in doc["reports"][0]["findings"] if f["code"] == "OD341")
+    assert od341["subject"] == str(pkg / "_ops.so")
+    assert od341["message"].startswith("`import twolib` fails at _ops.so, built against "
+                                       "TensorFlow 2.16–2.19: it needs abseil"), od341
+    assert doc["reports"][0]["diagnosis"]["root_findings"] == ["OD341"]
+    own = cli(capsys, "check", "-f", "json", "--python", tf_python(),
+              str(pkg / "_ops.so")).json()
+    mine = [f for f in own["reports"][0]["findings"] if f["code"] == "OD341"]
+    assert mine and all(f["message"].startswith("built against TensorFlow 2.16–2.19")
+                        for f in mine), mine

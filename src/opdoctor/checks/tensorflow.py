@@ -276,12 +276,17 @@ def _package_load_error(facts: Facts, message: str) -> Iterator[Finding]:
     built = f"TensorFlow {release}" if release else "another TensorFlow release"
     fix = _fix_with(req.distribution.split()[0] if req else "", release, installed)
     ev = [f"tf.load_op_library: {lib}: undefined symbol: {sym}", f"  = {demangle(sym)}", *rev]
+    # The library that failed may be another of the package's (scann: `import scann` fails at
+    # _scann_ops.so while the scann_pybind.so checked loads): the finding is that library's,
+    # and its message says where the import fails, not that the library checked "needs" it.
+    where = "" if os.path.realpath(lib) == os.path.realpath(facts.path) else \
+        f"`import {facts.probed_import}` fails at {os.path.basename(lib)}, "
     if absl and tf.absl:
-        yield OD341.finding(lib, f"built against {built}: it needs abseil absl::{absl[0]}, "
-                            f"{installed} exports absl::{tf.absl}",
+        yield OD341.finding(lib, f"{where}built against {built}: it needs abseil "
+                            f"absl::{absl[0]}, {installed} exports absl::{tf.absl}",
                             (*ev, f"{tf.framework}: absl::{tf.absl}"), fix=fix)
     elif sym.startswith(("TF_", "TFE_", "TFL_")) or "10tensorflow" in sym:
-        yield OD342.finding(lib, f"built for {built}: {installed} does not export "
+        yield OD342.finding(lib, f"{where}built for {built}: {installed} does not export "
                             f"{demangle(sym)}", (*ev, f"not exported by {tf.framework}"),
                             fix=fix)
 
