@@ -239,6 +239,20 @@ def test_torch_symbols_a_missing_non_torch_library_cannot_define_are_certain(
     # its own error under cause 3, not folded under the missing library
     assert not any("OD304" in fs for fs in rep["diagnosis"]["consequences"].values())
     assert f"libsib.so is beside libop.so in {tmp_path}" in by["OD201"]["fix"]
+    assert "opdoctor check --package <name>" in by["OD201"]["fix"]
+    # The same files in a package (whose import loads neither: its own code does, on first
+    # use) checked as the package's (survey 8's P7: a --package run was told to run
+    # --package): no such advice there.
+    pkg = tmp_path / "sibpkg"
+    pkg.mkdir()
+    for name in ("libsib.so", "libop.so"):
+        shutil.copy(tmp_path / name, pkg / name)
+    (pkg / "__init__.py").write_text("")
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "sibpkg", "--cwd",
+              str(tmp_path), str(pkg / "libop.so"))
+    fixes = [f["fix"] for r in res.json()["reports"] for f in r["findings"]
+             if f["code"] == "OD201" and "libsib.so is beside" in f["fix"]]
+    assert fixes and not any("--package" in f for f in fixes), fixes
 
 
 @pytest.mark.probe

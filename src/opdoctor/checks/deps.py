@@ -170,12 +170,16 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
         # torchcodec's libtorchcodec_custom_ops7.so NEEDs libtorchcodec_core7.so, which sits
         # in the same directory: the package loads it first (a process that has it mapped
         # finds it by its soname), so only a load of this file on its own misses it.
+        # In package mode that is what this run does (torchcodec's --package run advised
+        # running --package): the advice is for a file checked on its own.
+        order = "" if facts.options.package else (
+            "; check the package with `opdoctor check --package <name>` to see the order it "
+            "really loads them")
         return (f"{miss.name} is beside {os.path.basename(req)} in {os.path.dirname(req)}, and "
                 "the loader does not look there without an RPATH: a package that loads it "
                 "first (ctypes / torch.ops.load_library) never meets this; to load this file "
-                f"on its own, load {beside} first or `patchelf --set-rpath '$ORIGIN' {req}`; "
-                "check the package with `opdoctor check --package <name>` to see the order it "
-                "really loads them")
+                f"on its own, load {beside} first or `patchelf --set-rpath '$ORIGIN' {req}`"
+                + order)
     return (f"find it (`find / -name '{miss.name}*' 2>/dev/null`), then either "
             f"`patchelf --set-rpath '$ORIGIN/<dir relative to {os.path.basename(req)}>' {req}`, "
             f"link with -Wl,-rpath,'$ORIGIN/...', or `export LD_LIBRARY_PATH=<its dir>`")
