@@ -1848,3 +1848,40 @@ def test_a_dependency_the_package_ships_and_loads_by_a_computed_path_is_no_stati
         od201[0]["message"]
     assert "patchelf" not in od201[0]["fix"]
     assert res.code == 0, rep["findings"]
+
+
+_CANDIDATES = '''import ctypes
+
+_lib = None
+_failures = []
+for d in ("/nonexistent/libfoo.so", "libm.so.6"):
+    try:
+        _lib = ctypes.CDLL(d)
+        break
+    except Exception as e:
+        _failures += [e]
+if _lib is None:
+    raise ImportError(f"no library: {_failures}")
+'''
+
+
+def test_candidate_paths_tried_in_turn_are_no_missing_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """z3's shape (survey 8's P12): a loop tries candidate libraries until one loads. A
+    missing absolute candidate beside a bare name the loader searches for was OD510 "the
+    package loads /nonexistent/libfoo.so, which does not exist" (an error, on a package that
+    imports); and the swallowed load was "the import of d", the loop variable."""
+    pkg = tmp_path / "candlib"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(_CANDIDATES)
+    real = _python(tmp_path, "import candlib; print(candlib._lib._name, "
+                             "len(candlib._failures))")
+    assert real.stdout.split() == ["libm.so.6", "1"], real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--package",
+              "candlib")
+    assert res.code == 0, res.out
+    found = res.json()["reports"][0]["findings"]
+    assert not [f for f in found if f["code"] == "OD510"], found
+    od509 = [f["message"] for f in found if f["code"] == "OD509"]
+    assert od509 and od509[0].startswith("the load `ctypes.CDLL(d)` is inside"), od509
+    assert not any("the import of d " in m for m in od509)

@@ -465,6 +465,10 @@ def run(facts: Facts) -> Iterator[Finding]:
             yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
         if link.swallowed and not link.swallowed.endswith(REPORTED) and \
                 not _optional(link) and _leads_to_compiled(link):
+            # A load's target is its argument's text: a variable (z3's `ctypes.CDLL(d)` in a
+            # loop over candidate paths) is no module; the statement names what is loaded.
+            what = f"the load `{link.text.strip()[:120]}`" if link.kind in \
+                ("cdll", "load_library") else f"the import of {link.target}"
             later = link.kind == "submodule" and link.function
             works = not later and link.target in retried_fine
             backup = "" if later or works else _fallback_import(link, chain)
@@ -472,13 +476,13 @@ def run(facts: Facts) -> Iterator[Finding]:
                 # rapidfuzz: `with suppress(ImportError): from .fuzz_cpp_avx2 import ratio`,
                 # then `from .fuzz_cpp import ratio`: a CPU-specific build tried first, the
                 # same names imported after it — a failure there loses nothing
-                yield OD509.finding(link.target, f"the import of {link.target} is inside "
+                yield OD509.finding(link.target, f"{what} is inside "
                                     f"`{link.swallowed}`; the same names are imported from "
                                     f"{backup} after it (a fallback): nothing is lost",
                                     (where, f"handler: {link.swallowed}"),
                                     severity=Severity.INFO)
                 continue
-            yield OD509.finding(link.target, f"the import of {link.target} is inside "
+            yield OD509.finding(link.target, f"{what} is inside "
                                 f"`{link.swallowed}` that discards the error"
                                 + (f" (in {link.function}(): a fallback when it is called)"
                                    if later else "")

@@ -1074,7 +1074,9 @@ def _resolve_link(link: Link, value: object) -> None:
         link.problem = ""  # a build target, URL or bare name: not a file this install ships
     elif not targets:
         link.problem = UNEVALUATED
-    elif not any(os.path.isfile(r) for r in targets):
+    elif not any(os.path.isfile(r) for r in targets) and not not_paths:
+        # (Candidates tried in turn — `for d in ("/opt/x/libfoo.so", "libfoo.so.1")` — that
+        # include a bare name the loader searches for: that one may be what loads.)
         link.problem = f"{targets[0]} does not exist"
     else:
         link.problem = ""
