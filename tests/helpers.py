@@ -54,3 +54,17 @@ def cli_proc(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
                        text=True, timeout=timeout, env=full_env, stdin=stdin,
                        cwd=str(cwd) if cwd is not None else None)
     return Result(p.returncode, p.stdout, p.stderr)
+
+
+def make_package(root: Any, name: str, files: dict[str, Any], init: str) -> Any:
+    """A package directory ``root/name`` holding copies of ``files`` (name in the package →
+    source path) and ``init`` as its ``__init__.py``; returns the directory."""
+    import shutil
+    from pathlib import Path
+
+    pkg = Path(root) / name
+    pkg.mkdir()
+    for dest, src in files.items():
+        shutil.copy(src, pkg / dest)
+    (pkg / "__init__.py").write_text(init)
+    return pkg

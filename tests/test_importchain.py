@@ -14,7 +14,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import FIX, PKG_DIR, fixture
-from tests.helpers import cli, cli_text_and_json
+from tests.helpers import cli, cli_text_and_json, make_package
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
 pytestmark = pytest.mark.usefixtures("shared_zygotes")
@@ -1049,13 +1049,10 @@ def test_op_libraries_no_import_reaches_are_each_checked(
     directory to check: "No problem found" over libraries that cannot load. Each library that
     links the framework is now checked as the package's; the probe line says the import
     worked but did not load it (it said "loaded")."""
-    pkg = tmp_path / "lazyops"
-    pkg.mkdir()
-    shutil.copy(fixture("truth/undef.so"), pkg / "libbroken.so")
-    shutil.copy(fixture("truth/tinyop.so"), pkg / "libfine.so")
-    (pkg / "__init__.py").write_text(
-        "import os\nimport torch\n\n\ndef load(name):\n"
-        "    torch.ops.load_library(os.path.join(os.path.dirname(__file__), name))\n")
+    make_package(tmp_path, "lazyops", {"libbroken.so": fixture("truth/undef.so"),
+                                       "libfine.so": fixture("truth/tinyop.so")},
+                 "import os\nimport torch\n\n\ndef load(name):\n"
+                 "    torch.ops.load_library(os.path.join(os.path.dirname(__file__), name))\n")
     assert _python(tmp_path, "import lazyops").returncode == 0
     failed = _python(tmp_path, "import lazyops; lazyops.load('libbroken.so')")
     assert "undefined symbol: _ZN6tinyop12helper_scaleEd" in failed.stderr

@@ -15,7 +15,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Finding, Report
 from opdoctor.pipeline import Selection, run_check
 from tests.conftest import BUILD, fixture, fresh_probes
-from tests.helpers import cli, cli_text_and_json
+from tests.helpers import cli, cli_text_and_json, make_package
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
 pytestmark = pytest.mark.usefixtures("shared_zygotes")
@@ -713,13 +713,10 @@ def test_a_packages_tensorflow_op_libraries_share_one_tensorflow_import(
     a zygote that imported it again: two imports (10.5 s → 6.9 s for tensorflow-io 0.34). The
     zygote now starts where that plain child did. Each library's report is what a fresh probe
     of it gives (a healthy one, one whose load fails: test_tf_itself_fails_as_the_fixtures_say)."""
-    pkg = tmp_path / "lazytf"
-    pkg.mkdir()
-    for name in ("zero_out.so", "zero_out_abi0.so"):
-        shutil.copy(fixture(f"tensorflow/{name}"), pkg / name)
-    (pkg / "__init__.py").write_text(
-        "import os\nimport tensorflow as tf\n\n\ndef load(name):\n"
-        "    return tf.load_op_library(os.path.join(os.path.dirname(__file__), name))\n")
+    make_package(tmp_path, "lazytf",
+                 {n: fixture(f"tensorflow/{n}") for n in ("zero_out.so", "zero_out_abi0.so")},
+                 "import os\nimport tensorflow as tf\n\n\ndef load(name):\n"
+                 "    return tf.load_op_library(os.path.join(os.path.dirname(__file__), name))\n")
     log = Path(os.environ["OPDOCTOR_PROBE_LOG"])
     with fresh_probes():  # this command's own probes, as a user's run starts them
         doc = cli(capsys, "check", "-f", "json", "--python", tf_python(), "--cwd",
@@ -742,11 +739,9 @@ def test_a_sibling_the_import_fails_at_is_named_not_blamed_on_the_library(
     against another TensorFlow's abseil, and its import fails there. A check of the healthy
     one said "built against TensorFlow 2.16–2.19: it needs abseil …" as though it did; the
     finding is the failing library's, and the message says the import fails at it."""
-    pkg = tmp_path / "twolib"
-    pkg.mkdir()
-    shutil.copy(fixture("tensorflow/zero_out.so"), pkg / "_fine.so")
-    shutil.copy(fixture("tensorflow/zero_out_oldabsl.so"), pkg / "_ops.so")
-    (pkg / "__init__.py").write_text(
+    pkg = make_package(
+        tmp_path, "twolib", {"_fine.so": fixture("tensorflow/zero_out.so"),
+                             "_ops.so": fixture("tensorflow/zero_out_oldabsl.so")},
         "import os\nimport tensorflow as tf\n\n_here = os.path.dirname(__file__)\n"
         "fine = tf.load_op_library(os.path.join(_here, '_fine.so'))\n"
         "ops = tf.load_op_library(os.path.join(_here, '_ops.so'))\n")
