@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check
+from opdoctor.checks.base import Check, installed_release_fix
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.image import ElfImage
@@ -30,7 +30,10 @@ OD303 = CodeDoc(
     example="undefined symbol: "
     "_ZN5torch7LibraryC1ENS0_4KindESsSt8optionalIN3c1011DispatchKeyEEPKcj",
     fix="Compile with the flag torch uses: -D_GLIBCXX_USE_CXX11_ABI=<torch's value> "
-    "(torch.utils.cpp_extension adds it; in CMake take it from TORCH_CXX_FLAGS).",
+    "(torch.utils.cpp_extension adds it; in CMake take it from TORCH_CXX_FLAGS). For a "
+    "library of an installed wheel from an index (no source tree to rebuild), install the "
+    "package's release built for the installed torch — an old-ABI wheel was built for torch "
+    "< 2.7 — or let pip rebuild it (pip install --no-build-isolation --no-binary PKG PKG).",
     references=("https://gcc.gnu.org/onlinedocs/libstdc++/manual/using_dual_abi.html",),
 )
 OD306 = CodeDoc(
@@ -87,24 +90,20 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 (f"extension: {key.decode()}",
                                  f"libtorch_python.so: {theirs.decode()}"))
 
+
 def _abi_fix(facts: Facts, extension: int, torch: int) -> str:
-    """Rebuild with torch's ABI flag — or, for a library of an installed distribution (a wheel
-    from an index: no source tree to rebuild in), install its release built for this torch
-    (an old-ABI wheel is a build for torch < 2.7, whose pip wheels used the old ABI). A wheel
-    file being checked is a build (a CI gate's): rebuild it."""
-    rebuild = (f"rebuild with -D_GLIBCXX_USE_CXX11_ABI={torch} "
-               "(torch.utils.cpp_extension sets it for you)")
-    dist = facts.extension_variant.distribution
-    if not dist or facts.options.wheel:
-        return rebuild
+    """Rebuild with torch's ABI flag — or, for a library of an installed distribution, its
+    release built for this torch (an old-ABI wheel is a build for torch < 2.7, whose pip
+    wheels used the old ABI): see :func:`installed_release_fix`."""
     interp = facts.interpreter
     version = interp.torch.version if interp and interp.torch else ""
     era = (" (an old-ABI wheel was built for torch < 2.7, whose pip wheels used "
            "_GLIBCXX_USE_CXX11_ABI=0)") if extension == 0 and torch == 1 else ""
-    return (f"install the {dist} release built for torch {version or 'this torch'}{era}; if "
-            f"there is none, rebuild it against this torch (pip install --no-build-isolation "
-            f"--no-binary {dist} {dist}: torch.utils.cpp_extension sets "
-            f"-D_GLIBCXX_USE_CXX11_ABI={torch}); or install the torch it was built for")
+    return installed_release_fix(
+        facts, version or "this torch", why=era,
+        flags=f": torch.utils.cpp_extension sets -D_GLIBCXX_USE_CXX11_ABI={torch}") or (
+        f"rebuild with -D_GLIBCXX_USE_CXX11_ABI={torch} "
+        "(torch.utils.cpp_extension sets it for you)")
 
 
 CHECK = Check(

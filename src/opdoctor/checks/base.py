@@ -102,3 +102,19 @@ def package_applies(facts: Facts) -> str:
     if not facts.options.package:
         return NOT_A_PACKAGE
     return f"part of the {facts.framework_library} install" if facts.framework_library else ""
+
+
+def installed_release_fix(facts: Facts, version: str, *, why: str = "", flags: str = "",
+                          want: str = "") -> str:
+    """The fix for a library of an installed distribution (a wheel from an index: no source
+    tree to rebuild in) that was built for another torch: the distribution's release built
+    for torch ``version`` (``why``: what tells which), else pip's rebuild of it against this
+    torch (``flags``: what that build sets), else the torch it was built for (``want``: what
+    its metadata requires). "" for a library outside a distribution, or unpacked from a
+    wheel file being checked (a build a CI job gates): the caller's rebuild fix is the one."""
+    dist = facts.extension_variant.distribution
+    if not dist or facts.options.wheel:
+        return ""
+    return (f"install the {dist} release built for torch {version}{why}; if there is none, "
+            f"rebuild it against this torch (pip install --no-build-isolation --no-binary "
+            f"{dist} {dist}{flags}); or install the torch it was built for{want}")

@@ -129,7 +129,9 @@ OD510 = CodeDoc(
     "OD510", "the import chain points at a missing file", Severity.ERROR,
     what="Each library path the package loads (torch.ops.load_library / ctypes.CDLL) exists. "
     "A load the code guards with an existence test (`if os.path.exists(p):`) or makes in an "
-    "except handler (a fallback) is a branch: not reported when the file is absent.",
+    "except handler (a fallback) is a branch: not reported when the file is absent; nor is "
+    "one of several candidates tried in turn when another is a bare name the loader "
+    "searches for.",
     why="The load fails with 'cannot open shared object file' for the package's own library: "
     "not built, not included in the wheel, or the path is computed wrongly.",
     example="torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libmyop.so'))",
@@ -148,8 +150,10 @@ OD511 = CodeDoc(
 OD512 = CodeDoc(
     "OD512", "hidden import error", Severity.ERROR,
     what="The error an import or a library load inside the package's import hid (probe): a "
-    "try/except the probe retried after the import, or a load of the library that the import "
-    "only printed as a warning before going on (tensorflow-io's UserWarning).",
+    "try/except the probe retried after the import, or a load of the library that failed "
+    "and the import caught: seen as it happened (a ctypes / torch.ops.load_library load; "
+    "xformers' banner names no file), else read from a warning the import printed before "
+    "going on (tensorflow-io's UserWarning).",
     why="This is the error the package swallowed: with it, the extension's ops are never "
     "registered.",
     example="from . import _C → ImportError: _C.so: undefined symbol: missing_helper",

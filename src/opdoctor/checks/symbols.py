@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check
+from opdoctor.checks.base import Check, installed_release_fix
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.budget import checkpoint
@@ -270,19 +270,13 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
     if len(syms) > 10:
         ev.append(f"… and {len(syms) - 10} more")
     ext = facts.extension_variant
-    if ext.distribution and not facts.options.wheel:
-        # An installed distribution (a wheel from an index): no source tree to rebuild in
-        # ("pip install ." means nothing there); the release pairing is what to change. A
-        # wheel file being checked is a build (a CI job's): rebuilding it is the fix.
-        want = f" (its metadata requires {ext.requires_torch})" if ext.requires_torch else ""
-        d = ext.distribution
-        fix = (f"install the {d} release built for torch {version} (its release notes pair "
-               f"each release with one torch); if there is none, rebuild it against this torch "
-               f"(pip install --no-build-isolation --no-binary {d} {d}); or install the torch "
-               f"it was built for{want}")
-    else:
-        fix = (f"rebuild the extension against torch {version} (in this environment: pip "
-               "install --no-build-isolation .), or install the torch it was built with")
+    # An installed distribution: no source tree to rebuild in ("pip install ." means nothing
+    # there); the release pairing is what to change.
+    fix = installed_release_fix(
+        facts, version, why=" (its release notes pair each release with one torch)",
+        want=f" (its metadata requires {ext.requires_torch})" if ext.requires_torch else "") \
+        or (f"rebuild the extension against torch {version} (in this environment: pip "
+            "install --no-build-isolation .), or install the torch it was built with")
     if dependency:
         dep, target = os.path.basename(dependency), os.path.basename(facts.path)
         return OD304.finding(

@@ -516,4 +516,3 @@ try:
     main()
 except BaseException as exc:  # the probe must always say what happened
     emit(P.PROBE_ERROR, error=err(exc))
-
