@@ -16,6 +16,7 @@ from opdoctor.model import Finding, Report
 from opdoctor.pipeline import Selection, run_check
 from tests.conftest import BUILD, fixture, fresh_probes
 from tests.helpers import cli, cli_text_and_json, make_package
+from tests.torchfork import run_python
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
 pytestmark = pytest.mark.usefixtures("shared_zygotes")
@@ -248,8 +249,8 @@ _GRAPH = '''node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_IN
 node { name: "z" op: "ZeroOut" input: "c" }'''
 
 _REPRO = '''import sys
-from google.protobuf import text_format
 import tensorflow as tf
+from google.protobuf import text_format
 import zero_op_user
 g = text_format.Parse(sys.argv[2], tf.compat.v1.GraphDef())
 try:
@@ -281,8 +282,7 @@ def test_tf_op_library_installed_for_another_python(tmp_path: Path,
         "import tensorflow as tf  # noqa: F401\n")
     # TensorFlow itself: the graph fails in this interpreter, and loads once the other
     # Python's copy of the op library is on the path.
-    p = subprocess.run([py, "-c", _REPRO, str(other), _GRAPH], cwd=job, capture_output=True,
-                       text=True, timeout=300)
+    p = run_python(_REPRO, str(other), _GRAPH, python=py, cwd=job, timeout=300)
     assert "FIRST: Op type not registered 'ZeroOut' in binary running on" in p.stdout, \
         p.stdout + p.stderr[-2000:]
     assert "SECOND: imported" in p.stdout, p.stderr[-2000:]
@@ -302,8 +302,8 @@ def test_tf_op_library_installed_for_another_python(tmp_path: Path,
 
 
 _FAILURES = '''import sys
-from google.protobuf import text_format
 import tensorflow as tf
+from google.protobuf import text_format
 noreg, nokernel, graph, abi0, plug = sys.argv[1:6]
 for tag, load, path in (("ABI0", tf.load_op_library, abi0),
                         ("PLUG", tf.experimental.register_filesystem_plugin, plug)):
@@ -338,11 +338,11 @@ def test_tf_itself_fails_as_the_fixtures_say() -> None:
     one process: the old-ABI build and the 2.16 plugin fail to load; the registration compiled
     out and the package that never loads its library both end in "Op type not registered"; the
     op without a kernel fails when it is run."""
-    p = subprocess.run([tf_python(), "-c", _FAILURES, str(fixture("tensorflow/zero_out_noreg.so")),
-                        str(fixture("tensorflow/zero_out_nokernel.so")), _GRAPH,
-                        str(fixture("tensorflow/zero_out_abi0.so")),
-                        str(TFPKG / "tfplug" / "libtfplug.so")],
-                       cwd=TFPKG, capture_output=True, text=True, timeout=300)
+    p = run_python(_FAILURES, str(fixture("tensorflow/zero_out_noreg.so")),
+                   str(fixture("tensorflow/zero_out_nokernel.so")), _GRAPH,
+                   str(fixture("tensorflow/zero_out_abi0.so")),
+                   str(TFPKG / "tfplug" / "libtfplug.so"),
+                   python=tf_python(), cwd=TFPKG, timeout=300)
     out = p.stdout
     assert "NOREG: Op type not registered 'ZeroOut' in binary running on" in out, \
         out + p.stderr[-2000:]
@@ -377,8 +377,7 @@ def test_dependency_needing_tensorflow_is_loaded_after_import_tensorflow(tmp_pat
     # after `import tensorflow` (the only way a package gets it) the load works.
     bare = subprocess.run([py, "-c", load], capture_output=True, text=True, timeout=120)
     assert bare.returncode != 0 and "libtensorflow_framework.so.2" in bare.stderr
-    subprocess.run([py, "-c", f"import tensorflow; {load}"], check=True, timeout=300,
-                   capture_output=True)
+    run_python(f"import tensorflow; {load}", python=py, check=True, timeout=300)
     report = tf_check(lib, probe=False)
     assert "OD201" not in codes(report), [f.message for f in report.findings]
     assert "import tensorflow" in report.sections["dependencies"]["context"]
@@ -401,8 +400,8 @@ def test_tf_swallowed_op_library_load_is_retried(tmp_path: Path, lib: str, hidde
         "import os\nimport tensorflow as tf\ntry:\n"
         "    _ops = tf.load_op_library(os.path.join(os.path.dirname(__file__), 'ops.so'))\n"
         "except Exception:\n    _ops = None\n")
-    real = subprocess.run([tf_python(), "-c", "import tfswallow; print(tfswallow._ops is None)"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    real = run_python("import tfswallow; print(tfswallow._ops is None)", python=tf_python(),
+                      cwd=tmp_path, timeout=300)
     assert real.stdout.strip() == str(hidden), real.stderr
     report = tf_check(pkg, package="tfswallow", cwd=str(tmp_path))
     od509 = by_code(report, "OD509")
@@ -480,10 +479,9 @@ def test_a_load_the_import_only_printed_is_the_librarys_failure(
     pkg.mkdir()
     shutil.copy(fixture(f"tensorflow/{lib}"), pkg / "libops.so")
     (pkg / "__init__.py").write_text(_TFIO_LIKE)
-    real = subprocess.run(
-        [tf_python(), "-c", "import tfwarn, os; print(tfwarn.ops is None, any("
-         "'libops.so' in ln for ln in open(f'/proc/{os.getpid()}/maps')))"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    real = run_python("import tfwarn, os; print(tfwarn.ops is None, any("
+                      "'libops.so' in ln for ln in open(f'/proc/{os.getpid()}/maps')))",
+                      python=tf_python(), cwd=tmp_path, timeout=300)
     assert real.returncode == 0, real.stderr
     assert real.stdout.split() == ([str(fails), str(not fails)])
     assert ("UserWarning: unable to load libops.so" in real.stderr) == fails
@@ -584,9 +582,8 @@ def test_tflite_symbols_are_tensorflows_not_the_librarys_own(tmp_path: Path) -> 
     subprocess.run(["g++", "-shared", "-fPIC", "-o", str(lib), str(src), "-Wl,--no-as-needed",
                     f"-L{tf_lib.parent}", "-l:libtensorflow_framework.so.2"], check=True,
                    timeout=60)
-    real = subprocess.run([tf_python(), "-c", "import sys, tensorflow as tf\n"
-                           "tf.load_op_library(sys.argv[1])", str(lib)],
-                          capture_output=True, text=True, timeout=300)
+    real = run_python("import sys, tensorflow as tf\ntf.load_op_library(sys.argv[1])", str(lib),
+                      python=tf_python(), timeout=300)
     assert real.returncode != 0 and "undefined symbol: _ZN6tflite4shim" in real.stderr, \
         real.stderr[-1500:]
     report = tf_check(lib, probe=False)
@@ -630,9 +627,8 @@ def test_tensorflows_own_library_needed_by_a_name_this_release_lacks(tmp_path: P
         (info / "METADATA").write_text(f"Name: {dist.rsplit('-', 1)[0]}\nVersion: 1.0\n"
                                        + "".join(f"Requires-Dist: {r}\n" for r in reqs))
     (site / "itexlike" / "__init__.py").write_text("")
-    real = subprocess.run([tf_python(), "-c", "import tensorflow, ctypes, sys; "
-                           "ctypes.CDLL(sys.argv[1])", str(lib)], capture_output=True,
-                          text=True, timeout=300)
+    real = run_python("import tensorflow, ctypes, sys; ctypes.CDLL(sys.argv[1])", str(lib),
+                      python=tf_python(), timeout=300)
     assert "_pywrap_tensorflow_internal.so: cannot open shared object file" in real.stderr
     report = tf_check(lib, probe=False)
     assert roots(report) == ["OD342"], [f.message for f in report.findings]
@@ -745,8 +741,7 @@ def test_a_sibling_the_import_fails_at_is_named_not_blamed_on_the_library(
         "import os\nimport tensorflow as tf\n\n_here = os.path.dirname(__file__)\n"
         "fine = tf.load_op_library(os.path.join(_here, '_fine.so'))\n"
         "ops = tf.load_op_library(os.path.join(_here, '_ops.so'))\n")
-    real = subprocess.run([tf_python(), "-c", "import twolib"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    real = run_python("import twolib", python=tf_python(), cwd=tmp_path, timeout=300)
     # line 6: _fine.so loaded on line 5; _ops.so's abseil 2023-08-02 is not TF 2.21's
     assert 'line 6, in <module>' in real.stderr and \
         "_ops.so: undefined symbol: _ZN4absl12lts_20230802" in real.stderr, real.stderr[-2000:]

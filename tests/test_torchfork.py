@@ -4,7 +4,8 @@ The ground-truth tests (the framework itself fails that way) run their torch pro
 children forked from a zygote that imported torch once. Here each observable a test reads is
 compared with a real `python -c` child: output, exit status (an exception, ``sys.exit``, a
 signal), argv, working directory, environment, stdin — and a library loaded in one child is not
-in the next.
+in the next. The same for TensorFlow's interpreter (build/venv-tf), and for programs whose first
+act is importing the framework through a package of their own.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import sys
 
 import pytest
 
-from tests.conftest import fixture, reference
-from tests.torchfork import _starts_with_torch, run_python, run_torch
+from tests.conftest import BUILD, fixture, reference
+from tests.torchfork import _starts_with_torch, first_framework, run_python, run_torch
+
+TF_PY = BUILD / "venv-tf" / "bin" / "python"
 
 LOAD = "import ctypes, sys, torch\ntry:\n    ctypes.CDLL(sys.argv[1])\n    print('LOADED')\n" \
        "except OSError as e:\n    print(e)\n"
@@ -115,9 +118,69 @@ def test_a_pythonpath_that_shadows_nothing_shares_the_zygote(tmp_path: object) -
     assert run_torch(code, str(site), env=env).stdout == "7 1\n"
     plain = _plain(code, str(site), env=env)
     assert plain.stdout == "7 1\n", plain.stderr
-    assert not any(dict(k).get("PYTHONPATH") for k in list(torchfork._zygotes)[before:])
+    assert not any(dict(k[2]).get("PYTHONPATH") for k in list(torchfork._zygotes)[before:])
     (site / "typing_extensions.py").write_text("SHADOW = True\n")
     shadow = "import torch, typing_extensions\nprint(hasattr(typing_extensions, 'SHADOW'))\n"
     forked, real = run_torch(shadow, env=env), _plain(shadow, env=env)
     assert (forked.returncode, forked.stdout) == (real.returncode, real.stdout), real.stderr
-    assert any(dict(k).get("PYTHONPATH") == str(site) for k in torchfork._zygotes)
+    assert any(dict(k[2]).get("PYTHONPATH") == str(site) for k in torchfork._zygotes)
+
+
+def test_a_programs_own_package_that_imports_the_framework_first_counts(tmp_path: object
+                                                                        ) -> None:
+    """`import mypkg` is forked when mypkg (found in the working directory or PYTHONPATH)
+    imports the framework before doing anything else; an action first, a relative import, a
+    third-party module or a local module shadowing a standard one keep a plain child."""
+    from pathlib import Path
+
+    d = Path(str(tmp_path))
+
+    def pkg(name: str, init: str) -> None:
+        (d / name).mkdir()
+        (d / name / "__init__.py").write_text(init)
+
+    pkg("tfpkg", '"""doc"""\n__version__ = "1.0"\nimport os\nimport tensorflow as tf\n')
+    pkg("outer", "import os\n")
+    (d / "outer" / "inner.py").write_text("import torch\n")
+    pkg("envfirst", "import os\nos.environ['X'] = '1'\nimport torch\n")
+    pkg("relfirst", "from . import _C\nimport torch\n")
+    pkg("via", "import tfpkg\n")
+    dirs = (str(d),)
+    assert first_framework("import tfpkg", dirs) == "tensorflow"
+    assert first_framework("import via", dirs) == "tensorflow"  # two packages down
+    assert first_framework("import outer.inner", dirs) == "torch"  # __init__ then the module
+    assert first_framework("import tfpkg", ()) is None  # not found where the program runs
+    assert first_framework("import envfirst", dirs) is None
+    assert first_framework("import relfirst", dirs) is None
+    assert first_framework("import numpy, torch", dirs) is None
+    (d / "json.py").write_text("")
+    assert first_framework("import json, torch", dirs) is None  # the local json is imported
+
+
+@pytest.mark.probe  # starts plain TensorFlow interpreters to compare with (~4 s each)
+def test_tensorflow_children_fork_from_a_tensorflow_zygote(tmp_path: object) -> None:
+    """A TensorFlow program (directly, or through a package whose first act is importing
+    TensorFlow) forked from a zygote of the TensorFlow venv's interpreter prints what a plain
+    child prints and fails the same way (the import's own log lines go to the zygote's
+    stderr, so the error line is compared, not the whole stream)."""
+    from pathlib import Path
+
+    from tests import torchfork
+
+    if not TF_PY.exists():
+        pytest.skip(f"{TF_PY} missing: run `make venv-tf`")
+    d = Path(str(tmp_path))
+    (d / "tfuser").mkdir()
+    (d / "tfuser" / "__init__.py").write_text(
+        "import sys\nimport tensorflow as tf\nprint(tf.__version__, sys.argv[1:])\n"
+        "tf.load_op_library(sys.argv[1])\n")
+    lib = str(fixture("tensorflow/zero_out_abi0.so"))  # an old-ABI build: undefined symbol
+    code = "import tfuser"
+    before = set(torchfork._zygotes)
+    forked = run_python(code, lib, python=str(TF_PY), cwd=d, timeout=300)
+    assert any(k[:2] == (str(TF_PY), "tensorflow") for k in set(torchfork._zygotes) - before)
+    plain = subprocess.run([str(TF_PY), "-c", code, lib], cwd=d, capture_output=True,
+                           text=True, timeout=300)
+    assert (forked.returncode, forked.stdout) == (plain.returncode, plain.stdout)
+    assert plain.returncode == 1 and "undefined symbol" in plain.stderr
+    assert forked.stderr.strip().splitlines()[-1] == plain.stderr.strip().splitlines()[-1]

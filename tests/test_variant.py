@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import FIX, SKIP, fixture, reference
 from tests.helpers import cli
+from tests.torchfork import run_python
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
 pytestmark = pytest.mark.usefixtures("shared_zygotes")
@@ -33,13 +34,11 @@ def test_torch_itself_fails_that_way() -> None:
     """Ground truth: importing this torchvision beside torch 2.13.0+cpu fails as users see it."""
     site = _site()
     env = dict(os.environ, PYTHONPATH=str(site))
-    p = subprocess.run([sys.executable, "-c", "import torch, torchvision"], env=env,
-                       capture_output=True, text=True, timeout=300, cwd="/")
+    p = run_python("import torch, torchvision", env=env, timeout=300, cwd="/")
     assert p.returncode != 0
     assert "operator torchvision::nms does not exist" in p.stderr
-    ld = subprocess.run([sys.executable, "-c", "import torch, ctypes, sys; "
-                         "ctypes.CDLL(sys.argv[1])", str(site / "torchvision" / "_C.so")],
-                        env=env, capture_output=True, text=True, timeout=300)
+    ld = run_python("import torch, ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                    str(site / "torchvision" / "_C.so"), env=env, timeout=300)
     assert ld.returncode != 0 and "libc10_cuda.so" in ld.stderr
 
 

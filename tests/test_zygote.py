@@ -26,6 +26,7 @@ from opdoctor.facts.probe.runner import ProbeRequest, reuse_scope
 from opdoctor.facts.probe.zygote import module_probe
 from opdoctor.pipeline import run_check
 from tests.helpers import cli
+from tests.torchfork import run_python
 
 pytestmark = pytest.mark.probe
 
@@ -80,9 +81,10 @@ def zpkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _python(cwd: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """What Python itself does with ``code`` (a program that starts with ``import torch``:
+    forked from the tests' own torch zygote, tests/torchfork.py)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=60)
+    return run_python(code, cwd=cwd, env=env, timeout=60)
 
 
 def _summary(rep: dict) -> tuple[list[tuple[str, str]], str]:  # type: ignore[type-arg]
@@ -101,9 +103,8 @@ def test_forked_module_probes_report_what_fresh_children_report(
 
     def hang() -> None:
         with pytest.raises(subprocess.TimeoutExpired):
-            subprocess.run([sys.executable, "-c", "import torch, zpkg._b_hang"], cwd=zpkg,
-                           timeout=4, env={k: v for k, v in os.environ.items()
-                                           if k != "PYTHONPATH"})
+            run_python("import torch, zpkg._b_hang", cwd=zpkg, timeout=4,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
 
     with ThreadPoolExecutor(len(codes) + 1) as pool:
         hung = pool.submit(hang)

@@ -1,4 +1,4 @@
-"""Real torch children in milliseconds: fork them from an interpreter that imported torch.
+"""Real framework children in milliseconds: fork them from an interpreter that imported it.
 
 Many tests check that the framework itself fails the way opdoctor says: a child interpreter runs
 ``import torch`` and loads the fixture. The import is ~1.1 s of CPU per child, most of the fast
@@ -12,6 +12,13 @@ What a fork cannot reproduce is kept out: a program that must not have torch loa
 alone), or one whose start-up environment differs (``LD_LIBRARY_PATH``, ``LD_PRELOAD`` and
 ``PYTHONPATH`` are read when the process starts) gets the zygote of its own environment; a
 program that does not start with ``import torch`` is refused (use ``subprocess`` for it).
+
+The same holds for TensorFlow (~4 s of CPU per ``import tensorflow``) and for any interpreter:
+``run_python(code, python=…)`` forks a program whose first act is importing torch or TensorFlow
+from a zygote of that interpreter and framework. "First act" follows the program's own packages
+(found in its working directory or ``PYTHONPATH``): ``import mypkg`` counts when ``mypkg``'s
+``__init__`` itself imports the framework before doing anything else (standard-library imports,
+a docstring and constant assignments do nothing a fork could not reproduce).
 """
 
 from __future__ import annotations
@@ -30,11 +37,12 @@ from pathlib import Path
 # Variables read when the process starts or torch is imported (the dynamic loader's, the
 # interpreter's, torch's and its runtimes'): a zygote per distinct set of their values.
 STARTUP = ("LD_", "PYTHON", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL", "KMP_", "GLIBC",
-           "MALLOC")
+           "MALLOC", "TF_")
+FRAMEWORKS = ("torch", "tensorflow")
 
 _ZYGOTE = r'''
 import builtins, json, os, select, signal, sys, traceback, types
-import torch
+__import__(sys.argv[1])  # the framework: torch or tensorflow
 
 print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})), flush=True)
 
@@ -105,29 +113,93 @@ for line in sys.stdin:
 '''
 
 _lock = threading.Lock()
-_zygotes: dict[tuple[tuple[str, str], ...], _Zygote] = {}
+_zygotes: dict[tuple[str, str, tuple[tuple[str, str], ...]], _Zygote] = {}
 
 
 def _starts_with_torch(code: str) -> bool:
     """Whether the program's first import of a non-standard module is ``torch``."""
-    for node in ast.parse(code).body:
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+    return first_framework(code) == "torch"
+
+
+def first_framework(code: str, dirs: tuple[str, ...] = ()) -> str | None:
+    """The framework (torch or tensorflow) a program imports before doing anything else, or
+    None. An import of a module found in ``dirs`` (the program's working directory and
+    ``PYTHONPATH``) is followed into that module's source."""
+    found = _first_act(code, dirs, 0)
+    return found if found in FRAMEWORKS else None
+
+
+def _first_act(code: str, dirs: tuple[str, ...], depth: int) -> str | None:
+    """A framework's name, "" when the code only imported standard modules (nothing a fork
+    could not reproduce), or None when it did something else first."""
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        return None
+    for node in body:
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)) or (
+                isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                and all(isinstance(t, ast.Name) for t in node.targets)):
+            continue  # a docstring, `__version__ = "1.0"` (not `os.environ["X"] = "1"`)
+        else:
+            return None  # an action (or a relative import) before any framework import
         for name in names:
             top = name.split(".")[0]
-            if top not in sys.stdlib_module_names:
-                return top == "torch"
-        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-        if not names and not docstring:  # an action before any import
-            return False
-    return False
+            local = _found_in(top, dirs)
+            if top in sys.stdlib_module_names:
+                if local:  # shadows the standard module, which the framework may have loaded
+                    return None
+                continue
+            if top in FRAMEWORKS and not local:
+                return top
+            sources = _own_sources(name, dirs) if local and depth < 4 else None
+            if sources is None:
+                return None  # a third-party module: what it does first is not known here
+            for source in sources:
+                found = _first_act(source, dirs, depth + 1)
+                if found != "":
+                    return found
+    return ""
+
+
+def _found_in(top: str, dirs: tuple[str, ...]) -> bool:
+    """Whether a top-level module ``top`` sits in one of ``dirs``."""
+    return any((Path(d or ".") / top).is_dir() or (Path(d or ".") / f"{top}.py").is_file()
+               for d in dirs)
+
+
+def _own_sources(name: str, dirs: tuple[str, ...]) -> list[str] | None:
+    """The sources Python runs for ``import name`` (each package's ``__init__`` along the
+    dotted name, then the module) when its top level sits in one of ``dirs``; else None."""
+    parts = name.split(".")
+    for d in dirs:
+        base = Path(d or ".")
+        if not _found_in(parts[0], (d,)):
+            continue
+        out = []
+        for i in range(len(parts)):
+            here = base.joinpath(*parts[:i + 1])
+            init = here / "__init__.py"
+            if init.is_file():
+                out.append(init.read_text(encoding="utf-8", errors="replace"))
+            elif here.with_suffix(".py").is_file() and i == len(parts) - 1:
+                out.append(here.with_suffix(".py").read_text(encoding="utf-8", errors="replace"))
+            else:
+                return None  # a namespace package, an extension module: not followed
+        return out
+    return None
 
 
 class _Zygote:
-    """A zygote process and the top-level modules it imported at start."""
+    """A zygote process (``python`` having imported ``framework``) and the top-level modules it
+    imported at start."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE], stdin=subprocess.PIPE,
+    def __init__(self, env: dict[str, str], python: str, framework: str) -> None:
+        self.proc = subprocess.Popen([python, "-c", _ZYGOTE, framework], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env,
                                      cwd=os.getcwd())
         assert self.proc.stdout is not None
@@ -135,8 +207,10 @@ class _Zygote:
         self.modules: frozenset[str] = frozenset(json.loads(line) if line else ())
 
 
-def _key(env: dict[str, str], *, without: str = "") -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP) and k != without))
+def _key(python: str, framework: str, env: dict[str, str], *, without: str = "",
+         ) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    return python, framework, tuple(sorted(
+        (k, v) for k, v in env.items() if k.startswith(STARTUP) and k != without))
 
 
 def _shadows(entries: list[str], modules: frozenset[str]) -> bool:
@@ -147,6 +221,14 @@ def _shadows(entries: list[str], modules: frozenset[str]) -> bool:
             names = os.listdir(entry or ".")
         except OSError:
             continue
+        if "tensorflow-plugins" in names:  # TensorFlow loads these at its import
+            return True
+        for name in names:  # torch's import loads the backends that entry points name
+            ep = os.path.join(entry, name, "entry_points.txt")
+            if name.endswith(".dist-info") and os.path.isfile(ep):
+                with open(ep, encoding="utf-8", errors="replace") as fh:
+                    if "[torch.backends]" in fh.read():
+                        return True
         for name in names:
             top = name.split(".")[0]
             if top in modules and (os.path.isdir(os.path.join(entry, name)) or
@@ -155,21 +237,23 @@ def _shadows(entries: list[str], modules: frozenset[str]) -> bool:
     return False
 
 
-def _zygote(env: dict[str, str]) -> tuple[_Zygote, list[str]]:
+def _zygote(env: dict[str, str], python: str, framework: str) -> tuple[_Zygote, list[str]]:
     """The zygote for ``env``, and the ``PYTHONPATH`` entries its child must add itself: a
-    ``PYTHONPATH`` that shadows nothing torch's import loaded shares the zygote without it."""
+    ``PYTHONPATH`` that shadows nothing the framework's import loaded shares the zygote
+    without it."""
     extra = [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if e]
     if extra:
-        base = _zygotes.get(_key(env, without="PYTHONPATH"))
+        bkey = _key(python, framework, env, without="PYTHONPATH")
+        base = _zygotes.get(bkey)
         if base is None or base.proc.poll() is not None:
-            base = _Zygote({k: v for k, v in env.items() if k != "PYTHONPATH"})
-            _zygotes[_key(env, without="PYTHONPATH")] = base
+            base = _Zygote({k: v for k, v in env.items() if k != "PYTHONPATH"}, python, framework)
+            _zygotes[bkey] = base
         if not _shadows(extra, base.modules):
             return base, extra
-    key = _key(env)
+    key = _key(python, framework, env)
     z = _zygotes.get(key)
     if z is None or z.proc.poll() is not None:
-        z = _Zygote(env)
+        z = _Zygote(env, python, framework)
         _zygotes[key] = z
     return z, []
 
@@ -188,17 +272,27 @@ def run_torch(code: str, *argv: str, env: dict[str, str] | None = None,
     :class:`subprocess.CalledProcessError` as ``subprocess.run`` does."""
     if not _starts_with_torch(code):
         raise ValueError("run_torch: the program does not start with `import torch`")
+    return _run_forked(code, argv, sys.executable, "torch", env, cwd, timeout, input, check,
+                       filename, merge_stderr)
+
+
+def _run_forked(code: str, argv: tuple[str, ...], python: str, framework: str,
+                env: dict[str, str] | None, cwd: str | os.PathLike[str] | None,
+                timeout: float, input: str | None, check: bool, filename: str | None,
+                merge_stderr: bool) -> subprocess.CompletedProcess[str]:
+    """``run_torch`` for any interpreter and framework (the program was checked to start
+    with importing it)."""
     log = os.environ.get("OPDOCTOR_PROBE_LOG")
-    if log:  # a torch child, forked or not: what the probe marker covers (conftest)
+    if log:  # a framework child, forked or not: what the probe marker covers (conftest)
         with open(log, "a", encoding="utf-8") as fh:
-            fh.write("torch child: " + " ".join(code.split())[:100] + "\n")
+            fh.write(f"{framework} child: " + " ".join(code.split())[:100] + "\n")
     env = dict(os.environ if env is None else env)
-    args = [sys.executable, *([filename] if filename else ["-c", code]), *argv]
+    args = [python, *([filename] if filename else ["-c", code]), *argv]
     with tempfile.TemporaryDirectory(prefix="torchfork-") as tmp, _lock:
         out, err, given = Path(tmp, "out"), Path(tmp, "err"), Path(tmp, "in")
         if input is not None:
             given.write_text(input, encoding="utf-8")
-        zygote, pythonpath = _zygote(env)
+        zygote, pythonpath = _zygote(env, python, framework)
         z = zygote.proc
         assert z.stdin is not None and z.stdout is not None
         line = ""
@@ -212,8 +306,8 @@ def run_torch(code: str, *argv: str, env: dict[str, str] | None = None,
                 z.stdin.flush()
                 line = z.stdout.readline()
         if not line:
-            # The zygote could not import torch in this environment (or died): a plain child
-            # shows what such a process does.
+            # The zygote could not import the framework in this environment (or died): a
+            # plain child shows what such a process does.
             return subprocess.run(args, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd,
                                   stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                                   timeout=timeout, input=input, check=check)
@@ -232,19 +326,23 @@ def run_python(code: str, *argv: str, env: dict[str, str] | None = None,
                cwd: str | os.PathLike[str] | None = None, timeout: float = 120,
                input: str | None = None,
                check: bool = False, script: Path | None = None,
-               merge_stderr: bool = False,
+               merge_stderr: bool = False, python: str | None = None,
                ) -> subprocess.CompletedProcess[str]:
-    """``python -c code *argv`` (or ``python script *argv``, ``code`` then read from it) with its
-    output captured as text (``merge_stderr``: both streams in ``stdout``): forked from a
-    zygote when the program starts with ``import torch`` (:func:`run_torch`), else a plain
-    ``subprocess.run``."""
+    """``python -c code *argv`` (or ``python script *argv``, ``code`` then read from it; the
+    interpreter ``python``, this one by default) with its output captured as text
+    (``merge_stderr``: both streams in ``stdout``): forked from a zygote when the program's
+    first act is importing torch or TensorFlow (:func:`first_framework`, following the
+    program's own packages), else a plain ``subprocess.run``."""
     if script is not None:
         code = script.read_text(encoding="utf-8")
-    if _starts_with_torch(code):
-        return run_torch(code, *argv, env=env, cwd=cwd, timeout=timeout, input=input,
-                         check=check, filename=str(script) if script else None,
-                         merge_stderr=merge_stderr)
-    return subprocess.run([sys.executable, *([str(script)] if script else ["-c", code]), *argv],
+    python = python or sys.executable
+    where = str(script.parent) if script is not None else str(cwd or os.getcwd())
+    path = (os.environ if env is None else env).get("PYTHONPATH", "")
+    framework = first_framework(code, (where, *[e for e in path.split(os.pathsep) if e]))
+    if framework is not None:
+        return _run_forked(code, argv, python, framework, env, cwd, timeout, input, check,
+                           str(script) if script else None, merge_stderr)
+    return subprocess.run([python, *([str(script)] if script else ["-c", code]), *argv],
                           stdout=subprocess.PIPE, text=True, env=env, cwd=cwd, timeout=timeout,
                           stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                           input=input, check=check)
