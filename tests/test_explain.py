@@ -128,6 +128,35 @@ def test_a_line_as_long_as_a_terminal_is_wide_keeps_the_blank_line_after_it(
     assert e.entities["symbols"][0]["mangled"].endswith("EEPKcj")
 
 
+# Registration mistakes torch itself reports through its Python library API (the same
+# checks as a C++ TORCH_LIBRARY block's): the program, the pattern, the catalogue code.
+TORCH_LIBRARY_ERRORS = {
+    "def-in-impl": ("from torch.library import Library\n"
+                    "Library('odx_impl', 'IMPL', 'CPU').define('f(Tensor x) -> Tensor')\n",
+                    "torch.def-in-impl-block", "OD123"),
+    "opcheck-schema": ("from torch.library import Library\n"
+                       "lib = Library('odx_alias', 'DEF')\n"
+                       "lib.define('op(Tensor x) -> Tensor')\n"
+                       "lib.impl('op', lambda x: x, 'CPU')  # returns its input: an alias\n"
+                       "torch.library.opcheck(torch.ops.odx_alias.op, (torch.ones(2),))\n",
+                       "torch.opcheck-failed", "OD144"),
+}
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("name", sorted(TORCH_LIBRARY_ERRORS))
+def test_torchs_own_registration_errors_are_explained(name: str) -> None:
+    """torch 2.13 itself raises these (a def() in a TORCH_LIBRARY_IMPL block; opcheck's
+    test_schema on a kernel that returns its input under a schema that says nothing about
+    aliasing); the traceback a user pastes is a registration problem, with the check's code."""
+    code, pattern, od = TORCH_LIBRARY_ERRORS[name]
+    p = run_python("import torch\n" + code, timeout=240)
+    assert p.returncode == 1 and "Traceback" in p.stderr, p.stdout + p.stderr
+    e = explain_text(p.stderr)
+    assert (e.cause, e.subcause) == (1, pattern), (e.subcause, p.stderr[-800:])
+    assert od in e.codes
+
+
 def test_undefined_symbol_is_demangled_and_classified() -> None:
     e = explain_text("OSError: libx.so: undefined symbol: _ZN3c109alloc_cpuEi")
     sym = e.entities["symbols"][0]
