@@ -1871,6 +1871,8 @@ def test_candidate_paths_tried_in_turn_are_no_missing_file(
     pkg = tmp_path / "candlib"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(_CANDIDATES)
+    # a compiled library of its own, as z3 ships libz3.so (else: nothing to check, exit 2)
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), pkg / "libcand.so")
     real = _python(tmp_path, "import candlib; print(candlib._lib._name, "
                              "len(candlib._failures))")
     assert real.stdout.split() == ["libm.so.6", "1"], real.stderr
@@ -1879,6 +1881,23 @@ def test_candidate_paths_tried_in_turn_are_no_missing_file(
     assert res.code == 0, res.out
     found = res.json()["reports"][0]["findings"]
     assert not [f for f in found if f["code"] == "OD510"], found
+    # The errors are kept (`_failures += [e]`) and shown when no candidate loads: nothing is
+    # discarded (z3 prints its list and raises), so no OD509 either.
+    assert not [f for f in found if f["code"] == "OD509"], found
+    (pkg / "__init__.py").write_text(_CANDIDATES.replace('"/nonexistent/libfoo.so", "libm.so.6"',
+                                                         '"/nonexistent/libfoo.so",'))
+    none = _python(tmp_path, "import candlib")  # Python: the kept error reaches the user
+    assert "ImportError: no library: [OSError('/nonexistent/libfoo.so: cannot open" in \
+        none.stderr, none.stderr
+
+    # Kept in a list nothing ever shows: discarded, and the warning names the statement.
+    (pkg / "__init__.py").write_text(_CANDIDATES.replace(
+        'raise ImportError(f"no library: {_failures}")', "_lib = False"))
+    silent = _python(tmp_path, "import candlib; print(candlib._lib._name)")
+    assert silent.returncode == 0 and silent.stdout.split() == ["libm.so.6"], silent.stderr
+    found = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--package",
+                "candlib").json()["reports"][0]["findings"]
     od509 = [f["message"] for f in found if f["code"] == "OD509"]
     assert od509 and od509[0].startswith("the load `ctypes.CDLL(d)` is inside"), od509
+    assert od509[0].endswith("that discards the error"), od509
     assert not any("the import of d " in m for m in od509)

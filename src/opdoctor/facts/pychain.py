@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
 import glob
 import os
 import platform
@@ -632,8 +631,58 @@ def _suppressor(node: ast.With | ast.AsyncWith) -> ast.ExceptHandler | None:
     return None
 
 
-def _swallow(handler_stack: list[ast.ExceptHandler]) -> str:
-    """The except clause that swallows ImportError/OSError around a statement, if any."""
+# Calls that look at a kept exception without showing it to anyone.
+_SILENT_CALLS = frozenset({"len", "bool", "isinstance", "id", "type", "hash"})
+# Methods that put an exception into a container kept for later.
+_STORE_METHODS = frozenset({"append", "extend", "add", "insert", "appendleft"})
+
+
+def _stored_in(h: ast.ExceptHandler) -> set[str]:
+    """Names the handler keeps its exception in (``failures += [e]``, ``errors.append(e)``,
+    ``last = e``, ``errs[name] = e``)."""
+    if not h.name:
+        return set()
+    name = h.name
+
+    def uses(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+    out: set[str] = set()
+    for n in ast.walk(h):
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and uses(n.value):
+            out.add(n.target.id)
+        elif isinstance(n, ast.Assign) and uses(n.value):
+            for t in n.targets:
+                base = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(base, ast.Name):
+                    out.add(base.id)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                n.func.attr in _STORE_METHODS and isinstance(n.func.value, ast.Name) and \
+                any(uses(arg) for arg in n.args):
+            out.add(n.func.value.id)
+    out.discard(name)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _shown_names(tree: ast.Module) -> frozenset[str]:
+    """Names the module hands to a call (``print(_failures)``, ``log.error(errors)``) or puts
+    in a ``raise`` — where a kept exception reaches the user."""
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and _dotted(n.func) not in _SILENT_CALLS:
+            parts: list[ast.AST] = [*n.args, *(k.value for k in n.keywords)]
+        elif isinstance(n, ast.Raise):
+            parts = [x for x in (n.exc, n.cause) if x is not None]
+        else:
+            continue
+        out.update(x.id for part in parts for x in ast.walk(part) if isinstance(x, ast.Name))
+    return frozenset(out)
+
+
+def _swallow(handler_stack: list[ast.ExceptHandler], module: ast.Module | None = None) -> str:
+    """The except clause that swallows ImportError/OSError around a statement, if any.
+    ``module``: the module the statement is in, to see where a kept exception goes."""
     for h in reversed(handler_stack):
         catches = _caught(h) & {"ImportError", "ModuleNotFoundError", "OSError", "Exception",
                            "BaseException", "<bare>", "RuntimeError"}
@@ -647,11 +696,16 @@ def _swallow(handler_stack: list[ast.ExceptHandler]) -> str:
                          in _LOADERS for n in ast.walk(h))
         # A handler that hands the exception to a call reports it (scikit-learn's
         # `except ImportError as e: raise_build_error(e)`, a warnings.warn(str(e))): not
-        # discarded. Keeping it in a variable for later does not count.
+        # discarded. Keeping it in a variable counts when the module shows that variable
+        # later (z3: `_failures += [e]` for each candidate library, then, when none loaded,
+        # `print(_failures); raise Z3Exception(…)`); kept and never shown, it is discarded.
         reports = bool(h.name) and any(
             isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == h.name
                                             for arg in n.args for a in ast.walk(arg))
             for n in ast.walk(h))
+        if not reports and module is not None:
+            kept = _stored_in(h)
+            reports = bool(kept) and bool(kept & _shown_names(module))
         if catches and not reraises and not falls_back:
             clause = f"except {', '.join(sorted(catches)).replace('<bare>', '')}: (line {h.lineno})"
             return clause + REPORTED if reports else clause
@@ -1037,7 +1091,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 link = Link(file, node.lineno, "cdll" if "CDLL" in last or last == "cdll"
                             else "load_library", seg,
                             parsed.segment(node.args[0]) or "?", [],
-                            _swallow(handlers), fallback=in_except)
+                            _swallow(handlers, tree), fallback=in_except)
                 if func is not None:
                     # Inside a function: computed from its call sites once the whole module
                     # is read (a call site may come after the def, with names bound later).
@@ -1270,7 +1324,7 @@ def _other_builds_only(mod: str, names: list[str], suffixes: list[str]) -> str:
             f"{mod}{suffixes[0]})")
 
 
-@functools.lru_cache(maxsize=64)
+@lru_cache(maxsize=64)
 def _compiled_top_level(site: str, suffixes: tuple[str, ...]
                         ) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The compiled modules directly in a sys.path directory: (module → its file for this
@@ -1622,4 +1676,5 @@ def loader_calls(chain: ImportChain, libraries: list[str]) -> list[str]:
 # Per-command memos (opdoctor.facts.commandcache): _analyse is keyed on the package's name
 # and path, _compiled_top_level on a directory, not on what the files hold now.
 commandcache.register(_parse.cache_clear, _globals.cache_clear,
-                      _compiled_top_level.cache_clear, _analyse.cache_clear)
+                      _compiled_top_level.cache_clear, _analyse.cache_clear,
+                      _shown_names.cache_clear)
