@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -329,3 +330,50 @@ def test_torch_symbols_of_a_package_library_the_target_needs_are_checked(
     assert len(od304) == 1 and od304[0]["message"].startswith(
         "libcpu.so, a library of the package that _C.so loads, needs 1 torch symbol(s)")
     assert res.code == 1 and rep["diagnosis"]["cause"] == 3
+
+
+def test_own_symbols_a_sibling_library_defines_are_not_an_incomplete_build(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchcodec 0.5's libtorchcodec_custom_ops7.so uses 26 facebook::torchcodec:: functions
+    that its sibling libtorchcodec_core7.so (NEEDed, beside it, not on the loader's path)
+    defines; OD430 said they were "declared but never linked in" with a rebuild fix. They are
+    linked in — to the sibling: the loader's verdict is the sibling not found (OD201), and
+    once the sibling is loaded first the library loads. A symbol the sibling does not define
+    is still OD430."""
+    (tmp_path / "core.cpp").write_text("namespace mypkg { int helper(int x) { return x + 1; } }\n")
+    subprocess.run(["g++", "-shared", "-fPIC", "-Wl,-soname,libcore.so", "-o",
+                    str(tmp_path / "libcore.so"), str(tmp_path / "core.cpp")], check=True,
+                   timeout=60)
+
+    def build(extra_decl: str, extra_call: str) -> Path:
+        src = tmp_path / "ops.cpp"
+        src.write_text("namespace mypkg { int helper(int);" + extra_decl +
+                       "\n  int ops(int x) { return helper(x)" + extra_call + "; } }\n")
+        lib = tmp_path / "libops.so"
+        subprocess.run(["g++", "-shared", "-fPIC", "-o", str(lib), str(src), f"-L{tmp_path}",
+                        "-lcore"], check=True, timeout=60)
+        return lib
+
+    lib = build("", "")
+    load = "import ctypes, sys\nfor p in sys.argv[1:]: ctypes.CDLL(p, ctypes.RTLD_GLOBAL)\n"
+    alone = subprocess.run([sys.executable, "-c", load, str(lib)], capture_output=True,
+                           text=True, timeout=60)
+    assert alone.returncode != 0 and "libcore.so: cannot open shared object file" in \
+        alone.stderr, alone.stderr
+    together = subprocess.run([sys.executable, "-c", load, str(tmp_path / "libcore.so"),
+                               str(lib)], capture_output=True, text=True, timeout=60)
+    assert together.returncode == 0, together.stderr
+    found = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()["reports"][0][
+        "findings"]
+    assert [f["subject"] for f in found if f["code"] == "OD201"] == ["libcore.so"], found
+    assert not [f for f in found if f["code"] == "OD430"], found
+
+    # One function of its own that nothing defines: still an incomplete build (a warning
+    # while the sibling is missing: it might have defined it; it does not).
+    lib = build(" int lost(int);", " + lost(x)")
+    together = subprocess.run([sys.executable, "-c", load, str(tmp_path / "libcore.so"),
+                               str(lib)], capture_output=True, text=True, timeout=60)
+    assert "undefined symbol: _ZN5mypkg4lostEi" in together.stderr, together.stderr
+    found = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()["reports"][0][
+        "findings"]
+    assert [f["code"] for f in found if f["code"] == "OD430"] == ["OD430"], found

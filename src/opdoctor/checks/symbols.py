@@ -145,6 +145,39 @@ def _package_dependencies(facts: Facts) -> Iterator[Finding]:
             yield _torch_finding(facts, torch_syms, names, Severity.ERROR, "", lib.path)
 
 
+def _sibling_defining(facts: Facts, own: list[Sym]) -> str:
+    """A missing NEEDED library of the target that exists where the package ships it (beside
+    the target or by a name the loader looked for in vain) and defines every one of ``own``:
+    those symbols are linked in — to that library (torchcodec 0.5: custom_ops7 NEEDs its
+    sibling core7, which defines the 26 ``facebook::torchcodec::`` functions it uses). ""
+    when there is none."""
+    from opdoctor.facts.elf.dynsym import DynSymbols
+    from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+    from opdoctor.facts.inputfile import InputError, open_input
+
+    here = os.path.dirname(facts.path)
+    for miss in facts.process.tree.missing:
+        candidates = [os.path.join(here, miss.name), *(os.path.join(d, miss.name)
+                                                       for d, _why in miss.exists_in)]
+        for cand in dict.fromkeys(candidates):
+            if not os.path.isfile(cand):
+                continue
+            checkpoint(f"reading the symbols of {cand}")
+            try:
+                data = open_input(cand)
+            except (OSError, InputError):
+                continue
+            try:
+                table = DynSymbols(ElfImage.open(data))
+                if all(table.lookup(s.name) for s in own):
+                    return cand
+            except (ValueError, ElfFormatError, IndexError, KeyError):
+                pass
+            finally:
+                data.close()
+    return ""
+
+
 def _target(facts: Facts) -> Iterator[Finding]:
     """The target's own version needs and undefined symbols."""
     binding = facts.binding
@@ -175,6 +208,8 @@ def _target(facts: Facts) -> Iterator[Finding]:
     own_spaces = own_namespaces(facts, [s.name for s in unresolved])
     own = [s for s in unresolved if _top_namespace(s.name) in own_spaces]
     other = [s for s in unresolved if not _is_torch(names[s.name]) and s not in own]
+    if own and _sibling_defining(facts, own):
+        own = []  # linked in, to a sibling library the loader does not find: OD201's
     if own:
         ev = [_sym_line(s, names) for s in own[:20]]
         ev.append(f"{os.path.basename(path)} itself defines symbols in namespace(s) "
