@@ -153,6 +153,39 @@ def test_a_cuda_runtime_the_real_load_misses_for_a_library_without_torch_is_a_pa
     assert rep["diagnosis"]["cause"] == 2 and rep["diagnosis"]["root_findings"] == ["OD201"]
 
 
+@pytest.mark.probe
+def test_a_package_whose_import_loads_such_a_library_is_checked_without_a_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bitblas 0.1.0 itself (`--package bitblas`): its import runs tvm's `_load_lib`, a ctypes
+    load of libtvm.so, which needs libnvrtc.so.12. Reading "does the library that needs it
+    link torch" opened the *package directory* as the target library: the probe check
+    crashed (InputError, exit 4, "the report is incomplete"). The library is now the one
+    whose ctypes load failed during the import; the verdict is the loader's not-found with
+    the install-CUDA fix, as for the library checked alone."""
+    pkg = tmp_path / "tvmish"
+    (pkg / "build").mkdir(parents=True)
+    lib = _needing_a_missing(pkg / "build", "libnvrtc.so.99", "libtvmlike.so")
+    # found by a search at import time, as tvm's libinfo does: no static path to the file
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\n\n\ndef _find():\n"
+        "    for root, _dirs, files in os.walk(os.path.dirname(__file__)):\n"
+        "        if 'libtvmlike.so' in files:\n"
+        "            return os.path.join(root, 'libtvmlike.so')\n\n\n"
+        "_lib = ctypes.CDLL(_find())\n")
+    real = subprocess.run([sys.executable, "-c", "import tvmish"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert "OSError: libnvrtc.so.99: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "tvmish")
+    assert res.code == 1, res.err  # not 4: no check crashed
+    rep = res.json()["reports"][0]
+    assert not [c for c in rep["checks"] if c["status"] == "failed"], rep["checks"]
+    found = {f["code"]: f for f in rep["findings"]}
+    assert "OD315" not in found and "OD307" not in found, list(found)
+    assert found["OD220"]["fix"].startswith("libnvrtc.so.99 is part of CUDA 99"), found["OD220"]
+    assert rep["diagnosis"]["cause"] == 2
+    assert rep["target"]["path"] == str(pkg) and lib.is_file()  # the package, not the file
+
+
 @pytest.mark.parametrize("soname", ["libcudnn.so.9", "libnvToolsExt.so.1"])
 def test_a_cuda_library_numbered_by_its_own_release_names_no_cuda_major(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], soname: str) -> None:

@@ -510,7 +510,7 @@ def _swallowed_load_errors(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]
         elif err.kind == "not-found":
             name = os.path.basename(err.subject)
             yield _not_found(facts, name, f" (hidden: {what} fails)",
-                             [f"dlopen: {err.text}", where])
+                             [f"dlopen: {err.text}", where], res.failed_loads)
         else:
             yield OD321.finding(facts.path, f"undefined symbol {demangle(err.subject)}"
                                 f"{_framework_symbol_note(facts, err.subject)} (hidden: "
@@ -552,10 +552,42 @@ def _symbol_fix(facts: Facts, symbol: str) -> str | None:
     return None
 
 
-def _not_found(facts: Facts, name: str, hidden: str, ev: list[str]) -> Finding:
+def _links_torch(facts: Facts, name: str, loads: tuple[tuple[str, str, str], ...]
+                 ) -> bool | None:
+    """Whether the library that needs ``name`` links torch: the target when it is a file;
+    in a package run, the library whose ctypes load failed on ``name`` during the import
+    (bitblas: tvm's ``_load_lib`` loads libtvm.so, which needs libnvrtc.so.12). None when
+    that is not known."""
+    from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+    from opdoctor.facts.inputfile import InputError, open_input
+    from opdoctor.facts.loader.process import needs_torch
+
+    if os.path.isfile(facts.path):
+        return None if facts.structure.image is None else facts.torch_context
+    interp = facts.interpreter
+    lib_dir = interp.torch.lib_dir if interp and interp.torch else None
+    for path, _where, error in loads:
+        if name not in error or not os.path.isfile(path):
+            continue
+        try:
+            data = open_input(path)
+        except (OSError, InputError):
+            continue
+        try:
+            return needs_torch(ElfImage.open(data), lib_dir)
+        except (ValueError, ElfFormatError, IndexError, KeyError):
+            return None
+        finally:
+            data.close()
+    return None
+
+
+def _not_found(facts: Facts, name: str, hidden: str, ev: list[str],
+               loads: tuple[tuple[str, str, str], ...] = ()) -> Finding:
     """A library the real loader did not find: OD220 (a search-path problem), or OD315 when
     only another build of torch provides it (libc10_cuda.so beside a CPU torch,
-    libcudart.so.12 beside a CUDA 13 torch) — a variant mismatch no search path can fix."""
+    libcudart.so.12 beside a CUDA 13 torch) — a variant mismatch no search path can fix.
+    ``loads``: the ctypes loads that failed during a package's import (path, where, error)."""
     variant, major = variant_library(name)
     tv = facts.torch_variant if variant else None
     torch_major = int(tv.cuda.split(".")[0]) if tv is not None and tv.cuda and \
@@ -563,12 +595,17 @@ def _not_found(facts: Facts, name: str, hidden: str, ev: list[str]) -> Finding:
     other_build = tv is not None and (variant != tv.variant or (
         major is not None and torch_major is not None and major != torch_major))
     if other_build and not name.startswith(("libc10", "libtorch", "libcaffe2")) and \
-            facts.structure.image is not None and not facts.torch_context:
+            _links_torch(facts, name, loads) is False:
         # A CUDA runtime missing for a library that links no torch (bitblas's libtvm.so needs
         # libnvrtc.so.12): no torch build brings it to that library — a search-path problem.
         other_build = False
     if tv is None or not other_build:
-        return OD220.finding(name, f"{name} was not found by the real loader{hidden}", ev)
+        from opdoctor.checks.deps import runtime_library_fix
+
+        # a toolkit's or the driver's library (libnvrtc.so.12 of bitblas's libtvm.so): the
+        # static check's fix for it, not "RPATH or LD_LIBRARY_PATH"
+        return OD220.finding(name, f"{name} was not found by the real loader{hidden}", ev,
+                             fix=runtime_library_fix(name, [name]) or None)
     have = {"cpu": "a CPU-only build", "rocm": "a ROCm build"}.get(
         tv.variant, f"a CUDA {tv.cuda or ''} build".replace(" build", " build").strip())
     want = "CUDA" if variant == "cuda" else "ROCm"
@@ -629,7 +666,7 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
     if m := _NOT_FOUND.search(text):
         name = os.path.basename(m.group(1))
         ev = [f"dlopen: {m.group(0)}", *res.trace.evidence_for(name)]
-        yield _not_found(facts, name, "", ev)
+        yield _not_found(facts, name, "", ev, res.failed_loads)
         return
     if m := _UNDEF.search(text):
         sym = m.group(1)
