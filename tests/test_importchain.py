@@ -1901,3 +1901,34 @@ def test_candidate_paths_tried_in_turn_are_no_missing_file(
     assert od509 and od509[0].startswith("the load `ctypes.CDLL(d)` is inside"), od509
     assert od509[0].endswith("that discards the error"), od509
     assert not any("the import of d " in m for m in od509)
+
+
+@pytest.mark.probe
+def test_an_import_error_explain_knows_gets_its_reading_as_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """exllamav2 0.3.2 JIT-builds its extension at import (torch.utils.cpp_extension.load):
+    on a machine whose torch has no CUDA, torch raises "CUDA_HOME environment variable is not
+    set". OD511's fix was "Read the exception; `opdoctor explain` maps it to a cause" — the
+    check now does what it asked the user to do: the build cannot find its toolchain (cause 2)
+    and the next step. An exception explain only reads generically keeps the generic fix."""
+    from tests.torchfork import run_python
+
+    pkg = tmp_path / "jitpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import torch\nfrom torch.utils.cpp_extension import _join_cuda_home\n\n"
+        "_nvcc = _join_cuda_home('bin', 'nvcc')  # a JIT build at import\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
+    real = run_python("import jitpkg", cwd=tmp_path, env=env, timeout=300)
+    assert "OSError: CUDA_HOME environment variable is not set" in real.stderr, real.stderr
+    doc = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package",
+              "jitpkg").json()
+    od511 = next(f for f in doc["reports"][0]["findings"] if f["code"] == "OD511")
+    assert od511["fix"].startswith("the exception reads as cause 2 — library path: the build "
+                                   "cannot find its toolchain"), od511["fix"]
+    assert "Next: which nvcc" in od511["fix"]
+    (pkg / "__init__.py").write_text("import torch\nraise RuntimeError('something odd')\n")
+    doc = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package",
+              "jitpkg").json()
+    od511 = next(f for f in doc["reports"][0]["findings"] if f["code"] == "OD511")
+    assert od511["fix"].startswith("Read the exception"), od511["fix"]

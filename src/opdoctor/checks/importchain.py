@@ -558,6 +558,27 @@ def run(facts: Facts) -> Iterator[Finding]:
     yield from _dynamic(facts, chain)
 
 
+def _explained_fix(kind: str, message: str) -> str | None:
+    """What ``opdoctor explain`` makes of the import's exception, when one of its message forms
+    matched (not its generic fallback): the cause, what the form means and the next step, as
+    OD511's fix — instead of "read the exception; opdoctor explain maps it to a cause"
+    (exllamav2's JIT build at import: `CUDA_HOME environment variable is not set`, the build
+    cannot find its toolchain; transformer-engine's failed `ldconfig -p | grep libcudnn.so`)."""
+    from opdoctor.explain import explain_text
+    from opdoctor.explain.rank import CAUSE_NAMES
+
+    e = explain_text(f"{kind}: {message}")
+    if not e.cause or not e.subcause or e.subcause.startswith("generic."):
+        return None
+    # a step other than opdoctor itself (the user is running it): `which nvcc …`, `pip install`
+    step = next((s for s in e.next_steps if not s.startswith("opdoctor ")), "")
+    text = f"the exception reads as cause {e.cause} — {CAUSE_NAMES[e.cause]}: {e.title}. " \
+        f"{e.explanation}"
+    if len(text) > 600:
+        text = text[:597].rsplit(" ", 1)[0] + " …"
+    return text + (f" Next: {step}" if step else "")
+
+
 def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     res = facts.probe_result()
     if res is None or not facts.options.package:
@@ -572,8 +593,10 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         if install and not fix:
             fix = (f"pip install {' '.join(install)} ({'-'.join(distribution(chain.dist))} "
                    "requires it; a --no-deps or partial install left it out)")
+        if not fix:
+            fix = _explained_fix(err.type, err.message)
         yield OD511.finding(chain.name, f"import {facts.probed_import or chain.name} raised "
-                            f"{err.type}: {err.message[:200]}",
+                            f"{err.type}: {err.message[:200].rstrip('.')}",
                             [*err.tail(5), *([f"{os.path.basename(chain.dist)}/METADATA: "
                                               f"Requires-Dist: {', '.join(install)}, not "
                                               "installed"] if install else [])],
