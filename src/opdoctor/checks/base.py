@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.backends import CANN_SET_ENV, cann_library
+from opdoctor.facts.variant import DRIVER_LIB, TENSORRT_LIB, cuda_library, variant_library
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -118,3 +121,55 @@ def installed_release_fix(facts: Facts, version: str, *, why: str = "", flags: s
     return (f"install the {dist} release built for torch {version}{why}; if there is none, "
             f"rebuild it against this torch (pip install --no-build-isolation --no-binary "
             f"{dist} {dist}{flags}); or install the torch it was built for{want}")
+
+
+# AMD's ROCm/HIP runtime and libraries (bitsandbytes' libbitsandbytes_rocm70.so NEEDs
+# libhipblas.so.3 and libhipblaslt.so.1).
+_ROCM = re.compile(r"^lib(?:amdhip64|hiprtc|hipblas|hipblaslt|hipsparse|hipsparselt|hipfft|"
+                   r"hiprand|hipsolver|rocblas|rocsolver|rocrand|rocfft|rocsparse|MIOpen|rccl|"
+                   r"roctx64|roctracer64|hsa-runtime64)\.so\.\d+")
+
+
+def runtime_library_fix(name: str, missing: list[str]) -> str:
+    """The fix for a missing library that a toolkit or driver brings, not a search path
+    (Ascend CANN, the NVIDIA driver, TensorRT, CUDA and NVIDIA's CUDA libraries, ROCm): ""
+    for any other library. ``missing``: every library missing from the same load."""
+    if cann_library(name, missing):
+        return (f"{name} belongs to Huawei's Ascend CANN toolkit, which is installed "
+                "apart from the wheel and found through the LD_LIBRARY_PATH its set_env.sh "
+                "exports: install the CANN release this package was built for and run "
+                f"`source {CANN_SET_ENV}` in the job's environment (or pass its variables "
+                "with --env); without an Ascend NPU, use the framework's CPU build instead. "
+                "No RPATH edit brings the toolkit")
+    if DRIVER_LIB.match(name):
+        return (f"{name} is the NVIDIA driver's own library: no wheel and no CUDA toolkit "
+                "ships it (the toolkit has only a link-time stub); it exists where an NVIDIA "
+                "GPU and its driver are installed. On a machine without one this library "
+                "cannot load: use the package's CPU build, or run it on a GPU machine. No RPATH "
+                "edit brings the driver")
+    if TENSORRT_LIB.match(name):
+        return (f"{name} is NVIDIA TensorRT's: install the TensorRT release this library "
+                "was built for (the tensorrt-cu* pip wheels, or NVIDIA's packages) — a CUDA "
+                "build of torch does not bring it — then make its lib directory reachable")
+    cuda = variant_library(name)
+    if cuda[0] == "cuda" and cuda[1] is not None:
+        # Not a path to fix: the CUDA toolkit (or NVIDIA's wheels for it) is not installed,
+        # and no RPATH edit brings it. Packages ship such a library beside a CPU one and pick
+        # at run time (bitsandbytes): the file is then just not for this machine.
+        return (f"{name} is part of CUDA {cuda[1]}: install CUDA {cuda[1]} (the toolkit, "
+                f"or NVIDIA's pip wheels for it, e.g. the nvidia-*-cu{cuda[1]} packages) where "
+                "an NVIDIA GPU is meant to run this; without one, this is the package's CUDA "
+                "build — use its CPU build or variant instead. No RPATH edit brings CUDA")
+    if cuda[0] == "cuda" and cuda_library(name):
+        # cuDNN, NCCL, NVTX, cuFFT …: their soname numbers their own release, not CUDA's
+        return (f"{name} is one of NVIDIA's CUDA libraries, numbered by its own release: "
+                "install the CUDA / cuDNN / NCCL release this library was built for (NVIDIA's "
+                "nvidia-* pip wheels or the toolkit) where an NVIDIA GPU is meant to run "
+                "this; without one, this is the package's CUDA build — use its CPU build or "
+                "variant instead. No RPATH edit brings CUDA")
+    if _ROCM.match(name):
+        return (f"{name} is part of AMD's ROCm: install the ROCm release this library was "
+                "built for where an AMD GPU is meant to run it; without one, this is the "
+                "package's ROCm build — use its CPU (or CUDA) build or variant instead. No "
+                "RPATH edit brings ROCm")
+    return ""

@@ -564,15 +564,14 @@ def _explained_fix(kind: str, message: str) -> str | None:
     OD511's fix — instead of "read the exception; opdoctor explain maps it to a cause"
     (exllamav2's JIT build at import: `CUDA_HOME environment variable is not set`, the build
     cannot find its toolchain; transformer-engine's failed `ldconfig -p | grep libcudnn.so`)."""
-    from opdoctor.explain import explain_text
-    from opdoctor.explain.rank import CAUSE_NAMES
+    from opdoctor.facts.exceptionreading import read_exception
 
-    e = explain_text(f"{kind}: {message}")
-    if not e.cause or not e.subcause or e.subcause.startswith("generic."):
+    e = read_exception(kind, message)
+    if e is None:
         return None
     # a step other than opdoctor itself (the user is running it): `which nvcc …`, `pip install`
     step = next((s for s in e.next_steps if not s.startswith("opdoctor ")), "")
-    text = f"the exception reads as cause {e.cause} — {CAUSE_NAMES[e.cause]}: {e.title}. " \
+    text = f"the exception reads as cause {e.cause} — {e.cause_name}: {e.title}. " \
         f"{e.explanation}"
     if len(text) > 600:
         text = text[:597].rsplit(" ", 1)[0] + " …"

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check
+from opdoctor.checks.base import Check, runtime_library_fix
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
@@ -600,8 +600,6 @@ def _not_found(facts: Facts, name: str, hidden: str, ev: list[str],
         # libnvrtc.so.12): no torch build brings it to that library — a search-path problem.
         other_build = False
     if tv is None or not other_build:
-        from opdoctor.checks.deps import runtime_library_fix
-
         # a toolkit's or the driver's library (libnvrtc.so.12 of bitblas's libtvm.so): the
         # static check's fix for it, not "RPATH or LD_LIBRARY_PATH"
         return OD220.finding(name, f"{name} was not found by the real loader{hidden}", ev,
