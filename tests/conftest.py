@@ -145,6 +145,30 @@ def _per_command_caches_emptied() -> Iterator[None]:
 
 _LOG_DIR: list[Path] = []
 _LOG_SEQ = itertools.count()
+_ITEM_LOADS: dict[str, list[str]] = {}  # a test not marked probe: watched from its setup on
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Start watching a test not marked probe before any of its fixtures is set up: a
+    module-scoped fixture that runs the framework itself (MindSpore's ground truth) starts
+    its child in the setup of the first test that uses it, before the function-scoped
+    ``_probe_marker_is_honest`` begins — that child must count as the test's."""
+    if item.get_closest_marker("probe") is None:
+        loads: list[str] = []
+        _ITEM_LOADS[item.nodeid] = loads
+        _WATCH.append(loads)
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """Stop watching a test whose setup never reached ``_probe_marker_is_honest`` (skipped
+    by an earlier fixture)."""
+    yield
+    loads = _ITEM_LOADS.pop(item.nodeid, None)
+    if loads is not None:
+        _WATCH[:] = [w for w in _WATCH if w is not loads]
 
 
 @pytest.fixture(autouse=True)
@@ -158,14 +182,14 @@ def _probe_marker_is_honest(request: pytest.FixtureRequest,
     log = _LOG_DIR[0] / f"{next(_LOG_SEQ)}.txt"
     monkeypatch.setenv("OPDOCTOR_PROBE_LOG", str(log))
     marked = request.node.get_closest_marker("probe") is not None
-    loads: list[str] = []
-    if not marked:
+    loads = _ITEM_LOADS.pop(request.node.nodeid, [])
+    if not marked and not any(w is loads for w in _WATCH):
         _WATCH.append(loads)
     try:
         yield
     finally:
         if not marked:
-            _WATCH.remove(loads)
+            _WATCH[:] = [w for w in _WATCH if w is not loads]
     if not marked and (log.exists() or loads):
         started = (log.read_text().splitlines() if log.exists() else []) + loads
         audit = os.environ.get("OPDOCTOR_PROBE_AUDIT")

@@ -80,6 +80,7 @@ def ms_run(runs: dict[str, dict[str, Any]], name: str, func: str = "CustomAdd") 
 
 # ------------------------------------------------------------------ healthy
 
+@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
 def test_healthy_aot_op_is_clean(mindspore_runs: dict[str, dict[str, Any]]) -> None:
     report = check("aot_add.so")
     assert codes(report) == []
@@ -90,6 +91,7 @@ def test_healthy_aot_op_is_clean(mindspore_runs: dict[str, dict[str, Any]]) -> N
     assert "CustomAddInit called" in run["stderr"]  # MindSpore called the extern "C" Init
 
 
+@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
 def test_healthy_without_init_is_clean(mindspore_runs: dict[str, dict[str, Any]]) -> None:
     report = check("aot_add_noinit.so")
     assert codes(report) == []
@@ -99,6 +101,7 @@ def test_healthy_without_init_is_clean(mindspore_runs: dict[str, dict[str, Any]]
 
 # ------------------------------------------------------------------ the function
 
+@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
 def test_wrong_name_suggests_the_exported_one(mindspore_runs: dict[str, dict[str, Any]]) -> None:
     report = check("aot_add.so", "CustomAd")
     assert codes(report) == ["OD161"]
@@ -110,6 +113,7 @@ def test_wrong_name_suggests_the_exported_one(mindspore_runs: dict[str, dict[str
     assert "undefined symbol: CustomAd" in err
 
 
+@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
 def test_mangled_function_shows_signature_and_extern_c(
         mindspore_runs: dict[str, dict[str, Any]]) -> None:
     report = check("aot_add_mangled.so")
@@ -123,6 +127,7 @@ def test_mangled_function_shows_signature_and_extern_c(
     assert "undefined symbol: CustomAdd" in err
 
 
+@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
 def test_signature_mismatch_from_mangled_name(mindspore_runs: dict[str, dict[str, Any]]) -> None:
     report = check("aot_add_badsig.so")
     assert codes(report) == ["OD162"]
@@ -132,6 +137,7 @@ def test_signature_mismatch_from_mangled_name(mindspore_runs: dict[str, dict[str
     assert "undefined symbol: CustomAdd" in ms_run(mindspore_runs, "aot_add_badsig.so")["error"]
 
 
+@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
 def test_init_without_extern_c_is_silently_skipped(
         mindspore_runs: dict[str, dict[str, Any]]) -> None:
     report = check("aot_add_initmangled.so")
@@ -145,6 +151,7 @@ def test_init_without_extern_c_is_silently_skipped(
 
 # ------------------------------------------------------------------ loading
 
+@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
 def test_needed_library_not_found(mindspore_runs: dict[str, dict[str, Any]]) -> None:
     report = check("needs_missing.so")
     assert "OD201" in codes(report)
