@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,44 +79,80 @@ def ms_run(runs: dict[str, dict[str, Any]], name: str, func: str = "CustomAdd") 
     return runs[spec(name, func)]
 
 
+
+# What MindSpore itself does with each spec: the ground truth of the static tests below (one
+# MindSpore process for all of them, so the static halves stay in the fast suite).
+def _ran(result: list[list[float]], init: bool) -> Callable[[dict[str, Any]], None]:
+    def check_run(run: dict[str, Any]) -> None:
+        assert run.get("result") == result, run
+        assert ("CustomAddInit called" in run["stderr"]) is init, run["stderr"][-500:]
+    return check_run
+
+
+def _failed(*parts: str, starts: str = "") -> Callable[[dict[str, Any]], None]:
+    def check_run(run: dict[str, Any]) -> None:
+        err = run.get("error", "")
+        assert all(p in err for p in parts) and err.startswith(starts), run
+    return check_run
+
+
+def _missing_helper(run: dict[str, Any]) -> None:
+    """MindSpore's exception has no message of its own: the library it could not open is
+    named only in its ERROR log (stderr)."""
+    assert run.get("error", "").startswith("RuntimeError: \n"), run
+    assert "libaot_helper.so" not in run["error"], run
+    assert "libaot_helper.so: cannot open shared object file" in run["stderr"], run
+
+
+MINDSPORE_TRUTH: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
+    # the healthy op runs and MindSpore calls its extern "C" Init
+    ("aot_add.so", "CustomAdd"): _ran([[2.0, 2.0], [2.0, 2.0]], init=True),
+    ("aot_add_noinit.so", "CustomAdd"): _ran([[2.0, 2.0], [2.0, 2.0]], init=False),
+    # a misspelt function (OD161)
+    ("aot_add.so", "CustomAd"): _failed("error occurs when fetching function 'CustomAd'",
+                                        "undefined symbol: CustomAd"),
+    ("aot_add_mangled.so", "CustomAdd"): _failed("undefined symbol: CustomAdd"),  # OD160
+    ("aot_add_badsig.so", "CustomAdd"): _failed("undefined symbol: CustomAdd"),  # OD162
+    # a C++ Init: no error at all, and the Init never runs (OD163)
+    ("aot_add_initmangled.so", "CustomAdd"): _ran([[2.0, 2.0], [2.0, 2.0]], init=False),
+    ("needs_missing.so", "CustomAdd"): _missing_helper,  # OD201
+}
+
+
+@pytest.mark.probe  # MindSpore itself runs every spec (the module's mindspore_runs)
+@pytest.mark.parametrize(("name", "func"), sorted(MINDSPORE_TRUTH))
+def test_mindspore_itself_does_what_the_static_checks_say(
+        mindspore_runs: dict[str, dict[str, Any]], name: str, func: str) -> None:
+    assert sorted(MINDSPORE_TRUTH) == sorted(SURVIVABLE)
+    MINDSPORE_TRUTH[(name, func)](ms_run(mindspore_runs, name, func))
+
+
 # ------------------------------------------------------------------ healthy
 
-@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
-def test_healthy_aot_op_is_clean(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+def test_healthy_aot_op_is_clean() -> None:
     report = check("aot_add.so")
     assert codes(report) == []
     sec = report.sections["mindspore"]
     assert sec["exported"] and sec["init"] == "exported"
-    run = ms_run(mindspore_runs, "aot_add.so")
-    assert run["result"] == [[2.0, 2.0], [2.0, 2.0]]
-    assert "CustomAddInit called" in run["stderr"]  # MindSpore called the extern "C" Init
 
 
-@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
-def test_healthy_without_init_is_clean(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+def test_healthy_without_init_is_clean() -> None:
     report = check("aot_add_noinit.so")
     assert codes(report) == []
     assert report.sections["mindspore"]["init"] == "absent (optional)"
-    assert ms_run(mindspore_runs, "aot_add_noinit.so")["result"] == [[2.0, 2.0], [2.0, 2.0]]
 
 
 # ------------------------------------------------------------------ the function
 
-@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
-def test_wrong_name_suggests_the_exported_one(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+def test_wrong_name_suggests_the_exported_one() -> None:
     report = check("aot_add.so", "CustomAd")
     assert codes(report) == ["OD161"]
     f = report.findings[0]
     assert "did you mean CustomAdd?" in f.message
     assert f.fix.endswith("aot_add.so:CustomAdd\"")
-    err = ms_run(mindspore_runs, "aot_add.so", "CustomAd")["error"]
-    assert "error occurs when fetching function 'CustomAd'" in err
-    assert "undefined symbol: CustomAd" in err
 
 
-@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
-def test_mangled_function_shows_signature_and_extern_c(
-        mindspore_runs: dict[str, dict[str, Any]]) -> None:
+def test_mangled_function_shows_signature_and_extern_c() -> None:
     report = check("aot_add_mangled.so")
     assert codes(report) == ["OD160"]
     f = report.findings[0]
@@ -123,45 +160,30 @@ def test_mangled_function_shows_signature_and_extern_c(
     assert any("CustomAdd(int, void**, int*, long**, char const**, void*, void*)" in e
                for e in f.evidence)
     assert f.fix.startswith('declare it extern "C": extern "C" int CustomAdd(int nparam')
-    err = ms_run(mindspore_runs, "aot_add_mangled.so")["error"]
-    assert "undefined symbol: CustomAdd" in err
 
 
-@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
-def test_signature_mismatch_from_mangled_name(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+def test_signature_mismatch_from_mangled_name() -> None:
     report = check("aot_add_badsig.so")
     assert codes(report) == ["OD162"]
     f = report.findings[0]
     assert "CustomAdd(float*, float*, float*, long)" in f.message
     assert "void **params" in f.fix
-    assert "undefined symbol: CustomAdd" in ms_run(mindspore_runs, "aot_add_badsig.so")["error"]
 
 
-@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
-def test_init_without_extern_c_is_silently_skipped(
-        mindspore_runs: dict[str, dict[str, Any]]) -> None:
+def test_init_without_extern_c_is_silently_skipped() -> None:
     report = check("aot_add_initmangled.so")
     assert codes(report) == ["OD163"]
     assert report.findings[0].severity.value == "warning"
     assert "_Z13CustomAddInitPiPPlPPKcPv" in report.findings[0].message
-    run = ms_run(mindspore_runs, "aot_add_initmangled.so")
-    assert run["result"] == [[2.0, 2.0], [2.0, 2.0]]  # no error at all …
-    assert "CustomAddInit called" not in run["stderr"]  # … and the Init never ran
 
 
 # ------------------------------------------------------------------ loading
 
-@pytest.mark.probe  # MindSpore itself runs the spec (the module's mindspore_runs)
-def test_needed_library_not_found(mindspore_runs: dict[str, dict[str, Any]]) -> None:
+def test_needed_library_not_found() -> None:
     report = check("needs_missing.so")
     assert "OD201" in codes(report)
     assert "libaot_helper.so" in next(f for f in report.findings if f.code == "OD201").message
     assert "OD164" not in codes(report)  # the dlopen fails first: no launch-time claim
-    run = ms_run(mindspore_runs, "needs_missing.so")
-    # MindSpore's exception has no message of its own; the cause is only in its ERROR log.
-    assert run["error"].startswith("RuntimeError: \n")
-    assert "libaot_helper.so" not in run["error"]
-    assert "libaot_helper.so: cannot open shared object file" in run["stderr"]
 
 
 @pytest.mark.probe
