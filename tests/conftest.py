@@ -81,8 +81,23 @@ def _audit(event: str, args: tuple[object, ...]) -> None:
     if event == "subprocess.Popen" and _WATCH and not _started_by_opdoctor():
         argv = args[1]
         text = " ".join(map(str, argv)) if isinstance(argv, (list, tuple)) else str(argv)
-        if _LOADS.search(text) or _script_loads(argv):
+        if _LOADS.search(text) or _script_loads(argv) or _program_loads(argv, args[2], args[3]):
             _WATCH[-1].append(text[:160])
+
+
+def _program_loads(argv: object, cwd: object, env: object) -> bool:
+    """Whether ``python -c CODE`` imports a framework first through a package of its own
+    (``import torchaudio`` with torchaudio on its PYTHONPATH: its __init__ imports torch),
+    which the command line does not name."""
+    if not isinstance(argv, (list, tuple)) or "-c" not in argv[:-1]:
+        return False
+    from tests.torchfork import first_framework
+
+    code = str(argv[list(argv).index("-c") + 1])
+    environ = env if isinstance(env, dict) else os.environ
+    path = str(environ.get("PYTHONPATH", ""))
+    dirs = (str(cwd or os.getcwd()), *[e for e in path.split(os.pathsep) if e])
+    return first_framework(code, dirs) is not None
 
 
 def _started_by_opdoctor() -> bool:

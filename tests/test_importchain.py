@@ -597,6 +597,7 @@ def test_a_top_level_extension_module_is_the_target_of_its_package_check(
     assert "dependencies" in rep["sections"]  # the library's own static checks ran
 
 
+@pytest.mark.probe  # the ground truth imports the package, which imports torch
 def test_a_package_that_computes_its_load_path_gets_its_op_library_checked(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """tensorflow-addons 0.23.0 loads its op libraries with
@@ -605,8 +606,7 @@ def test_a_package_that_computes_its_load_path_gets_its_op_library_checked(
     found" over libraries built for TensorFlow 2.13. Such a package's first library that links
     the framework is now its target: here one built against another torch (the real import
     fails on its undefined symbol), whose static check names it even with --static."""
-    import subprocess
-    import sys
+    from tests.torchfork import run_python
 
     pkg = tmp_path / "site" / "cpkg"
     (pkg / "lib").mkdir(parents=True)
@@ -617,9 +617,9 @@ def test_a_package_that_computes_its_load_path_gets_its_op_library_checked(
         "def _find():\n    with open(os.path.join(HERE, 'name.txt')) as fh:\n"
         "        return os.path.join(HERE, fh.read().strip())\n\n\n"
         "torch.ops.load_library(_find())\n")
-    real = subprocess.run([sys.executable, "-c", "import cpkg"], cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(pkg.parent)},
-                          capture_output=True, text=True, timeout=300)
+    # cpkg imports torch first: forked from the tests' torch zygote (tests/torchfork.py)
+    real = run_python("import cpkg", cwd=tmp_path,
+                      env={**os.environ, "PYTHONPATH": str(pkg.parent)}, timeout=300)
     assert real.returncode != 0 and "undefined symbol" in real.stderr, real.stderr[-1500:]
     res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={pkg.parent}",
               "--package", "cpkg", "--cwd", str(tmp_path))

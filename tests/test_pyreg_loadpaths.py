@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import sysconfig
 
@@ -63,6 +62,7 @@ print(json.dumps(mod._get_extension_path("_C_stable")))
     assert truth == next(f for f in ch.libraries if f.endswith("_C_stable.so"))
 
 
+@pytest.mark.probe  # the ground truth imports torchaudio, which imports torch
 def test_imported_function_called_with_a_constant_torchaudio() -> None:
     """torchaudio: `_extension/__init__.py` calls `_load_lib("_torchaudio")`, imported from
     `_extension/utils.py`, which globs `_LIB_DIR.glob(f"{lib}*{suffix}")` (suffix ".so" unless
@@ -71,8 +71,8 @@ def test_imported_function_called_with_a_constant_torchaudio() -> None:
     assert [os.path.basename(f) for f in ch.libraries] == ["_torchaudio.so", "libtorchaudio.so"]
     assert not [link for link in ch.links if "cannot be evaluated" in link.problem]
     env = dict(NO_ENV, PYTHONPATH=str(site("torchaudio-2.11.1")))
-    out = subprocess.run([sys.executable, "-c", "import torchaudio"], capture_output=True,
-                         text=True, env=env, timeout=240)
+    # its __init__ imports torch before anything else: forked from the tests' torch zygote
+    out = run_python("import torchaudio", env=env, timeout=240)
     assert f"Could not load this library: {ch.libraries[0]}" in out.stderr
 
 
