@@ -558,27 +558,15 @@ def _links_torch(facts: Facts, name: str, loads: tuple[tuple[str, str, str], ...
     in a package run, the library whose ctypes load failed on ``name`` during the import
     (bitblas: tvm's ``_load_lib`` loads libtvm.so, which needs libnvrtc.so.12). None when
     that is not known."""
-    from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-    from opdoctor.facts.inputfile import InputError, open_input
-    from opdoctor.facts.loader.process import needs_torch
+    from opdoctor.facts.otherlib import links_torch
 
     if os.path.isfile(facts.path):
         return None if facts.structure.image is None else facts.torch_context
     interp = facts.interpreter
     lib_dir = interp.torch.lib_dir if interp and interp.torch else None
     for path, _where, error in loads:
-        if name not in error or not os.path.isfile(path):
-            continue
-        try:
-            data = open_input(path)
-        except (OSError, InputError):
-            continue
-        try:
-            return needs_torch(ElfImage.open(data), lib_dir)
-        except (ValueError, ElfFormatError, IndexError, KeyError):
-            return None
-        finally:
-            data.close()
+        if name in error and os.path.isfile(path):
+            return links_torch(path, lib_dir)
     return None
 
 

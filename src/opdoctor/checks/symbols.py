@@ -151,30 +151,18 @@ def _sibling_defining(facts: Facts, own: list[Sym]) -> str:
     those symbols are linked in — to that library (torchcodec 0.5: custom_ops7 NEEDs its
     sibling core7, which defines the 26 ``facebook::torchcodec::`` functions it uses). ""
     when there is none."""
-    from opdoctor.facts.elf.dynsym import DynSymbols
-    from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-    from opdoctor.facts.inputfile import InputError, open_input
+    from opdoctor.facts.otherlib import defines_all
 
     here = os.path.dirname(facts.path)
+    names = tuple(s.name for s in own)
     for miss in facts.process.tree.missing:
         candidates = [os.path.join(here, miss.name), *(os.path.join(d, miss.name)
                                                        for d, _why in miss.exists_in)]
         for cand in dict.fromkeys(candidates):
-            if not os.path.isfile(cand):
-                continue
-            checkpoint(f"reading the symbols of {cand}")
-            try:
-                data = open_input(cand)
-            except (OSError, InputError):
-                continue
-            try:
-                table = DynSymbols(ElfImage.open(data))
-                if all(table.lookup(s.name) for s in own):
+            if os.path.isfile(cand):
+                checkpoint(f"reading the symbols of {cand}")
+                if defines_all(cand, names):
                     return cand
-            except (ValueError, ElfFormatError, IndexError, KeyError):
-                pass
-            finally:
-                data.close()
     return ""
 
 
