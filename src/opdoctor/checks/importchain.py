@@ -118,7 +118,9 @@ OD508 = CodeDoc(
 OD509 = CodeDoc(
     "OD509", "extension import inside a try/except that swallows the error", Severity.WARNING,
     what="The statement that imports/loads the compiled extension is not wrapped in a "
-    "try/except that discards the exception.",
+    "try/except that discards the exception. A handler that hands the exception to a call "
+    "(a warning, a logger, a helper that raises), or keeps it in a name the module later "
+    "prints, logs or raises (z3's `_failures += [e]` … `print(_failures)`), reports it.",
     why="The real error (undefined symbol, missing library) is hidden; the user only sees "
     "'operator does not exist' much later. The probe surfaces the hidden error.",
     example="try:\n    from . import _C\nexcept ImportError:\n    pass",
@@ -144,7 +146,8 @@ OD511 = CodeDoc(
     why="The exception is the evidence: an error in the package's Python code or in loading its "
     "extension.",
     example="ImportError: cannot import name '_C' from 'myop'",
-    fix="Read the exception; `opdoctor explain \"<message>\"` maps it to a cause.",
+    fix="Read the exception; `opdoctor explain \"<message>\"` maps it to a cause. (When one "
+    "of explain's message forms matches it, the finding's fix is that reading already.)",
     references=(_IMPORT,),
 )
 OD512 = CodeDoc(

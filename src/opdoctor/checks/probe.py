@@ -149,7 +149,9 @@ OD220 = CodeDoc(
     why="dlopen fails with 'cannot open shared object file'; the trace shows every directory "
     "glibc searched and why.",
     example="OSError: libmyop_dep.so: cannot open shared object file: No such file or directory",
-    fix="See OD201: RPATH/RUNPATH ($ORIGIN), LD_LIBRARY_PATH, or install the dependency.",
+    fix="See OD201: RPATH/RUNPATH ($ORIGIN), LD_LIBRARY_PATH, or install the dependency. A "
+    "toolkit's or the driver's library (CUDA, cuDNN, TensorRT, ROCm, CANN, libcuda.so.1) "
+    "gets OD201's install fix: no RPATH edit brings it.",
     references=("https://man7.org/linux/man-pages/man8/ld.so.8.html",),
 )
 OD315 = CodeDoc(
@@ -558,15 +560,11 @@ def _links_torch(facts: Facts, name: str, loads: tuple[tuple[str, str, str], ...
     in a package run, the library whose ctypes load failed on ``name`` during the import
     (bitblas: tvm's ``_load_lib`` loads libtvm.so, which needs libnvrtc.so.12). None when
     that is not known."""
-    from opdoctor.facts.otherlib import links_torch
-
     if os.path.isfile(facts.path):
         return None if facts.structure.image is None else facts.torch_context
-    interp = facts.interpreter
-    lib_dir = interp.torch.lib_dir if interp and interp.torch else None
     for path, _where, error in loads:
         if name in error and os.path.isfile(path):
-            return links_torch(path, lib_dir)
+            return facts.links_torch(path)
     return None
 
 

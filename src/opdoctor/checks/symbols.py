@@ -59,7 +59,9 @@ OD304 = CodeDoc(
 OD430 = CodeDoc(
     "OD430", "undefined symbols of the library's own code (incomplete build)", Severity.ERROR,
     what="No undefined symbol belongs to the library's own code: a namespace the library "
-    "itself defines symbols in, that no loaded library defines.",
+    "itself defines symbols in, that no loaded library defines — nor a NEEDed library that "
+    "sits beside it and the loader does not find (torchcodec's core library: the symbols are "
+    "linked in, to it; OD201 reports it not found).",
     why="A function of the project is declared and called but its definition was never "
     "linked in — a source file left out of the sources list, an object not linked. No "
     "version of any dependency can provide it; dlopen fails with 'undefined symbol'.",
@@ -151,8 +153,6 @@ def _sibling_defining(facts: Facts, own: list[Sym]) -> str:
     those symbols are linked in — to that library (torchcodec 0.5: custom_ops7 NEEDs its
     sibling core7, which defines the 26 ``facebook::torchcodec::`` functions it uses). ""
     when there is none."""
-    from opdoctor.facts.otherlib import defines_all
-
     here = os.path.dirname(facts.path)
     names = tuple(s.name for s in own)
     for miss in facts.process.tree.missing:
@@ -161,7 +161,7 @@ def _sibling_defining(facts: Facts, own: list[Sym]) -> str:
         for cand in dict.fromkeys(candidates):
             if os.path.isfile(cand):
                 checkpoint(f"reading the symbols of {cand}")
-                if defines_all(cand, names):
+                if facts.defines_all(cand, names):
                     return cand
     return ""
 

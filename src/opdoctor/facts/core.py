@@ -817,6 +817,25 @@ class Facts:
             DynSymbols(img).names_with_prefix("PyInit_", limit=1)) or needs_torch(img, None)
             or needs_tensorflow(img), True)
 
+    def defines_all(self, path: str, names: tuple[str, ...]) -> bool:
+        """Whether the library ``path`` (another than the target: a sibling the loader does not
+        find) exports every symbol of ``names``; False when it cannot be read."""
+        from opdoctor.facts.elf.dynsym import DynSymbols
+
+        def every(img: ElfImage) -> bool:
+            table = DynSymbols(img)
+            return all(table.lookup(n) for n in names)
+        return read_elf(path, every, False)
+
+    def links_torch(self, path: str) -> bool | None:
+        """Whether the library ``path`` (another than the target: one a package's import
+        failed to load) links torch's libraries or uses its symbols; None when unreadable."""
+        from opdoctor.facts.loader.process import needs_torch
+        interp = self.interpreter
+        lib_dir = interp.torch.lib_dir if interp and interp.torch else None
+        unreadable: bool | None = None
+        return read_elf(path, lambda img: needs_torch(img, lib_dir), unreadable)
+
     def _read_pyinit(self, path: str, module: str) -> tuple[bool, list[str]]:
         from opdoctor.facts.elf.dynsym import DynSymbols
         unreadable: tuple[bool, list[str]] = (True, [])
