@@ -54,6 +54,39 @@ def test_every_cached_regex_is_the_one_re_builds() -> None:
     assert recache._entry(r"undefined symbol", 0) != entry
 
 
+def test_recorded_entries_are_the_parsed_ones_and_need_no_second_parse() -> None:
+    """A first run keeps what ``re`` hands to ``_sre.compile`` (``recache.record``), so saving
+    does not parse each pattern again: the kept entries must equal the parsed ones, named
+    groups, flags and bytes patterns included. Run in a child: recording changes the process's
+    ``re`` compiler for good."""
+    code = r"""
+import re
+from re import _parser
+from opdoctor.explain import recache
+
+recache.record()
+recache.record()  # twice: still one layer, every compile kept once
+pats = [(r"(?P<lib>lib\w+)\.so(?:\.(\d+))?", 0), (r"undefined symbol", re.IGNORECASE),
+        (rb"GLIBCXX_3\.4\.(\d+)", 0), (r"^\s+at (?P<where>.*)$", re.MULTILINE),
+        (r"[a-z]{2,}|\bfoo\b", re.ASCII | re.VERBOSE)]
+for p, f in pats:
+    re.compile(p, f)
+real = _parser.parse
+def parse_again(*a, **k):
+    raise AssertionError("parsed a second time")
+_parser.parse = parse_again  # _entry swallows errors: a parse would give None
+recorded = [recache._entry(p, f) for p, f in pats]
+_parser.parse = real
+recache._recorded.clear()
+parsed = [recache._entry(p, f) for p, f in pats]
+print(None not in recorded, recorded == parsed, len({id(v[0]) for v in recache._recorded.values()}))
+"""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=60, check=True).stdout.split()
+    assert out == ["True", "True", "0"]
+
+
 def test_warm_loads_what_save_wrote_and_rejects_a_corrupt_file(tmp_path: Path) -> None:
     path = str(tmp_path / "regex.marshal")
     for i in range(450):  # a long-lived process (this test run) has compiled many patterns

@@ -71,6 +71,8 @@ def warm(path: str | None = None) -> int:
             and isinstance(stored[1], list)):
         rewrites, entries = stored
     n = recache.install(entries) if entries else 0
+    # What this run compiles from here on is kept as re compiles it: saving needs no parse.
+    recache.record()
     known: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     if n != len(entries):  # not all of it loaded: start the file afresh
         rewrites = 0

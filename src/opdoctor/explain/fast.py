@@ -85,6 +85,8 @@ def _answer(argv: Sequence[str]) -> int | None:
         from opdoctor.explain import recache
 
         warmed = recache.warm()  # before the matcher's import compiles its regexes
+        if not warmed:  # this run writes the cache: keep what re compiles as it compiles it
+            recache.record()
         from opdoctor.explain.matcher import explain_text, explanation_dict, load_patterns
 
         result = explain_text(text)

@@ -85,8 +85,73 @@ def install(entries: Any) -> int:
         return 0
 
 
+# What re handed to ``_sre.compile`` this process, by the id of the pattern object it built
+# (the object kept too, so an id is never reused): filled once :func:`record` ran.
+_recorded: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+
+
+def _compiler_module() -> Any:
+    """The module whose ``compile`` turns a parsed pattern into ``_sre.compile``'s call."""
+    if sys.version_info >= (3, 11):
+        from re import _compiler  # type: ignore[attr-defined]
+    else:  # pragma: no cover - Python 3.10
+        import sre_compile as _compiler
+    return _compiler
+
+
+def record() -> None:
+    """Keep, from now on, what ``re`` hands to ``_sre.compile`` for every pattern it compiles.
+
+    A first run (cold cache) compiles each of its ~120 patterns, and saving them parsed and
+    compiled each one a second time to get its opcodes (~25–50 ms of a ~200 ms first check);
+    with the call's arguments kept, saving has them. ``re``'s compiler finds ``_sre`` as a
+    module global: it gets a copy of the module whose ``compile`` also notes its arguments —
+    the real one still builds every object, so patterns are exactly ``re``'s. Nothing
+    happens when the global is not the real ``_sre`` (already recording, or someone else's).
+    """
+    try:
+        compiler = _compiler_module()
+        real = _sre()
+        if getattr(compiler, "_sre", None) is not real:
+            return
+        build = real.compile
+        proxy = type(real)(real.__name__)
+        proxy.__dict__.update(vars(real))
+
+        def compile_(*args: Any) -> Any:
+            obj = build(*args)
+            if len(_recorded) < 2 * MAX_ENTRIES:  # bounded: a long-lived caller compiles more
+                _recorded[id(obj)] = (obj, args)
+            return obj
+
+        proxy.compile = compile_
+        compiler._sre = proxy
+    except Exception:  # internals laid out otherwise: save parses again, as before
+        return
+
+
+def _recorded_entry(pattern: str | bytes, flags: int) -> tuple[Any, ...] | None:
+    """The entry of a pattern :func:`record` saw ``re`` compile (None: not seen), verified."""
+    cache = getattr(re, "_cache", None)
+    obj = cache.get((type(pattern), pattern, flags)) if isinstance(cache, dict) else None
+    hit = _recorded.get(id(obj)) if obj is not None else None
+    if hit is None or hit[0] is not obj:
+        return None
+    try:
+        source, full_flags, code, groups, groupindex, indexgroup = hit[1]
+        entry = (flags, source, int(full_flags), [int(c) for c in code], int(groups),
+                 dict(groupindex), tuple(indexgroup))
+        # the same check as after a parse: the stored call builds re's own object
+        return entry if _sre().compile(*entry[1:]) == obj else None
+    except Exception:
+        return None
+
+
 def _entry(pattern: str | bytes, flags: int) -> tuple[Any, ...] | None:
     """What ``re`` passes to ``_sre.compile`` for ``pattern``, verified against ``re`` itself."""
+    recorded = _recorded_entry(pattern, flags)
+    if recorded is not None:
+        return recorded
     try:
         if sys.version_info >= (3, 11):
             from re import _compiler, _parser  # type: ignore[attr-defined]
