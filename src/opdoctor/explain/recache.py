@@ -111,8 +111,9 @@ def record() -> None:
     """
     try:
         compiler = _compiler_module()
-        real = _sre()
-        if getattr(compiler, "_sre", None) is not real:
+        real: Any = _sre()
+        current: object = getattr(compiler, "_sre", None)
+        if current is not real:
             return
         build = real.compile
         proxy = type(real)(real.__name__)
