@@ -111,9 +111,9 @@ def record() -> None:
     """
     try:
         compiler = _compiler_module()
-        real: Any = _sre()
-        current: object = getattr(compiler, "_sre", None)
-        if current is not real:
+        real = _sre()
+        # by identity (an `is` test would narrow `real` for mypy to the global's type)
+        if id(getattr(compiler, "_sre", None)) != id(real):
             return
         build = real.compile
         proxy = type(real)(real.__name__)
