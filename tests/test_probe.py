@@ -14,6 +14,7 @@ from opdoctor.model import Report
 from opdoctor.pipeline import run_check
 from tests.conftest import cuda_built, fixture, reference
 from tests.helpers import cli
+from tests.torchfork import run_python
 
 NO_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
 
@@ -68,6 +69,62 @@ def test_static_initialisation_order_crash() -> None:
     assert "SIGSEGV" in f.message and "static-initialisation order" in f.message
     assert any("_GLOBAL__sub_I_init_order_registrar.cpp, _GLOBAL__sub_I_init_order_registry.cpp"
                in e for e in f.evidence)
+
+
+# torch refusing a registration while the library's initialisers run: what torch itself does
+# with the fixture, what the probe makes of it, and what explain makes of torch's own text.
+REFUSALS = {
+    "def_in_impl.so": ('def("thrice"): Cannot define an operator inside of a TORCH_LIBRARY_IMPL '
+                       "block", 'torch refused m.def("thrice") inside a TORCH_LIBRARY_IMPL block',
+                       "Move the m.def() into the namespace's TORCH_LIBRARY(ns, m) block",
+                       "torch.def-in-impl-block"),
+    "kernel_mismatch.so": ("Inferred operator schema for a C++ kernel function doesn't match",
+                           "the C++ kernel registered for kmismatch::scale does not match its "
+                           "schema: The number of arguments is different. 1 vs 2",
+                           "Make the kernel's C++ signature match the schema",
+                           "torch.kernel-schema-mismatch"),
+}
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_registration_torch_refuses_while_loading(name: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    torch_says, message, fix, pattern = REFUSALS[name]
+    lib = fixture(f"probe/{name}")
+    real = run_python("import torch, sys; torch.ops.load_library(sys.argv[1])", str(lib))
+    assert real.returncode == -6 and "terminate called after throwing" in real.stderr
+    assert torch_says in real.stderr
+    report = probe(lib)
+    f = next(f for f in report.findings if f.code == "OD123")
+    assert [x.code for x in report.findings if x.severity.value == "error"] == ["OD123"]
+    assert "SIGABRT" in f.message and message in f.message and f.fix.startswith(fix)
+    # torch's message is the evidence, never the C++ stack frames it appends
+    assert torch_says in f.evidence[0] and not any("frame #" in e for e in f.evidence)
+    res = cli(capsys, "explain", "-f", "json", real.stderr)
+    out = res.json()
+    assert (out["cause"], out["subcause"], out["codes"]) == (1, pattern, ["OD123"])
+
+
+@pytest.mark.probe
+def test_a_refusal_raised_by_a_packages_import_is_read_the_same_way(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same refusal through torch.library's Python API: an exception of the package's
+    import, not an abort."""
+    (tmp_path / "pyimpl").mkdir()
+    (tmp_path / "pyimpl" / "__init__.py").write_text(
+        'import torch\n\n_lib = torch.library.Library("pyimpl", "IMPL", "CPU")\n'
+        '_lib.define("twice(Tensor x) -> Tensor")\n')
+    env = {**NO_ENV, "PYTHONPATH": ""}
+    real = run_python("import torch, pyimpl", cwd=tmp_path, env=env)
+    assert real.returncode == 1 and 'RuntimeError: def("twice"): Cannot define an operator ' \
+        "inside of a TORCH_LIBRARY_IMPL block" in real.stderr
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "pyimpl")
+    rep = res.json()["reports"][0]
+    f = next(f for f in rep["findings"] if f["code"] == "OD123")
+    assert 'torch refused m.def("twice") inside a TORCH_LIBRARY_IMPL block' in f["message"]
+    assert 'torch.library.Library(ns, "DEF")' in f["fix"]
+    assert rep["diagnosis"]["cause"] == 1
 
 
 @pytest.mark.probe

@@ -16,6 +16,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import demangle
 from opdoctor.facts.loaderror import NOT_FOUND, UNDEFINED, VERSION, loader_error
+from opdoctor.facts.probe.refusal import Refusal, message_lines, read_refusal
 from opdoctor.facts.variant import cpu_build, variant_library
 from opdoctor.model import Cause, Finding, Severity
 
@@ -69,12 +70,19 @@ OD122 = CodeDoc(
 )
 OD123 = CodeDoc(
     "OD123", "schema rejected while loading", Severity.ERROR,
-    what="Every m.def() schema parses when the library's initialisers run.",
-    why="The schema parser throws inside a static initialiser: the exception cannot be caught, "
+    what="torch accepts every registration when the library's initialisers run: each m.def() "
+    "schema parses and sits in a TORCH_LIBRARY block, each m.impl() kernel's C++ signature "
+    "matches its schema.",
+    why="torch throws inside a static initialiser: the exception cannot be caught, "
     "std::terminate aborts the whole process ('terminate called after throwing an instance "
-    "of c10::Error … unknown type specifier').",
+    "of c10::Error … unknown type specifier'; '… Cannot define an operator inside of a "
+    "TORCH_LIBRARY_IMPL block'; 'Inferred operator schema for a C++ kernel function doesn't "
+    "match the expected function schema'). Registered from PyInit, the same text is an "
+    "ImportError.",
     example="weighted_sum(Tensor x1, Tensor x2, flaot alpha) Tensor → SIGABRT",
-    fix="Correct the schema string (see OD102 for the static check).",
+    fix="Correct the schema string (see OD102 for the static check); move an m.def() out of "
+    "TORCH_LIBRARY_IMPL into TORCH_LIBRARY; make a kernel's C++ signature match its schema. "
+    "The finding's own fix says which.",
     references=(_DOCS,),
 )
 OD124 = CodeDoc(
@@ -273,15 +281,46 @@ def _static_prediction(facts: Facts) -> str:
     return "loads"
 
 
+def _refused(facts: Facts, refusal: Refusal, how: str) -> Finding:
+    """OD123 for a registration torch refused while the library loaded, in torch's terms;
+    ``how``: "aborted" (the process died with the signal in the message) or "failed"."""
+    if refusal.kind == "def-in-impl":
+        where = f" (block at {refusal.reason})" if refusal.reason else ""
+        return OD123.finding(
+            facts.path, f"the load {how}: torch refused m.def(\"{refusal.op}\") inside a "
+            f"TORCH_LIBRARY_IMPL block{where} — such a block registers kernels only",
+            refusal.evidence,
+            fix="Move the m.def() into the namespace's TORCH_LIBRARY(ns, m) block (one per "
+            "namespace; TORCH_LIBRARY_FRAGMENT(ns, m) in further files; from Python a "
+            "torch.library.Library(ns, \"DEF\") or \"FRAGMENT\") and keep only m.impl() "
+            "in TORCH_LIBRARY_IMPL(ns, KEY, m) (a Library of kind \"IMPL\").")
+    if refusal.kind == "kernel-mismatch":
+        reason = f": {refusal.reason}" if refusal.reason else ""
+        return OD123.finding(
+            facts.path, f"the load {how}: the C++ kernel registered for "
+            f"{refusal.op or 'an operator'} does not match its schema{reason}",
+            refusal.evidence,
+            fix="Make the kernel's C++ signature match the schema argument by argument "
+            "(Tensor → const at::Tensor&, float → double, int → int64_t, Tensor[] → "
+            "at::TensorList, same return type), or correct the schema if the kernel is right: "
+            "torch printed both (expected schema, inferred schema).")
+    return OD123.finding(facts.path, f"the load {how}: its schema was rejected",
+                         refusal.evidence)
+
+
 def _crash(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
     stage = res.stage
     tail = res.stderr.strip().splitlines()[-6:]
-    if "unknown type specifier" in res.stderr or "expected arrow" in res.stderr or \
-            ("schema" in res.stderr.lower() and "terminate called" in res.stderr):
-        yield OD123.finding(facts.path, f"the library aborted while loading: its schema was "
-                            f"rejected ({res.signal_name})", tail)
+    refusal = read_refusal(res.stderr)
+    if refusal is not None:
+        yield _refused(facts, refusal, f"aborted ({res.signal_name})")
         return
-    if "Only a single TORCH_LIBRARY" in res.stderr:
+    if "schema" in res.stderr.lower() and "terminate called" in res.stderr:
+        yield OD123.finding(facts.path, f"the library aborted while loading: its schema was "
+                            f"rejected ({res.signal_name})", message_lines(res.stderr)[:4])
+        return
+    if "Only a single TORCH_LIBRARY" in res.stderr or "Tried to register an operator" in \
+            res.stderr:
         yield from _duplicate(facts, res.stderr)
         return
     from opdoctor.facts.registration import initializers
@@ -637,9 +676,9 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
     if "Only a single TORCH_LIBRARY" in text or "Tried to register an operator" in text:
         yield from _duplicate(facts, text)
         return
-    if "unknown type specifier" in text or "expected arrow" in text:
-        yield OD123.finding(facts.path, "the schema was rejected while loading",
-                            text.strip().splitlines()[-4:])
+    refusal = read_refusal(text)
+    if refusal is not None:
+        yield _refused(facts, refusal, "failed")
         return
     if m := _VERSION.search(text):
         yield OD322.finding(facts.path, f"version {m.group(1)} not found",
