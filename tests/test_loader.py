@@ -377,3 +377,61 @@ def test_own_symbols_a_sibling_library_defines_are_not_an_incomplete_build(
     found = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()["reports"][0][
         "findings"]
     assert [f["code"] for f in found if f["code"] == "OD430"] == ["OD430"], found
+
+
+# ------------------------------------------------------------------ a requirement ships it
+def _split_wheel_site(tmp_path: Path, requires: list[str]) -> Path:
+    """A site-packages as pip leaves one after `--no-deps`: package ``shpkg`` (distribution
+    shpkg 1.0, Requires-Dist ``requires``) whose lib/libshpkg_ext.so NEEDs libshcore.so from
+    its own directory (RPATH $ORIGIN) — the file a ``shpkg-core`` distribution would install
+    there (sherpa-onnx and sherpa-onnx-core's layout). ``build/libshcore.so`` is that file."""
+    build, site = tmp_path / "build", tmp_path / "site"
+    lib = site / "shpkg" / "lib"
+    for d in (build, lib):
+        d.mkdir(parents=True)
+    (build / "core.c").write_text("int shcore_answer(void) { return 42; }\n")
+    (build / "ext.c").write_text("int shcore_answer(void);\n"
+                                 "int shpkg_answer(void) { return shcore_answer(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", str(build / "core.c"), "-o",
+                    str(build / "libshcore.so")], check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", str(build / "ext.c"), "-o",
+                    str(lib / "libshpkg_ext.so"), "-L", str(build), "-lshcore",
+                    "-Wl,--disable-new-dtags,-rpath,$ORIGIN"], check=True, timeout=60)
+    (site / "shpkg" / "__init__.py").write_text(
+        "import ctypes, os\n"
+        "_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', "
+        "'libshpkg_ext.so'))\n")
+    info = site / "shpkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shpkg\nVersion: 1.0\n" +
+                                   "".join(f"Requires-Dist: {r}\n" for r in requires))
+    (info / "RECORD").write_text("shpkg/__init__.py,,\nshpkg/lib/libshpkg_ext.so,,\n"
+                                 "shpkg-1.0.dist-info/METADATA,,\n")
+    return site
+
+
+def test_a_library_an_uninstalled_requirement_ships_gets_that_requirement(
+        tmp_path: Path) -> None:
+    site = _split_wheel_site(tmp_path, ["shpkg-core==1.0", "zzz-unrelated-helper>=2"])
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH")}
+    real = subprocess.run([sys.executable, "-c", "import shpkg"], cwd=site, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert "libshcore.so: cannot open shared object file" in real.stderr
+    lib = site / "shpkg" / "lib" / "libshpkg_ext.so"
+    report = run_check(str(lib), CheckOptions())
+    f = next(f for f in report.findings if f.code == "OD201")
+    assert f.fix.startswith("pip install 'shpkg-core==1.0': shpkg requires it"), f.fix
+    assert "in shpkg/lib" in f.fix and "zzz" not in f.fix
+    # What that requirement would install, installed: Python imports it, nothing is missing.
+    shutil.copy(tmp_path / "build" / "libshcore.so", site / "shpkg" / "lib")
+    (site / "shpkg_core-1.0.dist-info").mkdir()
+    subprocess.run([sys.executable, "-c", "import shpkg; print(shpkg._lib.shpkg_answer())"],
+                   cwd=site, env=env, check=True, timeout=60)
+    assert not [x for x in run_check(str(lib), CheckOptions()).findings if x.code == "OD201"]
+
+
+def test_a_requirement_that_says_nothing_of_the_library_is_not_named(tmp_path: Path) -> None:
+    site = _split_wheel_site(tmp_path, ["zzz-unrelated-helper>=2"])
+    lib = site / "shpkg" / "lib" / "libshpkg_ext.so"
+    f = next(f for f in run_check(str(lib), CheckOptions()).findings if f.code == "OD201")
+    assert "pip install" not in f.fix and f.fix.startswith("find it")

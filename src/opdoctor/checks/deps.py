@@ -16,10 +16,13 @@ from opdoctor.facts import Facts
 from opdoctor.facts.loader.search import (
     RULE_LD_LIBRARY_PATH,
     RULE_PRELOADED,
+    RULE_RPATH,
+    RULE_RUNPATH,
     DepTree,
     Library,
     Missing,
 )
+from opdoctor.facts.requires import requirement_shipping
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -98,6 +101,9 @@ def _other_package_of(miss: Missing, facts: Facts) -> str:
 def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
     interp = facts.interpreter
+    shipped = _requirement_shipping(miss, facts)  # named by the library's own distribution
+    if shipped:
+        return shipped
     runtime = runtime_library_fix(miss.name, [m.name for m in facts.process.tree.missing])
     if runtime:
         return runtime
@@ -138,6 +144,25 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
     return (f"find it (`find / -name '{miss.name}*' 2>/dev/null`), then either "
             f"`patchelf --set-rpath '$ORIGIN/<dir relative to {os.path.basename(req)}>' {req}`, "
             f"link with -Wl,-rpath,'$ORIGIN/...', or `export LD_LIBRARY_PATH=<its dir>`")
+
+
+def _requirement_shipping(miss: Missing, facts: Facts) -> str:
+    """The fix when a requirement of the library's own distribution is not installed and the
+    library looks for the missing one inside site-packages, where that requirement installs
+    its files (sherpa-onnx without sherpa-onnx-core, a torch CUDA wheel without nvidia-*);
+    "" otherwise."""
+    looked = [os.path.dirname(a.path) for a in miss.attempts
+              if a.rule in (RULE_RPATH, RULE_RUNPATH) and os.path.isabs(a.path)]
+    interp = facts.interpreter
+    found = requirement_shipping(miss.requested_by, miss.name, looked,
+                                 interp.sys_path if interp else ())
+    if found is None:
+        return ""
+    req, dist, where = found
+    return (f"pip install '{req}': {dist} requires it and it is not installed (installed with "
+            f"--no-deps, or copied without it); {os.path.basename(miss.requested_by)} looks "
+            f"for {miss.name} in {where}, inside the site-packages where that distribution "
+            "installs its files — no RPATH edit brings it")
 
 
 def _loaded_first_by_the_package(name: str, facts: Facts) -> tuple[str, str] | None:

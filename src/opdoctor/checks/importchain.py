@@ -19,6 +19,7 @@ from opdoctor.facts.pkgdir import distribution, normalized, requirements, top_le
 from opdoctor.facts.pychain import REPORTED, UNEVALUATED, ImportChain, Link, loader_calls
 from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
+from opdoctor.facts.requires import uninstalled_requirements
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -339,18 +340,9 @@ def _requirement_for(chain: ImportChain, kind: str, message: str) -> list[str]:
 def _uninstalled_requirements(chain: ImportChain) -> list[str]:
     """The unconditional Requires-Dist of the package's distribution that no sys.path
     directory has a ``*.dist-info`` of (polars without polars-runtime-32)."""
-    wanted = requirements(chain.dist, unconditional=True) if chain.dist else []
-    if not wanted:
+    if not chain.dist:
         return []
-    installed: set[str] = set()
-    for entry in {*chain.sys_path, os.path.dirname(chain.dist)}:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        installed |= {normalized(distribution(n)[0]) for n in names
-                      if n.endswith((".dist-info", ".egg-info"))}
-    return [w for w in wanted if normalized(w) not in installed]
+    return [name for name, _spec in uninstalled_requirements(chain.dist, chain.sys_path)]
 
 
 def _imported_by_dependent(chain: ImportChain, max_files: int = 3000) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from opdoctor.facts.elf.demangle import demangle_all
 from opdoctor.facts.inputfile import shared_libraries_under
+from opdoctor.facts.requires import owning_dist
 
 # Distribution names that install the ``tensorflow`` package.
 TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
@@ -130,28 +131,6 @@ def release_of(spec: str) -> str:
     return ""
 
 
-def _owning_dist(path: str) -> tuple[str, str, str] | None:
-    """(dist-info dir, site dir, path relative to it) of the distribution whose RECORD lists
-    ``path`` (walking up from the file to the first directory with ``*.dist-info``)."""
-    real = os.path.realpath(path)
-    d = os.path.dirname(real)
-    while d and d != os.path.dirname(d):
-        infos = glob.glob(os.path.join(d, "*.dist-info"))
-        if infos:
-            rel = os.path.relpath(real, d)
-            for info in sorted(infos):
-                try:
-                    with open(os.path.join(info, "RECORD"), encoding="utf-8",
-                              errors="replace") as fh:
-                        if any(line.split(",", 1)[0] == rel for line in fh):
-                            return info, d, rel
-                except OSError:
-                    continue
-            return None
-        d = os.path.dirname(d)
-    return None
-
-
 def _metadata_requirement(info: str) -> TfRequirement | None:
     """The ``Requires-Dist: tensorflow…`` of one dist-info's METADATA (None when none)."""
     meta = os.path.join(info, "METADATA")
@@ -175,7 +154,7 @@ def requirement_for(path: str) -> TfRequirement | None:
     """The TensorFlow release the distribution that installed ``path`` requires: its METADATA's
     ``Requires-Dist: tensorflow…`` (extras included), else a ``"tensorflow>=…"`` guard string in
     the Python files of the library's top-level package."""
-    owner = _owning_dist(path)
+    owner = owning_dist(path)
     if owner is None:
         return None
     info, site, rel = owner

@@ -1,0 +1,124 @@
+"""Which distribution owns a file, what it requires that is not installed, and which of those
+ships a library the loader cannot find (read from ``*.dist-info``; nothing imported).
+
+Wheels split native code across distributions: sherpa-onnx's ``_sherpa_onnx`` extension
+NEEDs ``libonnxruntime.so``, which the required ``sherpa-onnx-core`` installs into
+``sherpa_onnx/lib``; torch's CUDA wheels find cuBLAS in ``nvidia/cublas/lib``, installed by
+``nvidia-cublas-cu12``. Installed with ``--no-deps`` (or a hand-copied site-packages), the
+library is simply absent, and the fix is that requirement, not a search path.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterable
+
+from opdoctor.facts.pkgdir import distribution, machine_marker_holds, normalized
+
+_ROW = re.compile(r"^Requires-Dist:[ \t]*([\w.-]+)[ \t]*(\[[^\]\n]*\])?[ \t]*\(?([^;)\n]*)\)?"
+                  r"[ \t]*(?:;([^\n]*))?$", re.M)
+
+
+def owning_dist(path: str) -> tuple[str, str, str] | None:
+    """(dist-info dir, site dir, path relative to it) of the distribution whose RECORD lists
+    ``path`` (walking up from the file to the first directory with ``*.dist-info``)."""
+    real = os.path.realpath(path)
+    d = os.path.dirname(real)
+    while d and d != os.path.dirname(d):
+        infos = glob.glob(os.path.join(d, "*.dist-info"))
+        if infos:
+            rel = os.path.relpath(real, d)
+            for info in sorted(infos):
+                try:
+                    with open(os.path.join(info, "RECORD"), encoding="utf-8",
+                              errors="replace") as fh:
+                        if any(line.split(",", 1)[0] == rel for line in fh):
+                            return info, d, rel
+                except OSError:
+                    continue
+            return None
+        d = os.path.dirname(d)
+    return None
+
+
+def unconditional_requirements(info: str) -> list[tuple[str, str]]:
+    """(name, version specifier) of each Requires-Dist of a distribution that applies here
+    (no marker, or a marker about this machine that holds; never an extra's)."""
+    try:
+        with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
+            meta = fh.read(262144)
+    except OSError:
+        return []
+    return [(name, spec.strip()) for name, _extras, spec, marker in _ROW.findall(meta)
+            if not (marker or "").strip() or machine_marker_holds(marker)]
+
+
+def uninstalled_requirements(info: str, dirs: Iterable[str]) -> list[tuple[str, str]]:
+    """The unconditional requirements of ``info`` that none of ``dirs`` (sys.path entries;
+    the distribution's own site directory is always looked in) has a ``*.dist-info`` or
+    ``*.egg-info`` of (polars without polars-runtime-32)."""
+    wanted = unconditional_requirements(info)
+    if not wanted:
+        return []
+    installed: set[str] = set()
+    for entry in {*dirs, os.path.dirname(info)}:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        installed |= {normalized(distribution(n)[0]) for n in names
+                      if n.endswith((".dist-info", ".egg-info"))}
+    return [(w, spec) for w, spec in wanted if normalized(w) not in installed]
+
+
+def _tokens(name: str) -> set[str]:
+    """The words of a distribution name that can name a directory (``nvidia-cublas-cu12`` →
+    nvidia, cublas; version tags such as cu12 are left out)."""
+    return {t for t in re.split(r"[-_.]+", name.lower())
+            if t and not re.fullmatch(r"(cu|py|cp|v)?\d+\w*", t)}
+
+
+def requirement_shipping(requester: str, needed: str, looked_in: Iterable[str],
+                         dirs: Iterable[str] = ()) -> tuple[str, str, str] | None:
+    """(requirement with its version specifier, the requiring distribution's name, the
+    directory inside site-packages the requester looks in) when the library ``requester``
+    belongs to a distribution that requires a distribution not installed, and the requester's
+    RPATH/RUNPATH (``looked_in``: the directories its search tried) points inside the
+    site-packages directory it is installed in — where such a requirement puts its files.
+    The requirement must be singled out by its name: its words name that directory
+    (``nvidia-cublas-cu12`` → nvidia/cublas/lib) or the missing library (``onnxruntime`` →
+    libonnxruntime.so), or it extends the distribution's own name (sherpa-onnx-core of
+    sherpa-onnx); a requirement such as numpy that says nothing of the library, or a tie, is
+    no answer (None)."""
+    owner = owning_dist(requester)
+    if owner is None:
+        return None
+    info, site, _rel = owner
+    inside = [os.path.normpath(d) for d in looked_in
+              if os.path.normpath(d).startswith(os.path.realpath(site) + os.sep)
+              or os.path.normpath(d).startswith(site + os.sep)]
+    if not inside:
+        return None
+    absent = uninstalled_requirements(info, dirs)
+    if not absent:
+        return None
+    dist = distribution(info)[0]
+    where = os.path.relpath(inside[0], site)
+
+    def score(name: str) -> int:
+        words = set(re.split(r"[/\\]", "/".join(os.path.relpath(d, site).lower()
+                                                 for d in inside)))
+        path_words = {w for part in words for w in re.split(r"[-_.]+", part)}
+        lib = re.sub(r"^lib|\.so.*$", "", needed.lower())
+        return 2 * len(_tokens(name) & path_words) + \
+            2 * sum(1 for t in _tokens(name) if len(t) > 3 and t in lib) + \
+            (1 if normalized(name).startswith(normalized(dist) + "-") else 0)
+
+    ranked = sorted(absent, key=lambda r: -score(r[0]))
+    best = ranked[0]
+    if score(best[0]) == 0 or (len(ranked) > 1 and score(best[0]) == score(ranked[1][0])):
+        return None
+    req = best[0] + (best[1] if best[1] and best[1][0] in "=<>!~" else "")
+    return req, dist, where
