@@ -392,6 +392,25 @@ def test_a_support_library_its_neighbours_need_is_a_note(tmp_path: Path) -> None
     assert (f.code, f.severity.name) == ("OD116", "INFO") and "ext.so" in f.message
 
 
+@pytest.mark.parametrize("entry", ["GetProvider", "OrtGetApiBase", "RegisterCustomOps"])
+def test_an_onnxruntime_library_is_a_note_not_a_registration_warning(
+        tmp_path: Path, entry: str) -> None:
+    """Survey 9: onnxruntime-gpu's libonnxruntime_providers_cuda.so (exports GetProvider, the
+    entry point ONNX Runtime calls) and sherpa-onnx's libonnxruntime.so (OrtGetApiBase) got
+    OD116's cause-1 warning with a TORCH_LIBRARY fix. Exporting an ONNX Runtime entry point,
+    such a library is ONNX Runtime's: a note. (The real libraries are checked in `make
+    realworld`, case sherpa-onnx-2.0.1; here a library exporting the same entry point.)"""
+    import subprocess
+
+    (tmp_path / "p.c").write_text(f"void *{entry}(void) {{ return 0; }}\n")
+    lib = tmp_path / "libprovider.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "p.c")],
+                   check=True, timeout=60)
+    (f,) = run_check(str(lib), CheckOptions(probe=False, named=True), Selection(("OD1",))).findings
+    assert (f.code, f.severity.name) == ("OD116", "INFO")
+    assert f"ONNX Runtime's (exports {entry})" in f.message and "get_available_providers" in f.fix
+
+
 @pytest.mark.probe
 def test_literals_stored_back_to_back_are_not_one_schema(tmp_path: Path) -> None:
     """intel-extension-for-pytorch 2.8.0's libintel-ext-pt-cpu.so stores schema literals back

@@ -346,6 +346,20 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
     inside = any(part in ("site-packages", "dist-packages")
                  for part in os.path.abspath(facts.path).split(os.sep))
     users = facts.dependents if inside else []
+    if entries := facts.onnxruntime_entry_points:
+        # onnxruntime's CUDA provider, sherpa-onnx's libonnxruntime.so (survey 9): the warning
+        # put a working runtime's library under cause 1 with a TORCH_LIBRARY fix.
+        yield OD116.finding(facts.path, "this library registers no torch or TensorFlow operator: "
+                            f"it is ONNX Runtime's (exports {', '.join(entries)}), loaded "
+                            "through ONNX Runtime's own API", [*ev, *[
+                                f"exports {e}: ONNX Runtime's entry point" for e in entries]],
+                            severity=Severity.INFO,
+                            fix="nothing to fix for torch or TensorFlow; whether ONNX Runtime "
+                            "loads it: `python -c \"import onnxruntime as ort; "
+                            "print(ort.get_available_providers())\"` (a provider) or "
+                            "SessionOptions.register_custom_ops_library(path) (a custom-op "
+                            "library)")
+        return
     if users:
         # A support library of its package (jaxlib's libjax_common.so, NEEDed by ten
         # extensions beside it): loaded as their dependency, it has nothing to register.

@@ -827,6 +827,18 @@ class Facts:
             return all(table.lookup(n) for n in names)
         return read_elf(path, every, False)
 
+    @cached_property
+    def onnxruntime_entry_points(self) -> tuple[str, ...]:
+        """The entry points of ONNX Runtime the target exports (its C API ``OrtGetApiBase``,
+        an execution provider's ``GetProvider`` or ``CreateEpFactories``, a custom-op
+        library's ``RegisterCustomOps``): such a library is ONNX Runtime's, loaded by its own
+        API, with no torch or TensorFlow operator to register."""
+        try:
+            table = self.symbol_tables.of_image(self.image)
+            return tuple(n for n in ONNXRUNTIME_ENTRY_POINTS if table.lookup(n))
+        except (struct.error, ValueError, IndexError, AttributeError):
+            return ()
+
     def links_torch(self, path: str) -> bool | None:
         """Whether the library ``path`` (another than the target: one a package's import
         failed to load) links torch's libraries or uses its symbols; None when unreadable."""
@@ -1031,6 +1043,10 @@ class Facts:
             if lib is not None:
                 libs.append(lib)
         return merge(chain.name, chain.package_dir, libs, self.compile_python)
+
+
+ONNXRUNTIME_ENTRY_POINTS = ("OrtGetApiBase", "GetProvider", "CreateEpFactories",
+                            "RegisterCustomOps")
 
 
 def read_elf(path: str, read: Callable[[ElfImage], _T], unreadable: _T) -> _T:
