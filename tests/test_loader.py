@@ -15,7 +15,7 @@ from opdoctor.facts.elf.dynsym import DynSymbols
 from opdoctor.facts.loader.ldcache import load_ld_cache
 from opdoctor.model import Report
 from opdoctor.pipeline import run_check
-from tests.conftest import fixture, reference
+from tests.conftest import BUILD, fixture, reference
 from tests.helpers import cli
 from tests.torchfork import run_python
 
@@ -435,3 +435,30 @@ def test_a_requirement_that_says_nothing_of_the_library_is_not_named(tmp_path: P
     lib = site / "shpkg" / "lib" / "libshpkg_ext.so"
     f = next(f for f in run_check(str(lib), CheckOptions()).findings if f.code == "OD201")
     assert "pip install" not in f.fix and f.fix.startswith("find it")
+
+
+# ------------------------------------------------------------------ FFmpeg, a system library
+@pytest.mark.parametrize(("core", "needed", "release"), [
+    ("libtorchcodec_core4.so", "libavutil.so.56", "FFmpeg 4's libavutil"),
+    ("libtorchcodec_core7.so", "libavutil.so.59", "FFmpeg 7's libavutil"),
+])
+def test_an_absent_ffmpeg_is_installed_not_searched_for(core: str, needed: str,
+                                                        release: str) -> None:
+    """torchcodec ships one core library per FFmpeg major (core4 … core9) and loads the one
+    that matches the FFmpeg installed. Without FFmpeg on the machine every one lacks its
+    libavutil: the fix is installing FFmpeg, not "find it, then patchelf" (survey 9)."""
+    import ctypes
+
+    site = BUILD / "realworld" / "torchcodec-0.17.0-needs-nvrtc" / "site"
+    lib = site / "torchcodec" / core
+    if not lib.is_file():
+        pytest.skip(f"{lib} not installed: run `make realworld-small`")
+    try:  # the loader's own verdict on the name: FFmpeg really is absent here
+        ctypes.CDLL(needed)
+        pytest.skip(f"{needed} loads on this machine: FFmpeg is installed")
+    except OSError as exc:
+        assert "cannot open shared object file" in str(exc)
+    report = run_check(str(lib), CheckOptions(env=(("PYTHONPATH", str(site)),)))
+    f = next(f for f in report.findings if f.code == "OD201" and f.subject == needed)
+    assert f.fix.startswith(f"{needed} is {release}: FFmpeg is a system library"), f.fix
+    assert "No RPATH edit brings FFmpeg" in f.fix and "patchelf" not in f.fix

@@ -33,7 +33,8 @@ OD303 = CodeDoc(
     "(torch.utils.cpp_extension adds it; in CMake take it from TORCH_CXX_FLAGS). For a "
     "library of an installed wheel from an index (no source tree to rebuild), install the "
     "package's release built for the installed torch — an old-ABI wheel was built for torch "
-    "< 2.7 — or let pip rebuild it (pip install --no-build-isolation --no-binary PKG PKG).",
+    "< 2.7 — or let pip rebuild it (pip install --no-build-isolation --no-binary PKG PKG, "
+    "where the index has its source distribution; else build it from its source repository).",
     references=("https://gcc.gnu.org/onlinedocs/libstdc++/manual/using_dual_abi.html",),
 )
 OD306 = CodeDoc(

@@ -118,10 +118,19 @@ def installed_release_fix(facts: Facts, version: str, *, why: str = "", flags: s
     dist = facts.extension_variant.distribution
     if not dist or facts.options.wheel:
         return ""
+    # "--no-binary" needs a source distribution on the index, which many of these packages
+    # never publish (torchrl, torchaudio, fbgemm-gpu-cpu, torchcodec: wheels only; survey 9).
     return (f"install the {dist} release built for torch {version}{why}; if there is none, "
             f"rebuild it against this torch (pip install --no-build-isolation --no-binary "
-            f"{dist} {dist}{flags}); or install the torch it was built for{want}")
+            f"{dist} {dist}{flags} — where the index has its source distribution; many such "
+            "packages publish wheels only: then build from its source repository); or install "
+            f"the torch it was built for{want}")
 
+
+# FFmpeg's libraries (torchcodec, torchaudio's ffmpeg backends, tensorflow-io, decord):
+# the major numbers the soname, FFmpeg's release follows from it for the first four.
+_FFMPEG = re.compile(r"^lib(avutil|avcodec|avformat|avdevice|avfilter|swscale|swresample|"
+                     r"postproc)\.so\.(\d+)")
 
 # AMD's ROCm/HIP runtime and libraries (bitsandbytes' libbitsandbytes_rocm70.so NEEDs
 # libhipblas.so.3 and libhipblaslt.so.1).
@@ -167,6 +176,20 @@ def runtime_library_fix(name: str, missing: list[str]) -> str:
                 "nvidia-* pip wheels or the toolkit) where an NVIDIA GPU is meant to run "
                 "this; without one, this is the package's CUDA build — use its CPU build or "
                 "variant instead. No RPATH edit brings CUDA")
+    ffmpeg = _FFMPEG.match(name)
+    if ffmpeg:
+        lib, major = ffmpeg.group(1), int(ffmpeg.group(2))
+        first = {"avutil": 56, "avcodec": 58, "avformat": 58, "avdevice": 58}.get(lib)
+        release = f" {major - first + 4}" if first is not None and 0 <= major - first <= 4 \
+            else ""
+        # torchcodec's libtorchcodec_core4…8.so (survey 9): one per FFmpeg major, the package
+        # loads the one that matches the FFmpeg installed; "find it, then patchelf" sent users
+        # looking for a file that is on no disk.
+        return (f"{name} is FFmpeg{release}'s lib{lib}: FFmpeg is a system library, not in the "
+                "package's wheel — install FFmpeg (apt-get install ffmpeg, dnf install ffmpeg, "
+                "conda install ffmpeg) in a release the package supports (a package that ships "
+                "one library per FFmpeg major loads the one matching the FFmpeg installed). No "
+                "RPATH edit brings FFmpeg")
     if _ROCM.match(name):
         return (f"{name} is part of AMD's ROCm: install the ROCm release this library was "
                 "built for where an AMD GPU is meant to run it; without one, this is the "
