@@ -261,3 +261,63 @@ def test_probe_script_error_is_opdoctors_fault(monkeypatch: pytest.MonkeyPatch) 
     assert any(e.startswith("traceback: ") for e in f.evidence)
     assert report.sections["probe"]["outcome"] == "probe error"
     assert report.diagnosis.cause == 0 and "opdoctor's probe failed" in report.diagnosis.summary
+
+
+MULTI_INIT = """
+import os, traceback
+import torch
+
+_here = os.path.dirname(os.path.abspath(__file__))
+errors = []
+for variant in ("b", "a"):  # the newest first, as torchcodec tries FFmpeg 8 … 4
+    try:
+        torch.ops.load_library(os.path.join(_here, f"lib_{variant}.so"))
+        break
+    except OSError:
+        errors.append(f"variant {variant}:\\n{traceback.format_exc()}")
+else:
+    raise RuntimeError("Could not load any variant:\\n" + "\\n".join(errors))
+"""
+
+
+@pytest.mark.probe
+def test_each_library_of_a_package_that_tries_several_gets_its_own_miss(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A package that tries one library after another (torchcodec's libtorchcodec_core8 …
+    core4, one per FFmpeg major) reports every attempt's error. Each library's report must
+    confirm its own missing dependency with the real loader's, not the first attempt's
+    (survey 9: core4's report said libavutil.so.60 — core8's — "confirms" its OD201)."""
+    import importlib.util
+    import subprocess
+
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin is not None
+    torch_lib = str(Path(spec.origin).parent / "lib")
+    pkg = tmp_path / "multi"
+    pkg.mkdir()
+    for v in ("a", "b"):
+        (tmp_path / f"dep_{v}.c").write_text(f"int dep_{v}(void) {{ return 1; }}\n")
+        (tmp_path / f"lib_{v}.c").write_text(
+            f"int dep_{v}(void);\nint use_{v}(void) {{ return dep_{v}(); }}\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", str(tmp_path / f"dep_{v}.c"), "-o",
+                        str(tmp_path / f"libmissing_{v}.so")], check=True, timeout=60)
+        # linked to libc10 as a torch extension is: each such library of a package is checked
+        subprocess.run(["gcc", "-shared", "-fPIC", str(tmp_path / f"lib_{v}.c"), "-o",
+                        str(pkg / f"lib_{v}.so"), "-L", str(tmp_path), f"-lmissing_{v}",
+                        "-Wl,--no-as-needed", "-L", torch_lib, "-lc10"], check=True, timeout=60)
+        (tmp_path / f"libmissing_{v}.so").unlink()  # never installed
+    (pkg / "__init__.py").write_text(MULTI_INIT)
+    real = run_python("import torch, multi", cwd=tmp_path, env={**NO_ENV, "PYTHONPATH": ""})
+    assert "RuntimeError: Could not load any variant" in real.stderr
+    assert real.stderr.index("libmissing_b.so: cannot open shared object file") < \
+        real.stderr.index("libmissing_a.so: cannot open shared object file")
+    # each library checked in package mode (the package's import is the probe's)
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "multi",
+              str(pkg / "lib_a.so"), str(pkg / "lib_b.so"))
+    reports = {Path(r["target"]["path"]).name: r for r in res.json()["reports"]}
+    assert sorted(reports) == ["lib_a.so", "lib_b.so"]
+    for name, rep in reports.items():
+        v = name[len("lib_")]
+        probe_miss = [f["subject"] for f in rep["findings"] if f["code"] == "OD220"]
+        assert probe_miss == [f"libmissing_{v}.so"], (v, probe_miss)
+        assert "OD220" in rep["diagnosis"]["consequences"].get("OD201", [])

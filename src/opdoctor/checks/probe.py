@@ -7,6 +7,7 @@ time-limited process (see :mod:`opdoctor.facts.probe.runner`). ``--static`` skip
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterator
@@ -656,6 +657,33 @@ def _not_found(facts: Facts, name: str, hidden: str, ev: list[str],
 _FAILED_FILE = re.compile(r"(/[^\s:'\"]+\.so(?:\.[\w.]+)?): undefined symbol")
 
 
+def _mine(facts: Facts) -> set[str]:
+    """The real paths of the target and of every library its dependency tree loads."""
+    return {os.path.realpath(facts.path)} | {
+        os.path.realpath(lib.path) for lib in facts.process.tree.order if lib.path}
+
+
+def _own_not_found(facts: Facts, text: str) -> re.Match[str] | None:
+    """The first "cannot open shared object file" of ``text`` whose library the target's own
+    dependency tree needs (None: none of them, or the target is a package directory)."""
+    if facts.is_package_dir:
+        return None
+    tree = facts.process.tree
+    names = {m.name for m in tree.missing} | {lib.name for lib in tree.order}
+    return next((m for m in _NOT_FOUND.finditer(text)
+                 if os.path.basename(m.group(1)) in names), None)
+
+
+def _failed_elsewhere(facts: Facts, res: ProbeOutcome, name: str) -> str:
+    """Package mode: the library whose load failed on ``name`` during the import, when it is
+    neither the target nor in its tree ("" otherwise, or when no failed load names it)."""
+    if not facts.options.package or facts.is_package_dir:
+        return ""
+    mine = _mine(facts)
+    return next((path for path, _where, error in res.failed_loads
+                 if name in error and os.path.realpath(path) not in mine), "")
+
+
 def _another_library(facts: Facts, text: str) -> str:
     """Package mode: the library an "undefined symbol" load error names when it is neither
     the target nor one the target loads ("" otherwise). fbgemm-gpu-cpu 1.7's import stops at
@@ -666,10 +694,7 @@ def _another_library(facts: Facts, text: str) -> str:
     m = _FAILED_FILE.search(text)
     if m is None:
         return ""
-    named = os.path.realpath(m.group(1))
-    mine = {os.path.realpath(facts.path)} | {
-        os.path.realpath(lib.path) for lib in facts.process.tree.order if lib.path}
-    return "" if named in mine else m.group(1)
+    return "" if os.path.realpath(m.group(1)) in _mine(facts) else m.group(1)
 
 
 def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator[Finding]:
@@ -687,9 +712,22 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
                                 if v == m.group(1)][:3]))
         return
     if m := _NOT_FOUND.search(text):
+        # A package that tries one library after another (torchcodec: core8 … core4, one per
+        # FFmpeg major) reports every attempt: this report's is the name its own library
+        # needs, not the first attempt's (survey 9: core4's report confirmed its missing
+        # libavutil.so.56 with core8's libavutil.so.60).
+        own = _own_not_found(facts, text)
+        m = own or m
         name = os.path.basename(m.group(1))
         ev = [f"dlopen: {m.group(0)}", *res.trace.evidence_for(name)]
-        yield _not_found(facts, name, "", ev, res.failed_loads)
+        found = _not_found(facts, name, "", ev, res.failed_loads)
+        other = "" if own else _failed_elsewhere(facts, res, name)
+        if other:
+            found = dataclasses.replace(
+                found, message=f"`import {facts.probed_import}` fails at "
+                f"{os.path.basename(other)}, not at this library: {found.message}",
+                evidence=(*found.evidence, f"the load that failed: {other}"))
+        yield found
         return
     if m := _UNDEF.search(text):
         sym = m.group(1)

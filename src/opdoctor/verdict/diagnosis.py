@@ -91,6 +91,10 @@ def _explains(root: Finding, f: Finding) -> bool:
     abseil mismatch, and installing the right TensorFlow would not bring cirq."""
     if f.code not in EXPLAINS.get(root.code, ()):
         return False
+    if root.code in ("OD201", "OD203") and f.code == "OD220":
+        # the real loader's miss confirms the static one of the same library only (a package
+        # that tries several libraries: another one's miss is not this one's)
+        return f.subject == root.subject
     if root.code == "OD201" and f.code == "OD304" and "(inconclusive" not in f.message:
         return False  # torch symbols a missing non-torch library cannot define: its own root
     if root.code == "OD342" and f.code in ("OD201", "OD220"):
