@@ -159,7 +159,8 @@ LFX := $(FIX)/loader
 LOADER_SO := $(LFX)/depdir/libmyop_dep.so $(LFX)/uses_dep.so $(LFX)/wrong_runpath.so \
   $(LFX)/chain_deps/libchain_c.so $(LFX)/chain_deps/libchain_b.so $(LFX)/chain_a_rpath.so \
   $(LFX)/chain_a_runpath.so $(LFX)/ver_v1/libverdep.so $(LFX)/ver_v2/libverdep.so \
-  $(LFX)/uses_verdep.so $(LFX)/abi0.so $(LFX)/other_torch.so $(LFX)/pybind_mismatch.so
+  $(LFX)/uses_verdep.so $(LFX)/abi0.so $(LFX)/other_torch.so $(LFX)/pybind_mismatch.so \
+  $(LFX)/pybind_other_torch.so
 
 $(LFX)/depdir/libmyop_dep.so: $(LSRC)/dep.c
 	@mkdir -p $(@D)
@@ -206,6 +207,11 @@ $(LFX)/pybind_mismatch.so: $(LSRC)/pybind_mismatch.cpp $(BUILD)/config.mk
 	@mkdir -p $(@D)
 	$(CXX) -shared -fPIC -O1 -std=c++17 -DPYBIND11_INTERNALS_VERSION=12 $(TORCH_INCLUDES) \
 	  -isystem $(PY_INCLUDE) $< -L$(TORCH_LIBDIR) -Wl,--no-as-needed -lc10 -o $@
+# The same extension built for another torch release too (its pybind11 and a c10 signature).
+$(LFX)/pybind_other_torch.so: $(LSRC)/pybind_mismatch.cpp $(BUILD)/config.mk
+	@mkdir -p $(@D)
+	$(CXX) -shared -fPIC -O1 -std=c++17 -DPYBIND11_INTERNALS_VERSION=12 -DOTHER_TORCH \
+	  $(TORCH_INCLUDES) -isystem $(PY_INCLUDE) $< -L$(TORCH_LIBDIR) -Wl,--no-as-needed -lc10 -o $@
 
 # ---------------------------------------------------------------- registration fixtures (cause 1)
 RSRC := tests/fixtures/registration

@@ -124,6 +124,22 @@ def test_pybind11_internals_mismatch() -> None:
     assert "internals_v12" in report.findings[0].evidence[0]
 
 
+@pytest.mark.probe
+def test_pybind11_internals_of_another_release_are_its_consequence() -> None:
+    """An extension built for another torch release carries that release's pybind11 too
+    (xformers 0.0.26 and torchvision 0.23 beside torch 2.13: internals v4 against v11, survey
+    9): OD306's "build against the pybind11 in torch's include directory" was a second root;
+    it is a consequence of the release mismatch, whose fix is the one to follow."""
+    lib = fixture("loader/pybind_other_torch.so")
+    real = run_python(LOAD, str(lib))
+    assert "undefined symbol: _ZN3c109alloc_cpuEi" in real.stdout  # the other release's c10
+    report = run_check(str(lib), NO_ENV)
+    assert codes(report) == ["OD304", "OD306"]
+    diag = report.diagnosis
+    assert [f.code for f in diag.root_findings] == ["OD304"]
+    assert [f.code for f in diag.consequences["OD304"]] == ["OD306"]
+
+
 # Ground truth: the real loader, in a process that imported torch, fails the same way.
 LOAD = "import ctypes, sys, torch\ntry:\n    ctypes.CDLL(sys.argv[1])\n    print('LOADED')\n" \
        "except OSError as e:\n    print(e)\n"

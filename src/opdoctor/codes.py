@@ -35,8 +35,10 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420"),
     "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
     "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
-    "OD303": ("OD301", "OD321", "OD511", "OD420"),
-    "OD304": ("OD301", "OD321", "OD511", "OD420"),
+    # Built for another torch release: the pybind11 that release bundled (its internals
+    # version) is part of what differs — xformers 0.0.26 and torchvision 0.23 (survey 9).
+    "OD303": ("OD301", "OD321", "OD511", "OD420", "OD306"),
+    "OD304": ("OD301", "OD321", "OD511", "OD420", "OD306"),
     "OD301": ("OD321", "OD511", "OD420"),
     "OD101": ("OD121", "OD106"),
     "OD102": ("OD123",),
@@ -77,7 +79,8 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     # A CUDA/ROCm build of the extension beside another torch build: every missing framework
     # or CUDA library, unbound symbol, failed load and import is its consequence.
     "OD307": ("OD315", "OD201", "OD202", "OD203", "OD220", "OD301", "OD304", "OD321", "OD420",
-              "OD505", "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312"),
+              "OD505", "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312",
+              "OD306"),
 }
 # Stable-ABI extensions (checks/stable.py): the missing shim function is why the load fails.
 EXPLAINS["OD316"] = ("OD301", "OD321", "OD511", "OD420", "OD101", "OD121")
