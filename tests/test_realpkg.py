@@ -673,3 +673,22 @@ def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant
     # The probe line says the package tried its library and caught the failure (not "loads it
     # later, or never": its own OD512 shows the load that failed).
     assert "the package tried, the load failed and the package caught it: OD512" in res.out
+
+
+@pytest.mark.probe
+def test_the_chain_line_marks_the_submodule_import_that_failed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """torchrl 0.11's `import torchrl` works; `import torchrl._torchrl` (its extension, which
+    the probe imports) fails on a symbol of another torch. The chain line said "✗ import
+    torchrl … (raised: import torchrl._torchrl raised …)", as if the package's import failed
+    (survey 9 P4); the ✗ is the submodule's now."""
+    site = BUILD / "realworld" / "torchrl-0.11.0" / "site"
+    if not (site / "torchrl").is_dir():
+        pytest.skip("make realworld-small installs torchrl-0.11.0")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    assert run_python("import torch, torchrl", env=env).returncode == 0
+    sub = run_python("import torch, torchrl._torchrl", env=env)
+    assert sub.returncode == 1 and "undefined symbol" in sub.stderr
+    res = cli(capsys, "check", "--env", f"PYTHONPATH={site}", "--package", "torchrl")
+    line = next(x for x in res.out.splitlines() if x.startswith("import chain:"))
+    assert line.startswith("import chain: ✗ import torchrl._torchrl raised ImportError:"), line

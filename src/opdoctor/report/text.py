@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from opdoctor import __version__
 from opdoctor.model import CheckStatus, Finding, Report, Severity
@@ -146,6 +147,7 @@ def _tree(p: Printer, node: dict[str, Any], depth: int) -> None:
 
 
 _MAX_CHAIN_LINES = 12
+_RAISED_BY = re.compile(r"import ([\w.]+) raised ")
 
 
 def _compiled(path: str) -> bool:
@@ -166,9 +168,16 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
     p.blank()
     first = chain.get("imported_first") or []
     after = f" (after {', '.join(first)}, as its __init__.py demands)" if first else ""
-    p.line(f"import chain: {ok if winner and not raised else bad} ",
-           f"import {escape(chain['package'])}{escape(after)} → "
-           f"{escape(_path(winner) if winner else 'not found')}{tail}", hang=4)
+    head = f"import {escape(chain['package'])}{escape(after)} → " \
+        f"{escape(_path(winner) if winner else 'not found')}"
+    sub = _RAISED_BY.match(raised)
+    if sub and sub.group(1).startswith(chain["package"] + "."):
+        # The probe imported a submodule (torchrl._torchrl): the ✗ is that import's; the
+        # package's own `import torchrl` works (survey 9).
+        p.line(f"import chain: {bad} ", f"{escape(raised)} (under {head})", hang=4)
+    else:
+        p.line(f"import chain: {ok if winner and not raised else bad} ", f"{head}{tail}",
+               hang=4)
     links = chain.get("links", [])
     key = ("import-chain", json.dumps([chain["package"], winner, links, raised, sorted(failed),
                                        chain.get("ops")], sort_keys=True, default=str))
