@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 
@@ -116,6 +117,7 @@ def test_missing_python_dependency_stays_cause_5() -> None:
 IPEX_INIT = '''"""intel-extension-for-pytorch 2.8.0's guard, in its shape (__init__.py)."""
 import importlib.util
 import os
+from pathlib import Path
 import re
 
 import torch
@@ -228,6 +230,7 @@ loaded by name only into a torch that lacks what it adds."""
 import ctypes
 import importlib.util
 import os
+from pathlib import Path
 
 import torch
 
@@ -299,6 +302,7 @@ def test_per_release_copies_the_import_does_not_load_are_not_checked(
 CODEC_INIT = '''"""torchcodec 0.5's shape: one message after any failed load, likely causes."""
 import ctypes
 import os
+from pathlib import Path
 
 import torch
 
@@ -344,3 +348,48 @@ def test_a_list_of_likely_causes_is_no_version_guard(tmp_path: object) -> None:
                                               package="codeclike", cwd="/"))
     assert guard(report) == [], guard(report)
     assert report.diagnosis.cause == 2, [(f.code, f.message) for f in report.findings]
+
+
+# ------------------------------------------------------------------ a version compared as text
+TEXT_GUARD = '''import torch
+
+# the guard torchao 0.13.0 has: skip the extension beside torch 2.9 and later
+if {compare}:
+    SKIPPED = True
+else:
+    SKIPPED = False
+'''
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize(("compare", "flagged"), [
+    ('str(torch.__version__) >= "2.9"', True),   # "2.13.0+cpu" >= "2.9" is False as text
+    ('"2.9" <= str(torch.__version__)', True),   # the same, written the other way round
+    ('torch.__version__ >= "2.9"', False),       # TorchVersion compares as a version
+    ('str(torch.__version__) >= "2.1"', False),  # text and version agree for 2.13
+])
+def test_a_version_compared_as_text_is_reported(tmp_path: Path, compare: str,
+                                                flagged: bool) -> None:
+    """torchao 0.13.0's `str(torch.__version__) >= "2.9"` (survey 9): str() makes torch's
+    version a plain string, compared character by character, so the guard meant to skip its
+    extension beside torch >= 2.9 does not fire beside 2.13 and the load fails. What Python
+    does with the package's guard is checked first."""
+    pkg = tmp_path / "textguard"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(TEXT_GUARD.format(compare=compare))
+    real = run_python("import torch, textguard; print(textguard.SKIPPED)", cwd=tmp_path,
+                      env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    import torch
+
+    assert torch.__version__ >= "2.9"  # the release the guard means to skip
+    # the guard's branch: a text comparison that misreads 2.13 takes the other one
+    assert real.stdout.strip() == str(not flagged), real.stderr
+    res = run_check(str(pkg), CheckOptions(package="textguard", cwd=str(tmp_path)))
+    found = [f for f in res.findings if f.code == "OD326"]
+    if not flagged:
+        assert found == []
+        return
+    (f,) = found
+    assert f.severity is Severity.WARNING and f.subject == "textguard/__init__.py:4"
+    assert f"is False for torch {torch.__version__} (as a version: True)" in f.message
+    assert "the one meant for torch below 2.9" in f.message

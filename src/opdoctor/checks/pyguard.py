@@ -18,7 +18,14 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.pyguard import Guard, find_guards, fired, supported_releases
+from opdoctor.facts.pyguard import (
+    Guard,
+    find_guards,
+    find_text_comparisons,
+    fired,
+    misjudged,
+    supported_releases,
+)
 from opdoctor.facts.variant import library_release, release_families, release_key
 from opdoctor.model import Cause, Finding, Severity
 
@@ -75,7 +82,23 @@ OD325 = CodeDoc(
     references=("https://pytorch.org/get-started/previous-versions/",),
 )
 
-CODES = (OD323, OD324, OD325)
+OD326 = CodeDoc(
+    "OD326", "the package compares the framework's version as text", Severity.WARNING,
+    what="A package's check of the torch (or TensorFlow) release compares versions as "
+    "versions: `torch.__version__ >= \"2.9\"` (torch's TorchVersion compares as a version) or "
+    "packaging.version.Version, never `str(torch.__version__) >= \"2.9\"`.",
+    why="str() makes the version a plain string, compared character by character: "
+    "\"2.13.0\" >= \"2.9\" is False ('1' < '9'). The package's branch for the installed "
+    "release is the wrong one — torchao 0.13.0's guard meant to skip loading its extension "
+    "beside torch 2.9 and later loads it beside 2.13 (which then fails).",
+    example="torchao/__init__.py:38: str(torch.__version__) >= \"2.9\" is False for torch "
+    "2.13.0+cpu (as a version: True)",
+    fix="The package's check cannot tell the installed release: pair the releases yourself (a "
+    "release of the package made for the installed framework, or the framework release it was "
+    "built for), and report the comparison to the package.",
+    references=("https://peps.python.org/pep-0440/",),
+)
+CODES = (OD323, OD324, OD325, OD326)
 
 # What a framework release lacks, as Python words it: a module, a name imported from one, an
 # attribute of one. torch.ops / torch.classes namespaces are ops (registration), not API.
@@ -208,6 +231,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         return
     yield from _release_family(facts, *_dist(facts))
     yield from _framework_lacks(facts)
+    yield from _text_comparisons(facts)
     guards = find_guards(tuple(chain.python_files))
     if not guards:
         return
@@ -227,6 +251,42 @@ def run(facts: Facts) -> Iterator[Finding]:
             continue
         reported.add(guard.framework)
         yield _finding(facts, guard, dist or chain.name, version, installed, printed, supported)
+
+
+def _text_comparisons(facts: Facts) -> Iterator[Finding]:
+    """OD326: a comparison of ``str(torch.__version__)`` with a release that reads the
+    installed release the other way round than a version comparison would."""
+    chain = facts.chain
+    assert chain is not None
+    dist, version = _dist(facts)
+    pkg = f"{dist or chain.name} {version}".strip()
+    for cmp in find_text_comparisons(tuple(chain.python_files)):
+        installed = _installed(facts, cmp.framework)
+        readings = misjudged(cmp, installed) if installed else None
+        if readings is None:
+            continue
+        as_text, as_version = readings
+        fw = "TensorFlow" if cmp.framework == "tensorflow" else "torch"
+        rel = os.path.relpath(cmp.file, os.path.dirname(chain.package_dir))
+        yield OD326.finding(
+            f"{rel}:{cmp.line}", f"{pkg} compares {fw}'s version as text: {cmp.source} is "
+            f"{as_text} for {fw} {installed} (as a version: {as_version}), so the branch it "
+            f"takes is the one meant for {fw} {_side(cmp.op, not as_version)} {cmp.release}",
+            (f"{rel}:{cmp.line}: {cmp.source}",
+             f"as text: {installed!r} {cmp.op} {cmp.release!r} → {as_text}",
+             f"as versions: {installed} {cmp.op} {cmp.release} → {as_version}"),
+            fix=f"{pkg}'s check cannot tell {fw} {installed} from a release "
+            f"{_side(cmp.op, not as_version)} {cmp.release}: pair the releases yourself — a "
+            f"release of {dist or chain.name} made for {fw} {installed}, or the {fw} release "
+            f"{pkg} was built for — and report the comparison to {dist or chain.name} "
+            f"(compare {cmp.framework}.__version__ itself, or packaging.version.Version)")
+
+
+def _side(op: str, holds: bool) -> str:
+    """The releases for which ``version op release`` is ``holds``, as a relation."""
+    if holds:
+        return {"<": "below", "<=": "at or below", ">": "above", ">=": "at or above"}[op]
+    return {"<": "at or above", "<=": "above", ">": "at or below", ">=": "below"}[op]
 
 
 def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str,

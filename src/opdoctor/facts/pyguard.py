@@ -15,6 +15,7 @@ Nothing is imported here; the probe's output says whether the guard fired.
 from __future__ import annotations
 
 import ast
+import operator
 import os
 import re
 from dataclasses import dataclass
@@ -22,6 +23,10 @@ from functools import lru_cache
 
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_FILES = 400
 MAX_BYTES = 1 << 20
@@ -157,6 +162,109 @@ def guards_in(file: str) -> list[Guard]:
     return out
 
 
+@dataclass(frozen=True)
+class TextCompare:
+    """A comparison of a framework's version *as text* with a release: ``str(torch.__version__)
+    >= "2.9"`` (torchao 0.13.0). ``str()`` turns torch's TorchVersion, which compares as a
+    version, into a plain string, which compares character by character: "2.13.0" < "2.9"."""
+
+    file: str
+    line: int
+    framework: str  # "torch" or "tensorflow"
+    op: str  # "<", "<=", ">", ">=", with the framework's version on the left
+    release: str  # the release compared with
+    source: str  # the comparison as written
+
+
+# by the node's class name: reading ast's classes at import would load the ast module, which
+# a check of a lone library never needs (cli.dccache defers it)
+_OPS = {"Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">="}
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_FW_NAMES = {"torch": "torch", "tensorflow": "tensorflow", "tf": "tensorflow"}
+
+
+def _str_of_version(node: ast.AST) -> str:
+    """The framework whose ``__version__`` ``node`` turns into a plain ``str`` ("" if none)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id == "str" and len(node.args) == 1 and not node.keywords:
+        arg = node.args[0]
+        if isinstance(arg, ast.Attribute) and arg.attr == "__version__" and \
+                isinstance(arg.value, ast.Name):
+            return _FW_NAMES.get(arg.value.id, "")
+    return ""
+
+
+def text_comparisons_in(file: str) -> list[TextCompare]:
+    """The comparisons of ``str(<framework>.__version__)`` with a release in one module."""
+    try:
+        if os.path.getsize(file) > MAX_BYTES:
+            return []
+        with open(file, "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return []
+    if b"str(" not in raw or b"__version__" not in raw:
+        return []
+    from opdoctor.facts.pyast import parse_file
+
+    tree = parse_file(file, raw)
+    if tree is None:
+        return []
+    text = raw.decode("utf-8", "replace")
+    out: list[TextCompare] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare) or len(node.ops) != 1 or \
+                type(node.ops[0]).__name__ not in _OPS:
+            continue
+        op = _OPS[type(node.ops[0]).__name__]
+        left, right = node.left, node.comparators[0]
+        fw, release = _str_of_version(left), _version_in(right)
+        if not fw:
+            fw, release, op = _str_of_version(right), _version_in(left), _FLIP[op]
+        if fw and release:
+            out.append(TextCompare(file, node.lineno, fw, op, release,
+                                   ast.get_source_segment(text, node) or ""))
+    return out
+
+
+@lru_cache(maxsize=8)
+def find_text_comparisons(files: tuple[str, ...]) -> list[TextCompare]:
+    """Text comparisons of a framework's version in the package's Python files."""
+    out: list[TextCompare] = []
+    for file in files[:MAX_FILES]:
+        checkpoint(f"looking for version comparisons in {file}")
+        out += text_comparisons_in(file)
+    return out
+
+
+def _release_tuple(version: str) -> tuple[int, ...]:
+    m = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def compare(a: str | tuple[int, ...], op: str, b: str | tuple[int, ...]) -> bool:
+    """``a op b`` for two strings or two tuples."""
+    fn: Any = _CMP[op]
+    return bool(fn(a, b))
+
+
+def misjudged(cmp: TextCompare, installed: str) -> tuple[bool, bool] | None:
+    """(as text, as a version) when the comparison's two readings of ``installed`` differ —
+    the package's check then takes the wrong branch for this release; None when they agree.
+    Releases are compared padded with zeros (2.9 is 2.9.0)."""
+    have, want = _release_tuple(installed), _release_tuple(cmp.release)
+    if not have or not want:
+        return None
+    width = max(len(have), len(want))
+    as_version = compare(have + (0,) * (width - len(have)), cmp.op,
+                         want + (0,) * (width - len(want)))
+    as_text = compare(installed, cmp.op, cmp.release)
+    return None if as_text == as_version else (as_text, as_version)
+
+
 @lru_cache(maxsize=8)
 def find_guards(files: tuple[str, ...]) -> list[Guard]:
     """Version-guard messages in the package's Python files (once per run and package)."""
@@ -212,3 +320,4 @@ def _version_in(node: ast.AST) -> str:
 
 
 commandcache.register(find_guards.cache_clear)  # keyed on the file names alone
+commandcache.register(find_text_comparisons.cache_clear)
