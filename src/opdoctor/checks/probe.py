@@ -285,28 +285,26 @@ def _static_prediction(facts: Facts) -> str:
 def _refused(facts: Facts, refusal: Refusal, how: str) -> Finding:
     """OD123 for a registration torch refused while the library loaded, in torch's terms;
     ``how``: "aborted" (the process died with the signal in the message) or "failed"."""
+    fix: str | None = None  # the schema parser's own error: OD123's fix
     if refusal.kind == "def-in-impl":
         where = f" (block at {refusal.reason})" if refusal.reason else ""
-        return OD123.finding(
-            facts.path, f"the load {how}: torch refused m.def(\"{refusal.op}\") inside a "
-            f"TORCH_LIBRARY_IMPL block{where} — such a block registers kernels only",
-            refusal.evidence,
-            fix="Move the m.def() into the namespace's TORCH_LIBRARY(ns, m) block (one per "
-            "namespace; TORCH_LIBRARY_FRAGMENT(ns, m) in further files; from Python a "
-            "torch.library.Library(ns, \"DEF\") or \"FRAGMENT\") and keep only m.impl() "
-            "in TORCH_LIBRARY_IMPL(ns, KEY, m) (a Library of kind \"IMPL\").")
-    if refusal.kind == "kernel-mismatch":
+        what = (f"torch refused m.def(\"{refusal.op}\") inside a TORCH_LIBRARY_IMPL "
+                f"block{where} — such a block registers kernels only")
+        fix = ("Move the m.def() into the namespace's TORCH_LIBRARY(ns, m) block (one per "
+               "namespace; TORCH_LIBRARY_FRAGMENT(ns, m) in further files; from Python a "
+               "torch.library.Library(ns, \"DEF\") or \"FRAGMENT\") and keep only m.impl() in "
+               "TORCH_LIBRARY_IMPL(ns, KEY, m) (a Library of kind \"IMPL\").")
+    elif refusal.kind == "kernel-mismatch":
         reason = f": {refusal.reason}" if refusal.reason else ""
-        return OD123.finding(
-            facts.path, f"the load {how}: the C++ kernel registered for "
-            f"{refusal.op or 'an operator'} does not match its schema{reason}",
-            refusal.evidence,
-            fix="Make the kernel's C++ signature match the schema argument by argument "
-            "(Tensor → const at::Tensor&, float → double, int → int64_t, Tensor[] → "
-            "at::TensorList, same return type), or correct the schema if the kernel is right: "
-            "torch printed both (expected schema, inferred schema).")
-    return OD123.finding(facts.path, f"the load {how}: its schema was rejected",
-                         refusal.evidence)
+        what = (f"the C++ kernel registered for {refusal.op or 'an operator'} does not match "
+                f"its schema{reason}")
+        fix = ("Make the kernel's C++ signature match the schema argument by argument (Tensor "
+               "→ const at::Tensor&, float → double, int → int64_t, Tensor[] → "
+               "at::TensorList, same return type), or correct the schema if the kernel is "
+               "right: torch printed both (expected schema, inferred schema).")
+    else:
+        what = "its schema was rejected"
+    return OD123.finding(facts.path, f"the load {how}: {what}", refusal.evidence, fix=fix)
 
 
 def _crash(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:

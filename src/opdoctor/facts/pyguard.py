@@ -18,6 +18,7 @@ import ast
 import operator
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -112,22 +113,30 @@ def _pieces(pieces: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def guards_in(file: str) -> list[Guard]:
-    """The version-guard messages of one module (parsed only when it reads a version)."""
+def _module(file: str, wanted: Callable[[bytes], bool]) -> tuple[bytes, ast.Module] | None:
+    """(source, tree) of a Python file of at most MAX_BYTES whose bytes ``wanted`` accepts
+    (parsed only then); None otherwise."""
     try:
         if os.path.getsize(file) > MAX_BYTES:
-            return []
+            return None
         with open(file, "rb") as fh:
             raw = fh.read()
     except OSError:
-        return []
-    if not _VERSION_READ.search(raw) or b"ersion" not in raw:
-        return []
+        return None
+    if not wanted(raw):
+        return None
     from opdoctor.facts.pyast import parse_file
 
     tree = parse_file(file, raw)
-    if tree is None:
+    return None if tree is None else (raw, tree)
+
+
+def guards_in(file: str) -> list[Guard]:
+    """The version-guard messages of one module (parsed only when it reads a version)."""
+    module = _module(file, lambda raw: bool(_VERSION_READ.search(raw)) and b"ersion" in raw)
+    if module is None:
         return []
+    tree = module[1]
     out: list[Guard] = []
     for node in ast.walk(tree):
         raises = isinstance(node, ast.Raise)
@@ -196,20 +205,10 @@ def _str_of_version(node: ast.AST) -> str:
 
 def text_comparisons_in(file: str) -> list[TextCompare]:
     """The comparisons of ``str(<framework>.__version__)`` with a release in one module."""
-    try:
-        if os.path.getsize(file) > MAX_BYTES:
-            return []
-        with open(file, "rb") as fh:
-            raw = fh.read()
-    except OSError:
+    module = _module(file, lambda raw: b"str(" in raw and b"__version__" in raw)
+    if module is None:
         return []
-    if b"str(" not in raw or b"__version__" not in raw:
-        return []
-    from opdoctor.facts.pyast import parse_file
-
-    tree = parse_file(file, raw)
-    if tree is None:
-        return []
+    raw, tree = module
     text = raw.decode("utf-8", "replace")
     out: list[TextCompare] = []
     for node in ast.walk(tree):
