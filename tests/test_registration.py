@@ -392,6 +392,70 @@ def test_a_support_library_its_neighbours_need_is_a_note(tmp_path: Path) -> None
     assert (f.code, f.severity.name) == ("OD116", "INFO") and "ext.so" in f.message
 
 
+def _vendored_site(tmp_path: Path, requires: str) -> Path:
+    """A site as pip leaves an auditwheel wheel: plainpkg/_ext.so NEEDs
+    plainpkg.libs/libdep-0a1b2c3d.so.1 (RPATH $ORIGIN/../plainpkg.libs), both in the RECORD."""
+    import subprocess
+
+    site = tmp_path / "site"
+    libs, pkg = site / "plainpkg.libs", site / "plainpkg"
+    for d in (libs, pkg):
+        d.mkdir(parents=True)
+    (tmp_path / "dep.c").write_text("int dep(void) { return 7; }\n")
+    (tmp_path / "ext.c").write_text("int dep(void);\nint ext(void) { return dep(); }\n")
+    dep = libs / "libdep-0a1b2c3d.so.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libdep-0a1b2c3d.so.1", "-o",
+                    str(dep), str(tmp_path / "dep.c")], check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "_ext.so"),
+                    str(tmp_path / "ext.c"), str(dep),
+                    "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../plainpkg.libs"],
+                   check=True, timeout=60)
+    info = site / "plainpkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: plainpkg\nVersion: 1.0\n"
+                                   f"{requires}")
+    (info / "RECORD").write_text("plainpkg/_ext.so,,\nplainpkg.libs/libdep-0a1b2c3d.so.1,,\n"
+                                 "plainpkg-1.0.dist-info/METADATA,,\n")
+    return site
+
+
+def test_a_vendored_library_of_a_package_is_a_note(tmp_path: Path) -> None:
+    """Survey 10: all 133 libraries of 14 healthy packages' auditwheel directories (h5py.libs/
+    libhdf5-….so, shapely.libs/libgeos-….so …) got OD116's cause-1 warning, "loading it cannot
+    make an operator exist", whose own fix says there is nothing to fix. A library a
+    distribution installed is a support library when its package's extensions NEED it (looked
+    for in the distribution's own directories beside `<dist>.libs/`), and a native library of
+    the package when the distribution requires no framework: a note either way."""
+    import ctypes
+
+    site = _vendored_site(tmp_path, "")
+    assert ctypes.CDLL(str(site / "plainpkg" / "_ext.so")).ext() == 7  # it loads and works
+    dep = site / "plainpkg.libs" / "libdep-0a1b2c3d.so.1"
+    (f,) = run_check(str(dep), CheckOptions(probe=False, named=True),
+                     Selection(("OD1",))).findings
+    assert (f.code, f.severity.name) == ("OD116", "INFO")
+    assert "a support library that _ext.so NEED" in f.message
+
+
+@pytest.mark.parametrize(("requires", "severity"), [
+    ("", "INFO"), ("Requires-Dist: numpy\n", "INFO"), ("Requires-Dist: torch>=2.0\n", "WARNING")])
+def test_a_native_library_of_a_package_without_a_framework_is_a_note(
+        tmp_path: Path, requires: str, severity: str) -> None:
+    """llvmlite's libllvmlite.so, soundfile's libsndfile (loaded by a path their Python
+    computes, NEEDed by nothing): a library of a distribution that requires no framework is a
+    note; one of a package that requires torch keeps OD116's warning (a registration compiled
+    out of an op library is what it is for)."""
+    site = _vendored_site(tmp_path, requires)
+    (site / "plainpkg" / "_ext.so").unlink()  # nothing NEEDs the library any more
+    dep = site / "plainpkg.libs" / "libdep-0a1b2c3d.so.1"
+    (f,) = run_check(str(dep), CheckOptions(probe=False, named=True),
+                     Selection(("OD1",))).findings
+    assert (f.code, f.severity.name) == ("OD116", severity), f.message
+    if severity == "INFO":
+        assert "a native library of plainpkg 1.0, a package that requires no framework" in \
+            f.message
+
+
 @pytest.mark.parametrize("entry", ["GetProvider", "OrtGetApiBase", "RegisterCustomOps"])
 def test_an_onnxruntime_library_is_a_note_not_a_registration_warning(
         tmp_path: Path, entry: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
@@ -17,6 +18,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
+from opdoctor.facts.pkgdir import distribution, normalized
 from opdoctor.facts.pyreg import refutation
 from opdoctor.facts.registration import (
     Inventory,
@@ -24,6 +26,7 @@ from opdoctor.facts.registration import (
     is_template,
     source_file_symbols,
 )
+from opdoctor.facts.requires import unconditional_requirements
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -344,7 +347,8 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
     # Only inside a Python install: a system directory (/usr/lib, thousands of libraries) is
     # no package whose libraries need each other, and walking it costs seconds per library.
     inside = any(part in ("site-packages", "dist-packages")
-                 for part in os.path.abspath(facts.path).split(os.sep))
+                 for part in os.path.abspath(facts.path).split(os.sep)) or \
+        facts.installed_by is not None  # a distribution's RECORD lists it (pip --target)
     users = facts.dependents if inside else []
     if entries := facts.onnxruntime_entry_points:
         # onnxruntime's CUDA provider, sherpa-onnx's libonnxruntime.so (survey 9): the warning
@@ -360,6 +364,17 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
                             "SessionOptions.register_custom_ops_library(path) (a custom-op "
                             "library)")
         return
+    plain = _plain_distribution(facts) if inside and not users else ""
+    if plain:
+        # llvmlite's libllvmlite.so, soundfile's libsndfile (ctypes/cffi loads of a path the
+        # package computes): a native library of a package that uses no framework (survey 10).
+        yield OD116.finding(facts.path, "this library registers no operator and links no "
+                            f"framework: a native library of {plain}, a package that requires "
+                            "no framework", [*ev, f"installed by {plain}: its METADATA requires "
+                                             "no torch, TensorFlow, MindSpore, OneFlow or Paddle"],
+                            severity=Severity.INFO,
+                            fix="nothing to fix; check the library that registers the ops")
+        return
     if users:
         # A support library of its package (jaxlib's libjax_common.so, NEEDed by ten
         # extensions beside it): loaded as their dependency, it has nothing to register.
@@ -372,6 +387,24 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
         return
     yield OD116.finding(facts.path, "this library registers no operator and links no "
                         "framework: loading it cannot make an operator exist", ev)
+
+
+_FRAMEWORK_DISTS = re.compile(r"^(?:torch|tensorflow(?:-cpu|-gpu|-intel|-macos)?|tf-nightly|"
+                              r"tf-keras|mindspore(?:-\w+)?|oneflow(?:-\w+)?|"
+                              r"paddlepaddle(?:-gpu)?)$")
+
+
+def _plain_distribution(facts: Facts) -> str:
+    """"name version" of the distribution that installed the target when it requires no
+    framework (its native libraries serve the package's own code); "" otherwise."""
+    owner = facts.installed_by
+    if owner is None:
+        return ""
+    info = owner[0]
+    if any(_FRAMEWORK_DISTS.match(normalized(n)) for n, _spec in unconditional_requirements(info)):
+        return ""
+    name, version = distribution(info)
+    return f"{name} {version}".strip()
 
 
 # Code of the C runtime's start files alone (frame_dummy, register_tm_clones …): ~150 bytes.

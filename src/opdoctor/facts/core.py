@@ -313,7 +313,27 @@ class Facts:
         from opdoctor.facts.vendored import dependents
         if os.path.isdir(self.path) or self.structure.image is None:
             return []
-        return dependents(self.resolver, self.path)
+        found = dependents(self.resolver, self.path)
+        owner = self.installed_by
+        if found or owner is None or \
+                not os.path.basename(os.path.dirname(self.path)).endswith(".libs"):
+            return found
+        # auditwheel's <dist>.libs/ (h5py.libs/libhdf5-9e18f0c6.so…): the extensions that NEED
+        # it are in the distribution's own top-level directories beside it.
+        from opdoctor.facts.requires import record_directories
+        info, site, _rel = owner
+        roots = tuple(os.path.join(site, t) for t in sorted(record_directories(info))
+                      if os.path.isdir(os.path.join(site, t)))
+        return dependents(self.resolver, self.path, roots=roots) if roots else []
+
+    @cached_property
+    def installed_by(self) -> tuple[str, str, str] | None:
+        """(dist-info, site directory, path relative to it) of the distribution whose RECORD
+        lists the target; None for a file no installed distribution records."""
+        from opdoctor.facts.requires import owning_dist
+        if os.path.isdir(self.path):
+            return None
+        return owning_dist(self.path)
 
     @cached_property
     def name_callers(self) -> list[tuple[str, str]]:

@@ -43,6 +43,19 @@ def owning_dist(path: str) -> tuple[str, str, str] | None:
     return None
 
 
+def record_directories(info: str) -> set[str]:
+    """The top-level directories a distribution installed files into (its RECORD), its
+    ``*.dist-info`` and ``*.libs`` directories left out."""
+    try:
+        with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
+            rows = fh.read(4 << 20).splitlines()
+    except OSError:
+        return set()
+    tops = {row.split(",", 1)[0].split("/", 1)[0] for row in rows if "/" in row.split(",", 1)[0]}
+    return {t for t in tops if t and not t.endswith((".dist-info", ".libs", ".data"))
+            and t not in ("..", ".")}
+
+
 def unconditional_requirements(info: str) -> list[tuple[str, str]]:
     """(name, version specifier) of each Requires-Dist of a distribution that applies here
     (no marker, or a marker about this machine that holds; never an extra's)."""

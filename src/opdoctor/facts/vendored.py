@@ -80,15 +80,18 @@ def _needing(resolver: Resolver, target: str, root: str) -> Iterator[Library]:
             yield lib
 
 
-def dependents(resolver: Resolver, target: str, limit: int = 3) -> list[str]:
-    """Up to ``limit`` libraries in ``target``'s directory (and below) that NEED it: a support
-    library (tensorflow_text's libpybinds_library_common.so, NEEDed by six pybind modules
-    beside it) is loaded as their dependency and has no registrations of its own to find."""
+def dependents(resolver: Resolver, target: str, limit: int = 3,
+               roots: tuple[str, ...] = ()) -> list[str]:
+    """Up to ``limit`` libraries in ``target``'s directory (and below), or under ``roots``,
+    that NEED it: a support library (tensorflow_text's libpybinds_library_common.so, NEEDed by
+    six pybind modules beside it; h5py.libs/libhdf5-….so, NEEDed by h5py's extensions) is
+    loaded as their dependency and has no registrations of its own to find."""
     out: list[str] = []
-    for lib in _needing(resolver, target, os.path.dirname(os.path.abspath(target))):
-        out.append(lib.path)
-        if len(out) >= limit:
-            break
+    for root in roots or (os.path.dirname(os.path.abspath(target)),):
+        for lib in _needing(resolver, target, root):
+            out.append(lib.path)
+            if len(out) >= limit:
+                return out
     return out
 
 
