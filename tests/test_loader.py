@@ -395,6 +395,37 @@ def test_own_symbols_a_sibling_library_defines_are_not_an_incomplete_build(
     assert [f["code"] for f in found if f["code"] == "OD430"] == ["OD430"], found
 
 
+def test_own_namespace_symbols_of_a_missing_dependency_are_its_consequence(
+        tmp_path: Path) -> None:
+    """numba's tbbpool extension without the optional libtbb.so.12 (survey 10): the tbb::
+    functions it calls (its own inline tbb:: code is compiled into it, so they look like its
+    own namespace) got OD430 "own code never linked in (inconclusive: a dependency is missing
+    …)" as a cause-4 root beside OD201, with an "add the source file" fix. Inconclusive and
+    naming the missing library, it is OD201's consequence."""
+    (tmp_path / "dep.cpp").write_text("namespace tbblike { namespace r1 { int spawn(int x) "
+                                      "{ return x; } } }\n")
+    subprocess.run(["g++", "-shared", "-fPIC", "-Wl,-soname,libtbblike.so.12", "-o",
+                    str(tmp_path / "libtbblike.so.12"), str(tmp_path / "dep.cpp")],
+                   check=True, timeout=60)
+    (tmp_path / "pool.cpp").write_text(
+        "namespace tbblike { namespace r1 { int spawn(int); }\n"
+        "  int __attribute__((noinline)) inline_helper(int x) { return r1::spawn(x) + 1; } }\n"
+        "int pool(int x) { return tbblike::inline_helper(x); }\n")
+    lib = tmp_path / "tbbpool.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "pool.cpp"),
+                    str(tmp_path / "libtbblike.so.12")], check=True, timeout=60)
+    (tmp_path / "libtbblike.so.12").unlink()  # the optional dependency, not installed
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(lib)], capture_output=True, text=True, timeout=60)
+    assert "libtbblike.so.12: cannot open shared object file" in real.stderr, real.stderr
+    report = run_check(str(lib), NO_ENV)
+    assert [f.code for f in report.diagnosis.root_findings] == ["OD201"]
+    # read as its own code (the inline tbblike:: function it defines) — OD201's consequence
+    (od430,) = [f for f in report.findings if f.code == "OD430"]
+    assert "(inconclusive" in od430.message and "libtbblike.so.12" in od430.message
+    assert [f.code for f in report.diagnosis.consequences["OD201"]].count("OD430") == 1
+
+
 # ------------------------------------------------------------------ a requirement ships it
 def _split_wheel_site(tmp_path: Path, requires: list[str]) -> Path:
     """A site-packages as pip leaves one after `--no-deps`: package ``shpkg`` (distribution

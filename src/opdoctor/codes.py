@@ -32,7 +32,8 @@ SECTION_TITLES = {
 # Probe codes listed here confirm the static finding with the real load's evidence; a failed
 # load (OD511) and a failed import (OD420) are consequences of whatever stopped the load.
 EXPLAINS: dict[str, tuple[str, ...]] = {
-    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420"),
+    "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420",
+              "OD430"),
     "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
     "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
     # Built for another torch release: the pybind11 that release bundled (its internals

@@ -95,6 +95,10 @@ def _explains(root: Finding, f: Finding) -> bool:
         # the real loader's miss confirms the static one of the same library only (a package
         # that tries several libraries: another one's miss is not this one's)
         return f.subject == root.subject
+    if root.code == "OD201" and f.code == "OD430":
+        # "own code never linked in (inconclusive: a dependency is missing and may define
+        # them, see libtbb.so.12)": numba's tbb:: symbols are the missing libtbb's (survey 10)
+        return "(inconclusive" in f.message and root.subject in f.message
     if root.code == "OD201" and f.code == "OD304" and "(inconclusive" not in f.message:
         return False  # torch symbols a missing non-torch library cannot define: its own root
     if root.code == "OD342" and f.code in ("OD201", "OD220"):
