@@ -1932,3 +1932,46 @@ def test_an_import_error_explain_knows_gets_its_reading_as_the_fix(
               "jitpkg").json()
     od511 = next(f for f in doc["reports"][0]["findings"] if f["code"] == "OD511")
     assert od511["fix"].startswith("Read the exception"), od511["fix"]
+
+
+@pytest.mark.parametrize(("first_line", "handler", "severity", "words"), [
+    # gmpy2's layout: loaded unguarded first (and imported again in the handler)
+    ("from ._fast import *\n", "from ._fast import answer", "info",
+     "imported unguarded before it (gpkg/__init__.py:1)"),
+    # the handler imports the same module again: a failed load raises from there
+    ("", "from ._fast import answer", "info", "whose handler imports gpkg._fast again"),
+    # the guarded import is the only load and the handler drops its error: OD509 stands
+    ("", "answer = None", "warning", "that discards the error"),
+])
+def test_a_guarded_import_of_a_module_already_loaded_hides_nothing(
+        tmp_path: Path, first_line: str, handler: str, severity: str, words: str) -> None:
+    """gmpy2 2.3 (survey 10): `from .gmpy2 import *` at line 1, then `try: from .gmpy2 import
+    _C_API, … except ImportError: from .gmpy2 import …` — a test for names a static build
+    lacks, in a module already loaded. OD509 said the handler "discards the error"; a failed
+    load raises at line 1 (Python shows it, below), so nothing can be hidden: a note. Without
+    the unguarded import first, the guarded one is the load, and the warning stands."""
+    pkg = tmp_path / "gpkg"
+    pkg.mkdir()
+    _c_extension(tmp_path, pkg, "_fast")
+    (pkg / "__init__.py").write_text(
+        first_line + "try:\n    from ._fast import _C_API\nexcept ImportError:\n"
+        f"    {handler}\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ok = subprocess.run([sys.executable, "-c", "import gpkg"], cwd=tmp_path, env=env,
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    if first_line:  # a broken extension: the unguarded line 1 raises, the handler never runs
+        ext = next(pkg.glob("_fast*.so"))
+        ext.write_bytes(b"\0" * 64)
+        bad = subprocess.run([sys.executable, "-c", "import gpkg"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert 'gpkg/__init__.py", line 1' in bad.stderr and "ImportError" in bad.stderr
+        shutil.rmtree(pkg)
+        pkg.mkdir()
+        _c_extension(tmp_path, pkg, "_fast")
+        (pkg / "__init__.py").write_text(
+            first_line + "try:\n    from ._fast import _C_API\nexcept ImportError:\n"
+            f"    {handler}\n")
+    report = run_check(str(pkg), CheckOptions(package="gpkg", cwd=str(tmp_path)))
+    (f,) = [f for f in report.findings if f.code == "OD509"]
+    assert f.severity.value == severity and words in f.message, f.message

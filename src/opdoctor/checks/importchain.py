@@ -337,6 +337,39 @@ def _requirement_for(chain: ImportChain, kind: str, message: str) -> list[str]:
     return named or absent
 
 
+def _imported_unguarded_first(link: Link, chain: ImportChain) -> str:
+    """``file:line`` of an import of the same module that runs before ``link`` and is not
+    guarded (module level, no handler, not a fallback): earlier in the same file, or in the
+    package's ``__init__.py`` (run first); "" when there is none."""
+    if link.kind != "submodule" or not chain.package_dir:
+        return ""
+    init = os.path.realpath(os.path.join(chain.package_dir, "__init__.py"))
+    for other in chain.links:
+        if other is link or other.kind != "submodule" or other.target != link.target or \
+                other.swallowed or other.function or other.lazy or other.fallback or \
+                other.problem or other.checked:
+            continue
+        same = os.path.realpath(other.file) == os.path.realpath(link.file)
+        if (same and other.line < link.line) or (not same and os.path.realpath(other.file) ==
+                                                  init):
+            return f"{_rel(other.file, chain)}:{other.line}"
+    return ""
+
+
+def _imported_again(link: Link, chain: ImportChain) -> str:
+    """``file:line`` of an import of the same module in the handler of ``link``'s try (an
+    unguarded one: a failed load raises from the handler too); "" when there is none."""
+    if link.kind != "submodule":
+        return ""
+    here = os.path.realpath(link.file)
+    for other in chain.links:
+        if other is not link and other.kind == "submodule" and other.target == link.target \
+                and other.fallback and not other.swallowed and other.line > link.line and \
+                os.path.realpath(other.file) == here and other.function == link.function:
+            return f"{_rel(other.file, chain)}:{other.line}"
+    return ""
+
+
 def _uninstalled_requirements(chain: ImportChain) -> list[str]:
     """The unconditional Requires-Dist of the package's distribution that no sys.path
     directory has a ``*.dist-info`` of (polars without polars-runtime-32)."""
@@ -470,6 +503,27 @@ def run(facts: Facts) -> Iterator[Finding]:
                 ("cdll", "load_library") else f"the import of {link.target}"
             later = link.kind == "submodule" and link.function
             works = not later and link.target in retried_fine
+            first = "" if later or works else _imported_unguarded_first(link, chain)
+            again = "" if later or works or first else _imported_again(link, chain)
+            if again:
+                yield OD509.finding(link.target, f"{what} is inside `{link.swallowed}`, whose "
+                                    f"handler imports {link.target} again ({again}): a failed "
+                                    "load raises there; the handler only covers names the "
+                                    "module may lack", (where, f"handler: {link.swallowed}"),
+                                    severity=Severity.INFO)
+                continue
+            if first:
+                # gmpy2: `from .gmpy2 import *` at line 1, then `try: from .gmpy2 import
+                # _C_API … except ImportError:` — a test for names (absent in static builds) of
+                # a module already loaded; pycurl's __init__.py imports _pycurl before
+                # async_multi.py tries its optional constants (survey 10)
+                yield OD509.finding(link.target, f"{what} is inside `{link.swallowed}`, but "
+                                    f"{link.target} is imported unguarded before it ({first}): "
+                                    "a failed load raises there; the handler only covers "
+                                    "names the module may lack", (where, f"handler: "
+                                                                  f"{link.swallowed}"),
+                                    severity=Severity.INFO)
+                continue
             backup = "" if later or works else _fallback_import(link, chain)
             if backup:
                 # rapidfuzz: `with suppress(ImportError): from .fuzz_cpp_avx2 import ratio`,
