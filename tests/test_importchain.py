@@ -1975,3 +1975,43 @@ def test_a_guarded_import_of_a_module_already_loaded_hides_nothing(
     report = run_check(str(pkg), CheckOptions(package="gpkg", cwd=str(tmp_path)))
     (f,) = [f for f in report.findings if f.code == "OD509"]
     assert f.severity.value == severity and words in f.message, f.message
+
+
+@pytest.mark.probe
+def test_a_module_the_package_import_does_not_load_is_imported_itself(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cryptography 51 without cffi (survey 10): `import cryptography` works and loads none of
+    its extensions; `import cryptography.hazmat.bindings._rust` fails in the module's own init
+    (No module named '_cffi_backend'). Checked by its path, _rust.abi3.so was "No problem
+    found" — the probe imported the package only, and the static view predicts nothing for
+    a failure in PyInit_. The module itself is imported now when the package's import did
+    not load it."""
+    import sysconfig
+
+    pkg = tmp_path / "cryptolike"
+    (pkg / "bindings").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("VERSION = 1\n")
+    (pkg / "bindings" / "__init__.py").write_text("")
+    src = tmp_path / "rust.c"
+    src.write_text(
+        '#include <Python.h>\nstatic struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "_rust", '
+        '"", -1, NULL};\nPyMODINIT_FUNC PyInit__rust(void) {\n'
+        '  PyObject *b = PyImport_ImportModule("_cffi_backend_like");\n'
+        "  if (b == NULL) return NULL;\n  Py_DECREF(b);\n  return PyModule_Create(&D);\n}\n")
+    ext = pkg / "bindings" / ("_rust" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o",
+                    str(ext), str(src)], check=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    top = subprocess.run([sys.executable, "-c", "import cryptolike"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert top.returncode == 0, top.stderr
+    sub = subprocess.run([sys.executable, "-c", "import cryptolike.bindings._rust"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert "No module named '_cffi_backend_like'" in sub.stderr, sub.stderr
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), str(ext))
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["cause"] == 5, rep["diagnosis"]
+    od511 = next(f for f in rep["findings"] if f["code"] == "OD511")
+    assert od511["message"].startswith("import cryptolike.bindings._rust raised "
+                                       "ModuleNotFoundError: No module named "
+                                       "'_cffi_backend_like'"), od511["message"]

@@ -548,15 +548,16 @@ class Facts:
         first = probe.req.first if probe is not None else ()
         return ", ".join([*first, name]) if name and first else name
 
-    def _module_to_import(self) -> str:
+    def _module_to_import(self, predicted: bool = True) -> str:
         """The dotted module of a Python extension target inside the package that no line of
-        the package's import chain loads, when the static view predicts its load fails ("":
-        nothing for :meth:`_through_its_module` to import)."""
+        the package's import chain loads ("": nothing for :meth:`_through_its_module` to
+        import); ``predicted``: only when the static view predicts its load fails (the early
+        start, beside the package's import)."""
         chain = self.chain
         if chain is None or not chain.package_dir or self.is_package_dir or \
                 self.structure.image is None or not self.registration.pyinit:
             return ""
-        if not (self.process.tree.missing or self.binding.unresolved):
+        if predicted and not (self.process.tree.missing or self.binding.unresolved):
             return ""  # the static view predicts nothing a load could disprove
         real = os.path.realpath(self.path)
         from opdoctor.facts.commandcache import realpath
@@ -590,23 +591,32 @@ class Facts:
             req, package=module, path=os.path.abspath(self.path), hidden=[], late=False))
 
     def _through_its_module(self, early: ProbeHandle | ForkedProbe | None = None) -> None:
-        """Package mode, a Python extension module the package import did not load, that the
-        static view says cannot load: import the module itself (``import mpi4py.MPI``), the
-        way the file is really loaded, and keep that outcome. A package can make a module's
-        dependencies present before it is imported: mpi4py's finder loads libmpi.so.12 from
-        the MPI implementation's own directory, and glibc then reuses it by name, so a
-        "libmpi.so.12 not found" from the file alone would be a false alarm. One more probe,
-        only for such a file; ``early``: that probe, started beside the package's."""
+        """Package mode, a Python extension module the package import did not load: import
+        the module itself (``import mpi4py.MPI``), the way the file is really loaded, and keep
+        that outcome. A package can make a module's dependencies present before it is
+        imported: mpi4py's finder loads libmpi.so.12 from the MPI implementation's own
+        directory, and glibc then reuses it by name, so a "libmpi.so.12 not found" from the
+        file alone would be a false alarm. And a module's own init can fail where the static
+        view sees nothing: cryptography's _rust imports _cffi_backend, scipy 1.11's _fblas
+        needs NumPy 1's C API (survey 10: "No problem found" while the import fails). One
+        more probe, only for such a file; ``early``: that probe, started beside the
+        package's when the static view already predicted the failure."""
         from opdoctor.facts.probe.outcome import ProbeState
         res = self._probe_outcome
         module = "" if res is None or res.state is not ProbeState.LOADED or \
-            res.maps(self.path) else self._module_to_import()
+            res.maps(self.path) else self._module_to_import(predicted=False)
         if not module:
             if early is not None:
                 early.abandon()  # the package's import loaded it (or failed): not needed
             return
-        self._probe = early if early is not None else self._module_probe(module)
-        self._probe_outcome = self._probe.wait()
+        predicted = bool(self._module_to_import(predicted=True))
+        probe = early if early is not None else self._module_probe(module)
+        outcome = probe.wait()
+        if not predicted and outcome.state is ProbeState.LOADED:
+            # Nothing predicted, and the module imports: the package's own outcome stands
+            # (a package that never loads its op library is OD505 — its import is the job's).
+            return
+        self._probe, self._probe_outcome = probe, outcome
 
     def _past_a_failed_backend(self) -> None:
         """When ``import torch`` itself failed because a device backend it auto-loads failed
