@@ -437,16 +437,20 @@ def test_a_vendored_library_of_a_package_is_a_note(tmp_path: Path) -> None:
     assert "a support library that _ext.so NEED" in f.message
 
 
-@pytest.mark.parametrize(("requires", "severity"), [
-    ("", "INFO"), ("Requires-Dist: numpy\n", "INFO"), ("Requires-Dist: torch>=2.0\n", "WARNING")])
+@pytest.mark.parametrize(("requires", "init", "severity"), [
+    ("", "", "INFO"), ("Requires-Dist: numpy\n", "import numpy\n", "INFO"),
+    ("Requires-Dist: torch>=2.0\n", "", "WARNING"),
+    # a torch extension wheel that leaves torch out of its requirements, but imports it
+    ("", "import torch\n", "WARNING")])
 def test_a_native_library_of_a_package_without_a_framework_is_a_note(
-        tmp_path: Path, requires: str, severity: str) -> None:
+        tmp_path: Path, requires: str, init: str, severity: str) -> None:
     """llvmlite's libllvmlite.so, soundfile's libsndfile (loaded by a path their Python
     computes, NEEDed by nothing): a library of a distribution that requires no framework is a
     note; one of a package that requires torch keeps OD116's warning (a registration compiled
     out of an op library is what it is for)."""
     site = _vendored_site(tmp_path, requires)
     (site / "plainpkg" / "_ext.so").unlink()  # nothing NEEDs the library any more
+    (site / "plainpkg" / "__init__.py").write_text(init)
     dep = site / "plainpkg.libs" / "libdep-0a1b2c3d.so.1"
     (f,) = run_check(str(dep), CheckOptions(probe=False, named=True),
                      Selection(("OD1",))).findings

@@ -26,7 +26,7 @@ from opdoctor.facts.registration import (
     is_template,
     source_file_symbols,
 )
-from opdoctor.facts.requires import unconditional_requirements
+from opdoctor.facts.requires import record_directories, unconditional_requirements
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -394,15 +394,28 @@ _FRAMEWORK_DISTS = re.compile(r"^(?:torch|tensorflow(?:-cpu|-gpu|-intel|-macos)?
                               r"paddlepaddle(?:-gpu)?)$")
 
 
+_FRAMEWORK_IMPORT = re.compile(rb"^\s*(?:import|from)\s+(?:torch|tensorflow|mindspore|oneflow|"
+                               rb"paddle)\b", re.M)
+
+
 def _plain_distribution(facts: Facts) -> str:
     """"name version" of the distribution that installed the target when it requires no
-    framework (its native libraries serve the package's own code); "" otherwise."""
+    framework and its packages' ``__init__.py`` import none (its native libraries serve the
+    package's own code); "" otherwise. A torch extension wheel often leaves torch out of its
+    requirements (so pip does not replace the user's build), but its package imports it."""
     owner = facts.installed_by
     if owner is None:
         return ""
-    info = owner[0]
+    info, site, _rel = owner
     if any(_FRAMEWORK_DISTS.match(normalized(n)) for n, _spec in unconditional_requirements(info)):
         return ""
+    for top in record_directories(info):
+        try:
+            with open(os.path.join(site, top, "__init__.py"), "rb") as fh:
+                if _FRAMEWORK_IMPORT.search(fh.read(1 << 20)):
+                    return ""
+        except OSError:
+            continue
     name, version = distribution(info)
     return f"{name} {version}".strip()
 
