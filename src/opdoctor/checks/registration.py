@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
@@ -18,7 +17,6 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
-from opdoctor.facts.pkgdir import distribution, normalized
 from opdoctor.facts.pyreg import refutation
 from opdoctor.facts.registration import (
     Inventory,
@@ -26,7 +24,6 @@ from opdoctor.facts.registration import (
     is_template,
     source_file_symbols,
 )
-from opdoctor.facts.requires import record_directories, unconditional_requirements
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -364,7 +361,7 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
                             "SessionOptions.register_custom_ops_library(path) (a custom-op "
                             "library)")
         return
-    plain = _plain_distribution(facts) if inside and not users else ""
+    plain = facts.installed_without_framework if inside and not users else ""
     if plain:
         # llvmlite's libllvmlite.so, soundfile's libsndfile (ctypes/cffi loads of a path the
         # package computes): a native library of a package that uses no framework (survey 10).
@@ -387,37 +384,6 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
         return
     yield OD116.finding(facts.path, "this library registers no operator and links no "
                         "framework: loading it cannot make an operator exist", ev)
-
-
-_FRAMEWORK_DISTS = re.compile(r"^(?:torch|tensorflow(?:-cpu|-gpu|-intel|-macos)?|tf-nightly|"
-                              r"tf-keras|mindspore(?:-\w+)?|oneflow(?:-\w+)?|"
-                              r"paddlepaddle(?:-gpu)?)$")
-
-
-_FRAMEWORK_IMPORT = re.compile(rb"^\s*(?:import|from)\s+(?:torch|tensorflow|mindspore|oneflow|"
-                               rb"paddle)\b", re.M)
-
-
-def _plain_distribution(facts: Facts) -> str:
-    """"name version" of the distribution that installed the target when it requires no
-    framework and its packages' ``__init__.py`` import none (its native libraries serve the
-    package's own code); "" otherwise. A torch extension wheel often leaves torch out of its
-    requirements (so pip does not replace the user's build), but its package imports it."""
-    owner = facts.installed_by
-    if owner is None:
-        return ""
-    info, site, _rel = owner
-    if any(_FRAMEWORK_DISTS.match(normalized(n)) for n, _spec in unconditional_requirements(info)):
-        return ""
-    for top in record_directories(info):
-        try:
-            with open(os.path.join(site, top, "__init__.py"), "rb") as fh:
-                if _FRAMEWORK_IMPORT.search(fh.read(1 << 20)):
-                    return ""
-        except OSError:
-            continue
-    name, version = distribution(info)
-    return f"{name} {version}".strip()
 
 
 # Code of the C runtime's start files alone (frame_dummy, register_tm_clones …): ~150 bytes.

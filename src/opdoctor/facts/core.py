@@ -327,6 +327,19 @@ class Facts:
         return dependents(self.resolver, self.path, roots=roots) if roots else []
 
     @cached_property
+    def installed_without_framework(self) -> str:
+        """"name version" of the distribution that installed the target when it requires and
+        imports no framework (llvmlite, soundfile: their libraries serve their own code); ""
+        otherwise, or for a file no distribution records."""
+        from opdoctor.facts.pkgdir import distribution
+        from opdoctor.facts.requires import requires_no_framework
+        owner = self.installed_by
+        if owner is None or not requires_no_framework(owner[0], owner[1]):
+            return ""
+        name, version = distribution(owner[0])
+        return f"{name} {version}".strip()
+
+    @cached_property
     def installed_by(self) -> tuple[str, str, str] | None:
         """(dist-info, site directory, path relative to it) of the distribution whose RECORD
         lists the target; None for a file no installed distribution records."""
@@ -609,7 +622,7 @@ class Facts:
             if early is not None:
                 early.abandon()  # the package's import loaded it (or failed): not needed
             return
-        predicted = bool(self._module_to_import(predicted=True))
+        predicted = bool(self.process.tree.missing or self.binding.unresolved)
         probe = early if early is not None else self._module_probe(module)
         outcome = probe.wait()
         if not predicted and outcome.state is ProbeState.LOADED:

@@ -80,18 +80,23 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def requirements(info: str, unconditional: bool = False) -> list[str]:
-    """The names a distribution's METADATA lists as Requires-Dist (``unconditional``: only
-    those that apply here — no environment marker, or one about this machine that holds, such
-    as cut-cross-entropy's ``triton; platform_system == "Linux"``; never an extra's); [] when
-    it cannot be read."""
+def requirement_rows(info: str) -> list[tuple[str, str, str]]:
+    """(name, what follows it — extras and version specifier —, environment marker) of each
+    Requires-Dist of a distribution's METADATA; [] when it cannot be read."""
     try:
         with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
             meta = fh.read(262144)
     except OSError:
         return []
-    rows = re.findall(r"^Requires-Dist:\s*([\w.-]+)([^;\n]*)(?:;([^\n]*))?$", meta, re.M)
-    return [name for name, _spec, marker in rows
+    return re.findall(r"^Requires-Dist:\s*([\w.-]+)([^;\n]*)(?:;([^\n]*))?$", meta, re.M)
+
+
+def requirements(info: str, unconditional: bool = False) -> list[str]:
+    """The names a distribution's METADATA lists as Requires-Dist (``unconditional``: only
+    those that apply here — no environment marker, or one about this machine that holds, such
+    as cut-cross-entropy's ``triton; platform_system == "Linux"``; never an extra's); [] when
+    it cannot be read."""
+    return [name for name, _spec, marker in requirement_rows(info)
             if not unconditional or not marker.strip() or machine_marker_holds(marker)]
 
 

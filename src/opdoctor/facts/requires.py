@@ -15,10 +15,18 @@ import os
 import re
 from collections.abc import Iterable
 
-from opdoctor.facts.pkgdir import distribution, machine_marker_holds, normalized
+from opdoctor.facts.pkgdir import (
+    distribution,
+    machine_marker_holds,
+    normalized,
+    requirement_rows,
+)
 
-_ROW = re.compile(r"^Requires-Dist:[ \t]*([\w.-]+)[ \t]*(\[[^\]\n]*\])?[ \t]*\(?([^;)\n]*)\)?"
-                  r"[ \t]*(?:;([^\n]*))?$", re.M)
+_FRAMEWORK_DISTS = re.compile(r"^(?:torch|tensorflow(?:-cpu|-gpu|-intel|-macos)?|tf-nightly|"
+                              r"tf-keras|mindspore(?:-\w+)?|oneflow(?:-\w+)?|"
+                              r"paddlepaddle(?:-gpu)?)$")
+_FRAMEWORK_IMPORT = re.compile(rb"^\s*(?:import|from)\s+(?:torch|tensorflow|mindspore|oneflow|"
+                               rb"paddle)\b", re.M)
 
 
 def owning_dist(path: str) -> tuple[str, str, str] | None:
@@ -59,13 +67,33 @@ def record_directories(info: str) -> set[str]:
 def unconditional_requirements(info: str) -> list[tuple[str, str]]:
     """(name, version specifier) of each Requires-Dist of a distribution that applies here
     (no marker, or a marker about this machine that holds; never an extra's)."""
-    try:
-        with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
-            meta = fh.read(262144)
-    except OSError:
-        return []
-    return [(name, spec.strip()) for name, _extras, spec, marker in _ROW.findall(meta)
-            if not (marker or "").strip() or machine_marker_holds(marker)]
+    out = []
+    for name, rest, marker in requirement_rows(info):
+        if marker.strip() and not machine_marker_holds(marker):
+            continue
+        # " [extra] (>=1.0)" → ">=1.0"
+        spec = re.sub(r"^\s*\[[^\]]*\]", "", rest).strip()
+        if spec.startswith("(") and spec.endswith(")"):
+            spec = spec[1:-1].strip()
+        out.append((name, spec))
+    return out
+
+
+def requires_no_framework(info: str, site: str) -> bool:
+    """Whether a distribution neither requires a framework (torch, TensorFlow, MindSpore,
+    OneFlow, Paddle) nor imports one in its packages' ``__init__.py``: its native libraries
+    serve its own code. A torch extension wheel often leaves torch out of its requirements
+    (so pip does not replace the user's build), but its package imports it."""
+    if any(_FRAMEWORK_DISTS.match(normalized(n)) for n, _spec in unconditional_requirements(info)):
+        return False
+    for top in record_directories(info):
+        try:
+            with open(os.path.join(site, top, "__init__.py"), "rb") as fh:
+                if _FRAMEWORK_IMPORT.search(fh.read(1 << 20)):
+                    return False
+        except OSError:
+            continue
+    return True
 
 
 def uninstalled_requirements(info: str, dirs: Iterable[str]) -> list[tuple[str, str]]:
