@@ -530,6 +530,17 @@ $(RPFX)/torch-npu-2.13.0/.ready: | $(VENV)/.installed
 	  torch-npu==2.13.0 > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/torch-npu-2.13.0.txt; \
 	  else tail -3 $(@D)/pip.log > $(SKIP)/torch-npu-2.13.0.txt; fi
 	touch $@
+# pydantic 2.14.4 (it pins pydantic-core==2.50.5) beside pydantic-core 2.27.2, with the pure
+# Python packages it imports (about 7 MB): its import refuses the pair (OD327).
+PYDANTIC_PINS := pydantic==2.14.4 pydantic-core==2.27.2 typing-extensions==4.16.0 \
+  typing-inspection==0.4.5 annotated-types==0.8.0
+REALPKG_SO += $(RPFX)/pydantic-pin/.ready
+$(RPFX)/pydantic-pin/.ready: | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
+	  $(PYDANTIC_PINS) > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/pydantic-pin.txt; \
+	  else tail -3 $(@D)/pip.log > $(SKIP)/pydantic-pin.txt; fi
+	touch $@
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@
@@ -798,10 +809,11 @@ fixtures: $(STABLE_SO)
 # tokenizers re-exports names from its extension (`from .. import AddedToken`); numpy's RECORD
 # lists console scripts outside site-packages (../../bin/f2py); executorch's op libraries sit in
 # packages whose __init__.py does not load them; scipy.libs/libgfortran-8f1e9814 finds its
-# libquadmath only through the DT_RPATH of the extensions that load it. About 75 MB of wheels.
+# libquadmath only through the DT_RPATH of the extensions that load it; soundfile 0.13.1 is a
+# second release of a single-module distribution (two installs on sys.path, OD502). ~77 MB.
 HFX := $(FIX)/healthy
 HEALTHY := $(patsubst %,$(HFX)/%/.ready,tokenizers-0.23.3 numpy-2.4.6 executorch-1.5.1 \
-  scipy-1.17.1 lightgbm-4.7.0)
+  scipy-1.17.1 lightgbm-4.7.0 soundfile-0.13.1)
 .PHONY: healthy
 healthy: $(HEALTHY)
 $(HFX)/%/.ready: | $(VENV)/.installed
@@ -811,6 +823,17 @@ $(HFX)/%/.ready: | $(VENV)/.installed
 	  then rm -f $(SKIP)/healthy-$*.txt; else tail -3 $(@D)/pip.log > $(SKIP)/healthy-$*.txt; fi
 	touch $@
 fixtures: healthy
+# A single-module distribution (soundfile.py, its libsndfile in _soundfile_data/ beside it) with
+# the two packages it imports (cffi, pycparser): about 6 MB.
+SOUNDFILE := $(HFX)/soundfile-0.14.0/.ready
+healthy: $(SOUNDFILE)
+$(SOUNDFILE): | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
+	  soundfile==0.14.0 cffi==2.1.1 pycparser==3.12 > $(@D)/pip.log 2>&1; \
+	  then rm -f $(SKIP)/healthy-soundfile-0.14.0.txt; \
+	  else tail -3 $(@D)/pip.log > $(SKIP)/healthy-soundfile-0.14.0.txt; fi
+	touch $@
 # Another pybind11 internals key than torch's (OD306): what converts and what does not.
 HEALTHY_PYBIND := $(HFX)/pybind_tensor/pybind_tensor$(PY_EXT_SUFFIX)
 $(HEALTHY_PYBIND): tests/fixtures/healthy/pybind_tensor.cpp $(BUILD)/config.mk

@@ -16,7 +16,14 @@ from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts, commandcache
 from opdoctor.facts.pkgdir import distribution, normalized, requirements, top_levels
-from opdoctor.facts.pychain import REPORTED, UNEVALUATED, ImportChain, Link, loader_calls
+from opdoctor.facts.pychain import (
+    REPORTED,
+    UNEVALUATED,
+    Candidate,
+    ImportChain,
+    Link,
+    loader_calls,
+)
 from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
 from opdoctor.facts.requires import uninstalled_requirements
@@ -422,6 +429,36 @@ def _dotted_module(file: str, chain: ImportChain, name: str) -> str:
     return rel[:-3].replace(os.sep, ".")
 
 
+def _installed_copies(name: str, win: Candidate, others: list[Candidate],
+                      releases: dict[str, str], ev: list[str]) -> Finding:
+    """OD502 for several copies of a package whose winner has what it needs. Copies that pip
+    installed (each one's RECORD lists it) are no stale checkout: the same release twice is
+    harmless (a note), another release hidden is a warning that names both — `pip list
+    --path` on the other directory reports the release that import does not run."""
+    many = f"{len(others)} other cop{'y' if len(others) == 1 else 'ies'} of {name} on sys.path"
+    mine = releases.get(win.path, "")
+    theirs = [releases.get(c.path, "") for c in others]
+    if not mine or not all(theirs):  # a checkout or a build tree among them
+        return OD502.finding(name, f"{many}; {win.path} wins", ev, severity=Severity.WARNING)
+    ev = [ev[0] + f", installed by {mine}",
+          *[f"{line}, installed by {rel}" for line, rel in zip(ev[1:], theirs, strict=True)]]
+    dirs = ", ".join(sorted({os.path.dirname(c.path) for c in others}))
+    if all(rel == mine for rel in theirs):
+        return OD502.finding(name, f"{many}, all installs of {mine}; {win.path} wins", ev,
+                             severity=Severity.INFO,
+                             fix=f"nothing breaks: each copy is {mine}. Uninstall the ones this "
+                             f"job does not need ({dirs}) so that an upgrade of one cannot hide "
+                             "behind another.")
+    other = sorted({rel for rel in theirs if rel != mine})
+    dirs = ", ".join(sorted({os.path.dirname(c.path) for c, rel in zip(others, theirs)
+                             if rel != mine}))
+    return OD502.finding(name, f"import {name} runs {mine} ({win.path}); {', '.join(other)} "
+                         f"installed later on sys.path is hidden", ev, severity=Severity.WARNING,
+                         fix=f"`python -m pip list --path DIR` reports {', '.join(other)} for "
+                         f"{dirs}, which import never runs: uninstall the copy this job should "
+                         "not use, or put the wanted directory first on sys.path (PYTHONPATH).")
+
+
 def _rel(path: str, chain: ImportChain) -> str:
     pkg = chain.package_dir
     if pkg and path.startswith(os.path.dirname(pkg) + os.sep):
@@ -470,9 +507,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 fix=f"run from outside {os.path.dirname(win.path)} or remove it "
                                 f"from sys.path (PYTHONPATH, cwd); or `pip install -e .` there")
         elif win.kind != "namespace":
-            yield OD502.finding(name, f"{len(others)} other cop{'y' if len(others) == 1 else 'ies'}"
-                                f" of {name} on sys.path; {win.path} wins", ev,
-                                severity=Severity.WARNING)
+            yield _installed_copies(name, win, others, chain.releases, ev)
     if win.kind == "namespace" and _lost_its_init(win.path) and not _namespace_by_design(chain):
         inside = facts.shared_libraries_under(win.path)[:3]
         yield OD506.finding(name, f"{win.path} has no __init__.py: it imports as a namespace "

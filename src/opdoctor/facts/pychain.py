@@ -95,6 +95,10 @@ class ImportChain:
     # RECORD without it ships a namespace package on purpose (executorch).
     record_has_init: bool | None = None
     dist: str = ""  # the installed distribution that owns the package (dist-info dir)
+    # "name version" of the distribution that installed each candidate, by its path ("" for
+    # a copy no distribution records: a source checkout, a build tree); read only when there
+    # are several candidates.
+    releases: dict[str, str] = field(default_factory=dict)
     sys_path: tuple[str, ...] = ()  # the target interpreter's, where distributions are found
     # The walk hit a bound (MAX_MODULES modules, MAX_DEPTH levels, MAX_WALK_FILES files): what
     # was not read cannot be called missing.
@@ -1401,6 +1405,31 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
     return out
 
 
+def installed_release(cand: Candidate, name: str) -> str:
+    """"name version" of the distribution whose RECORD lists this copy of ``name`` ("" for a
+    copy none records). Only the directory the copy is imported from is searched, the
+    distributions named like the package first (a site-packages holds hundreds of RECORDs)."""
+    from opdoctor.facts.pkgdir import distribution, normalized
+
+    site = cand.path
+    for _part in name.split("."):
+        site = os.path.dirname(site)
+    rel = os.path.relpath(cand.path, site).replace(os.sep, "/")
+    own = rel + "/" if cand.kind in ("package", "namespace") else rel
+    want = normalized(name.split(".")[0])
+    infos = sorted(glob.glob(os.path.join(glob.escape(site), "*.dist-info")),
+                   key=lambda i: not normalized(distribution(i)[0]).startswith(want))
+    for info in infos:
+        try:
+            with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
+                if any(line.startswith(own) for line in fh):
+                    dist, version = distribution(info)
+                    return f"{dist} {version}".strip()
+        except OSError:
+            continue
+    return ""
+
+
 def _record_check(chain: ImportChain, site: str) -> None:
     """Files a dist-info RECORD lists that are missing or whose hash differs."""
     # Imported here: only a package analysis reads RECORD files (not a check of a library).
@@ -1436,7 +1465,11 @@ def _record_check(chain: ImportChain, site: str) -> None:
             path = os.path.normpath(os.path.join(site, row[0]))
             checkpoint(f"checking {row[0]} against {os.path.basename(dist)}/RECORD")
             if not os.path.exists(path):
-                chain.record_missing.append(row[0])
+                # A bytecode cache is rebuilt by the next import: images slimmed with `find
+                # -name __pycache__ -exec rm -rf` (the official python Docker images) are
+                # complete installs.
+                if not row[0].endswith(".pyc"):
+                    chain.record_missing.append(row[0])
             elif len(row) > 1 and row[1].startswith("sha256=") and \
                     (path.endswith((".so", "__init__.py")) or ".so." in path) and \
                     os.path.getsize(path) < (512 << 20):
@@ -1498,8 +1531,15 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
     cands = locate(name, list(sys_path), suffixes, cwd)
     chain = ImportChain(name, cands, winner_of(cands))
     chain.sys_path = sys_path
+    if len(cands) > 1:
+        chain.releases = {c.path: installed_release(c, name) for c in cands}
     pkg = chain.package_dir
     if not pkg:
+        win = chain.winner
+        if win is not None and win.kind in ("module", "extension") and "." not in name:
+            # A single-module distribution (soundfile.py with its _soundfile_data/ beside
+            # it): its RECORD lists the files it needs as much as a package's does.
+            _record_check(chain, os.path.dirname(win.path))
         return chain
     init = os.path.join(pkg, "__init__.py")
     if os.path.isfile(init):
