@@ -694,3 +694,46 @@ def test_the_chain_line_marks_the_submodule_import_that_failed(
     res = cli(capsys, "check", "--env", f"PYTHONPATH={site}", "--package", "torchrl")
     line = next(x for x in res.out.splitlines() if x.startswith("import chain:"))
     assert line.startswith("import chain: ✗ import torchrl._torchrl raised ImportError:"), line
+
+
+@pytest.mark.probe
+def test_exact_pin_installed_at_another_release(capsys: pytest.CaptureFixture[str]) -> None:
+    """pydantic 2.14.4 pins pydantic-core==2.50.5 (its METADATA); installed beside
+    pydantic-core 2.27.2, its import really refuses the pair. The verdict is cause 3 — OD327
+    naming the pin, the installed release and the pip command for that directory — with the
+    failed import as its consequence (it was cause 5, "read the exception"). Without the probe
+    the same finding is a warning. The venv's own pydantic, a pair pip resolved, has none."""
+    site = FIX / "realpkg" / "pydantic-pin" / "site"
+    reason = SKIP / "pydantic-pin.txt"
+    if reason.exists():
+        pytest.skip(f"pydantic 2.14.4 not installed: {reason.read_text().strip()[:200]}")
+    assert (site / "pydantic").is_dir(), f"{site} is missing: run `make fixtures`"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import pydantic", env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert real.returncode != 0
+    assert "The installed pydantic-core version (2.27.2) is incompatible" in real.stderr
+    # explain reads the real traceback the same way (it was the generic "version words")
+    said = cli(capsys, "explain", "--format", "json", real.stderr).json()
+    assert said["cause"] == 3 and said["codes"] == ["OD327"], said
+    for extra, severity in (([], "error"), (["--static"], "warning")):
+        res = cli(capsys, "check", "-f", "json", *extra, "--package", "pydantic",
+                  "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+        rep = res.json()["reports"][0]
+        od327 = [f for f in rep["findings"] if f["code"] == "OD327"]
+        assert len(od327) == 1 and od327[0]["severity"] == severity, rep["findings"]
+        assert od327[0]["message"] == (f"pydantic 2.14.4 requires pydantic-core==2.50.5; "
+                                       f"pydantic-core 2.27.2 is installed ({site})")
+        assert od327[0]["fix"].startswith(
+            f"pip install --no-deps --upgrade --target {site} 'pydantic-core==2.50.5'")
+        if severity == "error":
+            assert res.code == 1 and rep["diagnosis"]["cause"] == 3, rep["diagnosis"]
+            assert rep["diagnosis"]["consequences"] == {"OD327": ["OD511"]}
+    ok = run_python("import pydantic, pydantic_core; print(pydantic.VERSION)", env=env,
+                    timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    res = cli(capsys, "check", "-f", "json", "--package", "pydantic")
+    # A pure-Python package with nothing wrong is "nothing to check" (OD415, exit 2); an
+    # OD327 would have made it a report.
+    doc = res.json()
+    assert res.code == 2 and doc["reports"] == [], res.out[-800:]
+    assert [e["code"] for e in doc["errors"]] == ["OD415"]

@@ -26,6 +26,7 @@ from opdoctor.facts.pyguard import (
     misjudged,
     supported_releases,
 )
+from opdoctor.facts.requires import pinned_elsewhere
 from opdoctor.facts.variant import library_release, release_families, release_key
 from opdoctor.model import Cause, Finding, Severity
 
@@ -98,7 +99,24 @@ OD326 = CodeDoc(
     "built for), and report the comparison to the package.",
     references=("https://peps.python.org/pep-0440/",),
 )
-CODES = (OD323, OD324, OD325, OD326)
+OD327 = CodeDoc(
+    "OD327", "a requirement the package pins to one release is installed at another",
+    Severity.ERROR,
+    what="Each requirement that the package's distribution pins to one release "
+    "(Requires-Dist: pydantic-core==2.50.5) is installed at that release — the copy found "
+    "first on sys.path, the one import uses.",
+    why="An exact pin means the two distributions were released together: the package's "
+    "Python calls into that release's compiled core. Upgraded or downgraded on its own (`pip "
+    "install -U pydantic-core`, an older copy earlier on sys.path), the pair no longer "
+    "matches: the import refuses it ('The installed pydantic-core version (2.27.2) is "
+    "incompatible with the current pydantic version, which requires 2.50.5') or fails later "
+    "on a name the other release lacks.",
+    example="pydantic 2.14.4 requires pydantic-core==2.50.5; pydantic-core 2.27.2 is installed",
+    fix="Install the pinned release (pip install '<requirement>==<release>' where the other "
+    "one is), or reinstall the package so that pip resolves the pair.",
+    references=("https://packaging.python.org/en/latest/specifications/version-specifiers/",),
+)
+CODES = (OD323, OD324, OD325, OD326, OD327)
 
 # What a framework release lacks, as Python words it: a module, a name imported from one, an
 # attribute of one. torch.ops / torch.classes namespaces are ops (registration), not API.
@@ -229,6 +247,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     chain = facts.chain
     if chain is None or not chain.package_dir:
         return
+    yield from _pins(facts)
     yield from _release_family(facts, *_dist(facts))
     yield from _framework_lacks(facts)
     yield from _text_comparisons(facts)
@@ -251,6 +270,35 @@ def run(facts: Facts) -> Iterator[Finding]:
             continue
         reported.add(guard.framework)
         yield _finding(facts, guard, dist or chain.name, version, installed, printed, supported)
+
+
+def _pins(facts: Facts) -> Iterator[Finding]:
+    """OD327: an exact pin of the package's distribution that the installed requirement
+    does not match — an error when the probe saw the import fail, a warning otherwise."""
+    chain = facts.chain
+    assert chain is not None
+    if not chain.dist:
+        return
+    dist, version = _dist(facts)
+    pkg = f"{dist or chain.name} {version}".strip()
+    dirs = [e or facts.options.cwd for e in chain.sys_path]
+    failed = _import_failed(facts)
+    for name, pin, have, where in pinned_elsewhere(chain.dist, dirs):
+        yield OD327.finding(
+            name, f"{pkg} requires {name}=={pin}; {name} {have} is installed ({where})",
+            (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: {name}=={pin}",
+             f"first on sys.path: {name} {have} in {where}"),
+            fix=(f"pip install '{name}=={pin}'" if where in _site_dirs(facts) else
+                 f"pip install --no-deps --upgrade --target {where} '{name}=={pin}'")
+            + f" (the release {pkg} was released with), or reinstall {dist or chain.name} so "
+            "that pip resolves the pair",
+            severity=Severity.ERROR if failed else Severity.WARNING)
+
+
+def _site_dirs(facts: Facts) -> list[str]:
+    """The interpreter's own site directories (pip installs there without --target)."""
+    interp = facts.interpreter
+    return [d for d in (interp.sys_path if interp else []) if d.endswith("-packages")]
 
 
 def _text_comparisons(facts: Facts) -> Iterator[Finding]:

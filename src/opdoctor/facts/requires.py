@@ -163,3 +163,71 @@ def requirement_shipping(requester: str, needed: str, looked_in: Iterable[str],
         return None
     req = best[0] + (best[1] if best[1] and best[1][0] in "=<>!~" else "")
     return req, dist, where
+
+
+def _release(version: str, keep_local: bool) -> tuple[tuple[int, ...], str, str]:
+    """(release numbers without trailing zeros, the pre/post/dev rest, the local label) of a
+    version as PEP 440 compares them for ``==``; the local label only when ``keep_local``."""
+    v = version.strip().lower().lstrip("v")
+    v, _, local = v.partition("+")
+    m = re.match(r"(\d+(?:\.\d+)*)(.*)$", v)
+    if not m:
+        return (), v, local if keep_local else ""
+    nums = [int(x) for x in m.group(1).split(".")]
+    while len(nums) > 1 and nums[-1] == 0:
+        nums.pop()
+    rest = re.sub(r"[-_.]", "", m.group(2))
+    return tuple(nums), rest, local if keep_local else ""
+
+
+def pin_holds(pin: str, version: str) -> bool | None:
+    """Whether ``version`` matches an exact requirement ``==pin`` (``2.8.*`` a prefix; a local
+    label of the installed version ignored unless the pin has one, as PEP 440 says); None
+    when the pin cannot be read."""
+    if pin.endswith(".*"):
+        prefix = pin[:-2].split(".")
+        have = re.match(r"\d+(?:\.\d+)*", version.strip().lstrip("v"))
+        if not all(p.isdigit() for p in prefix) or not have:
+            return None
+        nums = [int(x) for x in have.group(0).split(".")]
+        nums += [0] * (len(prefix) - len(nums))
+        return nums[:len(prefix)] == [int(p) for p in prefix]
+    return _release(pin, "+" in pin) == _release(version, "+" in pin)
+
+
+def _first_installed(name: str, dirs: Iterable[str]) -> tuple[str, str] | None:
+    """(version, directory) of the first distribution called ``name`` on ``dirs``, in order,
+    as importlib.metadata finds it."""
+    want = normalized(name)
+    for entry in dirs:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith((".dist-info", ".egg-info")):
+                dist, version = distribution(n)
+                if normalized(dist) == want and version:
+                    return version, entry
+    return None
+
+
+def pinned_elsewhere(info: str, dirs: Iterable[str]) -> list[tuple[str, str, str, str]]:
+    """(requirement, pinned release, installed release, its directory) for each exact pin
+    (``==``) of ``info``'s unconditional requirements that the first installed distribution of
+    that name on ``dirs`` (sys.path order) does not match — pydantic 2.14.4 pins
+    pydantic-core==2.50.5, whose compiled core it was released with. Framework pins
+    (torchvision's torch==…) are left out: the binaries themselves say which release they
+    were built for (the symbol and variant checks)."""
+    out = []
+    order = [*dirs]
+    for name, spec in unconditional_requirements(info):
+        m = re.fullmatch(r"===?\s*([\w.!+*-]+)", spec.strip())
+        if not m or _FRAMEWORK_DISTS.match(normalized(name)):
+            continue
+        found = _first_installed(name, order)
+        if found is None:
+            continue  # not installed at all: uninstalled_requirements says so
+        if pin_holds(m.group(1), found[0]) is False:
+            out.append((name, m.group(1), found[0], found[1]))
+    return out
