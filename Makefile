@@ -541,6 +541,15 @@ $(RPFX)/pydantic-pin/.ready: | $(VENV)/.installed
 	  $(PYDANTIC_PINS) > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/pydantic-pin.txt; \
 	  else tail -3 $(@D)/pip.log > $(SKIP)/pydantic-pin.txt; fi
 	touch $@
+# jax 0.10.2 alone (3 MB, pure Python): its import raises its own "jax requires jaxlib to be
+# installed" (no 'No module named'), and its METADATA pins the jaxlib it needs.
+REALPKG_SO += $(RPFX)/jax-0.10.2/.ready
+$(RPFX)/jax-0.10.2/.ready: | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
+	  jax==0.10.2 > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/jax-0.10.2.txt; \
+	  else tail -3 $(@D)/pip.log > $(SKIP)/jax-0.10.2.txt; fi
+	touch $@
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@

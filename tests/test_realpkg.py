@@ -737,3 +737,34 @@ def test_exact_pin_installed_at_another_release(capsys: pytest.CaptureFixture[st
     doc = res.json()
     assert res.code == 2 and doc["reports"] == [], res.out[-800:]
     assert [e["code"] for e in doc["errors"]] == ["OD415"]
+
+
+@pytest.mark.probe
+def test_requirement_the_package_names_in_its_own_words(capsys: pytest.CaptureFixture[str]) -> None:
+    """jax 0.10.2 installed without its requirements: its import really raises its own
+    ModuleNotFoundError, "jax requires jaxlib to be installed" (from "No module named
+    'jaxlib'", which only the chained traceback shows). The
+    message names a requirement of jax's distribution that is not installed, so the fix is
+    that requirement with the specifier jax's METADATA gives it (it was "read the
+    exception")."""
+    site = FIX / "realpkg" / "jax-0.10.2" / "site"
+    reason = SKIP / "jax-0.10.2.txt"
+    if reason.exists():
+        pytest.skip(f"jax 0.10.2 not installed: {reason.read_text().strip()[:200]}")
+    assert (site / "jax").is_dir(), f"{site} is missing: run `make fixtures`"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import jax", env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert real.returncode != 0
+    assert "ModuleNotFoundError: jax requires jaxlib to be installed" in real.stderr
+    # the exception raised is jax's own words; "No module named 'jaxlib'" is only its cause
+    assert real.stderr.strip().splitlines()[-1].startswith(
+        "ModuleNotFoundError: jax requires jaxlib")
+    meta = next(site.glob("jax-0.10.2.dist-info")) / "METADATA"
+    assert "Requires-Dist: jaxlib<=0.10.2,>=0.10.1" in meta.read_text().splitlines()
+    res = cli(capsys, "check", "-f", "json", "--package", "jax",
+              "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+    rep = res.json()["reports"][0]
+    od511 = [f for f in rep["findings"] if f["code"] == "OD511"]
+    assert res.code == 1 and od511, rep["findings"]
+    assert od511[0]["fix"].startswith("pip install 'jaxlib<=0.10.2,>=0.10.1' (jax-0.10.2 "
+                                      "requires it"), od511[0]["fix"]

@@ -329,7 +329,9 @@ def _requirement_for(chain: ImportChain, kind: str, message: str) -> list[str]:
     when there is one (xgrammar without transformers), else all of them (a module named
     unlike its distribution: PIL is pillow's). Empty for a module of the package itself."""
     m = _NO_MODULE.search(message)
-    if kind != "ModuleNotFoundError" or not m:
+    if not m:
+        return _named_requirement(chain, kind, message)
+    if kind != "ModuleNotFoundError":
         return []
     top = m.group(1).split(".")[0]
     if top == chain.name.split(".")[0]:
@@ -375,6 +377,20 @@ def _imported_again(link: Link, chain: ImportChain) -> str:
                 os.path.realpath(other.file) == here and other.function == link.function:
             return f"{_rel(other.file, chain)}:{other.line}"
     return ""
+
+
+def _named_requirement(chain: ImportChain, kind: str, message: str) -> list[str]:
+    """For the package's own words on a missing part ("jax requires jaxlib to be installed",
+    a ModuleNotFoundError or ImportError that is not the loader's): the uninstalled
+    requirements of its distribution that the message names, each with its version specifier
+    as a pip argument (jax pins the jaxlib it was released with)."""
+    if kind not in ("ModuleNotFoundError", "ImportError") or not chain.dist or \
+            _LOADER_WORDS.search(message):
+        return []
+    words = {normalized(w) for w in re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", message)}
+    return [f"'{name}{spec.replace(' ', '')}'" if spec else name
+            for name, spec in uninstalled_requirements(chain.dist, chain.sys_path)
+            if normalized(name) in words]
 
 
 def _uninstalled_requirements(chain: ImportChain) -> list[str]:
