@@ -466,7 +466,7 @@ def _installed_copies(name: str, win: Candidate, others: list[Candidate],
                              f"job does not need ({dirs}) so that an upgrade of one cannot hide "
                              "behind another.")
     other = sorted({rel for rel in theirs if rel != mine})
-    dirs = ", ".join(sorted({os.path.dirname(c.path) for c, rel in zip(others, theirs)
+    dirs = ", ".join(sorted({os.path.dirname(c.path) for c, rel in zip(others, theirs, strict=True)
                              if rel != mine}))
     return OD502.finding(name, f"import {name} runs {mine} ({win.path}); {', '.join(other)} "
                          f"installed later on sys.path is hidden", ev, severity=Severity.WARNING,
