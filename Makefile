@@ -550,6 +550,15 @@ $(RPFX)/jax-0.10.2/.ready: | $(VENV)/.installed
 	  jax==0.10.2 > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/jax-0.10.2.txt; \
 	  else tail -3 $(@D)/pip.log > $(SKIP)/jax-0.10.2.txt; fi
 	touch $@
+# numexpr 2.8.7 (1 MB), built against NumPy 1.x, beside the venv's NumPy 2: its import fails
+# in NumPy's own import_array() (OD328).
+REALPKG_SO += $(RPFX)/numexpr-2.8.7/.ready
+$(RPFX)/numexpr-2.8.7/.ready: | $(VENV)/.installed
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
+	  numexpr==2.8.7 > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/numexpr-2.8.7.txt; \
+	  else tail -3 $(@D)/pip.log > $(SKIP)/numexpr-2.8.7.txt; fi
+	touch $@
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@

@@ -568,3 +568,27 @@ def test_installed_copies_are_told_apart_by_release(
         if want == "warning":
             assert "soundfile 0.13.1 installed later on sys.path is hidden" in od502[0]["message"]
             assert str(older) in od502[0]["fix"]
+
+
+def test_numpy2_builds_are_no_numpy_mismatch(capsys: pytest.CaptureFixture[str]) -> None:
+    """Modules built with NumPy 2's headers beside NumPy 2 — scipy 1.17.1's _fblas (its C API
+    targets NumPy 1.23 and later), NumPy's own _umath_linalg and torch's libtorch_python.so —
+    are read as NumPy 2 builds and get no OD328; scipy's module really imports and runs."""
+    from opdoctor.facts.core import read_elf
+    from opdoctor.facts.numpyabi import numpy_build
+
+    site = _site("scipy-1.17.1")
+    numpy_site = _site("numpy-2.4.6")
+    fblas = next(site.glob("scipy/linalg/_fblas.cpython-*.so"))
+    linalg = next(numpy_site.glob("numpy/linalg/_umath_linalg.cpython-*.so"))
+    torch_python = Path(sysconfig.get_paths()["purelib"]) / "torch" / "lib" / "libtorch_python.so"
+    real = _run(site, "import scipy.linalg.blas as b, numpy as np\n"
+                "print(b.ddot(np.ones(3), np.ones(3)))")
+    assert real.returncode == 0 and real.stdout.strip() == "3.0", real.stderr
+    for lib, env in ((fblas, site), (linalg, numpy_site), (torch_python, None)):
+        build = read_elf(str(lib), numpy_build, None)
+        assert build is not None and build.major == 2, lib
+        res = cli(capsys, "check", "-f", "json", "--static",
+                  *(["--env", f"PYTHONPATH={env}"] if env else []), str(lib))
+        codes = {f["code"] for rep in res.json()["reports"] for f in rep["findings"]}
+        assert "OD328" not in codes and _errors(res) == [], (lib, _errors(res))

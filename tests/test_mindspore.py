@@ -319,3 +319,31 @@ def test_package_ops_custom_calls_are_checked(tmp_path: Path) -> None:
     assert f.evidence[0] == f"called at {pkg / '__init__.py'}:2"
     calls = report.sections["mindspore"]["aot_calls"]
     assert calls[0]["function"] == "CustomAdd" and calls[0]["exported"] is False
+
+
+@pytest.mark.probe
+def test_numpy1_library_that_initialises_numpy_on_first_use(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """MindSpore 2.10's libmindspore_common.so was built with NumPy 1.x headers, and pip
+    installed NumPy 2 beside it (MindSpore requires numpy>=1.25.0). MindSpore itself says so
+    when it first needs NumPy's C API ("Numpy init failed") and runs on. A library that is no
+    Python extension module initialises NumPy on first use: OD328 is a warning there, not the
+    "its import fails" error of an extension module."""
+    py = ms_python()
+    lib = MS_PY.parent.parent / "lib" / "python3.11" / "site-packages" / "mindspore" / "lib" / \
+        "libmindspore_common.so"
+    assert lib.is_file(), lib
+    real = subprocess.run([py, "-c", "import mindspore, numpy as np\n"
+                           "t = mindspore.Tensor(np.ones((2, 2), np.float32))\n"
+                           "print(np.__version__, (t + t).asnumpy().tolist())"],
+                          capture_output=True, text=True, timeout=300)
+    assert real.returncode == 0, real.stderr[-2000:]
+    version = real.stdout.split()[0]
+    assert version.startswith("2.") and "Numpy init failed" in real.stderr, real.stderr[-2000:]
+    res = cli(capsys, "check", "-f", "json", "--static", "--python", py, str(lib))
+    od328 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD328"]
+    assert len(od328) == 1 and od328[0]["severity"] == "warning", od328
+    assert od328[0]["message"].startswith(f"built against NumPy 1.x's C API; numpy {version} "
+                                          "is installed, which refuses it (a library that "
+                                          "initialises NumPy on first use")
+    assert "mindspore 2.10.0" in od328[0]["fix"]

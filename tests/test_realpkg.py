@@ -768,3 +768,44 @@ def test_requirement_the_package_names_in_its_own_words(capsys: pytest.CaptureFi
     assert res.code == 1 and od511, rep["findings"]
     assert od511[0]["fix"].startswith("pip install 'jaxlib<=0.10.2,>=0.10.1' (jax-0.10.2 "
                                       "requires it"), od511[0]["fix"]
+
+
+@pytest.mark.probe
+def test_numpy1_build_beside_numpy2(capsys: pytest.CaptureFixture[str]) -> None:
+    """numexpr 2.8.7 was built against NumPy 1.x; beside the venv's NumPy 2 its import really
+    fails in NumPy's own import_array() ("A module that was compiled using NumPy 1.x cannot be
+    run in NumPy 2.x", "numpy.core.multiarray failed to import"). The verdict is cause 3 —
+    OD328 naming the NumPy 1.x headers (read from the module's .rodata) and the installed
+    NumPy, with the failed import as its consequence (it was cause 5 with a cause-3 reading
+    in the fix) — and `--static`, which never imports it, says the same. explain reads the
+    real traceback as the same code."""
+    site = FIX / "realpkg" / "numexpr-2.8.7" / "site"
+    reason = SKIP / "numexpr-2.8.7.txt"
+    if reason.exists():
+        pytest.skip(f"numexpr 2.8.7 not installed: {reason.read_text().strip()[:200]}")
+    ext = next(site.glob("numexpr/interpreter.cpython-*.so"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import numpy; print(numpy.__version__); import numexpr",
+                      env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    numpy_version = real.stdout.split()[0]
+    assert real.returncode != 0 and numpy_version.startswith("2."), real.stdout
+    assert "compiled using NumPy 1.x cannot be run in" in real.stderr
+    assert "ImportError: numpy.core.multiarray failed to import" in real.stderr
+    res = cli(capsys, "check", "-f", "json", "--package", "numexpr",
+              "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD328"], rep["diagnosis"]
+    assert rep["diagnosis"]["cause"] == 3
+    assert rep["diagnosis"]["consequences"] == {"OD328": ["OD511"]}
+    od328 = next(f for f in rep["findings"] if f["code"] == "OD328")
+    assert od328["message"] == (f"built against NumPy 1.x's C API; numpy {numpy_version} is "
+                                "installed, which refuses it")
+    assert "imports numpy.core._multiarray_umath and not numpy._core" in od328["evidence"][0]
+    assert "pip install --upgrade numexpr" in od328["fix"] and "'numpy<2'" in od328["fix"]
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              str(ext))
+    od328 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD328"]
+    assert res.code == 1 and od328 and od328[0]["severity"] == "error"
+    assert od328[0]["message"].endswith("which refuses it (its import fails)")
+    said = cli(capsys, "explain", "--format", "json", real.stderr).json()
+    assert said["cause"] == 3 and said["codes"] == ["OD328"], said

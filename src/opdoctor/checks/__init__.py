@@ -43,6 +43,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "oneflow",
     "tensorflow",  # waits for the probe too, when it loads the library the TF way
     "probe",  # last: it waits for the load probe started before the static checks
+    "numpyabi",  # after the probe: a NumPy refusal that the load survived is a warning
     "pyguard",  # after the probe: a package's version check fires in its import
     "compile",  # after the probe: with --opcheck it reads the probe's opcheck stage
 )

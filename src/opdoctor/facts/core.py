@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from opdoctor.facts.loader.search import Resolver
     from opdoctor.facts.loader.symbols import Binding, SymbolTables
     from opdoctor.facts.mindspore import AotFunction, AotUse
+    from opdoctor.facts.numpyabi import NumpyBuild
     from opdoctor.facts.oneflow import OneFlowInventory
     from opdoctor.facts.probe.outcome import ProbeOutcome, Swallowed
     from opdoctor.facts.probe.runner import ProbeHandle, ProbeRequest
@@ -338,6 +339,25 @@ class Facts:
             return ""
         name, version = distribution(owner[0])
         return f"{name} {version}".strip()
+
+    @cached_property
+    def numpy_build(self) -> NumpyBuild | None:
+        """The NumPy C API the library was compiled against (None: it holds no NumPy
+        ``_import_array()``)."""
+        from opdoctor.facts.numpyabi import numpy_build
+        if os.path.isdir(self.path) or self.structure.image is None:
+            return None
+        return numpy_build(self.image)
+
+    @cached_property
+    def installed_numpy(self) -> tuple[str, str] | None:
+        """(version, directory) of the NumPy the target interpreter imports first; None
+        without one."""
+        from opdoctor.facts.numpyabi import installed_numpy
+        interp = self.interpreter
+        if interp is None:
+            return None
+        return installed_numpy(interp.sys_path, self.options.cwd or os.getcwd())
 
     @cached_property
     def installed_by(self) -> tuple[str, str, str] | None:

@@ -1,0 +1,77 @@
+"""Which NumPy C API a compiled module was built against, and which NumPy the job imports
+(static: read from the module's ``.rodata`` and from ``numpy/version.py``; nothing imported).
+
+A module that calls NumPy's C API carries the inline ``_import_array()`` of the NumPy headers
+it was compiled with. That function imports NumPy's core module by name — NumPy 2's headers
+``numpy._core._multiarray_umath`` (falling back to ``numpy.core``), NumPy 1's
+``numpy.core._multiarray_umath`` (``numpy.core.multiarray`` before 1.16) — and compares the
+ABI version compiled in with the running NumPy's: a module built against NumPy 1.x fails to
+import under NumPy 2 ("A module that was compiled using NumPy 1.x cannot be run in NumPy
+2.x", then "numpy.core.multiarray failed to import"). pybind11's NumPy support finds the core
+module at run time and carries no ``_import_array()``: it is not read here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from opdoctor.facts.elf.image import ElfImage
+
+# The error string of _import_array()'s ABI comparison, in every NumPy release's headers:
+# its presence says the module really holds NumPy's import_array.
+_IMPORT_ARRAY = b"\0module compiled against ABI version 0x%x but this version of numpy is 0x%x\0"
+_NUMPY2_CORE = b"\0numpy._core._multiarray_umath\0"
+_NUMPY1_CORES = (b"\0numpy.core._multiarray_umath\0", b"\0numpy.core.multiarray\0")
+_VERSION = re.compile(r"^(?:__)?version(?:__)?\s*(?::\s*str\s*)?=\s*['\"]([^'\"]+)['\"]", re.M)
+
+
+class NumpyBuild:
+    """The NumPy C API a module was compiled against."""
+
+    __slots__ = ("evidence", "major")
+
+    def __init__(self, major: int, evidence: str) -> None:
+        self.major = major  # 1 or 2: the NumPy major whose headers built it
+        self.evidence = evidence  # the strings that say so
+
+
+def numpy_build(img: ElfImage) -> NumpyBuild | None:
+    """The NumPy C API ``img`` was built against; None for a module without NumPy's
+    ``_import_array()`` (or without a readable ``.rodata``)."""
+    sec = img.section(".rodata")
+    if sec is None or sec.sh_type == 8:  # SHT_NOBITS
+        return None
+    buf, start = img.data.buf, sec.offset
+    end = start + min(sec.size, 64 << 20)
+    if buf.find(_IMPORT_ARRAY, start - 1, end) < 0:
+        return None
+    if buf.find(_NUMPY2_CORE, start - 1, end) >= 0:
+        return NumpyBuild(2, "imports numpy._core._multiarray_umath: NumPy 2 headers")
+    for core in _NUMPY1_CORES:
+        if buf.find(core, start - 1, end) >= 0:
+            name = core[1:-1].decode()
+            return NumpyBuild(1, f"imports {name} and not numpy._core: NumPy 1.x headers")
+    return None
+
+
+def installed_numpy(sys_path: tuple[str, ...] | list[str], cwd: str) -> tuple[str, str] | None:
+    """(version, directory) of the NumPy that ``import numpy`` finds first on ``sys_path``;
+    None when there is none, or its version cannot be read."""
+    for entry in sys_path:
+        base = entry or cwd
+        if not os.path.isfile(os.path.join(base, "numpy", "__init__.py")):
+            continue
+        try:
+            with open(os.path.join(base, "numpy", "version.py"), encoding="utf-8") as fh:
+                m = _VERSION.search(fh.read(1 << 16))
+        except OSError:
+            return None
+        return (m.group(1), base) if m else None
+    return None
+
+
+def release(version: str) -> tuple[int, int]:
+    """(major, minor) of a version string; (0, 0) when it has none."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
