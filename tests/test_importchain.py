@@ -2015,3 +2015,47 @@ def test_a_module_the_package_import_does_not_load_is_imported_itself(
     assert od511["message"].startswith("import cryptolike.bindings._rust raised "
                                        "ModuleNotFoundError: No module named "
                                        "'_cffi_backend_like'"), od511["message"]
+
+
+def test_an_unconditional_import_of_an_uninstalled_requirement_is_found_statically(
+        tmp_path: Path) -> None:
+    """pyproj 3.7.2 without certifi (survey 10's P3): ``__init__`` imports ``pyproj.network``,
+    whose module-level ``import certifi`` fails — the probe saw it, ``--static`` did not. Read
+    from the modules the import runs: an unconditional import (module level, not in a try) of
+    a module nothing on sys.path provides, which the distribution requires, is OD514 with the
+    requirement's specifier. A guarded import, one inside a function, and a module no
+    requirement names stay unreported; Python agrees on which one fails."""
+    import sys
+
+    site = tmp_path / "site"
+    _write(site, {
+        "uipkg/__init__.py": "import json\nimport uipkg.net\n"
+                             "try:\n    import absent_opt\nexcept ImportError:\n"
+                             "    absent_opt = None\n\n\ndef later():\n    import absent_fn\n",
+        "uipkg/net.py": "import os\nimport absent_req.sub\n",
+        "uipkg-1.0.dist-info/METADATA": "Name: uipkg\nVersion: 1.0\n"
+                                        "Requires-Dist: absent-req>=2.1\n"
+                                        "Requires-Dist: absent_opt\nRequires-Dist: absent_fn\n",
+        "uipkg-1.0.dist-info/RECORD": "uipkg/__init__.py,,\nuipkg/net.py,,\n"})
+    real = subprocess.run([sys.executable, "-c", "import uipkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(site)})
+    assert real.stderr.strip().splitlines()[-1] == \
+        "ModuleNotFoundError: No module named 'absent_req'"
+    report = chain(tmp_path, "uipkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "uipkg")
+    od514 = [f for f in report.findings if f.code == "OD514"]
+    assert [f.message for f in od514] == [
+        "import uipkg runs `import absent_req` (uipkg/net.py:2); absent-req is not installed"]
+    assert od514[0].fix == "pip install 'absent-req>=2.1' (uipkg 1.0 requires it; a " \
+        "--no-deps or partial install left it out)"
+    # installed: nothing to report, and Python imports it
+    _write(site, {"absent_req/__init__.py": "", "absent_req/sub.py": "",
+                  "absent_req-2.1.dist-info/METADATA": "Name: absent-req\nVersion: 2.1\n"})
+    from opdoctor.facts.pychain import _analyse
+    _analyse.cache_clear()
+    assert subprocess.run([sys.executable, "-c", "import uipkg"], cwd=tmp_path, timeout=60,
+                          env={"PYTHONPATH": str(site)}).returncode == 0
+    report = chain(tmp_path, "uipkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "uipkg")
+    assert "OD514" not in codes(report)

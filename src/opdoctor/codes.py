@@ -56,6 +56,7 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD328": ("OD511", "OD512", "OD420"),
     "OD506": ("OD505", "OD511"),
     "OD508": ("OD510", "OD511", "OD220"),
+    "OD514": ("OD511",),
     "OD510": ("OD511", "OD220"),
     # TensorFlow (checks/tensorflow.py): the static cause explains the generic symbol findings.
     "OD340": ("OD301", "OD321", "OD511"),

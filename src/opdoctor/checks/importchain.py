@@ -171,8 +171,22 @@ OD512 = CodeDoc(
     fix="Fix the hidden error (see its own explanation), and stop swallowing it (OD509).",
     references=(_IMPORT,),
 )
+OD514 = CodeDoc(
+    "OD514", "the import needs a requirement that is not installed", Severity.ERROR,
+    what="Every other distribution that the package's import imports unconditionally (module "
+    "level, outside try/except, in __init__.py or a module it imports) and that its "
+    "distribution requires is installed on the target interpreter's sys.path.",
+    why="A --no-deps install, a hand-copied site-packages or a requirement uninstalled later "
+    "leaves it out: 'import pkg' fails with \"No module named 'x'\" from a module of its own, "
+    "before any extension is loaded — found here without running the import.",
+    example="pyproj 3.7.2's network.py:8: import certifi; certifi is not installed",
+    fix="pip install '<requirement>' (the package's METADATA lists it, with its version "
+    "specifier).",
+    references=(_IMPORT,),
+)
 
-CODES = (OD501, OD502, OD503, OD416, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512)
+CODES = (OD501, OD502, OD503, OD416, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512,
+         OD514)
 
 
 def _optional(link: Link) -> bool:
@@ -388,7 +402,7 @@ def _named_requirement(chain: ImportChain, kind: str, message: str) -> list[str]
             _LOADER_WORDS.search(message):
         return []
     words = {normalized(w) for w in re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", message)}
-    return [f"'{name}{spec.replace(' ', '')}'" if spec else name
+    return [_pip_arg(name, spec)
             for name, spec in uninstalled_requirements(chain.dist, chain.sys_path)
             if normalized(name) in words]
 
@@ -655,7 +669,40 @@ def run(facts: Facts) -> Iterator[Finding]:
                             f"{len(changed)} changed)", ev,
                             fix=f"pip install --force-reinstall --no-deps {pin}; never "
                             "rebuild into site-packages by hand.")
+    yield from _requirements_not_installed(facts, chain)
     yield from _dynamic(facts, chain)
+
+
+def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD514: an unconditional import of another distribution that the package's import
+    runs, whose distribution its METADATA requires and nothing on sys.path provides — the
+    same failure the probe's import shows, seen without running it."""
+    if not chain.dist:
+        return
+    absent = {normalized(name): (name, spec) for name, spec in
+              uninstalled_requirements(chain.dist, chain.sys_path)}
+    reported: set[str] = set()
+    for file, line, module in facts.missing_imports if absent else []:
+        req = absent.get(normalized(module))
+        if req is None or module in reported:
+            continue  # not a requirement by that name (PyYAML's yaml): the probe tells
+        reported.add(module)
+        name, spec = req
+        pkg = " ".join(distribution(chain.dist)).strip()
+        yield OD514.finding(module, f"import {chain.name} runs `import {module}` "
+                            f"({_rel(file, chain)}:{line}); {name} is not installed",
+                            (f"{_rel(file, chain)}:{line}: import {module} (module level, "
+                             "not in a try)",
+                             f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: "
+                             f"{name}{(' ' + spec) if spec else ''}",
+                             f"no {module} on sys.path ({len(chain.sys_path)} entries)"),
+                            fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
+                            "--no-deps or partial install left it out)")
+
+
+def _pip_arg(name: str, spec: str) -> str:
+    """A requirement as one shell word for pip: quoted when it carries a specifier."""
+    return f"'{name}{spec.replace(' ', '')}'" if spec else name
 
 
 def _explained_fix(kind: str, message: str) -> str | None:

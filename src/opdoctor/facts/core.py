@@ -341,6 +341,17 @@ class Facts:
         return f"{name} {version}".strip()
 
     @cached_property
+    def missing_imports(self) -> list[tuple[str, int, str]]:
+        """(file, line, module) of the unconditional imports of other distributions that the
+        package's import runs and nothing on sys.path provides (package mode; [] else)."""
+        from opdoctor.facts.pychain import missing_imports
+        chain, interp = self.chain, self.interpreter
+        if chain is None:
+            return []
+        return missing_imports(chain, self.options.cwd or os.getcwd(),
+                               interp.ext_suffix if interp else ".so")
+
+    @cached_property
     def numpy_build(self) -> NumpyBuild | None:
         """The NumPy C API the library was compiled against (None: it holds no NumPy
         ``_import_array()``)."""

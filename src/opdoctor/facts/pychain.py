@@ -1591,6 +1591,57 @@ def _module_level_imports(body: list[ast.stmt], package: str) -> list[str]:
     return out
 
 
+def _unguarded_imports(body: list[ast.stmt]) -> list[tuple[int, str]]:
+    """(line, top-level name) of the absolute imports a module's body runs unconditionally:
+    module level, outside ``try``, functions and branches — an ImportError there is the
+    import's failure."""
+    out: list[tuple[int, str]] = []
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            out += [(stmt.lineno, a.name.split(".")[0]) for a in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            out.append((stmt.lineno, stmt.module.split(".")[0]))
+    return out
+
+
+def _importable(name: str, sys_path: Sequence[str], suffixes: list[str], cwd: str) -> bool:
+    """Whether ``import name`` finds something on ``sys_path`` (a package, a namespace
+    portion, a module or an extension) or is built into the interpreter."""
+    if name in sys.builtin_module_names or name in sys.stdlib_module_names:
+        return True
+    for entry in sys_path:
+        base = entry or cwd
+        if os.path.isdir(os.path.join(base, name)) or any(
+                os.path.isfile(os.path.join(base, name + suf)) for suf in suffixes):
+            return True
+    return False
+
+
+def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple[str, int, str]]:
+    """(file, line, top-level name) of the unconditional imports of other distributions
+    that the package's import runs — in ``__init__.py`` and in each of its own modules that
+    the import reaches unconditionally — and that nothing on ``sys.path`` provides (pyproj
+    3.7.2's network.py: ``import certifi``, without certifi installed)."""
+    pkg = chain.package_dir
+    if not pkg:
+        return []
+    suffixes = [".py", ext_suffix, ".abi3.so", ".so"]
+    files = [os.path.join(pkg, "__init__.py")]
+    for lk in chain.links:
+        if lk.kind == "submodule" and not (lk.function or lk.lazy or lk.fallback or
+                                           lk.swallowed or lk.checked or lk.problem):
+            files += [f for f in lk.resolved if f.endswith(".py") and f not in files]
+    top = chain.name.split(".")[0]
+    out: list[tuple[str, int, str]] = []
+    for file in files:
+        parsed = _source(file)
+        for line, name in _unguarded_imports(parsed.tree.body) if parsed else []:
+            if name != top and name != "__future__" and \
+                    not _importable(name, chain.sys_path, suffixes, cwd):
+                out.append((file, line, name))
+    return out
+
+
 def _required_first(body: list[ast.stmt]) -> list[str]:
     """Modules a package's top-level guard requires in ``sys.modules`` before it imports:
     ``if "psycopg" not in sys.modules: raise ImportError(…)``. Importing the package alone
