@@ -2059,3 +2059,44 @@ def test_an_unconditional_import_of_an_uninstalled_requirement_is_found_statical
     report = chain(tmp_path, "uipkg", probe=False, env={"PYTHONPATH": str(site)},
                    path=site / "uipkg")
     assert "OD514" not in codes(report)
+
+
+@pytest.mark.probe
+def test_a_missing_requirement_after_an_earlier_failure_is_no_root(tmp_path: Path) -> None:
+    """torchrec 1.9.2 beside fbgemm-gpu-cpu built for another torch: the real import stops on
+    fbgemm_gpu's library before it reaches the module-level ``import tensordict`` that is also
+    missing. OD514 stays, as a warning that says the failure comes next; the verdict is the
+    earlier error's, and the import's failure is not folded under OD514. With that error
+    gone, the import fails on the requirement and OD514 is the root again."""
+    import sys
+
+    site = tmp_path / "site"
+    _write(site, {
+        "eapkg/__init__.py": "from eapkg import first\nimport eapkg.net\n",
+        "eapkg/first.py": "raise ImportError('eapkg: its compiled part was not built')\n",
+        "eapkg/net.py": "import absent_later\n",
+        "eapkg-1.0.dist-info/METADATA": "Name: eapkg\nVersion: 1.0\n"
+                                        "Requires-Dist: absent-later\n",
+        "eapkg-1.0.dist-info/RECORD": "eapkg/__init__.py,,\n"})
+    env = {"PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import eapkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert real.stderr.strip().splitlines()[-1] == \
+        "ImportError: eapkg: its compiled part was not built"
+    report = chain(tmp_path, "eapkg", env=env, path=site / "eapkg")
+    od514 = next(f for f in report.findings if f.code == "OD514")
+    assert od514.severity is Severity.WARNING and od514.message.endswith(
+        "(the import fails earlier, on another error: this failure comes next)")
+    diag = report.diagnosis
+    assert [r.code for r in diag.root_findings] == ["OD511"] and \
+        "OD514" not in diag.consequences, diag
+    (site / "eapkg" / "first.py").write_text("")
+    real = subprocess.run([sys.executable, "-c", "import eapkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert real.stderr.strip().splitlines()[-1] == \
+        "ModuleNotFoundError: No module named 'absent_later'"
+    from opdoctor.facts.pychain import _analyse
+    _analyse.cache_clear()
+    diag = chain(tmp_path, "eapkg", env=env, path=site / "eapkg").diagnosis
+    assert [r.code for r in diag.root_findings] == ["OD514"]
+    assert [f.code for f in diag.consequences["OD514"]] == ["OD511"]

@@ -681,23 +681,36 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
         return
     absent = {normalized(name): (name, spec) for name, spec in
               uninstalled_requirements(chain.dist, chain.sys_path)}
+    missing = facts.missing_imports if absent else []
+    res = facts.probe_result() if missing and facts.options.probe else None
+    from opdoctor.facts.probe.outcome import ProbeState
+
+    if res is not None and res.load_error is None and res.state is ProbeState.LOADED:
+        return  # the real import worked: something the static reading does not see
     reported: set[str] = set()
-    for file, line, module in facts.missing_imports if absent else []:
+    for file, line, module in missing:
         req = absent.get(normalized(module))
         if req is None or module in reported:
             continue  # not a requirement by that name (PyYAML's yaml): the probe tells
         reported.add(module)
         name, spec = req
         pkg = " ".join(distribution(chain.dist)).strip()
+        err = res.load_error if res is not None else None
+        # The real import stopped earlier, on another error (torchrec 1.9.2: fbgemm_gpu's
+        # library built for another torch): this one comes next, and is no root.
+        earlier = err is not None and f"No module named '{module}" not in err.message
         yield OD514.finding(module, f"import {chain.name} runs `import {module}` "
-                            f"({_rel(file, chain)}:{line}); {name} is not installed",
+                            f"({_rel(file, chain)}:{line}); {name} is not installed"
+                            + (" (the import fails earlier, on another error: this failure "
+                               "comes next)" if earlier else ""),
                             (f"{_rel(file, chain)}:{line}: import {module} (module level, "
                              "not in a try)",
                              f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: "
                              f"{name}{(' ' + spec) if spec else ''}",
                              f"no {module} on sys.path ({len(chain.sys_path)} entries)"),
                             fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
-                            "--no-deps or partial install left it out)")
+                            "--no-deps or partial install left it out)",
+                            severity=Severity.WARNING if earlier else None)
 
 
 def _pip_arg(name: str, spec: str) -> str:

@@ -101,6 +101,11 @@ def _explains(root: Finding, f: Finding) -> bool:
         return "(inconclusive" in f.message and root.subject in f.message
     if root.code == "OD201" and f.code == "OD304" and "(inconclusive" not in f.message:
         return False  # torch symbols a missing non-torch library cannot define: its own root
+    if root.code == "OD514":
+        # a requirement not installed explains the import's failure on that very module, not
+        # an earlier one (torchrec 1.9.2: fbgemm_gpu's library built for another torch)
+        m = _NO_MODULE.search(f.message)
+        return m is not None and m.group(1).split(".")[0] == root.subject
     if root.code == "OD342" and f.code in ("OD201", "OD220"):
         # TensorFlow's own library needed by a name the installed release does not give it
         # (ITEX 2.15 beside TF 2.21) explains that "not found" — no other missing library
