@@ -509,3 +509,53 @@ def test_an_absent_ffmpeg_is_installed_not_searched_for(core: str, needed: str,
     f = next(f for f in report.findings if f.code == "OD201" and f.subject == needed)
     assert f.fix.startswith(f"{needed} is {release}: FFmpeg is a system library"), f.fix
     assert "No RPATH edit brings FFmpeg" in f.fix and "patchelf" not in f.fix
+
+
+def _absent_system_library() -> str:
+    """A library of SYSTEM_LIBS that this machine's loader cannot find (so a consumer of it
+    really fails to load here)."""
+    from opdoctor.syslibs import SYSTEM_LIBS
+
+    cache = set(load_ld_cache() or {})
+    for name in ("libaio.so.1", "libportaudio.so.2", "libibverbs.so.1", "libsndfile.so.1",
+                 *SYSTEM_LIBS):
+        if name not in cache and not any(Path(d, name).exists() for d in
+                                         ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                                          "/lib64", "/usr/lib64", "/lib", "/usr/lib")):
+            return name
+    pytest.skip("every library of SYSTEM_LIBS is installed here: no miss to reproduce")
+
+
+def test_a_missing_system_library_names_the_system_package(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A library that NEEDs a library of the operating system which slim images leave out
+    (libGL.so.1 for cv2; here whichever of the table is not installed, e.g. libaio.so.1):
+    the loader really fails on it, and OD201's fix is the system package that provides it
+    (apt-get / dnf), not an RPATH or LD_LIBRARY_PATH edit; explain on the loader's own
+    message gives the same package as its first step."""
+    from opdoctor.syslibs import SYSTEM_LIBS
+
+    name = _absent_system_library()
+    what, deb, rpm = SYSTEM_LIBS[name]
+    (tmp_path / "stub.c").write_text("int sys_fn(void) { return 0; }\n")
+    (tmp_path / "use.c").write_text("extern int sys_fn(void);\n"
+                                    "int use(void) { return sys_fn(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{name}", str(tmp_path / "stub.c"),
+                    "-o", str(tmp_path / name)], check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", str(tmp_path / "use.c"), "-o",
+                    str(tmp_path / "libuse.so"), "-L", str(tmp_path), f"-l:{name}"],
+                   check=True, timeout=60)
+    (tmp_path / name).unlink()  # built against it; not installed
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(tmp_path / "libuse.so")], capture_output=True, text=True,
+                          timeout=60)
+    assert f"OSError: {name}: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(tmp_path / "libuse.so"))
+    od201 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD201"]
+    assert res.code == 1 and len(od201) == 1, od201
+    assert od201[0]["fix"].startswith(f"{name} is {what}, a library of the operating system")
+    assert f"apt-get install {deb};" in od201[0]["fix"]
+    assert f"dnf install {rpm}" in od201[0]["fix"] and "RPATH" in od201[0]["fix"]
+    said = cli(capsys, "explain", "--format", "json", real.stderr).json()
+    assert said["cause"] == 2 and said["next_steps"][0].startswith(
+        f"apt-get install {deb.split(' ')[0]}   # Debian/Ubuntu"), said["next_steps"]

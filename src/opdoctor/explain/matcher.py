@@ -592,6 +592,12 @@ def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explan
                             "toolkit, which is installed apart from any wheel and found "
                             "through the LD_LIBRARY_PATH that `source "
                             f"{CANN_SET_ENV}` exports.")
+    system = ""
+    if lib and p.cause == 2:
+        from opdoctor.syslibs import system_library_fix
+        system = system_library_fix(os.path.basename(lib))
+        if system:
+            explanation += " " + system + "."
     if backend:
         explanation += (f" torch imports {backend} at the end of its own import (a torch.backends "
                          f"entry point): until {backend} imports, `import torch` fails for "
@@ -618,6 +624,11 @@ def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explan
         steps.insert(0, f"opdoctor check {path}")
     if pkg:
         steps.insert(0, f"opdoctor check --package {pkg}   # the package whose import needed it")
+    if system:
+        from opdoctor.syslibs import SYSTEM_LIBS
+        deb, rpm = SYSTEM_LIBS[os.path.basename(lib)][1:]
+        steps.insert(0, f"apt-get install {deb.split(' ')[0]}   # Debian/Ubuntu; Fedora/RHEL: "
+                     f"dnf install {rpm}")
     decides = ref.decides if ref else ""
     if not decides and len(ranked) > 1 and ranked[1].confidence >= 0.15:
         decides = (f"the text alone does not separate cause {ranked[0].cause} from cause "

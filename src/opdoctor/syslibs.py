@@ -1,0 +1,54 @@
+"""Libraries of the operating system that wheels expect installed, and the system package
+that provides each — read by the checks (OD201's fix) and by ``explain``, which imports
+nothing of the checks or the facts.
+"""
+
+from __future__ import annotations
+
+# Libraries of the operating system that manylinux wheels link and expect installed (the
+# policy lets them: libGL, glib, X11, libgomp …) or that packages load for an optional
+# feature: soname → (what it is, Debian/Ubuntu package, Fedora/RHEL package). Slim container
+# images leave them out: "libGL.so.1: cannot open shared object file" from `import cv2` is
+# the commonest. Names whose package was renamed for 64-bit time_t (Ubuntu 24.04, Debian 13)
+# say so.
+SYSTEM_LIBS: dict[str, tuple[str, str, str]] = {
+    "libGL.so.1": ("the OpenGL library (libglvnd/Mesa)", "libgl1", "mesa-libGL"),
+    "libEGL.so.1": ("the EGL library (libglvnd/Mesa)", "libegl1", "mesa-libEGL"),
+    "libGLU.so.1": ("the OpenGL utility library", "libglu1-mesa", "mesa-libGLU"),
+    "libglib-2.0.so.0": ("GLib", "libglib2.0-0 (libglib2.0-0t64 on Ubuntu 24.04 and Debian "
+                         "13)", "glib2"),
+    "libgthread-2.0.so.0": ("GLib's thread library", "libglib2.0-0 (libglib2.0-0t64 on "
+                            "Ubuntu 24.04 and Debian 13)", "glib2"),
+    "libgobject-2.0.so.0": ("GLib's object library", "libglib2.0-0 (libglib2.0-0t64 on "
+                            "Ubuntu 24.04 and Debian 13)", "glib2"),
+    "libSM.so.6": ("X11's session management library", "libsm6", "libSM"),
+    "libICE.so.6": ("X11's inter-client exchange library", "libice6", "libICE"),
+    "libX11.so.6": ("the X11 client library", "libx11-6", "libX11"),
+    "libXext.so.6": ("X11's extension library", "libxext6", "libXext"),
+    "libXrender.so.1": ("X11's rendering library", "libxrender1", "libXrender"),
+    "libxcb.so.1": ("the X11 C binding", "libxcb1", "libxcb"),
+    "libxkbcommon.so.0": ("the keyboard map library", "libxkbcommon0", "libxkbcommon"),
+    "libfontconfig.so.1": ("Fontconfig", "libfontconfig1", "fontconfig"),
+    "libfreetype.so.6": ("FreeType", "libfreetype6", "freetype"),
+    "libgomp.so.1": ("GCC's OpenMP runtime", "libgomp1", "libgomp"),
+    "libnuma.so.1": ("the NUMA policy library", "libnuma1", "numactl-libs"),
+    "libaio.so.1": ("the Linux asynchronous I/O library", "libaio1 (libaio1t64 on Ubuntu "
+                    "24.04 and Debian 13)", "libaio"),
+    "libibverbs.so.1": ("the RDMA verbs library", "libibverbs1", "libibverbs"),
+    "libsndfile.so.1": ("libsndfile", "libsndfile1", "libsndfile"),
+    "libportaudio.so.2": ("PortAudio", "libportaudio2", "portaudio"),
+}
+
+
+def system_library_fix(name: str) -> str:
+    """The fix for a missing library of the operating system that wheels expect installed
+    (:data:`SYSTEM_LIBS`): the system package that provides it; "" for any other name."""
+    known = SYSTEM_LIBS.get(name)
+    if known is None:
+        return ""
+    what, deb, rpm = known
+    headless = " (for OpenCV, opencv-python-headless needs no OpenGL)" \
+        if name == "libGL.so.1" else ""
+    return (f"{name} is {what}, a library of the operating system that the package expects "
+            f"installed, not in its wheel: install it — Debian/Ubuntu: apt-get install {deb}; "
+            f"Fedora/RHEL: dnf install {rpm}{headless}. No RPATH edit brings it")
