@@ -515,53 +515,42 @@ DGL_PINS := dgl==2.1.0 torchdata==0.7.1 scipy==1.17.1 pandas==3.1.1 networkx==3.
   tzdata==2026.6 six==1.17.0
 REALPKG_SO += $(RPFX)/dgl-2.1.0/.ready
 $(RPFX)/dgl-2.1.0/.ready: | $(VENV)/.installed
-	@mkdir -p $(@D) $(SKIP)
-	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site $(DGL_PINS) \
-	  > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/dgl-2.1.0.txt; \
-	  else tail -3 $(@D)/pip.log > $(SKIP)/dgl-2.1.0.txt; fi
-	touch $@
+	$(call pip_site,dgl-2.1.0,$(DGL_PINS))
 # torch_npu 2.13.0 (44 MB, no Python dependencies needed to reach the failure): the Ascend
 # backend, which torch auto-loads at its own import (entry point torch.backends); without the
 # CANN toolkit its libhccl.so is missing and `import torch` itself fails.
 REALPKG_SO += $(RPFX)/torch-npu-2.13.0/.ready
 $(RPFX)/torch-npu-2.13.0/.ready: | $(VENV)/.installed
-	@mkdir -p $(@D) $(SKIP)
-	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
-	  torch-npu==2.13.0 > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/torch-npu-2.13.0.txt; \
-	  else tail -3 $(@D)/pip.log > $(SKIP)/torch-npu-2.13.0.txt; fi
-	touch $@
+	$(call pip_site,torch-npu-2.13.0,torch-npu==2.13.0)
 # pydantic 2.14.4 (it pins pydantic-core==2.50.5) beside pydantic-core 2.27.2, with the pure
 # Python packages it imports (about 7 MB): its import refuses the pair (OD327).
 PYDANTIC_PINS := pydantic==2.14.4 pydantic-core==2.27.2 typing-extensions==4.16.0 \
   typing-inspection==0.4.5 annotated-types==0.8.0
 REALPKG_SO += $(RPFX)/pydantic-pin/.ready
 $(RPFX)/pydantic-pin/.ready: | $(VENV)/.installed
-	@mkdir -p $(@D) $(SKIP)
-	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
-	  $(PYDANTIC_PINS) > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/pydantic-pin.txt; \
-	  else tail -3 $(@D)/pip.log > $(SKIP)/pydantic-pin.txt; fi
-	touch $@
+	$(call pip_site,pydantic-pin,$(PYDANTIC_PINS))
 # jax 0.10.2 alone (3 MB, pure Python): its import raises its own "jax requires jaxlib to be
 # installed" (no 'No module named'), and its METADATA pins the jaxlib it needs.
 REALPKG_SO += $(RPFX)/jax-0.10.2/.ready
 $(RPFX)/jax-0.10.2/.ready: | $(VENV)/.installed
-	@mkdir -p $(@D) $(SKIP)
-	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
-	  jax==0.10.2 > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/jax-0.10.2.txt; \
-	  else tail -3 $(@D)/pip.log > $(SKIP)/jax-0.10.2.txt; fi
-	touch $@
+	$(call pip_site,jax-0.10.2,jax==0.10.2)
 # numexpr 2.8.7 (1 MB), built against NumPy 1.x, beside the venv's NumPy 2: its import fails
 # in NumPy's own import_array() (OD328).
 REALPKG_SO += $(RPFX)/numexpr-2.8.7/.ready
 $(RPFX)/numexpr-2.8.7/.ready: | $(VENV)/.installed
-	@mkdir -p $(@D) $(SKIP)
-	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
-	  numexpr==2.8.7 > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/numexpr-2.8.7.txt; \
-	  else tail -3 $(@D)/pip.log > $(SKIP)/numexpr-2.8.7.txt; fi
-	touch $@
+	$(call pip_site,numexpr-2.8.7,numexpr==2.8.7)
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@
+# Real PyPI wheels $(2) installed as a user installs them (pip install --no-deps --target
+# $(@D)/site); when pip cannot get them, the reason is $(SKIP)/$(1).txt, which the tests skip on.
+define pip_site
+	@mkdir -p $(@D) $(SKIP)
+	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site $(2) \
+	  > $(@D)/pip.log 2>&1; then rm -f $(SKIP)/$(1).txt; \
+	  else tail -3 $(@D)/pip.log > $(SKIP)/$(1).txt; fi
+	touch $@
+endef
 # One real PyPI wheel into $(@D) (native/fetch_wheel.py; a skip reason when pip cannot get it).
 # name-with-dashes-1.2.3 → name-with-dashes==1.2.3 (only the last dash is the separator).
 define fetch_wheel
@@ -846,12 +835,7 @@ fixtures: healthy
 SOUNDFILE := $(HFX)/soundfile-0.14.0/.ready
 healthy: $(SOUNDFILE)
 $(SOUNDFILE): | $(VENV)/.installed
-	@mkdir -p $(@D) $(SKIP)
-	if $(PY) -m pip install -q --no-deps --only-binary=:all: --target $(@D)/site \
-	  soundfile==0.14.0 cffi==2.1.1 pycparser==3.12 > $(@D)/pip.log 2>&1; \
-	  then rm -f $(SKIP)/healthy-soundfile-0.14.0.txt; \
-	  else tail -3 $(@D)/pip.log > $(SKIP)/healthy-soundfile-0.14.0.txt; fi
-	touch $@
+	$(call pip_site,healthy-soundfile-0.14.0,soundfile==0.14.0 cffi==2.1.1 pycparser==3.12)
 # Another pybind11 internals key than torch's (OD306): what converts and what does not.
 HEALTHY_PYBIND := $(HFX)/pybind_tensor/pybind_tensor$(PY_EXT_SUFFIX)
 $(HEALTHY_PYBIND): tests/fixtures/healthy/pybind_tensor.cpp $(BUILD)/config.mk

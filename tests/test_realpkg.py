@@ -405,10 +405,7 @@ def test_plugin_its_package_calls_by_name_is_no_op_library(
     real beside torch, the function is there and torch's registry gains nothing. Statically it
     is a plugin (OD101 info naming libdgl.so), not "links torch but contains no operator
     registration" (an error); the same file alone in a directory still is that error."""
-    site = FIX / "realpkg" / "dgl-2.1.0" / "site"
-    reason = SKIP / "dgl-2.1.0.txt"
-    if reason.exists():
-        pytest.skip(f"dgl 2.1.0 not installed: {reason.read_text().strip()[:200]}")
+    site = _pip_site("dgl-2.1.0", "dgl")
     lib = site / "dgl/tensoradapter/pytorch/libtensoradapter_pytorch_2.2.0.so"
     assert lib.is_file(), f"{lib} is missing: run `make fixtures`"
     real = run_python("import torch, ctypes, sys\n"
@@ -441,11 +438,7 @@ def test_per_release_libraries_without_the_installed_release(
     the static "not found" (OD201) stays a note and never heads the verdict (it used to say
     "patchelf"). A directory named dgl in the working directory (a namespace portion) hides
     nothing: no OD502."""
-    site = FIX / "realpkg" / "dgl-2.1.0" / "site"
-    reason = SKIP / "dgl-2.1.0.txt"
-    if reason.exists():
-        pytest.skip(f"dgl 2.1.0 not installed: {reason.read_text().strip()[:200]}")
-    assert (site / "dgl").is_dir(), f"{site} is missing: run `make fixtures`"
+    site = _pip_site("dgl-2.1.0", "dgl")
     (tmp_path / "dgl").mkdir()  # a data directory named like the package, in the cwd
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
@@ -496,13 +489,20 @@ def test_per_release_libraries_without_the_installed_release(
     assert rep["diagnosis"]["root_findings"] == ["OD324"], rep["diagnosis"]
 
 
-def _npu_site() -> Path:
-    site = FIX / "realpkg" / "torch-npu-2.13.0" / "site"
-    reason = SKIP / "torch-npu-2.13.0.txt"
+def _pip_site(name: str, package: str) -> Path:
+    """The site `make fixtures` installed real wheels into (build/fixtures/realpkg/<name>,
+    the Makefile's pip_site), holding ``package``; skips naming pip's reason when it could
+    not."""
+    reason = SKIP / f"{name}.txt"
     if reason.exists():
-        pytest.skip(f"torch_npu 2.13.0 not installed: {reason.read_text().strip()[:200]}")
-    assert (site / "torch_npu").is_dir(), f"{site} is missing: run `make fixtures`"
+        pytest.skip(f"{name} not installed: {reason.read_text().strip()[:200]}")
+    site = FIX / "realpkg" / name / "site"
+    assert (site / package).exists(), f"{site} is missing: run `make fixtures`"
     return site
+
+
+def _npu_site() -> Path:
+    return _pip_site("torch-npu-2.13.0", "torch_npu")
 
 
 @pytest.mark.probe
@@ -703,11 +703,7 @@ def test_exact_pin_installed_at_another_release(capsys: pytest.CaptureFixture[st
     naming the pin, the installed release and the pip command for that directory — with the
     failed import as its consequence (it was cause 5, "read the exception"). Without the probe
     the same finding is a warning. The venv's own pydantic, a pair pip resolved, has none."""
-    site = FIX / "realpkg" / "pydantic-pin" / "site"
-    reason = SKIP / "pydantic-pin.txt"
-    if reason.exists():
-        pytest.skip(f"pydantic 2.14.4 not installed: {reason.read_text().strip()[:200]}")
-    assert (site / "pydantic").is_dir(), f"{site} is missing: run `make fixtures`"
+    site = _pip_site("pydantic-pin", "pydantic")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     real = run_python("import pydantic", env={**env, "PYTHONPATH": str(site)}, timeout=120)
     assert real.returncode != 0
@@ -747,11 +743,7 @@ def test_requirement_the_package_names_in_its_own_words(capsys: pytest.CaptureFi
     message names a requirement of jax's distribution that is not installed, so the fix is
     that requirement with the specifier jax's METADATA gives it (it was "read the
     exception")."""
-    site = FIX / "realpkg" / "jax-0.10.2" / "site"
-    reason = SKIP / "jax-0.10.2.txt"
-    if reason.exists():
-        pytest.skip(f"jax 0.10.2 not installed: {reason.read_text().strip()[:200]}")
-    assert (site / "jax").is_dir(), f"{site} is missing: run `make fixtures`"
+    site = _pip_site("jax-0.10.2", "jax")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     real = run_python("import jax", env={**env, "PYTHONPATH": str(site)}, timeout=120)
     assert real.returncode != 0
@@ -779,10 +771,7 @@ def test_numpy1_build_beside_numpy2(capsys: pytest.CaptureFixture[str]) -> None:
     NumPy, with the failed import as its consequence (it was cause 5 with a cause-3 reading
     in the fix) — and `--static`, which never imports it, says the same. explain reads the
     real traceback as the same code."""
-    site = FIX / "realpkg" / "numexpr-2.8.7" / "site"
-    reason = SKIP / "numexpr-2.8.7.txt"
-    if reason.exists():
-        pytest.skip(f"numexpr 2.8.7 not installed: {reason.read_text().strip()[:200]}")
+    site = _pip_site("numexpr-2.8.7", "numexpr")
     ext = next(site.glob("numexpr/interpreter.cpython-*.so"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     real = run_python("import numpy; print(numpy.__version__); import numexpr",
