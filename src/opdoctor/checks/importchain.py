@@ -472,8 +472,8 @@ def _installed_copies(name: str, win: Candidate, others: list[Candidate],
         return OD502.finding(name, f"{many}; {win.path} wins", ev, severity=Severity.WARNING)
     ev = [ev[0] + f", installed by {mine}",
           *[f"{line}, installed by {rel}" for line, rel in zip(ev[1:], theirs, strict=True)]]
-    dirs = ", ".join(sorted({os.path.dirname(c.path) for c in others}))
     if all(rel == mine for rel in theirs):
+        dirs = ", ".join(sorted({os.path.dirname(c.path) for c in others}))
         return OD502.finding(name, f"{many}, all installs of {mine}; {win.path} wins", ev,
                              severity=Severity.INFO,
                              fix=f"nothing breaks: each copy is {mine}. Uninstall the ones this "
@@ -677,14 +677,14 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
     """OD514: an unconditional import of another distribution that the package's import
     runs, whose distribution its METADATA requires and nothing on sys.path provides — the
     same failure the probe's import shows, seen without running it."""
+    from opdoctor.facts.probe.outcome import ProbeState
+
     if not chain.dist:
         return
     absent = {normalized(name): (name, spec) for name, spec in
               uninstalled_requirements(chain.dist, chain.sys_path)}
     missing = facts.missing_imports if absent else []
     res = facts.probe_result() if missing and facts.options.probe else None
-    from opdoctor.facts.probe.outcome import ProbeState
-
     if res is not None and res.load_error is None and res.state is ProbeState.LOADED:
         return  # the real import worked: something the static reading does not see
     reported: set[str] = set()

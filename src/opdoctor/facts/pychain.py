@@ -1632,12 +1632,14 @@ def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple
                                            lk.swallowed or lk.checked or lk.problem):
             files += [f for f in lk.resolved if f.endswith(".py") and f not in files]
     top = chain.name.split(".")[0]
+    found: dict[str, bool] = {top: True, "__future__": True}  # each name looked up once
     out: list[tuple[str, int, str]] = []
     for file in files:
         parsed = _source(file)
         for line, name in _unguarded_imports(parsed.tree.body) if parsed else []:
-            if name != top and name != "__future__" and \
-                    not _importable(name, chain.sys_path, suffixes, cwd):
+            if name not in found:
+                found[name] = _importable(name, chain.sys_path, suffixes, cwd)
+            if not found[name]:
                 out.append((file, line, name))
     return out
 
