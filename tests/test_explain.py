@@ -294,3 +294,21 @@ def test_a_symbol_in_a_listed_error_is_read_without_the_list() -> None:
     from opdoctor.facts.loaderror import UNDEFINED
     m = UNDEFINED.search(_TF_GCS)
     assert m is not None and m.group(1) == "TF_VLog"
+
+
+def test_onnxruntime_provider_error_126_is_the_cuda_major_first() -> None:
+    """Windows error 126 loading ONNX Runtime's CUDA provider (dev threads, e.g.
+    dme-compunet/YoloSharp#74 and microsoft/onnxruntime#21849: the build targets another
+    CUDA/cuDNN major than the one installed) ranks the release pairing first and PATH second;
+    the same error for any other DLL keeps PATH first."""
+    from opdoctor.explain import explain_text
+
+    ort = explain_text("I am encountering a `LoadLibrary failed with error 126` when trying to "
+                       "use `onnxruntime_providers_cuda.dll`. I have CUDA 12.6 and cuDNN "
+                       "v8.9.7 installed.")
+    assert [a.cause for a in ort.ranked][:2] == [3, 2]
+    assert "loading ONNX Runtime's execution provider" in ort.ranked[0].why
+    other = explain_text("OSError: [WinError 126] The specified module could not be found. "
+                         "Error loading \"C:\\env\\Lib\\site-packages\\foo\\bar.dll\" or one of "
+                         "its dependencies.")
+    assert [a.cause for a in other.ranked][:2] == [2, 3]

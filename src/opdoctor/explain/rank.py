@@ -1147,6 +1147,20 @@ def _windows(ctx: Context) -> Refinement | None:
             re.search(r"[\\/][\w.+-]{1,200}\.so(?:\.[\d.]{1,20})?[\"']", line):
         return Refinement((4,), "Windows error 193: not a valid binary for this architecture",
                           ("OD408",), "a DLL for another architecture", "high")
+    if re.search(r"onnxruntime_providers_(?:cuda|tensorrt)|provider_bridge_ort|"
+                 r"OnnxRuntime|onnxruntime", ctx.text, re.I):
+        # ONNX Runtime's CUDA/TensorRT provider DLL needs the CUDA, cuDNN (and TensorRT)
+        # majors its build was made for; in the dev threads error 126 there was most often
+        # another major installed (6 of 8, both inner folds), else a PATH matter.
+        return Refinement((3, 2, 4), "Windows error 126 loading ONNX Runtime's execution "
+                          "provider: its CUDA/cuDNN (or TensorRT) DLLs are of the majors the "
+                          "onnxruntime build targets — most often another major is installed "
+                          "(or none), else their bin directory is not on PATH", ("OD312", "OD201"),
+                          "ONNX Runtime's provider DLL did not load: the CUDA/cuDNN majors of "
+                          "the provider build vs the ones installed", "medium",
+                          "which CUDA/cuDNN major this onnxruntime build targets (its release "
+                          "notes) against the one installed: equal → cause 2 (PATH), "
+                          "different → 3")
     return Refinement((2, 3, 4), "Windows error 126: a DLL or one of its dependencies (the "
                       "Visual C++ runtime, CUDA/cuDNN DLLs) is not found on PATH",
                       ("OD201",), None, "medium",
