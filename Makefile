@@ -539,6 +539,18 @@ $(RPFX)/jax-0.10.2/.ready: | $(VENV)/.installed
 REALPKG_SO += $(RPFX)/numexpr-2.8.7/.ready
 $(RPFX)/numexpr-2.8.7/.ready: | $(VENV)/.installed
 	$(call pip_site,numexpr-2.8.7,numexpr==2.8.7)
+# sounddevice 0.5.1 (pure Python, cffi): its import looks PortAudio up with
+# ctypes.util.find_library and raises "PortAudio library not found" where it is not installed.
+REALPKG_SO += $(RPFX)/sounddevice-0.5.1/.ready
+$(RPFX)/sounddevice-0.5.1/.ready: | $(VENV)/.installed
+	$(call pip_site,sounddevice-0.5.1,sounddevice==0.5.1 cffi==2.1.1 pycparser==3.12)
+# pandas 2.1.4 (12 MB, built against NumPy 1.x) with its pure-Python requirements, beside the
+# venv's NumPy 2: `import pandas` fails in Cython's check of numpy.dtype's size (OD328 read
+# over the package's compiled modules).
+REALPKG_SO += $(RPFX)/pandas-2.1.4/.ready
+$(RPFX)/pandas-2.1.4/.ready: | $(VENV)/.installed
+	$(call pip_site,pandas-2.1.4,pandas==2.1.4 python-dateutil==2.9.0.post0 pytz==2024.1 \
+	  six==1.16.0 tzdata==2024.1)
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@
@@ -836,6 +848,12 @@ SOUNDFILE := $(HFX)/soundfile-0.14.0/.ready
 healthy: $(SOUNDFILE)
 $(SOUNDFILE): | $(VENV)/.installed
 	$(call pip_site,healthy-soundfile-0.14.0,soundfile==0.14.0 cffi==2.1.1 pycparser==3.12)
+# beautifulsoup4 with its one requirement (soupsieve): its builders catch `import lxml` and
+# `import html5lib`, optional extras it runs without (OD512 a note; survey 11). About 1 MB.
+BS4 := $(HFX)/bs4-4.12.3/.ready
+healthy: $(BS4)
+$(BS4): | $(VENV)/.installed
+	$(call pip_site,healthy-bs4-4.12.3,beautifulsoup4==4.12.3 soupsieve==2.6)
 # Another pybind11 internals key than torch's (OD306): what converts and what does not.
 HEALTHY_PYBIND := $(HFX)/pybind_tensor/pybind_tensor$(PY_EXT_SUFFIX)
 $(HEALTHY_PYBIND): tests/fixtures/healthy/pybind_tensor.cpp $(BUILD)/config.mk

@@ -604,3 +604,57 @@ def test_numpy2_builds_are_no_numpy_mismatch(capsys: pytest.CaptureFixture[str])
                   *(["--env", f"PYTHONPATH={env}"] if env else []), str(lib))
         codes = {f["code"] for rep in res.json()["reports"] for f in rep["findings"]}
         assert "OD328" not in codes and _errors(res) == [], (lib, _errors(res))
+    # the package reading (every compiled module of scipy) finds none either
+    res = _check_package(capsys, site, "scipy")
+    assert "OD328" not in {f["code"] for rep in res.json()["reports"] for f in rep["findings"]}
+
+
+@pytest.mark.probe
+def test_a_missing_file_nothing_imports_is_a_warning_not_an_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Survey 11's P10: a file RECORD lists deleted from an install whose import never needs
+    it (cffi/setuptools_ext.py, which only setuptools' plugin hook imports) was an OD508 error
+    on a package that imports and works. It is a warning now, with and without the probe;
+    deleting a module the import does run (cffi/api.py) is still an error, and Python fails
+    on it."""
+    site = _soundfile_copy(tmp_path)
+    (site / "cffi" / "setuptools_ext.py").unlink()
+    real = _run(site, "import cffi; print(cffi.FFI().sizeof('int'))")
+    assert real.returncode == 0 and real.stdout.strip() == "4", real.stderr
+    for extra in (["--static"], []):
+        res = cli(capsys, "check", "-f", "json", *extra, "--package", "cffi",
+                  "--env", f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+        od508 = [f for rep in res.json()["reports"] for f in rep["findings"]
+                 if f["code"] == "OD508"]
+        assert res.code == 0 and [f["severity"] for f in od508] == ["warning"], od508
+        assert od508[0]["message"].endswith("nothing the import runs needs them")
+        assert "missing: cffi/setuptools_ext.py" in od508[0]["evidence"]
+    (site / "cffi" / "api.py").unlink()
+    real = _run(site, "import cffi")
+    assert "No module named 'cffi.api'" in real.stderr
+    res = _check_package(capsys, site, "cffi")
+    assert ("OD508", "the installed files of cffi-2.1.1.dist-info differ from its RECORD (2 "
+            "missing, 0 changed)") in _errors(res)
+
+
+@pytest.mark.probe
+def test_an_optional_extra_the_package_catches_is_a_note(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """beautifulsoup4 4.12.3 (with soupsieve, its one requirement): its builders catch
+    `import lxml` and `import html5lib`, which its METADATA lists only under extras; the
+    package imports and parses. The swallowed imports are notes (OD512 info, "an optional
+    dependency"), not the warnings that made a working package's headline cause 5 (survey
+    11's P12)."""
+    site = _site("bs4-4.12.3")
+    real = _run(site, "import bs4\n"
+                "print(bs4.BeautifulSoup('<p>x</p>', 'html.parser').p.text)\n"
+                "import importlib.util as u; print(u.find_spec('lxml'), u.find_spec('html5lib'))")
+    assert real.returncode == 0 and real.stdout.split() == ["x", "None", "None"], real.stderr
+    meta = (site / "beautifulsoup4-4.12.3.dist-info" / "METADATA").read_text()
+    assert "Requires-Dist: lxml; extra == 'lxml'" in meta
+    res = cli(capsys, "check", "-f", "json", "--package", "bs4", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(site.parent))
+    findings = [f for rep in res.json()["reports"] for f in rep["findings"]]
+    od512 = sorted(f["message"].split(" fails:")[0] for f in findings if f["code"] == "OD512")
+    assert od512 == ["import bs4.builder._html5lib", "import bs4.builder._lxml"], od512
+    assert res.code == 0 and {f["severity"] for f in findings} == {"info"}, findings

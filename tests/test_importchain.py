@@ -2100,3 +2100,26 @@ def test_a_missing_requirement_after_an_earlier_failure_is_no_root(tmp_path: Pat
     diag = chain(tmp_path, "eapkg", env=env, path=site / "eapkg").diagnosis
     assert [r.code for r in diag.root_findings] == ["OD514"]
     assert [f.code for f in diag.consequences["OD514"]] == ["OD511"]
+
+
+def test_a_missing_requirement_imported_by_another_name(tmp_path: Path) -> None:
+    """matplotlib 3.9 installed with --no-deps fails on `from PIL import Image` (survey 11's
+    P8): the module PIL is what the distribution pillow installs, so OD514 must look the
+    requirement up by the names a module is installed under, not only its own."""
+    import sys
+
+    site = tmp_path / "site"
+    _write(site, {
+        "alpkg/__init__.py": "from PIL import Image\nimport dateutil.parser\n",
+        "alpkg-1.0.dist-info/METADATA": "Name: alpkg\nVersion: 1.0\nRequires-Dist: pillow>=8\n"
+                                        "Requires-Dist: python-dateutil>=2.8.2\n",
+        "alpkg-1.0.dist-info/RECORD": "alpkg/__init__.py,,\n"})
+    real = subprocess.run([sys.executable, "-c", "import alpkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(site)})
+    assert real.stderr.strip().splitlines()[-1] == "ModuleNotFoundError: No module named 'PIL'"
+    report = chain(tmp_path, "alpkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "alpkg")
+    assert [(f.subject, f.fix.split(" (")[0]) for f in report.findings if f.code == "OD514"] \
+        == [("PIL", "pip install 'pillow>=8'"),
+            ("dateutil", "pip install 'python-dateutil>=2.8.2'")]

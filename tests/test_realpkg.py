@@ -646,7 +646,9 @@ def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant
     """torchao 0.18.0 (a CUDA build beside torch 2.13.0+cpu) catches `import triton` in
     torchao.kernel.intmm_triton; triton is another distribution, not installed here. The CUDA
     variant (OD307) is the root of the library failures, but installing a CUDA torch would not
-    bring triton: that swallowed import is its own cause-5 warning, not folded under OD307."""
+    bring triton: that swallowed import is its own cause-5 finding, not folded under OD307 —
+    a note, since torchao does not require triton (an optional part it runs without; it was a
+    warning until survey 11's P12)."""
     site = BUILD / "realworld" / "torchao-0.18.0-cuda-ext-on-cpu" / "site"
     if not site.is_dir():
         pytest.skip(f"{site} is missing: `make test` installs it (realworld-small)")
@@ -661,8 +663,10 @@ def test_a_missing_optional_dependency_is_not_a_consequence_of_the_build_variant
     diag = rep["diagnosis"]
     assert diag["cause"] == 3 and diag["root_findings"][0] == "OD307"
     triton = [f for f in rep["findings"] if f["code"] == "OD512" and "'triton'" in f["message"]]
-    assert len(triton) == 1 and triton[0]["severity"] == "warning", triton
+    assert len(triton) == 1 and triton[0]["severity"] == "info", triton
     assert "another distribution" in triton[0]["message"] and "triton" in triton[0]["fix"]
+    assert "(an optional dependency: no unconditional requirement of torchao" in \
+        triton[0]["message"]
     folded = [c for fs in diag["consequences"].values() for c in fs]
     assert folded.count("OD512") == sum(1 for f in rep["findings"] if f["code"] == "OD512") - 1
     # The fix names the torch its stable-ABI libraries were compiled against (TORCH_ABI_VERSION
@@ -798,3 +802,95 @@ def test_numpy1_build_beside_numpy2(capsys: pytest.CaptureFixture[str]) -> None:
     assert od328[0]["message"].endswith("which refuses it (its import fails)")
     said = cli(capsys, "explain", "--format", "json", real.stderr).json()
     assert said["cause"] == 3 and said["codes"] == ["OD328"], said
+
+
+def test_bounds_that_meet_are_an_exact_pin(tmp_path: Path) -> None:
+    """jax pins its jaxlib as `jaxlib<=0.4.38,>=0.4.38` (survey 11's P7: jax 0.4.38 beside
+    jaxlib 0.4.36 failed at run time with "jaxlib is version 0.4.36, but this version of jax
+    requires version >= 0.4.38" and got the generic cause 5). Bounds that meet are one
+    release; a range is not, nor a pin PEP 440 equality satisfies (a local label, zeros)."""
+    from opdoctor.facts.requires import exact_pin, pinned_elsewhere
+
+    assert exact_pin("<=0.4.38,>=0.4.38") == exact_pin(">=0.4.38,<=0.4.38") == "0.4.38"
+    assert exact_pin("==2.50.5") == "2.50.5" and exact_pin("<=0.10.2,>=0.10.1") == ""
+    assert exact_pin(">=1") == "" and exact_pin("==1,!=2") == ""
+    site = tmp_path / "site"
+    for dist, meta in (("jaxlike-0.4.38", "Requires-Dist: corelike<=0.4.38,>=0.4.38\n"
+                                          "Requires-Dist: other==1.0\nRequires-Dist: torch==2.9"),
+                       ("corelike-0.4.36", ""), ("other-1.0.0+cpu", ""), ("torch-2.13.0", "")):
+        info = site / f"{dist}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Name: {dist.rsplit('-', 1)[0]}\n{meta}\n")
+    # corelike is the other release; other==1.0 holds for 1.0.0+cpu; torch's pin is the
+    # binary checks' (left out)
+    assert pinned_elsewhere(str(site / "jaxlike-0.4.38.dist-info"), [str(site)]) == [
+        ("corelike", "0.4.38", "0.4.36", str(site), "<=0.4.38,>=0.4.38")]
+
+
+@pytest.mark.probe
+def test_a_package_with_numpy1_modules_beside_the_one_checked(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """pandas 2.1.4 (NumPy 1.x builds) beside NumPy 2: `import pandas` really fails in
+    Cython's check of numpy.dtype's size. The library `--package pandas` checks is not the
+    one that fails, and the failure's text is not NumPy's ABI message — the package's compiled
+    modules are read for their NumPy headers (survey 11's P1/P5: sklearn, matplotlib, h5py,
+    cv2, pyarrow 14 were cause 5 or clean), with and without the probe: cause 3, OD328 naming
+    the modules, the failed import its consequence."""
+    site = _pip_site("pandas-2.1.4", "pandas")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import pandas", env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert real.returncode != 0
+    assert "numpy.dtype size changed, may indicate binary incompatibility" in real.stderr
+    for extra in ([], ["--static"]):
+        res = cli(capsys, "check", "-f", "json", *extra, "--package", "pandas",
+                  "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+        rep = res.json()["reports"][0]
+        assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD328"], rep["diagnosis"]
+        od328 = next(f for f in rep["findings"] if f["code"] == "OD328")
+        # the library the check picks is one of them (the probe saw where the import failed)
+        # or the package reading names them
+        assert od328["severity"] == "error" and (
+            od328["subject"].startswith(str(site / "pandas" / "_libs")) or
+            "compiled module(s) of pandas built against NumPy 1.x's C API (pandas/_libs/"
+            in od328["message"]), od328
+        assert "pip install --upgrade pandas" in od328["fix"]
+        if not extra:
+            assert rep["diagnosis"]["consequences"] == {"OD328": ["OD511"]}
+    # A module of the package that holds no NumPy code (byteswap.so) checked by its path: its
+    # report still says that the package's other modules are NumPy 1.x builds.
+    lib = next(site.glob("pandas/_libs/byteswap.cpython-*.so"))
+    from opdoctor.facts.core import read_elf
+    from opdoctor.facts.numpyabi import numpy_build
+    assert read_elf(str(lib), numpy_build, None) is None
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              str(lib))
+    rep = res.json()["reports"][0]
+    od328 = [f for f in rep["findings"] if f["code"] == "OD328"]
+    olds = [f for f in site.glob("pandas/**/*.so")
+            if (b := read_elf(str(f), numpy_build, None)) is not None and b.major == 1]
+    assert res.code == 1 and od328 and od328[0]["message"].startswith(
+        f"{len(olds)} compiled module(s) of pandas built against NumPy 1.x's C API "
+        "(pandas/_libs/"), od328
+
+
+@pytest.mark.probe
+def test_a_system_library_looked_up_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """sounddevice 0.5.1 looks PortAudio up with ctypes.util.find_library; where PortAudio is
+    not installed its import raises its own "OSError: PortAudio library not found" (survey
+    11's P11: explain read it as cause 3, the check said "read the exception"). explain: cause
+    2 with the system package first; the check's fix names the same package."""
+    import ctypes.util
+
+    if ctypes.util.find_library("portaudio"):
+        pytest.skip("PortAudio is installed here: sounddevice imports")
+    site = _pip_site("sounddevice-0.5.1", "sounddevice.py")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import sounddevice", env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert real.stderr.strip().splitlines()[-1] == "OSError: PortAudio library not found"
+    said = cli(capsys, "explain", "--format", "json", real.stderr).json()
+    assert said["cause"] == 2 and said["codes"] == ["OD201"], said
+    assert said["next_steps"][0].startswith("apt-get install libportaudio2   # Debian/Ubuntu")
+    res = cli(capsys, "check", "-f", "json", "--package", "sounddevice",
+              "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+    od511 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD511"]
+    assert res.code == 1 and od511 and "apt-get install libportaudio2" in od511[0]["fix"]

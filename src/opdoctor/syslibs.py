@@ -37,7 +37,20 @@ SYSTEM_LIBS: dict[str, tuple[str, str, str]] = {
     "libibverbs.so.1": ("the RDMA verbs library", "libibverbs1", "libibverbs"),
     "libsndfile.so.1": ("libsndfile", "libsndfile1", "libsndfile"),
     "libportaudio.so.2": ("PortAudio", "libportaudio2", "portaudio"),
+    "libzbar.so.0": ("the ZBar bar code library", "libzbar0", "zbar"),
+    "libodbc.so.2": ("unixODBC's driver manager", "libodbc2 (libodbc1 before Debian 12 and "
+                     "Ubuntu 23.04)", "unixODBC"),
+    "libmagic.so.1": ("libmagic, file type detection", "libmagic1 (libmagic1t64 on Ubuntu "
+                      "24.04 and Debian 13)", "file-libs"),
 }
+
+
+def by_project(project: str) -> str:
+    """The soname of :data:`SYSTEM_LIBS` that a project's name stands for in a package's own
+    message ("PortAudio library not found", "Unable to find zbar shared library": a library
+    looked up with ``ctypes.util.find_library``); "" when none."""
+    want = "lib" + project.lower().removeprefix("lib")
+    return next((so for so in SYSTEM_LIBS if so.lower().split(".so")[0] == want), "")
 
 
 def system_library_fix(name: str) -> str:

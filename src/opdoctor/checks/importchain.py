@@ -26,7 +26,7 @@ from opdoctor.facts.pychain import (
 )
 from opdoctor.facts.pynames import from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
-from opdoctor.facts.requires import uninstalled_requirements
+from opdoctor.facts.requires import distributions_of, uninstalled_requirements
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -664,13 +664,49 @@ def run(facts: Facts) -> Iterator[Finding]:
         # the distribution's own name in the fix ("duckdb-2.0.1.dist-info" → duckdb==2.0.1)
         dist, ver = distribution(chain.dist)
         pin = f"'{dist}=={ver}'" if dist and ver else "<distribution>"
+        harmless = not changed and not _missing_on_the_path(facts, chain, missing)
         yield OD508.finding(name, f"the installed files of {os.path.basename(chain.dist)} "
                             f"differ from its RECORD ({len(missing)} missing, "
-                            f"{len(changed)} changed)", ev,
+                            f"{len(changed)} changed)" + (
+                                "; nothing the import runs needs them"
+                                if harmless else ""), ev,
                             fix=f"pip install --force-reinstall --no-deps {pin}; never "
-                            "rebuild into site-packages by hand.")
+                            "rebuild into site-packages by hand.",
+                            severity=Severity.WARNING if harmless else None)
     yield from _requirements_not_installed(facts, chain)
     yield from _dynamic(facts, chain)
+
+
+def _missing_on_the_path(facts: Facts, chain: ImportChain, missing: list[str]) -> bool:
+    """Whether a file RECORD lists and the disk lacks can matter to ``import``: a compiled
+    library, an ``__init__.py``, a module some module of the package imports, a data file —
+    or any, when the probe's import failed. A missing module nothing imports (requests'
+    help.py, run only as ``python -m requests.help``) leaves a working import."""
+    from opdoctor.facts.inputfile import is_shared_library
+
+    res = facts.probe_result() if facts.options.probe else None
+    if res is not None and res.load_error is not None:
+        return True
+    if any(is_shared_library(os.path.basename(p)) or p.endswith("__init__.py")
+           for p in missing):
+        return True
+    if res is not None:
+        return False  # the real import worked without them
+    # Static: a missing module matters when any module of the package names it in an import
+    # (read as text: the walk stops at its bounds, and a lazy import counts too).
+    names = {os.path.basename(p)[:-3] for p in missing if p.endswith(".py")}
+    if len(names) < len([p for p in missing if not p.endswith((".pyi", ".typed"))]):
+        return True  # data or other files: no way to tell from the sources
+    pattern = re.compile(r"^\s*(?:from|import)\s[^\n]*\b(?:" +
+                         "|".join(re.escape(n) for n in sorted(names)) + r")\b", re.M)
+    for file in chain.python_files[:4000]:
+        try:
+            with open(file, encoding="utf-8", errors="replace") as fh:
+                if pattern.search(fh.read(1 << 20)):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
@@ -689,9 +725,9 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
         return  # the real import worked: something the static reading does not see
     reported: set[str] = set()
     for file, line, module in missing:
-        req = absent.get(normalized(module))
+        req = next((absent[d] for d in sorted(distributions_of(module)) if d in absent), None)
         if req is None or module in reported:
-            continue  # not a requirement by that name (PyYAML's yaml): the probe tells
+            continue  # no requirement provides it by any name known here: the probe tells
         reported.add(module)
         name, spec = req
         pkg = " ".join(distribution(chain.dist)).strip()
@@ -779,15 +815,22 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                                 fix=f"pip install {' '.join(absent)} (a requirement left out "
                                 "by a --no-deps or partial install)")
             continue
+        # Another distribution that the package does not require (an extra's, or none:
+        # bs4's lxml, httpx's click) is an optional part it runs without by design.
+        optional = bool(other) and not (distributions_of(other) & {
+            normalized(n) for n in requirements(chain.dist, unconditional=True)})
         yield OD512.finding(hidden.target, f"{chain.failing(hidden.target)} fails: "
                             f"{hidden.error.type}: {hidden.error.message[:300]}"
                             + (f" (inside {func}(), an optional path: the package's import "
                                "does not run it)" if func else "")
                             + (f" — {other} is another distribution, not installed: the "
                                "package catches it and runs without that part" if other
-                               else ""),
+                               else "")
+                            + (" (an optional dependency: no unconditional requirement of "
+                               f"{'-'.join(distribution(chain.dist))})" if optional and
+                               chain.dist else ""),
                             (f"swallowed by {hidden.where}", *hidden.error.tail(3)),
-                            severity=Severity.INFO if func else
+                            severity=Severity.INFO if func or optional else
                             Severity.WARNING if other else None,
                             fix=f"pip install {other} if that part of the package is needed"
                             if other else None)

@@ -10,6 +10,7 @@ NumPy lazily (torch), its NumPy calls fail later. Read statically
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
@@ -58,30 +59,92 @@ def _outcome(facts: Facts) -> tuple[Severity, str]:
 
 
 def run(facts: Facts) -> Iterator[Finding]:
-    """OD328 when the module's NumPy headers and the installed NumPy do not pair."""
+    """OD328 when the module's NumPy headers and the installed NumPy do not pair; in package
+    mode, also when another compiled module of the package does, or the import fails in
+    NumPy's own check (a module of a requirement: scikit-learn's scipy)."""
     numpy = facts.installed_numpy  # a few stat calls: first, before .rodata is searched
-    build = facts.numpy_build if numpy is not None else None
     # Only the unambiguous pairing: a NumPy 1.x build can never initialise under NumPy 2. A
     # NumPy 2 build whose C-API target is above an older installed NumPy is left out:
     # packages ship such modules for NumPy 2 and import them only there (h5py's _npystrings).
-    if build is None or numpy is None or build.major != 1 or release(numpy[0])[0] < 2:
+    if numpy is None or release(numpy[0])[0] < 2:
         return
+    build = facts.numpy_build
+    if build is not None and build.major == 1:
+        yield _this_library(facts, numpy, build.evidence)
+    elif facts.options.package and facts.chain is not None:
+        yield from _the_package(facts, numpy)
+
+
+def _fix(facts: Facts, name: str, dist: str) -> str:
+    """Install the NumPy 2 build of the distribution, or NumPy 1 for it."""
+    if name:
+        return (f"install a release of {name} built for NumPy 2 (pip install --upgrade {name}; "
+                f"NumPy 2 builds also run on NumPy 1.x), or keep NumPy 1 for {dist}: pip "
+                "install 'numpy<2'")
+    return ("rebuild it with NumPy 2 installed (its build then also runs on NumPy 1.x), or "
+            "install NumPy 1: pip install 'numpy<2'")
+
+
+def _owner(facts: Facts) -> tuple[str, str]:
+    """(distribution name, "name version") of the distribution that installed the target."""
     from opdoctor.facts.pkgdir import distribution
 
-    version, where = numpy
     owner = facts.installed_by
+    if owner is None and facts.chain is not None and facts.chain.dist:
+        owner = (facts.chain.dist, "", "")
     dist = " ".join(distribution(owner[0])).strip() if owner else ""
-    name = dist.split(" ")[0] if dist else ""
+    return (dist.split(" ")[0] if dist else ""), dist
+
+
+def _this_library(facts: Facts, numpy: tuple[str, str], evidence: str) -> Finding:
+    version, where = numpy
+    name, dist = _owner(facts)
     severity, later = _outcome(facts)
-    yield OD328.finding(
+    return OD328.finding(
         facts.path, f"built against NumPy 1.x's C API; numpy {version} is installed, which "
         f"refuses it{later}",
-        (f"{facts.path}: {build.evidence}", f"import numpy → numpy {version} ({where})"),
-        fix=(f"install a release of {name} built for NumPy 2 (pip install --upgrade {name}; "
-             f"NumPy 2 builds also run on NumPy 1.x), or keep NumPy 1 for {dist}: pip install "
-             "'numpy<2'") if name else
-        "rebuild it with NumPy 2 installed (its build then also runs on NumPy 1.x), or install "
-        "NumPy 1: pip install 'numpy<2'", severity=severity)
+        (f"{facts.path}: {evidence}", f"import numpy → numpy {version} ({where})"),
+        fix=_fix(facts, name, dist), severity=severity)
+
+
+def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
+    """The package's other compiled modules built with NumPy 1.x headers (matplotlib's
+    _path.so beside the _c_internal_utils.so the check picked; cv2.abi3.so, which cv2 loads
+    through importlib), and the probe's import failing in NumPy's own check."""
+    from opdoctor.facts.numpyabi import NUMPY_REFUSAL, numpy1_modules
+    from opdoctor.facts.probe.outcome import ProbeState
+
+    chain = facts.chain
+    assert chain is not None
+    version, where = numpy
+    name, dist = _owner(facts)
+    olds = [f for f in numpy1_modules(tuple(sorted(chain.extensions_on_disk)))
+            if os.path.realpath(f) != os.path.realpath(facts.path)]
+    res = facts.probe_result() if facts.options.probe else None
+    err = res.load_error if res is not None else None
+    refused = err is not None and NUMPY_REFUSAL.search(f"{err.type}: {err.message}")
+    top = os.path.dirname(chain.package_dir) if chain.package_dir else ""
+    if olds:
+        shown = ", ".join(os.path.relpath(f, top) if top else f for f in olds[:3])
+        more = f" and {len(olds) - 3} more" if len(olds) > 3 else ""
+        loaded = res is not None and res.state is ProbeState.LOADED and err is None
+        yield OD328.finding(
+            chain.name, f"{len(olds)} compiled module(s) of {chain.name} built against NumPy "
+            f"1.x's C API ({shown}{more}); numpy {version} is installed, which refuses them"
+            + (" (the import worked: their NumPy calls are what fail)" if loaded else ""),
+            (*[f"{f}: NumPy 1.x headers" for f in olds[:6]],
+             f"import numpy → numpy {version} ({where})"),
+            fix=_fix(facts, name, dist),
+            severity=Severity.WARNING if loaded else Severity.ERROR)
+    elif refused and err is not None:
+        yield OD328.finding(
+            chain.name, f"import {chain.name} fails in NumPy's own C-API check ({err.type}: "
+            f"{err.message[:160]}): a compiled module it imports was built against NumPy "
+            f"1.x; numpy {version} is installed",
+            (*err.tail(4), f"import numpy → numpy {version} ({where})"),
+            fix="install the NumPy 2 builds of the packages whose modules the traceback names "
+            "(pip install --upgrade <package>; NumPy 2 builds also run on NumPy 1.x), or "
+            "pip install 'numpy<2'")
 
 
 CHECK = Check(
@@ -91,4 +154,7 @@ CHECK = Check(
     causes=(Cause.VERSION,),
     codes=CODES,
     run=run,
+    # a package whose compiled module the import loads through importlib (cv2) is checked as
+    # its directory: the package reading runs without an ELF target
+    needs_elf=False,
 )

@@ -283,10 +283,10 @@ def _pins(facts: Facts) -> Iterator[Finding]:
     pkg = f"{dist or chain.name} {version}".strip()
     dirs = [e or facts.options.cwd for e in chain.sys_path]
     failed = _import_failed(facts)
-    for name, pin, have, where in pinned_elsewhere(chain.dist, dirs):
+    for name, pin, have, where, spec in pinned_elsewhere(chain.dist, dirs):
         yield OD327.finding(
             name, f"{pkg} requires {name}=={pin}; {name} {have} is installed ({where})",
-            (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: {name}=={pin}",
+            (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: {name}{spec}",
              f"first on sys.path: {name} {have} in {where}"),
             fix=(f"pip install '{name}=={pin}'" if where in _site_dirs(facts) else
                  f"pip install --no-deps --upgrade --target {where} '{name}=={pin}'")

@@ -593,6 +593,9 @@ def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explan
                             "through the LD_LIBRARY_PATH that `source "
                             f"{CANN_SET_ENV}` exports.")
     system = ""
+    if not lib and p.refine == "system-library":
+        from opdoctor.syslibs import by_project
+        lib = by_project(ctx.group("project") or ctx.group("project2"))
     if lib and p.cause == 2:
         from opdoctor.syslibs import system_library_fix
         system = system_library_fix(os.path.basename(lib))

@@ -1133,6 +1133,25 @@ def _dll_init_failed() -> Refinement:
                       "build needs → install the current Visual C++ redistributable")
 
 
+@refiner("system-library")
+def _system_library(ctx: Context) -> Refinement | None:
+    """A package's own "<project> library not found": the library of the operating system
+    the project name stands for (PortAudio → libportaudio.so.2), when it is a known one."""
+    from opdoctor.syslibs import SYSTEM_LIBS, by_project
+
+    project = ctx.group("project") or ctx.group("project2")
+    soname = by_project(project)
+    if not soname:
+        return None
+    what, deb, rpm = SYSTEM_LIBS[soname]
+    named = f"{project} ({soname}) is" if what.lower() == project.lower() else \
+        f"{project} is {what} ({soname}):"
+    return Refinement((2, 5), f"{named} a library of the operating "
+                      f"system, not installed — apt-get install {deb.split(' ')[0]} "
+                      f"(Debian/Ubuntu), dnf install {rpm} (Fedora/RHEL)", ("OD201",),
+                      f"{soname} ({project}) is not installed", "high")
+
+
 @refiner("windows")
 def _windows(ctx: Context) -> Refinement | None:
     line = ctx.line

@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 
+from opdoctor.facts import commandcache
 from opdoctor.facts.elf.image import ElfImage
 
 # The error string of _import_array()'s ABI comparison, in every NumPy release's headers:
 # its presence says the module really holds NumPy's import_array.
-_IMPORT_ARRAY = b"\0module compiled against ABI version 0x%x but this version of numpy is 0x%x\0"
-_NUMPY2_CORE = b"\0numpy._core._multiarray_umath\0"
-_NUMPY1_CORES = (b"\0numpy.core._multiarray_umath\0", b"\0numpy.core.multiarray\0")
+# Matched up to the string's end (its NUL): a linker that merges string tails can put other
+# bytes right before it (pyarrow 14's libarrow_python.so: "…ivnumpy.core._multiarray_umath").
+_IMPORT_ARRAY = b"module compiled against ABI version 0x%x but this version of numpy is 0x%x\0"
+_NUMPY2_CORE = b"numpy._core._multiarray_umath\0"
+_NUMPY1_CORES = (b"numpy.core._multiarray_umath\0", b"numpy.core.multiarray\0")
 _VERSION = re.compile(r"^(?:__)?version(?:__)?\s*(?::\s*str\s*)?=\s*['\"]([^'\"]+)['\"]", re.M)
 
 
@@ -44,13 +48,13 @@ def numpy_build(img: ElfImage) -> NumpyBuild | None:
         return None
     buf, start = img.data.buf, sec.offset
     end = start + min(sec.size, 64 << 20)
-    if buf.find(_IMPORT_ARRAY, start - 1, end) < 0:
+    if buf.find(_IMPORT_ARRAY, start, end) < 0:
         return None
-    if buf.find(_NUMPY2_CORE, start - 1, end) >= 0:
+    if buf.find(_NUMPY2_CORE, start, end) >= 0:
         return NumpyBuild(2, "imports numpy._core._multiarray_umath: NumPy 2 headers")
     for core in _NUMPY1_CORES:
-        if buf.find(core, start - 1, end) >= 0:
-            name = core[1:-1].decode()
+        if buf.find(core, start, end) >= 0:
+            name = core[:-1].decode()
             return NumpyBuild(1, f"imports {name} and not numpy._core: NumPy 1.x headers")
     return None
 
@@ -75,3 +79,30 @@ def release(version: str) -> tuple[int, int]:
     """(major, minor) of a version string; (0, 0) when it has none."""
     m = re.match(r"(\d+)\.(\d+)", version)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+# What NumPy (or Cython's type import) says when a module built against another NumPy is
+# initialised: the text of an import that failed on the NumPy C-API pairing.
+NUMPY_REFUSAL = re.compile(r"numpy\.core\.multiarray failed to import|compiled using NumPy 1\.x "
+                           r"cannot be run in|numpy\.dtype size changed, may indicate binary "
+                           r"incompatibility|_ARRAY_API not found|module compiled against "
+                           r"ABI version 0x[0-9a-f]+ but this version of numpy is")
+MAX_SCANNED = 600  # compiled files of one package read for their NumPy headers
+
+
+@lru_cache(maxsize=32)
+def numpy1_modules(files: tuple[str, ...]) -> tuple[str, ...]:
+    """Which of ``files`` (a package's compiled files) were built with NumPy 1.x headers (the
+    first :data:`MAX_SCANNED`); read once per command for a package (a directory walk checks
+    each of its libraries)."""
+    from opdoctor.facts.core import read_elf
+
+    out = []
+    for f in files[:MAX_SCANNED]:
+        build = read_elf(f, numpy_build, None)
+        if build is not None and build.major == 1:
+            out.append(f)
+    return tuple(out)
+
+
+commandcache.register(numpy1_modules.cache_clear)

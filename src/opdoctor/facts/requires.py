@@ -212,8 +212,9 @@ def _first_installed(name: str, dirs: Iterable[str]) -> tuple[str, str] | None:
     return None
 
 
-def pinned_elsewhere(info: str, dirs: Iterable[str]) -> list[tuple[str, str, str, str]]:
-    """(requirement, pinned release, installed release, its directory) for each exact pin
+def pinned_elsewhere(info: str, dirs: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
+    """(requirement, pinned release, installed release, its directory, the specifier as
+    written) for each exact pin
     (``==``) of ``info``'s unconditional requirements that the first installed distribution of
     that name on ``dirs`` (sys.path order) does not match — pydantic 2.14.4 pins
     pydantic-core==2.50.5, whose compiled core it was released with. Framework pins
@@ -222,12 +223,47 @@ def pinned_elsewhere(info: str, dirs: Iterable[str]) -> list[tuple[str, str, str
     out = []
     order = [*dirs]
     for name, spec in unconditional_requirements(info):
-        m = re.fullmatch(r"===?\s*([\w.!+*-]+)", spec.strip())
-        if not m or _FRAMEWORK_DISTS.match(normalized(name)):
+        pin = exact_pin(spec)
+        if not pin or _FRAMEWORK_DISTS.match(normalized(name)):
             continue
         found = _first_installed(name, order)
         if found is None:
             continue  # not installed at all: uninstalled_requirements says so
-        if pin_holds(m.group(1), found[0]) is False:
-            out.append((name, m.group(1), found[0], found[1]))
+        if pin_holds(pin, found[0]) is False:
+            out.append((name, pin, found[0], found[1], spec))
     return out
+
+
+def exact_pin(spec: str) -> str:
+    """The one release a version specifier admits: ``==X`` (``===X``), or a pair of bounds
+    that meet, ``>=X,<=X`` (jax pins its jaxlib so); "" for any other specifier."""
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    eq = [m.group(1) for p in parts if (m := re.fullmatch(r"===?\s*([\w.!+*-]+)", p))]
+    if len(parts) == 1 and eq:
+        return eq[0]
+    low = {m.group(1) for p in parts if (m := re.fullmatch(r">=\s*([\w.!+-]+)", p))}
+    high = {m.group(1) for p in parts if (m := re.fullmatch(r"<=\s*([\w.!+-]+)", p))}
+    same = low & high
+    return next(iter(same)) if len(parts) == 2 and len(same) == 1 else ""
+
+
+# Top-level modules whose distribution is named otherwise (the usual cases; a module named
+# like its distribution needs no entry): what `import X` needs installed.
+_IMPORT_NAMES: dict[str, tuple[str, ...]] = {
+    "PIL": ("pillow",), "dateutil": ("python-dateutil",), "yaml": ("pyyaml",),
+    "bs4": ("beautifulsoup4",), "sklearn": ("scikit-learn",), "skimage": ("scikit-image",),
+    "cv2": ("opencv-python", "opencv-python-headless", "opencv-contrib-python",
+            "opencv-contrib-python-headless"),
+    "attr": ("attrs",), "jwt": ("pyjwt",), "fitz": ("pymupdf",), "dotenv": ("python-dotenv",),
+    "magic": ("python-magic",), "serial": ("pyserial",), "zmq": ("pyzmq",),
+    "Crypto": ("pycryptodome",), "OpenSSL": ("pyopenssl",), "docx": ("python-docx",),
+    "pptx": ("python-pptx",), "git": ("gitpython",), "multipart": ("python-multipart",),
+    "google": ("protobuf",), "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-gpu"),
+    "sentencepiece": ("sentencepiece",), "websocket": ("websocket-client",),
+    "pkg_resources": ("setuptools",), "typing_extensions": ("typing-extensions",),
+}
+
+
+def distributions_of(module: str) -> set[str]:
+    """The distribution names (normalized) that can provide top-level module ``module``."""
+    return {normalized(module), *(normalized(d) for d in _IMPORT_NAMES.get(module, ()))}
