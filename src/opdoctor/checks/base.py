@@ -195,5 +195,5 @@ def runtime_library_fix(name: str, missing: list[str]) -> str:
                 "built for where an AMD GPU is meant to run it; without one, this is the "
                 "package's ROCm build — use its CPU (or CUDA) build or variant instead. No "
                 "RPATH edit brings ROCm")
-    from opdoctor.syslibs import system_library_fix
+    from opdoctor.facts.syslibs import system_library_fix
     return system_library_fix(name)

@@ -45,6 +45,11 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     worst = max(f.severity.rank for f in serious)
     severest = [f for f in serious if f.severity.rank == worst]
     top = [f for f in severest if f.code not in SYMPTOMS] or severest
+    # A requirement found missing without importing (OD514) comes after a failure of the
+    # library itself: packages load their compiled core first (torchvision 0.28's CUDA _C,
+    # before its datasets import PIL). With the probe, OD514 is a warning when the import
+    # failed on something else, so this decides only where nothing ran.
+    top = [f for f in top if f.code != "OD514"] or top
     # A finding another top finding explains is a consequence, whatever its cause number:
     # a framework-variant mismatch (cause 3) explains the missing libc10_cuda.so (cause 2).
     top = [f for f in top if not any(_explains(o, f) for o in top if o.code != f.code)] or top
