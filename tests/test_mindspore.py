@@ -347,3 +347,10 @@ def test_numpy1_library_that_initialises_numpy_on_first_use(
                                           "is installed, which refuses it (a library that "
                                           "initialises NumPy on first use")
     assert "mindspore 2.10.0" in od328[0]["fix"]
+    # The package reading says the same of MindSpore as a whole: a warning, the import works.
+    res = cli(capsys, "check", "-f", "json", "--static", "--python", py, "--package",
+              "mindspore")
+    od328 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD328"]
+    assert res.code == 0 and [f["severity"] for f in od328] == ["warning"], od328
+    assert od328[0]["message"].endswith("(libraries that initialise NumPy on first use: they "
+                                        "warn and run on, and their NumPy calls fail)")

@@ -75,7 +75,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         yield from _the_package(facts, numpy)
 
 
-def _fix(facts: Facts, name: str, dist: str) -> str:
+def _fix(name: str, dist: str) -> str:
     """Install the NumPy 2 build of the distribution, or NumPy 1 for it."""
     if name:
         return (f"install a release of {name} built for NumPy 2 (pip install --upgrade {name}; "
@@ -104,7 +104,7 @@ def _this_library(facts: Facts, numpy: tuple[str, str], evidence: str) -> Findin
         facts.path, f"built against NumPy 1.x's C API; numpy {version} is installed, which "
         f"refuses it{later}",
         (f"{facts.path}: {evidence}", f"import numpy → numpy {version} ({where})"),
-        fix=_fix(facts, name, dist), severity=severity)
+        fix=_fix(name, dist), severity=severity)
 
 
 def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
@@ -128,14 +128,20 @@ def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
         shown = ", ".join(os.path.relpath(f, top) if top else f for f in olds[:3])
         more = f" and {len(olds) - 3} more" if len(olds) > 3 else ""
         loaded = res is not None and res.state is ProbeState.LOADED and err is None
+        # Python extension modules initialise NumPy in their PyInit_: importing one fails. A
+        # library (lib*.so: MindSpore's libmindspore_common.so) does so on first use and runs on.
+        modules = [f for f in olds if not os.path.basename(f).startswith("lib")]
+        fails = not loaded and (res is not None or bool(modules))
         yield OD328.finding(
             chain.name, f"{len(olds)} compiled module(s) of {chain.name} built against NumPy "
             f"1.x's C API ({shown}{more}); numpy {version} is installed, which refuses them"
-            + (" (the import worked: their NumPy calls are what fail)" if loaded else ""),
+            + (" (the import worked: their NumPy calls are what fail)" if loaded else
+               "" if fails else " (libraries that initialise NumPy on first use: they warn "
+               "and run on, and their NumPy calls fail)"),
             (*[f"{f}: NumPy 1.x headers" for f in olds[:6]],
              f"import numpy → numpy {version} ({where})"),
-            fix=_fix(facts, name, dist),
-            severity=Severity.WARNING if loaded else Severity.ERROR)
+            fix=_fix(name, dist),
+            severity=Severity.ERROR if fails else Severity.WARNING)
     elif refused and err is not None:
         yield OD328.finding(
             chain.name, f"import {chain.name} fails in NumPy's own C-API check ({err.type}: "
