@@ -551,6 +551,11 @@ REALPKG_SO += $(RPFX)/pandas-2.1.4/.ready
 $(RPFX)/pandas-2.1.4/.ready: | $(VENV)/.installed
 	$(call pip_site,pandas-2.1.4,pandas==2.1.4 python-dateutil==2.9.0.post0 pytz==2024.1 \
 	  six==1.16.0 tzdata==2024.1)
+# PyMuPDF 1.24.9 (it pins PyMuPDFb==1.24.9) beside PyMuPDFb 1.24.8 (about 20 MB): its
+# extension NEEDs libmupdf.so.24.8, and the other release installs libmupdf.so.24.4.
+REALPKG_SO += $(RPFX)/pymupdf-pin/.ready
+$(RPFX)/pymupdf-pin/.ready: | $(VENV)/.installed
+	$(call pip_site,pymupdf-pin,PyMuPDF==1.24.9 PyMuPDFb==1.24.8)
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@

@@ -894,3 +894,26 @@ def test_a_system_library_looked_up_by_name(capsys: pytest.CaptureFixture[str]) 
               "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
     od511 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD511"]
     assert res.code == 1 and od511 and "apt-get install libportaudio2" in od511[0]["fix"]
+
+
+@pytest.mark.probe
+def test_a_pinned_release_whose_libraries_are_not_found(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """PyMuPDF 1.24.9 pins PyMuPDFb==1.24.9, whose libmupdf.so.24.8 its extension NEEDs;
+    beside PyMuPDFb 1.24.8 (which installs libmupdf.so.24.4) the import really fails with the
+    loader's "libmupdf.so.24.8: cannot open shared object file". That "not found" is the pin's
+    consequence: cause 3, OD327 the root with the pinned release to install — it was cause 2
+    with a patchelf fix (survey 11's P6)."""
+    site = _pip_site("pymupdf-pin", "pymupdf")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import pymupdf", env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert "libmupdf.so.24.8: cannot open shared object file" in real.stderr, real.stderr[-500:]
+    assert (site / "pymupdf" / "libmupdf.so.24.4").is_file()
+    res = cli(capsys, "check", "-f", "json", "--package", "pymupdf",
+              "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    assert res.code == 1 and diag["cause"] == 3 and diag["root_findings"] == ["OD327"], diag
+    assert "OD201" in diag["consequences"]["OD327"]
+    od327 = next(f for f in rep["findings"] if f["code"] == "OD327")
+    assert "'PyMuPDFb==1.24.9'" in od327["fix"] and "patchelf" not in diag["summary"]

@@ -26,7 +26,7 @@ from opdoctor.facts.pyguard import (
     misjudged,
     supported_releases,
 )
-from opdoctor.facts.requires import pinned_elsewhere
+from opdoctor.facts.requires import pinned_elsewhere, shipped_libraries
 from opdoctor.facts.variant import library_release, release_families, release_key
 from opdoctor.model import Cause, Finding, Severity
 
@@ -284,10 +284,16 @@ def _pins(facts: Facts) -> Iterator[Finding]:
     dirs = [e or facts.options.cwd for e in chain.sys_path]
     failed = _import_failed(facts)
     for name, pin, have, where, spec in pinned_elsewhere(chain.dist, dirs):
+        # The libraries the installed release brings: a library of the pinned release that
+        # the package's own extension NEEDs is then not found (PyMuPDF 1.24.9 needs
+        # libmupdf.so.24.8 beside PyMuPDFb 1.24.8's libmupdf.so.24.4) — that "not found" is
+        # this pin's consequence (verdict/diagnosis).
+        libs = shipped_libraries(name, where)
         yield OD327.finding(
             name, f"{pkg} requires {name}=={pin}; {name} {have} is installed ({where})",
             (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: {name}{spec}",
-             f"first on sys.path: {name} {have} in {where}"),
+             f"first on sys.path: {name} {have} in {where}",
+             *([f"{name} {have} installs: {', '.join(libs[:8])}"] if libs else [])),
             fix=(f"pip install '{name}=={pin}'" if where in _site_dirs(facts) else
                  f"pip install --no-deps --upgrade --target {where} '{name}=={pin}'")
             + f" (the release {pkg} was released with), or reinstall {dist or chain.name} so "

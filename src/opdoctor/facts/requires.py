@@ -267,3 +267,30 @@ _IMPORT_NAMES: dict[str, tuple[str, ...]] = {
 def distributions_of(module: str) -> set[str]:
     """The distribution names (normalized) that can provide top-level module ``module``."""
     return {normalized(module), *(normalized(d) for d in _IMPORT_NAMES.get(module, ()))}
+
+
+def shipped_libraries(name: str, where: str, limit: int = 20) -> list[str]:
+    """File names of the shared libraries the distribution ``name`` installed in directory
+    ``where`` (its RECORD): what a pinned requirement brings (PyMuPDFb's libmupdf.so.24.4)."""
+    from opdoctor.facts.inputfile import is_shared_library
+
+    want = normalized(name)
+    try:
+        infos = [n for n in os.listdir(where) if n.endswith(".dist-info")
+                 and normalized(distribution(n)[0]) == want]
+    except OSError:
+        return []
+    out: list[str] = []
+    for info in infos[:1]:
+        try:
+            with open(os.path.join(where, info, "RECORD"), encoding="utf-8",
+                      errors="replace") as fh:
+                for row in fh:
+                    base = os.path.basename(row.split(",", 1)[0])
+                    if is_shared_library(base) and base not in out:
+                        out.append(base)
+                        if len(out) >= limit:
+                            break
+        except OSError:
+            continue
+    return out

@@ -10,6 +10,7 @@ Within that order, errors outrank warnings, which outrank infos.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 
@@ -106,6 +107,13 @@ def _explains(root: Finding, f: Finding) -> bool:
         return "(inconclusive" in f.message and root.subject in f.message
     if root.code == "OD201" and f.code == "OD304" and "(inconclusive" not in f.message:
         return False  # torch symbols a missing non-torch library cannot define: its own root
+    if root.code == "OD327" and f.code in ("OD201", "OD220"):
+        # a library of the pinned release, not found beside the other release's copy of it
+        # (libmupdf.so.24.8 where PyMuPDFb 1.24.8 installs libmupdf.so.24.4)
+        stem = _soname_stem(f.subject)
+        return bool(stem) and any(_soname_stem(lib) == stem for line in root.evidence
+                                  if " installs: " in line
+                                  for lib in line.split(" installs: ", 1)[1].split(", "))
     if root.code == "OD514":
         # a requirement not installed explains the import's failure on that very module, not
         # an earlier one (torchrec 1.9.2: fbgemm_gpu's library built for another torch)
@@ -121,6 +129,12 @@ def _explains(root: Finding, f: Finding) -> bool:
             root.code == "OD325":
         return True
     return not _foreign_module(f)
+
+
+def _soname_stem(name: str) -> str:
+    """``libmupdf.so`` of ``libmupdf.so.24.8`` (a library's name without its version)."""
+    base = os.path.basename(name.strip())
+    return base.split(".so", 1)[0] + ".so" if ".so" in base else ""
 
 
 def _foreign_module(f: Finding) -> bool:
