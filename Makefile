@@ -556,6 +556,12 @@ $(RPFX)/pandas-2.1.4/.ready: | $(VENV)/.installed
 REALPKG_SO += $(RPFX)/pymupdf-pin/.ready
 $(RPFX)/pymupdf-pin/.ready: | $(VENV)/.installed
 	$(call pip_site,pymupdf-pin,PyMuPDF==1.24.9 PyMuPDFb==1.24.8)
+# requests 2.32.3 with its requirements (about 1 MB): a test deletes a module of urllib3 from
+# a copy, and `import requests` fails on that partial install of its requirement (OD508).
+REALPKG_SO += $(RPFX)/requests-2.32.3/.ready
+$(RPFX)/requests-2.32.3/.ready: | $(VENV)/.installed
+	$(call pip_site,requests-2.32.3,requests==2.32.3 urllib3==2.2.3 idna==3.10 \
+	  charset-normalizer==3.4.0 certifi==2024.8.30)
 $(RPFX)/alloc.so: $(RPSRC)/alloc.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O1 $< -o $@

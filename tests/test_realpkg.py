@@ -917,3 +917,39 @@ def test_a_pinned_release_whose_libraries_are_not_found(
     assert "OD201" in diag["consequences"]["OD327"]
     od327 = next(f for f in rep["findings"] if f["code"] == "OD327")
     assert "'PyMuPDFb==1.24.9'" in od327["fix"] and "patchelf" not in diag["summary"]
+
+
+@pytest.mark.probe
+def test_a_partial_install_of_a_requirement_is_named(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """requests 2.32.3 with urllib3 2.2.3, one of urllib3's modules deleted (util/retry.py):
+    `import requests` really fails with "No module named 'urllib3.util.retry'", and the check
+    of requests said only that (OD511; survey 11's P9). urllib3's RECORD lists the file: the
+    root is that distribution's partial install (OD508) with its reinstall. The intact copy
+    has no OD508."""
+    site = tmp_path / "site"
+    shutil.copytree(_pip_site("requests-2.32.3", "requests"), site, symlinks=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def check() -> dict:  # type: ignore[type-arg]
+        res = cli(capsys, "check", "-f", "json", "--package", "requests",
+                  "--env", f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+        # intact, a pure-Python package may be "nothing to check" (OD415): no report
+        reports = res.json()["reports"]
+        return reports[0] if reports else {"findings": [], "diagnosis": {}}
+
+    ok = run_python("import requests; print(requests.Request('GET', 'http://x/').prepare().url)",
+                    env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.strip() == "http://x/", ok.stderr
+    assert "OD508" not in {f["code"] for f in check()["findings"]}
+    (site / "urllib3" / "util" / "retry.py").unlink()
+    real = run_python("import requests", env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert real.stderr.strip().splitlines()[-1] == \
+        "ModuleNotFoundError: No module named 'urllib3.util.retry'"
+    rep = check()
+    assert rep["diagnosis"]["root_findings"] == ["OD508"], rep["diagnosis"]
+    assert rep["diagnosis"]["consequences"] == {"OD508": ["OD511"]}
+    od508 = next(f for f in rep["findings"] if f["code"] == "OD508")
+    assert od508["subject"] == "urllib3 2.2.3" and "missing: urllib3/util/retry.py" in \
+        od508["evidence"]
+    assert od508["fix"].startswith("pip install --force-reinstall --no-deps 'urllib3==2.2.3'")

@@ -749,6 +749,41 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
                             severity=Severity.WARNING if earlier else None)
 
 
+def _partial_requirement(chain: ImportChain, kind: str, message: str) -> Finding | None:
+    """OD508 for another distribution's partial install that the import failed on: "No
+    module named 'urllib3.util.retry'" under requests, where urllib3's RECORD lists
+    urllib3/util/retry.py and the disk lacks it (survey 11's P9: only `--package urllib3`
+    said so)."""
+    from opdoctor.facts.requires import owning_dist
+
+    m = _NO_MODULE.search(message)
+    if kind != "ModuleNotFoundError" or not m or "." not in m.group(1):
+        return None
+    parts = m.group(1).split(".")
+    if parts[0] == chain.name.split(".")[0]:
+        return None  # the package's own module: its own RECORD check says so
+    for entry in chain.sys_path:
+        base = os.path.join(entry or ".", *parts[:-1])
+        if not os.path.isdir(os.path.join(entry or ".", parts[0])):
+            continue
+        for rel in (f"{parts[-1]}.py", os.path.join(parts[-1], "__init__.py")):
+            path = os.path.join(base, rel)
+            owner = owning_dist(path) if not os.path.exists(path) else None
+            if owner is not None:
+                info, _site, row = owner
+                dist, ver = distribution(info)
+                pin = f"'{dist}=={ver}'" if dist and ver else dist
+                return OD508.finding(
+                    f"{dist} {ver}".strip(), f"the installed files of {os.path.basename(info)} "
+                    f"differ from its RECORD: {row} is missing, and import {chain.name} needs "
+                    f"it (No module named '{m.group(1)}')",
+                    (f"RECORD: {info}/RECORD", f"missing: {row}"),
+                    fix=f"pip install --force-reinstall --no-deps {pin}; never rebuild into "
+                    "site-packages by hand.")
+        return None  # the first directory with that package is the one import uses
+    return None
+
+
 def _pip_arg(name: str, spec: str) -> str:
     """A requirement as one shell word for pip: quoted when it carries a specifier."""
     return f"'{name}{spec.replace(' ', '')}'" if spec else name
@@ -779,6 +814,9 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     if res is None or not facts.options.package:
         return
     err = res.load_error
+    partial = _partial_requirement(chain, err.type, err.message) if err is not None else None
+    if partial is not None:
+        yield partial
     if err is not None:
         env = _ENV_FIX.search(err.message)
         install = _requirement_for(chain, err.type, err.message)
