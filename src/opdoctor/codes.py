@@ -106,6 +106,11 @@ ROOT_ORDER = ("OD307", "OD315", "OD317", "OD316", "OD302", "OD322", "OD304", "OD
 
 SYMPTOMS = frozenset({"OD511", "OD512", "OD129", "OD130", "OD420"})
 
+# Causes read from the package's Python that its import reaches only after loading its
+# compiled core: beside a failure of the library itself they are no root (torchvision 0.28's
+# CUDA _C fails before its datasets import PIL). With the probe they are warnings instead.
+AFTER_THE_LIBRARY = frozenset({"OD514"})
+
 # Findings about opdoctor itself (its probe script failed): reported, never a verdict.
 NOT_A_VERDICT = frozenset({"OD129"})
 

@@ -1405,29 +1405,15 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
     return out
 
 
-def installed_release(cand: Candidate, name: str) -> str:
-    """"name version" of the distribution whose RECORD lists this copy of ``name`` ("" for a
-    copy none records). Only the directory the copy is imported from is searched, the
-    distributions named like the package first (a site-packages holds hundreds of RECORDs)."""
-    from opdoctor.facts.pkgdir import distribution, normalized
+def installed_release(cand: Candidate) -> str:
+    """"name version" of the distribution whose RECORD lists this copy of a package (its
+    ``__init__.py``) or module ("" for a copy none records: a checkout, a build tree)."""
+    from opdoctor.facts.pkgdir import distribution
+    from opdoctor.facts.requires import owning_dist
 
-    site = cand.path
-    for _part in name.split("."):
-        site = os.path.dirname(site)
-    rel = os.path.relpath(cand.path, site).replace(os.sep, "/")
-    own = rel + "/" if cand.kind in ("package", "namespace") else rel
-    want = normalized(name.split(".")[0])
-    infos = sorted(glob.glob(os.path.join(glob.escape(site), "*.dist-info")),
-                   key=lambda i: not normalized(distribution(i)[0]).startswith(want))
-    for info in infos:
-        try:
-            with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
-                if any(line.startswith(own) for line in fh):
-                    dist, version = distribution(info)
-                    return f"{dist} {version}".strip()
-        except OSError:
-            continue
-    return ""
+    owner = owning_dist(os.path.join(cand.path, "__init__.py")
+                        if cand.kind == "package" else cand.path)
+    return " ".join(distribution(owner[0])).strip() if owner else ""
 
 
 def _record_check(chain: ImportChain, site: str) -> None:
@@ -1532,7 +1518,7 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
     chain = ImportChain(name, cands, winner_of(cands))
     chain.sys_path = sys_path
     if len(cands) > 1:
-        chain.releases = {c.path: installed_release(c, name) for c in cands}
+        chain.releases = {c.path: installed_release(c) for c in cands}
     pkg = chain.package_dir
     if not pkg:
         win = chain.winner

@@ -51,15 +51,19 @@ def owning_dist(path: str) -> tuple[str, str, str] | None:
     return None
 
 
+def _record_paths(info: str) -> list[str]:
+    """The paths a distribution's RECORD lists (its first column); [] when unreadable."""
+    try:
+        with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
+            return [row.split(",", 1)[0] for row in fh.read(4 << 20).splitlines()]
+    except OSError:
+        return []
+
+
 def record_directories(info: str) -> set[str]:
     """The top-level directories a distribution installed files into (its RECORD), its
     ``*.dist-info`` and ``*.libs`` directories left out."""
-    try:
-        with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
-            rows = fh.read(4 << 20).splitlines()
-    except OSError:
-        return set()
-    tops = {row.split(",", 1)[0].split("/", 1)[0] for row in rows if "/" in row.split(",", 1)[0]}
+    tops = {path.split("/", 1)[0] for path in _record_paths(info) if "/" in path}
     return {t for t in tops if t and not t.endswith((".dist-info", ".libs", ".data"))
             and t not in ("..", ".")}
 
@@ -281,16 +285,10 @@ def shipped_libraries(name: str, where: str, limit: int = 20) -> list[str]:
     except OSError:
         return []
     out: list[str] = []
-    for info in infos[:1]:
-        try:
-            with open(os.path.join(where, info, "RECORD"), encoding="utf-8",
-                      errors="replace") as fh:
-                for row in fh:
-                    base = os.path.basename(row.split(",", 1)[0])
-                    if is_shared_library(base) and base not in out:
-                        out.append(base)
-                        if len(out) >= limit:
-                            break
-        except OSError:
-            continue
+    for path in _record_paths(os.path.join(where, infos[0])) if infos else []:
+        base = os.path.basename(path)
+        if is_shared_library(base) and base not in out:
+            out.append(base)
+            if len(out) >= limit:
+                break
     return out

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from opdoctor.codes import EXPLAINS, ROOT_ORDER, RUN_NOTES, SYMPTOMS
+from opdoctor.codes import AFTER_THE_LIBRARY, EXPLAINS, ROOT_ORDER, RUN_NOTES, SYMPTOMS
 from opdoctor.codes import NOT_A_VERDICT as _NOT_A_VERDICT
 from opdoctor.model import Cause, Diagnosis, Finding, Severity
 
@@ -46,11 +46,9 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     worst = max(f.severity.rank for f in serious)
     severest = [f for f in serious if f.severity.rank == worst]
     top = [f for f in severest if f.code not in SYMPTOMS] or severest
-    # A requirement found missing without importing (OD514) comes after a failure of the
-    # library itself: packages load their compiled core first (torchvision 0.28's CUDA _C,
-    # before its datasets import PIL). With the probe, OD514 is a warning when the import
-    # failed on something else, so this decides only where nothing ran.
-    top = [f for f in top if f.code != "OD514"] or top
+    # A requirement found missing without importing comes after a failure of the library
+    # itself (AFTER_THE_LIBRARY); this decides only where nothing ran.
+    top = [f for f in top if f.code not in AFTER_THE_LIBRARY] or top
     # A finding another top finding explains is a consequence, whatever its cause number:
     # a framework-variant mismatch (cause 3) explains the missing libc10_cuda.so (cause 2).
     top = [f for f in top if not any(_explains(o, f) for o in top if o.code != f.code)] or top
