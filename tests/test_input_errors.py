@@ -122,3 +122,17 @@ def test_random_corruption_never_crashes(tmp_path: Path) -> None:
         for f in report.findings:
             assert f.code.startswith("OD"), f
         assert all(c.status.value != "failed" for c in report.checks), report.checks
+
+
+@pytest.mark.parametrize("content", [b"", b"hello\n"], ids=["empty", "text"])
+def test_a_file_that_is_no_library_claims_no_cause_checked(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes) -> None:
+    """An empty file or a text file named .so is cause 4 and nothing else is "checked": no
+    family that reads no ELF (numpy-abi runs on package directories too) may mark a cause
+    clean for it."""
+    lib = tmp_path / "x.so"
+    lib.write_bytes(content)
+    res = cli(capsys, "check", "-f", "json", str(lib))
+    causes = {c["cause"]: c for c in res.json()["reports"][0]["causes"]}
+    assert res.code == 1 and causes[4]["state"] == "found"
+    assert all(c["state"] == "not_checked" for n, c in causes.items() if n != 4), causes

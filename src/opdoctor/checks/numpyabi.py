@@ -153,6 +153,13 @@ def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
             "pip install 'numpy<2'")
 
 
+def applies(facts: Facts) -> str:
+    """Why the check does not apply ("" when it does): a file that is no loadable ELF
+    library (empty, truncated, text) is checked by nothing of its NumPy; a package directory
+    is read as a package."""
+    return "" if facts.is_package_dir else facts.blocker or ""
+
+
 CHECK = Check(
     name="numpy-abi",
     summary="a module's NumPy C API (the headers it was built with) pairs with the installed "
@@ -163,4 +170,5 @@ CHECK = Check(
     # a package whose compiled module the import loads through importlib (cv2) is checked as
     # its directory: the package reading runs without an ELF target
     needs_elf=False,
+    applies=applies,
 )
