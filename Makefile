@@ -865,6 +865,13 @@ BS4 := $(HFX)/bs4-4.12.3/.ready
 healthy: $(BS4)
 $(BS4): | $(VENV)/.installed
 	$(call pip_site,healthy-bs4-4.12.3,beautifulsoup4==4.12.3 soupsieve==2.6)
+# protobuf: google.protobuf is pure Python, and the distribution installs its compiled module
+# beside it (google/_upb/_message.abi3.so), which `import google.protobuf` does not load
+# (survey 11's P9; OD415 a note that names it). About 1.5 MB.
+PROTOBUF := $(HFX)/protobuf-5.29.3/.ready
+healthy: $(PROTOBUF)
+$(PROTOBUF): | $(VENV)/.installed
+	$(call pip_site,healthy-protobuf-5.29.3,protobuf==5.29.3)
 # Another pybind11 internals key than torch's (OD306): what converts and what does not.
 HEALTHY_PYBIND := $(HFX)/pybind_tensor/pybind_tensor$(PY_EXT_SUFFIX)
 $(HEALTHY_PYBIND): tests/fixtures/healthy/pybind_tensor.cpp $(BUILD)/config.mk

@@ -71,8 +71,12 @@ def test_pure_python_wheel_is_od415(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "not found" not in line
 
 
-def test_pure_python_package_is_od415(tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_pure_python_package_is_a_note_not_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A package with no compiled library is still checked for what breaks an import (its
+    chain, requirements, pins): OD415 is a note in its report, exit 0 — the exit code no
+    longer depends on whether some other note was found (bs4's OD507 made it a report, exit
+    0; soupsieve's nothing made it 'nothing to check', exit 2: survey 11's P13)."""
     pkg = tmp_path / "tinyop"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("VALUE = 1\n")
@@ -81,9 +85,15 @@ def test_pure_python_package_is_od415(tmp_path: Path,
                    timeout=60)
     for args in ([str(pkg)], ["--package", "tinyop", "--cwd", str(tmp_path)]):
         res = cli(capsys, "check", "--static", *args)
-        line = _one_error(res.err)
-        assert res.code == 2 and "[OD415]" in line and "no compiled library" in line, line
-        assert "?" not in res.out and "No problem found" not in res.out
+        assert res.code == 0 and "[OD415]" not in res.err, res.err
+        assert "No problem found (informational notes only)" in res.out, res.out
+        assert "OD415 Python package tinyop has no compiled library and defines no operator" \
+            in res.out, res.out
+    res = cli(capsys, "check", "--static", "-f", "json", str(pkg))
+    [finding] = res.json()["reports"][0]["findings"]
+    assert (finding["code"], finding["severity"], finding["subject"]) == (
+        "OD415", "info", str(pkg)), finding
+    assert "Python files read: 1; compiled files: none" in finding["evidence"], finding
     # A pure-Python package that defines an op (torch.library.custom_op) is checked as usual.
     pyop = fixture("compile/python/pyop_fake")
     assert not list(pyop.rglob("*.so"))

@@ -658,3 +658,40 @@ def test_an_optional_extra_the_package_catches_is_a_note(
     od512 = sorted(f["message"].split(" fails:")[0] for f in findings if f["code"] == "OD512")
     assert od512 == ["import bs4.builder._html5lib", "import bs4.builder._lxml"], od512
     assert res.code == 0 and {f["severity"] for f in findings} == {"info"}, findings
+
+
+@pytest.mark.probe
+def test_pure_python_packages_are_checked_and_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    """Real pure-Python packages that import and work: soupsieve 2.6 (beside bs4) and
+    google.protobuf 5.29.3, whose distribution installs its compiled module elsewhere
+    (google/_upb/_message.abi3.so), which `import google.protobuf` does not load. Each is
+    one report with the OD415 note and exit 0, with and without the probe — it was exit 2,
+    "nothing to check", while a package with some other note (bs4's OD507) got a report
+    (survey 11's P13 and P9). The note names protobuf's compiled module, whose own check is
+    clean."""
+    bs4_site, pb_site = _site("bs4-4.12.3"), _site("protobuf-5.29.3")
+    upb = pb_site / "google" / "_upb" / "_message.abi3.so"
+    real = _run(pb_site, "import sys, google.protobuf\n"
+                "print(google.protobuf.__version__, 'google._upb._message' in sys.modules)\n"
+                "from google.protobuf.internal import api_implementation\n"
+                "print(api_implementation.Type(), 'google._upb._message' in sys.modules)")
+    assert real.returncode == 0 and real.stdout.split() == [
+        "5.29.3", "False", "upb", "True"], real.stderr
+    works = _run(bs4_site, "import bs4, soupsieve\n"
+                 "print(soupsieve.select_one('b', bs4.BeautifulSoup('<p><b>x</b></p>', "
+                 "'html.parser')).text)")
+    assert works.returncode == 0 and works.stdout.strip() == "x", works.stderr
+    for site, name in ((bs4_site, "soupsieve"), (pb_site, "google.protobuf")):
+        for mode in ((), ("--static",)):
+            res = cli(capsys, "check", "-f", "json", *mode, "--package", name,
+                      "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+            doc = res.json()
+            assert res.code == 0 and not doc["errors"], (name, mode, doc["errors"])
+            [note] = doc["reports"][0]["findings"]
+            assert (note["code"], note["severity"]) == ("OD415", "info"), note
+            assert note["message"].startswith(f"Python package {name} has no compiled "
+                                              "library and defines no operator"), note
+            assert (str(upb) in " ".join(note["evidence"])) == (name == "google.protobuf")
+    assert f"opdoctor check {upb}" in note["fix"]
+    res = cli(capsys, "check", "--static", str(upb))
+    assert res.code == 0 and "No problem found." in res.out, res.out

@@ -15,7 +15,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.image import PF_X, PT_GNU_STACK
-from opdoctor.facts.inputfile import sniff
+from opdoctor.facts.inputfile import shared_libraries_under, sniff
 from opdoctor.model import Cause, Finding, Severity
 
 _LDSO = "glibc ld.so, dl-load.c"
@@ -190,13 +190,19 @@ OD415 = CodeDoc(
     what="What was named contains, or loads, at least one compiled shared library: a wheel "
     "with a .so, a directory with one below it, a package whose import loads one (or, for a "
     "package, defines an operator from Python with torch.library).",
-    why="Every cause opdoctor diagnoses lives in a compiled library (the operator's "
-    "registration, its dependencies, its symbols). A pure-Python wheel or package has none, so "
-    "'no problem found' would be a claim nothing backs; the usual mistake is checking the "
-    "source tree or the sdist instead of the built wheel, or a build that skipped the "
-    "extension.",
+    why="Every cause of a failing operator library lives in a compiled library (the "
+    "operator's registration, its dependencies, its symbols). A pure-Python wheel or a "
+    "directory has none, so 'no problem found' would be a claim nothing backs (an error, exit "
+    "2); the usual mistake is checking the source tree or the sdist instead of the built "
+    "wheel, or a build that skipped the extension. An installed Python package (`--package`, "
+    "a package directory) is still checked for what can break its import — the import chain, "
+    "its requirements, pinned releases, NumPy builds — so there it is a note (info): the "
+    "report says which of those ran, and names the compiled libraries its distribution "
+    "installs elsewhere (protobuf's google/_upb beside google.protobuf).",
     example="opdoctor check dist/mypkg-1.0-py3-none-any.whl → 'no compiled library in the "
-    "wheel (a pure-Python wheel: py3-none-any)' (exit 2)",
+    "wheel (a pure-Python wheel: py3-none-any)' (exit 2); opdoctor check --package soupsieve "
+    "→ 'ℹ OD415 Python package soupsieve has no compiled library and defines no operator' "
+    "(exit 0)",
     fix="Check the built artefact: the platform wheel (…-cp311-cp311-linux_x86_64.whl), the "
     "build directory, or the installed package (`--package NAME`). A py3-none-any wheel of an "
     "operator package means the extension was not built: look for 'skipping extension' in the "
@@ -228,8 +234,67 @@ def not_elf_fix(what: str, head: bytes) -> str | None:
     return None
 
 
+def pure_python(facts: Facts) -> str:
+    """What the package target is, when it has no compiled library and defines no operator
+    ("" otherwise, and for a package that was not found): nothing of the ELF checks applies,
+    and the report must say so rather than "no problem found" alone."""
+    chain = facts.chain
+    winner = chain.winner if chain is not None else None
+    if chain is None or winner is None or winner.kind == "extension":
+        return ""
+    if chain.extensions_on_disk or chain.libraries:
+        return ""
+    if winner.kind != "module" and shared_libraries_under(winner.path):
+        return ""
+    inventory = facts.compile_inventory
+    if inventory.ops or inventory.python:
+        return ""
+    return "Python module" if winner.kind == "module" else "Python package"
+
+
+def _pure_python_finding(facts: Facts, kind: str) -> Finding:
+    """OD415 as a note: the package is pure Python; its distribution's compiled libraries
+    installed outside it (protobuf's google/_upb for google.protobuf) are named, since a
+    check of one of them is what can say more."""
+    chain = facts.chain
+    assert chain is not None and chain.winner is not None
+    name = facts.options.package
+    evidence = [f"{'module file' if kind == 'Python module' else 'package directory'}: "
+                f"{chain.winner.path}"]
+    if kind == "Python package":
+        evidence.append(f"Python files read: {len(chain.python_files)}; compiled files: none")
+    fix = ("Nothing to fix if it is meant to be pure Python: its import chain, requirements and "
+           "pinned releases were checked (the causes below). A package that should ship an "
+           "extension was built without it: look for 'skipping extension' or a compiler error "
+           "in its build log.")
+    if chain.dist:
+        from opdoctor.facts.requires import record_libraries  # a package's RECORD: rare
+
+        site = os.path.dirname(chain.dist)
+        libs = [os.path.join(site, rel) for rel in record_libraries(chain.dist)]
+        if libs:
+            shown = ", ".join(libs[:3]) + (f" (+{len(libs) - 3} more)" if len(libs) > 3 else "")
+            evidence.append(f"compiled libraries {os.path.basename(chain.dist)} installs "
+                            f"elsewhere: {shown}")
+            fix += f" To check a compiled library of its distribution: opdoctor check {libs[0]}"
+    return OD415.finding(chain.winner.path, f"{kind} {name} has no compiled library and "
+                         "defines no operator: what was checked is its import (causes 1–4 "
+                         "of a library do not apply)", evidence, fix=fix,
+                         severity=Severity.INFO)
+
+
+def _applies(facts: Facts) -> str:
+    if facts.is_package_dir and not pure_python(facts):
+        return "a package directory, not a library file"
+    return ""
+
+
 def run(facts: Facts) -> Iterator[Finding]:
-    """Yield integrity findings for the target; stop at the first fault that blocks loading."""
+    """Yield integrity findings for the target; stop at the first fault that blocks loading.
+    A package target gets here only when it is pure Python: the note that says so."""
+    if facts.is_package_dir:
+        yield _pure_python_finding(facts, pure_python(facts))
+        return
     path, size = facts.path, facts.file.size
     st = facts.structure
     if st.empty:
@@ -309,6 +374,5 @@ CHECK = Check(
     codes=CODES,
     run=run,
     needs_elf=False,
-    applies=lambda facts: "a package directory, not a library file" if facts.is_package_dir
-    else "",
+    applies=_applies,
 )

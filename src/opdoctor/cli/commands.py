@@ -244,22 +244,6 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
                     continue
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
-                compiled = report.sections.get("compile") or {}
-                shipped = (report.sections.get("import-chain") or {}).get(
-                    "extensions_on_disk")
-                if os.path.isdir(t.path) and not report.findings and not (
-                        compiled.get("ops") or compiled.get("python_registrations")) and \
-                        not shipped and not _has_shared_library(t.path):
-                    # A pure-Python package (no compiled file in it, no op defined from Python):
-                    # "no problem found" would claim what nothing was checked for. A package
-                    # with libraries the static reading does not reach (cv2 re-imports itself
-                    # through importlib) is not "nothing compiled": its report says so.
-                    kind = report.target.kind if report.target.kind.startswith(
-                        "Python module") else f"Python package {t.options.package}"
-                    errors.append(TargetError(
-                        report.target.path, "OD415", f"{kind} has no "
-                        "compiled library and defines no operator: nothing to check"))
-                    continue
                 reports.append(report)
     finally:
         signal.signal(signal.SIGALRM, old)
@@ -396,10 +380,3 @@ def _ops_cell(ops: str) -> str:
     if len(parts) <= SCAN_OPS_SHOWN:
         return ops
     return "; ".join(parts[:SCAN_OPS_SHOWN]) + f"; … +{len(parts) - SCAN_OPS_SHOWN} more"
-
-
-def _has_shared_library(directory: str) -> bool:
-    """Whether a shared library lies at or below ``directory``."""
-    from opdoctor.facts.inputfile import shared_libraries_under
-
-    return bool(shared_libraries_under(directory))

@@ -276,8 +276,6 @@ def distributions_of(module: str) -> set[str]:
 def shipped_libraries(name: str, where: str, limit: int = 20) -> list[str]:
     """File names of the shared libraries the distribution ``name`` installed in directory
     ``where`` (its RECORD): what a pinned requirement brings (PyMuPDFb's libmupdf.so.24.4)."""
-    from opdoctor.facts.inputfile import is_shared_library
-
     want = normalized(name)
     try:
         infos = [n for n in os.listdir(where) if n.endswith(".dist-info")
@@ -285,10 +283,18 @@ def shipped_libraries(name: str, where: str, limit: int = 20) -> list[str]:
     except OSError:
         return []
     out: list[str] = []
-    for path in _record_paths(os.path.join(where, infos[0])) if infos else []:
+    for path in record_libraries(os.path.join(where, infos[0])) if infos else []:
         base = os.path.basename(path)
-        if is_shared_library(base) and base not in out:
+        if base not in out:
             out.append(base)
             if len(out) >= limit:
                 break
     return out
+
+
+def record_libraries(info: str) -> list[str]:
+    """The shared libraries a distribution's RECORD lists, as paths relative to its site
+    directory (``google/_upb/_message.abi3.so`` of protobuf)."""
+    from opdoctor.facts.inputfile import is_shared_library
+
+    return [p for p in _record_paths(info) if is_shared_library(os.path.basename(p))]
