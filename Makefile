@@ -23,7 +23,7 @@ SRC := native/myop
 IFX := tests/fixtures/integrity
 
 .DEFAULT_GOAL := all
-.PHONY: all venv venv-tf venv-ms reference fixtures truth test demo lint bench fuzz clean distclean readme realworld compile
+.PHONY: all venv venv-tf venv-ms reference fixtures truth test demo lint bench fuzz clean distclean readme startup-tables realworld compile
 # Keep intermediate objects (shared between fixture variants) so rebuilds stay incremental.
 .SECONDARY:
 
@@ -810,6 +810,11 @@ distclean: clean
 # Regenerate the README's code tables from the catalog (tests/test_layout.py checks they match).
 readme: venv
 	$(PY) native/update_readme.py
+
+# Regenerate the start-up table of dataclass methods for this Python
+# (src/opdoctor/_startup/dataclasses_pyXY.py; tests/test_startup_caches.py checks it is current).
+startup-tables: venv
+	$(PY) native/gen_startup.py
 
 # ---------------------------------------------------------------- MPICH for the fleet's mpirun test
 # A real mpirun (MPICH's Hydra, from the mpich wheel: 9 MB, no compiler, no system package) so

@@ -237,20 +237,27 @@ def test_gates_answer_as_the_check_families_do() -> None:
 # ------------------------------------------------------------ compiled dataclass methods
 _DATACLASS_CODE = r'''
 import dataclasses, sys, types
-if sys.argv[1] == "cached":
+if sys.argv[1] != "plain":
     from opdoctor.cli import dccache
+    if sys.argv[1] == "cached":
+        dccache._shipped = dict  # the disk cache alone, as on a Python without a table
     dccache.install()
 import opdoctor.cli.settings, opdoctor.codes, opdoctor.facts.core, opdoctor.facts.elf.dynsym
 import opdoctor.model, opdoctor.pipeline
+
+TABLE = getattr(sys.modules.get(
+    f"opdoctor._startup.dataclasses_py{sys.version_info[0]}{sys.version_info[1]}"),
+    "__file__", "")
 
 def canon(c):
     return tuple(canon(k) if isinstance(k, types.CodeType) else repr(k) if not
                  isinstance(k, tuple) else tuple(map(repr, k)) for k in c.co_consts) + tuple(
         repr(getattr(c, a, None)) for a in (
             "co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_flags",
-            "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_firstlineno",
-            "co_qualname", "co_linetable", "co_exceptiontable", "co_filename", "co_name",
-            "co_stacksize"))
+            "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_qualname",
+            "co_linetable", "co_exceptiontable", "co_name", "co_stacksize",
+            # the shipped table's code is compiled in its own file, at its own lines
+            *(() if sys.argv[1] == "shipped" else ("co_filename", "co_firstlineno"))))
 
 out = []
 for mod in (opdoctor.cli.settings, opdoctor.codes, opdoctor.facts.core,
@@ -260,11 +267,14 @@ for mod in (opdoctor.cli.settings, opdoctor.codes, opdoctor.facts.core,
                 cls.__module__ == mod.__name__:
             for attr, fn in sorted(vars(cls).items()):
                 code = getattr(fn, "__code__", None)
-                if code is not None and code.co_filename == "<string>":
+                if code is not None and code.co_filename in ("<string>", TABLE):
                     out.append((mod.__name__, name, attr, canon(code)))
-compiled = bool(dccache._state.get("dirty")) if sys.argv[1] == "cached" else True
+compiled = True
 if sys.argv[1] == "cached":
+    compiled = bool(dccache._state.get("dirty"))
     dccache.save()
+elif sys.argv[1] == "shipped":
+    compiled = "loaded" in dccache._state  # a text the table lacks would read the disk cache
 print(len(out), compiled)
 sys.stdout.write(repr(out))
 '''
@@ -293,10 +303,44 @@ def test_cached_dataclass_methods_are_the_ones_exec_compiles(tmp_path: Path) -> 
     assert dump("cached") == f"{n} {plain}"  # a corrupt cache is no cache
 
 
+def test_shipped_dataclass_methods_are_the_ones_exec_compiles(tmp_path: Path) -> None:
+    """The table that ships with the package (native/gen_startup.py): a first run, with an
+    empty cache directory, takes every method of opdoctor's classes from it, compiles
+    nothing and reads no disk cache, and each method's code is the one exec compiles (its
+    file and line numbers aside: the table's code is compiled in its own file)."""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(tmp_path),
+           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE, "PYTHONHASHSEED": "0"}
+
+    def dump(mode: str) -> str:
+        p = subprocess.run([sys.executable, "-c", _DATACLASS_CODE, mode], capture_output=True,
+                           text=True, env=env, timeout=120, check=True)
+        return p.stdout
+
+    n, _, shipped = dump("shipped").partition(" ")
+    assert int(n) > 50
+    assert shipped.startswith("False"), shipped[:80]  # nothing compiled, no disk cache read
+    assert not list((tmp_path / "opdoctor").glob("dataclasses-*.marshal"))
+    # "plain" canonicalises with file and line; compare the same fields both ways
+    p = subprocess.run([sys.executable, "-c", _DATACLASS_CODE.replace(
+        'sys.argv[1] == "shipped" else', 'sys.argv[1] in ("shipped", "plain") else'), "plain"],
+        capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert p.stdout == f"{n} True{shipped[len('False'):]}"
+
+
+def test_the_shipped_table_is_current() -> None:
+    """Every text dataclasses runs for opdoctor's classes on this Python is in the table, and
+    nothing else: a changed class without `make startup-tables` fails here (at run time it
+    would only be compiled again, the cold start slower)."""
+    p = subprocess.run([sys.executable, str(ROOT / "native" / "gen_startup.py"), "--check"],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
 _FOREIGN_CODE = r'''
 import dataclasses, sys, types
 from opdoctor import cachefile
 from opdoctor.cli import dccache
+dccache._shipped = dict  # the disk cache alone: opdoctor's classes are stored there
 dccache.install()
 import opdoctor.model
 other = types.ModuleType("someone_else")
