@@ -2127,3 +2127,31 @@ def test_a_missing_requirement_imported_by_another_name(tmp_path: Path) -> None:
     assert [(f.subject, f.fix.split(" (")[0]) for f in report.findings if f.code == "OD514"] \
         == [("PIL", "pip install 'pillow>=8'"),
             ("dateutil", "pip install 'python-dateutil>=2.8.2'")]
+
+
+def test_many_notes_of_one_code_are_counted_not_each_printed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """rich: 38 modules with a relative import and a __main__ block were 114 lines of OD507
+    notes in the text report (survey 11's P14). The first three warnings or notes of a code
+    are printed, the rest counted in one line that names a few; ``-v`` and the JSON keep
+    every one. Running one of them as a script does fail as the finding says."""
+    pkg = tmp_path / "manymain"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("X = 1\n")
+    for i in range(7):
+        (pkg / f"tool{i}.py").write_text("from .base import X\n\nif __name__ == '__main__':\n"
+                                         "    print(X)\n")
+    ran = subprocess.run([sys.executable, str(pkg / "tool0.py")], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=60)
+    assert ran.returncode != 0 and "attempted relative import" in ran.stderr, ran.stderr
+    args = ("check", "--static", "--cwd", str(tmp_path), "--package", "manymain")
+    doc = cli(capsys, *args, "-f", "json").json()
+    notes = [f["subject"] for f in doc["reports"][0]["findings"] if f["code"] == "OD507"]
+    assert len(notes) == 7, notes
+    text = cli(capsys, *args).out
+    assert text.count("  OD507 ") == 3, text
+    # a source tree's scripts: warnings (an installed package's are notes, as rich's)
+    assert "+ 4 more OD507 warning(s) like these (tool3.py, tool4.py, tool5.py, … 1 more; " \
+        "-v shows each)" in text, text
+    assert cli(capsys, *args, "-v").out.count("  OD507 ") == 7

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 PROBE_CODES = {"OD121", "OD122", "OD123", "OD220", "OD315", "OD321", "OD322", "OD126"}
 _SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _MARK = {CauseState.FOUND: "✗", CauseState.CLEAN: "✓", CauseState.NOT_CHECKED: "–"}
+# Warnings or notes of one code printed per cause before the rest are counted in one line.
+SAME_CODE_SHOWN = 3
 
 
 def _size(n: int | None) -> str:
@@ -338,11 +340,26 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
             if worst is Severity.INFO:  # notes only: nothing is wrong with this cause
                 head = f"ℹ{head[1:]}"
             p.line("", f"[{_SEV_STYLE[worst]}]{head}[/]", hang=2)
+            per_code: dict[tuple[str, Severity], int] = {}
+            hidden: dict[tuple[str, Severity], list[Finding]] = {}
             for f in own:
+                if f.severity is not Severity.ERROR and not ctx.verbose:
+                    # rich's 38 modules with a __main__ block were 114 lines of OD507: the
+                    # first few warnings or notes of a code, then one line that counts the
+                    # rest. Every error is printed.
+                    key = (f.code, f.severity)
+                    per_code[key] = per_code.get(key, 0) + 1
+                    if per_code[key] > SAME_CODE_SHOWN:
+                        hidden.setdefault(key, []).append(f)
+                        continue
                 _finding(p, f, ctx, fixes)
                 if id(f) in roots and f.code not in told:
                     told.add(f.code)
                     _consequences(p, diag.consequences.get(f.code, ()), f.code, ctx)
+            for (code, severity), rest in hidden.items():
+                kind = "note" if severity is Severity.INFO else "warning"
+                p.line("  ", f"[dim]+ {len(rest)} more {code} {kind}(s) like these "
+                       f"({escape(_subjects(rest))}; -v shows each)[/]", hang=4)
             if again:
                 p.line("  ", f"[dim]+ {_as_above(again)}[/]", hang=4)
             reg = report.sections.get("registration")
@@ -417,6 +434,14 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
             why = f" ({escape(c.reason)})" if c.reason else ""
             p.line("  ", f"[dim]check {c.name}: {c.status.value} in "
                    f"{c.seconds * 1000:.1f} ms{why}[/]", hang=4)
+
+
+def _subjects(notes: list[Finding], shown: int = 3) -> str:
+    """The first few subjects of ``notes`` (file names when they are paths), and how many
+    more."""
+    names = [os.path.basename(f.subject) or f.subject for f in notes]
+    more = f", … {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _as_above(notes: list[Finding]) -> str:
