@@ -136,3 +136,48 @@ def test_a_file_that_is_no_library_claims_no_cause_checked(
     causes = {c["cause"]: c for c in res.json()["reports"][0]["causes"]}
     assert res.code == 1 and causes[4]["state"] == "found"
     assert all(c["state"] == "not_checked" for n, c in causes.items() if n != 4), causes
+
+
+def test_a_library_named_as_dlopen_takes_it_is_looked_up_as_the_loader_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """explain suggests `opdoctor check libodbc.so.2` for a message that names only the
+    library; that was "no such file" (OD401) unless the file lay in the current directory
+    (survey 11's P14). A bare library name that is no file here is looked up as dlopen looks
+    it up in the target interpreter's process: found, that file is checked; not found, one
+    line says where the loader looked — as ctypes sees it."""
+    import ctypes
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    lib_dir = tmp_path / "libs"
+    lib_dir.mkdir()
+    shutil.copy(reference(), lib_dir / "libodnamed.so")
+    absent = "libopdoctor_absent_name.so.7"
+    with pytest.raises(OSError, match=f"{absent}: cannot open shared object file"):
+        ctypes.CDLL(absent)
+    res = cli(capsys, "check", "--static", absent)
+    line = _one_clean_line(res.err)
+    assert res.code == 2 and line.startswith(
+        f"opdoctor: error: {absent}: no such file here, and the dynamic loader does not find "
+        "it either (") and "not in /etc/ld.so.cache" in line and "[OD401]" in line, line
+    # found through LD_LIBRARY_PATH, as the target process has it: that file is checked (the
+    # real loader finds it there too: its error is about libmyop.so's own dependency)
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    ran = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libodnamed.so')"],
+                         env={**env, "LD_LIBRARY_PATH": str(lib_dir)}, capture_output=True,
+                         text=True, timeout=60)
+    assert "libodnamed.so: cannot open" not in ran.stderr, ran.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"LD_LIBRARY_PATH={lib_dir}",
+              "libodnamed.so")
+    assert res.json()["reports"][0]["target"]["path"] == str(lib_dir / "libodnamed.so")
+    assert not res.json()["errors"]
+    # a library of the operating system: checked where the loader finds it, else its package
+    res = cli(capsys, "check", "--static", "libodbc.so.2")
+    try:
+        ctypes.CDLL("libodbc.so.2")
+    except OSError:
+        assert res.code == 2 and "apt-get install libodbc2" in _one_clean_line(res.err)
+    else:
+        assert res.code in (0, 1) and "libodbc.so.2" in res.out, res.err

@@ -156,6 +156,36 @@ def _op_libraries_on_disk(files: list[str]) -> list[str]:
     return [f for f in files if links_framework(f)]
 
 
+def _bare_library_name(name: str) -> bool:
+    """A library named as ``dlopen`` takes it (``libodbc.so.2``: no directory) that is no
+    file here: what explain suggests checking for a message that names only the library."""
+    return os.sep not in name and is_shared_library(name) and not os.path.lexists(name)
+
+
+def _found_by_the_loader(name: str, options: CheckOptions, errors: list[TargetError]) -> str:
+    """The file ``dlopen(name)`` in the target interpreter's process opens (its RPATH,
+    LD_LIBRARY_PATH as the target runs it, ld.so.cache, the default directories), or "" with
+    the error that says where the loader looked (and, for a library of the operating system,
+    the package that provides it)."""
+    import shutil
+    import sys
+
+    from opdoctor.facts.loader.search import dlopen_by_name, searched
+    from opdoctor.facts.syslibs import system_library_fix
+
+    program = shutil.which(options.python) if options.python else sys.executable
+    environ = dict(options.env) if options.env is not None else dict(os.environ)
+    path, attempts = dlopen_by_name(name, environ, program or sys.executable)
+    if path:
+        return path
+    fix = system_library_fix(name)
+    message = (f"{name}: no such file here, and the dynamic loader does not find it either"
+               + (f" ({searched(attempts)})" if attempts else "")
+               + (f"; {fix}" if fix else ""))
+    errors.append(TargetError(name, "OD401", message))
+    return ""
+
+
 @contextmanager
 def expand(paths: list[str], options: CheckOptions,
            errors: list[TargetError] | None = None) -> Iterator[list[Target]]:
@@ -243,6 +273,10 @@ def expand(paths: list[str], options: CheckOptions,
                 targets.append(Target(libs[0] if libs else path, opts, path))
             else:
                 lib, func = split_aot_target(path)
+                if _bare_library_name(lib) and errors is not None:
+                    lib = path = _found_by_the_loader(lib, options, errors)
+                    if not lib:
+                        continue
                 opts = dataclasses.replace(options, named=True, aot_function=func)
                 targets.append(_with_package(lib, opts, path))
         if options.probe:

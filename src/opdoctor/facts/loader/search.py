@@ -310,3 +310,44 @@ class Resolver:
                 if self._probe(cand) == "found":
                     hits.append((cand, f"DT_RUNPATH of {os.path.basename(loader.path)}"))
         return hits
+
+
+def dlopen_by_name(name: str, environ: dict[str, str], program: str
+                   ) -> tuple[str, list[Attempt]]:
+    """Where ``dlopen(name)`` in a process of ``program`` (the interpreter that will load it)
+    finds a bare file name (``libodbc.so.2``): the program's DT_RPATH, LD_LIBRARY_PATH, its
+    DT_RUNPATH, /etc/ld.so.cache, the default directories — ld.so's order. ("", the places
+    tried) when none has it; ("", []) when ``program`` is no ELF file to read the class from."""
+    from opdoctor.facts.elf.image import ElfFormatError, parse_header
+
+    try:
+        with open(program, "rb") as fh:
+            header = parse_header(fh.read(64))
+    except (OSError, ElfFormatError):
+        return "", []
+    resolver = Resolver(header, Environment.from_env(environ))
+    requester = resolver.describe(Library(program, os.path.realpath(program), RULE_PATH))
+    path, _rule, attempts = resolver.search(name, requester, [])
+    return path, attempts
+
+
+def searched(attempts: list[Attempt], limit: int = 4) -> str:
+    """The places a search looked, in one line: each rule once, with its first directories."""
+    by_rule: dict[str, list[str]] = {}
+    for a in attempts:
+        place = a.path if a.rule == RULE_CACHE else os.path.dirname(a.path)
+        by_rule.setdefault(a.rule, [])
+        if place not in by_rule[a.rule]:
+            by_rule[a.rule].append(place)
+    parts = []
+    for rule, where in by_rule.items():
+        if rule == RULE_CACHE:
+            listed = [a for a in attempts if a.rule == RULE_CACHE and a.path != a.outcome
+                      and not a.outcome.startswith("not in")]
+            parts.append("ld.so.cache: " + ", ".join(f"{a.path} ({a.outcome})"
+                                                     for a in listed[:limit])
+                         if listed else "not in /etc/ld.so.cache")
+            continue
+        more = f" (+{len(where) - limit})" if len(where) > limit else ""
+        parts.append(f"{rule}: {', '.join(where[:limit])}{more}")
+    return "; ".join(parts)
