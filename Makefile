@@ -539,6 +539,11 @@ $(RPFX)/jax-0.10.2/.ready: | $(VENV)/.installed
 REALPKG_SO += $(RPFX)/numexpr-2.8.7/.ready
 $(RPFX)/numexpr-2.8.7/.ready: | $(VENV)/.installed
 	$(call pip_site,numexpr-2.8.7,numexpr==2.8.7)
+# numba 0.60.0 (3.7 MB wheel, 34 MB installed) without llvmlite: Requires-Dist numpy<2.1,>=1.22,
+# and its import refuses the venv's NumPy 2.4 first ("Numba needs NumPy 2.0 or less"; OD327).
+REALPKG_SO += $(RPFX)/numba-0.60.0/.ready
+$(RPFX)/numba-0.60.0/.ready: | $(VENV)/.installed
+	$(call pip_site,numba-0.60.0,numba==0.60.0)
 # sounddevice 0.5.1 (pure Python, cffi): its import looks PortAudio up with
 # ctypes.util.find_library and raises "PortAudio library not found" where it is not installed.
 REALPKG_SO += $(RPFX)/sounddevice-0.5.1/.ready

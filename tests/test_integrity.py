@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from opdoctor.model import Cause, Severity
@@ -78,3 +80,51 @@ def test_reference_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli(capsys, "check", str(reference()))
     assert res.code == 0, res.out
     assert "✓ Cause 4" in res.out
+
+
+@pytest.mark.probe
+def test_a_tail_cut_after_the_segments_loads_and_is_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """xxhash's extension cut in half (survey 12's P1): only the section header table was
+    past the end; ld.so reads program headers and segments, so Python imports it and it
+    works. opdoctor crashed (exit 4: a reader of the package's libraries unpacked section
+    headers past the end) and called it OD406, an error, without probing it. Now: no crash,
+    OD406 a warning that says it loads, the probe runs, and the RECORD's changed hash is a
+    warning beside a working import."""
+    import base64
+    import hashlib
+    import struct
+    import subprocess
+    import sys
+
+    src = next(fixture("python/scriptrel/myext/tool.py").parent.glob("_C*.so"))
+    data = src.read_bytes()
+    e_shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    site = tmp_path / "site"
+    pkg = site / "cutext"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from ._C import answer\n")
+    (pkg / src.name).write_bytes(data[:e_shoff])  # the section header table is the tail
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    info = site / "cutext-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cutext\nVersion: 1.0\n")
+    (info / "RECORD").write_text(f"cutext/__init__.py,,\ncutext/{src.name},sha256={digest},"
+                                 f"{len(data)}\ncutext-1.0.dist-info/RECORD,,\n")
+    ran = subprocess.run([sys.executable, "-c", "import cutext; print(cutext.answer())"],
+                         cwd=site, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.strip() == "42", ran.stderr
+    res = cli(capsys, "check", "-f", "json", "--package", "cutext", "--cwd", str(site))
+    assert res.code == 0, res.err
+    rep = res.json()["reports"][0]
+    got = {f["code"]: f for f in rep["findings"]}
+    assert got["OD406"]["severity"] == "warning" and "so it loads" in got["OD406"]["message"]
+    assert got["OD508"]["severity"] == "warning", got["OD508"]
+    assert got["OD508"]["message"].endswith("; the import works with them")
+    assert not [f for f in rep["findings"] if f["severity"] == "error"], rep["findings"]
+    assert rep["sections"]["probe"]["ran"] and rep["sections"]["probe"]["outcome"] == "loaded"
+    # the library by itself: the same warning, the loader's checks still run
+    report = run_check(str(pkg / src.name))
+    assert [(f.code, f.severity) for f in report.findings if f.cause is Cause.BUILD] == [
+        ("OD406", Severity.WARNING)]
+    assert all(c.status.value != "failed" for c in report.checks), report.checks

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -951,3 +952,36 @@ def test_a_partial_install_of_a_requirement_is_named(
     assert od508["subject"] == "urllib3 2.2.3" and "missing: urllib3/util/retry.py" in \
         od508["evidence"]
     assert od508["fix"].startswith("pip install --force-reinstall --no-deps 'urllib3==2.2.3'")
+
+
+@pytest.mark.probe
+def test_a_requirement_outside_the_range_the_package_accepts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """numba 0.60.0 requires numpy<2.1,>=1.22; beside the venv's NumPy 2.4 its import refuses
+    it ("Numba needs NumPy 2.0 or less"), and the check said cause 5, "read the exception"
+    (full) or nothing about NumPy (static; survey 12's P4). OD327 reads ranges as well as
+    exact pins (facts/pep440.py): cause 3 with the import's failure its consequence;
+    statically a warning. llvmlite, missing too, is the failure that comes next (OD514: a
+    warning beside the probe's failure, an error statically)."""
+    site = _pip_site("numba-0.60.0", "numba")
+    env = {"PYTHONPATH": str(site)}
+    failed = run_python("import numba", env=env, timeout=120)
+    assert failed.returncode != 0 and "Numba needs NumPy 2.0 or less" in failed.stderr, \
+        failed.stderr[-600:]
+    want = f"numba 0.60.0 requires numpy<2.1,>=1.22; numpy {version('numpy')} is installed"
+    for mode, severity in (((), "error"), (("--static",), "warning")):
+        res = cli(capsys, "check", "-f", "json", *mode, "--package", "numba",
+                  "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+        rep = res.json()["reports"][0]
+        od327 = [f for f in rep["findings"] if f["code"] == "OD327"]
+        assert len(od327) == 1 and od327[0]["message"].startswith(want), rep["findings"]
+        assert od327[0]["severity"] == severity
+        assert od327[0]["fix"].startswith("pip install 'numpy<2.1,>=1.22'")
+        od514 = {f["severity"] for f in rep["findings"] if f["code"] == "OD514"}
+        if severity == "error":
+            assert res.code == 1 and rep["diagnosis"]["cause"] == 3, rep["diagnosis"]
+            assert "OD511" in rep["diagnosis"]["consequences"]["OD327"]
+            assert od514 == {"warning"}  # the import stopped earlier: it comes next
+        else:
+            # statically nothing says which comes first: llvmlite is missing all the same
+            assert res.code == 1 and od514 == {"error"}, rep["findings"]

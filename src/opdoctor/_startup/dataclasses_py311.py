@@ -68,9 +68,9 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'machine\',\'bits\',\'e_machine\',\'glibc\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'machine\',\'bits\',\'e_machine\',\'glibc\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.machine,self.bits,self.e_machine,self.glibc,))\n return __hash__',
-    'def __create_fn__(_type_empty, _type_header, _type_not_elf, _type_beyond_eof, _type_problems, _type_image, _type_damage, _type_oddities, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_empty, _dflt_header, _dflt_not_elf, _dflt_beyond_eof, _dflt_problems, _dflt_image, _dflt_damage, _dflt_oddities, _return_type):\n def __init__(self,empty:_type_empty=_dflt_empty,header:_type_header=_dflt_header,not_elf:_type_not_elf=_dflt_not_elf,beyond_eof:_type_beyond_eof=_HAS_DEFAULT_FACTORY,problems:_type_problems=_HAS_DEFAULT_FACTORY,image:_type_image=_dflt_image,damage:_type_damage=_HAS_DEFAULT_FACTORY,oddities:_type_oddities=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.empty=empty\n  self.header=header\n  self.not_elf=not_elf\n  self.beyond_eof=_dflt_beyond_eof() if beyond_eof is _HAS_DEFAULT_FACTORY else beyond_eof\n  self.problems=_dflt_problems() if problems is _HAS_DEFAULT_FACTORY else problems\n  self.image=image\n  self.damage=_dflt_damage() if damage is _HAS_DEFAULT_FACTORY else damage\n  self.oddities=_dflt_oddities() if oddities is _HAS_DEFAULT_FACTORY else oddities\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(empty={self.empty!r}, header={self.header!r}, not_elf={self.not_elf!r}, beyond_eof={self.beyond_eof!r}, problems={self.problems!r}, image={self.image!r}, damage={self.damage!r}, oddities={self.oddities!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.empty,self.header,self.not_elf,self.beyond_eof,self.problems,self.image,self.damage,self.oddities,)==(other.empty,other.header,other.not_elf,other.beyond_eof,other.problems,other.image,other.damage,other.oddities,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_empty, _type_header, _type_not_elf, _type_beyond_eof, _type_problems, _type_image, _type_tail_only, _type_damage, _type_oddities, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_empty, _dflt_header, _dflt_not_elf, _dflt_beyond_eof, _dflt_problems, _dflt_image, _dflt_tail_only, _dflt_damage, _dflt_oddities, _return_type):\n def __init__(self,empty:_type_empty=_dflt_empty,header:_type_header=_dflt_header,not_elf:_type_not_elf=_dflt_not_elf,beyond_eof:_type_beyond_eof=_HAS_DEFAULT_FACTORY,problems:_type_problems=_HAS_DEFAULT_FACTORY,image:_type_image=_dflt_image,tail_only:_type_tail_only=_dflt_tail_only,damage:_type_damage=_HAS_DEFAULT_FACTORY,oddities:_type_oddities=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.empty=empty\n  self.header=header\n  self.not_elf=not_elf\n  self.beyond_eof=_dflt_beyond_eof() if beyond_eof is _HAS_DEFAULT_FACTORY else beyond_eof\n  self.problems=_dflt_problems() if problems is _HAS_DEFAULT_FACTORY else problems\n  self.image=image\n  self.tail_only=tail_only\n  self.damage=_dflt_damage() if damage is _HAS_DEFAULT_FACTORY else damage\n  self.oddities=_dflt_oddities() if oddities is _HAS_DEFAULT_FACTORY else oddities\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(empty={self.empty!r}, header={self.header!r}, not_elf={self.not_elf!r}, beyond_eof={self.beyond_eof!r}, problems={self.problems!r}, image={self.image!r}, tail_only={self.tail_only!r}, damage={self.damage!r}, oddities={self.oddities!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.empty,self.header,self.not_elf,self.beyond_eof,self.problems,self.image,self.tail_only,self.damage,self.oddities,)==(other.empty,other.header,other.not_elf,other.beyond_eof,other.problems,other.image,other.tail_only,other.damage,other.oddities,)\n  return NotImplemented\n return __eq__',
     "def __create_fn__(_type_name, _type_value, _type_dist, _type_where, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,value:_type_value,dist:_type_dist,where:_type_where)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'value',value)\n  __dataclass_builtins_object__.__setattr__(self,'dist',dist)\n  __dataclass_builtins_object__.__setattr__(self,'where',where)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, value={self.value!r}, dist={self.dist!r}, where={self.where!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.value,self.dist,self.where,)==(other.name,other.value,other.dist,other.where,)\n  return NotImplemented\n return __eq__',
@@ -1019,14 +1019,15 @@ def __create_fn__():
  return __hash__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_empty, _type_header, _type_not_elf, _type_beyond_eof, _type_problems, _type_image, _type_damage, _type_oddities, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_empty, _dflt_header, _dflt_not_elf, _dflt_beyond_eof, _dflt_problems, _dflt_image, _dflt_damage, _dflt_oddities, _return_type):
- def __init__(self,empty:_type_empty=_dflt_empty,header:_type_header=_dflt_header,not_elf:_type_not_elf=_dflt_not_elf,beyond_eof:_type_beyond_eof=_HAS_DEFAULT_FACTORY,problems:_type_problems=_HAS_DEFAULT_FACTORY,image:_type_image=_dflt_image,damage:_type_damage=_HAS_DEFAULT_FACTORY,oddities:_type_oddities=_HAS_DEFAULT_FACTORY)->_return_type:
+def __create_fn__(_type_empty, _type_header, _type_not_elf, _type_beyond_eof, _type_problems, _type_image, _type_tail_only, _type_damage, _type_oddities, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_empty, _dflt_header, _dflt_not_elf, _dflt_beyond_eof, _dflt_problems, _dflt_image, _dflt_tail_only, _dflt_damage, _dflt_oddities, _return_type):
+ def __init__(self,empty:_type_empty=_dflt_empty,header:_type_header=_dflt_header,not_elf:_type_not_elf=_dflt_not_elf,beyond_eof:_type_beyond_eof=_HAS_DEFAULT_FACTORY,problems:_type_problems=_HAS_DEFAULT_FACTORY,image:_type_image=_dflt_image,tail_only:_type_tail_only=_dflt_tail_only,damage:_type_damage=_HAS_DEFAULT_FACTORY,oddities:_type_oddities=_HAS_DEFAULT_FACTORY)->_return_type:
   self.empty=empty
   self.header=header
   self.not_elf=not_elf
   self.beyond_eof=_dflt_beyond_eof() if beyond_eof is _HAS_DEFAULT_FACTORY else beyond_eof
   self.problems=_dflt_problems() if problems is _HAS_DEFAULT_FACTORY else problems
   self.image=image
+  self.tail_only=tail_only
   self.damage=_dflt_damage() if damage is _HAS_DEFAULT_FACTORY else damage
   self.oddities=_dflt_oddities() if oddities is _HAS_DEFAULT_FACTORY else oddities
  return __init__
@@ -1034,14 +1035,14 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(empty={self.empty!r}, header={self.header!r}, not_elf={self.not_elf!r}, beyond_eof={self.beyond_eof!r}, problems={self.problems!r}, image={self.image!r}, damage={self.damage!r}, oddities={self.oddities!r})"
+  return self.__class__.__qualname__ + f"(empty={self.empty!r}, header={self.header!r}, not_elf={self.not_elf!r}, beyond_eof={self.beyond_eof!r}, problems={self.problems!r}, image={self.image!r}, tail_only={self.tail_only!r}, damage={self.damage!r}, oddities={self.oddities!r})"
  return __repr__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.empty,self.header,self.not_elf,self.beyond_eof,self.problems,self.image,self.damage,self.oddities,)==(other.empty,other.header,other.not_elf,other.beyond_eof,other.problems,other.image,other.damage,other.oddities,)
+   return (self.empty,self.header,self.not_elf,self.beyond_eof,self.problems,self.image,self.tail_only,self.damage,self.oddities,)==(other.empty,other.header,other.not_elf,other.beyond_eof,other.problems,other.image,other.tail_only,other.damage,other.oddities,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)

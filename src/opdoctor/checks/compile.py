@@ -320,7 +320,7 @@ def _applies(facts: Facts) -> str:
         return f"part of the {facts.framework_library} install, not an operator extension"
     if not facts.is_package_dir and facts.blocker:
         return facts.blocker
-    if not facts.is_package_dir and facts.image.header.e_shnum == 0:
+    if not facts.is_package_dir and not facts.image.has_section_table:
         return "no section header table: registrars cannot be read statically"
     return ""
 

@@ -664,17 +664,29 @@ def run(facts: Facts) -> Iterator[Finding]:
         # the distribution's own name in the fix ("duckdb-2.0.1.dist-info" → duckdb==2.0.1)
         dist, ver = distribution(chain.dist)
         pin = f"'{dist}=={ver}'" if dist and ver else "<distribution>"
-        harmless = not changed and not _missing_on_the_path(facts, chain, missing)
+        # A changed file the real import loaded and ran with (xxhash's extension cut after
+        # its segments) breaks nothing now: worth knowing, not the verdict.
+        imported = changed and _imported_fine(facts)
+        harmless = (not changed or imported) and not _missing_on_the_path(facts, chain, missing)
         yield OD508.finding(name, f"the installed files of {os.path.basename(chain.dist)} "
                             f"differ from its RECORD ({len(missing)} missing, "
                             f"{len(changed)} changed)" + (
-                                "; nothing the import runs needs them"
+                                ("; the import works with them" if imported else
+                                 "; nothing the import runs needs them")
                                 if harmless else ""), ev,
                             fix=f"pip install --force-reinstall --no-deps {pin}; never "
                             "rebuild into site-packages by hand.",
                             severity=Severity.WARNING if harmless else None)
     yield from _requirements_not_installed(facts, chain)
     yield from _dynamic(facts, chain)
+
+
+def _imported_fine(facts: Facts) -> bool:
+    """Whether the probe imported the package (and loaded what it loads) without an error."""
+    from opdoctor.facts.probe.outcome import ProbeState
+
+    res = facts.probe_result() if facts.options.probe else None
+    return res is not None and res.state is ProbeState.LOADED and res.load_error is None
 
 
 def _missing_on_the_path(facts: Facts, chain: ImportChain, missing: list[str]) -> bool:

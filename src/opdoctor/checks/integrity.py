@@ -74,7 +74,11 @@ OD406 = CodeDoc(
     what="Every section, segment and header table the ELF headers describe lies inside the file.",
     why="A file cut short (interrupted copy or download, full disk, partial artifact upload) "
     "passes the magic check, and dlopen may fail with 'file too short' or even crash the "
-    "process with SIGBUS when it touches a mapped page past the end of the file.",
+    "process with SIGBUS when it touches a mapped page past the end of the file. When only "
+    "what ld.so never reads is gone — the section header table and the sections outside "
+    "every segment (.symtab, debug information), the file's usual tail — the library still "
+    "loads: that is a warning (tools that read sections fail), and the other checks and the "
+    "probe run on what the loader reads.",
     example="python -c 'import ctypes; ctypes.CDLL(\"libmyop.so\")' → Bus error",
     fix="Copy or download the library again and compare its size/checksum with the build "
     "output; rebuild if the original is gone.",
@@ -316,9 +320,19 @@ def run(facts: Facts) -> Iterator[Finding]:
                for e in sorted(st.beyond_eof, key=lambda e: e.start)[:5]]
         if len(st.beyond_eof) > 5:
             ev.append(f"… and {len(st.beyond_eof) - 5} more")
-        yield OD406.finding(path, f"the file is truncated: the headers need at least "
-                            f"{worst.end} bytes, it has {size}", ev)
-        return
+        if not st.tail_only:
+            yield OD406.finding(path, f"the file is truncated: the headers need at least "
+                                f"{worst.end} bytes, it has {size}", ev)
+            return
+        # xxhash's extension cut in half: Python imports it and it works.
+        yield OD406.finding(
+            path, f"the file is truncated after what the loader reads: the section headers "
+            f"need {worst.end} bytes, it has {size}; the program headers and every segment are "
+            "whole, so it loads, but tools that read sections (nm, readelf -S, strip, gdb) fail",
+            [*ev, "every segment (PT_LOAD, PT_DYNAMIC …) ends inside the file"],
+            severity=Severity.WARNING,
+            fix="Copy or download the library again (compare its size or checksum with the "
+            "original): the file lost its tail, symbols and debug information included.")
     if st.problems:
         yield OD411.finding(path, "the ELF structure is malformed", st.problems)
         return

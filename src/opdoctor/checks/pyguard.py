@@ -100,20 +100,27 @@ OD326 = CodeDoc(
     references=("https://peps.python.org/pep-0440/",),
 )
 OD327 = CodeDoc(
-    "OD327", "a requirement the package pins to one release is installed at another",
+    "OD327", "a requirement is installed at a release the package does not accept",
     Severity.ERROR,
-    what="Each requirement that the package's distribution pins to one release "
-    "(Requires-Dist: pydantic-core==2.50.5) is installed at that release — the copy found "
-    "first on sys.path, the one import uses.",
+    what="Each requirement of the package's distribution (Requires-Dist) is installed at a "
+    "release its specifier admits — an exact pin (pydantic-core==2.50.5) or a range "
+    "(numpy<2.1,>=1.22) — the copy found first on sys.path, the one import uses.",
     why="An exact pin means the two distributions were released together: the package's "
     "Python calls into that release's compiled core. Upgraded or downgraded on its own (`pip "
-    "install -U pydantic-core`, an older copy earlier on sys.path), the pair no longer "
-    "matches: the import refuses it ('The installed pydantic-core version (2.27.2) is "
+    "install -U pydantic-core`, `--no-deps`, an older copy earlier on sys.path), the pair no "
+    "longer matches: the import refuses it ('The installed pydantic-core version (2.27.2) is "
     "incompatible with the current pydantic version, which requires 2.50.5') or fails later "
-    "on a name the other release lacks.",
-    example="pydantic 2.14.4 requires pydantic-core==2.50.5; pydantic-core 2.27.2 is installed",
-    fix="Install the pinned release (pip install '<requirement>==<release>' where the other "
-    "one is), or reinstall the package so that pip resolves the pair.",
+    "on a name the other release lacks. A range says the same about releases the package was "
+    "not built or tested for: numba 0.60 refuses NumPy 2.4 ('Numba needs NumPy 2.0 or "
+    "less'), a NumPy-1 build fails on NumPy 2. pip keeps both satisfied; `pip check` lists "
+    "what is not. An error when the probe saw the import fail (on an exact pin, or with an "
+    "error that names the requirement), a warning otherwise (scipy warns about numpy<2.3 and "
+    "works).",
+    example="pydantic 2.14.4 requires pydantic-core==2.50.5; pydantic-core 2.27.2 is "
+    "installed; numba 0.60.0 requires numpy<2.1,>=1.22; numpy 2.4.6 is installed",
+    fix="Install a release the package accepts (pip install '<requirement><specifier>' where "
+    "the other one is), or a release of the package that accepts the installed one, or "
+    "reinstall the package so that pip resolves the pair.",
     references=("https://packaging.python.org/en/latest/specifications/version-specifiers/",),
 )
 CODES = (OD323, OD324, OD325, OD326, OD327)
@@ -288,17 +295,34 @@ def _pins(facts: Facts) -> Iterator[Finding]:
         # the package's own extension NEEDs is then not found (PyMuPDF 1.24.9 needs
         # libmupdf.so.24.8 beside PyMuPDFb 1.24.8's libmupdf.so.24.4) — that "not found" is
         # this pin's consequence (verdict/diagnosis).
-        libs = shipped_libraries(name, where)
+        libs = shipped_libraries(name, where) if pin else []
+        want = f"{name}=={pin}" if pin else f"{name}{spec.replace(' ', '')}"
+        install = (f"pip install '{want}'" if where in _site_dirs(facts) else
+                   f"pip install --no-deps --upgrade --target {where} '{want}'")
+        if pin:
+            fix = (f"{install} (the release {pkg} was released with), or reinstall "
+                   f"{dist or chain.name} so that pip resolves the pair")
+        else:
+            fix = (f"{install} (the releases {pkg} accepts), or a release of "
+                   f"{dist or chain.name} that accepts {name} {have} (`pip install --upgrade "
+                   f"{dist or chain.name}` lets pip choose one)")
+        # A range is the import's root only when the import's own error names the requirement
+        # (numba: "Numba needs NumPy 2.0 or less"): scipy warns about numpy<2.3 and works.
+        named = failed and (bool(pin) or _error_names(facts, name))
         yield OD327.finding(
-            name, f"{pkg} requires {name}=={pin}; {name} {have} is installed ({where})",
+            name, f"{pkg} requires {want}; {name} {have} is installed ({where})",
             (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: {name}{spec}",
              f"first on sys.path: {name} {have} in {where}",
              *([f"{name} {have} installs: {', '.join(libs[:8])}"] if libs else [])),
-            fix=(f"pip install '{name}=={pin}'" if where in _site_dirs(facts) else
-                 f"pip install --no-deps --upgrade --target {where} '{name}=={pin}'")
-            + f" (the release {pkg} was released with), or reinstall {dist or chain.name} so "
-            "that pip resolves the pair",
-            severity=Severity.ERROR if failed else Severity.WARNING)
+            fix=fix, severity=Severity.ERROR if named else Severity.WARNING)
+
+
+def _error_names(facts: Facts, name: str) -> bool:
+    """Whether the probe's import error names distribution ``name`` (any case, - or _)."""
+    res = facts.probe_result() if facts.options.probe else None
+    text = (res.load_message if res is not None else "") or ""
+    words = {name.lower(), name.lower().replace("-", "_"), name.lower().replace("_", "-")}
+    return any(w in text.lower() for w in words)
 
 
 def _site_dirs(facts: Facts) -> list[str]:

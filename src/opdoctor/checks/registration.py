@@ -649,7 +649,7 @@ def section(facts: Facts) -> dict[str, Any]:
 def _applies(facts: Facts) -> str:
     if facts.framework_library:
         return f"part of the {facts.framework_library} install, not an operator extension"
-    if facts.image.header.e_shnum == 0:
+    if not facts.image.has_section_table:
         # sstrip-ed: no .symtab, no .rodata boundaries: nothing to read, so nothing to claim.
         return ("no section header table: registrars and schema strings cannot be read "
                 "statically (the load probe observes the registry)")

@@ -104,6 +104,10 @@ class Structure:
     beyond_eof: list[Extent] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     image: ElfImage | None = None
+    # Only the section header table is past the end of the file (it comes last: the sections
+    # outside every segment, .symtab and debug info, went with it): ld.so never reads those,
+    # and the program headers and segments are whole, so it loads — a lost tail.
+    tail_only: bool = False
     # Inconsistent symbol/version/hash/dynamic tables (facts.elf.validate): OD413 — `damage`
     # in what ld.so uses (blocks the other checks), `oddities` in what only tools read.
     damage: list[str] = field(default_factory=list)
@@ -153,7 +157,10 @@ class Facts:
             return st
         extents, st.problems = header_extents(st.header, data.buf)
         st.beyond_eof = [e for e in extents if e.end > data.size]
-        if st.problems or st.beyond_eof:
+        # Only the section header table itself: a section whose offset points past the end
+        # while the table is whole is a damaged header, not a lost tail (the fuzz campaign).
+        st.tail_only = [e.what for e in st.beyond_eof] == ["section header table"]
+        if st.problems or (st.beyond_eof and not st.tail_only):
             return st
         try:
             st.image = ElfImage.open(data)
@@ -172,7 +179,7 @@ class Facts:
             return "the file is empty"
         if st.header is None:
             return "the file is not ELF"
-        if st.beyond_eof:
+        if st.beyond_eof and not st.tail_only:
             return "the file is truncated"
         if st.problems or st.image is None:
             return "the ELF structure is malformed"

@@ -169,34 +169,13 @@ def requirement_shipping(requester: str, needed: str, looked_in: Iterable[str],
     return req, dist, where
 
 
-def _release(version: str, keep_local: bool) -> tuple[tuple[int, ...], str, str]:
-    """(release numbers without trailing zeros, the pre/post/dev rest, the local label) of a
-    version as PEP 440 compares them for ``==``; the local label only when ``keep_local``."""
-    v = version.strip().lower().lstrip("v")
-    v, _, local = v.partition("+")
-    m = re.match(r"(\d+(?:\.\d+)*)(.*)$", v)
-    if not m:
-        return (), v, local if keep_local else ""
-    nums = [int(x) for x in m.group(1).split(".")]
-    while len(nums) > 1 and nums[-1] == 0:
-        nums.pop()
-    rest = re.sub(r"[-_.]", "", m.group(2))
-    return tuple(nums), rest, local if keep_local else ""
-
-
 def pin_holds(pin: str, version: str) -> bool | None:
     """Whether ``version`` matches an exact requirement ``==pin`` (``2.8.*`` a prefix; a local
     label of the installed version ignored unless the pin has one, as PEP 440 says); None
     when the pin cannot be read."""
-    if pin.endswith(".*"):
-        prefix = pin[:-2].split(".")
-        have = re.match(r"\d+(?:\.\d+)*", version.strip().lstrip("v"))
-        if not all(p.isdigit() for p in prefix) or not have:
-            return None
-        nums = [int(x) for x in have.group(0).split(".")]
-        nums += [0] * (len(prefix) - len(nums))
-        return nums[:len(prefix)] == [int(p) for p in prefix]
-    return _release(pin, "+" in pin) == _release(version, "+" in pin)
+    from opdoctor.facts.pep440 import admits
+
+    return admits(f"=={pin}", version)
 
 
 def _first_installed(name: str, dirs: Iterable[str]) -> tuple[str, str] | None:
@@ -217,23 +196,27 @@ def _first_installed(name: str, dirs: Iterable[str]) -> tuple[str, str] | None:
 
 
 def pinned_elsewhere(info: str, dirs: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
-    """(requirement, pinned release, installed release, its directory, the specifier as
-    written) for each exact pin
-    (``==``) of ``info``'s unconditional requirements that the first installed distribution of
-    that name on ``dirs`` (sys.path order) does not match — pydantic 2.14.4 pins
-    pydantic-core==2.50.5, whose compiled core it was released with. Framework pins
-    (torchvision's torch==…) are left out: the binaries themselves say which release they
-    were built for (the symbol and variant checks)."""
+    """(requirement, pinned release — "" for a range —, installed release, its directory, the
+    specifier as written) for each unconditional requirement of ``info`` that the first
+    installed distribution of that name on ``dirs`` (sys.path order) does not satisfy: an
+    exact pin (pydantic 2.14.4 pins pydantic-core==2.50.5, whose compiled core it was
+    released with) or a range (numba 0.60.0 requires numpy<2.1,>=1.22; its import refuses
+    numpy 2.4). A specifier or version that cannot be read is no finding. Framework
+    requirements (torchvision's torch==…) are left out: the binaries themselves say which
+    release they were built for (the symbol and variant checks)."""
+    from opdoctor.facts.pep440 import admits
+
     out = []
     order = [*dirs]
     for name, spec in unconditional_requirements(info):
-        pin = exact_pin(spec)
-        if not pin or _FRAMEWORK_DISTS.match(normalized(name)):
+        if not spec or _FRAMEWORK_DISTS.match(normalized(name)):
             continue
+        pin = exact_pin(spec)
         found = _first_installed(name, order)
         if found is None:
             continue  # not installed at all: uninstalled_requirements says so
-        if pin_holds(pin, found[0]) is False:
+        holds = pin_holds(pin, found[0]) if pin else admits(spec, found[0])
+        if holds is False:
             out.append((name, pin, found[0], found[1], spec))
     return out
 

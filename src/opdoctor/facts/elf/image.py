@@ -263,16 +263,26 @@ class ElfImage:
     def _end(self) -> str:
         return "<" if self.header.little_endian else ">"
 
+    @property
+    def has_section_table(self) -> bool:
+        """Whether the file has a section header table to read: none (sstrip) or one cut off
+        with the file's tail (ld.so never reads it) gives sections synthesised from
+        PT_DYNAMIC."""
+        hdr = self.header
+        size = 40 if hdr.bits == 32 else 64
+        return hdr.e_shnum > 0 and hdr.e_shoff + hdr.e_shnum * size <= len(self.data.buf)
+
     @cached_property
     def sections(self) -> list[Section]:
         """Section headers in file order, with names from the section-name string table."""
         hdr, buf, e = self.header, self.data.buf, self._end
-        if hdr.e_shnum == 0:
-            # No section header table (sstrip): what ld.so reads, from PT_DYNAMIC alone.
+        size = 40 if hdr.bits == 32 else 64
+        if not self.has_section_table:
+            # No section header table (sstrip), or one cut off with the file's tail (ld.so
+            # never reads it): what ld.so reads, from PT_DYNAMIC alone.
             from opdoctor.facts.elf.ptdynamic import synthesize_sections
 
             return synthesize_sections(hdr, buf)
-        size = 40 if hdr.bits == 32 else 64
         fmt = e + ("IIIIIIIIII" if hdr.bits == 32 else "IIQQQQIIQQ")
         raw = []
         for i in range(hdr.e_shnum):

@@ -91,7 +91,7 @@ def _linked_strtab(secs: list[Section], sec: Section | None) -> Section | None:
 
 def _section_links(img: ElfImage, secs: list[Section], out: _Problems) -> None:
     hdr = img.header
-    if hdr.e_shnum == 0:
+    if not img.has_section_table:
         return  # no section header table: the sections were synthesised from PT_DYNAMIC
     # secs may be synthesised from PT_DYNAMIC (no section header table): bounds first.
     if secs and 0 < hdr.e_shstrndx < len(secs) and secs[hdr.e_shstrndx].sh_type != SHT_STRTAB:
@@ -151,7 +151,7 @@ def _symbols(img: ElfImage, dynsym: Section, dynstr: Section, out: _Problems,
     fmt = ("<" if img.header.little_endian else ">") + ("IBBHQQ" if is64 else "IIIBBH")
     raw = img.data.buf[dynsym.offset:dynsym.offset + count * ent]
     if _symbols_clean(raw, count, ent, is64, img.header.little_endian, dynstr.size,
-                      shnum if img.header.e_shnum else None, has_xindex):
+                      shnum if img.has_section_table else None, has_xindex):
         return count
     bad = odd = 0
     for i, f in enumerate(struct.iter_unpack(fmt, raw)):
@@ -165,7 +165,7 @@ def _symbols(img: ElfImage, dynsym: Section, dynstr: Section, out: _Problems,
         why = ""
         if shndx == SHN_XINDEX and not has_xindex:
             why = "st_shndx is 0xffff (SHN_XINDEX) but there is no SHT_SYMTAB_SHNDX section"
-        elif shnum <= shndx < SHN_LORESERVE and img.header.e_shnum:
+        elif shnum <= shndx < SHN_LORESERVE and img.has_section_table:
             # (without a section header table the sections are synthesised from PT_DYNAMIC:
             # st_shndx still counts the sections the file was linked with)
             why = f"st_shndx {shndx} is beyond the {shnum} sections"

@@ -1,0 +1,143 @@
+"""Version specifiers (PEP 440) without ``packaging``: whether an installed release is one a
+requirement admits (``numpy<2.1,>=1.22`` against numpy 2.4.6).
+
+opdoctor reads other distributions' METADATA in the environment it checks; ``packaging`` may
+be absent there and in opdoctor's own environment. What is read here is what PEP 440
+defines: epochs, release numbers, pre-, post- and dev-releases, local labels, and the
+operators ``==``/``!=`` (with ``.*``), ``<``, ``<=``, ``>``, ``>=``, ``~=`` and ``===``. A
+version or clause it cannot read makes the answer None ("cannot tell"), never False.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+_VERSION = re.compile(
+    r"""v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)
+    (?:[-_.]?(?P<pre_l>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>\d+)?)?
+    (?:-(?P<post_n1>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?)?
+    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?
+    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?""", re.X)
+_PRE = {"alpha": 0, "a": 0, "beta": 1, "b": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+_CLAUSE = re.compile(r"(~=|===|==|!=|<=|>=|<|>)\s*(\S+)")
+_INF = float("inf")
+
+
+class Version:
+    """A parsed version: ordering key and the parts the operators look at."""
+
+    __slots__ = ("dev", "epoch", "local", "post", "pre", "release")
+
+    def __init__(self, epoch: int, release: tuple[int, ...], pre: tuple[int, int] | None,
+                 post: int | None, dev: int | None, local: str) -> None:
+        self.epoch, self.release, self.pre = epoch, release, pre
+        self.post, self.dev, self.local = post, dev, local
+
+    @property
+    def is_prerelease(self) -> bool:
+        """A pre- or dev-release."""
+        return self.pre is not None or self.dev is not None
+
+    def key(self, with_local: bool = False) -> tuple[Any, ...]:
+        """The ordering PEP 440 defines (trailing zeros of the release do not count; a
+        dev-release before the pre-releases of its release, a post-release after it)."""
+        rel = list(self.release)
+        while len(rel) > 1 and rel[-1] == 0:
+            rel.pop()
+        # a < b < rc are 0 < 1 < 2; no pre-release sorts after them, a lone dev before
+        if self.pre is None and self.post is None and self.dev is not None:
+            pre: tuple[float, int] = (-_INF, 0)
+        elif self.pre is None:
+            pre = (_INF, 0)
+        else:
+            pre = (self.pre[0], self.pre[1])
+        post = -_INF if self.post is None else self.post
+        dev = _INF if self.dev is None else self.dev
+        # local segments: a number sorts after any word, words by their letters
+        local = tuple((1, int(p), "") if p.isdigit() else (0, 0, p)
+                      for p in re.split(r"[-_.]", self.local)) if with_local and self.local \
+            else ()
+        return (self.epoch, tuple(rel), pre, post, dev, local)
+
+
+def parse(text: str) -> Version | None:
+    """The version ``text`` spells, or None when it is not a PEP 440 version."""
+    m = _VERSION.fullmatch(text.strip().lower())
+    if not m:
+        return None
+    pre = (_PRE[m["pre_l"]], int(m["pre_n"] or 0)) if m["pre_l"] else None
+    post_n = m["post_n1"] or m["post_n2"]
+    post = int(post_n or 0) if (m["post_n1"] or m["post_l"]) else None
+    dev = int(m["dev_n"] or 0) if m["dev_l"] else None
+    return Version(int(m["epoch"] or 0), tuple(int(x) for x in m["release"].split(".")), pre,
+                   post, dev, m["local"] or "")
+
+
+def _prefix_matches(have: Version, prefix: str) -> bool | None:
+    """``== prefix.*``: the release (and epoch) starts with the prefix's numbers."""
+    want = parse(prefix)
+    if want is None or want.pre or want.post is not None or want.dev is not None:
+        return None
+    rel = list(have.release) + [0] * max(0, len(want.release) - len(have.release))
+    return have.epoch == want.epoch and tuple(rel[:len(want.release)]) == want.release
+
+
+def clause_holds(op: str, bound: str, have: Version) -> bool | None:
+    """Whether ``have`` satisfies one clause (``op`` ``bound``); None when unreadable."""
+    if op == "===":
+        return None  # arbitrary equality compares strings the caller no longer has
+    if op in ("==", "!=") and bound.endswith(".*"):
+        match = _prefix_matches(have, bound[:-2])
+        return match if match is None or op == "==" else not match
+    want = parse(bound)
+    if want is None:
+        return None
+    if op in ("==", "!="):
+        same = have.key(bool(want.local)) == want.key(bool(want.local))
+        return same if op == "==" else not same
+    mine, theirs = have.key(), want.key()
+    if op == "~=":
+        if len(want.release) < 2:
+            return None
+        prefix = ".".join(map(str, want.release[:-1]))
+        if want.epoch:
+            prefix = f"{want.epoch}!{prefix}"
+        inside = _prefix_matches(have, prefix)
+        return None if inside is None else mine >= theirs and inside
+    if op == "<=":
+        return mine <= theirs
+    if op == ">=":
+        return mine >= theirs
+    if op == "<":
+        # <V excludes V's own pre-releases unless V is one
+        return mine < theirs and not (not want.is_prerelease and have.is_prerelease
+                                      and have.key()[:2] == theirs[:2])
+    if op == ">":
+        # >V excludes V's post-releases unless V is one
+        return mine > theirs and not (want.post is None and have.post is not None
+                                      and have.key()[:2] == theirs[:2])
+    return None
+
+
+def admits(specifier: str, version: str) -> bool | None:
+    """Whether ``version`` satisfies every clause of ``specifier`` (``<2.1,>=1.22``): True,
+    False, or None when either cannot be read (then nothing may be concluded)."""
+    have = parse(version)
+    clauses = [c.strip() for c in specifier.split(",") if c.strip()]
+    if have is None or not clauses:
+        return None
+    verdict: bool | None = True
+    for clause in clauses:
+        m = _CLAUSE.fullmatch(clause)
+        if not m:
+            return None
+        holds = clause_holds(m.group(1), m.group(2), have)
+        if holds is None:
+            verdict = None
+        elif not holds:
+            return False
+    return verdict
