@@ -544,6 +544,15 @@ $(RPFX)/numexpr-2.8.7/.ready: | $(VENV)/.installed
 REALPKG_SO += $(RPFX)/numba-0.60.0/.ready
 $(RPFX)/numba-0.60.0/.ready: | $(VENV)/.installed
 	$(call pip_site,numba-0.60.0,numba==0.60.0)
+# bcrypt 5.0.0's musllinux wheel (300 KB; pip's --platform) on this glibc system: its extension
+# links libc.musl-x86_64.so.1, which the loader "cannot open" (OD417, not a search path).
+REALPKG_SO += $(RPFX)/bcrypt-musl/.ready
+$(RPFX)/bcrypt-musl/.ready: | $(VENV)/.installed
+	$(call pip_site,bcrypt-musl,--platform musllinux_1_2_x86_64 --python-version 3.11 \
+	  --implementation cp --abi abi3 bcrypt==5.0.0)
+REALPKG_SO += $(RPFX)/bcrypt-glibc/.ready
+$(RPFX)/bcrypt-glibc/.ready: | $(VENV)/.installed
+	$(call pip_site,bcrypt-glibc,bcrypt==5.0.0)
 # sounddevice 0.5.1 (pure Python, cffi): its import looks PortAudio up with
 # ctypes.util.find_library and raises "PortAudio library not found" where it is not installed.
 REALPKG_SO += $(RPFX)/sounddevice-0.5.1/.ready

@@ -315,6 +315,9 @@ def test_symbol_owner_decides(mangled: str, owner: str, cause: int) -> None:
     ("ModuleNotFoundError: No module named 'torch'\n  ERROR: Failed building wheel for flash-attn",
      5),
     ("Fatal Python error: _PyInterpreterState_Get(): no current interpreter", 5),
+    # a musllinux wheel on glibc (survey 12's P3; bcrypt's real message)
+    ("ImportError: libc.musl-x86_64.so.1: cannot open shared object file: No such file or "
+     "directory", 4),
 ])
 def test_issue_message_forms(text: str, cause: int) -> None:
     assert explain_text(text).cause == cause

@@ -985,3 +985,39 @@ def test_a_requirement_outside_the_range_the_package_accepts(
         else:
             # statically nothing says which comes first: llvmlite is missing all the same
             assert res.code == 1 and od514 == {"error"}, rep["findings"]
+
+
+@pytest.mark.probe
+def test_a_musl_build_on_a_glibc_system_is_the_build_not_a_search_path(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """bcrypt 5.0.0's musllinux wheel on this glibc system: its import fails with
+    "libc.musl-x86_64.so.1: cannot open shared object file", and the verdict was cause 2
+    with a patchelf / LD_LIBRARY_PATH fix that cannot work (survey 12's P3). OD417: the file
+    links musl's C library; the fix installs the manylinux wheel. The check of the library
+    itself says the same; the glibc build of the same release is not reported."""
+    site = _pip_site("bcrypt-musl", "bcrypt")
+    failed = run_python("import bcrypt", env={"PYTHONPATH": str(site)}, timeout=120)
+    assert "libc.musl-x86_64.so.1: cannot open shared object file" in failed.stderr, \
+        failed.stderr[-600:]
+    for mode in ((), ("--static",)):
+        res = cli(capsys, "check", "-f", "json", *mode, "--package", "bcrypt",
+                  "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+        rep = res.json()["reports"][0]
+        assert res.code == 1 and rep["diagnosis"]["cause"] == 4, rep["diagnosis"]
+        assert [f["code"] for f in rep["findings"] if f["severity"] == "error"] == ["OD417"]
+        od417 = next(f for f in rep["findings"] if f["code"] == "OD417")
+        assert "bcrypt-5.0.0.dist-info/WHEEL: Tag: cp39-abi3-musllinux_1_2_x86_64" in \
+            od417["evidence"]
+        assert od417["fix"].startswith("Install the build for this system: pip install "
+                                       "--force-reinstall --no-deps 'bcrypt==5.0.0'")
+        assert not [f for f in rep["findings"] if f["code"] in ("OD201", "OD220")]
+    res = cli(capsys, "check", "--static", str(site / "bcrypt" / "_bcrypt.abi3.so"))
+    assert res.code == 1 and "OD417 built for musl libc" in res.out
+    # the release's manylinux build, in the venv's own environment: no OD417
+    glibc = _pip_site("bcrypt-glibc", "bcrypt")
+    ok = run_python("import bcrypt; print(bcrypt.checkpw(b'a', bcrypt.hashpw(b'a', "
+                    "bcrypt.gensalt(4))))", env={"PYTHONPATH": str(glibc)}, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.strip() == "True", ok.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "bcrypt",
+              "--env", f"PYTHONPATH={glibc}", "--cwd", str(glibc.parent))
+    assert res.code == 0 and "OD417" not in res.out, res.out[-600:]

@@ -105,6 +105,22 @@ OD408 = CodeDoc(
     "platform tag matches `python -c 'import sysconfig; print(sysconfig.get_platform())'`.",
     references=("elf(5)", _LDSO),
 )
+OD417 = CodeDoc(
+    "OD417", "built for another C library (musl)", Severity.ERROR,
+    what="A library for this glibc system does not link musl's C library "
+    "(libc.musl-x86_64.so.1): it was built for the system that runs it.",
+    why="A musllinux wheel (pip's `--platform musllinux_1_2_x86_64`, a wheel copied from an "
+    "Alpine image) holds extensions linked against musl libc. On a glibc system the loader "
+    "looks for libc.musl-x86_64.so.1 and fails with 'cannot open shared object file' — which "
+    "reads like a library-path problem, but no RPATH or LD_LIBRARY_PATH can fix it: the whole "
+    "file expects another C library.",
+    example="ImportError: libc.musl-x86_64.so.1: cannot open shared object file: No such file "
+    "or directory (bcrypt's musllinux wheel on Debian)",
+    fix="Install the build for this system — the manylinux wheel: `pip install "
+    "--force-reinstall --no-deps <package>==<release>` run with this machine's pip, without "
+    "--platform — or build it here from source.",
+    references=("https://peps.python.org/pep-0656/", _LDSO),
+)
 OD409 = CodeDoc(
     "OD409", "not a shared object", Severity.ERROR,
     what="The file is a shared library (ET_DYN without the PIE-executable flag).",
@@ -216,7 +232,7 @@ OD415 = CodeDoc(
 )
 
 CODES = (OD401, OD402, OD403, OD404, OD405, OD406, OD407, OD408, OD409, OD410, OD411, OD412,
-         OD413, OD414, OD415)
+         OD413, OD414, OD415, OD417)
 
 
 def _hex(n: int) -> str:
@@ -236,6 +252,36 @@ def not_elf_fix(what: str, head: bytes) -> str | None:
     if "LFS" in what:
         return "fetch the real file: `git lfs pull` (then check `file <path>` says ELF)"
     return None
+
+
+def _musl_finding(facts: Facts) -> Finding:
+    """OD417, with the wheel's tag and the reinstall command when the file belongs to an
+    installed distribution."""
+    needed = [str(n) for n in facts.image.tags.get("DT_NEEDED", [])]
+    libc = next(n for n in needed if n.startswith(("libc.musl-", "ld-musl-")))
+    glibc = ".".join(map(str, facts.host.glibc or ()))
+    evidence = [f"DT_NEEDED: {libc}", f"this host: glibc {glibc}"]
+    fix = OD417.fix
+    from opdoctor.facts.requires import owning_dist  # a package's RECORD: only here
+
+    owner = owning_dist(facts.path)
+    if owner is not None:
+        info = owner[0]
+        from opdoctor.facts.pkgdir import distribution
+
+        dist, version = distribution(os.path.basename(info))
+        try:
+            with open(os.path.join(info, "WHEEL"), encoding="utf-8", errors="replace") as fh:
+                tags = [ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("Tag:")]
+        except OSError:
+            tags = []
+        evidence += [f"{os.path.basename(info)}/WHEEL: Tag: {t}" for t in tags[:2]]
+        fix = (f"Install the build for this system: pip install --force-reinstall --no-deps "
+               f"'{dist}=={version}' with this machine's pip, without --platform (it picks the "
+               "manylinux wheel), or build it here from source.")
+    return OD417.finding(facts.path, f"built for musl libc (it links {libc}); this host's C "
+                         f"library is glibc {glibc}: no search path makes it load here",
+                         evidence, fix=fix)
 
 
 def pure_python(facts: Facts) -> str:
@@ -358,6 +404,9 @@ def run(facts: Facts) -> Iterator[Finding]:
         return
     img = st.image
     assert img is not None  # structure guarantees an image when there is no problem
+    if facts.foreign_libc:
+        yield _musl_finding(facts)
+        return
     if hdr.e_type != 3:
         yield OD409.finding(path, f"{hdr.describe()}, not a shared object",
                             (f"e_type: {hdr.type_name}",))

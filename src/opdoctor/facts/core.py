@@ -192,7 +192,20 @@ class Facts:
             return f"the file is for {st.header.machine_name}, not {host.machine}"
         if st.header.e_type != 3 or st.image.is_pie_executable:
             return "the file is not a shared library"
+        if self.foreign_libc:
+            return f"the file is built for {self.foreign_libc}, this host's C library is glibc"
         return ""
+
+    @cached_property
+    def foreign_libc(self) -> str:
+        """"musl libc" when the file links musl's C library (a musllinux wheel, an Alpine
+        build) and this host runs glibc: no search path makes it load here; "" otherwise."""
+        st = self.structure
+        if st.image is None or self.host.glibc is None:
+            return ""
+        needed = [str(n) for n in st.image.tags.get("DT_NEEDED", [])]
+        return "musl libc" if any(n.startswith(("libc.musl-", "ld-musl-")) for n in needed) \
+            else ""
 
     @cached_property
     def interpreter(self) -> Interpreter | None:
