@@ -553,6 +553,23 @@ $(RPFX)/bcrypt-musl/.ready: | $(VENV)/.installed
 REALPKG_SO += $(RPFX)/bcrypt-glibc/.ready
 $(RPFX)/bcrypt-glibc/.ready: | $(VENV)/.installed
 	$(call pip_site,bcrypt-glibc,bcrypt==5.0.0)
+# Wheels for another platform or Python, as pip's --platform/--python-version install them
+# (OD418, OD503): orjson 3.13.0 for aarch64 and for Windows (its import fails), msgpack 1.2.4
+# for CPython 3.10 and for musl (its pure-Python fallback runs). About 4 MB in all.
+FOREIGN_WHEELS := orjson-aarch64 orjson-win msgpack-py310 msgpack-musl
+REALPKG_SO += $(FOREIGN_WHEELS:%=$(RPFX)/%/.ready)
+$(RPFX)/orjson-aarch64/.ready: | $(VENV)/.installed
+	$(call pip_site,orjson-aarch64,--platform manylinux2014_aarch64 --python-version 3.11 \
+	  --implementation cp --abi cp311 orjson==3.13.0)
+$(RPFX)/orjson-win/.ready: | $(VENV)/.installed
+	$(call pip_site,orjson-win,--platform win_amd64 --python-version 3.11 --implementation cp \
+	  --abi cp311 orjson==3.13.0)
+$(RPFX)/msgpack-py310/.ready: | $(VENV)/.installed
+	$(call pip_site,msgpack-py310,--platform manylinux2014_x86_64 --python-version 3.10 \
+	  --implementation cp --abi cp310 msgpack==1.2.4)
+$(RPFX)/msgpack-musl/.ready: | $(VENV)/.installed
+	$(call pip_site,msgpack-musl,--platform musllinux_1_2_x86_64 --python-version 3.11 \
+	  --implementation cp --abi cp311 msgpack==1.2.4)
 # sounddevice 0.5.1 (pure Python, cffi): its import looks PortAudio up with
 # ctypes.util.find_library and raises "PortAudio library not found" where it is not installed.
 REALPKG_SO += $(RPFX)/sounddevice-0.5.1/.ready

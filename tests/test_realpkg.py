@@ -1021,3 +1021,42 @@ def test_a_musl_build_on_a_glibc_system_is_the_build_not_a_search_path(
     res = cli(capsys, "check", "-f", "json", "--static", "--package", "bcrypt",
               "--env", f"PYTHONPATH={glibc}", "--cwd", str(glibc.parent))
     assert res.code == 0 and "OD417" not in res.out, res.out[-600:]
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize(("site_name", "package", "built", "code", "works"), [
+    ("orjson-aarch64", "orjson", "aarch64", "OD418", False),
+    ("orjson-win", "orjson", "Windows", "OD418", False),
+    ("msgpack-musl", "msgpack", "musl libc", "OD418", True),
+    ("msgpack-py310", "msgpack", "CPython 3.10", "OD503", True),
+])
+def test_a_wheel_for_another_platform_or_python_says_which(
+        capsys: pytest.CaptureFixture[str], site_name: str, package: str, built: str,
+        code: str, works: bool) -> None:
+    """Wheels installed with pip's --platform / --python-version (survey 12's P6, P10): the
+    extension's file names say what they were built for. Another CPU, OS or C library is
+    OD418 (cause 4), another Python OD503; the fix reinstalls the distribution's release with
+    this machine's pip (it was "rebuild with `pip install --force-reinstall .`" for all of
+    them). A package that catches the failed import and runs its pure-Python fallback
+    (msgpack) works: a warning, not an error beside a note saying nothing is lost, and no
+    "no compiled library" note for a package whose .pyd is right there."""
+    site = _pip_site(site_name, package)
+    real = run_python(f"import {package}", env={"PYTHONPATH": str(site)}, timeout=120)
+    assert (real.returncode == 0) is works, real.stderr[-600:]
+    version = next(site.glob(f"{package}-*.dist-info")).name.split("-")[1].removesuffix(
+        ".dist")
+    res = cli(capsys, "check", "-f", "json", "--package", package,
+              "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+    rep = res.json()["reports"][0]
+    found = [f for f in rep["findings"] if f["code"] == code]
+    assert len(found) == 1, rep["findings"]
+    assert f", built for {built} (this interpreter imports" in found[0]["message"]
+    assert found[0]["fix"].startswith(f"pip install --force-reinstall --no-deps "
+                                      f"'{package}=={version}'")
+    assert found[0]["severity"] == ("warning" if works else "error")
+    codes = {f["code"] for f in rep["findings"]}
+    assert "OD415" not in codes and "OD512" not in codes, rep["findings"]
+    if works:
+        assert res.code == 0
+    else:
+        assert res.code == 1 and rep["diagnosis"]["cause"] == 4, rep["diagnosis"]

@@ -22,6 +22,7 @@ from opdoctor.facts.pychain import (
     Candidate,
     ImportChain,
     Link,
+    built_for,
     loader_calls,
 )
 from opdoctor.facts.pynames import from_package_import, module_bindings
@@ -67,6 +68,24 @@ OD503 = CodeDoc(
     fix="Rebuild/reinstall the package with this interpreter (python -m pip install "
     "--force-reinstall .), or install the wheel for this Python version.",
     references=("https://peps.python.org/pep-3149/",),
+)
+OD418 = CodeDoc(
+    "OD418", "extension built for another platform", Severity.ERROR,
+    what="The extension module the package imports has a file for this machine: its name "
+    "carries this interpreter's platform (x86_64-linux-gnu), not another CPU, operating "
+    "system or C library.",
+    why="A wheel for another platform — installed with pip's --platform, copied from another "
+    "machine, a Windows .pyd or a macOS .so in the tree — puts files Python does not even "
+    "try: the import fails with 'No module named pkg._ext', or the package silently runs its "
+    "pure-Python fallback. Rebuilding with this interpreter is not the fix; installing the "
+    "package for this machine is.",
+    example="only orjson.cpython-311-aarch64-linux-gnu.so, built for aarch64 (this "
+    "interpreter imports orjson.cpython-311-x86_64-linux-gnu.so)",
+    fix="Install the package for this machine: `pip install --force-reinstall --no-deps "
+    "<package>==<release>` with this machine's pip, without --platform or --python-version "
+    "(or build it here).",
+    references=("https://packaging.python.org/en/latest/specifications/platform-compatibility-"
+                "tags/",),
 )
 # A build/file fault (cause 4) found by following the import: the module was compiled under
 # another name, or the file renamed; the real threads of explain's corpus were fixed by a
@@ -185,7 +204,7 @@ OD514 = CodeDoc(
     references=(_IMPORT,),
 )
 
-CODES = (OD501, OD502, OD503, OD416, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512,
+CODES = (OD501, OD502, OD503, OD416, OD418, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512,
          OD514)
 
 
@@ -532,10 +551,22 @@ def run(facts: Facts) -> Iterator[Finding]:
         other_so = [f for c in others for f in facts.shared_libraries_under(c.path)]
         if not win_so and other_so:
             hidden_so = os.path.basename(other_so[0])
-            yield OD502.finding(name, f"import {name} picks {win.path}, which has no compiled "
-                                f"extension; the installed copy with {hidden_so} is hidden", ev,
+            foreign = sorted({b for lk in chain.links for b in lk.other_builds})
+            has = (f"no extension for this machine (only {', '.join(foreign[:2])})" if foreign
+                   else "no compiled extension")
+            dist, version = distribution(chain.dist) if chain.dist else ("", "")
+            there = (f"`pip install --force-reinstall --no-deps --target "
+                     f"{os.path.dirname(win.path)} '{dist}=={version}'` with this machine's pip"
+                     if foreign and dist and version else "`pip install -e .` there")
+            # The import works (markupsafe runs its pure-Python fallback): worth knowing, not
+            # the verdict.
+            works = _imported_fine(facts)
+            yield OD502.finding(name, f"import {name} picks {win.path}, which has {has}; the "
+                                f"installed copy with {hidden_so} is hidden"
+                                + ("; the import works without it" if works else ""), ev,
                                 fix=f"run from outside {os.path.dirname(win.path)} or remove it "
-                                f"from sys.path (PYTHONPATH, cwd); or `pip install -e .` there")
+                                f"from sys.path (PYTHONPATH, cwd); or {there}",
+                                severity=Severity.WARNING if works else None)
         elif win.kind != "namespace":
             yield _installed_copies(name, win, others, chain.releases, ev)
     if win.kind == "namespace" and _lost_its_init(win.path) and not _namespace_by_design(chain):
@@ -617,11 +648,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                     yield OD416.finding(link.target, f"{os.path.basename(f)} does not export "
                                         f"PyInit_{mod}", (f"exports: {exports}", where))
     for target, sites in other_python.items():
-        problem = next(lk.problem for lk in chain.links if lk.target == target and
-                       lk.problem.startswith("no file for this interpreter"))
-        more = f"+{len(sites) - 4} more imports of it" if len(sites) > 4 else ""
-        yield OD503.finding(target, f"{target}: {problem}", (*sites[:4], *([more] if more
-                                                                           else [])))
+        yield _other_builds(facts, chain, target, sites)
     loaded = {f for link in chain.links for f in link.resolved}
     unloaded = [f for f in chain.extensions_on_disk if f not in loaded]
     if win.kind == "package" and chain.extensions_on_disk and not chain.libraries:
@@ -679,6 +706,41 @@ def run(facts: Facts) -> Iterator[Finding]:
                             severity=Severity.WARNING if harmless else None)
     yield from _requirements_not_installed(facts, chain)
     yield from _dynamic(facts, chain)
+
+
+def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str]
+                  ) -> Finding:
+    """OD503 (builds for other Python versions only) or OD418 (for another CPU, OS or C
+    library): what the file names say, and the reinstall that brings this machine's file.
+    A warning when every import of it is caught and the package runs without it (msgpack's
+    pure-Python fallback), an error otherwise."""
+    links = [lk for lk in chain.links
+             if lk.target == target and lk.problem.startswith("no file for this interpreter")]
+    interp = facts.interpreter
+    suffix = interp.ext_suffix if interp else ".so"
+    names = links[0].other_builds
+    what = {w for n in names for w in built_for(n, suffix)}
+    platform = sorted(w for w in what if not w.startswith("CPython "))
+    more = f"+{len(sites) - 4} more imports of it" if len(sites) > 4 else ""
+    evidence = (*sites[:4], *([more] if more else []))
+    dist, version = distribution(chain.dist) if chain.dist else ("", "")
+    pin = f"'{dist}=={version}'" if dist and version else chain.name
+    caught = all(lk.swallowed and not lk.swallowed.endswith(REPORTED) for lk in links) and \
+        _imported_fine(facts)
+    severity = Severity.WARNING if caught else None
+    tail = "; the package catches the failed import and runs without it" if caught else ""
+    if platform:
+        return OD418.finding(target, f"{target}: {links[0].problem}{tail}", evidence,
+                             fix=f"pip install --force-reinstall --no-deps {pin} with this "
+                             "machine's pip, without --platform or --python-version (it picks "
+                             f"the wheel for this machine), or build it here; the files here are "
+                             f"for {' / '.join(platform)}.", severity=severity)
+    fix = (f"pip install --force-reinstall --no-deps {pin} with this interpreter (its pip "
+           "picks the wheel for this Python)" if chain.dist else
+           "Rebuild/reinstall the package with this interpreter (python -m pip install "
+           "--force-reinstall .)") + ", or run the Python the files were built for."
+    return OD503.finding(target, f"{target}: {links[0].problem}{tail}", evidence, fix=fix,
+                         severity=severity)
 
 
 def _imported_fine(facts: Facts) -> bool:
@@ -849,6 +911,8 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     for hidden in facts.swallowed(res):
         if _hidden_optional(chain, hidden.target, hidden.error.message):
             continue
+        if any(lk.target == hidden.target and lk.other_builds for lk in chain.links):
+            continue  # only builds for another Python or platform are there: OD503 / OD418
         func = chain.called_later(hidden.target)
         other = _other_distribution(chain, hidden.error.type, hidden.error.message)
         if not other and hidden.error.type in ("ImportError", "ModuleNotFoundError") and \

@@ -15,7 +15,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.image import PF_X, PT_GNU_STACK
-from opdoctor.facts.inputfile import shared_libraries_under, sniff
+from opdoctor.facts.inputfile import is_shared_library, shared_libraries_under, sniff
 from opdoctor.model import Cause, Finding, Severity
 
 _LDSO = "glibc ld.so, dl-load.c"
@@ -292,8 +292,12 @@ def pure_python(facts: Facts) -> str:
     winner = chain.winner if chain is not None else None
     if chain is None or winner is None or winner.kind == "extension":
         return ""
-    if chain.extensions_on_disk or chain.libraries:
-        return ""
+    if chain.extensions_on_disk or chain.libraries or any(lk.other_builds
+                                                           for lk in chain.links):
+        return ""  # (a Windows .pyd or another Python's build is a compiled library too)
+    if any(is_shared_library(os.path.basename(p)) for p in chain.record_missing) or any(
+            lk.problem and lk.kind == "submodule" for lk in chain.links):
+        return ""  # a library its RECORD lists is gone, a module it imports is not there
     if winner.kind != "module" and shared_libraries_under(winner.path):
         return ""
     inventory = facts.compile_inventory

@@ -76,6 +76,42 @@ class Link:
     # function (torchaudio's `_load_lib("libtorchaudio_sox")` in `_import_sox_ext()`, run on
     # the SoX backend's first use): not part of the package's import.
     lazy: bool = False
+    # The builds of the module for other interpreters or platforms, when only those are there
+    # (file names): what `problem` says, for the check to tell which (built_for).
+    other_builds: list[str] = field(default_factory=list)
+
+
+_BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?:-(?P<plat>[\w-]+))?|cp(?P<cp>\d+)-"
+                        r"(?P<win>win\w*)|(?P<pypy>pypy\d+)[\w.-]*|abi3)\.(?P<ext>so|pyd)$")
+
+
+def built_for(name: str, this_suffix: str) -> list[str]:
+    """What an extension file name says it was built for, where this interpreter's suffix
+    (``.cpython-311-x86_64-linux-gnu.so``) says otherwise: ["CPython 3.12"], ["aarch64"],
+    ["musl libc"], ["Windows"], ["macOS"], ["PyPy"] — [] when the name tells nothing else."""
+    theirs, mine = _BUILD_TAG.search(name), _BUILD_TAG.search(this_suffix)
+    if theirs is None or mine is None:
+        return []
+    out = []
+    if theirs["ext"] == "pyd" or theirs["win"]:
+        out.append("Windows")
+    elif theirs["pypy"]:
+        out.append("PyPy")
+    elif theirs["plat"] and mine["plat"] and theirs["plat"] != mine["plat"]:
+        plat, here = theirs["plat"], mine["plat"]
+        if "darwin" in plat:
+            out.append("macOS")
+        else:
+            arch, _, libc = plat.partition("-linux-")
+            my_arch, _, my_libc = here.partition("-linux-")
+            if arch != my_arch:
+                out.append(arch)
+            if libc != my_libc and "musl" in libc:
+                out.append("musl libc")
+    py = theirs["py"] or theirs["cp"]
+    if py and mine["py"] and py != mine["py"]:
+        out.append(f"CPython {py[0]}.{py[1:]}")
+    return out
 
 
 @dataclass
@@ -1324,8 +1360,10 @@ def _globals(file: str, mtime_ns: int, size: int, known: Known) -> dict[str, obj
 
 def _other_builds_only(mod: str, names: list[str], suffixes: list[str]) -> str:
     """The problem of a module only other interpreters' builds of which are there (OD503)."""
-    return (f"no file for this interpreter: only {', '.join(names)} (this interpreter imports "
-            f"{mod}{suffixes[0]})")
+    what = sorted({w for n in names for w in built_for(n, suffixes[0])})
+    return (f"no file for this interpreter: only {', '.join(names)}"
+            + (f", built for {' / '.join(what)}" if what else "")
+            + f" (this interpreter imports {mod}{suffixes[0]})")
 
 
 @lru_cache(maxsize=64)
@@ -1365,6 +1403,7 @@ def _top_level_extension(file: str, line: int, seg: str, mod: str, top_dir: str,
     if mod in others:
         link = Link(file, line, "submodule", seg, mod, [], _swallow(handlers))
         link.problem = _other_builds_only(mod, others[mod], suffixes)
+        link.other_builds = list(others[mod])
         return [link]
     return []
 
@@ -1394,8 +1433,8 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
                            known)
         return out
     if not good and others:
-        link.problem = _other_builds_only(mod, [os.path.basename(o) for o in others],
-                                          suffixes)
+        link.other_builds = [os.path.basename(o) for o in others]
+        link.problem = _other_builds_only(mod, link.other_builds, suffixes)
     elif not good and os.path.isdir(os.path.join(pkg_dir, mod)):
         # A directory without __init__.py imports as a namespace subpackage (tensorflow_text's
         # core/ is one): importable, nothing to follow.
