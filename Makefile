@@ -901,6 +901,13 @@ BS4 := $(HFX)/bs4-4.12.3/.ready
 healthy: $(BS4)
 $(BS4): | $(VENV)/.installed
 	$(call pip_site,healthy-bs4-4.12.3,beautifulsoup4==4.12.3 soupsieve==2.6)
+# frozenlist and propcache: C accelerators over pure-Python versions their try/except keeps
+# (a class defined before the try; a handler importing the _py module): OD509 notes, not
+# warnings, statically (survey 12's P2). About 1 MB.
+ACCEL := $(HFX)/accelerators/.ready
+healthy: $(ACCEL)
+$(ACCEL): | $(VENV)/.installed
+	$(call pip_site,healthy-accelerators,frozenlist==1.8.0 propcache==0.5.4)
 # protobuf: google.protobuf is pure Python, and the distribution installs its compiled module
 # beside it (google/_upb/_message.abi3.so), which `import google.protobuf` does not load
 # (survey 11's P9; OD415 a note that names it). About 1.5 MB.

@@ -695,3 +695,39 @@ def test_pure_python_packages_are_checked_and_clean(capsys: pytest.CaptureFixtur
     assert f"opdoctor check {upb}" in note["fix"]
     res = cli(capsys, "check", "--static", str(upb))
     assert res.code == 0 and "No problem found." in res.out, res.out
+
+
+def test_a_c_accelerator_over_a_python_version_is_a_note_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """frozenlist 1.8.0 defines ``class FrozenList`` in Python, then ``try: from
+    ._frozenlist import FrozenList as CFrozenList … else: FrozenList = CFrozenList``;
+    propcache 0.5.4's handler imports ``._helpers_py`` instead. Both import their C
+    extension here, and ``--static`` reported warnings with a "✗ Cause 5" headline for them
+    (survey 12's P2). Such a try keeps a pure-Python version: a note. A try that replaces a
+    placeholder (``_C = None``) or whose handler only imports ``warnings`` still hides a
+    failed load: a warning."""
+    site = _site("accelerators")
+    real = _run(site, "import frozenlist, propcache._helpers as h\n"
+                "print(frozenlist.FrozenList.__module__, h.under_cached_property.__module__)")
+    assert real.returncode == 0 and real.stdout.split() == [
+        "frozenlist._frozenlist", "propcache._helpers_c"], real.stdout + real.stderr
+    for name in ("frozenlist", "propcache"):
+        res = cli(capsys, "check", "-f", "json", "--static", "--package", name,
+                  "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+        findings = res.json()["reports"][0]["findings"]
+        od509 = [f for f in findings if f["code"] == "OD509"]
+        assert od509 and {f["severity"] for f in od509} == {"info"}, findings
+        assert all("(a pure-Python fallback): nothing is lost but speed" in f["message"]
+                   for f in od509), od509
+        assert res.code == 0 and res.json()["reports"][0]["diagnosis"]["cause"] == 0
+    for init in ("_C = None\ntry:\n    from . import _C\nexcept ImportError:\n    pass\n",
+                 "try:\n    from . import _C\nexcept ImportError:\n    import warnings\n"
+                 "    warnings.warn('no C extension')\n"):
+        pkg = tmp_path / "hider"
+        pkg.mkdir(exist_ok=True)
+        (pkg / "__init__.py").write_text(init)
+        (pkg / f"_C{sysconfig.get_config_var('EXT_SUFFIX')}").write_bytes(b"")  # a bad build
+        res = cli(capsys, "check", "-f", "json", "--static", "--package", "hider",
+                  "--cwd", str(tmp_path))
+        od509 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD509"]
+        assert [f["severity"] for f in od509] == ["warning"], (init, od509)

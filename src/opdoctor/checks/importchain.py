@@ -25,7 +25,7 @@ from opdoctor.facts.pychain import (
     built_for,
     loader_calls,
 )
-from opdoctor.facts.pynames import from_package_import, module_bindings
+from opdoctor.facts.pynames import designed_fallback, from_package_import, module_bindings
 from opdoctor.facts.pyreg import describe
 from opdoctor.facts.requires import distributions_of, uninstalled_requirements
 from opdoctor.model import Cause, Finding, Severity
@@ -621,6 +621,16 @@ def run(facts: Facts) -> Iterator[Finding]:
                                     severity=Severity.INFO)
                 continue
             backup = "" if later or works else _fallback_import(link, chain)
+            designed = "" if later or works or backup or link.kind != "submodule" else \
+                designed_fallback(link.file, link.line, chain.name)
+            if designed:
+                # frozenlist, propcache, aiohttp: a C accelerator over a pure-Python version
+                # (the probe's retry says the same where the extension does import)
+                yield OD509.finding(link.target, f"{what} is inside `{link.swallowed}`; "
+                                    f"{designed} (a pure-Python fallback): nothing is lost but "
+                                    "speed", (where, f"handler: {link.swallowed}"),
+                                    severity=Severity.INFO)
+                continue
             if backup:
                 # rapidfuzz: `with suppress(ImportError): from .fuzz_cpp_avx2 import ratio`,
                 # then `from .fuzz_cpp import ratio`: a CPU-specific build tried first, the

@@ -127,3 +127,87 @@ def from_package_import(statement: str, file: str) -> tuple[str, list[str]] | No
 
 
 commandcache.register(module_bindings.cache_clear)  # keyed on the path alone
+
+
+def _innermost_try(body: list[ast.stmt], line: int) -> ast.Try | None:
+    """The innermost ``try`` whose body holds the statement at ``line``."""
+    found: ast.Try | None = None
+    for stmt in body:
+        end = getattr(stmt, "end_lineno", None) or stmt.lineno
+        if not stmt.lineno <= line <= end:
+            continue
+        if isinstance(stmt, ast.Try) and any(
+                s.lineno <= line <= (getattr(s, "end_lineno", None) or s.lineno)
+                for s in stmt.body):
+            found = stmt
+        for block in ("body", "orelse", "finalbody"):
+            inner = _innermost_try(getattr(stmt, block, []) or [], line)
+            found = inner or found
+        for handler in getattr(stmt, "handlers", []) or []:
+            found = _innermost_try(handler.body, line) or found
+    return found
+
+
+def designed_fallback(file: str, line: int, package: str) -> str:
+    """How the ``try`` around the import at ``line`` of ``file`` keeps a pure-Python version
+    when the import fails, or "": its handler imports another module of ``package`` instead
+    (propcache's ``except ImportError: from ._helpers_py import …``), or the ``try`` rebinds
+    a name the module defined before it (frozenlist's ``class FrozenList`` … ``else:
+    FrozenList = CFrozenList``; aiohttp's ``_serialize_headers``): an accelerator by
+    design."""
+    from opdoctor.facts.pyast import parse_file
+
+    tree = parse_file(file)
+    node = _innermost_try(tree.body, line) if tree is not None else None
+    if node is None:
+        return ""
+    top = package.split(".")[0]
+    for handler in node.handlers:
+        for stmt in handler.body:
+            # a module of the package itself (not `import warnings` to say it failed)
+            if isinstance(stmt, ast.ImportFrom) and stmt.module and (
+                    stmt.level or stmt.module.split(".")[0] == top):
+                return f"its handler imports {'.' * stmt.level}{stmt.module} instead"
+            if isinstance(stmt, ast.Import) and stmt.names[0].name.split(".")[0] == top:
+                return f"its handler imports {stmt.names[0].name} instead"
+    rebound: set[str] = set()
+    _walk([*node.body, *node.orelse], rebound)
+    before: set[str] = set()
+    assert tree is not None
+    _defined_before(tree.body, node.lineno, before)
+    same = sorted(rebound & before)
+    return f"it rebinds {same[0]}, which the module defined before it" if same else ""
+
+
+def _defined_before(body: list[ast.stmt], line: int, names: set[str]) -> None:
+    """The names the module defines before ``line`` as an implementation — a def, a class,
+    an import, an assignment of another name (``_serialize_headers =
+    _py_serialize_headers``) — in the statements that end before it and in the blocks that
+    hold it (``if not NO_EXTENSIONS:`` around frozenlist's ``try``). A placeholder (``_C =
+    None``) is no implementation: a ``try`` that replaces it hides a failed load."""
+    for stmt in body:
+        end = getattr(stmt, "end_lineno", None) or stmt.lineno
+        if end < line:
+            for inner in _module_statements(stmt):
+                if isinstance(inner, (ast.Assign, ast.AnnAssign)) and (
+                        inner.value is None or isinstance(inner.value, ast.Constant)):
+                    continue
+                _bound(inner, names)
+        elif stmt.lineno < line and not isinstance(
+                stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for block in ("body", "orelse", "finalbody"):
+                _defined_before(getattr(stmt, block, []) or [], line, names)
+
+
+def _module_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    """``stmt`` and the statements of its blocks that run with it (not function bodies)."""
+    out = [stmt]
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        for block in ("body", "orelse", "finalbody"):
+            for inner in getattr(stmt, block, []) or []:
+                out += _module_statements(inner)
+        for handler in getattr(stmt, "handlers", []) or []:
+            for inner in handler.body:
+                out += _module_statements(inner)
+    return out
+
