@@ -555,8 +555,9 @@ $(RPFX)/bcrypt-glibc/.ready: | $(VENV)/.installed
 	$(call pip_site,bcrypt-glibc,bcrypt==5.0.0)
 # Wheels for another platform or Python, as pip's --platform/--python-version install them
 # (OD418, OD503): orjson 3.13.0 for aarch64 and for Windows (its import fails), msgpack 1.2.4
-# for CPython 3.10 and for musl (its pure-Python fallback runs). About 4 MB in all.
-FOREIGN_WHEELS := orjson-aarch64 orjson-win msgpack-py310 msgpack-musl
+# for CPython 3.10 and for musl (its pure-Python fallback runs), regex for CPython 3.12
+# (imported as `from regex import _regex`). About 6 MB in all.
+FOREIGN_WHEELS := orjson-aarch64 orjson-win msgpack-py310 msgpack-musl regex-py312
 REALPKG_SO += $(FOREIGN_WHEELS:%=$(RPFX)/%/.ready)
 $(RPFX)/orjson-aarch64/.ready: | $(VENV)/.installed
 	$(call pip_site,orjson-aarch64,--platform manylinux2014_aarch64 --python-version 3.11 \
@@ -567,6 +568,9 @@ $(RPFX)/orjson-win/.ready: | $(VENV)/.installed
 $(RPFX)/msgpack-py310/.ready: | $(VENV)/.installed
 	$(call pip_site,msgpack-py310,--platform manylinux2014_x86_64 --python-version 3.10 \
 	  --implementation cp --abi cp310 msgpack==1.2.4)
+$(RPFX)/regex-py312/.ready: | $(VENV)/.installed
+	$(call pip_site,regex-py312,--platform manylinux2014_x86_64 --python-version 3.12 \
+	  --implementation cp --abi cp312 regex==2026.12.2)
 $(RPFX)/msgpack-musl/.ready: | $(VENV)/.installed
 	$(call pip_site,msgpack-musl,--platform musllinux_1_2_x86_64 --python-version 3.11 \
 	  --implementation cp --abi cp311 msgpack==1.2.4)

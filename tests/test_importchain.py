@@ -2155,3 +2155,21 @@ def test_many_notes_of_one_code_are_counted_not_each_printed(
     assert "+ 4 more OD507 warning(s) like these (tool3.py, tool4.py, tool5.py, … 1 more; " \
         "-v shows each)" in text, text
     assert cli(capsys, *args, "-v").out.count("  OD507 ") == 7
+
+
+def test_a_multi_line_import_is_one_line_of_evidence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """aiohttp's ``from ._http_parser import (  # type: ignore …`` over five lines was
+    evidence with raw newlines and its comment, cut mid-word (survey 12's P11): one line,
+    comment dropped, cut at a word."""
+    pkg = tmp_path / "multiline"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from ._speed import (  # type: ignore[import-not-found]\n"
+        "    alpha,\n    beta,\n)\n")
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "multiline",
+              "--cwd", str(tmp_path))
+    [od] = [f for f in res.json()["reports"][0]["findings"] if f["code"] in ("OD509", "OD510")
+            and f["evidence"]][:1]
+    line = od["evidence"][0]
+    assert line == "multiline/__init__.py:1: from ._speed import (alpha, beta,)", od

@@ -1029,6 +1029,8 @@ def test_a_musl_build_on_a_glibc_system_is_the_build_not_a_search_path(
     ("orjson-win", "orjson", "Windows", "OD418", False),
     ("msgpack-musl", "msgpack", "musl libc", "OD418", True),
     ("msgpack-py310", "msgpack", "CPython 3.10", "OD503", True),
+    # imported as `from regex import _regex` (an absolute import of its own submodule)
+    ("regex-py312", "regex", "CPython 3.12", "OD503", False),
 ])
 def test_a_wheel_for_another_platform_or_python_says_which(
         capsys: pytest.CaptureFixture[str], site_name: str, package: str, built: str,
@@ -1059,4 +1061,8 @@ def test_a_wheel_for_another_platform_or_python_says_which(
     if works:
         assert res.code == 0
     else:
-        assert res.code == 1 and rep["diagnosis"]["cause"] == 4, rep["diagnosis"]
+        assert res.code == 1 and rep["diagnosis"]["cause"] == int(code[2]), rep["diagnosis"]
+        assert rep["diagnosis"]["consequences"][code] == ["OD511"], rep["diagnosis"]
+    static = cli(capsys, "check", "-f", "json", "--static", "--package", package,
+                 "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+    assert code in {f["code"] for f in static.json()["reports"][0]["findings"]}

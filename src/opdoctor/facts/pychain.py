@@ -947,7 +947,9 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             here = os.path.join(here, mod)
         else:
             for a in node.names if node is not None else []:
-                if a.name != "*" and module_files(here, a.name, suffixes)[0]:
+                # a module of that name, or only builds of it for another Python or
+                # platform (regex's cp312 _regex under 3.11: OD503, not "not imported")
+                if a.name != "*" and any(module_files(here, a.name, suffixes)):
                     out += _submodule(file, lineno, seg, a.name, here, pkg, suffixes,
                                       handlers_now, depth, seen, top, known)
         return out

@@ -112,6 +112,10 @@ def _explains(root: Finding, f: Finding) -> bool:
         return bool(stem) and any(_soname_stem(lib) == stem for line in root.evidence
                                   if " installs: " in line
                                   for lib in line.split(" installs: ", 1)[1].split(", "))
+    if root.code == "OD406" and f.code == "OD508":
+        # the truncated library is the file whose hash no longer matches the RECORD
+        return any(line.startswith("changed since install") and line.endswith(
+            os.path.basename(root.subject)) for line in f.evidence)
     if root.code == "OD514":
         # a requirement not installed explains the import's failure on that very module, not
         # an earlier one (torchrec 1.9.2: fbgemm_gpu's library built for another torch)
