@@ -731,3 +731,29 @@ def test_a_c_accelerator_over_a_python_version_is_a_note_statically(
                   "--cwd", str(tmp_path))
         od509 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD509"]
         assert [f["severity"] for f in od509] == ["warning"], (init, od509)
+
+
+@pytest.mark.probe
+def test_a_requirement_only_first_use_needs_is_a_warning(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """tokenizers 0.23.3 installed without huggingface-hub (its one requirement, left out by
+    --no-deps): ``import tokenizers`` works, its first ``Tokenizer.from_pretrained`` fails
+    with "No module named 'huggingface_hub'" — and the check said nothing (survey 12's P8,
+    cryptography without cffi). Every unconditional requirement not installed is OD514 now: a
+    warning when the import does not reach it (what `pip check` says), exit 0."""
+    site = _site("tokenizers-0.23.3")
+    real = _run(site, "import tokenizers\nprint('imported')\n"
+                "tokenizers.Tokenizer.from_pretrained('bert-base-uncased')")
+    assert real.stdout.strip() == "imported", real.stderr
+    assert "ModuleNotFoundError: No module named 'huggingface_hub'" in real.stderr
+    for mode in ((), ("--static",)):
+        res = cli(capsys, "check", "-f", "json", *mode, "--package", "tokenizers",
+                  "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
+        findings = [f for r in res.json()["reports"] for f in r["findings"]]
+        od514 = [f for f in findings if f["code"] == "OD514"]
+        assert od514 and {f["severity"] for f in od514} == {"warning"}, findings
+        assert od514[0]["message"] == ("tokenizers 0.23.3 requires huggingface-hub>=0.16.4,"
+                                       "<3.0, which is not installed; its import does not "
+                                       "reach it (its first use may)"), od514[0]
+        assert od514[0]["fix"].startswith("pip install 'huggingface-hub>=0.16.4,<3.0'")
+        assert res.code == 0 and not [f for f in findings if f["severity"] == "error"]

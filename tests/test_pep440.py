@@ -44,3 +44,45 @@ def test_ordering_matches_packaging() -> None:
         assert pa is not None and pb is not None
         assert (pa.key(True) < pb.key(True)) == (Version(a) < Version(b)), (a, b)
         assert (pa.key(True) == pb.key(True)) == (Version(a) == Version(b)), (a, b)
+
+
+MARKERS = [
+    "platform_python_implementation != 'PyPy'",
+    "python_full_version >= '3.15' and platform_python_implementation != 'PyPy'",
+    "python_full_version < '3.11'",
+    "python_version < '3.12'",
+    "python_version >= '3.8' and python_version < '3.13'",
+    "sys_platform == 'linux' or sys_platform == 'darwin'",
+    "(sys_platform == 'win32' or python_version < '3.9') and os_name == 'posix'",
+    "platform_machine == 'x86_64' and implementation_name == 'cpython'",
+    "'linux' in sys_platform",
+    "'win' not in sys_platform",
+    "python_version == '3.11.*'",
+    "python_version ~= '3.10'",
+    "platform_system != \"Windows\"",
+    "extra == 'ssh'",
+    "python_version < '3.11' and extra == 'test'",
+]
+
+
+@pytest.mark.parametrize("marker", MARKERS)
+@pytest.mark.parametrize("python", ["3.8.10", "3.11.7", "3.15.0"])
+def test_markers_agree_with_packaging(marker: str, python: str) -> None:
+    from packaging.markers import Marker
+
+    from opdoctor.facts.pep440 import marker_holds
+
+    env = {"platform_system": "Linux", "sys_platform": "linux", "os_name": "posix",
+           "platform_machine": "x86_64", "platform_python_implementation": "CPython",
+           "implementation_name": "cpython", "implementation_version": python,
+           "python_version": python.rsplit(".", 1)[0], "python_full_version": python}
+    want = Marker(marker).evaluate({**env, "extra": ""})
+    assert marker_holds(marker, env) is want, (marker, python)
+
+
+def test_unknown_or_unreadable_markers_are_no_answer() -> None:
+    from opdoctor.facts.pep440 import marker_holds
+
+    assert marker_holds("platform_release >= '5'", {}) is None
+    assert marker_holds("python_version <", {"python_version": "3.11"}) is None
+    assert marker_holds("(python_version < '3.9'", {"python_version": "3.11"}) is None

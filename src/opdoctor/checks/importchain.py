@@ -197,7 +197,10 @@ OD514 = CodeDoc(
     "distribution requires is installed on the target interpreter's sys.path.",
     why="A --no-deps install, a hand-copied site-packages or a requirement uninstalled later "
     "leaves it out: 'import pkg' fails with \"No module named 'x'\" from a module of its own, "
-    "before any extension is loaded — found here without running the import.",
+    "before any extension is loaded — found here without running the import. A requirement "
+    "the import does not reach is a warning: `pip check` lists it, and a first use may need "
+    "it (cryptography without cffi imports; its Rust extension then fails on "
+    "'_cffi_backend'; tokenizers' from_pretrained on huggingface_hub).",
     example="pyproj 3.7.2's network.py:8: import certifi; certifi is not installed",
     fix="pip install '<requirement>' (the package's METADATA lists it, with its version "
     "specifier).",
@@ -833,9 +836,9 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
               uninstalled_requirements(chain.dist, chain.sys_path)}
     missing = facts.missing_imports if absent else []
     res = facts.probe_result() if missing and facts.options.probe else None
-    if res is not None and res.load_error is None and res.state is ProbeState.LOADED:
-        return  # the real import worked: something the static reading does not see
     reported: set[str] = set()
+    if res is not None and res.load_error is None and res.state is ProbeState.LOADED:
+        missing = []  # the real import worked: something the static reading does not see
     for file, line, module in missing:
         req = next((absent[d] for d in sorted(distributions_of(module)) if d in absent), None)
         if req is None or module in reported:
@@ -859,6 +862,33 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
                             fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
                             "--no-deps or partial install left it out)",
                             severity=Severity.WARNING if earlier else None)
+    yield from _requirements_for_later(facts, chain, absent, reported)
+
+
+def _requirements_for_later(facts: Facts, chain: ImportChain,
+                            absent: dict[str, tuple[str, str]], reported: set[str]
+                            ) -> Iterator[Finding]:
+    """OD514 as a warning: an unconditional requirement not installed that the import does not
+    reach — what `pip check` lists. cryptography without cffi imports, and its first use
+    fails in its Rust extension ("No module named '_cffi_backend'"; survey 12's P8)."""
+    res = facts.probe_result() if facts.options.probe else None
+    if res is not None and facts.swallowed(res):
+        return  # the probe saw a caught import fail: OD512 names the requirement there
+    done = {d for module in reported for d in distributions_of(module)}
+    pkg = " ".join(distribution(chain.dist)).strip()
+    for key, (name, spec) in sorted(absent.items()):
+        if key in done:
+            continue
+        yield OD514.finding(name, f"{pkg} requires {_pip_arg(name, spec).strip(chr(39))}, "
+                            "which is not installed; its import does not reach it (its first "
+                            "use may)",
+                            (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: "
+                             f"{name}{(' ' + spec) if spec else ''}",
+                             f"no {name} distribution on sys.path ({len(chain.sys_path)} "
+                             "entries); `pip check` lists it"),
+                            fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
+                            "--no-deps or partial install left it out)",
+                            severity=Severity.WARNING)
 
 
 def _partial_requirement(chain: ImportChain, kind: str, message: str) -> Finding | None:
@@ -946,9 +976,12 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                                               f"Requires-Dist: {', '.join(install)}, not "
                                               "installed"] if install else [])],
                             fix=fix)
+    told: set[tuple[str, str]] = set()  # polars: one failure, caught at 23 import sites
     for hidden in facts.swallowed(res):
-        if _hidden_optional(chain, hidden.target, hidden.error.message):
+        if _hidden_optional(chain, hidden.target, hidden.error.message) or \
+                (hidden.target, hidden.error.message) in told:
             continue
+        told.add((hidden.target, hidden.error.message))
         if any(lk.target == hidden.target and lk.other_builds for lk in chain.links):
             continue  # only builds for another Python or platform are there: OD503 / OD418
         func = chain.called_later(hidden.target)

@@ -141,3 +141,89 @@ def admits(specifier: str, version: str) -> bool | None:
         elif not holds:
             return False
     return verdict
+
+
+# ------------------------------------------------------------------ environment markers
+_MARKER_TOKEN = re.compile(r"""\s*(?:(?P<str>'[^']*'|"[^"]*")|(?P<op>===|==|!=|<=|>=|~=|<|>|"""
+                           r"""not\s+in\b|in\b)|(?P<word>and\b|or\b)|(?P<paren>[()])|"""
+                           r"""(?P<var>[a-z_][a-z0-9_.]*))""")
+_VERSION_VARS = {"python_version", "python_full_version", "implementation_version",
+                 "platform_release"}
+
+
+def marker_holds(marker: str, env: dict[str, str]) -> bool | None:
+    """Whether a PEP 508 environment marker holds for ``env`` (variable → value): True,
+    False, or None when it names a variable ``env`` lacks or cannot be read. Version
+    variables compare as versions, others as strings (``in`` a substring test, as PEP 508
+    says)."""
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    text = marker.strip()
+    while pos < len(text):
+        m = _MARKER_TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            return None
+        kind = m.lastgroup or ""
+        tokens.append((kind, " ".join(m.group(kind).split())))
+        pos = m.end()
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    try:
+        value, rest = _or(tokens, env)
+    except (IndexError, KeyError, ValueError):
+        return None
+    return value if not rest else None
+
+
+def _or(tokens: list[tuple[str, str]], env: dict[str, str]) -> tuple[bool | None, Any]:
+    left, tokens = _and(tokens, env)
+    while tokens and tokens[0] == ("word", "or"):
+        right, tokens = _and(tokens[1:], env)
+        left = True if left is True or right is True else \
+            None if left is None or right is None else False
+    return left, tokens
+
+
+def _and(tokens: list[tuple[str, str]], env: dict[str, str]) -> tuple[bool | None, Any]:
+    left, tokens = _atom(tokens, env)
+    while tokens and tokens[0] == ("word", "and"):
+        right, tokens = _atom(tokens[1:], env)
+        left = False if left is False or right is False else \
+            None if left is None or right is None else True
+    return left, tokens
+
+
+def _atom(tokens: list[tuple[str, str]], env: dict[str, str]) -> tuple[bool | None, Any]:
+    if tokens[0] == ("paren", "("):
+        value, rest = _or(tokens[1:], env)
+        if not rest or rest[0] != ("paren", ")"):
+            raise ValueError("unbalanced parentheses")
+        return value, rest[1:]
+    (lk, lv), (ok, op), (rk, rv) = tokens[:3]
+    if ok != "op":
+        raise ValueError(f"no operator in {tokens[:3]}")
+    var = lv if lk == "var" else rv if rk == "var" else ""
+    if var and var != "extra" and var not in env:
+        return None, tokens[3:]
+    left = env.get(lv, "") if lk == "var" else lv[1:-1]
+    right = env.get(rv, "") if rk == "var" else rv[1:-1]
+    if var == "extra":
+        return False, tokens[3:]  # an extra's requirement never applies unconditionally
+    return _compare(left, op, right, var in _VERSION_VARS), tokens[3:]
+
+
+def _compare(left: str, op: str, right: str, as_version: bool) -> bool | None:
+    if op == "in":
+        return left in right
+    if op == "not in":
+        return left not in right
+    if as_version and op != "===":
+        held = admits(f"{op}{right}", left) if not right.endswith(".*") or op in ("==", "!=") \
+            else None
+        if held is not None:
+            return held
+    if op == "==":
+        return left == right
+    if op == "!=":
+        return left != right
+    return None

@@ -102,28 +102,30 @@ def requirements(info: str, unconditional: bool = False) -> list[str]:
 
 # Marker variables that describe the machine (the same for every interpreter on it), with the
 # values PEP 508 gives them; others (python_version, extra) are not decided here.
-_MARKER = re.compile(r"""\s*(platform_system|sys_platform|os_name|platform_machine)\s*"""
-                     r"""(==|!=)\s*(['"])([^'"]*)\3\s*""")
-
-
 def machine_marker_holds(marker: str) -> bool:
-    """Whether an environment marker made only of this machine's variables compared with
-    ``==``/``!=`` and joined by ``and``/``or`` holds here; False for any other marker (an
-    extra, a Python version: not known to apply)."""
+    """Whether an environment marker holds for this machine and interpreter (PEP 508:
+    platform and Python variables, versions compared as versions); False when it names an
+    extra, a variable not known here, or cannot be read — "not known to apply"."""
+    from opdoctor.facts.pep440 import marker_holds
+
+    return marker_holds(marker, _marker_environment()) is True
+
+
+@functools.lru_cache(maxsize=1)
+def _marker_environment() -> dict[str, str]:
+    """PEP 508's variables for the interpreter opdoctor runs in (the target's, as a rule)."""
     import platform
 
-    values = {"platform_system": platform.system(), "sys_platform": sys.platform,
-              "os_name": os.name, "platform_machine": platform.machine()}
-    alternatives = []
-    for alt in re.split(r"\bor\b", marker):
-        terms = []
-        for term in re.split(r"\band\b", alt):
-            m = _MARKER.fullmatch(term.strip("() \t"))
-            if m is None:
-                return False
-            terms.append((values[m.group(1)] == m.group(4)) == (m.group(2) == "=="))
-        alternatives.append(all(terms))
-    return any(alternatives)
+    impl = sys.implementation
+    version = ".".join(map(str, impl.version[:3]))
+    if impl.version.releaselevel != "final":
+        version += impl.version.releaselevel[0] + str(impl.version.serial)
+    return {"platform_system": platform.system(), "sys_platform": sys.platform,
+            "os_name": os.name, "platform_machine": platform.machine(),
+            "platform_python_implementation": platform.python_implementation(),
+            "implementation_name": impl.name, "implementation_version": version,
+            "python_version": ".".join(map(str, sys.version_info[:2])),
+            "python_full_version": platform.python_version()}
 
 
 @functools.lru_cache(maxsize=64)

@@ -112,6 +112,9 @@ def _explains(root: Finding, f: Finding) -> bool:
         return bool(stem) and any(_soname_stem(lib) == stem for line in root.evidence
                                   if " installs: " in line
                                   for lib in line.split(" installs: ", 1)[1].split(", "))
+    if root.code == "OD328" and f.code == "OD327":
+        # a NumPy-1 build that requires numpy<2: the same pairing, said twice (pandas 2.1.4)
+        return f.subject.lower() == "numpy"
     if root.code == "OD406" and f.code == "OD508":
         # the truncated library is the file whose hash no longer matches the RECORD
         return any(line.startswith("changed since install") and line.endswith(
