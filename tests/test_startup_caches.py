@@ -280,17 +280,20 @@ sys.stdout.write(repr(out))
 '''
 
 
+def _dump_dataclasses(mode: str, cache: Path, code: str = _DATACLASS_CODE) -> str:
+    """The methods of opdoctor's dataclasses, canonicalised, as a child built them in
+    ``mode`` (plain / cached / shipped) with ``cache`` as its XDG_CACHE_HOME."""
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(cache),
+           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE, "PYTHONHASHSEED": "0"}
+    return subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True,
+                          env=env, timeout=120, check=True).stdout
+
+
 def test_cached_dataclass_methods_are_the_ones_exec_compiles(tmp_path: Path) -> None:
     """opdoctor.cli.dccache: with a cold cache, a warm one and a corrupt one, every method
     dataclasses generates for opdoctor's classes has exactly the code it has without it."""
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin",
-           "XDG_CACHE_HOME": str(tmp_path),
-           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE, "PYTHONHASHSEED": "0"}
-
     def dump(mode: str) -> str:
-        p = subprocess.run([sys.executable, "-c", _DATACLASS_CODE, mode], capture_output=True,
-                           text=True, env=env, timeout=120, check=True)
-        return p.stdout
+        return _dump_dataclasses(mode, tmp_path)
 
     n, _, plain = dump("plain").partition(" ")
     assert int(n) > 50  # dataclass methods of opdoctor's classes compared
@@ -308,23 +311,14 @@ def test_shipped_dataclass_methods_are_the_ones_exec_compiles(tmp_path: Path) ->
     empty cache directory, takes every method of opdoctor's classes from it, compiles
     nothing and reads no disk cache, and each method's code is the one exec compiles (its
     file and line numbers aside: the table's code is compiled in its own file)."""
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(tmp_path),
-           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE, "PYTHONHASHSEED": "0"}
-
-    def dump(mode: str) -> str:
-        p = subprocess.run([sys.executable, "-c", _DATACLASS_CODE, mode], capture_output=True,
-                           text=True, env=env, timeout=120, check=True)
-        return p.stdout
-
-    n, _, shipped = dump("shipped").partition(" ")
+    n, _, shipped = _dump_dataclasses("shipped", tmp_path).partition(" ")
     assert int(n) > 50
     assert shipped.startswith("False"), shipped[:80]  # nothing compiled, no disk cache read
     assert not list((tmp_path / "opdoctor").glob("dataclasses-*.marshal"))
     # "plain" canonicalises with file and line; compare the same fields both ways
-    p = subprocess.run([sys.executable, "-c", _DATACLASS_CODE.replace(
-        'sys.argv[1] == "shipped" else', 'sys.argv[1] in ("shipped", "plain") else'), "plain"],
-        capture_output=True, text=True, env=env, timeout=120, check=True)
-    assert p.stdout == f"{n} True{shipped[len('False'):]}"
+    plain = _dump_dataclasses("plain", tmp_path, _DATACLASS_CODE.replace(
+        'sys.argv[1] == "shipped" else', 'sys.argv[1] in ("shipped", "plain") else'))
+    assert plain == f"{n} True{shipped[len('False'):]}"
 
 
 def test_the_shipped_table_is_current() -> None:

@@ -176,20 +176,22 @@ def marker_holds(marker: str, env: dict[str, str]) -> bool | None:
 
 
 def _or(tokens: list[tuple[str, str]], env: dict[str, str]) -> tuple[bool | None, Any]:
-    left, tokens = _and(tokens, env)
-    while tokens and tokens[0] == ("word", "or"):
-        right, tokens = _and(tokens[1:], env)
-        left = True if left is True or right is True else \
-            None if left is None or right is None else False
-    return left, tokens
+    return _joined(tokens, env, "or")
 
 
-def _and(tokens: list[tuple[str, str]], env: dict[str, str]) -> tuple[bool | None, Any]:
-    left, tokens = _atom(tokens, env)
-    while tokens and tokens[0] == ("word", "and"):
-        right, tokens = _atom(tokens[1:], env)
-        left = False if left is False or right is False else \
-            None if left is None or right is None else True
+def _joined(tokens: list[tuple[str, str]], env: dict[str, str], word: str
+            ) -> tuple[bool | None, Any]:
+    """Terms joined by ``word`` ("or" of "and"-groups, "and" of atoms), three-valued: a known
+    True decides an "or", a known False an "and", else an unknown term leaves None."""
+    def inner(part: list[tuple[str, str]]) -> tuple[bool | None, Any]:
+        return _joined(part, env, "and") if word == "or" else _atom(part, env)
+
+    decides = word == "or"
+    left, tokens = inner(tokens)
+    while tokens and tokens[0] == ("word", word):
+        right, tokens = inner(tokens[1:])
+        left = decides if decides in (left, right) else \
+            None if left is None or right is None else not decides
     return left, tokens
 
 

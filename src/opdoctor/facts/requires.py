@@ -13,7 +13,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from opdoctor.facts.pkgdir import (
     distribution,
@@ -108,14 +108,35 @@ def uninstalled_requirements(info: str, dirs: Iterable[str]) -> list[tuple[str, 
     if not wanted:
         return []
     installed: set[str] = set()
-    for entry in {*dirs, os.path.dirname(info)}:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
+    for _entry, names in _listings({*dirs, os.path.dirname(info)}):
         installed |= {normalized(distribution(n)[0]) for n in names
                       if n.endswith((".dist-info", ".egg-info"))}
-    return [(w, spec) for w, spec in wanted if normalized(w) not in installed]
+    absent = [(w, spec) for w, spec in wanted if normalized(w) not in installed]
+    # A module of that name provided by another distribution satisfies the import, if not
+    # pip: tensorflow-text requires tensorflow, and tensorflow-cpu installs `tensorflow`.
+    return [(w, spec) for w, spec in absent if not _module_present(w, [*dirs])]
+
+
+def _listings(dirs: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
+    """(entry, its file names) of each sys.path entry that can be listed ("" is the cwd)."""
+    for entry in dirs:
+        try:
+            yield entry, os.listdir(entry or ".")
+        except OSError:
+            continue
+
+
+def _module_present(requirement: str, dirs: list[str]) -> bool:
+    """Whether a top-level module named like ``requirement`` (``huggingface-hub`` →
+    ``huggingface_hub``) is a package directory or module file in one of ``dirs``."""
+    module = re.sub(r"[-.]+", "_", requirement).lower()
+    for entry, names in _listings(dirs):
+        for n in names:
+            stem = n.split(".", 1)[0].lower()
+            if stem == module and (n == stem or n.endswith((".py", ".so", ".pyd"))
+                                   or os.path.isdir(os.path.join(entry or ".", n))):
+                return True
+    return False
 
 
 def _tokens(name: str) -> set[str]:
@@ -182,11 +203,7 @@ def _first_installed(name: str, dirs: Iterable[str]) -> tuple[str, str] | None:
     """(version, directory) of the first distribution called ``name`` on ``dirs``, in order,
     as importlib.metadata finds it."""
     want = normalized(name)
-    for entry in dirs:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
+    for entry, names in _listings(dirs):
         for n in names:
             if n.endswith((".dist-info", ".egg-info")):
                 dist, version = distribution(n)
