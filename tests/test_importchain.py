@@ -2182,3 +2182,41 @@ def test_a_multi_line_import_is_one_line_of_evidence(
             and f["evidence"]][:1]
     line = od["evidence"][0]
     assert line == "multiline/__init__.py:1: from ._speed import (alpha, beta,)", od
+
+
+def test_names_bound_by_relative_imports_and_guarded_optional_modules_are_no_fault(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 13's false alarms (errors, exit 1, on working packages): transformers'
+    ``utils/hub.py`` runs ``from . import __version__`` where ``utils/__init__.py`` binds it
+    by ``from .. import __version__``; datasets' ``from . import _tqdm`` where it is ``from .
+    import tqdm as _tqdm``; Cython imports its optional pgen ``Parser`` module in a method,
+    under ``except ImportError: raise RuntimeError(…)``. Names a relative import binds are the
+    package's attributes, and a module guarded by an ImportError handler (whatever the
+    handler does) is optional. An unguarded import of a missing module inside a function is
+    a warning: it fails when the function is called."""
+    import sys
+
+    site = tmp_path / "site"
+    _write(site, {
+        "relbind/__init__.py": "__version__ = '1.0'\nfrom .utils import hub\n"
+                               "from . import gram\n",
+        "relbind/utils/__init__.py": "from .. import __version__\n"
+                                     "from . import tqdm as _tqdm\n",
+        "relbind/utils/tqdm.py": "BAR = 1\n",
+        "relbind/utils/hub.py": "from . import __version__, _tqdm\n",
+        "relbind/gram.py": "def parse(formal):\n    if formal:\n        try:\n"
+                           "            from .Parser import tree\n        except ImportError:\n"
+                           "            raise RuntimeError('needs the compiled grammar')\n"
+                           "\n\ndef later():\n    from . import absent_helper\n"})
+    ran = subprocess.run([sys.executable, "-c", "import relbind.utils.hub as h; "
+                          "print(h.__version__, h._tqdm.BAR)"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(site)})
+    assert ran.stdout.split() == ["1.0", "1"], ran.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "relbind",
+              "--env", f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    findings = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD510"]
+    assert [(f["subject"], f["severity"]) for f in findings] == [
+        ("relbind.absent_helper", "warning")], findings
+    assert findings[0]["message"].endswith("(in later(): when it is called)")
+    assert res.code == 0

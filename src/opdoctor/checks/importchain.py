@@ -25,7 +25,12 @@ from opdoctor.facts.pychain import (
     built_for,
     loader_calls,
 )
-from opdoctor.facts.pynames import designed_fallback, from_package_import, module_bindings
+from opdoctor.facts.pynames import (
+    designed_fallback,
+    from_package_import,
+    import_guarded,
+    module_bindings,
+)
 from opdoctor.facts.pyreg import describe
 from opdoctor.facts.requires import distributions_of, uninstalled_requirements
 from opdoctor.model import Cause, Finding, Severity
@@ -219,8 +224,12 @@ def _optional(link: Link) -> bool:
     reported where it is loaded (OD510 for a load path, OD505/OD506 for the package)."""
     mod = link.target.rsplit(".", 1)[-1]
     # `_C` is what cpp_extension names the extension itself: its absence is never optional.
-    return link.kind == "submodule" and bool(link.swallowed) and \
-        link.problem.startswith("no module ") and not mod.startswith("_C")
+    # In a function, a handler that raises a clear error of its own guards it as much as one
+    # that swallows it (Cython's optional pgen Parser module, used by one option); at module
+    # level such a handler makes the import fail (pyzstd's `raise ImportError(…)`).
+    return link.kind == "submodule" and link.problem.startswith("no module ") and \
+        not mod.startswith("_C") and (bool(link.swallowed) or (
+            bool(link.function) and import_guarded(link.file, link.line)))
 
 
 def _lost_its_init(path: str) -> bool:
@@ -594,7 +603,13 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 "not exist", (where,))
         elif link.problem and link.kind == "submodule" and not _optional(link) and \
                 not link.checked and not link.fallback and not _package_attribute(link):
-            yield OD510.finding(link.target, f"{link.target}: {link.problem}", (where,))
+            # Inside a function it runs when that is called; beside a working import it is a
+            # branch the import did not take: worth knowing, not the verdict.
+            not_now = bool(link.function) or _imported_fine(facts)
+            yield OD510.finding(link.target, f"{link.target}: {link.problem}"
+                                + (f" (in {link.function}(): when it is called)"
+                                   if link.function else ""), (where,),
+                                severity=Severity.WARNING if not_now else None)
         if link.swallowed and not link.swallowed.endswith(REPORTED) and \
                 not _optional(link) and _leads_to_compiled(link):
             # A load's target is its argument's text: a variable (z3's `ctypes.CDLL(d)` in a

@@ -53,7 +53,12 @@ def _bound(stmt: ast.stmt, names: set[str]) -> bool:
             return True
         if stmt.module is None and stmt.level >= 1:
             # `from . import X`: X is a submodule (or a name some other statement bound):
-            # this statement binds it only when that submodule exists.
+            # this statement binds it only when that submodule exists. What it binds under
+            # another name (`from . import tqdm as _tqdm`, datasets) or takes from a parent
+            # package (`from .. import __version__`, transformers' utils) is bound once the
+            # module has run (a missing one fails this statement, reported where it stands).
+            names.update(a.asname or a.name for a in stmt.names
+                         if stmt.level >= 2 or (a.asname and a.asname != a.name))
             return False
         names.update(a.asname or a.name for a in stmt.names)
     elif isinstance(stmt, ast.Import):
@@ -210,4 +215,26 @@ def _module_statements(stmt: ast.stmt) -> list[ast.stmt]:
             for inner in handler.body:
                 out += _module_statements(inner)
     return out
+
+
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def import_guarded(file: str, line: int) -> bool:
+    """Whether the statement at ``line`` of ``file`` is inside a ``try`` whose handler catches
+    ImportError (or a bare ``except``), whatever the handler does: an optional module the
+    package answers for itself (Cython's ``except ImportError: raise RuntimeError("Formal
+    grammar can only be used with compiled Cython …")``)."""
+    from opdoctor.facts.pyast import parse_file
+
+    tree = parse_file(file)
+    node = _innermost_try(tree.body, line) if tree is not None else None
+    if node is None:
+        return False
+    for handler in node.handlers:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if handler.type is None or any(
+                isinstance(k, ast.Name) and k.id in _IMPORT_ERRORS for k in kinds):
+            return True
+    return False
 
