@@ -30,6 +30,7 @@ from opdoctor.facts.pynames import (
     from_package_import,
     import_guarded,
     module_bindings,
+    one_line,
 )
 from opdoctor.facts.pyreg import describe
 from opdoctor.facts.requires import distributions_of, uninstalled_requirements
@@ -593,7 +594,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     other_python: dict[str, list[str]] = {}  # one OD503 per module, however many import it
     for link in chain.links:
         # one line: a parenthesised multi-line import kept its newlines and comments
-        where = f"{_rel(link.file, chain)}:{link.line}: {_one_line(link.text)}"
+        where = f"{_rel(link.file, chain)}:{link.line}: {one_line(link.text, 120)}"
         if link.problem.startswith("no file for this interpreter"):
             other_python.setdefault(link.target, []).append(where)  # reported after the walk
         elif link.problem and link.kind in ("load_library", "cdll") and "does not exist" in \
@@ -614,7 +615,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                 not _optional(link) and _leads_to_compiled(link):
             # A load's target is its argument's text: a variable (z3's `ctypes.CDLL(d)` in a
             # loop over candidate paths) is no module; the statement names what is loaded.
-            what = f"the load `{_one_line(link.text)}`" if link.kind in \
+            what = f"the load `{one_line(link.text, 120)}`" if link.kind in \
                 ("cdll", "load_library") else f"the import of {link.target}"
             later = link.kind == "submodule" and link.function
             works = not later and link.target in retried_fine
@@ -770,33 +771,6 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
            "--force-reinstall .)") + ", or run the Python the files were built for."
     return OD503.finding(target, f"{target}: {links[0].problem}{tail}", evidence, fix=fix,
                          severity=severity)
-
-
-def _one_line(statement: str, limit: int = 120) -> str:
-    """A statement as one line: comments dropped, whitespace runs made one space, cut at a
-    word with "…" (aiohttp's ``from ._http_parser import (  # type: ignore …`` was cut
-    mid-word with its newlines)."""
-    text = " ".join(_without_comments(statement).split())
-    text = text.replace("( ", "(").replace(" )", ")")
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0] + " …"
-
-
-def _without_comments(source: str) -> str:
-    """``source`` without its ``#`` comments (a ``#`` inside a string stays); unchanged when
-    it does not tokenize."""
-    if "#" not in source:
-        return source
-    import io
-    import tokenize
-
-    try:
-        tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)
-                  if t.type != tokenize.COMMENT]
-        return tokenize.untokenize(tokens)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return source
 
 
 def _imported_fine(facts: Facts) -> bool:

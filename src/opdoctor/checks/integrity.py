@@ -15,7 +15,7 @@ from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.image import PF_X, PT_GNU_STACK
-from opdoctor.facts.inputfile import is_shared_library, shared_libraries_under, sniff
+from opdoctor.facts.inputfile import is_shared_library, sniff
 from opdoctor.model import Cause, Finding, Severity
 
 _LDSO = "glibc ld.so, dl-load.c"
@@ -257,14 +257,11 @@ def not_elf_fix(what: str, head: bytes) -> str | None:
 def _musl_finding(facts: Facts) -> Finding:
     """OD417, with the wheel's tag and the reinstall command when the file belongs to an
     installed distribution."""
-    needed = [str(n) for n in facts.image.tags.get("DT_NEEDED", [])]
-    libc = next(n for n in needed if n.startswith(("libc.musl-", "ld-musl-")))
+    libc = facts.foreign_libc
     glibc = ".".join(map(str, facts.host.glibc or ()))
     evidence = [f"DT_NEEDED: {libc}", f"this host: glibc {glibc}"]
     fix = OD417.fix
-    from opdoctor.facts.requires import owning_dist  # a package's RECORD: only here
-
-    owner = owning_dist(facts.path)
+    owner = facts.installed_by
     if owner is not None:
         info = owner[0]
         from opdoctor.facts.pkgdir import distribution
@@ -298,7 +295,7 @@ def pure_python(facts: Facts) -> str:
     if any(is_shared_library(os.path.basename(p)) for p in chain.record_missing) or any(
             lk.problem and lk.kind == "submodule" for lk in chain.links):
         return ""  # a library its RECORD lists is gone, a module it imports is not there
-    if winner.kind != "module" and shared_libraries_under(winner.path):
+    if winner.kind != "module" and facts.shared_libraries_under(winner.path):
         return ""
     inventory = facts.compile_inventory
     if inventory.ops or inventory.python:
@@ -347,7 +344,10 @@ def run(facts: Facts) -> Iterator[Finding]:
     """Yield integrity findings for the target; stop at the first fault that blocks loading.
     A package target gets here only when it is pure Python: the note that says so."""
     if facts.is_package_dir:
-        yield _pure_python_finding(facts, pure_python(facts))
+        # `applies` let only a pure-Python package through (its walk is not done again)
+        chain = facts.chain
+        module = chain is not None and chain.winner is not None and chain.winner.kind == "module"
+        yield _pure_python_finding(facts, "Python module" if module else "Python package")
         return
     path, size = facts.path, facts.file.size
     st = facts.structure

@@ -193,19 +193,19 @@ class Facts:
         if st.header.e_type != 3 or st.image.is_pie_executable:
             return "the file is not a shared library"
         if self.foreign_libc:
-            return f"the file is built for {self.foreign_libc}, this host's C library is glibc"
+            return "the file is built for musl libc, this host's C library is glibc"
         return ""
 
     @cached_property
     def foreign_libc(self) -> str:
-        """"musl libc" when the file links musl's C library (a musllinux wheel, an Alpine
-        build) and this host runs glibc: no search path makes it load here; "" otherwise."""
+        """The musl C library the file links (``libc.musl-x86_64.so.1``: a musllinux wheel,
+        an Alpine build) when this host runs glibc — no search path makes it load here; ""
+        otherwise."""
         st = self.structure
         if st.image is None or self.host.glibc is None:
             return ""
         needed = [str(n) for n in st.image.tags.get("DT_NEEDED", [])]
-        return "musl libc" if any(n.startswith(("libc.musl-", "ld-musl-")) for n in needed) \
-            else ""
+        return next((n for n in needed if n.startswith(("libc.musl-", "ld-musl-"))), "")
 
     @cached_property
     def interpreter(self) -> Interpreter | None:

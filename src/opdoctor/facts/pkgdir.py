@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import sys
+from collections.abc import Iterable
 
 from opdoctor.facts import commandcache
 
@@ -169,3 +170,17 @@ def top_levels(info: str, record: bool = True) -> set[str]:
 
 # Keyed on directories alone: what they hold is read again by the next command.
 commandcache.register(_namespace_dir.cache_clear, sibling_packages.cache_clear)
+
+
+def importable(name: str, sys_path: Iterable[str], suffixes: list[str], cwd: str) -> bool:
+    """Whether ``import name`` finds something on ``sys_path`` (a package, a namespace
+    portion, a module or an extension) or is built into the interpreter."""
+    if name in sys.builtin_module_names or name in sys.stdlib_module_names:
+        return True
+    for entry in sys_path:
+        base = entry or cwd
+        if os.path.isdir(os.path.join(base, name)) or any(
+                os.path.isfile(os.path.join(base, name + suf)) for suf in suffixes):
+            return True
+    return False
+

@@ -25,6 +25,7 @@ from functools import lru_cache
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint, tick
 from opdoctor.facts.inputfile import is_shared_library
+from opdoctor.facts.pkgdir import importable
 
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
@@ -1631,19 +1632,6 @@ def _unguarded_imports(body: list[ast.stmt]) -> list[tuple[int, str]]:
     return out
 
 
-def _importable(name: str, sys_path: Sequence[str], suffixes: list[str], cwd: str) -> bool:
-    """Whether ``import name`` finds something on ``sys_path`` (a package, a namespace
-    portion, a module or an extension) or is built into the interpreter."""
-    if name in sys.builtin_module_names or name in sys.stdlib_module_names:
-        return True
-    for entry in sys_path:
-        base = entry or cwd
-        if os.path.isdir(os.path.join(base, name)) or any(
-                os.path.isfile(os.path.join(base, name + suf)) for suf in suffixes):
-            return True
-    return False
-
-
 def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple[str, int, str]]:
     """(file, line, top-level name) of the unconditional imports of other distributions
     that the package's import runs — in ``__init__.py`` and in each of its own modules that
@@ -1665,7 +1653,7 @@ def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple
         parsed = _source(file)
         for line, name in _unguarded_imports(parsed.tree.body) if parsed else []:
             if name not in found:
-                found[name] = _importable(name, chain.sys_path, suffixes, cwd)
+                found[name] = importable(name, chain.sys_path, suffixes, cwd)
             if not found[name]:
                 out.append((file, line, name))
     return out

@@ -238,3 +238,32 @@ def import_guarded(file: str, line: int) -> bool:
             return True
     return False
 
+
+def one_line(statement: str, limit: int = 0, comments: bool = False) -> str:
+    """A statement as one line: whitespace runs and backslash continuations made one space (a
+    parenthesised import over 25 lines, pyzstd's), ``#`` comments dropped unless
+    ``comments`` (aiohttp's ``from ._http_parser import (  # type: ignore …``); with
+    ``limit``, cut at a word with "…" rather than in the middle of a name."""
+    text = statement if comments else _without_comments(statement)
+    text = " ".join(text.replace("\\\n", " ").split())
+    text = text.replace("( ", "(").replace(" )", ")")
+    if not limit or len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def _without_comments(source: str) -> str:
+    """``source`` without its ``#`` comments (a ``#`` inside a string stays); unchanged when
+    it does not tokenize."""
+    if "#" not in source:
+        return source
+    import io
+    import tokenize
+
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if t.type != tokenize.COMMENT]
+        return tokenize.untokenize(tokens)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source
+

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 
 from opdoctor.facts.pkgdir import (
     distribution,
+    importable,
     machine_marker_holds,
     normalized,
     requirement_rows,
@@ -114,7 +115,11 @@ def uninstalled_requirements(info: str, dirs: Iterable[str]) -> list[tuple[str, 
     absent = [(w, spec) for w, spec in wanted if normalized(w) not in installed]
     # A module of that name provided by another distribution satisfies the import, if not
     # pip: tensorflow-text requires tensorflow, and tensorflow-cpu installs `tensorflow`.
-    return [(w, spec) for w, spec in absent if not _module_present(w, [*dirs])]
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    suffixes = [".py", *EXTENSION_SUFFIXES]
+    return [(w, spec) for w, spec in absent
+            if not importable(re.sub(r"[-.]+", "_", w).lower(), [*dirs], suffixes, ".")]
 
 
 def _listings(dirs: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
@@ -124,19 +129,6 @@ def _listings(dirs: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
             yield entry, os.listdir(entry or ".")
         except OSError:
             continue
-
-
-def _module_present(requirement: str, dirs: list[str]) -> bool:
-    """Whether a top-level module named like ``requirement`` (``huggingface-hub`` →
-    ``huggingface_hub``) is a package directory or module file in one of ``dirs``."""
-    module = re.sub(r"[-.]+", "_", requirement).lower()
-    for entry, names in _listings(dirs):
-        for n in names:
-            stem = n.split(".", 1)[0].lower()
-            if stem == module and (n == stem or n.endswith((".py", ".so", ".pyd"))
-                                   or os.path.isdir(os.path.join(entry or ".", n))):
-                return True
-    return False
 
 
 def _tokens(name: str) -> set[str]:

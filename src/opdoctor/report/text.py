@@ -245,7 +245,9 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
 def _one_line(statement: str) -> str:
     """A statement as one line: a parenthesised import over 25 lines (pyzstd's) is shown
     with its whitespace collapsed, not cut in the middle of a name."""
-    return " ".join(statement.replace("\\\n", " ").split()).replace("( ", "(").replace(" )", ")")
+    from opdoctor.facts.pynames import one_line  # here: ast, only when a chain is shown
+
+    return one_line(statement, comments=True)
 
 
 def compile_line(op: dict[str, Any]) -> str:
