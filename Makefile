@@ -849,7 +849,9 @@ readme: venv
 # Regenerate the start-up table of dataclass methods for this Python
 # (src/opdoctor/_startup/dataclasses_pyXY.py; tests/test_startup_caches.py checks it is current).
 startup-tables: venv
+	$(MAKE) -j$(NPROC) reference
 	$(PY) native/gen_startup.py
+	$(PY) native/gen_startup.py --regex
 
 # ---------------------------------------------------------------- MPICH for the fleet's mpirun test
 # A real mpirun (MPICH's Hydra, from the mpich wheel: 9 MB, no compiler, no system package) so

@@ -65,9 +65,12 @@ def cores() -> int:
 
 def wall_cold(cmd: Sequence[str], keep_schemas: bool = False) -> float:
     """Seconds one run of ``cmd`` takes with an empty opdoctor cache (a fresh
-    ``$XDG_CACHE_HOME``): what the first run on a machine sees. ``keep_schemas``: the op-schema
-    verdicts (computed by importing torch once per torch install, ``OPDOCTOR_CACHE_DIR``)
-    stay where they are — the first run after an upgrade of opdoctor."""
+    ``$XDG_CACHE_HOME``): what the first run on a machine sees. ``keep_schemas``: what an
+    upgrade of opdoctor leaves valid stays — the op-schema verdicts (computed by importing
+    torch once per torch install, ``OPDOCTOR_CACHE_DIR``) and the parsed configuration files
+    (``config-*``, keyed by each file's identity, not by opdoctor's code): the first run after
+    an upgrade."""
+    import shutil
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="opdoctor-cold-") as cache:
@@ -76,6 +79,11 @@ def wall_cold(cmd: Sequence[str], keep_schemas: bool = False) -> float:
             base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
             extra["OPDOCTOR_CACHE_DIR"] = os.environ.get("OPDOCTOR_CACHE_DIR") or \
                 os.path.join(base, "opdoctor")
+            kept = os.path.join(base, "opdoctor")
+            os.makedirs(os.path.join(cache, "opdoctor"))
+            for name in os.listdir(kept) if os.path.isdir(kept) else ():
+                if name.startswith("config-"):
+                    shutil.copy2(os.path.join(kept, name), os.path.join(cache, "opdoctor"))
         return wall(cmd, extra)
 
 

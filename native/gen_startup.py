@@ -12,7 +12,14 @@ every method compiled. The texts are the keys: a class changed without running t
 only compiles its methods at run time again (and ``tests/test_startup_caches.py`` fails,
 naming this command).
 
-``--check`` exits 1 when the file differs from what this interpreter would write.
+It also writes ``src/opdoctor/_startup/regex-check-pyXY.marshal``: the SRE opcodes of every
+regex a first ``opdoctor check --static`` compiles (~15 ms of its time), on the reference
+operator (``make reference``) alone and in its package, in each output format, keyed by
+``opdoctor.explain.recache.compiler_key`` (``opdoctor.cli.rxcache`` serves it to interpreters
+with the same key). Patterns built from a run's data (a path) are left out.
+
+``--check`` exits 1 when a file differs from what this interpreter would write (for the regex
+table: another key, or another set of patterns).
 """
 
 from __future__ import annotations
@@ -95,16 +102,106 @@ def render(texts: list[str]) -> str:
     return "\n".join(lines)
 
 
+REGEX_OUT = SRC / "_startup" / f"regex-check-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
+REFERENCE = ROOT / "build" / "myop" / "libmyop.so"
+PACKAGE = ROOT / "build" / "pkg" / "myop"
+# One cold run each: the driver turns the shipped table off, so the run's disk cache gets
+# every pattern the command compiles (what rxcache.save stores).
+DRIVER = ("import sys\nfrom opdoctor.cli import rxcache\nrxcache.SHIPPED = ''\n"
+          "from opdoctor.cli import main\nsys.argv[0] = 'opdoctor'\nmain()\n")
+
+
+def _regex_runs() -> list[list[str]]:
+    lib = str(REFERENCE)
+    return [["check", "--static", lib], ["check", "--static", "-f", "json", lib],
+            ["check", "--static", "-f", "sarif", lib], ["check", "--static", "-f", "junit", lib],
+            ["check", "--static", "-f", "github", lib],
+            ["check", "--static", str(PACKAGE / "libmyop.so")], ["check", "--static", str(PACKAGE)]]
+
+
+def regex_entries() -> list[Any]:
+    """What cold static checks of the reference operator compile, as rxcache stores it."""
+    import os
+    import subprocess
+    import tempfile
+
+    from opdoctor import cachefile
+
+    if not REFERENCE.exists():
+        raise SystemExit(f"{REFERENCE.relative_to(ROOT)} is missing: run `make reference`")
+    found: dict[tuple[Any, int], Any] = {}
+    for args in _regex_runs():
+        with tempfile.TemporaryDirectory(prefix="opdoctor-gen-") as cache:
+            env = {**os.environ, "XDG_CACHE_HOME": cache, "PYTHONPATH": str(SRC.parent)}
+            env.pop("OPDOCTOR_CACHE_DIR", None)
+            subprocess.run([sys.executable, "-c", DRIVER, *args], env=env, cwd=ROOT,
+                           stdout=subprocess.DEVNULL, check=False)
+            for name in sorted(os.listdir(os.path.join(cache, "opdoctor"))):
+                if name.startswith("regex-check-"):
+                    stored = cachefile.read(os.path.join(cache, "opdoctor", name))
+                    for e in stored[1]:
+                        found.setdefault((e[1], e[0]), e)
+    # a pattern that names a path of this run (re.escape of a file name) is data, not code
+    data_marks = (str(ROOT), tempfile.gettempdir(), os.path.expanduser("~"))
+    keep = [e for k, e in found.items()
+            if not any(m in (k[0] if isinstance(k[0], str) else k[0].decode("latin-1"))
+                       for m in data_marks)]
+    return sorted(keep, key=lambda e: (type(e[1]).__name__, e[1], e[0]))
+
+
+def write_regex_table(check: bool) -> int:
+    """Write (or check) the shipped regex table; 1 when ``check`` finds it out of date."""
+    from opdoctor import cachefile
+    from opdoctor.explain import recache
+
+    key = recache.compiler_key()
+    entries = regex_entries()
+    current = cachefile.read(str(REGEX_OUT)) if REGEX_OUT.exists() else None
+    same = (isinstance(current, tuple) and current[0] == key
+            and {(e[1], e[0]) for e in current[1]} == {(e[1], e[0]) for e in entries})
+    if check:
+        if not same:
+            print(f"{REGEX_OUT.relative_to(ROOT)} is out of date: run `make startup-tables`")
+        return 0 if same else 1
+    if not same:
+        cachefile.write(str(REGEX_OUT), (key, entries))
+        print(f"wrote {REGEX_OUT.relative_to(ROOT)} ({len(entries)} patterns)")
+    return 0
+
+
+MANIFEST_OUT = SRC / "_startup" / "checks-manifest.marshal"
+
+
+def write_manifest(check: bool) -> int:
+    """Write (or check) the shipped manifest of the built-in checks; 1 when out of date."""
+    from opdoctor import cachefile, checks
+
+    table = (checks.content_key(), checks.built_manifest())
+    current = cachefile.read(str(MANIFEST_OUT)) if MANIFEST_OUT.exists() else None
+    if check:
+        if current != table:
+            print(f"{MANIFEST_OUT.relative_to(ROOT)} is out of date: run `make startup-tables`")
+            return 1
+        return 0
+    if current != table:
+        cachefile.write(str(MANIFEST_OUT), table)
+        print(f"wrote {MANIFEST_OUT.relative_to(ROOT)}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    """Write the table (or, with ``--check``, say whether it is current)."""
+    """Write the tables (or, with ``--check``, say whether they are current)."""
     sys.path.insert(0, str(SRC.parent))
+    if "--regex" in argv:  # the regex table alone (it runs the reference's checks)
+        return write_regex_table("--check" in argv)
     text = render(record())
     current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
+    stale = write_manifest("--check" in argv)
     if "--check" in argv:
         if text != current:
             print(f"{OUT.relative_to(ROOT)} is out of date: run `make startup-tables`")
             return 1
-        return 0
+        return stale
     OUT.parent.mkdir(exist_ok=True)
     init = OUT.parent / "__init__.py"
     if not init.exists():

@@ -32,14 +32,21 @@ from opdoctor.explain import recache
 from tests.conftest import ROOT, SCHEMA_CACHE, reference
 
 
+# The disk cache alone, as on an interpreter the shipped regex table does not serve (another
+# Python version, a patched ``re``): opdoctor's CLI with rxcache.SHIPPED turned off.
+NO_TABLE = ("import sys\nfrom opdoctor.cli import rxcache\nrxcache.SHIPPED = ''\n"
+            "from opdoctor.cli import main\nsys.argv[0] = 'opdoctor'\nmain()\n")
+
+
 def _check(lib: Path, cache: Path, cwd: Path | None = None,
-           hashseed: str = "random") -> tuple[int, Any, str]:
+           hashseed: str = "random", table: bool = True) -> tuple[int, Any, str]:
     """``opdoctor check --static -f json LIB`` in a child: (exit code, report with the
-    measured durations masked, stderr)."""
+    measured durations masked, stderr). ``table=False``: without the shipped regex table."""
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1",
            "XDG_CACHE_HOME": str(cache),
            "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE, "PYTHONHASHSEED": hashseed}
-    p = subprocess.run([sys.executable, "-m", "opdoctor", "check", "--static", "-f", "json",
+    start = ["-m", "opdoctor"] if table else ["-c", NO_TABLE]
+    p = subprocess.run([sys.executable, *start, "check", "--static", "-f", "json",
                         str(lib)], capture_output=True, text=True, env=env,
                        timeout=120, check=False, cwd=cwd or ROOT)
     return p.returncode, _masked(json.loads(p.stdout)) if p.stdout else None, p.stderr
@@ -60,7 +67,7 @@ def _regex_files(cache: Path) -> list[Path]:
 # ------------------------------------------------------------------ compiled regexes of check
 def test_check_regex_cache_holds_re_own_patterns_and_changes_no_answer(tmp_path: Path) -> None:
     lib = reference()
-    cold = _check(lib, tmp_path)
+    cold = _check(lib, tmp_path, table=False)
     (path,) = _regex_files(tmp_path)
     rewrites, entries = cachefile.read(str(path))
     assert rewrites == 1 and len(entries) > 50
@@ -70,19 +77,21 @@ def test_check_regex_cache_holds_re_own_patterns_and_changes_no_answer(tmp_path:
 
     for key_flags, pattern, *rest in entries:
         assert _sre.compile(pattern, *rest) == re.compile(pattern, key_flags), pattern
-    warm = _check(lib, tmp_path)
+    warm = _check(lib, tmp_path, table=False)
     assert warm == cold
+    # with the shipped table (this interpreter's): the same answer
+    assert _check(lib, tmp_path / "shipped") == cold
     # A run that compiles nothing new does not rewrite the file. (With the same hash seed:
     # facts/registration.py joins a set of type names into one pattern in hash order, so
     # each seed makes a new, equivalent pattern, which the bound on rewrites contains.)
-    _check(lib, tmp_path, hashseed="0")
+    _check(lib, tmp_path, hashseed="0", table=False)
     rewrites = cachefile.read(str(path))[0]
-    assert _check(lib, tmp_path, hashseed="0") == cold
+    assert _check(lib, tmp_path, hashseed="0", table=False) == cold
     assert cachefile.read(str(path))[0] == rewrites
     blob = bytearray(path.read_bytes())
     blob[len(blob) // 2] ^= 0xFF  # one flipped byte: the CRC no longer matches
     path.write_bytes(bytes(blob))
-    assert _check(lib, tmp_path) == cold  # a corrupt cache is no cache …
+    assert _check(lib, tmp_path, table=False) == cold  # a corrupt cache is no cache …
     assert cachefile.read(str(path))[0] == 1  # … and is written afresh
     assert len(cachefile.read(str(path))[1]) > 50
 
@@ -91,7 +100,7 @@ def test_concurrent_check_runs_leave_a_valid_regex_cache(tmp_path: Path) -> None
     lib = reference()
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
            "XDG_CACHE_HOME": str(tmp_path), "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
-    procs = [subprocess.Popen([sys.executable, "-m", "opdoctor", "check", "--static", "-f",
+    procs = [subprocess.Popen([sys.executable, "-c", NO_TABLE, "check", "--static", "-f",
                                "json", str(lib)], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
              for _ in range(4)]
@@ -101,11 +110,12 @@ def test_concurrent_check_runs_leave_a_valid_regex_cache(tmp_path: Path) -> None
     assert not list((tmp_path / "opdoctor").glob("*.tmp"))
     stored = cachefile.read(str(path))
     assert stored is not None and len(stored[1]) > 50
-    assert _check(lib, tmp_path)[1] == outs[0]
+    assert _check(lib, tmp_path, table=False)[1] == outs[0]
 
 
 def test_regex_cache_adds_new_patterns_within_bounds_and_rejects_foreign_files(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(rxcache, "SHIPPED", "")  # the disk file alone
     path = str(tmp_path / "rx.marshal")
     re.purge()  # as at a CLI's start: re's cache holds few patterns, the file's fit in it
     host = re.compile(r"compiled-by-the-caller-before-" + str(time.time_ns()))
@@ -412,3 +422,41 @@ def test_an_embedding_programs_next_command_reads_the_package_afresh(
         "import os\n\nimport torch\n\n"
         "torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libmyop.so'))\n")
     assert chain() == ([], ["load_library"])
+
+
+_TOML_CODE = r'''
+import sys
+from opdoctor.cli.settings import read_config
+print(read_config(sys.argv[1]), "tomllib" in sys.modules)
+'''
+
+
+def test_a_pyproject_that_never_names_opdoctor_is_not_parsed(tmp_path: Path) -> None:
+    """A project's pyproject.toml without the word has no [tool.opdoctor] table: it is read
+    but not parsed (no tomllib import, ~5 ms of a first check). One that names opdoctor in any
+    form of the table (header, dotted key, inline table) is parsed and its table used; an
+    opdoctor.toml is always parsed; invalid UTF-8 is one ConfigError line."""
+    def read(text: str | bytes, name: str = "pyproject.toml") -> str:
+        d = tmp_path / str(abs(hash((text, name))))
+        d.mkdir()
+        path = d / name
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+        env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin",
+               "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        p = subprocess.run([sys.executable, "-c", _TOML_CODE, str(path)], env=env,
+                           capture_output=True, text=True, timeout=60, check=False)
+        return (p.stdout + p.stderr).strip().splitlines()[-1]
+
+    assert read('[project]\nname = "x"\n[tool.ruff]\nline-length = 100\n') == "None False"
+    assert read("[project\nname = \n") == "None False"  # nothing of ours in it to report
+    assert read('[tool.opdoctor]\ntimeout = 7\n') == "{'timeout': 7} True"
+    assert read('[tool]\nopdoctor = { timeout = 8 }\n') == "{'timeout': 8} True"
+    assert read('tool.opdoctor.timeout = 9\n') == "{'timeout': 9} True"
+    assert read('[tool."opdoctor"]\ntimeout = 6\n') == "{'timeout': 6} True"
+    # the word elsewhere (a script's name): parsed, and no table
+    assert read('[project.scripts]\nopdoctor = "opdoctor.cli:main"\n') == "None True"
+    assert read('timeout = 5\n', "opdoctor.toml") == "{'timeout': 5} True"
+    assert "invalid TOML: not UTF-8" in read(b'[tool.opdoctor]\ntimeout = "\xff"\n')

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from opdoctor.explain import load_patterns, recache
+from tests import conftest
 from tests.conftest import ROOT, SCHEMA_CACHE
 
 LINE = ("ImportError: /opt/venv/lib/python3.11/site-packages/myop/_C.so: undefined symbol: "
@@ -357,3 +358,91 @@ def test_dataclass_cache_stores_only_opdoctors_classes(tmp_path: Path) -> None:
                        env=env, timeout=120, check=True)
     total, foreign = (int(x) for x in p.stdout.split())
     assert total > 20 and foreign == 0, p.stdout
+
+
+# ------------------------------------------------------------------ the shipped regex table
+_NO_TABLE = ("import sys\nfrom opdoctor.cli import rxcache\nrxcache.SHIPPED = ''\n"
+             "from opdoctor.cli import main\nsys.argv[0] = 'opdoctor'\nmain()\n")
+
+
+def test_the_shipped_regex_table_builds_res_own_patterns() -> None:
+    """Every entry of the table a static check's regexes ship in (native/gen_startup.py
+    --regex) builds the object ``re.compile`` builds here (Pattern ``==`` compares the
+    opcodes); its key is this interpreter's, so a first check uses it."""
+    import _sre  # type: ignore[import-not-found]
+
+    from opdoctor import cachefile
+    from opdoctor.cli import rxcache
+
+    key, entries = cachefile.read(rxcache.SHIPPED)
+    assert key == recache.compiler_key()
+    assert rxcache.shipped_entries() == entries and len(entries) > 100
+    for key_flags, pattern, *rest in entries:
+        assert _sre.compile(pattern, *rest) == re.compile(pattern, key_flags), pattern
+
+
+def test_a_first_static_check_compiles_no_regex_the_table_lacks(tmp_path: Path) -> None:
+    """A first `check --static` of the reference operator (an empty cache directory) finds
+    every regex it compiles in the shipped table: it stores none on disk. Without the table
+    the same run stores them all (a regex added without `make startup-tables` fails here)."""
+    reference = conftest.reference()
+    with_table = _run(["check", "--static", str(reference)], tmp_path / "a")
+    assert with_table.returncode == 0, with_table.stderr
+    assert not list((tmp_path / "a" / "opdoctor").glob("regex-check-*"))
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "NO_COLOR": "1",
+           "XDG_CACHE_HOME": str(tmp_path / "b"), "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
+    without = subprocess.run([sys.executable, "-c", _NO_TABLE, "check", "--static",
+                              str(reference)], capture_output=True, text=True, env=env,
+                             timeout=120, check=False)
+    assert without.returncode == 0 and without.stdout == with_table.stdout
+    assert len(list((tmp_path / "b" / "opdoctor").glob("regex-check-*"))) == 1
+
+
+def test_a_table_of_another_interpreter_is_not_used(tmp_path: Path) -> None:
+    """A table written under another compiler key (another Python, a patched ``re``) or a
+    damaged one serves nothing: those patterns are compiled and cached on disk as before."""
+    from opdoctor import cachefile
+    from opdoctor.cli import rxcache
+
+    key, entries = cachefile.read(rxcache.SHIPPED)
+    foreign = tmp_path / "foreign.marshal"
+    cachefile.write(str(foreign), (key.replace("3.", "9.", 1), entries))
+    assert rxcache.shipped_entries(str(foreign)) == []
+    damaged = tmp_path / "damaged.marshal"
+    damaged.write_bytes(Path(rxcache.SHIPPED).read_bytes()[:-10])
+    assert rxcache.shipped_entries(str(damaged)) == []
+    assert rxcache.shipped_entries(str(tmp_path / "absent.marshal")) == []
+
+
+# ------------------------------------------------------------------ the shipped check manifest
+_MANIFEST_CODE = r'''
+import sys
+from opdoctor import checks
+if sys.argv[1] != "shipped":
+    checks.SHIPPED_MANIFEST = sys.argv[1]
+registry = checks.load_lazy_registry()
+families = sorted(m for m in sys.modules if m.startswith("opdoctor.checks.")
+                  and m != "opdoctor.checks.base")
+print(registry is not None, families)
+'''
+
+
+def test_a_first_run_takes_the_check_manifest_from_the_package(tmp_path: Path) -> None:
+    """With an empty cache directory the lazy registry's manifest comes from the shipped table
+    (no check family imported); a table whose key is not these sources' is not used (every
+    family imported to build it), and either way the registry is the full one's."""
+    from opdoctor import cachefile, checks
+
+    def families(table: str, cache: Path) -> str:
+        env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "XDG_CACHE_HOME": str(cache)}
+        return subprocess.run([sys.executable, "-c", _MANIFEST_CODE, table], env=env,
+                              capture_output=True, text=True, timeout=60,
+                              check=True).stdout.strip()
+
+    assert families("shipped", tmp_path / "a") == "True []"
+    key, entries = cachefile.read(checks.SHIPPED_MANIFEST)
+    assert key == checks.content_key() and entries == checks.built_manifest()
+    stale = tmp_path / "stale.marshal"
+    cachefile.write(str(stale), (key + "0", entries))
+    built = families(str(stale), tmp_path / "b")
+    assert built.startswith("True [") and "'opdoctor.checks.deps'" in built

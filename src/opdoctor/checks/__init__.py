@@ -175,6 +175,13 @@ def load_registry(with_plugins: bool = True) -> Registry:
 # else is asked of the family itself.
 
 MANIFEST_FORMAT = 1
+# The manifest also ships with the package (``native/gen_startup.py``, ``make
+# startup-tables``), keyed by the content of the files the declarations are written in (the
+# check modules, codes.py, model.py): a first run after an install or an upgrade, whose disk
+# cache is keyed by stamps it has never seen, imports no family it does not run (~10 ms).
+# ``tests/test_startup_caches.py`` holds the table to what the modules declare.
+SHIPPED_MANIFEST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "_startup", "checks-manifest.marshal")
 
 
 def _not_a_package(facts: Facts) -> str:
@@ -241,6 +248,40 @@ def _sources_key() -> str:
     return "\n".join(parts)
 
 
+def content_key() -> str:
+    """The built-in checks' declarations as written: a checksum of the check modules,
+    ``codes.py`` and ``model.py`` (what the shipped manifest is keyed on; OSError when one
+    cannot be read)."""
+    import zlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    names = [os.path.join(here, f"{m}.py") for m in ("__init__", "base", *BUILTIN_MODULES)]
+    names += [os.path.join(os.path.dirname(here), f) for f in ("codes.py", "model.py")]
+    crc = 0
+    for name in names:
+        with open(name, "rb") as fh:
+            crc = zlib.crc32(fh.read(), crc)
+    return f"{MANIFEST_FORMAT}-{crc:08x}"
+
+
+def _shipped_manifest() -> list[tuple[Any, ...]] | None:
+    """The shipped manifest's entries when its key is these sources' (None otherwise)."""
+    from opdoctor import cachefile
+
+    stored = cachefile.read(SHIPPED_MANIFEST) if SHIPPED_MANIFEST else None
+    if not (isinstance(stored, tuple) and len(stored) == 2 and isinstance(stored[1], list)):
+        return None
+    try:
+        return list(stored[1]) if stored[0] == content_key() else None
+    except OSError:
+        return None
+
+
+def built_manifest() -> list[tuple[Any, ...]]:
+    """The built-in checks' declarations, from their modules (every family imported)."""
+    return [_describe(m, _check_of(m)) for m in BUILTIN_MODULES]
+
+
 def _describe(module: str, check: Check) -> tuple[Any, ...]:
     docs = tuple((d.code, d.title, d.severity.value, d.what, d.why, d.example, d.fix,
                   tuple(d.references)) for d in check.codes)
@@ -260,7 +301,9 @@ def _manifest() -> list[tuple[Any, ...]]:
     stored = cachefile.read(path)
     if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key:
         return list(stored[1])
-    entries = [_describe(m, _check_of(m)) for m in BUILTIN_MODULES]
+    entries = _shipped_manifest()
+    if entries is None:
+        entries = built_manifest()
     cachefile.write(path, (key, entries))
     return entries
 

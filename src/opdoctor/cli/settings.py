@@ -180,6 +180,17 @@ def read_config(path: str) -> dict[str, Any] | None:
 def _parse_table(path: str) -> dict[str, Any] | None:
     """The opdoctor table of a file as written, not validated (None: a pyproject.toml
     without one)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror}") from None
+    pyproject = os.path.basename(path) == "pyproject.toml"
+    if pyproject and b"opdoctor" not in raw:
+        # A [tool.opdoctor] table (as a header, a dotted key or an inline table) spells the
+        # key: a project's pyproject.toml that never names opdoctor has none, and importing
+        # tomllib (typing, datetime: ~5 ms of a first check) and parsing it is skipped.
+        return None
     # Imported here: most runs have no configuration file, and the parser is not free.
     if sys.version_info >= (3, 11):
         import tomllib
@@ -187,13 +198,12 @@ def _parse_table(path: str) -> dict[str, Any] | None:
         import tomli as tomllib  # type: ignore[import-not-found]
 
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror}") from None
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    if os.path.basename(path) == "pyproject.toml" or "tool" in data:
+    if pyproject or "tool" in data:
         table: dict[str, Any] | None = data.get("tool", {}).get("opdoctor")
     else:
         table = data

@@ -55,6 +55,25 @@ def cache_file() -> str:
     return os.path.join(cachefile.cache_dir(), f"regex-{tag}-{crc:08x}.marshal")
 
 
+def compiler_key() -> str:
+    """What the opcodes ``re`` builds depend on besides a pattern and its flags: the Python
+    minor version, ``_sre``'s constants and the sources of ``re``'s parser and compiler (a
+    patch release that changed any of them gets another key). A table of opcodes stored
+    under this key (``opdoctor/_startup``, written by ``native/gen_startup.py``) serves every
+    interpreter with the same key; OSError when ``re``'s sources cannot be read."""
+    s = _sre()
+    here = os.path.dirname(re.__file__)
+    names = (("_compiler.py", "_parser.py", "_constants.py", "_casefix.py")
+             if sys.version_info >= (3, 11) else
+             ("sre_compile.py", "sre_parse.py", "sre_constants.py"))
+    crc = 0
+    for name in names:
+        with open(os.path.join(here, name), "rb") as fh:
+            crc = zlib.crc32(fh.read(), crc)
+    return (f"{sys.version_info[0]}.{sys.version_info[1]}-{s.MAGIC}-{s.CODESIZE}-"
+            f"{s.MAXREPEAT}-{s.MAXGROUPS}-{crc:08x}")
+
+
 def warm(path: str | None = None) -> int:
     """Put the cached patterns into ``re``'s cache; the number loaded (0: no usable cache)."""
     return install(cachefile.read(path or cache_file()))
