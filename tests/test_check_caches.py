@@ -31,7 +31,6 @@ from opdoctor.cli.settings import ConfigError, read_config
 from opdoctor.explain import recache
 from tests.conftest import ROOT, SCHEMA_CACHE, reference
 
-
 # The disk cache alone, as on an interpreter the shipped regex table does not serve (another
 # Python version, a patched ``re``): opdoctor's CLI with rxcache.SHIPPED turned off.
 NO_TABLE = ("import sys\nfrom opdoctor.cli import rxcache\nrxcache.SHIPPED = ''\n"
