@@ -914,6 +914,13 @@ ACCEL := $(HFX)/accelerators/.ready
 healthy: $(ACCEL)
 $(ACCEL): | $(VENV)/.installed
 	$(call pip_site,healthy-accelerators,frozenlist==1.8.0 propcache==0.5.4)
+# cffi: `import _cffi_backend` inside `try: … except ImportError:` that drops the error
+# (cffi/commontypes.py), the extension present and whole — read statically, a note, not a
+# warning (survey 13). About 0.7 MB.
+OPTEXT := $(HFX)/optional-ext/.ready
+healthy: $(OPTEXT)
+$(OPTEXT): | $(VENV)/.installed
+	$(call pip_site,healthy-optional-ext,cffi==2.1.1 pycparser==3.12)
 # protobuf: google.protobuf is pure Python, and the distribution installs its compiled module
 # beside it (google/_upb/_message.abi3.so), which `import google.protobuf` does not load
 # (survey 11's P9; OD415 a note that names it). About 1.5 MB.

@@ -733,6 +733,44 @@ def test_a_c_accelerator_over_a_python_version_is_a_note_statically(
         assert [f["severity"] for f in od509] == ["warning"], (init, od509)
 
 
+def test_a_swallowed_import_of_an_extension_that_reads_loadable_is_a_note_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cffi 2.1.1's commontypes.py: ``try: import _cffi_backend`` / ``except ImportError:``
+    that drops the error. The extension is there and imports; ``--static`` gave a warning
+    headline for it (survey 13, with pyarrow's optional filesystems, gevent and rapidfuzz).
+    Read without loading it, the file is for this interpreter, exports its PyInit_ and every
+    library and symbol it needs is found: a note. The same package with that file replaced
+    by another extension (no PyInit__cffi_backend: the real import fails and the handler
+    hides it) keeps the warning, and says what reading it found."""
+    import shutil
+
+    site = _site("optional-ext")
+    real = _run(site, "import cffi, _cffi_backend; print(cffi.FFI().sizeof('int'))")
+    assert real.returncode == 0 and real.stdout.strip() == "4", real.stdout + real.stderr
+    res = _check_package(capsys, site, "cffi")
+    od509 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD509"]
+    guarded = [f for f in od509 if "_cffi_backend is inside `except ImportError: (line 12)"
+               in f["message"]]
+    assert guarded and all(f["severity"] == "info" for f in od509), od509
+    assert "looks loadable" in guarded[0]["message"]
+    assert res.code == 0 and not [f for f in res.json()["reports"][0]["findings"]
+                                  if f["severity"] != "info"]
+    broken = tmp_path / "site"
+    shutil.copytree(site, broken)
+    (so,) = broken.glob("_cffi_backend*.so")
+    import _json  # a compiled module of the standard library: no PyInit__cffi_backend
+
+    shutil.copy(str(_json.__file__), so)
+    failed = _run(broken, "import _cffi_backend")
+    assert "PyInit__cffi_backend" in failed.stderr, failed.stderr
+    res = _check_package(capsys, broken, "cffi")
+    od509 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD509"
+             and "(line 12)" in f["message"]]
+    assert [f["severity"] for f in od509] == ["warning"], od509
+    assert "reading it, the load fails: " in od509[0]["message"]
+    assert "does not export PyInit__cffi_backend" in od509[0]["message"]
+
+
 @pytest.mark.probe
 def test_a_requirement_only_first_use_needs_is_a_warning(
         capsys: pytest.CaptureFixture[str]) -> None:

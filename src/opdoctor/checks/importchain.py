@@ -258,6 +258,25 @@ _ENV_FIX = re.compile(r"\bset (?:the )?(?:environment variable |env(?:ironment)?
                       r"`?([A-Z][A-Z0-9_]{3,})`?\s*=\s*`?([\w.-]+)`?")
 
 
+def _read_load(link: Link, facts: Facts) -> tuple[bool, str]:
+    """A swallowed import's compiled module, read without loading it: (True, its file name)
+    when it looks loadable here — an extension file of this interpreter that exports its
+    ``PyInit_`` and whose load the loader's rules would complete; (False, what would stop the
+    load) when reading it tells; (False, "") when it cannot be told."""
+    if link.kind != "submodule" or link.problem or not link.resolved:
+        return False, ""
+    mod = link.target.rsplit(".", 1)[-1]
+    for f in link.resolved:
+        if not (f.endswith(".so") or ".so." in f):
+            return False, ""
+        if not facts.pyinit_exports(f, mod)[0]:
+            return False, f"{os.path.basename(f)} does not export PyInit_{mod}"
+        problem = facts.load_problem(f)
+        if problem != "":
+            return False, problem or ""
+    return True, os.path.basename(link.resolved[0])
+
+
 def _retried_fine(facts: Facts, chain: ImportChain) -> frozenset[str]:
     """The swallowed imports the probe retried after importing the package, and that worked:
     wrapt's ``from ._wrappers import …`` (with a pure-Python fallback), pyarrow's optional
@@ -661,14 +680,26 @@ def run(facts: Facts) -> Iterator[Finding]:
                                     (where, f"handler: {link.swallowed}"),
                                     severity=Severity.INFO)
                 continue
+            # --static: nothing retried it, but reading the file can: built for this
+            # interpreter, its libraries found, its symbols defined (pyarrow's optional
+            # filesystems, cffi's _cffi_backend) — a handler that would hide a failure, and
+            # none to hide that reading can see.
+            looks, fails = (False, "") if later or works or facts.options.probe else \
+                _read_load(link, facts)
             yield OD509.finding(link.target, f"{what} is inside "
                                 f"`{link.swallowed}` that discards the error"
                                 + (f" (in {link.function}(): a fallback when it is called)"
                                    if later else "")
                                 + ("; it imports here (the probe retried it): nothing is "
-                                   "hidden now" if works else ""),
+                                   "hidden now" if works else "")
+                                + (f"; statically {fails} looks loadable (built for this "
+                                   "interpreter, every library and symbol it needs found): "
+                                   "run without --static to have the probe import it"
+                                   if looks else "")
+                                + (f"; reading it, the load fails: {fails}"
+                                   if fails and not looks else ""),
                                 (where, f"handler: {link.swallowed}"),
-                                severity=Severity.INFO if later or works else None)
+                                severity=Severity.INFO if later or works or looks else None)
         for f in link.resolved:
             if link.kind == "submodule" and (f.endswith(".so") or ".so." in f):
                 mod = link.target.rsplit(".", 1)[-1]

@@ -128,6 +128,7 @@ class Facts:
         self._package_key = ""  # package mode: the key its outcome is kept under
         self._module_tried = False  # package mode: the follow-up import of the module ran
         self._pyinit: dict[tuple[str, str], tuple[bool, list[str]]] = {}
+        self._load_problems: dict[str, str | None] = {}
 
     @cached_property
     def file(self) -> FileData:
@@ -899,6 +900,39 @@ class Facts:
         if key not in self._pyinit:
             self._pyinit[key] = self._read_pyinit(path, module)
         return self._pyinit[key]
+
+    def load_problem(self, path: str) -> str | None:
+        """What reading ``path`` says would stop the loader here ("" when nothing does: its
+        file is whole and for this machine, every library it needs is found, every symbol it
+        needs is defined in the process it would join); None when it cannot be read.
+
+        A static answer about a library another statement of the package imports (not the
+        target): it is analysed as a lone library in the target's environment, so its
+        dependencies are searched and its symbols bound as the loader would, without
+        loading it."""
+        if path not in self._load_problems:
+            self._load_problems[path] = self._read_load_problem(path)
+        return self._load_problems[path]
+
+    def _read_load_problem(self, path: str) -> str | None:
+        other = Facts(path, dataclasses.replace(self.options, package="", probe=False))
+        try:
+            if other.structure.image is None:
+                return None
+            if other.blocker:
+                return other.blocker
+            missing = other.process.tree.missing
+            if missing:
+                return f"{missing[0].name} (needed by " \
+                    f"{os.path.basename(missing[0].requested_by)}) is not found"
+            binding = other.binding
+            if binding.missing_versions:
+                v = binding.missing_versions[0]
+                return f"{v.file} lacks version {v.version}"
+            strong = [sym.name for sym in binding.unresolved if not sym.weak]
+            return f"undefined symbol: {strong[0]}" if strong else ""
+        except Exception:  # an unreadable or malformed file: its own checks speak for it
+            return None
 
     def imports_as_code(self, path: str) -> bool:
         """Whether ``path`` is code a package has to import or load itself: a Python extension
