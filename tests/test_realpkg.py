@@ -576,14 +576,23 @@ def test_a_broken_device_backend_is_the_verdict_for_any_library_beside_it(
 def test_a_cpu_build_is_promised_only_where_pytorch_publishes_one(
         capsys: pytest.CaptureFixture[str]) -> None:
     """torchvision 0.28.0+cu130 beside a CPU torch: its CPU build is on PyTorch's CPU index,
-    and the fix says so; torch_tensorrt or xformers have none, and theirs must not (see the
-    xformers test)."""
+    and the fix says so, with torch pinned at the installed release (survey 12's P11: `pip
+    install torchvision` alone picks the newest torchvision, which requires and installs
+    another torch — pip's own resolution, below); torch_tensorrt or xformers have none, and
+    theirs must not (see the xformers test)."""
     site = _site("torchvision-0.28.0")
     res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
               str(site / "torchvision" / "_C.so"))
     od307 = next(f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD307")
-    assert "pip install torchvision --index-url https://download.pytorch.org/whl/cpu" in \
-        od307["fix"], od307["fix"]
+    from importlib.metadata import version
+
+    release = version("torch").split("+")[0]  # the installed torch, without importing it
+    assert (f"pip install torchvision 'torch=={release}' --index-url "
+            "https://download.pytorch.org/whl/cpu") in od307["fix"], od307["fix"]
+    # What the pin does: the torchvision release that requires this torch (its wheel's own
+    # Requires-Dist), never a newer torch.
+    meta = next(site.glob("torchvision-*.dist-info")) / "METADATA"
+    assert f"Requires-Dist: torch (=={release})" in meta.read_text(), meta
 
 
 def _imports(log: Path, package: str) -> int:

@@ -188,9 +188,16 @@ _ON_CPU_INDEX = frozenset({"torchvision", "torchaudio", "torchtext", "torchdata"
 def cpu_build(dist: str, torch_version: str) -> str:
     """The CPU build of ``dist`` to install beside a CPU torch, as fix text. Only PyTorch's own
     domain libraries are on its CPU index; many extensions are GPU-only (torch_tensorrt,
-    xformers): a CPU build is promised only where one is published."""
+    xformers): a CPU build is promised only where one is published.
+
+    The command pins torch at the installed release: the domain libraries' wheels require one
+    exact torch (torchvision 0.28.0: ``torch==2.13.0``), so pip picks the release built for
+    it — unpinned, pip installs the newest (torchvision 0.29.1) and replaces torch with the
+    one that requires (2.14.1)."""
     if dist.replace("-", "_").lower() in _ON_CPU_INDEX:
-        return (f"the CPU build of {dist} for torch {torch_version} (pip install {dist} "
+        release = torch_version.split("+")[0]
+        pin = f" 'torch=={release}'" if re.fullmatch(r"\d+(?:\.\d+)*", release) else ""
+        return (f"the CPU build of {dist} for torch {torch_version} (pip install {dist}{pin} "
                 "--index-url https://download.pytorch.org/whl/cpu)")
     return f"a CPU build of {dist} for torch {torch_version}, if its project publishes one"
 
