@@ -308,6 +308,23 @@ PY_FIXTURES := $(YFX)/noimport/myop/libmyop.so $(YFX)/shadow_src/myop/__init__.p
   $(YFX)/namespace/myop/libmyop.so $(YFX)/scriptrel/myext/tool.py \
   $(YFX)/lazydep/lazyext/__init__.py $(YFX)/lazydep_nolib/lazyext/__init__.py
 
+# Editable installs (`pip install -e .`: setuptools' PEP 660 finder maps edpkg to its source
+# tree, where the extension is built in place), each in a venv of its own: ok, unbuilt (the
+# extension deleted: a build that left it out), moved (the source tree gone). setuptools comes
+# from the package index (build isolation); a skip reason when pip cannot get it.
+EDITABLE := $(YFX)/editable/.ready
+PY_FIXTURES += $(EDITABLE)
+$(EDITABLE): $(YSRC)/editable/setup.py $(YSRC)/editable/edpkg/__init__.py \
+  $(YSRC)/editable/edpkg/_fast.c | $(VENV)/.installed
+	rm -rf $(@D) && mkdir -p $(@D) $(SKIP)
+	ok=1; for v in ok unbuilt moved; do \
+	  cp -r $(YSRC)/editable $(@D)/$$v-src && $(PY) -m venv --without-pip $(@D)/$$v && \
+	  $(PY) -m pip install -q --no-deps --prefix $(@D)/$$v -e $(@D)/$$v-src \
+	    > $(@D)/$$v.log 2>&1 || { tail -3 $(@D)/$$v.log > $(SKIP)/editable.txt; ok=0; break; }; \
+	done; if [ $$ok = 1 ]; then rm -f $(SKIP)/editable.txt; fi
+	rm -f $(@D)/unbuilt-src/edpkg/_fast*.so
+	rm -rf $(@D)/moved-src
+	touch $@
 # A copy of the reference package whose __init__ never loads the library.
 $(YFX)/noimport/myop/libmyop.so: $(BUILD)/myop/libmyop.so $(YSRC)/noimport_init.py $(YSRC)/helpers.py
 	@mkdir -p $(@D)

@@ -2241,3 +2241,85 @@ def test_names_bound_by_relative_imports_and_guarded_optional_modules_are_no_fau
         ("relbind.absent_helper", "warning")], findings
     assert findings[0]["message"].endswith("(in later(): when it is called)")
     assert res.code == 0
+
+
+def _editable(variant: str) -> Path:
+    """A venv of the editable-install fixture (Makefile: `pip install -e` of
+    tests/fixtures/python/editable into its own venv; ok / unbuilt / moved)."""
+    from tests.conftest import SKIP
+
+    reason = SKIP / "editable.txt"
+    if reason.exists():
+        pytest.skip(f"editable install not made here: {reason.read_text().strip()[:200]}")
+    root = PYFIX / "editable"
+    assert (root / ".ready").exists(), f"{root} is missing: run `make fixtures`"
+    return root / variant
+
+
+def _editable_run(venv: Path, cwd: Path, code: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    return subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_an_editable_install_is_found_through_its_finder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pip install -e .` of a flat-layout project: setuptools writes a ``.pth`` that appends
+    a finder (``__editable___edpkg_0_1_finder``) to ``sys.meta_path``, mapping edpkg to the
+    source tree, where the extension is built in place; no sys.path entry holds edpkg. The
+    healthy install was OD501 "no package edpkg on sys.path" (an error, exit 1) although
+    Python imports it; now it is found where the finder maps it, and checked there."""
+    venv = _editable("ok")
+    src = venv.parent / "ok-src"
+    real = _editable_run(venv, tmp_path, "import edpkg; print(edpkg.answer(), edpkg.__file__)")
+    assert real.returncode == 0 and real.stdout.split() == [
+        "42", str(src / "edpkg" / "__init__.py")], real.stdout + real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--python", str(venv / "bin" / "python"),
+              "--package", "edpkg", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert res.code == 0, [f["message"] for f in rep["findings"]]
+    assert not [f for f in rep["findings"] if f["severity"] != "info"], rep["findings"]
+    assert rep["target"]["path"].startswith(str(src / "edpkg" / "_fast"))
+
+
+def test_an_editable_install_without_its_build_or_its_source_tree_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same editable install whose in-place build is gone (a build that left the
+    extension out): Python's `from . import _fast` fails; OD510, whose fix builds it in place
+    again from the project the install records (direct_url.json). And one whose source tree
+    was moved away: `No module named 'edpkg'`; OD501 names the finder and the path it maps to,
+    with the reinstall or the uninstall as the fix."""
+    unbuilt = _editable("unbuilt")
+    real = _editable_run(unbuilt, tmp_path, "import edpkg")
+    assert "cannot import name '_fast'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--python",
+              str(unbuilt / "bin" / "python"), "--package", "edpkg", "--cwd", str(tmp_path))
+    (od510,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD510"]
+    assert res.code == 1 and od510["severity"] == "error"
+    project = unbuilt.parent / "unbuilt-src"
+    assert "edpkg is an editable install" in od510["fix"], od510["fix"]
+    assert f"python -m pip install -e {project}`" in od510["fix"], od510["fix"]
+
+    moved = _editable("moved")
+    real = _editable_run(moved, tmp_path, "import edpkg")
+    assert "No module named 'edpkg'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--python",
+              str(moved / "bin" / "python"), "--package", "edpkg", "--cwd", str(tmp_path))
+    (od501,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD501"]
+    gone = moved.parent / "moved-src" / "edpkg"
+    assert f"an editable install maps it to {gone}, which does not exist" in od501["message"]
+    assert any("__editable___edpkg_0_1_finder.py" in e for e in od501["evidence"])
+    assert "pip install -e DIR" in od501["fix"] and "pip uninstall edpkg" in od501["fix"]
+
+
+@pytest.mark.probe
+def test_an_editable_install_loads_in_the_probe_as_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The full check of the healthy editable install: the probe imports edpkg through the
+    finder and loads the in-place build the static view found."""
+    venv = _editable("ok")
+    res = cli(capsys, "check", "-f", "json", "--python", str(venv / "bin" / "python"),
+              "--package", "edpkg", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert res.code == 0, [f["message"] for f in rep["findings"]]
+    assert rep["sections"]["probe"]["outcome"] == "loaded"

@@ -398,12 +398,12 @@ TEXTS = (
     'def __create_fn__(_type_path, _type_python, _type_torch, _type_package, _type_preload, _type_ops, _type_smoke, _type_timeout, _type_memory_mb, _type_env, _type_cwd, _type_hidden, _type_tensorflow, _type_tf_ops, _type_opcheck, _type_aot_function, _type_first, _type_late, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_package, _dflt_preload, _dflt_ops, _dflt_smoke, _dflt_timeout, _dflt_memory_mb, _dflt_env, _dflt_cwd, _dflt_hidden, _dflt_tensorflow, _dflt_tf_ops, _dflt_opcheck, _dflt_aot_function, _dflt_first, _dflt_late, _return_type):\n def __init__(self,path:_type_path,python:_type_python,torch:_type_torch,package:_type_package=_dflt_package,preload:_type_preload=_dflt_preload,ops:_type_ops=_dflt_ops,smoke:_type_smoke=_dflt_smoke,timeout:_type_timeout=_dflt_timeout,memory_mb:_type_memory_mb=_dflt_memory_mb,env:_type_env=_HAS_DEFAULT_FACTORY,cwd:_type_cwd=_dflt_cwd,hidden:_type_hidden=_HAS_DEFAULT_FACTORY,tensorflow:_type_tensorflow=_dflt_tensorflow,tf_ops:_type_tf_ops=_dflt_tf_ops,opcheck:_type_opcheck=_dflt_opcheck,aot_function:_type_aot_function=_dflt_aot_function,first:_type_first=_dflt_first,late:_type_late=_dflt_late)->_return_type:\n  self.path=path\n  self.python=python\n  self.torch=torch\n  self.package=package\n  self.preload=preload\n  self.ops=ops\n  self.smoke=smoke\n  self.timeout=timeout\n  self.memory_mb=memory_mb\n  self.env=_dflt_env() if env is _HAS_DEFAULT_FACTORY else env\n  self.cwd=cwd\n  self.hidden=_dflt_hidden() if hidden is _HAS_DEFAULT_FACTORY else hidden\n  self.tensorflow=tensorflow\n  self.tf_ops=tf_ops\n  self.opcheck=opcheck\n  self.aot_function=aot_function\n  self.first=first\n  self.late=late\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(path={self.path!r}, python={self.python!r}, torch={self.torch!r}, package={self.package!r}, preload={self.preload!r}, ops={self.ops!r}, smoke={self.smoke!r}, timeout={self.timeout!r}, memory_mb={self.memory_mb!r}, env={self.env!r}, cwd={self.cwd!r}, hidden={self.hidden!r}, tensorflow={self.tensorflow!r}, tf_ops={self.tf_ops!r}, opcheck={self.opcheck!r}, aot_function={self.aot_function!r}, first={self.first!r}, late={self.late!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.path,self.python,self.torch,self.package,self.preload,self.ops,self.smoke,self.timeout,self.memory_mb,self.env,self.cwd,self.hidden,self.tensorflow,self.tf_ops,self.opcheck,self.aot_function,self.first,self.late,)==(other.path,other.python,other.torch,other.package,other.preload,other.ops,other.smoke,other.timeout,other.memory_mb,other.env,other.cwd,other.hidden,other.tensorflow,other.tf_ops,other.opcheck,other.aot_function,other.first,other.late,)\n  return NotImplemented\n return __eq__',
-    "def __create_fn__(_type_entry, _type_path, _type_kind, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,entry:_type_entry,path:_type_path,kind:_type_kind)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'entry',entry)\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(entry={self.entry!r}, path={self.path!r}, kind={self.kind!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.entry,self.path,self.kind,)==(other.entry,other.path,other.kind,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.entry,self.path,self.kind,))\n return __hash__',
+    "def __create_fn__(_type_entry, _type_path, _type_kind, _type_via, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_via, _return_type):\n def __init__(self,entry:_type_entry,path:_type_path,kind:_type_kind,via:_type_via=_dflt_via)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'entry',entry)\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'via',via)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(entry={self.entry!r}, path={self.path!r}, kind={self.kind!r}, via={self.via!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.entry,self.path,self.kind,self.via,)==(other.entry,other.path,other.kind,other.via,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',\'via\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',\'via\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.entry,self.path,self.kind,self.via,))\n return __hash__',
     'def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _return_type):\n def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.file=file\n  self.line=line\n  self.kind=kind\n  self.text=text\n  self.target=target\n  self.resolved=_dflt_resolved() if resolved is _HAS_DEFAULT_FACTORY else resolved\n  self.swallowed=swallowed\n  self.problem=problem\n  self.fallback=fallback\n  self.function=function\n  self.checked=checked\n  self.lazy=lazy\n  self.other_builds=_dflt_other_builds() if other_builds is _HAS_DEFAULT_FACTORY else other_builds\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,)\n  return NotImplemented\n return __eq__',
@@ -3664,31 +3664,32 @@ def __create_fn__():
  return __eq__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_entry, _type_path, _type_kind, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,entry:_type_entry,path:_type_path,kind:_type_kind)->_return_type:
+def __create_fn__(_type_entry, _type_path, _type_kind, _type_via, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_via, _return_type):
+ def __init__(self,entry:_type_entry,path:_type_path,kind:_type_kind,via:_type_via=_dflt_via)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'entry',entry)
   __dataclass_builtins_object__.__setattr__(self,'path',path)
   __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+  __dataclass_builtins_object__.__setattr__(self,'via',via)
  return __init__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(entry={self.entry!r}, path={self.path!r}, kind={self.kind!r})"
+  return self.__class__.__qualname__ + f"(entry={self.entry!r}, path={self.path!r}, kind={self.kind!r}, via={self.via!r})"
  return __repr__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.entry,self.path,self.kind,)==(other.entry,other.path,other.kind,)
+   return (self.entry,self.path,self.kind,self.via,)==(other.entry,other.path,other.kind,other.via,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('entry','path','kind',):
+  if type(self) is cls or name in ('entry','path','kind','via',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
@@ -3696,7 +3697,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('entry','path','kind',):
+  if type(self) is cls or name in ('entry','path','kind','via',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
@@ -3704,7 +3705,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.entry,self.path,self.kind,))
+  return hash((self.entry,self.path,self.kind,self.via,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

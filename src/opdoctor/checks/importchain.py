@@ -277,6 +277,49 @@ def _read_load(link: Link, facts: Facts) -> tuple[bool, str]:
     return True, os.path.basename(link.resolved[0])
 
 
+def _not_found(name: str, order: list[str], chain: ImportChain) -> Finding:
+    """OD501; an editable install whose source tree is gone (moved, deleted) says so."""
+    from opdoctor.facts.pkgdir import editable_mapping, editable_project
+
+    mapped = editable_mapping(tuple(chain.sys_path)).get(name.split(".")[0])
+    if mapped is None:
+        return OD501.finding(name, f"no package {name} on the target interpreter's sys.path",
+                             order[:12])
+    path, finder = mapped
+    project = editable_project(finder)
+    return OD501.finding(name, f"no package {name} on the target interpreter's sys.path: an "
+                         f"editable install maps it to {path}, which "
+                         + ("is no package" if os.path.exists(path) else "does not exist")
+                         + " (the checkout was moved or deleted)",
+                         [*order[:12], f"editable finder: {finder} ({name} → {path})",
+                          *([f"installed from: {project}"] if project else [])],
+                         fix="Install it again from where the project is now "
+                         "(`python -m pip install -e DIR`), or uninstall the stale editable "
+                         f"install (`python -m pip uninstall {name}`).")
+
+
+def _may_be_built(link: Link) -> bool:
+    """A missing submodule that a build makes (no .py of that name anywhere: not a module
+    left out of the sources)."""
+    return link.problem.startswith("no module") and not link.other_builds
+
+
+def _editable_rebuild(chain: ImportChain) -> str:
+    """The fix for an extension missing from an editable install's source tree ("" when the
+    package is not one): it is built in place, by the install command run again."""
+    win = chain.winner
+    if win is None or not win.via:
+        return ""
+    from opdoctor.facts.pkgdir import editable_project
+
+    project = editable_project(win.via) or os.path.dirname(win.path)
+    return (f"{chain.name} is an editable install (setuptools' finder {os.path.basename(win.via)}"
+            f" maps it to {win.path}): its extensions are built into the source tree, and this "
+            f"one is not there. Build it in place again: `python -m pip install -e {project}` "
+            "(or `python setup.py build_ext --inplace` there), and read that build's log for the "
+            "compiler error that left it out.")
+
+
 def _retried_fine(facts: Facts, chain: ImportChain) -> frozenset[str]:
     """The swallowed imports the probe retried after importing the package, and that worked:
     wrapt's ``from ._wrappers import …`` (with a pure-Python fallback), pyarrow's optional
@@ -564,8 +607,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     order = [f"sys.path[{i}] = {e or '(cwd) ' + facts.options.cwd}" for i, e in
              enumerate(facts.interpreter.sys_path if facts.interpreter else [])]
     if not chain.candidates:
-        yield OD501.finding(name, f"no package {name} on the target interpreter's sys.path",
-                            order[:12])
+        yield _not_found(name, order, chain)
         return
     win = chain.winner
     assert win is not None
@@ -626,10 +668,12 @@ def run(facts: Facts) -> Iterator[Finding]:
             # Inside a function it runs when that is called; beside a working import it is a
             # branch the import did not take: worth knowing, not the verdict.
             not_now = bool(link.function) or _imported_fine(facts)
+            rebuild = _editable_rebuild(chain) if _may_be_built(link) else ""
             yield OD510.finding(link.target, f"{link.target}: {link.problem}"
                                 + (f" (in {link.function}(): when it is called)"
                                    if link.function else ""), (where,),
-                                severity=Severity.WARNING if not_now else None)
+                                severity=Severity.WARNING if not_now else None,
+                                **({"fix": rebuild} if rebuild else {}))
         if link.swallowed and not link.swallowed.endswith(REPORTED) and \
                 not _optional(link) and _leads_to_compiled(link):
             # A load's target is its argument's text: a variable (z3's `ctypes.CDLL(d)` in a

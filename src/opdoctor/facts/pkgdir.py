@@ -174,13 +174,113 @@ commandcache.register(_namespace_dir.cache_clear, sibling_packages.cache_clear)
 
 def importable(name: str, sys_path: Iterable[str], suffixes: list[str], cwd: str) -> bool:
     """Whether ``import name`` finds something on ``sys_path`` (a package, a namespace
-    portion, a module or an extension) or is built into the interpreter."""
+    portion, a module or an extension), through an editable install's finder, or is built
+    into the interpreter."""
     if name in sys.builtin_module_names or name in sys.stdlib_module_names:
         return True
-    for entry in sys_path:
+    entries = list(sys_path)
+    for entry in entries:
         base = entry or cwd
         if os.path.isdir(os.path.join(base, name)) or any(
                 os.path.isfile(os.path.join(base, name + suf)) for suf in suffixes):
             return True
-    return False
+    return name in editable_mapping(tuple(entries))
+
+
+_EDITABLE_PTH = re.compile(r"^import (__editable___\w+_finder)\b", re.M)
+
+
+@functools.lru_cache(maxsize=8)
+def editable_mapping(sys_path: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """Top-level names that setuptools' editable installs (PEP 660, ``pip install -e .``)
+    map to their source tree: name → (file or directory, the finder module's file).
+
+    setuptools writes ``__editable__.<dist>-<version>.pth`` into site-packages, whose line
+    ``import __editable___<dist>_<version>_finder; …install()`` appends a finder to
+    ``sys.meta_path`` at start-up: after the path finder, so a name any ``sys.path`` entry
+    provides is never looked up there. The finder's ``MAPPING`` literal is read, not run.
+    Only site directories are looked at: Python runs ``.pth`` files only there (not in
+    ``PYTHONPATH`` entries). Each site's files in name order, as ``site`` runs them; the
+    first finder that maps a name wins."""
+    out: dict[str, tuple[str, str]] = {}
+    for site in sys_path:
+        if not site.endswith(("site-packages", "dist-packages")):
+            continue
+        try:
+            names = sorted(n for n in os.listdir(site)
+                           if n.startswith("__editable__") and n.endswith(".pth"))
+        except OSError:
+            continue
+        for pth in names:
+            try:
+                with open(os.path.join(site, pth), encoding="utf-8") as fh:
+                    modules = _EDITABLE_PTH.findall(fh.read(65536))
+            except (OSError, UnicodeDecodeError):
+                continue
+            for module in modules:
+                finder = os.path.join(site, module + ".py")
+                for key, value in _finder_mapping(finder).items():
+                    out.setdefault(key, (value, finder))
+    return out
+
+
+def editable_project(finder: str) -> str:
+    """The project directory an editable install was made from (its ``direct_url.json``:
+    ``file://…``, ``dir_info.editable``), "" when not recorded. The distribution is the one
+    whose ``.pth`` imports ``finder``: ``__editable__.<dist>-<version>.pth`` names its
+    ``<dist>-<version>.dist-info``."""
+    import json
+
+    site = os.path.dirname(finder)
+    module = os.path.basename(finder)[:-3]
+    try:
+        pths = [n for n in os.listdir(site) if n.startswith("__editable__.")
+                and n.endswith(".pth")]
+    except OSError:
+        return ""
+    for pth in pths:
+        try:
+            with open(os.path.join(site, pth), encoding="utf-8") as fh:
+                if module not in _EDITABLE_PTH.findall(fh.read(65536)):
+                    continue
+            with open(os.path.join(site, pth[len("__editable__."):-len(".pth")]
+                                   + ".dist-info", "direct_url.json"), encoding="utf-8") as fh:
+                record = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        url = record.get("url", "") if isinstance(record, dict) else ""
+        if isinstance(url, str) and url.startswith("file://"):
+            from urllib.parse import unquote
+
+            return unquote(url[len("file://"):])
+    return ""
+
+
+def _finder_mapping(finder: str) -> dict[str, str]:
+    """The ``MAPPING`` literal of a setuptools editable finder module ({} when unreadable)."""
+    import ast as _ast  # only where an editable install is looked up
+
+    try:
+        with open(finder, encoding="utf-8") as fh:
+            tree = _ast.parse(fh.read(1 << 20))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    for stmt in tree.body:
+        target: _ast.expr
+        node: _ast.expr | None
+        if isinstance(stmt, _ast.AnnAssign):
+            target, node = stmt.target, stmt.value
+        elif isinstance(stmt, _ast.Assign) and len(stmt.targets) == 1:
+            target, node = stmt.targets[0], stmt.value
+        else:
+            continue
+        if isinstance(target, _ast.Name) and target.id == "MAPPING" and node is not None:
+            try:
+                value = _ast.literal_eval(node)
+            except ValueError:
+                return {}
+            if isinstance(value, dict):
+                return {k: v for k, v in value.items() if isinstance(k, str) and
+                        isinstance(v, str)}
+    return {}
 

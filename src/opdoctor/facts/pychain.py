@@ -25,7 +25,7 @@ from functools import lru_cache
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint, tick
 from opdoctor.facts.inputfile import is_shared_library
-from opdoctor.facts.pkgdir import importable
+from opdoctor.facts.pkgdir import editable_mapping, importable
 
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
@@ -40,6 +40,9 @@ class Candidate:
     entry: str  # the sys.path entry ('' shown as the cwd)
     path: str
     kind: str  # "package", "namespace", "module", "extension"
+    # The editable install's finder that maps the name to ``path`` (setuptools, PEP 660;
+    # ``entry`` is then the site directory whose .pth installs it); "" for a sys.path entry.
+    via: str = ""
 
 
 # Appended to a swallowing except clause that hands the exception to a call (a logger, a
@@ -209,6 +212,14 @@ def locate(name: str, sys_path: list[str], suffixes: list[str], cwd: str) -> lis
         found = _found_in(entry, base, head, suffixes)
         if found is not None:
             out.append(found)
+    if not out:
+        # No sys.path entry provides it: an editable install's finder (appended to
+        # sys.meta_path, after the path finder) may map it to a source tree.
+        mapped = editable_mapping(tuple(sys_path)).get(head)
+        if mapped is not None:
+            found = _mapped(mapped[0], os.path.dirname(mapped[1]), suffixes)
+            if found is not None:
+                out.append(Candidate(found.entry, found.path, found.kind, mapped[1]))
     if not rest:
         return out
     win = winner_of(out)
@@ -239,6 +250,18 @@ def _found_in(entry: str, base: str, name: str, suffixes: list[str]) -> Candidat
         if os.path.isfile(f):
             return Candidate(entry, f, "extension" if suf != ".py" else "module")
     return Candidate(entry, d, "namespace") if os.path.isdir(d) else None
+
+
+def _mapped(path: str, site: str, suffixes: list[str]) -> Candidate | None:
+    """What setuptools' editable finder makes of a ``MAPPING`` value: a package directory
+    (its ``__init__.py``), or a module file; None where it finds nothing (a directory
+    without ``__init__.py``: its namespaces are mapped apart)."""
+    if os.path.isfile(os.path.join(path, "__init__.py")):
+        return Candidate(site, path, "package")
+    if os.path.isfile(path):
+        kind = "module" if path.endswith(".py") else "extension"
+        return Candidate(site, path, kind) if any(path.endswith(s) for s in suffixes) else None
+    return None
 
 
 def winner_of(cands: list[Candidate]) -> Candidate | None:
