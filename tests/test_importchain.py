@@ -2323,3 +2323,48 @@ def test_an_editable_install_loads_in_the_probe_as_checked(
     rep = res.json()["reports"][0]
     assert res.code == 0, [f["message"] for f in rep["findings"]]
     assert rep["sections"]["probe"]["outcome"] == "loaded"
+
+
+def _installed(site: Path, name: str, version: str) -> None:
+    """A distribution ``name`` ``version`` installed into ``site`` as pip lays one out: the
+    package and a dist-info whose RECORD lists its files."""
+    pkg = site / name
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "RECORD").write_text(f"{name}/__init__.py,,\n{info.name}/METADATA,,\n"
+                                 f"{info.name}/RECORD,,\n")
+
+
+def test_a_package_whose_import_runs_another_release_of_its_dependency_says_which(
+        tmp_path: Path) -> None:
+    """Survey 13: a `--target` site on PYTHONPATH that brought its own torch 2.14.1 hid the
+    environment's torch 2.13.0+cpu, and a check of torchvision there said nothing of it (it
+    analyses the first, as the job runs it). A package whose ``__init__`` imports a
+    dependency installed at two releases on sys.path gets an OD502 note naming both; two
+    installs of one release get none."""
+    first, second, own = tmp_path / "first", tmp_path / "second", tmp_path / "own"
+    _installed(first, "depx", "1.0")
+    _installed(second, "depx", "2.0")
+    pkg = own / "usesdep"
+    pkg.mkdir(parents=True)
+    _c_extension(tmp_path, pkg, "_core")
+    (pkg / "__init__.py").write_text("import depx\nfrom . import _core\n")
+    path = os.pathsep.join(str(d) for d in (own, first, second))
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": path}
+    real = subprocess.run([sys.executable, "-c", "import usesdep, depx; print(depx.__version__,"
+                           " usesdep._core.answer())"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert real.stdout.split() == ["1.0", "42"], real.stdout + real.stderr
+    report = chain(tmp_path, "usesdep", probe=False, env={"PYTHONPATH": path}, path=pkg)
+    (note,) = [f for f in report.findings if f.code == "OD502"]
+    assert note.severity is Severity.INFO and note.subject == "depx"
+    assert "import depx (from usesdep) runs depx 1.0" in note.message
+    assert "depx 2.0 later on sys.path is hidden" in note.message
+    assert any(str(second / "depx") in e for e in note.evidence)
+    shutil.rmtree(second)
+    _installed(second, "depx", "1.0")  # the same release twice: nothing worth a line
+    report = chain(tmp_path, "usesdep", probe=False, env={"PYTHONPATH": path}, path=pkg)
+    assert not [f for f in report.findings if f.code == "OD502"]

@@ -277,6 +277,42 @@ def _read_load(link: Link, facts: Facts) -> tuple[bool, str]:
     return True, os.path.basename(link.resolved[0])
 
 
+def _shadowed_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD502 notes for the packages the package's ``__init__`` imports at module level (its
+    framework among them) of which another release is installed later on sys.path: the job
+    runs the first (a ``--target`` site on PYTHONPATH that brought its own torch hides the
+    environment's), and a check of the package analyses that one — worth knowing which, not
+    a fault. Copies of one release, or copies no RECORD lists, are not reported here."""
+    from opdoctor.facts.pychain import installed_release, locate
+
+    interp = facts.interpreter
+    suffixes = [interp.ext_suffix if interp else ".so", ".abi3.so", ".so", ".py"]
+    cwd = facts.options.cwd or os.getcwd()
+    for dep in chain.imports_packages[:12]:
+        cands = [c for c in locate(dep, list(chain.sys_path), suffixes, cwd)
+                 if c.kind != "namespace"]
+        if len(cands) < 2:
+            continue
+        releases = [installed_release(c) for c in cands]
+        mine = releases[0]
+        hidden = [(c, rel) for c, rel in zip(cands[1:], releases[1:], strict=True)
+                  if rel and rel != mine]
+        if not mine or not hidden:
+            continue
+        other = sorted({rel for _c, rel in hidden})
+        dirs = ", ".join(sorted({os.path.dirname(c.path) for c, _rel in hidden}))
+        yield OD502.finding(dep, f"import {dep} (from {chain.name}) runs {mine} "
+                            f"({cands[0].path}); {', '.join(other)} later on sys.path is "
+                            "hidden: this check analysed the first",
+                            [f"import {dep} → {cands[0].path}, installed by {mine}",
+                             *[f"hidden: {c.path}, installed by {rel}" for c, rel in hidden]],
+                            severity=Severity.INFO,
+                            fix=f"nothing to fix if the job means to run {mine}. To run "
+                            f"{', '.join(other)}: put {dirs} first on sys.path (PYTHONPATH), "
+                            "or uninstall the copy the job should not use (`python -m pip "
+                            "list --path DIR` reports each).")
+
+
 def _not_found(name: str, order: list[str], chain: ImportChain) -> Finding:
     """OD501; an editable install whose source tree is gone (moved, deleted) says so."""
     from opdoctor.facts.pkgdir import editable_mapping, editable_project
@@ -651,6 +687,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                                             for f in inside]),
                             fix=f"Add {os.path.basename(win.path)}/__init__.py (and make sure "
                             "the build includes it in the wheel).")
+    yield from _shadowed_imports(facts, chain)
     retried_fine = _retried_fine(facts, chain)
     other_python: dict[str, list[str]] = {}  # one OD503 per module, however many import it
     for link in chain.links:
