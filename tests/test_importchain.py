@@ -14,7 +14,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import FIX, PKG_DIR, fixture
-from tests.helpers import cli, cli_text_and_json, make_package
+from tests.helpers import Result, cli, cli_text_and_json, make_package
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
 pytestmark = pytest.mark.usefixtures("shared_zygotes")
@@ -2262,6 +2262,13 @@ def _editable_run(venv: Path, cwd: Path, code: str) -> subprocess.CompletedProce
                           capture_output=True, text=True, timeout=60)
 
 
+def _editable_check(capsys: pytest.CaptureFixture[str], venv: Path, cwd: Path,
+                    *extra: str) -> Result:
+    """``opdoctor check -f json --package edpkg`` with the fixture venv's interpreter."""
+    return cli(capsys, "check", "-f", "json", "--python", str(venv / "bin" / "python"),
+               "--package", "edpkg", "--cwd", str(cwd), *extra)
+
+
 def test_an_editable_install_is_found_through_its_finder(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`pip install -e .` of a flat-layout project: setuptools writes a ``.pth`` that appends
@@ -2274,8 +2281,7 @@ def test_an_editable_install_is_found_through_its_finder(
     real = _editable_run(venv, tmp_path, "import edpkg; print(edpkg.answer(), edpkg.__file__)")
     assert real.returncode == 0 and real.stdout.split() == [
         "42", str(src / "edpkg" / "__init__.py")], real.stdout + real.stderr
-    res = cli(capsys, "check", "--static", "-f", "json", "--python", str(venv / "bin" / "python"),
-              "--package", "edpkg", "--cwd", str(tmp_path))
+    res = _editable_check(capsys, venv, tmp_path, "--static")
     rep = res.json()["reports"][0]
     assert res.code == 0, [f["message"] for f in rep["findings"]]
     assert not [f for f in rep["findings"] if f["severity"] != "info"], rep["findings"]
@@ -2292,8 +2298,7 @@ def test_an_editable_install_without_its_build_or_its_source_tree_says_so(
     unbuilt = _editable("unbuilt")
     real = _editable_run(unbuilt, tmp_path, "import edpkg")
     assert "cannot import name '_fast'" in real.stderr, real.stderr
-    res = cli(capsys, "check", "--static", "-f", "json", "--python",
-              str(unbuilt / "bin" / "python"), "--package", "edpkg", "--cwd", str(tmp_path))
+    res = _editable_check(capsys, unbuilt, tmp_path, "--static")
     (od510,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD510"]
     assert res.code == 1 and od510["severity"] == "error"
     project = unbuilt.parent / "unbuilt-src"
@@ -2303,8 +2308,7 @@ def test_an_editable_install_without_its_build_or_its_source_tree_says_so(
     moved = _editable("moved")
     real = _editable_run(moved, tmp_path, "import edpkg")
     assert "No module named 'edpkg'" in real.stderr, real.stderr
-    res = cli(capsys, "check", "--static", "-f", "json", "--python",
-              str(moved / "bin" / "python"), "--package", "edpkg", "--cwd", str(tmp_path))
+    res = _editable_check(capsys, moved, tmp_path, "--static")
     (od501,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD501"]
     gone = moved.parent / "moved-src" / "edpkg"
     assert f"an editable install maps it to {gone}, which does not exist" in od501["message"]
@@ -2318,8 +2322,7 @@ def test_an_editable_install_loads_in_the_probe_as_checked(
     """The full check of the healthy editable install: the probe imports edpkg through the
     finder and loads the in-place build the static view found."""
     venv = _editable("ok")
-    res = cli(capsys, "check", "-f", "json", "--python", str(venv / "bin" / "python"),
-              "--package", "edpkg", "--cwd", str(tmp_path))
+    res = _editable_check(capsys, venv, tmp_path)
     rep = res.json()["reports"][0]
     assert res.code == 0, [f["message"] for f in rep["findings"]]
     assert rep["sections"]["probe"]["outcome"] == "loaded"
