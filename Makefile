@@ -931,6 +931,13 @@ ACCEL := $(HFX)/accelerators/.ready
 healthy: $(ACCEL)
 $(ACCEL): | $(VENV)/.installed
 	$(call pip_site,healthy-accelerators,frozenlist==1.8.0 propcache==0.5.4)
+# pydantic: pure Python, its compiled core a distribution of its own (pydantic-core, an exact
+# pin): its OD415 note names that, not a build that left an extension out. About 2.5 MB.
+PYDANTIC := $(HFX)/pydantic-2.11.7/.ready
+healthy: $(PYDANTIC)
+$(PYDANTIC): | $(VENV)/.installed
+	$(call pip_site,healthy-pydantic-2.11.7,pydantic==2.11.7 pydantic-core==2.33.2 \
+	  annotated-types==0.7.0 typing-extensions==4.14.1 typing-inspection==0.4.1)
 # cffi: `import _cffi_backend` inside `try: … except ImportError:` that drops the error
 # (cffi/commontypes.py), the extension present and whole — read statically, a note, not a
 # warning (survey 13). About 0.7 MB.

@@ -697,6 +697,28 @@ def test_pure_python_packages_are_checked_and_clean(capsys: pytest.CaptureFixtur
     assert res.code == 0 and "No problem found." in res.out, res.out
 
 
+def test_a_pure_python_package_whose_compiled_part_is_a_requirement_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """pydantic 2.11.7 is pure Python; its compiled core is the distribution pydantic-core
+    (an exact pin), as polars 2.1's engine is polars-runtime-32 and jax's is jaxlib (survey
+    12's P9). Its OD415 note said "a package that should ship an extension was built without
+    it" — nothing was left out: the note names the requirement and its library instead."""
+    site = _site("pydantic-2.11.7")
+    real = _run(site, "import pydantic, pydantic_core\n"
+                "class M(pydantic.BaseModel):\n    x: int\n"
+                "print(pydantic.VERSION, pydantic_core.__version__, M(x='3').x)")
+    assert real.returncode == 0 and real.stdout.split() == ["2.11.7", "2.33.2", "3"], \
+        real.stdout + real.stderr
+    res = _check_package(capsys, site, "pydantic")
+    (note,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD415"]
+    core = next((site / "pydantic_core").glob("_pydantic_core*.so"))
+    assert note["severity"] == "info" and res.code == 0
+    assert f"compiled code of its requirement pydantic-core 2.33.2: {core}" in note["evidence"]
+    assert "built without it" not in note["fix"]
+    assert note["fix"].endswith(f"installed by its requirement pydantic-core: opdoctor check "
+                                f"{core}"), note["fix"]
+
+
 def test_a_c_accelerator_over_a_python_version_is_a_note_statically(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """frozenlist 1.8.0 defines ``class FrozenList`` in Python, then ``try: from

@@ -328,6 +328,18 @@ def _pure_python_finding(facts: Facts, kind: str) -> Finding:
             evidence.append(f"compiled libraries {os.path.basename(chain.dist)} installs "
                             f"elsewhere: {shown}")
             fix += f" To check a compiled library of its distribution: opdoctor check {libs[0]}"
+        else:
+            from opdoctor.facts.requires import compiled_requirements
+
+            # Its compiled part as a distribution of its own (polars → polars-runtime-32,
+            # jax → jaxlib): nothing was left out of this build.
+            parts = compiled_requirements(chain.dist, chain.sys_path)
+            if parts:
+                evidence += [f"compiled code of its requirement {dist} {version}: {lib}"
+                             for dist, version, lib in parts]
+                fix = ("Nothing to fix: its import chain, requirements and pinned releases were "
+                       "checked (the causes below), and its compiled code is installed by its "
+                       f"requirement {parts[0][0]}: opdoctor check {parts[0][2]}")
     return OD415.finding(chain.winner.path, f"{kind} {name} has no compiled library and "
                          "defines no operator: what was checked is its import (causes 1–4 "
                          "of a library do not apply)", evidence, fix=fix,

@@ -284,6 +284,30 @@ def shipped_libraries(name: str, where: str, limit: int = 20) -> list[str]:
     return out
 
 
+def compiled_requirements(info: str, dirs: Iterable[str], limit: int = 3
+                          ) -> list[tuple[str, str, str]]:
+    """(name, version, site-relative path of a shared library it installs) of each
+    unconditional requirement of a distribution that is installed on ``dirs`` and ships
+    compiled code: where a pure-Python package's compiled part lives (polars 2.1's engine in
+    polars-runtime-32, jax's in jaxlib). At most ``limit``, in METADATA order."""
+    out: list[tuple[str, str, str]] = []
+    listings = list(_listings(dirs))
+    for name, _spec in unconditional_requirements(info):
+        want = normalized(name)
+        for entry, names in listings:
+            hit = next((n for n in names if n.endswith(".dist-info")
+                        and normalized(distribution(n)[0]) == want), None)
+            if hit is None:
+                continue
+            libs = record_libraries(os.path.join(entry or ".", hit))
+            if libs:  # named as the requirement names it (polars-runtime-32)
+                out.append((name, distribution(hit)[1], os.path.join(entry, libs[0])))
+            break
+        if len(out) >= limit:
+            break
+    return out
+
+
 def record_libraries(info: str) -> list[str]:
     """The shared libraries a distribution's RECORD lists, as paths relative to its site
     directory (``google/_upb/_message.abi3.so`` of protobuf)."""
