@@ -240,6 +240,60 @@ def test_scan_reads_the_pythonpath_a_job_imports_from(tmp_path: Path) -> None:
     assert js.code == 1  # it links torch and registers nothing (OD101): the scan says so
 
 
+@pytest.mark.probe
+def test_scan_checks_the_source_trees_of_editable_installs(tmp_path: Path) -> None:
+    """A developer's own operator package installed with `pip install -e .` lives outside
+    site-packages: setuptools' finder maps a flat-layout project's package to its source tree,
+    and a src-layout project's `.pth` line puts its src/ on sys.path. `scan` walked only
+    site-packages and PYTHONPATH, so it never checked the package the developer works on. Here
+    a venv has both (its torch from the dev environment through a `.pth` line as well); Python
+    imports each package from its tree, and the scan checks both libraries."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.conftest import SKIP
+
+    if (SKIP / "editable.txt").exists():
+        pytest.skip("editable install not made here: " + (SKIP / "editable.txt").read_text())
+    made = FIX / "python" / "editable" / "ok"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=60)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    dev_site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    (site / "dev.pth").write_text(f"{dev_site}\n")  # torch, as the dev environment has it
+    # the fixture's editable install (a real `pip install -e`), its finder mapping edpkg to
+    # a copy of its tree here
+    tree = tmp_path / "flat"
+    shutil.copytree(made.parent / "ok-src", tree)
+    for f in next(made.glob("lib/python3*/site-packages")).iterdir():
+        if f.name.startswith("__editable__"):
+            text = f.read_text().replace(str(made.parent / "ok-src"), str(tree))
+            (site / f.name).write_text(text)
+    src = tmp_path / "srclayout" / "src"
+    (src / "srcops").mkdir(parents=True)
+    (src / "srcops" / "__init__.py").write_text("")
+    (site / "__editable__.srcops-0.1.pth").write_text(f"{src}\n")
+    (tmp_path / "op.c").write_text("int op_fn(void) { return 1; }\n")
+    torch_lib = dev_site / "torch" / "lib"
+    libs = [tree / "edpkg" / "_ops.so", src / "srcops" / "_ops.so"]
+    for lib in libs:
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "op.c"),
+                        f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    py = venv / "bin" / "python"
+    real = subprocess.run([str(py), "-c", "import torch, edpkg, srcops; print(edpkg.__file__, "
+                           "srcops.__file__)"], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={k: v for k, v in os.environ.items()
+                                             if k != "PYTHONPATH"})
+    assert real.stdout.split() == [str(tree / "edpkg" / "__init__.py"),
+                                   str(src / "srcops" / "__init__.py")], real.stderr
+    js = cli_proc("scan", "--python", str(py), "-f", "json", timeout=600, cwd=tmp_path)
+    paths = {r["target"]["path"] for r in json.loads(js.out)["reports"]}
+    assert {str(lib) for lib in libs} <= paths, sorted(paths)
+    assert not [p for p in paths if "/build/" in p]  # a project's build tree is not walked
+
+
 def test_scan_table_shows_a_few_ops_and_counts_the_rest() -> None:
     """A library's whole inventory in the scan table made 72 libraries 1,538 lines long: the
     cell keeps the first ops and says how many more (the report and the JSON list them all)."""

@@ -224,6 +224,33 @@ def editable_mapping(sys_path: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def pth_directories(sites: Iterable[str]) -> list[str]:
+    """The directories the ``.pth`` files of ``sites`` put on sys.path, in the order ``site``
+    adds them (each site's files in name order): an editable install's source tree (a
+    src-layout ``pip install -e .``), ``setup.py develop``'s project. Lines that run code
+    (``import …``) add nothing here; a relative line is relative to its site directory."""
+    out: list[str] = []
+    for site in sites:
+        try:
+            names = sorted(n for n in os.listdir(site) if n.endswith(".pth"))
+        except OSError:
+            continue
+        for pth in names:
+            try:
+                with open(os.path.join(site, pth), encoding="utf-8") as fh:
+                    lines = fh.read(65536).splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                line = line.rstrip()
+                if not line or line.startswith("#") or line.startswith(("import ", "import\t")):
+                    continue
+                d = os.path.normpath(os.path.join(site, line))
+                if os.path.isdir(d) and d not in out:
+                    out.append(d)
+    return out
+
+
 def editable_project(finder: str) -> str:
     """The project directory an editable install was made from (its ``direct_url.json``:
     ``file://…``, ``dir_info.editable``), "" when not recorded. The distribution is the one

@@ -45,16 +45,51 @@ def scan_dirs(interp: Interpreter) -> list[str]:
     return out
 
 
+def source_trees(interp: Interpreter, scanned: list[str]) -> list[tuple[str, str]]:
+    """(directory to walk, the directory its packages are named from) for what the job
+    imports from outside site-packages: the packages setuptools' editable finders map
+    (``pip install -e .``, flat layout) and the directories site-packages' ``.pth`` files
+    add (a src-layout editable install, ``setup.py develop``) — a developer's own operator
+    package, the one a scan of their environment must not leave out. Only packages
+    (directories with ``__init__.py``) are walked there, not a project's build tree."""
+    from opdoctor.facts.pkgdir import editable_mapping, pth_directories
+
+    done = {os.path.realpath(p) for p in scanned}
+    out: list[tuple[str, str]] = []
+    for path, _finder in editable_mapping(tuple(interp.sys_path)).values():
+        if os.path.isfile(os.path.join(path, "__init__.py")) and \
+                os.path.realpath(path) not in done:
+            done.add(os.path.realpath(path))
+            out.append((path, os.path.dirname(path)))
+    for d in pth_directories(interp.site_dirs):
+        if os.path.realpath(d) in done:
+            continue
+        done.add(os.path.realpath(d))
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for name in names:
+            pkg = os.path.join(d, name)
+            if os.path.isfile(os.path.join(pkg, "__init__.py")) and \
+                    os.path.realpath(pkg) not in done:
+                done.add(os.path.realpath(pkg))
+                out.append((pkg, d))
+    return out
+
+
 def discover(interp: Interpreter) -> list[ScanItem]:
-    """Framework-linked libraries (and the framework's own) under site-packages."""
+    """Framework-linked libraries (and the framework's own) under site-packages, PYTHONPATH
+    and the source trees of editable installs."""
     items: list[ScanItem] = []
     seen: set[str] = set()
     torch_lib = os.path.realpath(interp.torch.lib_dir) if interp.torch else ""
     # TensorFlow's own package holds hundreds of framework libraries, none an op library of
     # the user's: they are the install, not scan targets.
     tf_dir = os.path.realpath(interp.tensorflow_dir) + os.sep if interp.tensorflow_dir else ""
-    for site in scan_dirs(interp):
-        for root, dirs, files in os.walk(site):
+    dirs_ = scan_dirs(interp)
+    for top, site in [*((d, d) for d in dirs_), *source_trees(interp, dirs_)]:
+        for root, dirs, files in os.walk(top):
             dirs[:] = sorted(d for d in dirs if d not in ("__pycache__",) and
                              not d.endswith(".dist-info"))
             for f in sorted(files):
