@@ -531,7 +531,11 @@ def test_source_checkout_without_the_built_library_shadows_the_install() -> None
             f"OSError: Could not load this library: {lib}")
     e = explain_text(text)
     assert e.cause == 5 and 4 in [a.cause for a in e.ranked], e.why
-    assert "shadows" in e.title
+    assert "source tree without its built fbgemm_gpu_config.so" in e.title
+    # the text cannot tell a shadowing checkout from an editable install whose in-place build
+    # is gone (survey 14's P8): both are named, and the check of the package decides
+    assert "shadows the installed package" in e.why and "editable install" in e.why
+    assert "opdoctor check --package fbgemm_gpu" in e.decides
 
 
 def test_python_line_of_a_built_for_banner_names_the_package_build() -> None:
@@ -1737,3 +1741,28 @@ def test_msvc_unresolved_externals_are_read_by_their_owner(text: str, cause: int
     e = explain_text(text)
     assert e.subcause == "link.unresolved-external"
     assert e.cause == cause and owner_words in e.ranked[0].why
+
+
+def test_a_source_tree_without_its_build_is_not_asserted_to_shadow_anything() -> None:
+    """Survey 14's P8: Python's message for an editable install (`pip install -e .`) whose
+    in-place build was deleted is the one a shadowing checkout gives; explain said "a source
+    checkout shadows the installed package" at high confidence, and the user was sent to run
+    from another directory. Both readings are named, and `check --package` decides."""
+    e = explain_text("ImportError: cannot import name '_C' from partially initialized module "
+                     "'myext' (most likely due to a circular import) "
+                     "(/home/me/work/myext/myext/__init__.py)")
+    assert e.cause == 5 and e.confidence != "high", (e.cause, e.confidence)
+    assert "editable install" in e.why and "shadows the installed package" in e.why
+    assert "opdoctor check --package myext" in e.decides
+
+
+def test_an_installed_extension_the_loader_cannot_open_may_be_missing() -> None:
+    """Survey 14's P7: a scikit-build-core editable install whose compiled module in
+    site-packages was deleted fails with "cannot open shared object file: No such file"; the
+    answer said the file "exists … built for another CPU/OS". Python found the file name, so
+    a foreign build stays first, but the title no longer asserts the file is there."""
+    lib = f"{_SITE}/delta/_fast.cpython-311-x86_64-linux-gnu.so"
+    e = explain_text(f"ImportError: {lib}: cannot open shared object file: No such file or "
+                     "directory")
+    assert e.cause == 4 and "exists" not in e.title and "missing" in e.title, e.title
+    assert "the file is gone" in e.why and f"opdoctor check {lib}" in e.decides

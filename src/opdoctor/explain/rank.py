@@ -463,20 +463,30 @@ def _missing_library(ctx: Context) -> Refinement | None:
         # framework's frames are in site-packages): Python imported a source checkout, which has
         # no built library — it shadows the installed package
         top = os.path.basename(pkg_dir)
-        return Refinement((5, 4), f"{top} was imported from {pkg_dir}, a source checkout (not "
-                          "site-packages, where the framework is): it shadows the installed "
-                          f"package and has no built {base} (the current directory or "
-                          "PYTHONPATH is sys.path[0])", ("OD502",),
-                          f"a source checkout of {top} shadows the installed package", "high",
-                          f"where `import {top}` resolves from another directory: `cd /tmp && "
-                          f"python -c 'import {top}'`; `opdoctor check --package {top}`")
+        # The text cannot tell a checkout that shadows the installed package from an editable
+        # install (`pip install -e .`) whose in-place build is gone: the same source tree,
+        # the same failure (survey 14's P8); the check of the package can.
+        return Refinement((5, 4), f"{top} was imported from {pkg_dir}, a source tree (not "
+                          "site-packages, where the framework is) without its built "
+                          f"{base}: a checkout that shadows the installed package (the current "
+                          "directory or PYTHONPATH is sys.path[0]), or an editable install "
+                          "whose in-place build is missing", ("OD502", "OD510"),
+                          f"{top} runs from a source tree without its built {base}", "medium",
+                          f"whether another copy of {top} is installed, or {top} is an "
+                          f"editable install to rebuild: `opdoctor check --package {top}`")
     if "/" in lib and "installed" in kinds and re.search(r"cannot open shared object file",
                                                           text):
-        return Refinement((4, 2), f"{lib} is a file the package installed, yet the loader cannot "
-                          "open it: it is built for another architecture or OS (the loader says "
-                          "'No such file' then too)", ("OD408",),
-                          f"{base} exists but cannot be opened: built for another CPU/OS", "medium",
-                          f"`opdoctor check {lib}` reads its ELF header (machine, class)")
+        # Python found the file, so it was there: built for another architecture or OS
+        # (the loader says 'No such file' then too) — or gone since, which the text cannot
+        # tell from that (an editable install's finder maps a module to a build output that
+        # was deleted: survey 14's P7).
+        return Refinement((4, 2), f"{lib} is a file the package installs, yet the loader cannot "
+                          "open it: built for another architecture or OS (the loader says 'No "
+                          "such file' then too), or the file is gone (deleted, an editable "
+                          "install's build output removed)", ("OD408", "OD508"),
+                          f"{base} cannot be opened: built for another CPU/OS, or missing",
+                          "medium", f"`opdoctor check {lib}` reads its ELF header (machine, "
+                          "class), or says it is not there")
     if "/" not in lib and not base.startswith("lib") and re.search(r"load_op_library\(\s*['\"]"
                                                                    r"[\w.-]{1,100}\.so", text):
         return Refinement((2,), f"load_op_library('{base}') without a directory searches the "
@@ -881,11 +891,13 @@ def _module(ctx: Context) -> Refinement | None:
                           f"which {module}.* file the installed {core} has: `opdoctor check "
                           f"--package {core}`")
     if where == "source-tree" and (compiled or name):
-        return Refinement((5, 4), f"the traceback runs {top} from a source checkout (not "
-                          "site-packages): it shadows the installed package and has no built "
-                          f"{full}", ("OD502",), f"a source checkout of {top} shadows the "
-                          "installed package", "high",
-                          f"where {top} is imported from: `opdoctor check --package {top}`")
+        return Refinement((5, 4), f"the traceback runs {top} from a source tree (not "
+                          f"site-packages) that has no built {full}: a checkout that shadows "
+                          "the installed package, or an editable install (`pip install -e .`) "
+                          "whose in-place build is missing", ("OD502", "OD510"),
+                          f"{top} runs from a source tree without its built {full}", "medium",
+                          f"whether another copy of {top} is installed, or {top} is an "
+                          f"editable install to rebuild: `opdoctor check --package {top}`")
     if _FRAMEWORK_MODULES.match(module):
         return Refinement((5,), f"{module} is not installed for the interpreter that ran (a "
                           "notebook kernel, a job or a build environment using another Python)",
