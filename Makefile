@@ -462,15 +462,17 @@ $(TF_VENV)/.installed:
 # switch does what); tests/test_truth.py loads each for real to prove its failure (or health).
 TRSRC := tests/fixtures/truth
 TRFX := $(FIX)/truth
-TRUTH_VARIANTS := assert macro_ns typo exit daemon undef inferred
+TRUTH_VARIANTS := assert macro_ns typo exit daemon undef undef_global inferred
 FLAGS_TR_assert := -O0 -g -DTINYOP_ASSERT
 FLAGS_TR_macro_ns := -DTINYOP_NS_MACRO -DMY_NS=foo
 FLAGS_TR_typo := -DTINYOP_TYPO
 FLAGS_TR_exit := -DTINYOP_EXIT
 FLAGS_TR_daemon := -DTINYOP_DAEMON
 FLAGS_TR_undef := -DTINYOP_UNDEF
+FLAGS_TR_undef_global := -DTINYOP_UNDEF_GLOBAL
 FLAGS_TR_inferred := -DTINYOP_INFERRED
 TRUTH_SO := $(TRFX)/tinyop.so $(patsubst %,$(TRFX)/%.so,$(TRUTH_VARIANTS)) $(TRFX)/stripped.so \
+  $(TRFX)/nolink/tinyop.so \
   $(TRFX)/inferred_stripped.so \
   $(TRFX)/noreg.so $(TRFX)/pkg_ok/tinyop/__init__.py $(TRFX)/pkg_noimport/tinyop/__init__.py \
   $(TRFX)/nosections/deps/libtinydep.so $(TRFX)/nosections/uses_dep.so \
@@ -482,6 +484,12 @@ $(TRFX)/tinyop.so: $(TRSRC)/tinyop.cpp $(BUILD)/config.mk | $(PCH_STAMP)
 $(TRFX)/%.so: $(TRSRC)/tinyop.cpp $(BUILD)/config.mk | $(PCH_STAMP)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_TORCH) $(FLAGS_TR_$*) $< -o $@ $(LDFLAGS_TORCH)
+# Compiled against this torch's headers, linked without its libraries (no -lc10 -ltorch_cpu):
+# the c10/torch symbols are the installed torch's, yet nothing NEEDs the libraries that define
+# them, and torch loads those RTLD_LOCAL (OD432).
+$(TRFX)/nolink/tinyop.so: $(TRSRC)/tinyop.cpp $(BUILD)/config.mk | $(PCH_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) $< -o $@ -shared
 $(TRFX)/stripped.so: $(TRFX)/tinyop.so
 	strip --strip-all -o $@ $<
 $(TRFX)/inferred_stripped.so: $(TRFX)/inferred.so

@@ -1766,3 +1766,15 @@ def test_an_installed_extension_the_loader_cannot_open_may_be_missing() -> None:
                      "directory")
     assert e.cause == 4 and "exists" not in e.title and "missing" in e.title, e.title
     assert "the file is gone" in e.why and f"opdoctor check {lib}" in e.decides
+
+
+def test_a_torch_symbol_names_the_link_line_as_the_other_reading() -> None:
+    """Survey 14's P5: an op library linked without -lc10 -ltorch_cpu fails on a c10 symbol
+    the installed torch defines — the text reads like another torch release. The release
+    stays first (the commoner case), and the link line is the alternative, with the check
+    that tells (OD432)."""
+    e = explain_text("OSError: /work/op/libop.so: undefined symbol: "
+                     "_ZN3c1019UndefinedTensorImpl10_singletonE")
+    alts = {a.cause: a.why for a in e.ranked}
+    assert e.cause == 3 and "-lc10 -ltorch_cpu" in alts[4] and "OD432" in alts[4], alts
+    assert "opdoctor check /work/op/libop.so" in e.decides and "OD432" in e.decides

@@ -92,6 +92,8 @@ def real() -> dict[str, dict[str, Any]]:
         {"name": "noreg", "path": _path("noreg.so")},
         {"name": "exit", "path": _path("exit.so")},
         {"name": "undef", "path": _path("undef.so")},
+        {"name": "undef_global", "path": _path("undef_global.so")},
+        {"name": "nolink", "path": _path("nolink/tinyop.so")},
         {"name": "nosections_tinyop", "path": _path("nosections/tinyop.so"),
          "call": "tinyop::scale_add"},
         {"name": "nosections_uses_dep", "path": _path("nosections/uses_dep.so"), "ctypes": 1},
@@ -236,6 +238,52 @@ def test_own_code_undefined_symbol_is_an_incomplete_build(
     code, rep = _json(capsys, "--static", _path("undef.so"))
     assert code == 1 and rep["diagnosis"]["cause"] == 4
     assert _codes(rep, "error") == ["OD430"]
+
+
+def test_own_global_function_undefined_is_an_incomplete_build(
+        real: dict[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 14's P4: a helper declared at global scope (the tutorials' style — LLTM's
+    lltm_cuda_forward declared in the .cpp, defined in the .cu left out of sources=) was OD301,
+    cause 3 "version mismatch", while explain said cause 4: no release of anything provides the
+    project's own function. It is OD430 now, as a namespaced one is."""
+    assert real["undef_global"]["loaded"] is False
+    assert "undefined symbol: _Z19helper_scale_globald" in real["undef_global"]["error"]
+    code, rep = _json(capsys, "--static", _path("undef_global.so"))
+    assert code == 1 and rep["diagnosis"]["cause"] == 4
+    assert _codes(rep, "error") == ["OD430"]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD430"]
+    assert "helper_scale_global(double)" in f["evidence"][0]
+    assert "global scope" in f["evidence"][-1]
+
+
+def test_a_library_linked_without_torchs_libraries_says_so(
+        real: dict[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 14's P5: tinyop compiled against this torch's headers and linked without
+    -lc10 -ltorch_cpu. torch.ops.load_library fails on a c10/torch symbol that the installed
+    torch does export — torch loads its libraries RTLD_LOCAL, and this library NEEDs none of
+    them. It was OD304 "built against another torch", with a rebuild that changes nothing; it
+    is OD432 (cause 4, the link line), and the real load's OD321 confirms it."""
+    assert real["nolink"]["loaded"] is False
+    assert "undefined symbol: _ZN" in real["nolink"]["error"], real["nolink"]["error"]
+    code, rep = _json(capsys, "--static", _path("nolink/tinyop.so"))
+    assert code == 1 and rep["diagnosis"]["cause"] == 4
+    assert _codes(rep, "error") == ["OD432"]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD432"]
+    assert "libc10.so" in f["message"] and "-lc10 -ltorch_cpu -ltorch" in f["fix"]
+    assert any(e.startswith("DT_NEEDED of tinyop.so: ") and "libc10" not in e
+               for e in f["evidence"])
+    healthy = _json(capsys, "--static", _path("tinyop.so"))[1]  # linked: none of it
+    assert "OD432" not in _codes(healthy)
+
+
+@pytest.mark.probe
+def test_a_library_linked_without_torchs_libraries_with_the_probe(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, rep = _json(capsys, _path("nolink/tinyop.so"))
+    assert code == 1 and rep["diagnosis"]["cause"] == 4
+    od321 = [f for f in rep["findings"] if f["code"] == "OD321"]
+    assert od321 and "linked without torch's libraries" in od321[0]["message"]
+    assert "OD304" not in _codes(rep)
 
 
 def test_section_less_libraries_are_read_through_pt_dynamic(

@@ -41,6 +41,8 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD303": ("OD301", "OD321", "OD511", "OD420", "OD306"),
     "OD304": ("OD301", "OD321", "OD511", "OD420", "OD306"),
     "OD301": ("OD321", "OD511", "OD420"),
+    # Linked without torch's libraries: the real load's undefined torch symbol is the same.
+    "OD432": ("OD301", "OD321", "OD511", "OD420"),
     "OD101": ("OD121", "OD106"),
     "OD102": ("OD123",),
     "OD105": ("OD106",),

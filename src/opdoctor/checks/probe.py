@@ -571,6 +571,12 @@ def _framework_symbol_note(facts: Facts, symbol: str) -> str:
     built against another release (or C++ ABI) of that framework, said with the version."""
     tv = facts.torch_variant
     if tv is not None and _FRAMEWORK_SYMBOL.match(symbol):
+        definer = facts.unlinked_torch_definers([symbol]).get(symbol) \
+            if facts.structure.image is not None else None
+        if definer:
+            return (f" — a torch symbol the installed torch {tv.version} exports ({definer}), "
+                    f"but the library does not link {definer}: linked without torch's "
+                    "libraries")
         return (f" — a torch symbol the installed torch {tv.version} does not export: built "
                 "against another torch (release or C++ ABI)")
     tf = facts.tensorflow
@@ -586,6 +592,9 @@ def _symbol_fix(facts: Facts, symbol: str) -> str | None:
     if "TensorFlow" in note:
         return ("install the release of the package built for the installed TensorFlow (each "
                 "release pairs with one TensorFlow minor), or the TensorFlow it was built for")
+    if "linked without torch's libraries" in note:
+        return ("link torch's libraries: -L<torch>/lib -lc10 -ltorch_cpu -ltorch "
+                "(torch.utils.cpp_extension and CMake's find_package(Torch) add them)")
     if note:
         return ("install the release of the extension built for the installed torch (or the "
                 "torch it was built for), or rebuild it against this torch")

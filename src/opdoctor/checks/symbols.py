@@ -73,7 +73,26 @@ OD430 = CodeDoc(
     references=("nm -D --undefined-only lib.so",),
 )
 
-CODES = (OD301, OD302, OD304, OD430)
+OD432 = CodeDoc(
+    "OD432", "torch op library not linked to torch's libraries", Severity.ERROR,
+    what="The torch symbols a library uses are defined by torch libraries it lists in "
+    "DT_NEEDED (libc10.so, libtorch_cpu.so, libtorch.so …).",
+    why="`import torch` loads its libraries with RTLD_LOCAL: their symbols bind only for "
+    "libraries that name them in DT_NEEDED. A library compiled against the installed torch's "
+    "headers but linked without `-lc10 -ltorch_cpu -ltorch` has the right symbols, and "
+    "torch.ops.load_library still fails with 'undefined symbol: _ZN3c10…' — which reads like a "
+    "torch release mismatch (OD304) but is a link line without torch.",
+    example="g++ -shared op.cpp -o libop.so $(torch include flags)  # no -L…/torch/lib -lc10 "
+    "-ltorch_cpu -ltorch",
+    fix="Link torch's libraries: `-L$(python -c 'import torch, os; print(os.path.join(os."
+    "path.dirname(torch.__file__), \"lib\"))') -lc10 -ltorch_cpu -ltorch` (torch.utils."
+    "cpp_extension's CppExtension adds them; in CMake find_package(Torch) and "
+    "target_link_libraries(op ${TORCH_LIBRARIES})).",
+    references=("https://pytorch.org/tutorials/advanced/torch_script_custom_ops.html",
+                "readelf -d lib.so | grep NEEDED"),
+)
+
+CODES = (OD301, OD302, OD304, OD430, OD432)
 
 TORCH_NS = re.compile(r"^(?:c10|at|torch|caffe2)::")
 
@@ -195,14 +214,24 @@ def _target(facts: Facts) -> Iterator[Finding]:
     torch_syms = [s for s in unresolved if _is_torch(names[s.name])]
     own_spaces = own_namespaces(facts, [s.name for s in unresolved])
     own = [s for s in unresolved if _top_namespace(s.name) in own_spaces]
+    # A C++ function at global scope (the tutorials' style: lltm_cuda_forward declared in the
+    # .cpp, defined in the .cu left out of sources=) that nothing in the process defines:
+    # no framework or runtime puts its C++ API there (survey 14's P4).
+    global_fns = [s for s in unresolved if _GLOBAL_CXX_FUNCTION.match(s.name)
+                  and not _is_torch(names[s.name]) and s not in own]
+    own += global_fns
     other = [s for s in unresolved if not _is_torch(names[s.name]) and s not in own]
     if own and _sibling_defining(facts, own):
         own = []  # linked in, to a sibling library the loader does not find: OD201's
     if own:
         ev = [_sym_line(s, names) for s in own[:20]]
-        ev.append(f"{os.path.basename(path)} itself defines symbols in namespace(s) "
-                  f"{', '.join(sorted({_top_namespace(s.name) for s in own}))}; no loaded "
-                  "library defines these")
+        spaces = sorted({_top_namespace(s.name) for s in own if s not in global_fns})
+        if spaces:
+            ev.append(f"{os.path.basename(path)} itself defines symbols in namespace(s) "
+                      f"{', '.join(spaces)}; no loaded library defines these")
+        if any(s in global_fns for s in own):
+            ev.append("C++ function(s) at global scope that no loaded library defines: no "
+                      "framework or runtime declares its API there — the project's own code")
         yield OD430.finding(
             path, f"{len(own)} symbol(s) of the library's own code are declared but never "
             f"linked in{note}; the load fails with \"undefined symbol: {own[0].name}\"", ev,
@@ -211,6 +240,20 @@ def _target(facts: Facts) -> Iterator[Finding]:
 
     if facts.abi_mismatch is not None:
         torch_syms = [s for s in torch_syms if not abi_string_symbol(names[s.name])]
+    unlinked = facts.unlinked_torch_definers([s.name for s in torch_syms])
+    if unlinked:
+        libs = sorted(set(unlinked.values()))
+        needed = [str(n) for n in facts.image.tags.get("DT_NEEDED", [])]
+        ev = [f"{_sym_line(s, names)}  — defined by {unlinked[s.name]}" for s in torch_syms
+              if s.name in unlinked][:12]
+        ev.append(f"DT_NEEDED of {os.path.basename(path)}: {', '.join(needed) or 'none'}")
+        yield OD432.finding(
+            path, f"{len(unlinked)} torch symbol(s) are exported by the installed torch "
+            f"({', '.join(libs)}), but {os.path.basename(path)} does not link "
+            f"{' or '.join(libs)}: torch loads its libraries RTLD_LOCAL, so they bind only "
+            "for a library that names them in DT_NEEDED — it was linked without torch's "
+            "libraries", ev, severity=sev)
+        torch_syms = [s for s in torch_syms if s.name not in unlinked]
     if torch_syms:
         missing = {m.name for m in facts.process.tree.missing}
         if sev is Severity.WARNING and not any(_TORCH_LIB.match(m) for m in missing):
@@ -227,6 +270,10 @@ def _target(facts: Facts) -> Iterator[Finding]:
         yield OD301.finding(
             path, f"{len(other)} undefined symbol(s) no loaded library defines{note}; the load "
             f"fails with \"undefined symbol: {first}\"", ev, severity=sev)
+
+
+# A mangled C++ function outside any namespace: _Z<length><name><parameters>
+_GLOBAL_CXX_FUNCTION = re.compile(r"_Z\d+[A-Za-z_]")
 
 
 def _top_namespace(mangled: str) -> str:

@@ -208,9 +208,17 @@ def _symbol(ctx: Context) -> Refinement | None:
         decides = (f"whether {target} was built against the installed framework/runtime: "
                    f"`opdoctor check {target}` lists which symbols it needs that nothing "
                    "loaded defines, and which library should")
+    # A torch symbol the installed torch does define, in a library linked without torch's
+    # libraries, fails the same way (torch loads them RTLD_LOCAL): the text cannot tell that
+    # from another release; the check can (OD432; survey 14's P5).
+    alt = {4: "the link: built against this torch's headers but linked without its libraries "
+              "(-lc10 -ltorch_cpu -ltorch), whose symbols torch loads RTLD_LOCAL (OD432)"} \
+        if info.owner == "torch" else None
+    if alt and decides:
+        decides += "; a torch library it does not link (OD432) is the link line, not a release"
     return Refinement(info.causes, f"{info.demangled} is {info.is_}", (info.code,),
                       f"undefined symbol {info.demangled}: {info.is_.split(':')[0]}", conf,
-                      decides)
+                      decides, alt_why=alt)
 
 
 # ------------------------------------------------------------------ a missing library

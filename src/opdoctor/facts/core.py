@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     from opdoctor.facts.vendored import RpathLoader
 
 
+# torch's own libraries (libc10.so, libtorch_cpu.so, libtorch_cuda.so, libshm.so …)
+_TORCH_LIBRARY = re.compile(r"lib(?:c10|torch|shm|caffe2)(?:_\w+)?\.so")
+
 @dataclass(frozen=True)
 class HostInfo:
     """The machine the library is meant to be loaded on."""
@@ -900,6 +903,28 @@ class Facts:
         if key not in self._pyinit:
             self._pyinit[key] = self._read_pyinit(path, module)
         return self._pyinit[key]
+
+    def unlinked_torch_definers(self, names: list[str]) -> dict[str, str]:
+        """Symbol → the file name of the torch library `import torch` loads that defines it,
+        for the ``names`` whose definer the target's dependency tree does not hold under that
+        name: a library compiled against this torch but linked without torch's libraries
+        (torch loads them RTLD_LOCAL, so they bind only for a library that NEEDs them). A
+        tree with a library of that name (another torch's copy) is no such case: that copy
+        lacks them (OD304)."""
+        tree = self.process.tree.order
+        have = {os.path.basename(lib.path) for lib in tree} | {lib.soname for lib in tree
+                                                                 if lib.soname}
+        libs = [lib for lib in self.process.preloaded
+                if _TORCH_LIBRARY.match(os.path.basename(lib.path))
+                and os.path.basename(lib.path) not in have and (lib.soname or "") not in have]
+        out: dict[str, str] = {}
+        for name in names:
+            for lib in libs:
+                table = self.symbol_tables.of(lib)
+                if table is not None and table.lookup(name):
+                    out[name] = os.path.basename(lib.path)
+                    break
+        return out
 
     def load_problem(self, path: str) -> str | None:
         """What reading ``path`` says would stop the loader here ("" when nothing does: its
