@@ -310,20 +310,39 @@ PY_FIXTURES := $(YFX)/noimport/myop/libmyop.so $(YFX)/shadow_src/myop/__init__.p
 
 # Editable installs (`pip install -e .`: setuptools' PEP 660 finder maps edpkg to its source
 # tree, where the extension is built in place), each in a venv of its own: ok, unbuilt (the
-# extension deleted: a build that left it out), moved (the source tree gone). setuptools comes
-# from the package index (build isolation); a skip reason when pip cannot get it.
+# extension deleted: a build that left it out), moved (the source tree gone); the same in
+# setuptools' strict mode (a link tree of symbolic links: one now dangles) and compat mode (a
+# .pth line puts the project on sys.path). setuptools comes from the package index (build
+# isolation); a skip reason when pip cannot get it.
 EDITABLE := $(YFX)/editable/.ready
 PY_FIXTURES += $(EDITABLE)
 $(EDITABLE): $(YSRC)/editable/setup.py $(YSRC)/editable/edpkg/__init__.py \
   $(YSRC)/editable/edpkg/_fast.c | $(VENV)/.installed
 	rm -rf $(@D) && mkdir -p $(@D) $(SKIP)
-	ok=1; for v in ok unbuilt moved; do \
-	  cp -r $(YSRC)/editable $(@D)/$$v-src && $(PY) -m venv --without-pip $(@D)/$$v && \
-	  $(PY) -m pip install -q --no-deps --prefix $(@D)/$$v -e $(@D)/$$v-src \
-	    > $(@D)/$$v.log 2>&1 || { tail -3 $(@D)/$$v.log > $(SKIP)/editable.txt; ok=0; break; }; \
+	ok=1; for v in ok:lenient unbuilt:lenient moved:lenient strict-unbuilt:strict \
+	    compat-unbuilt:compat compat-moved:compat; do name=$${v%%:*}; mode=$${v##*:}; \
+	  cp -r $(YSRC)/editable $(@D)/$$name-src && $(PY) -m venv --without-pip $(@D)/$$name && \
+	  $(PY) -m pip install -q --no-deps --prefix $(@D)/$$name \
+	    --config-settings editable_mode=$$mode -e $(@D)/$$name-src > $(@D)/$$name.log 2>&1 \
+	    || { tail -3 $(@D)/$$name.log > $(SKIP)/editable.txt; ok=0; break; }; \
 	done; if [ $$ok = 1 ]; then rm -f $(SKIP)/editable.txt; fi
-	rm -f $(@D)/unbuilt-src/edpkg/_fast*.so
-	rm -rf $(@D)/moved-src
+	rm -f $(@D)/unbuilt-src/edpkg/_fast*.so $(@D)/strict-unbuilt-src/edpkg/_fast*.so \
+	  $(@D)/compat-unbuilt-src/edpkg/_fast*.so
+	rm -rf $(@D)/moved-src $(@D)/compat-moved-src
+	touch $@
+# A scikit-build-core editable install (its own import hook: skpkg's sources from the tree,
+# its compiled module from site-packages), healthy (ok) and with that module deleted (gone).
+# scikit-build-core (and cmake, where the system has none) from the package index.
+SKBC := $(YFX)/skbc/.ready
+PY_FIXTURES += $(SKBC)
+$(SKBC): $(wildcard $(YSRC)/skbc/*.* $(YSRC)/skbc/src/skpkg/*) | $(VENV)/.installed
+	rm -rf $(@D) && mkdir -p $(@D) $(SKIP)
+	ok=1; for v in ok gone; do cp -r $(YSRC)/skbc $(@D)/$$v-src && \
+	  $(PY) -m venv --without-pip $(@D)/$$v && \
+	  $(PY) -m pip install -q --no-deps --prefix $(@D)/$$v -e $(@D)/$$v-src \
+	    > $(@D)/$$v.log 2>&1 || { tail -3 $(@D)/$$v.log > $(SKIP)/skbc.txt; ok=0; break; }; \
+	done; if [ $$ok = 1 ]; then rm -f $(SKIP)/skbc.txt; fi
+	rm -f $(@D)/gone/lib/python*/site-packages/skpkg/_fast*.so
 	touch $@
 # A copy of the reference package whose __init__ never loads the library.
 $(YFX)/noimport/myop/libmyop.so: $(BUILD)/myop/libmyop.so $(YSRC)/noimport_init.py $(YSRC)/helpers.py

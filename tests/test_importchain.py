@@ -2371,3 +2371,81 @@ def test_a_package_whose_import_runs_another_release_of_its_dependency_says_whic
     _installed(second, "depx", "1.0")  # the same release twice: nothing worth a line
     report = chain(tmp_path, "usesdep", probe=False, env={"PYTHONPATH": path}, path=pkg)
     assert not [f for f in report.findings if f.code == "OD502"]
+
+
+@pytest.mark.parametrize(("variant", "words"), [
+    # strict mode: a link tree of symbolic links on sys.path; the built file one points at
+    # was deleted (it was OD503 "no file for this interpreter: only _fast…so", naming the
+    # very file it wanted, with a --force-reinstall fix: survey 14's P1)
+    ("strict-unbuilt", "is a symbolic link to"),
+    # compat mode: a .pth line puts the project on sys.path (its fix was "include it in
+    # package_data": survey 14's P2)
+    ("compat-unbuilt", "no module _fast in"),
+])
+def test_an_editable_install_of_another_mode_without_its_build_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: str, words: str) -> None:
+    venv = _editable(variant)
+    real = _editable_run(venv, tmp_path, "import edpkg")
+    assert "cannot import name '_fast'" in real.stderr, real.stderr
+    res = _editable_check(capsys, venv, tmp_path, "--static")
+    (od510,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD510"]
+    assert res.code == 1 and words in od510["message"], od510["message"]
+    assert "OD503" not in [f["code"] for f in res.json()["reports"][0]["findings"]]
+    project = venv.parent / f"{variant}-src"
+    assert "edpkg is an editable install (__editable__.edpkg-0.1.pth puts " in od510["fix"]
+    assert f"python -m pip install -e {project}`" in od510["fix"], od510["fix"]
+
+
+def test_a_pth_editable_install_whose_tree_is_gone_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """compat mode's .pth line names the moved project: Python skips a directory that does not
+    exist, so `No module named 'edpkg'`; OD501 names the .pth and the directory (it was the
+    plain "no package", with `pip install .` as the fix: survey 14's P2)."""
+    venv = _editable("compat-moved")
+    real = _editable_run(venv, tmp_path, "import edpkg")
+    assert "No module named 'edpkg'" in real.stderr, real.stderr
+    res = _editable_check(capsys, venv, tmp_path, "--static")
+    (od501,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD501"]
+    gone = venv.parent / "compat-moved-src"
+    assert (f"an editable install (__editable__.edpkg-0.1.pth) puts {gone} on sys.path, which "
+            "does not exist") in od501["message"], od501["message"]
+    assert "pip install -e DIR" in od501["fix"] and "pip uninstall edpkg" in od501["fix"]
+
+
+def _skbc(variant: str) -> Path:
+    from tests.conftest import SKIP
+
+    reason = SKIP / "skbc.txt"
+    if reason.exists():
+        pytest.skip(f"scikit-build-core install not made here: {reason.read_text()[:200]}")
+    root = PYFIX / "skbc"
+    assert (root / ".ready").exists(), f"{root} is missing: run `make fixtures`"
+    return root / variant
+
+
+def test_a_scikit_build_core_editable_install_is_followed_through_its_hook(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """scikit-build-core's editable mode keeps the sources in the tree and installs the
+    compiled module into site-packages; its import hook (``_editable_skbc_skpkg.py``)
+    redirects skpkg._fast there. The healthy install was OD510 "no module _fast" — an error
+    with --static, the compiled module never analysed (survey 14's P6). Its ``install(…)``
+    call is read (not run): the module is followed to site-packages and checked; deleted,
+    it is OD510 saying where the hook points, with the editable rebuild."""
+    ok = _skbc("ok")
+    real = _editable_run(ok, tmp_path, "import skpkg; print(skpkg.answer(), skpkg._fast.__file__)")
+    site_so = next(ok.glob("lib/python3*/site-packages/skpkg/_fast*.so"))
+    assert real.stdout.split() == ["42", str(site_so)], real.stdout + real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--python", str(ok / "bin" / "python"),
+              "--package", "skpkg", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert res.code == 0 and rep["target"]["path"] == str(site_so), rep["findings"]
+    assert not [f for f in rep["findings"] if f["severity"] != "info"], rep["findings"]
+    gone = _skbc("gone")
+    real = _editable_run(gone, tmp_path, "import skpkg")
+    assert "cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--python",
+              str(gone / "bin" / "python"), "--package", "skpkg", "--cwd", str(tmp_path))
+    (od510,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD510"]
+    assert res.code == 1 and "an editable install's import hook maps skpkg._fast to" in \
+        od510["message"], od510["message"]
+    assert f"python -m pip install -e {gone.parent / 'gone-src'}`" in od510["fix"]

@@ -317,43 +317,102 @@ def _not_found(name: str, order: list[str], chain: ImportChain) -> Finding:
     """OD501; an editable install whose source tree is gone (moved, deleted) says so."""
     from opdoctor.facts.pkgdir import editable_mapping, editable_project
 
-    mapped = editable_mapping(tuple(chain.sys_path)).get(name.split(".")[0])
-    if mapped is None:
-        return OD501.finding(name, f"no package {name} on the target interpreter's sys.path",
-                             order[:12])
-    path, finder = mapped
-    project = editable_project(finder)
-    return OD501.finding(name, f"no package {name} on the target interpreter's sys.path: an "
-                         f"editable install maps it to {path}, which "
-                         + ("is no package" if os.path.exists(path) else "does not exist")
-                         + " (the checkout was moved or deleted)",
-                         [*order[:12], f"editable finder: {finder} ({name} → {path})",
+    top = name.split(".")[0]
+    mapped = editable_mapping(tuple(chain.sys_path)).get(top)
+    if mapped is not None:
+        path, finder = mapped
+        project = editable_project(finder)
+        return _stale_editable(name, order, f"an editable install maps it to {path}, which "
+                               + ("is no package" if os.path.exists(path) else
+                                  "does not exist"),
+                               [f"editable finder: {finder} ({name} → {path})"], project)
+    stale = _stale_editable_path(top, chain)
+    if stale is not None:
+        d, pth, project = stale
+        return _stale_editable(name, order, f"an editable install ({os.path.basename(pth)}) "
+                               f"puts {d} on sys.path, which does not exist",
+                               [f"{pth}: {d} (Python skips a directory that does not exist)"],
+                               project)
+    return OD501.finding(name, f"no package {name} on the target interpreter's sys.path",
+                         order[:12])
+
+
+def _stale_editable(name: str, order: list[str], what: str, ev: list[str],
+                    project: str) -> Finding:
+    return OD501.finding(name, f"no package {name} on the target interpreter's sys.path: "
+                         f"{what} (the checkout was moved or deleted)",
+                         [*order[:12], *ev,
                           *([f"installed from: {project}"] if project else [])],
                          fix="Install it again from where the project is now "
                          "(`python -m pip install -e DIR`), or uninstall the stale editable "
                          f"install (`python -m pip uninstall {name}`).")
 
 
+def _stale_editable_path(top: str, chain: ImportChain) -> tuple[str, str, str] | None:
+    """(directory, .pth, project) of an editable install of the distribution that provides
+    ``top`` whose ``.pth`` line names a directory that does not exist."""
+    from opdoctor.facts.pkgdir import (
+        direct_url_project,
+        distribution,
+        editable_paths,
+        normalized,
+        pth_distribution,
+    )
+
+    sites = [p for p in chain.sys_path if p.endswith(("site-packages", "dist-packages"))]
+    for d, pth, exists in editable_paths(sites):
+        info = pth_distribution(pth) if not exists else ""
+        if info and (top in top_levels(info) or
+                     normalized(distribution(info)[0]) == normalized(top)):
+            return d, pth, direct_url_project(info)
+    return None
+
+
 def _may_be_built(link: Link) -> bool:
     """A missing submodule that a build makes (no .py of that name anywhere: not a module
-    left out of the sources)."""
-    return link.problem.startswith("no module") and not link.other_builds
+    left out of the sources), or a build output an editable install points at that is gone."""
+    return not link.other_builds and (
+        link.problem.startswith(("no module", "an editable install's import hook"))
+        or "is a symbolic link to" in link.problem)
+
+
+def _editable_origin(chain: ImportChain) -> tuple[str, str]:
+    """(how an editable install provides the package, the project it was installed from)
+    for a package that is one ("", "" otherwise): setuptools' finder, or a ``.pth`` line that
+    puts the tree on sys.path (setuptools' src layout, compat and strict modes;
+    scikit-build-core)."""
+    from opdoctor.facts.pkgdir import (
+        direct_url_project,
+        editable_paths,
+        editable_project,
+        pth_distribution,
+    )
+
+    win = chain.winner
+    if win is None:
+        return "", ""
+    if win.via:
+        return (f"setuptools' finder {os.path.basename(win.via)} maps it to {win.path}",
+                editable_project(win.via) or os.path.dirname(win.path))
+    sites = [p for p in chain.sys_path if p.endswith(("site-packages", "dist-packages"))]
+    for d, pth, exists in editable_paths(sites):
+        if exists and (win.path == d or win.path.startswith(d + os.sep)):
+            info = pth_distribution(pth)
+            return (f"{os.path.basename(pth)} puts {d} on sys.path",
+                    (direct_url_project(info) if info else "") or d)
+    return "", ""
 
 
 def _editable_rebuild(chain: ImportChain) -> str:
-    """The fix for an extension missing from an editable install's source tree ("" when the
-    package is not one): it is built in place, by the install command run again."""
-    win = chain.winner
-    if win is None or not win.via:
+    """The fix for a compiled module missing from an editable install ("" when the package
+    is not one): the install command builds it, so running it again does."""
+    how, project = _editable_origin(chain)
+    if not how:
         return ""
-    from opdoctor.facts.pkgdir import editable_project
-
-    project = editable_project(win.via) or os.path.dirname(win.path)
-    return (f"{chain.name} is an editable install (setuptools' finder {os.path.basename(win.via)}"
-            f" maps it to {win.path}): its extensions are built into the source tree, and this "
-            f"one is not there. Build it in place again: `python -m pip install -e {project}` "
-            "(or `python setup.py build_ext --inplace` there), and read that build's log for the "
-            "compiler error that left it out.")
+    return (f"{chain.name} is an editable install ({how}): its compiled modules are built by "
+            "the install command, and this one is not there. Build it again: `python -m pip "
+            f"install -e {project}` (with the options it was installed with), and read that "
+            "build's log for the error that left it out.")
 
 
 def _retried_fine(facts: Facts, chain: ImportChain) -> frozenset[str]:

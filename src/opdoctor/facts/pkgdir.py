@@ -251,18 +251,98 @@ def pth_directories(sites: Iterable[str]) -> list[str]:
     return out
 
 
-def editable_project(finder: str) -> str:
-    """The project directory an editable install was made from (its ``direct_url.json``:
-    ``file://…``, ``dir_info.editable``), "" when not recorded. The distribution is the one
-    whose ``.pth`` imports ``finder``: ``__editable__.<dist>-<version>.pth`` names its
-    ``<dist>-<version>.dist-info``."""
-    import json
+def editable_paths(sites: Iterable[str]) -> list[tuple[str, str, bool]]:
+    """(directory, the ``.pth`` that adds it, whether it exists) for the path lines of the
+    ``.pth`` files editable installs write: setuptools' ``__editable__.<dist>-<version>.pth``
+    (a src layout, ``editable_mode=compat`` or ``strict``'s link tree) and scikit-build-core's
+    ``_editable_skbc_<name>.pth`` — the ones whose directory is gone too (Python skips those
+    silently: a moved checkout)."""
+    out: list[tuple[str, str, bool]] = []
+    for site in sites:
+        try:
+            names = sorted(n for n in os.listdir(site) if n.endswith(".pth") and
+                           n.startswith(("__editable__.", "_editable_skbc_")))
+        except OSError:
+            continue
+        for pth in names:
+            try:
+                with open(os.path.join(site, pth), encoding="utf-8") as fh:
+                    lines = fh.read(65536).splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                line = line.strip()
+                if line and not line.startswith(("#", "import ", "import\t")):
+                    d = os.path.normpath(os.path.join(site, line))
+                    out.append((d, os.path.join(site, pth), os.path.isdir(d)))
+    return out
 
+
+def pth_distribution(pth: str) -> str:
+    """The dist-info directory of the distribution an editable install's ``.pth`` belongs to
+    (setuptools' ``__editable__.<dist>-<version>.pth``, scikit-build-core's
+    ``_editable_skbc_<dist>.pth``; "" when not found)."""
+    name, site = os.path.basename(pth), os.path.dirname(pth)
+    if name.startswith("__editable__.") and name.endswith(".pth"):
+        info = os.path.join(site, name[len("__editable__."):-len(".pth")] + ".dist-info")
+        return info if os.path.isdir(info) else ""
+    if name.startswith("_editable_skbc_") and name.endswith(".pth"):
+        want = normalized(name[len("_editable_skbc_"):-len(".pth")])
+        try:
+            infos = sorted(n for n in os.listdir(site) if n.endswith(".dist-info"))
+        except OSError:
+            return ""
+        return next((os.path.join(site, n) for n in infos
+                     if normalized(distribution(n)[0]) == want), "")
+    return ""
+
+
+def skbc_redirects(sites: Iterable[str]) -> dict[str, str]:
+    """Module → file for scikit-build-core editable installs: its ``_editable_skbc_<name>.py``
+    calls ``install(known_source_files, known_wheel_files, …)`` with literal dicts — sources
+    by absolute path, built files by path below site-packages (the compiled modules stay
+    there while the Python files come from the source tree). Read, not run."""
+    import ast as _ast
+
+    out: dict[str, str] = {}
+    for site in sites:
+        try:
+            names = sorted(n for n in os.listdir(site)
+                           if n.startswith("_editable_skbc_") and n.endswith(".py"))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(site, name), encoding="utf-8") as fh:
+                    tree = _ast.parse(fh.read(1 << 20))
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                continue
+            for stmt in tree.body:
+                call = stmt.value if isinstance(stmt, _ast.Expr) else None
+                if not (isinstance(call, _ast.Call) and isinstance(call.func, _ast.Name)
+                        and call.func.id == "install" and len(call.args) >= 2):
+                    continue
+                try:
+                    sources, built = (_ast.literal_eval(a) for a in call.args[:2])
+                except ValueError:
+                    continue
+                if isinstance(sources, dict):
+                    out.update({k: v for k, v in sources.items()
+                                if isinstance(k, str) and isinstance(v, str)})
+                if isinstance(built, dict):
+                    out.update({k: os.path.join(site, v) for k, v in built.items()
+                                if isinstance(k, str) and isinstance(v, str)})
+    return out
+
+
+def editable_project(finder: str) -> str:
+    """The project directory a setuptools finder-mode editable install was made from ("" when
+    not recorded): the distribution whose ``.pth`` imports ``finder``."""
     site = os.path.dirname(finder)
     module = os.path.basename(finder)[:-3]
     try:
-        pths = [n for n in os.listdir(site) if n.startswith("__editable__.")
-                and n.endswith(".pth")]
+        pths = sorted(n for n in os.listdir(site) if n.startswith("__editable__.")
+                      and n.endswith(".pth"))
     except OSError:
         return ""
     for pth in pths:
@@ -270,16 +350,29 @@ def editable_project(finder: str) -> str:
             with open(os.path.join(site, pth), encoding="utf-8") as fh:
                 if module not in _EDITABLE_PTH.findall(fh.read(65536)):
                     continue
-            with open(os.path.join(site, pth[len("__editable__."):-len(".pth")]
-                                   + ".dist-info", "direct_url.json"), encoding="utf-8") as fh:
-                record = json.load(fh)
-        except (OSError, ValueError):
+        except (OSError, UnicodeDecodeError):
             continue
-        url = record.get("url", "") if isinstance(record, dict) else ""
-        if isinstance(url, str) and url.startswith("file://"):
-            from urllib.parse import unquote
+        info = pth_distribution(os.path.join(site, pth))
+        if info:
+            return direct_url_project(info)
+    return ""
 
-            return unquote(url[len("file://"):])
+
+def direct_url_project(info: str) -> str:
+    """The directory a distribution was installed from, where its ``direct_url.json`` records
+    a local one (``file://…``: an editable install's project), else ""."""
+    import json
+
+    try:
+        with open(os.path.join(info, "direct_url.json"), encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        return ""
+    url = record.get("url", "") if isinstance(record, dict) else ""
+    if isinstance(url, str) and url.startswith("file://"):
+        from urllib.parse import unquote
+
+        return unquote(url[len("file://"):])
     return ""
 
 

@@ -25,7 +25,7 @@ from functools import lru_cache
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint, tick
 from opdoctor.facts.inputfile import is_shared_library
-from opdoctor.facts.pkgdir import editable_mapping, importable
+from opdoctor.facts.pkgdir import editable_mapping, importable, skbc_redirects
 
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
@@ -309,6 +309,9 @@ class Known:
     # The job's environment (``os.environ.get("PYTHON_ZSTANDARD_IMPORT_POLICY", "default")``
     # picks zstandard's backend); None: unknown, so such conditions stay undecided.
     env: tuple[tuple[str, str], ...] | None = None
+    # Modules an editable install's import hook maps to a file outside the package directory
+    # (scikit-build-core: compiled modules stay in site-packages, the sources in the tree).
+    redirects: tuple[tuple[str, str], ...] = ()
 
 
 _NO_KNOWN = Known()
@@ -1458,7 +1461,23 @@ def _submodule(file: str, line: int, seg: str, mod: str, pkg_dir: str, package: 
         out += parse_links(py[0], package, suffixes, depth + 1, seen, top_dir or pkg_dir,
                            known)
         return out
-    if not good and others:
+    redirected = dict(known.redirects).get(link.target) if known is not None else None
+    dangling = [o for o in others if os.path.islink(o) and not os.path.exists(o)]
+    if not good and redirected:
+        # scikit-build-core's editable hook imports it from there (site-packages)
+        if os.path.isfile(redirected):
+            link.resolved = [redirected]
+        else:
+            link.problem = (f"an editable install's import hook maps {link.target} to "
+                            f"{redirected}, which does not exist (its build output was "
+                            "deleted: build it again with the install command)")
+    elif not good and dangling:
+        # setuptools' strict editable mode links each file of the tree into a link tree:
+        # the built file the link points at is gone
+        link.problem = (f"{os.path.basename(dangling[0])} is a symbolic link to "
+                        f"{os.path.realpath(dangling[0])}, which does not exist (the build "
+                        "output it links to was deleted)")
+    elif not good and others:
         link.other_builds = [os.path.basename(o) for o in others]
         link.problem = _other_builds_only(mod, link.other_builds, suffixes)
     elif not good and os.path.isdir(os.path.join(pkg_dir, mod)):
@@ -1543,9 +1562,12 @@ def known_here(sys_path: list[str], suffixes: list[str],
     suffixes, the torch build on its sys.path (``torch/version.py``: ``hip``, ``cuda``) and
     the job's environment (``env``, when known)."""
     exts = tuple(x for x in suffixes if x != ".py")
-    base = Known(exts, env=env)
+    redirects = tuple(sorted(skbc_redirects(
+        [p for p in sys_path if p.endswith(("site-packages", "dist-packages"))]).items()))
+    base = Known(exts, env=env, redirects=redirects)
     known = _torch_known(sys_path, exts)
-    return dataclasses.replace(known, env=env) if known is not None else base
+    return dataclasses.replace(known, env=env, redirects=redirects) if known is not None \
+        else base
 
 
 def _torch_known(sys_path: list[str], exts: tuple[str, ...]) -> Known | None:
