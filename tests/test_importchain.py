@@ -2449,3 +2449,31 @@ def test_a_scikit_build_core_editable_install_is_followed_through_its_hook(
     assert res.code == 1 and "an editable install's import hook maps skpkg._fast to" in \
         od510["message"], od510["message"]
     assert f"python -m pip install -e {gone.parent / 'gone-src'}`" in od510["fix"]
+
+
+def test_a_sibling_package_whose_import_fails_fails_the_package(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 14's P3: edpkg_extra's `__init__` does `from edpkg import answer`; edpkg (the
+    same distribution) has no built _fast, so `import edpkg_extra` fails — and `--static`
+    said "No problem found", exit 0, the walk stopping at the absolute import. The first-party
+    package is followed: OD510 on edpkg_extra naming edpkg's failing line, with the editable
+    rebuild; with edpkg built, nothing."""
+    unbuilt = _editable("unbuilt")
+    real = _editable_run(unbuilt, tmp_path, "import edpkg_extra")
+    assert "cannot import name '_fast'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--python",
+              str(unbuilt / "bin" / "python"), "--package", "edpkg_extra", "--cwd",
+              str(tmp_path))
+    rep = res.json()["reports"][0]
+    (od510,) = [f for f in rep["findings"] if f["code"] == "OD510"]
+    assert res.code == 1 and od510["message"].startswith(
+        "edpkg_extra imports edpkg (of the same distribution) at module level, whose import "
+        "fails: edpkg._fast: no module _fast"), od510["message"]
+    assert "edpkg/__init__.py:1: from . import _fast" in od510["evidence"]
+    assert "pip install -e" in od510["fix"]
+    ok = _editable("ok")
+    assert _editable_run(ok, tmp_path, "import edpkg_extra").returncode == 0
+    res = cli(capsys, "check", "--static", "-f", "json", "--python", str(ok / "bin" / "python"),
+              "--package", "edpkg_extra", "--cwd", str(tmp_path))
+    assert res.code == 0 and not [f for f in res.json()["reports"][0]["findings"]
+                                  if f["severity"] != "info"]

@@ -313,6 +313,46 @@ def _shadowed_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                             "list --path DIR` reports each).")
 
 
+def _first_party_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD510 for a package of the same distribution (or editable install) that the package's
+    ``__init__`` imports at module level and whose own chain cannot work: ``beta`` doing
+    ``from alpha import …`` while ``alpha/_fast`` was never built fails in ``import beta``,
+    which the static walk of beta alone called clean (survey 14's P3)."""
+    from opdoctor.facts.pkgdir import editable_mapping
+    from opdoctor.facts.pychain import analyse
+
+    win = chain.winner
+    if win is None or not chain.imports_packages:
+        return
+    siblings: set[str] = set()
+    if win.via:
+        siblings = {n for n, (_p, f) in editable_mapping(tuple(chain.sys_path)).items()
+                    if f == win.via}
+    if chain.dist:
+        siblings |= top_levels(chain.dist, record=False)
+    interp = facts.interpreter
+    for dep in [d for d in chain.imports_packages if d in siblings and d != chain.name][:6]:
+        other = analyse(dep, list(chain.sys_path), interp.ext_suffix if interp else ".so",
+                        facts.options.cwd or os.getcwd(), facts.environ)
+        broken = [lk for lk in other.links if lk.problem and lk.kind == "submodule"
+                  and not lk.function and not lk.fallback and not lk.checked
+                  and not lk.swallowed and not _optional(lk) and not _package_attribute(lk)]
+        if other.winner is None:
+            problem, where = f"{dep} is not on the target interpreter's sys.path", []
+        elif broken:
+            lk = broken[0]
+            problem = f"{lk.target}: {lk.problem}"
+            where = [f"{_rel(lk.file, other)}:{lk.line}: {one_line(lk.text, 120)}"]
+        else:
+            continue
+        rebuild = _editable_rebuild(other) if broken and _may_be_built(broken[0]) else ""
+        yield OD510.finding(dep, f"{chain.name} imports {dep} (of the same distribution) at "
+                            f"module level, whose import fails: {problem}",
+                            [f"{chain.name}/__init__.py imports {dep} at module level", *where],
+                            severity=Severity.WARNING if _imported_fine(facts) else None,
+                            **({"fix": rebuild} if rebuild else {}))
+
+
 def _not_found(name: str, order: list[str], chain: ImportChain) -> Finding:
     """OD501; an editable install whose source tree is gone (moved, deleted) says so."""
     from opdoctor.facts.pkgdir import editable_mapping, editable_project
@@ -747,6 +787,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                             fix=f"Add {os.path.basename(win.path)}/__init__.py (and make sure "
                             "the build includes it in the wheel).")
     yield from _shadowed_imports(facts, chain)
+    yield from _first_party_imports(facts, chain)
     retried_fine = _retried_fine(facts, chain)
     other_python: dict[str, list[str]] = {}  # one OD503 per module, however many import it
     for link in chain.links:
