@@ -565,14 +565,14 @@ _FRAMEWORK_SYMBOL = re.compile(r"^_ZN?K?(?:3c10|2at|5torch)")
 _TF_SYMBOL = re.compile(r"^(?:_ZN?K?(?:10tensorflow|3tsl)|TF_)")
 
 
-def _framework_symbol_note(facts: Facts, symbol: str) -> str:
+def _framework_symbol_note(facts: Facts, symbol: str, own: bool = False) -> str:
     """For a torch symbol (c10::, at::, torch::) the installed torch does not export — or a
     TensorFlow one (tensorflow::, tsl::, the TF_ C API) TensorFlow does not: the library was
     built against another release (or C++ ABI) of that framework, said with the version."""
     tv = facts.torch_variant
     if tv is not None and _FRAMEWORK_SYMBOL.match(symbol):
-        definer = facts.unlinked_torch_definers([symbol]).get(symbol) \
-            if facts.structure.image is not None else None
+        # only where the failed load is the target's own (a library file, its tree read)
+        definer = facts.unlinked_torch_definers([symbol]).get(symbol) if own else None
         if definer:
             return (f" — a torch symbol the installed torch {tv.version} exports ({definer}), "
                     f"but the library does not link {definer}: linked without torch's "
@@ -586,9 +586,9 @@ def _framework_symbol_note(facts: Facts, symbol: str) -> str:
     return ""
 
 
-def _symbol_fix(facts: Facts, symbol: str) -> str | None:
+def _symbol_fix(facts: Facts, symbol: str, own: bool = False) -> str | None:
     """OD321's fix for a framework symbol: install the matching pair (None: the generic fix)."""
-    note = _framework_symbol_note(facts, symbol)
+    note = _framework_symbol_note(facts, symbol, own)
     if "TensorFlow" in note:
         return ("install the release of the package built for the installed TensorFlow (each "
                 "release pairs with one TensorFlow minor), or the TensorFlow it was built for")
@@ -739,14 +739,15 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
     if m := _UNDEF.search(text):
         sym = m.group(1)
         other = _another_library(facts, text)
+        mine = not other and not facts.is_package_dir and facts.structure.image is not None
         yield OD321.finding(other or facts.path,
                             (f"`import {facts.probed_import}` fails at "
                              f"{os.path.basename(other)}, not at this library: " if other
                              else "") + f"undefined symbol {demangle(sym)}"
-                            f"{_framework_symbol_note(facts, sym)}",
+                            f"{_framework_symbol_note(facts, sym, mine)}",
                             (f"dlopen: undefined symbol: {sym}",
                              *([f"named by the error: {other}"] if other else [])),
-                            fix=_symbol_fix(facts, sym))
+                            fix=_symbol_fix(facts, sym, mine))
         return
     yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
 
