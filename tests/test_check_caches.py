@@ -455,7 +455,56 @@ def test_a_pyproject_that_never_names_opdoctor_is_not_parsed(tmp_path: Path) -> 
     assert read('[tool]\nopdoctor = { timeout = 8 }\n') == "{'timeout': 8} True"
     assert read('tool.opdoctor.timeout = 9\n') == "{'timeout': 9} True"
     assert read('[tool."opdoctor"]\ntimeout = 6\n') == "{'timeout': 6} True"
-    # the word elsewhere (a script's name): parsed, and no table
-    assert read('[project.scripts]\nopdoctor = "opdoctor.cli:main"\n') == "None True"
+    # the word elsewhere (a dependency, a script's name): read line by line (cli/tomlscan.py),
+    # no table there, not parsed; a form that reading does not follow is parsed
+    assert read('[project.scripts]\nopdoctor = "opdoctor.cli:main"\n') == "None False"
+    assert read('[project]\ndependencies = [\n  "opdoctor>=0.1",\n]\n') == "None False"
+    assert read('x = """\nopdoctor\n"""\n') == "None True"
+    assert "invalid TOML" in read("[project\nname = 'opdoctor'\n")
     assert read('timeout = 5\n', "opdoctor.toml") == "{'timeout': 5} True"
     assert "invalid TOML: not UTF-8" in read(b'[tool.opdoctor]\ntimeout = "\xff"\n')
+
+
+def test_the_table_scan_never_misses_a_table_tomllib_finds() -> None:
+    """cli/tomlscan.py may answer "no [tool.opdoctor] table" only where tomllib agrees: over
+    generated documents (headers, dotted and quoted keys, inline tables, arrays spanning lines,
+    comments and strings that mention the table, escapes), every one whose parsed form has
+    tool.opdoctor gets True; and opdoctor's own pyproject.toml (which names opdoctor only as
+    the project, a script and package data) gets False."""
+    import random
+
+    import tomllib
+
+    from opdoctor.cli.tomlscan import may_have_opdoctor_table
+
+    assert not may_have_opdoctor_table((ROOT / "pyproject.toml").read_text())
+    keys = ["tool", "opdoctor", '"opdoctor"', "'opdoctor'", "ruff", "x", "project", "scripts",
+            '"op\\u0064octor"', "tool.opdoctor", "opdoctor.timeout", "a-b"]
+    values = ["1", '"opdoctor"', '"[tool.opdoctor]"', "'x # y'", "[1, 2]", "[\n  [1],\n  2,\n]",
+              '["opdoctor",\n "b"]', "{opdoctor = 1}", "{a = {b = 2}}", "true", '"a\\"b"',
+              "[\n  {opdoctor = 1},\n]"]
+    rng = random.Random(21)
+    tables_seen = checked = 0
+    for _ in range(3000):
+        lines = []
+        for _ in range(rng.randint(1, 6)):
+            r = rng.random()
+            if r < 0.3:
+                path = ".".join(rng.choice(keys) for _ in range(rng.randint(1, 3)))
+                lines.append(("[[{}]]" if rng.random() < 0.15 else "[{}]").format(path))
+            elif r < 0.4:
+                lines.append("# " + rng.choice(keys + values))
+            else:
+                path = ".".join(rng.choice(keys) for _ in range(rng.randint(1, 2)))
+                lines.append(f"{path} = {rng.choice(values)}")
+        doc = "\n".join(lines) + "\n"
+        try:
+            data = tomllib.loads(doc)
+        except tomllib.TOMLDecodeError:
+            continue
+        checked += 1
+        tool = data.get("tool")
+        if isinstance(tool, dict) and "opdoctor" in tool:
+            tables_seen += 1
+            assert may_have_opdoctor_table(doc), doc
+    assert checked > 300 and tables_seen > 30, (checked, tables_seen)

@@ -186,11 +186,18 @@ def _parse_table(path: str) -> dict[str, Any] | None:
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror}") from None
     pyproject = os.path.basename(path) == "pyproject.toml"
-    if pyproject and b"opdoctor" not in raw:
-        # A [tool.opdoctor] table (as a header, a dotted key or an inline table) spells the
-        # key: a project's pyproject.toml that never names opdoctor has none, and importing
-        # tomllib (typing, datetime: ~5 ms of a first check) and parsing it is skipped.
-        return None
+    if pyproject:
+        from opdoctor.cli.tomlscan import may_have_opdoctor_table
+
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""  # parsed below, which says so
+        if text and not may_have_opdoctor_table(text):
+            # No [tool.opdoctor] table (the word absent, or only a dependency's or a
+            # script's name): importing tomllib (typing, datetime: ~5 ms of a first check)
+            # and parsing the file is skipped.
+            return None
     # Imported here: most runs have no configuration file, and the parser is not free.
     if sys.version_info >= (3, 11):
         import tomllib
