@@ -2243,17 +2243,23 @@ def test_names_bound_by_relative_imports_and_guarded_optional_modules_are_no_fau
     assert res.code == 0
 
 
-def _editable(variant: str) -> Path:
-    """A venv of the editable-install fixture (Makefile: `pip install -e` of
-    tests/fixtures/python/editable into its own venv; ok / unbuilt / moved)."""
+def _installed_venv(fixture: str, variant: str) -> Path:
+    """A venv of an install fixture the Makefile made with pip (python/editable,
+    python/skbc); skipped with pip's reason where it could not be made here."""
     from tests.conftest import SKIP
 
-    reason = SKIP / "editable.txt"
+    reason = SKIP / f"{fixture}.txt"
     if reason.exists():
-        pytest.skip(f"editable install not made here: {reason.read_text().strip()[:200]}")
-    root = PYFIX / "editable"
+        pytest.skip(f"{fixture} install not made here: {reason.read_text().strip()[:200]}")
+    root = PYFIX / fixture
     assert (root / ".ready").exists(), f"{root} is missing: run `make fixtures`"
     return root / variant
+
+
+def _editable(variant: str) -> Path:
+    """A venv of the editable-install fixture (Makefile: `pip install -e` of
+    tests/fixtures/python/editable into its own venv; ok / unbuilt / moved …)."""
+    return _installed_venv("editable", variant)
 
 
 def _editable_run(venv: Path, cwd: Path, code: str) -> subprocess.CompletedProcess[str]:
@@ -2413,14 +2419,7 @@ def test_a_pth_editable_install_whose_tree_is_gone_says_so(
 
 
 def _skbc(variant: str) -> Path:
-    from tests.conftest import SKIP
-
-    reason = SKIP / "skbc.txt"
-    if reason.exists():
-        pytest.skip(f"scikit-build-core install not made here: {reason.read_text()[:200]}")
-    root = PYFIX / "skbc"
-    assert (root / ".ready").exists(), f"{root} is missing: run `make fixtures`"
-    return root / variant
+    return _installed_venv("skbc", variant)
 
 
 def test_a_scikit_build_core_editable_install_is_followed_through_its_hook(

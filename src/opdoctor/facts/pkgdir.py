@@ -6,7 +6,7 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from opdoctor.facts import commandcache
 
@@ -187,6 +187,24 @@ def importable(name: str, sys_path: Iterable[str], suffixes: list[str], cwd: str
     return name in editable_mapping(tuple(entries))
 
 
+def _site_files(sites: Iterable[str], prefixes: tuple[str, ...], suffix: str,
+                limit: int = 65536) -> Iterator[tuple[str, str, str]]:
+    """(site, file name, text) of each file of ``sites`` named ``<prefix>…<suffix>``, in
+    name order per site (as ``site`` reads ``.pth`` files); unreadable ones are skipped."""
+    for site in sites:
+        try:
+            names = sorted(n for n in os.listdir(site)
+                           if n.endswith(suffix) and n.startswith(prefixes))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(site, name), encoding="utf-8") as fh:
+                    yield site, name, fh.read(limit)
+            except (OSError, UnicodeDecodeError):
+                continue
+
+
 _EDITABLE_PTH = re.compile(r"^import (__editable___\w+_finder)\b", re.M)
 
 
@@ -203,51 +221,23 @@ def editable_mapping(sys_path: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     ``PYTHONPATH`` entries). Each site's files in name order, as ``site`` runs them; the
     first finder that maps a name wins."""
     out: dict[str, tuple[str, str]] = {}
-    for site in sys_path:
-        if not site.endswith(("site-packages", "dist-packages")):
-            continue
-        try:
-            names = sorted(n for n in os.listdir(site)
-                           if n.startswith("__editable__") and n.endswith(".pth"))
-        except OSError:
-            continue
-        for pth in names:
-            try:
-                with open(os.path.join(site, pth), encoding="utf-8") as fh:
-                    modules = _EDITABLE_PTH.findall(fh.read(65536))
-            except (OSError, UnicodeDecodeError):
-                continue
-            for module in modules:
-                finder = os.path.join(site, module + ".py")
-                for key, value in _finder_mapping(finder).items():
-                    out.setdefault(key, (value, finder))
+    sites = [p for p in sys_path if p.endswith(("site-packages", "dist-packages"))]
+    for site, _name, text in _site_files(sites, ("__editable__",), ".pth"):
+        for module in _EDITABLE_PTH.findall(text):
+            finder = os.path.join(site, module + ".py")
+            for key, value in _finder_mapping(finder).items():
+                out.setdefault(key, (value, finder))
     return out
 
 
 def pth_directories(sites: Iterable[str]) -> list[str]:
     """The directories the ``.pth`` files of ``sites`` put on sys.path, in the order ``site``
     adds them (each site's files in name order): an editable install's source tree (a
-    src-layout ``pip install -e .``), ``setup.py develop``'s project. Lines that run code
-    (``import …``) add nothing here; a relative line is relative to its site directory."""
+    src-layout ``pip install -e .``), ``setup.py develop``'s project."""
     out: list[str] = []
-    for site in sites:
-        try:
-            names = sorted(n for n in os.listdir(site) if n.endswith(".pth"))
-        except OSError:
-            continue
-        for pth in names:
-            try:
-                with open(os.path.join(site, pth), encoding="utf-8") as fh:
-                    lines = fh.read(65536).splitlines()
-            except (OSError, UnicodeDecodeError):
-                continue
-            for line in lines:
-                line = line.rstrip()
-                if not line or line.startswith("#") or line.startswith(("import ", "import\t")):
-                    continue
-                d = os.path.normpath(os.path.join(site, line))
-                if os.path.isdir(d) and d not in out:
-                    out.append(d)
+    for d, _pth, exists in _pth_lines(sites, ("",)):
+        if exists and d not in out:
+            out.append(d)
     return out
 
 
@@ -257,24 +247,20 @@ def editable_paths(sites: Iterable[str]) -> list[tuple[str, str, bool]]:
     (a src layout, ``editable_mode=compat`` or ``strict``'s link tree) and scikit-build-core's
     ``_editable_skbc_<name>.pth`` — the ones whose directory is gone too (Python skips those
     silently: a moved checkout)."""
+    return _pth_lines(sites, ("__editable__.", "_editable_skbc_"))
+
+
+def _pth_lines(sites: Iterable[str], prefixes: tuple[str, ...]) -> list[tuple[str, str, bool]]:
+    """(directory, .pth, exists) for each path line of the ``.pth`` files of ``sites`` whose
+    name starts with one of ``prefixes``, in the order ``site`` reads them. Lines that run
+    code (``import …``) add no directory; a relative line is relative to its site."""
     out: list[tuple[str, str, bool]] = []
-    for site in sites:
-        try:
-            names = sorted(n for n in os.listdir(site) if n.endswith(".pth") and
-                           n.startswith(("__editable__.", "_editable_skbc_")))
-        except OSError:
-            continue
-        for pth in names:
-            try:
-                with open(os.path.join(site, pth), encoding="utf-8") as fh:
-                    lines = fh.read(65536).splitlines()
-            except (OSError, UnicodeDecodeError):
-                continue
-            for line in lines:
-                line = line.strip()
-                if line and not line.startswith(("#", "import ", "import\t")):
-                    d = os.path.normpath(os.path.join(site, line))
-                    out.append((d, os.path.join(site, pth), os.path.isdir(d)))
+    for site, pth, text in _site_files(sites, prefixes, ".pth"):
+        for line in text.splitlines():
+            line = line.strip()
+            if line and not line.startswith(("#", "import ", "import\t")):
+                d = os.path.normpath(os.path.join(site, line))
+                out.append((d, os.path.join(site, pth), os.path.isdir(d)))
     return out
 
 
@@ -305,54 +291,36 @@ def skbc_redirects(sites: Iterable[str]) -> dict[str, str]:
     import ast as _ast
 
     out: dict[str, str] = {}
-    for site in sites:
+    for site, _name, text in _site_files(sites, ("_editable_skbc_",), ".py", 1 << 20):
         try:
-            names = sorted(n for n in os.listdir(site)
-                           if n.startswith("_editable_skbc_") and n.endswith(".py"))
-        except OSError:
+            tree = _ast.parse(text)
+        except (SyntaxError, ValueError):
             continue
-        for name in names:
-            try:
-                with open(os.path.join(site, name), encoding="utf-8") as fh:
-                    tree = _ast.parse(fh.read(1 << 20))
-            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        for stmt in tree.body:
+            call = stmt.value if isinstance(stmt, _ast.Expr) else None
+            if not (isinstance(call, _ast.Call) and isinstance(call.func, _ast.Name)
+                    and call.func.id == "install" and len(call.args) >= 2):
                 continue
-            for stmt in tree.body:
-                call = stmt.value if isinstance(stmt, _ast.Expr) else None
-                if not (isinstance(call, _ast.Call) and isinstance(call.func, _ast.Name)
-                        and call.func.id == "install" and len(call.args) >= 2):
-                    continue
-                try:
-                    sources, built = (_ast.literal_eval(a) for a in call.args[:2])
-                except ValueError:
-                    continue
-                if isinstance(sources, dict):
-                    out.update({k: v for k, v in sources.items()
-                                if isinstance(k, str) and isinstance(v, str)})
-                if isinstance(built, dict):
-                    out.update({k: os.path.join(site, v) for k, v in built.items()
-                                if isinstance(k, str) and isinstance(v, str)})
+            try:
+                sources, built = (_ast.literal_eval(a) for a in call.args[:2])
+            except ValueError:
+                continue
+            if isinstance(sources, dict):
+                out.update({k: v for k, v in sources.items()
+                            if isinstance(k, str) and isinstance(v, str)})
+            if isinstance(built, dict):
+                out.update({k: os.path.join(site, v) for k, v in built.items()
+                            if isinstance(k, str) and isinstance(v, str)})
     return out
 
 
 def editable_project(finder: str) -> str:
     """The project directory a setuptools finder-mode editable install was made from ("" when
     not recorded): the distribution whose ``.pth`` imports ``finder``."""
-    site = os.path.dirname(finder)
     module = os.path.basename(finder)[:-3]
-    try:
-        pths = sorted(n for n in os.listdir(site) if n.startswith("__editable__.")
-                      and n.endswith(".pth"))
-    except OSError:
-        return ""
-    for pth in pths:
-        try:
-            with open(os.path.join(site, pth), encoding="utf-8") as fh:
-                if module not in _EDITABLE_PTH.findall(fh.read(65536)):
-                    continue
-        except (OSError, UnicodeDecodeError):
-            continue
-        info = pth_distribution(os.path.join(site, pth))
+    for site, pth, text in _site_files([os.path.dirname(finder)], ("__editable__.",), ".pth"):
+        info = pth_distribution(os.path.join(site, pth)) \
+            if module in _EDITABLE_PTH.findall(text) else ""
         if info:
             return direct_url_project(info)
     return ""
