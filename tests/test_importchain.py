@@ -2476,3 +2476,23 @@ def test_a_sibling_package_whose_import_fails_fails_the_package(
               "--package", "edpkg_extra", "--cwd", str(tmp_path))
     assert res.code == 0 and not [f for f in res.json()["reports"][0]["findings"]
                                   if f["severity"] != "info"]
+
+
+@pytest.mark.probe
+def test_a_probe_whose_import_failed_claims_no_cause_clean(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 14's O2: beside an import that failed before any library loaded (the editable
+    install without its build), the report said "✓ Cause 2 — library path: no problem found
+    (checked by probe)". A probe that did not load anything established nothing: it no longer
+    counts as a check of a cause it found nothing of."""
+    venv = _editable("unbuilt")
+    res = _editable_check(capsys, venv, tmp_path)
+    rep = res.json()["reports"][0]
+    assert rep["sections"]["probe"]["outcome"] == "load failed"
+    causes = {c["cause"]: c for c in rep["causes"]}
+    assert causes[2]["state"] == "not_checked", causes[2]
+    assert 'probe: its run ended "load failed" before it could tell' in causes[2]["reason"]
+    assert all("probe" not in c["reason"] for c in causes.values() if c["state"] == "clean")
+    ok = _editable_check(capsys, _editable("ok"), tmp_path)  # a probe that loaded: counts
+    assert any("probe" in c["reason"] for c in ok.json()["reports"][0]["causes"]
+               if c["state"] == "clean")

@@ -35,12 +35,18 @@ def cause_statuses(report: Report) -> list[CauseStatus]:
     rows: list[CauseStatus] = []
     from opdoctor.verdict.diagnosis import NOT_A_VERDICT
 
+    # A probe whose load (or import) did not complete established nothing about the causes it
+    # found nothing of: "✓ checked by probe" beside a failed import was a claim of a check that
+    # never got that far (survey 14's O2).
+    probe = report.sections.get("probe") or {}
+    stopped_probe = bool(probe.get("ran")) and probe.get("outcome") != "loaded"
     for cause in Cause:
         # A note about the run (the probe stopped before the library) is not a finding on it.
         found = tuple(f for f in report.findings if f.cause == cause
                       and f.code not in NOT_A_VERDICT)
         runs = [c for c in report.checks if cause in c.causes]
-        ran = [c.name for c in runs if c.status == CheckStatus.RAN]
+        ran = [c.name for c in runs if c.status == CheckStatus.RAN
+               and not (stopped_probe and c.name == "probe")]
         crashed = [c.name for c in runs if c.status == CheckStatus.FAILED]
         # A stage stopped at its budget (OD190) may have missed findings of this cause.
         stopped = [c.name for c in runs if c.status == CheckStatus.SKIPPED
@@ -58,7 +64,10 @@ def cause_statuses(report: Report) -> list[CauseStatus]:
             rows.append(CauseStatus(cause, CauseState.CLEAN, (), "checked by " + ", ".join(ran)))
         else:
             why = "; ".join(f"{c.name}: {c.status.value}"
-                            + (f" ({c.reason})" if c.reason else "") for c in runs)
+                            + (f" ({c.reason})" if c.reason else "")
+                            if not (stopped_probe and c.name == "probe") else
+                            f"probe: its run ended \"{probe.get('outcome')}\" before it "
+                            "could tell" for c in runs)
             rows.append(CauseStatus(cause, CauseState.NOT_CHECKED, (),
                                     why or "no check for this cause is installed"))
     order = {CauseState.FOUND: 0, CauseState.CLEAN: 1, CauseState.NOT_CHECKED: 2}
