@@ -283,10 +283,10 @@ def _shadowed_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     runs the first (a ``--target`` site on PYTHONPATH that brought its own torch hides the
     environment's), and a check of the package analyses that one — worth knowing which, not
     a fault. Copies of one release, or copies no RECORD lists, are not reported here."""
-    from opdoctor.facts.pychain import installed_release, locate
+    from opdoctor.facts.pychain import import_suffixes, installed_release, locate
 
     interp = facts.interpreter
-    suffixes = [interp.ext_suffix if interp else ".so", ".abi3.so", ".so", ".py"]
+    suffixes = import_suffixes(interp.ext_suffix if interp else ".so")
     cwd = facts.options.cwd or os.getcwd()
     for dep in chain.imports_packages[:12]:
         cands = [c for c in locate(dep, list(chain.sys_path), suffixes, cwd)
@@ -334,9 +334,8 @@ def _first_party_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     for dep in [d for d in chain.imports_packages if d in siblings and d != chain.name][:6]:
         other = analyse(dep, list(chain.sys_path), interp.ext_suffix if interp else ".so",
                         facts.options.cwd or os.getcwd(), facts.environ)
-        broken = [lk for lk in other.links if lk.problem and lk.kind == "submodule"
-                  and not lk.function and not lk.fallback and not lk.checked
-                  and not lk.swallowed and not _optional(lk) and not _package_attribute(lk)]
+        broken = [lk for lk in other.links if _missing_import(lk) and not lk.function
+                  and not lk.swallowed]
         if other.winner is None:
             problem, where = f"{dep} is not on the target interpreter's sys.path", []
         elif broken:
@@ -397,15 +396,23 @@ def _stale_editable_path(top: str, chain: ImportChain) -> tuple[str, str, str] |
         editable_paths,
         normalized,
         pth_distribution,
+        site_dirs,
     )
 
-    sites = [p for p in chain.sys_path if p.endswith(("site-packages", "dist-packages"))]
+    sites = site_dirs(chain.sys_path)
     for d, pth, exists in editable_paths(sites):
         info = pth_distribution(pth) if not exists else ""
         if info and (top in top_levels(info) or
                      normalized(distribution(info)[0]) == normalized(top)):
             return d, pth, direct_url_project(info)
     return None
+
+
+def _missing_import(link: Link) -> bool:
+    """A submodule import that cannot work and nothing excuses: not optional, not behind an
+    existence test, not a fallback, not a name the package itself provides (OD510)."""
+    return bool(link.problem) and link.kind == "submodule" and not _optional(link) and \
+        not link.checked and not link.fallback and not _package_attribute(link)
 
 
 def _may_be_built(link: Link) -> bool:
@@ -426,6 +433,7 @@ def _editable_origin(chain: ImportChain) -> tuple[str, str]:
         editable_paths,
         editable_project,
         pth_distribution,
+        site_dirs,
     )
 
     win = chain.winner
@@ -434,7 +442,7 @@ def _editable_origin(chain: ImportChain) -> tuple[str, str]:
     if win.via:
         return (f"setuptools' finder {os.path.basename(win.via)} maps it to {win.path}",
                 editable_project(win.via) or os.path.dirname(win.path))
-    sites = [p for p in chain.sys_path if p.endswith(("site-packages", "dist-packages"))]
+    sites = site_dirs(chain.sys_path)
     for d, pth, exists in editable_paths(sites):
         if exists and (win.path == d or win.path.startswith(d + os.sep)):
             info = pth_distribution(pth)
@@ -800,8 +808,7 @@ def run(facts: Facts) -> Iterator[Finding]:
             # a fallback in an except, or a load under `if os.path.exists(…)`: not the path
             yield OD510.finding(link.target, f"the package loads {link.resolved[0]}, which does "
                                 "not exist", (where,))
-        elif link.problem and link.kind == "submodule" and not _optional(link) and \
-                not link.checked and not link.fallback and not _package_attribute(link):
+        elif _missing_import(link):
             # Inside a function it runs when that is called; beside a working import it is a
             # branch the import did not take: worth knowing, not the verdict.
             not_now = bool(link.function) or _imported_fine(facts)

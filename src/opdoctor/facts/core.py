@@ -62,9 +62,6 @@ if TYPE_CHECKING:
     from opdoctor.facts.vendored import RpathLoader
 
 
-# torch's own libraries (libc10.so, libtorch_cpu.so, libtorch_cuda.so, libshm.so …)
-_TORCH_LIBRARY = re.compile(r"lib(?:c10|torch|shm|caffe2)(?:_\w+)?\.so")
-
 @dataclass(frozen=True)
 class HostInfo:
     """The machine the library is meant to be loaded on."""
@@ -911,11 +908,13 @@ class Facts:
         (torch loads them RTLD_LOCAL, so they bind only for a library that NEEDs them). A
         tree with a library of that name (another torch's copy) is no such case: that copy
         lacks them (OD304)."""
+        from opdoctor.facts.frameworks import TORCH
+
         tree = self.process.tree.order
         have = {os.path.basename(lib.path) for lib in tree} | {lib.soname for lib in tree
                                                                  if lib.soname}
         libs = [lib for lib in self.process.preloaded
-                if _TORCH_LIBRARY.match(os.path.basename(lib.path))
+                if TORCH.linked_by([os.path.basename(lib.path)])
                 and os.path.basename(lib.path) not in have and (lib.soname or "") not in have]
         out: dict[str, str] = {}
         for name in names:

@@ -74,8 +74,9 @@ class Interpreter:
     @property
     def site_dirs(self) -> list[str]:
         """The site-packages (and Debian dist-packages) directories on its ``sys.path``."""
-        return [p for p in self.sys_path if p.endswith(("site-packages", "dist-packages"))
-                and os.path.isdir(p)]
+        from opdoctor.facts.pkgdir import site_dirs
+
+        return [p for p in site_dirs(self.sys_path) if os.path.isdir(p)]
 
     @property
     def tensorflow_framework(self) -> str | None:

@@ -172,6 +172,12 @@ def top_levels(info: str, record: bool = True) -> set[str]:
 commandcache.register(_namespace_dir.cache_clear, sibling_packages.cache_clear)
 
 
+def site_dirs(sys_path: Iterable[str]) -> list[str]:
+    """The site-packages (and Debian dist-packages) entries of ``sys_path``: where Python runs
+    ``.pth`` files and pip installs."""
+    return [p for p in sys_path if p.endswith(("site-packages", "dist-packages"))]
+
+
 def importable(name: str, sys_path: Iterable[str], suffixes: list[str], cwd: str) -> bool:
     """Whether ``import name`` finds something on ``sys_path`` (a package, a namespace
     portion, a module or an extension), through an editable install's finder, or is built
@@ -221,7 +227,7 @@ def editable_mapping(sys_path: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     ``PYTHONPATH`` entries). Each site's files in name order, as ``site`` runs them; the
     first finder that maps a name wins."""
     out: dict[str, tuple[str, str]] = {}
-    sites = [p for p in sys_path if p.endswith(("site-packages", "dist-packages"))]
+    sites = site_dirs(sys_path)
     for site, _name, text in _site_files(sites, ("__editable__",), ".pth"):
         for module in _EDITABLE_PTH.findall(text):
             finder = os.path.join(site, module + ".py")

@@ -25,7 +25,7 @@ from functools import lru_cache
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint, tick
 from opdoctor.facts.inputfile import is_shared_library
-from opdoctor.facts.pkgdir import editable_mapping, importable, skbc_redirects
+from opdoctor.facts.pkgdir import editable_mapping, importable, site_dirs, skbc_redirects
 
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
@@ -1562,8 +1562,7 @@ def known_here(sys_path: list[str], suffixes: list[str],
     suffixes, the torch build on its sys.path (``torch/version.py``: ``hip``, ``cuda``) and
     the job's environment (``env``, when known)."""
     exts = tuple(x for x in suffixes if x != ".py")
-    redirects = tuple(sorted(skbc_redirects(
-        [p for p in sys_path if p.endswith(("site-packages", "dist-packages"))]).items()))
+    redirects = tuple(sorted(skbc_redirects(site_dirs(sys_path)).items()))
     base = Known(exts, env=env, redirects=redirects)
     known = _torch_known(sys_path, exts)
     return dataclasses.replace(known, env=env, redirects=redirects) if known is not None \
@@ -1588,6 +1587,12 @@ def _torch_known(sys_path: list[str], exts: tuple[str, ...]) -> Known | None:
     return None
 
 
+def import_suffixes(ext_suffix: str) -> list[str]:
+    """The file suffixes an import of this interpreter tries, in its order (its extension
+    suffix, the stable ABI's, a bare .so, source)."""
+    return [ext_suffix, ".abi3.so", ".so", ".py"]
+
+
 def analyse(name: str, sys_path: list[str], ext_suffix: str, cwd: str,
             env: dict[str, str] | None = None) -> ImportChain:
     """Locate the package, follow its ``__init__.py``, check its installed RECORD (once per
@@ -1600,7 +1605,7 @@ def analyse(name: str, sys_path: list[str], ext_suffix: str, cwd: str,
 @lru_cache(maxsize=16)
 def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
              env: tuple[tuple[str, str], ...] | None = None) -> ImportChain:
-    suffixes = [ext_suffix, ".abi3.so", ".so", ".py"]
+    suffixes = import_suffixes(ext_suffix)
     cands = locate(name, list(sys_path), suffixes, cwd)
     chain = ImportChain(name, cands, winner_of(cands))
     chain.sys_path = sys_path
