@@ -354,3 +354,31 @@ def test_numpy1_library_that_initialises_numpy_on_first_use(
     assert res.code == 0 and [f["severity"] for f in od328] == ["warning"], od328
     assert od328[0]["message"].endswith("(libraries that initialise NumPy on first use: they "
                                         "warn and run on, and their NumPy calls fail)")
+
+
+def test_dependency_tree_lists_each_librarys_needs_once() -> None:
+    """MindSpore's ``_c_expression`` reaches 34 libraries through many paths: expanded at
+    every occurrence its tree had 75,923 nodes (a 26 MB JSON report). Each library's needs are
+    listed once, under its first occurrence, and nothing of the graph is lost: every edge the
+    resolver found is in the section exactly once."""
+    from opdoctor.checks.deps import tree_section
+    from opdoctor.facts import Facts
+
+    site = Path(ms_python()).parent.parent / "lib" / "python3.11" / "site-packages"
+    lib = site / "mindspore" / "_c_expression.cpython-311-x86_64-linux-gnu.so"
+    tree = Facts(str(lib), CheckOptions(env=())).process.tree
+    section = tree_section(tree, "")["tree"]
+    listed: dict[str, list[str]] = {}
+    nodes, stack, repeats = 0, [section], 0
+    while stack:
+        node = stack.pop()
+        nodes += 1
+        if "needed" in node:
+            assert node["path"] not in listed, f"{node['path']} expanded twice"
+            listed[node["path"]] = [k["name"] for k in node["needed"]]
+            stack.extend(node["needed"])
+        repeats += bool(node.get("listed_above"))
+    edges = {lib.path: [name for name, _ in tree.edges.get(lib.path, [])]
+             for lib in tree.order if not lib.preloaded_by}
+    assert listed == edges
+    assert nodes == 1 + sum(map(len, edges.values())) and repeats > 50, (nodes, repeats)

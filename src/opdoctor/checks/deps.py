@@ -189,14 +189,27 @@ def _loaded_first_by_the_package(name: str, facts: Facts) -> tuple[str, str] | N
 
 
 def tree_section(tree: DepTree, context: str) -> dict[str, Any]:
-    """The dependency tree as plain data for the report (JSON and text -v)."""
-    def node(lib: Library, depth: int, seen: set[str]) -> dict[str, Any]:
+    """The dependency tree as plain data for the report (JSON and text -v).
+
+    Each library's own needs are listed once, under its first occurrence (depth first, in
+    DT_NEEDED order); a later occurrence carries ``"listed_above": true`` and no ``needed``.
+    Expanding every occurrence (as ``ldd``-style trees do) grows with the paths through the
+    graph, not the libraries: MindSpore 2.10's ``_c_expression`` gave 75,923 nodes for 34
+    libraries, a 26 MB JSON report and seconds of encoding. A repeated leaf (no needs of its
+    own) carries no marker."""
+    expanded: set[str] = set()
+
+    def node(lib: Library, depth: int) -> dict[str, Any]:
         d: dict[str, Any] = {"name": lib.name, "path": lib.path, "rule": lib.rule}
         if lib.preloaded_by:
             d["rule"] = f"{RULE_PRELOADED} by {lib.preloaded_by}"
-        if lib.path in seen or depth > 12:
+        if lib.path in expanded:
+            if tree.edges.get(lib.path):  # a leaf has nothing to refer to
+                d["listed_above"] = True
             return d
-        seen = seen | {lib.path}
+        if depth > 64:  # a guard only: each library is expanded once, so depth ≤ libraries
+            return d
+        expanded.add(lib.path)
         kids = []
         for name, dep in tree.edges.get(lib.path, []):
             if isinstance(dep, Missing):
@@ -205,11 +218,11 @@ def tree_section(tree: DepTree, context: str) -> dict[str, Any]:
                 kids.append({"name": name, "path": dep.path,
                              "rule": f"{RULE_PRELOADED} by {dep.preloaded_by}"})
             else:
-                kids.append(node(dep, depth + 1, seen))
+                kids.append(node(dep, depth + 1))
         d["needed"] = kids
         return d
 
-    return {"context": context, "tree": node(tree.root, 0, set()),
+    return {"context": context, "tree": node(tree.root, 0),
             "found": sum(1 for lib in tree.order[1:]), "missing": len(tree.missing)}
 
 

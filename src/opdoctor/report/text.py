@@ -143,8 +143,9 @@ def _clean_detail(report: Report, cause: int) -> str:
 def _tree(p: Printer, node: dict[str, Any], depth: int) -> None:
     for kid in node.get("needed", []):
         where = _path(kid["path"]) if kid["path"] else "NOT FOUND"
+        above = " [dim](its dependencies: above)[/]" if kid.get("listed_above") else ""
         p.line("  " * depth, f"{escape(kid['name'])} => {escape(where)} "
-               f"[dim]\\[{escape(kid['rule'])}][/]", hang=2 * depth + 4)
+               f"[dim]\\[{escape(kid['rule'])}][/]{above}", hang=2 * depth + 4)
         _tree(p, kid, depth + 1)
 
 
