@@ -151,6 +151,50 @@ def test_record_hash_changed(tmp_path: Path) -> None:
     assert "changed since install (hash differs): myop/__init__.py" in f.evidence
 
 
+def test_record_hashes_are_remembered_by_stat_identity(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package's RECORD check hashes its libraries once: the digests are kept on disk by
+    (device, inode, size, mtime, ctime). A library rewritten in place to the same size with
+    its mtime set back has another key (its ctime moved), so the edit is found; and a later
+    check takes the digest from the cache (one planted under the file's key is believed:
+    the file is not read again)."""
+    import base64
+    import csv
+    import json
+
+    from opdoctor.facts import commandcache
+
+    monkeypatch.setenv("OPDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    shutil.copytree(PYFIX / "partial", site)
+    lib = site / "myop" / "libmyop.so"
+    shutil.copy(PKG_DIR / "myop" / "libmyop.so", lib)
+
+    def changed() -> list[str]:
+        commandcache.clear()  # a new command: nothing of the last one's reading is kept
+        found = [f for f in chain(site, "myop", probe=False).findings if f.code == "OD508"]
+        return [e for f in found for e in f.evidence if e.startswith("changed")]
+
+    assert changed() == []  # the installed library is the one RECORD lists
+    cache = tmp_path / "cache" / "sha256-cache.json"
+    real = os.path.realpath(lib)
+    st = lib.stat()
+    assert json.loads(cache.read_text())["entries"][real][:3] == [st.st_dev, st.st_ino,
+                                                                  st.st_size]
+    data = bytearray(lib.read_bytes())
+    data[-1] ^= 0xFF
+    lib.write_bytes(bytes(data))
+    os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert changed() == ["changed since install (hash differs): myop/libmyop.so"]
+    # RECORD's digest planted as the cached digest of the edited file: believed.
+    rows = list(csv.reader((site / "myop-0.1.0.dist-info" / "RECORD").open()))
+    recorded = next(r[1] for r in rows if r[0] == "myop/libmyop.so")[len("sha256="):]
+    entries = json.loads(cache.read_text())["entries"]
+    entries[real][5] = base64.urlsafe_b64decode(recorded + "==").hex()
+    cache.write_text(json.dumps({"version": 1, "entries": entries}))
+    assert changed() == []
+
+
 @pytest.mark.probe
 def test_namespace_package() -> None:
     report = chain(PYFIX / "namespace", "myop")

@@ -36,8 +36,9 @@ from opdoctor.cli.commands import (
 )
 from opdoctor.cli.errors import Exit, UsageProblem
 from opdoctor.facts import CheckOptions
+from opdoctor.facts.hashcache import HashCache
 from opdoctor.fleet.env import LauncherError, World, detect_world
-from opdoctor.fleet.fingerprint import ENV_KEYS, HashCache, env_facts, gpu_facts, host_facts
+from opdoctor.fleet.fingerprint import ENV_KEYS, env_facts, gpu_facts, host_facts
 from opdoctor.model import CheckStatus, Report, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up

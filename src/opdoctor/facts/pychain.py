@@ -1505,7 +1505,8 @@ def _record_check(chain: ImportChain, site: str) -> None:
     # Imported here: only a package analysis reads RECORD files (not a check of a library).
     import base64
     import csv
-    import hashlib
+
+    from opdoctor.facts.hashcache import HashCache
 
     for dist in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
         record = os.path.join(dist, "RECORD")
@@ -1529,6 +1530,7 @@ def _record_check(chain: ImportChain, site: str) -> None:
             chain.extensions_on_disk = [
                 os.path.join(site, r[0]) for r in rows if r and "/" not in r[0]
                 and is_shared_library(r[0]) and os.path.isfile(os.path.join(site, r[0]))]
+        hashed: list[tuple[str, str, str]] = []  # (RECORD row, path, recorded digest)
         for row in rows:
             if not row or not row[0] or row[0].endswith("RECORD"):
                 continue
@@ -1545,11 +1547,19 @@ def _record_check(chain: ImportChain, site: str) -> None:
                     os.path.getsize(path) < (512 << 20):
                 # Hash the compiled libraries and __init__ files (what a rebuild in place or a
                 # hand edit changes), not every .py of a large package.
-                with open(path, "rb") as fh:
-                    digest = base64.urlsafe_b64encode(
-                        hashlib.sha256(fh.read()).digest()).rstrip(b"=").decode()
-                if digest != row[1][len("sha256="):]:
-                    chain.record_changed.append(row[0])
+                hashed.append((row[0], path, row[1][len("sha256="):]))
+        # Hashed in parallel threads and remembered by each file's stat identity: a second
+        # check of the package reads none of them again (a changed file has another key).
+        cache = HashCache()
+        digests = cache.many(path for _, path, _ in hashed)
+        for name, path, recorded in hashed:
+            hexdigest = digests.get(path)
+            if hexdigest is None:
+                continue  # unreadable: the import's own checks say what that breaks
+            digest = base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
+            if digest != recorded:
+                chain.record_changed.append(name)
+        cache.save()
         return
 
 

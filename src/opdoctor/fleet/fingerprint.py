@@ -12,24 +12,20 @@ sending rank. It holds:
 * per target: size, sha256, every resolved dependency with its path and sha256, and the
   verdict of the normal check.
 
-sha256 of large files (``libtorch_cpu.so`` is 400 MB) is cached on disk, keyed by
-(device, inode, size, mtime, ctime) as git's index does: a changed or replaced file has another
-key, so the cache never hides a stale library.
+sha256 of large files (``libtorch_cpu.so`` is 400 MB) is cached on disk
+(:mod:`opdoctor.facts.hashcache`), keyed by (device, inode, size, mtime, ctime) as git's index
+does: a changed or replaced file has another key, so the cache never hides a stale library.
 """
 
 from __future__ import annotations
 
 import contextlib
 import glob
-import hashlib
-import json
 import os
 import re
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -38,82 +34,6 @@ if TYPE_CHECKING:
 # The variables that change what a load finds; compared across ranks.
 ENV_KEYS = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "CUDA_VISIBLE_DEVICES",
             "TORCH_CUDA_ARCH_LIST")
-CHUNK = 1 << 20
-HASH_CACHE_VERSION = 1
-
-
-def cache_path() -> str:
-    """The sha256 cache file (``$OPDOCTOR_CACHE_DIR`` or ``~/.cache/opdoctor``)."""
-    base = os.environ.get("OPDOCTOR_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "opdoctor")
-    return os.path.join(base, "sha256-cache.json")
-
-
-class HashCache:
-    """sha256 of files, remembered by their stat identity across runs."""
-
-    def __init__(self, path: str | None = None) -> None:
-        self.path = path or cache_path()
-        self.entries: dict[str, list[Any]] = {}
-        self.dirty = False
-        try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
-            if data.get("version") == HASH_CACHE_VERSION:
-                self.entries = dict(data["entries"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            self.entries = {}
-
-    @staticmethod
-    def _key(st: os.stat_result) -> list[int]:
-        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-    def sha256(self, path: str) -> str | None:
-        """The file's sha256 (None when it cannot be read)."""
-        real = os.path.realpath(path)
-        try:
-            st = os.stat(real)
-        except OSError:
-            return None
-        key = self._key(st)
-        hit = self.entries.get(real)
-        if hit is not None and hit[:5] == key:
-            return str(hit[5])
-        h = hashlib.sha256()
-        try:
-            with open(real, "rb") as fh:
-                # hashlib releases the GIL on large updates: several files hash in parallel.
-                while block := fh.read(CHUNK):
-                    h.update(block)
-        except OSError:
-            return None
-        digest = h.hexdigest()
-        self.entries[real] = [*key, digest]
-        self.dirty = True
-        return digest
-
-    def many(self, paths: Iterable[str]) -> dict[str, str | None]:
-        """sha256 of several files, hashed in parallel threads."""
-        todo = sorted(set(paths))
-        with ThreadPoolExecutor(max_workers=min(4, len(todo) or 1)) as pool:
-            return dict(zip(todo, pool.map(self.sha256, todo), strict=True))
-
-    def save(self) -> None:
-        """Write the cache atomically (several ranks of one host may write it at once)."""
-        if not self.dirty:
-            return
-        d = os.path.dirname(self.path)
-        try:
-            os.makedirs(d, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".sha256-", dir=d)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"version": HASH_CACHE_VERSION, "entries": self.entries}, fh)
-            os.replace(tmp, self.path)
-        except OSError:
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(tmp)
-
-
 def env_facts(environ: Mapping[str, str]) -> dict[str, str | None]:
     """The load-relevant variables of the job's environment (None: unset)."""
     return {k: environ.get(k) for k in ENV_KEYS}
