@@ -205,9 +205,29 @@ def test_python_custom_ops_probe_and_ground_truth() -> None:
     op = ops(nofake)["pynofake::double"]
     # A custom_op always has a Meta kernel (that raises): the key is not the answer.
     assert "Meta" in op["keys"] and op["fake"] is False and op["observed"] == "probe"
+    # ... and the report says which Meta that is, beside OD140 (not "[Meta, …]" alone).
+    probed = {o["name"]: o for o in nofake.sections["probe"]["ops"]}
+    assert probed["pynofake::double"].get("meta_stub") is True
+    assert "pynofake::double [Meta: custom_op's stub, no fake, " in _text(nofake)
     fake = check(PYFIX / "pyop_fake", probe=True, package="pyop_fake", opcheck=True)
     assert compile_codes(fake) == []
     assert all(r["ok"] for r in ops(fake)["pyfake::double"]["opcheck"].values())
+    probed = {o["name"]: o for o in fake.sections["probe"]["ops"]}
+    assert "meta_stub" not in probed["pyfake::double"]
+    assert "pyfake::double [Meta, " in _text(fake) and "stub" not in _text(fake)
+
+
+def _text(report: Report) -> str:
+    """The text report, as a terminal-less run prints it."""
+    import io
+
+    from opdoctor.checks import load_registry
+    from opdoctor.model import Severity
+    from opdoctor.report import RenderContext, text
+
+    out = io.StringIO()
+    text.render([report], RenderContext(load_registry().catalog, Severity.ERROR, 1), out)
+    return " ".join(out.getvalue().split())
 
 
 @pytest.mark.probe

@@ -347,12 +347,12 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'type\',\'message\',\'traceback\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'type\',\'message\',\'traceback\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.type,self.message,self.traceback,))\n return __hash__',
-    "def __create_fn__(_type_name, _type_schema, _type_registered_at, _type_keys, _type_key_sites, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,schema:_type_schema,registered_at:_type_registered_at,keys:_type_keys,key_sites:_type_key_sites)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'schema',schema)\n  __dataclass_builtins_object__.__setattr__(self,'registered_at',registered_at)\n  __dataclass_builtins_object__.__setattr__(self,'keys',keys)\n  __dataclass_builtins_object__.__setattr__(self,'key_sites',key_sites)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, schema={self.schema!r}, registered_at={self.registered_at!r}, keys={self.keys!r}, key_sites={self.key_sites!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.schema,self.registered_at,self.keys,self.key_sites,)==(other.name,other.schema,other.registered_at,other.keys,other.key_sites,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'schema\',\'registered_at\',\'keys\',\'key_sites\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'schema\',\'registered_at\',\'keys\',\'key_sites\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.schema,self.registered_at,self.keys,self.key_sites,))\n return __hash__',
+    "def __create_fn__(_type_name, _type_schema, _type_registered_at, _type_keys, _type_key_sites, _type_meta_stub, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_meta_stub, _return_type):\n def __init__(self,name:_type_name,schema:_type_schema,registered_at:_type_registered_at,keys:_type_keys,key_sites:_type_key_sites,meta_stub:_type_meta_stub=_dflt_meta_stub)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'schema',schema)\n  __dataclass_builtins_object__.__setattr__(self,'registered_at',registered_at)\n  __dataclass_builtins_object__.__setattr__(self,'keys',keys)\n  __dataclass_builtins_object__.__setattr__(self,'key_sites',key_sites)\n  __dataclass_builtins_object__.__setattr__(self,'meta_stub',meta_stub)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, schema={self.schema!r}, registered_at={self.registered_at!r}, keys={self.keys!r}, key_sites={self.key_sites!r}, meta_stub={self.meta_stub!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.schema,self.registered_at,self.keys,self.key_sites,self.meta_stub,)==(other.name,other.schema,other.registered_at,other.keys,other.key_sites,other.meta_stub,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'schema\',\'registered_at\',\'keys\',\'key_sites\',\'meta_stub\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'schema\',\'registered_at\',\'keys\',\'key_sites\',\'meta_stub\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.schema,self.registered_at,self.keys,self.key_sites,self.meta_stub,))\n return __hash__',
     "def __create_fn__(_type_name, _type_ok, _type_detail, _type_error, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_error, _return_type):\n def __init__(self,name:_type_name,ok:_type_ok,detail:_type_detail,error:_type_error=_dflt_error)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'ok',ok)\n  __dataclass_builtins_object__.__setattr__(self,'detail',detail)\n  __dataclass_builtins_object__.__setattr__(self,'error',error)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, ok={self.ok!r}, detail={self.detail!r}, error={self.error!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.ok,self.detail,self.error,)==(other.name,other.ok,other.detail,other.error,)\n  return NotImplemented\n return __eq__',
@@ -3222,33 +3222,34 @@ def __create_fn__():
  return __hash__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_name, _type_schema, _type_registered_at, _type_keys, _type_key_sites, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,name:_type_name,schema:_type_schema,registered_at:_type_registered_at,keys:_type_keys,key_sites:_type_key_sites)->_return_type:
+def __create_fn__(_type_name, _type_schema, _type_registered_at, _type_keys, _type_key_sites, _type_meta_stub, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_meta_stub, _return_type):
+ def __init__(self,name:_type_name,schema:_type_schema,registered_at:_type_registered_at,keys:_type_keys,key_sites:_type_key_sites,meta_stub:_type_meta_stub=_dflt_meta_stub)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'name',name)
   __dataclass_builtins_object__.__setattr__(self,'schema',schema)
   __dataclass_builtins_object__.__setattr__(self,'registered_at',registered_at)
   __dataclass_builtins_object__.__setattr__(self,'keys',keys)
   __dataclass_builtins_object__.__setattr__(self,'key_sites',key_sites)
+  __dataclass_builtins_object__.__setattr__(self,'meta_stub',meta_stub)
  return __init__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(name={self.name!r}, schema={self.schema!r}, registered_at={self.registered_at!r}, keys={self.keys!r}, key_sites={self.key_sites!r})"
+  return self.__class__.__qualname__ + f"(name={self.name!r}, schema={self.schema!r}, registered_at={self.registered_at!r}, keys={self.keys!r}, key_sites={self.key_sites!r}, meta_stub={self.meta_stub!r})"
  return __repr__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.name,self.schema,self.registered_at,self.keys,self.key_sites,)==(other.name,other.schema,other.registered_at,other.keys,other.key_sites,)
+   return (self.name,self.schema,self.registered_at,self.keys,self.key_sites,self.meta_stub,)==(other.name,other.schema,other.registered_at,other.keys,other.key_sites,other.meta_stub,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('name','schema','registered_at','keys','key_sites',):
+  if type(self) is cls or name in ('name','schema','registered_at','keys','key_sites','meta_stub',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
@@ -3256,7 +3257,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('name','schema','registered_at','keys','key_sites',):
+  if type(self) is cls or name in ('name','schema','registered_at','keys','key_sites','meta_stub',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
@@ -3264,7 +3265,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.name,self.schema,self.registered_at,self.keys,self.key_sites,))
+  return hash((self.name,self.schema,self.registered_at,self.keys,self.key_sites,self.meta_stub,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

@@ -1258,7 +1258,8 @@ def section(facts: Facts) -> dict[str, Any]:
         "extensions_on_disk": chain.extensions_on_disk,
         "imported": imported,
         "libraries_loaded": mapped,
-        "ops": [{"name": o.name, "keys": list(o.keys)} for o in ops],
+        "ops": [{"name": o.name, "keys": list(o.keys),
+                 **({"meta_stub": True} if o.meta_stub else {})} for o in ops],
         "registrations": registrations(facts),
     }
 

@@ -845,7 +845,8 @@ def section(facts: Facts) -> dict[str, Any]:
         "torch": res.framework_version,
         "new_ops": list(res.new_ops),
         "ops": [{"name": o.name, "schema": o.schema, "keys": list(o.keys),
-                 "registered_at": o.registered_at} for o in res.ops],
+                 "registered_at": o.registered_at, **({"meta_stub": True} if o.meta_stub
+                                                      else {})} for o in res.ops],
         "load_error": res.load_message,
         "static_prediction": "" if facts.is_package_dir else _static_prediction(facts),
         # Package mode: what the probe ran was `import <package>`, and whether that import

@@ -99,6 +99,13 @@ def tf_probe_ops(section: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def op_keys(op: dict[str, Any]) -> str:
+    """The dispatch keys of a probed op, a ``torch.library.custom_op`` Meta stub (it raises
+    until ``register_fake`` is called) said as such: it is no fake kernel."""
+    return ", ".join("Meta: custom_op's stub, no fake" if k == "Meta" and op.get("meta_stub")
+                     else k for k in op["keys"])
+
+
 def ops_summary(report: Report) -> str:
     """The ops a library registers, for one table cell: what the TensorFlow probe saw (with
     kernel devices), else the static inventory."""
@@ -239,7 +246,7 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
         p.line(f"  {ok} ", f"{len(plain)} more imports of the package's own Python modules "
                "resolve (the JSON report lists them)", hang=6)
     if chain.get("ops"):
-        regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in chain["ops"])
+        regs = "; ".join(f"{o['name']} [{op_keys(o)}]" for o in chain["ops"])
         p.line(f"  {ok} ", f"ops registered by the import: {escape(regs)}", hang=6)
 
 
@@ -393,7 +400,7 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
                                            if f.code == "OD512"), noted)
     probe = report.sections.get("probe")
     if probe and probe.get("ran"):
-        regs = "; ".join(f"{o['name']} [{', '.join(o['keys'])}]" for o in probe["ops"])
+        regs = "; ".join(f"{o['name']} [{op_keys(o)}]" for o in probe["ops"])
         regs = tf_probe_ops(report.sections.get("tensorflow") or {}) or regs
         line = f"probe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
         if probe["outcome"] == "loaded" and not probe.get("target_loaded", True):

@@ -65,6 +65,8 @@ class OpSeen:
     registered_at: str
     keys: tuple[str, ...]
     key_sites: dict[str, str]
+    # The Meta kernel is torch.library.custom_op's stub, which raises until register_fake.
+    meta_stub: bool = False
 
 
 @dataclass(frozen=True)
@@ -286,7 +288,8 @@ def _ops(raw: Any) -> tuple[OpSeen, ...]:
         out.append(OpSeen(str(o.get("name", "")), str(o.get("schema", "")),
                           str(o.get("registered_at", "")),
                           tuple(str(k) for k in o.get("keys", []) or []),
-                          {str(k): str(v) for k, v in (sites or {}).items()}))
+                          {str(k): str(v) for k, v in (sites or {}).items()},
+                          o.get("meta_stub") is True))
     return tuple(out)
 
 

@@ -101,7 +101,25 @@ def op_details(torch: Any, name: str) -> dict[str, Any]:
             key, rest = line.split(":", 1)
             d["keys"].append(key.strip())
             d["key_sites"][key.strip()] = rest.split("registered at", 1)[1].split("::")[0].strip()
+    if "Meta" in d["keys"] and _custom_op_meta_stub(name):
+        d["meta_stub"] = True
     return d
+
+
+def _custom_op_meta_stub(name: str) -> bool:
+    """Whether the op's Meta kernel is the one ``torch.library.custom_op`` registers for every
+    op, which raises "There was no fake impl registered" until ``register_fake`` is called
+    (unless the op returns nothing: then torch makes a trivial fake). Such a Meta key in the
+    dispatcher's list is no fake kernel."""
+    try:
+        from torch._library import utils
+        from torch._library.custom_ops import OPDEFS
+
+        opdef = OPDEFS.get(name)
+        return opdef is not None and opdef._abstract_fn is None and \
+            not utils.can_generate_trivial_fake_impl(opdef._opoverload)
+    except Exception:  # torch without custom_op, or its internals changed: not provably a stub
+        return False
 
 
 def torch_owns(torch: Any, name: str, registered_at: str) -> bool:

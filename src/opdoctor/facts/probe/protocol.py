@@ -69,6 +69,7 @@ class OpDetails(TypedDict, total=False):
     registered_at: str
     keys: list[str]
     key_sites: dict[str, str]
+    meta_stub: bool  # present (True) only for torch.library.custom_op's raising Meta stub
     dump_error: str
 
 
