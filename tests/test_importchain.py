@@ -2086,6 +2086,52 @@ def test_a_module_the_package_import_does_not_load_is_imported_itself(
                                        "'_cffi_backend_like'"), od511["message"]
 
 
+def test_a_module_only_a_function_imports_is_not_run_by_the_import(tmp_path: Path) -> None:
+    """vllm 0.34 (survey 15's F1): ``envs.py`` imports ``vllm.platforms`` inside a function,
+    and ``platforms/__init__.py`` imports ``regex`` at module level. ``import vllm`` never runs
+    that file, and works without regex; the OD514 error "import vllm runs `import regex`"
+    was a false alarm. Only what the import reaches through module-level imports counts:
+    the same ``import absent_late`` reached from ``__init__`` through a subpackage's
+    module (``import fnpkg.platforms.mod``: ``platforms/__init__.py`` runs first) is still the
+    error Python raises."""
+    import sys
+
+    site = tmp_path / "site"
+    _write(site, {
+        "fnpkg/__init__.py": "from fnpkg import envs\n",
+        "fnpkg/envs.py": "import os\n\n\ndef on_one_rank():\n"
+                         "    from fnpkg.platforms import current\n    return current\n",
+        "fnpkg/platforms/__init__.py": "import absent_late\ncurrent = 1\n",
+        "fnpkg-1.0.dist-info/METADATA": "Name: fnpkg\nVersion: 1.0\n"
+                                        "Requires-Dist: absent-late\n",
+        "fnpkg-1.0.dist-info/RECORD": "fnpkg/__init__.py,,\n"})
+
+    def python(code: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60, env={"PYTHONPATH": str(site)})
+
+    real = python("import fnpkg, sys; print('fnpkg.platforms' in sys.modules)")
+    assert real.returncode == 0 and real.stdout.strip() == "False", real.stderr
+    report = chain(tmp_path, "fnpkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "fnpkg")
+    od514 = [(f.message, f.severity) for f in report.findings if f.code == "OD514"]
+    assert od514 == [("fnpkg 1.0 requires absent-late, which is not installed; its import "
+                      "does not reach it (its first use may)", Severity.WARNING)], od514
+    # Reached at module level through a subpackage's module: its __init__ runs, and fails.
+    _write(site, {"fnpkg/__init__.py": "from fnpkg import envs\nimport fnpkg.platforms.mod\n",
+                  "fnpkg/platforms/mod.py": "X = 1\n"})
+    from opdoctor.facts.pychain import _analyse
+    _analyse.cache_clear()
+    real = python("import fnpkg")
+    assert real.stderr.strip().splitlines()[-1] == \
+        "ModuleNotFoundError: No module named 'absent_late'"
+    report = chain(tmp_path, "fnpkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "fnpkg")
+    od514 = [(f.message, f.severity) for f in report.findings if f.code == "OD514"]
+    assert od514 == [("import fnpkg runs `import absent_late` (fnpkg/platforms/__init__.py:1);"
+                      " absent-late is not installed", Severity.ERROR)], od514
+
+
 def test_an_unconditional_import_of_an_uninstalled_requirement_is_found_statically(
         tmp_path: Path) -> None:
     """pyproj 3.7.2 without certifi (survey 10's P3): ``__init__`` imports ``pyproj.network``,

@@ -1701,11 +1701,7 @@ def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple
     if not pkg:
         return []
     suffixes = [".py", ext_suffix, ".abi3.so", ".so"]
-    files = [os.path.join(pkg, "__init__.py")]
-    for lk in chain.links:
-        if lk.kind == "submodule" and not (lk.function or lk.lazy or lk.fallback or
-                                           lk.swallowed or lk.checked or lk.problem):
-            files += [f for f in lk.resolved if f.endswith(".py") and f not in files]
+    files = _reached_unconditionally(chain, pkg)
     top = chain.name.split(".")[0]
     found: dict[str, bool] = {top: True, "__future__": True}  # each name looked up once
     out: list[tuple[str, int, str]] = []
@@ -1717,6 +1713,49 @@ def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple
             if not found[name]:
                 out.append((file, line, name))
     return out
+
+
+def _reached_unconditionally(chain: ImportChain, pkg: str) -> list[str]:
+    """The package's own source files that ``import <package>`` runs whatever happens: its
+    ``__init__.py``, and each module an unconditional import *in a file already reached*
+    names, with the ``__init__.py`` of every package between (Python runs those first).
+
+    An unconditional import in a module that only a function body imports is not run by the
+    import: vllm 0.34's ``envs.py`` imports ``vllm.platforms`` inside a function, and
+    ``platforms/__init__.py``'s ``import regex`` was an OD514 error ("import vllm runs import
+    regex") although ``import vllm`` works without regex (survey 15's F1)."""
+    start = os.path.join(pkg, "__init__.py")
+    reached = {start: None}
+    plain = [lk for lk in chain.links if lk.kind == "submodule" and not (
+        lk.function or lk.lazy or lk.fallback or lk.swallowed or lk.checked or lk.problem)]
+    grown = True
+    while grown:  # the links are in visiting order, not always after the file they are in
+        grown = False
+        for lk in plain:
+            if lk.file not in reached:
+                continue
+            for f in lk.resolved:
+                if not f.endswith(".py"):
+                    continue
+                for g in [*_parent_inits(f, pkg), f]:
+                    if g not in reached:
+                        reached[g] = None
+                        grown = True
+    return list(reached)
+
+
+def _parent_inits(path: str, pkg: str) -> list[str]:
+    """The ``__init__.py`` files of the packages between ``pkg`` and the module ``path``,
+    outermost first (those that exist)."""
+    out: list[str] = []
+    d = os.path.dirname(path)
+    root = os.path.normpath(pkg)
+    while os.path.normpath(d).startswith(root + os.sep):
+        init = os.path.join(d, "__init__.py")
+        if init != path and os.path.isfile(init):
+            out.append(init)
+        d = os.path.dirname(d)
+    return out[::-1]
 
 
 def _required_first(body: list[ast.stmt]) -> list[str]:
