@@ -2465,6 +2465,8 @@ def test_a_package_whose_import_runs_another_release_of_its_dependency_says_whic
     assert any(str(second / "depx") in e for e in note.evidence)
     shutil.rmtree(second)
     _installed(second, "depx", "1.0")  # the same release twice: nothing worth a line
+    from opdoctor.facts import commandcache
+    commandcache.clear()  # another command: what the last one read of the sites is gone
     report = chain(tmp_path, "usesdep", probe=False, env={"PYTHONPATH": path}, path=pkg)
     assert not [f for f in report.findings if f.code == "OD502"]
 
