@@ -150,6 +150,31 @@ def test_text_report_has_one_line_per_op(capsys: pytest.CaptureFixture[str]) -> 
     assert report["sections"]["compile"]["ops"][0]["fake"] is True
 
 
+def test_many_ops_get_a_few_compile_lines_and_a_count() -> None:
+    """vllm 0.34's _C has 148 ops: 148 ``compile:`` lines under a clean cause 1, in each of the
+    package's twelve reports. The text shows the first few and counts the rest (what is not
+    compile-ready among them); -v shows each."""
+    import io
+
+    from opdoctor.report.layout import Printer
+    from opdoctor.report.text import COMPILE_SHOWN, _compile_lines
+
+    ops = [{"name": f"ns::op{i}", "keys": ["CPU"], "fake": i % 2 == 0, "autograd": False,
+            "observed": "static"} for i in range(12)]
+
+    def lines(verbose: bool) -> list[str]:
+        out = io.StringIO()
+        _compile_lines(Printer(out, None), {"ops": ops}, verbose)
+        return out.getvalue().splitlines()
+
+    short = lines(False)
+    assert len(short) == COMPILE_SHOWN + 1 and "ns::op0 [CPU] fake ✓" in short[0]
+    assert short[-1].endswith("+ 8 more ops (fake ✗ 4, autograd ✗ 8; -v shows each)")
+    assert len(lines(True)) == 12
+    ops[COMPILE_SHOWN + 1:] = []  # one more than shown: printed, not counted
+    assert len(lines(False)) == COMPILE_SHOWN + 1 and "more ops" not in lines(False)[-1]
+
+
 # ------------------------------------------------------------------ probe + real torch
 @pytest.mark.probe
 def test_nometa_opcheck_and_ground_truth() -> None:

@@ -278,10 +278,22 @@ def compile_line(op: dict[str, Any]) -> str:
     return line + ("" if op["observed"] == "probe" else " (static)")
 
 
-def _compile_lines(p: Printer, section: dict[str, Any] | None) -> None:
-    """One line per op under cause 1: compile readiness (torch.compile / export / fake)."""
-    for op in (section or {}).get("ops", []):
+COMPILE_SHOWN = 4  # op lines of the compile section before one line counts the rest
+
+
+def _compile_lines(p: Printer, section: dict[str, Any] | None, verbose: bool) -> None:
+    """One line per op under cause 1: compile readiness (torch.compile / export / fake); past
+    the first few, one line that counts the rest (-v shows each: vllm's _C was 268 lines)."""
+    ops = (section or {}).get("ops", [])
+    shown = ops if verbose or len(ops) <= COMPILE_SHOWN + 1 else ops[:COMPILE_SHOWN]
+    for op in shown:
         p.line("  [dim]compile:[/] ", f"[dim]{escape(compile_line(op))}[/]")
+    rest = ops[len(shown):]
+    if rest:
+        fake = sum(1 for op in rest if op["fake"] is False)
+        grad = sum(1 for op in rest if op["autograd"] is False)
+        p.line("  [dim]compile:[/] ", f"[dim]+ {len(rest)} more ops (fake ✗ {fake}, autograd "
+               f"✗ {grad}; -v shows each)[/]")
 
 
 def _path(path: str) -> str:
@@ -385,7 +397,7 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
         else:
             p.line("", f"[dim]{head}: not checked ({escape(row.reason)})[/]", hang=2)
         if int(row.cause) == 1:
-            _compile_lines(p, report.sections.get("compile"))
+            _compile_lines(p, report.sections.get("compile"), ctx.verbose)
     notes = [f for f in report.findings if f.code in NOT_A_VERDICT]
     for f in notes:
         p.line(f"[yellow]! {f.code}[/] ", f"[yellow]{escape(f.message)}[/]", hang=4)
