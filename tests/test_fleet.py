@@ -135,7 +135,9 @@ def test_launcher_detection() -> None:
     ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, "outside"),
     ({"RANK": "x", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, "integer"),
     ({"WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, "RANK is not"),
-    ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}, "MASTER_ADDR"),
+    ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}, r"mpirun -x MASTER_ADDR"),
+    # Hydra (MPICH): its own -genv, Open MPI's -x is "unrecognized argument" there
+    ({"PMI_RANK": "0", "PMI_SIZE": "2"}, r"mpiexec -genv MASTER_ADDR \$\(hostname\) -genv"),
     ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "70000"}, "port"),
 ])
 def test_launcher_errors(env: dict[str, str], message: str) -> None:
@@ -153,6 +155,42 @@ def test_bad_launcher_environment_is_a_usage_error(monkeypatch: pytest.MonkeyPat
     res = cli(capsys, "fleet", str(reference()))
     assert res.code == 3
     assert "MASTER_ADDR" in res.err and "Traceback" not in res.err
+
+
+@pytest.mark.parametrize("args", [["-f", "xml"], ["--fail-on", "bogus"], ["--timeout", "-1"],
+                                  ["--budget-scale", "0"]])
+def test_a_bad_option_value_is_a_usage_error(args: list[str],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """As in `check`: one line, exit 3 — it was "internal error", exit 4 and a crash log on
+    every rank (survey 16's P5)."""
+    res = cli(capsys, "fleet", *args, str(reference()))
+    assert res.code == 3 and res.err.startswith("Error: --") and "internal" not in res.err
+    assert len(res.err.strip().splitlines()) == 1, res.err
+
+
+def test_a_rank_shares_a_check_only_with_the_same_interpreter_and_files(
+        tmp_path: Path) -> None:
+    """Local ranks of one node reuse one check when nothing that shapes it differs. A local
+    rank in another venv, or one that sees another file at the same path (a container of
+    its own on the same host), was given local rank 0's result — "all agree", exit 0, and
+    rank 0's interpreter in its record (survey 16's P2)."""
+    from opdoctor.cli.fleet import share_key
+    from opdoctor.facts import CheckOptions
+
+    world = detect_world({"OPDOCTOR_FLEET_NODE": "n0"})
+    lib = tmp_path / "libop.so"
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"), lib)
+    env = {"LD_LIBRARY_PATH": "/opt"}
+
+    def key(options: CheckOptions = CheckOptions(), **more: str) -> str:
+        return share_key(world, options, [str(lib)], {**env, **more}, False)
+
+    assert key() == key()
+    assert key(CheckOptions(python="/other/venv/bin/python")) != key()
+    assert key(PYTHONHOME="/elsewhere") != key() and key(PYTHONUSERBASE="/u") != key()
+    before = key()
+    lib.write_bytes(lib.read_bytes() + b"\0another build\0")  # the same path, other file
+    assert key() != before
 
 
 # --- grouping (rank 0's arithmetic) ------------------------------------------------------
@@ -182,6 +220,22 @@ def test_groups_and_differences() -> None:
     # CUDA_VISIBLE_DEVICES differs per local rank by design: compared by meaning only.
     assert not any("CUDA_VISIBLE_DEVICES" in t for t in texts)
     assert s.exit_code == 1 and "differ in what matters: file" in s.reasons[0]
+
+
+def test_ops_registered_otherwise_matter() -> None:
+    """The same bytes can register otherwise: a library that dlopen()s its CUDA kernels'
+    plugin registers [CPU] alone on a node without it (survey 16's P6). What the probe saw
+    registered is compared, op by op."""
+    recs = [_record(0), _record(1), _record(2)]
+    for r, keys in zip(recs, ("CPU, CUDA", "CPU, CUDA", "CPU"), strict=True):
+        r["targets"][0]["ops"] = {"myop2::scale": keys}
+    recs[2]["targets"][0]["ops"]["myop2::extra"] = "CPU"
+    s = summarise(recs, 3, [], fail_on_difference=False)
+    texts = [d.text() for d in s.differences if d.matters]
+    assert "op myop2::scale: registered [CPU, CUDA] on ranks 0-1 vs registered [CPU] on " \
+        "rank 2" in texts, texts
+    assert any(t.startswith("op myop2::extra: ") for t in texts)
+    assert s.exit_code == 1 and "op myop2::scale" in s.reasons[0]
 
 
 def test_exit_codes_informational_differences() -> None:
@@ -356,6 +410,57 @@ def test_rank_with_another_copy_of_the_library(tmp_path: Path, launch: Launcher)
     assert ranks[1]["targets"][0]["sha256"] != ranks[0]["targets"][0]["sha256"]
     assert all(r["targets"][0]["verdict"]["state"] == "clean" for r in ranks.values())
     assert doc["reasons"] == ["the ranks differ in what matters: file"]
+
+
+@pytest.mark.probe
+def test_ranks_whose_package_registers_otherwise(tmp_path: Path, launch: Launcher) -> None:
+    """One package, the same files on both nodes; on node 1 the package also registers a
+    CUDA kernel for its op (as a library that loads its CUDA plugin where one is installed
+    does). Torch itself says the two processes differ; every file, dependency and compared
+    variable is equal, so the fleet said "all agree". The ops the probes saw differ."""
+    pkg = tmp_path / "site" / "regpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "import os\nimport torch\n"
+        "_lib = torch.library.Library('regpkg', 'DEF')\n"
+        "_lib.define('scale(Tensor x) -> Tensor')\n"
+        "_lib.impl('scale', lambda x: x * 2, 'CPU')\n"
+        "if os.environ.get('REGPKG_PLUGIN'):\n"
+        "    _lib.impl('scale', lambda x: x * 2, 'CUDA')\n")
+    site = str(tmp_path / "site")
+    truth = "import regpkg, torch\n" \
+        "print(torch._C._dispatch_has_kernel_for_dispatch_key('regpkg::scale', 'CUDA'))"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    seen = [subprocess.run([sys.executable, "-c", truth], capture_output=True, text=True,
+                           timeout=120, env={**env, "PYTHONPATH": site, **extra}
+                           ).stdout.split() for extra in ({}, {"REGPKG_PLUGIN": "1"})]
+    assert seen == [["False"], ["True"]], seen
+    args = ["-f", "json", "--package", "regpkg", "--env", f"PYTHONPATH={site}"]
+    res = launch(tmp_path, 2, [node(0, args, tmp_path),
+                               node(1, args, tmp_path, REGPKG_PLUGIN="1")])
+    doc = json.loads(res[0]["out"])
+    assert [r["code"] for r in res] == [1, 1], [r["err"][-800:] for r in res]
+    (diff,) = [d for d in doc["differences"] if d["key"] == "op regpkg::scale"]
+    assert diff["matters"] and {v["value"]: v["ranks"] for v in diff["values"]} == {
+        "registered [CPU]": [0], "registered [CPU, CUDA]": [1]}, diff
+    assert "the ranks differ in what matters: op regpkg::scale" in doc["reasons"]
+
+
+def test_a_node_without_local_rank_0_does_not_wait_for_a_checker(tmp_path: Path,
+                                                                   launch: Launcher) -> None:
+    """Nodes named per rank (``OPDOCTOR_FLEET_NODE``, ``--node-id``) while the launcher counts
+    local ranks per host: rank 1 is its node's only rank but local rank 1, so it waited for
+    a checking rank of its node — min(60 s, a third of --gather-timeout) — that no rank would
+    be, then checked anyway (survey 16's P1: 70 s instead of 6). Once every rank has joined
+    and none checks for its node, it checks at once."""
+    lib = str(fixture("loader/depdir/libmyop_dep.so"))
+    args = ["-f", "json", "--gather-timeout", "90", lib]
+    res = launch(tmp_path, 2, [node(0, args, LOCAL_RANK="0"), node(1, args, LOCAL_RANK="1")],
+                 timeout=150)
+    assert [r["code"] for r in res] == [0, 0], [r["err"][-800:] for r in res]
+    doc = json.loads(res[0]["out"])
+    assert {r["rank"]: r["checked_by"] for r in doc["ranks"]} == {0: 0, 1: 1}
+    assert doc["timing"]["waiting"] < 15, doc["timing"]  # it was 30 s (90 / 3)
 
 
 @pytest.mark.probe

@@ -82,7 +82,8 @@ class _Joiner(threading.Thread):
                 raise RuntimeError("this torch build has no torch.distributed")
             self.exchange.connect(dist)
             w = self.exchange.world
-            self.exchange.announce({"hostname": w.hostname, "node": w.node})
+            self.exchange.announce({"hostname": w.hostname, "node": w.node,
+                                    "checks": self.leader is not None})
             if self.leader is not None:
                 self.exchange.publish_share(*self.leader, w.rank)
         except BaseException as exc:  # reported by the main thread
@@ -105,20 +106,42 @@ def _prepare_torch_env(world: World) -> None:
             os.environ["GLOO_SOCKET_IFNAME"] = name
 
 
+# Variables that change what an interpreter imports besides PYTHONPATH (compared for sharing
+# a check, not reported: ENV_KEYS are).
+INTERPRETER_KEYS = ("PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "HOME",
+                    "PYTHONSAFEPATH")
+
+
 def share_key(world: World, options: CheckOptions, paths: list[str], environ: dict[str, str],
               fingerprint_only: bool) -> str:
-    """What must be equal for two ranks to share one check: node (and host boot id), the
-    load-relevant environment (not ``CUDA_VISIBLE_DEVICES``, which differs per local rank by
-    design), working directory, targets and options."""
+    """What must be equal for two ranks to share one check: node (and host boot id, mount
+    namespace), the interpreter, the load-relevant environment (not ``CUDA_VISIBLE_DEVICES``,
+    which differs per local rank by design), working directory, targets (paths and the files'
+    identity) and options."""
     opts = dataclasses.replace(options, env=None)
     # Two containers may share a host name: the kernel's boot id tells their hosts apart.
     boot = ""
     with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id",
                                             encoding="ascii") as fh:
         boot = fh.read().strip()
-    parts = [world.node, boot, os.getcwd(), [os.path.abspath(p) for p in paths], repr(opts),
-             fingerprint_only, {k: environ.get(k) for k in ENV_KEYS
-                                if k != "CUDA_VISIBLE_DEVICES"}]
+    # The interpreter, the filesystem it sees and the targets' identity on it: a local rank
+    # in another venv, or in a container of its own on the same host (another mount
+    # namespace), was "all agree" with local rank 0's check (survey 16's P2).
+    mnt = ""
+    with contextlib.suppress(OSError):
+        mnt = os.readlink("/proc/self/ns/mnt")
+    python = options.python or sys.executable
+    files: list[list[int] | None] = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            files.append([st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns])
+        except OSError:
+            files.append(None)
+    parts = [world.node, boot, mnt, os.getcwd(), [os.path.abspath(p) for p in paths], files,
+             python, os.path.realpath(python), sys.prefix, repr(opts), fingerprint_only,
+             {k: environ.get(k) for k in (*ENV_KEYS, *INTERPRETER_KEYS)
+              if k != "CUDA_VISIBLE_DEVICES"}]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()
                           ).hexdigest()[:32]
 
@@ -164,9 +187,12 @@ def _check_targets(args: FleetArgs, values: dict[str, Any], options: CheckOption
     reports: list[dict[str, Any]] = []
 
     def add(display: str, path: str, verdict: dict[str, Any],
-            deps: list[tuple[str, str | None, str]]) -> None:
+            deps: list[tuple[str, str | None, str]], ops: dict[str, str] | None = None
+            ) -> None:
         targets.append({"target": display, "path": os.path.abspath(path), "verdict": verdict,
                         "deps": [[n, p, None] for n, p, _rule in deps]})
+        if ops is not None:
+            targets[-1]["ops"] = ops
 
     try:
         with expand(args.paths, options) as found:
@@ -209,7 +235,7 @@ def _check_targets(args: FleetArgs, values: dict[str, Any], options: CheckOption
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 add(t.display, t.path, _verdict(report, threshold),
-                    dependency_list(report.sections.get("dependencies")))
+                    dependency_list(report.sections.get("dependencies")), _probed_ops(report))
                 reports.append(report_dict(report, ctx))
     except WheelError as exc:
         add(", ".join(args.paths), args.paths[0], _verdict(None, threshold, "input error",
@@ -227,6 +253,18 @@ def _check_targets(args: FleetArgs, values: dict[str, Any], options: CheckOption
         for d in item["deps"]:
             d[2] = sums.get(d[1]) if d[1] else None
     return targets, reports
+
+
+def _probed_ops(report: Report) -> dict[str, str] | None:
+    """The ops the rank's probe saw registered after the load, each with its dispatch keys
+    (None when no probe loaded the library). The same bytes can register differently: a
+    library that dlopen()s its CUDA kernels' plugin registers [CPU] alone on a node without
+    it — no file or dependency hash shows that (survey 16's P6)."""
+    probe = report.sections.get("probe") or {}
+    if not probe.get("ran") or probe.get("outcome") != "loaded":
+        return None
+    return {str(o["name"]): ", ".join(sorted(map(str, o.get("keys", []))))
+            for o in probe.get("ops", [])}
 
 
 def _own_record(args: FleetArgs, values: dict[str, Any], options: CheckOptions,
@@ -266,9 +304,11 @@ def _settings(args: FleetArgs) -> dict[str, Any]:
             found: tuple[str, dict[str, Any]] | None = (args.config, table)
         else:
             found = find_config(os.getcwd())
+        # A bad value on the command line (-f xml, --timeout -1) is a usage error as in
+        # `check` (exit 3), not an internal one (survey 16's P5).
+        values, _sources = merge(args.given, found)
     except ConfigError as exc:
         raise UsageProblem(str(exc)) from None
-    values, _sources = merge(args.given, found)
     return values
 
 

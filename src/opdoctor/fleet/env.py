@@ -85,8 +85,12 @@ def _rendezvous(env: Mapping[str, str], launcher: str, fallback_host: str = "",
                 fallback_port: int | None = None) -> tuple[str, int]:
     addr = env.get("MASTER_ADDR") or fallback_host
     if not addr:
+        # Hydra (MPICH, Intel MPI) takes -genv NAME VALUE; Open MPI's -x is "unrecognized
+        # argument" there (survey 16's P7).
         how = "mpirun -x MASTER_ADDR=$(hostname) -x MASTER_PORT=29500 …" \
-            if launcher.startswith("mpirun") else "export MASTER_ADDR=<rank 0's host> " \
+            if launcher == "mpirun (Open MPI)" else \
+            "mpiexec -genv MASTER_ADDR $(hostname) -genv MASTER_PORT 29500 …" \
+            if launcher == "mpirun (PMI)" else "export MASTER_ADDR=<rank 0's host> " \
             "MASTER_PORT=29500 in every rank's environment"
         raise LauncherError(f"{launcher}: set MASTER_ADDR and MASTER_PORT to the rendezvous "
                             f"host and a free port ({how})")

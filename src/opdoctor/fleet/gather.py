@@ -142,16 +142,32 @@ class Exchange:
         self.store.set(f"share/{node}", json.dumps({"key": key, "rank": rank}))
 
     def node_share(self, node: str, wait: float) -> dict[str, Any] | None:
-        """The checking rank of ``node`` and its share key (None if none within ``wait``)."""
+        """The checking rank of ``node`` and its share key (None if none within ``wait``, or
+        as soon as every rank has joined and none of them checks for ``node``)."""
         key = f"share/{node}"
         deadline = time.monotonic() + wait
         while True:
             if self.store.check([key]):
                 value: dict[str, Any] = json.loads(self.store.get(key))
                 return value
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or self._no_checker(node):
                 return None
             time.sleep(POLL)
+
+    def _no_checker(self, node: str) -> bool:
+        """Whether every rank has joined and none of them is the checking rank of ``node``.
+        A node named per rank (``--node-id``, ``OPDOCTOR_FLEET_NODE``) while the launcher
+        counts local ranks per host has no local rank 0: its rank waited a minute for a
+        checker no rank would be (survey 16's P1)."""
+        names = [f"joined/{r}" for r in range(self.world.size)]
+        if not self.store.check(names):
+            return False
+        for name in names:
+            info = json.loads(self.store.get(name))
+            # An announcement without "checks" (another opdoctor release) may be one.
+            if info.get("node") == node and info.get("checks", True):
+                return False
+        return True
 
     def _left(self) -> float:
         return max(0.0, self.start + self.timeout - time.monotonic())

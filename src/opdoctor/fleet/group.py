@@ -8,7 +8,8 @@ N devices), not by the device numbers each local rank is given, so a healthy fle
 whatever its size and the summary grows with the number of distinct groups, not of ranks.
 
 A difference *matters* when it changes what the job loads or how it is judged: the verdict, the
-target's bytes, a dependency's bytes (or whether it is found at all), the interpreter's version,
+target's bytes, a dependency's bytes (or whether it is found at all), the ops the probe saw
+registered and their dispatch keys, the interpreter's version,
 torch/TensorFlow release and variant, the CUDA runtime. Other differences (environment strings,
 the interpreter's path, a dependency found under another path with the same bytes, driver,
 GPUs) are reported and only fail with ``--fail-on-difference``.
@@ -94,6 +95,8 @@ def compared(record: Mapping[str, Any]) -> dict[str, str]:
         out[f"{p}file"] = _file(t)
         for name, path, sha in t.get("deps", []):
             out[f"{p}dep {name}"] = _dep(path, sha)
+        for name, keys in sorted((t.get("ops") or {}).items()):
+            out[f"{p}op {name}"] = f"registered [{keys}]" if keys else "registered, no kernel"
     return out
 
 
@@ -107,8 +110,8 @@ def _identity(key: str, value: str) -> str:
 def matters(key: str, values: Iterable[str]) -> bool:
     """True when ranks holding these different ``values`` of ``key`` may behave differently."""
     name = key.split(": ", 1)[-1]
-    if name in MATTERS or name in ("verdict", "file"):
-        return True
+    if name in MATTERS or name in ("verdict", "file") or name.startswith("op "):
+        return True  # an op registered otherwise (or not at all) runs otherwise
     if name.startswith("dep "):
         return len({_identity(name, v) for v in values}) > 1
     return False
