@@ -17,6 +17,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -182,8 +183,8 @@ def test_a_rank_shares_a_check_only_with_the_same_interpreter_and_files(
     shutil.copy(fixture("loader/depdir/libmyop_dep.so"), lib)
     env = {"LD_LIBRARY_PATH": "/opt"}
 
-    def key(options: CheckOptions = CheckOptions(), **more: str) -> str:
-        return share_key(world, options, [str(lib)], {**env, **more}, False)
+    def key(options: CheckOptions | None = None, **more: str) -> str:
+        return share_key(world, options or CheckOptions(), [str(lib)], {**env, **more}, False)
 
     assert key() == key()
     assert key(CheckOptions(python="/other/venv/bin/python")) != key()
@@ -461,6 +462,52 @@ def test_a_node_without_local_rank_0_does_not_wait_for_a_checker(tmp_path: Path,
     doc = json.loads(res[0]["out"])
     assert {r["rank"]: r["checked_by"] for r in doc["ranks"]} == {0: 0, 1: 1}
     assert doc["timing"]["waiting"] < 15, doc["timing"]  # it was 30 s (90 / 3)
+
+
+@pytest.mark.probe
+def test_a_rank_lost_after_its_check_is_still_reported(tmp_path: Path, cache: str) -> None:
+    """Rank 1 finishes its check, says it is ready, and is killed (OOM, preemption) while rank
+    0's check still runs. Its record is in the store already: rank 0 reports both ranks and
+    exits with the fleet's code. With a gloo group over the roster, rank 0 waited 30 s for the
+    lost peer and exited 2 with c10d's key path, every result lost (survey 16's P4)."""
+    import signal
+    import time
+
+    import torch.distributed as dist
+
+    port = free_port()
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def rank(r: int, args: list[str]) -> subprocess.Popen[str]:
+        env = rank_env(base, port, 2, r, {"OPDOCTOR_CACHE_DIR": cache, "PYTHONPATH": str(
+            ROOT / "src"), "OPDOCTOR_FLEET_NODE": f"node{r}"})
+        return subprocess.Popen([sys.executable, "-m", "opdoctor", "fleet", "--ignore",
+                                 "OD116", "-f", "json", *args], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    # Rank 0's probe hangs in a library constructor until its --timeout: rank 1 is ready
+    # long before the roster closes.
+    zero = rank(0, ["--timeout", "6", str(fixture("probe/ctor_hang.so"))])
+    one = rank(1, ["--static", str(fixture("loader/depdir/libmyop_dep.so"))])
+    try:
+        store = dist.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=60))
+        ready = dist.PrefixStore("opdoctor-fleet///", store)
+        deadline = time.monotonic() + 60
+        while not ready.check(["ready/1"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.check(["ready/1"]) and zero.poll() is None
+        one.send_signal(signal.SIGKILL)
+        out, err = zero.communicate(timeout=120)
+    finally:
+        for p in (zero, one):
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
+    assert zero.returncode == 1, err[-1500:]
+    doc = json.loads(out)
+    ranks = {r["rank"]: r for r in doc["ranks"]}
+    assert ranks[1]["targets"][0]["verdict"]["state"] == "clean"
+    assert ranks[0]["targets"][0]["verdict"]["state"] != "clean" and doc["missing"] == []
 
 
 @pytest.mark.probe

@@ -93,17 +93,11 @@ class _Joiner(threading.Thread):
 
 
 def _prepare_torch_env(world: World) -> None:
-    """Quiet c10d's C++ warnings and keep gloo on loopback when the rendezvous is local.
+    """Quiet c10d's C++ warnings (the store's connection retries).
 
     Set in this process only: the check sees the environment captured before this.
     """
-    from opdoctor.fleet.gather import is_loopback, loopback_interface
-
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
-    if "GLOO_SOCKET_IFNAME" not in os.environ and is_loopback(world.master_addr):
-        name = loopback_interface()
-        if name:
-            os.environ["GLOO_SOCKET_IFNAME"] = name
 
 
 # Variables that change what an interpreter imports besides PYTHONPATH (compared for sharing

@@ -1,16 +1,18 @@
-"""Collecting every rank's record on rank 0 with ``torch.distributed`` (gloo, CPU only).
+"""Collecting every rank's record on rank 0 through ``torch.distributed``'s c10d store.
 
-Two layers of torch.distributed, nothing home-made:
+One layer of torch.distributed, nothing home-made: the c10d ``TCPStore`` (rank 0 hosts it on
+``MASTER_ADDR:MASTER_PORT``; under torchrun the agent's store is used). Each rank says it
+joined and which rank checks its node, writes its record (``record/N``, JSON) and then says it
+is ready. Rank 0 waits for all ``ready`` keys until its deadline (``--gather-timeout`` seconds
+from its start), then closes the *roster*: the ranks that were ready. A rank that is not on it
+is reported as "never joined" or "joined, but its check did not finish" — never waited on
+forever. Rank 0 reads the roster's records from the store and writes the fleet's exit code
+(``code``), which every other rank waits for, so every rank exits with the same code.
 
-* the c10d ``TCPStore`` (rank 0 hosts it on ``MASTER_ADDR:MASTER_PORT``; under torchrun the
-  agent's store is used) is the rendezvous: each rank says it joined, which rank checks its
-  node, and when its record is ready. Rank 0 waits for all ``ready`` keys until its deadline
-  (``--gather-timeout`` seconds from its start), then closes the *roster*: the ranks that were
-  ready. A rank that is not on it is reported as "never joined" or "joined, but its check did
-  not finish" — never waited on forever;
-* a gloo process group over the roster (``init_process_group(store=PrefixStore(…))``, the
-  roster index as group rank) carries the records with ``gather_object`` and the fleet's exit
-  code back with ``broadcast_object_list``, so every rank exits with the same code.
+A record is in the store before its rank says it is ready, so a rank lost after that (OOM
+killed or preempted while it waits for the slowest node) is still reported: with a gloo
+process group over the roster, ``init_process_group`` waited 30 s for the lost peer and rank 0
+exited 2 with c10d's key path, every rank's result thrown away (survey 16's P4).
 
 ``torch.distributed`` is imported only here, and only when the world has more than one rank.
 """
@@ -18,7 +20,6 @@ Two layers of torch.distributed, nothing home-made:
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
 import socket
@@ -34,30 +35,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 POLL = 0.05
+# How long rank 0 waits for the other ranks to read the exit code before it leaves (a rank
+# lost after its record was written never reads it).
+CODE_READ_WAIT = 5.0
 
 
 class GatherError(RuntimeError):
     """The fleet cannot be assembled (rank 0 unreachable, this rank left out)."""
-
-
-def is_loopback(addr: str) -> bool:
-    """True for ``127.x``, ``::1`` and ``localhost``."""
-    if addr == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(addr).is_loopback
-    except ValueError:
-        return False
-
-
-def loopback_interface() -> str | None:
-    """The name of the interface that holds 127.0.0.1 (``lo`` on Linux)."""
-    import psutil
-
-    for name, addrs in psutil.net_if_addrs().items():
-        if any(a.address == "127.0.0.1" for a in addrs):
-            return name
-    return None
 
 
 def _listen_socket(addr: str, port: int) -> socket.socket | None:
@@ -102,6 +86,7 @@ class Exchange:
         self.dist: Any = None
         self.store: Any = None
         self._sock: socket.socket | None = None  # rank 0's listening socket, until handed over
+        self._followers = 0  # rank 0: the other ranks on the roster (they read the code)
 
     def connect(self, dist: Any) -> None:
         """Join the store (rank 0 starts it unless torchrun's agent hosts it)."""
@@ -203,8 +188,8 @@ class Exchange:
         ``follower_wait``: how long a non-zero rank waits for rank 0 to close the roster (rank 0
         may still be checking its own node).
         """
-        dist = self.dist
         w = self.world
+        self.store.set(f"record/{w.rank}", json.dumps(record, default=str))
         self.store.set(f"ready/{w.rank}", "1")
         missing: list[Missing] = []
         waited = 0.0
@@ -223,26 +208,31 @@ class Exchange:
             if w.rank not in roster:
                 raise GatherError(f"rank {w.rank}: rank 0 closed the gather without this rank "
                                   f"(not ready within {self.timeout:g} s)")
-        t0 = time.monotonic()
-        dist.init_process_group("gloo", store=dist.PrefixStore("pg/", self.store),
-                                rank=roster.index(w.rank), world_size=len(roster),
-                                timeout=timedelta(seconds=max(self.timeout, 30.0)))
-        out: list[Any] | None = [None] * len(roster) if w.rank == 0 else None
-        dist.gather_object(record, out, dst=0)
-        took = time.monotonic() - t0
-        if w.rank != 0:
+            self._followers = 0
             return None
-        return Gathered([r for r in out or [] if r is not None], missing, waited, took)
+        self._followers = len(roster) - 1
+        t0 = time.monotonic()
+        records = [record if r == 0 else json.loads(self.store.get(f"record/{r}"))
+                   for r in roster]
+        return Gathered(records, missing, waited, time.monotonic() - t0)
 
     def share_code(self, code: int | None) -> int:
-        """Rank 0 sends the fleet's exit code, the others receive it."""
-        box = [code]
-        self.dist.broadcast_object_list(box, src=0)
-        return int(box[0] if box[0] is not None else 1)
+        """Rank 0 sends the fleet's exit code, the others receive it. Rank 0 (which may host
+        the store) then waits, briefly, until the others have read it."""
+        if self.world.rank == 0:
+            self.store.set("code", str(1 if code is None else code))
+            deadline = time.monotonic() + CODE_READ_WAIT
+            while self._followers > 0 and time.monotonic() < deadline:
+                if int(self.store.add("code-read", 0)) >= self._followers:
+                    break
+                time.sleep(POLL)
+            return 1 if code is None else int(code)
+        self.store.wait(["code"], timedelta(seconds=max(self.timeout, 60.0)))
+        value = int(self.store.get("code"))
+        with contextlib.suppress(Exception):
+            self.store.add("code-read", 1)
+        return value
 
     def close(self) -> None:
-        """Leave the process group and drop the store."""
-        if self.dist is not None and self.dist.is_initialized():
-            with contextlib.suppress(Exception):
-                self.dist.destroy_process_group()
+        """Drop the store."""
         self.store = None
