@@ -592,3 +592,56 @@ def test_the_torch_name_filter_before_binding_misses_no_library() -> None:
         needs += truth
         skipped += not _needs_torch_names(image)
     assert needs >= 50 and skipped >= 200, (needs, skipped, len(libs))
+
+
+def test_a_library_its_packages_extension_loads_with_its_definers_is_no_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """MindSpore 2.10 (survey 15's F2): ``libmindspore_cpu.so`` leaves functions to
+    ``libmindspore_cluster.so``, which it does not NEED; ``_c_expression`` NEEDs both, and
+    ld.so binds a load group as one, so ``import mindspore`` works. Checked alone, or in a
+    walk or scan of the package, it was an OD301 error. It is a note now, naming the
+    extension whose load brings it in; a library that no extension loads with its definers
+    stays the error ctypes really raises."""
+    import sysconfig
+
+    pkg = tmp_path / "site" / "grppkg"
+    (pkg / "lib").mkdir(parents=True)
+    (tmp_path / "cluster.c").write_text("int cluster_fn(void) { return 41; }\n")
+    (tmp_path / "cpu.c").write_text("int cluster_fn(void);\n"
+                                    "int cpu_fn(void) { return cluster_fn() + 1; }\n")
+    lib = pkg / "lib"
+    for name, extra in (("cluster", []), ("cpu", [])):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / f"lib{name}.so"),
+                        str(tmp_path / f"{name}.c"), *extra], check=True, timeout=60)
+    (tmp_path / "ext.c").write_text(
+        '#include <Python.h>\nint cpu_fn(void);\n'
+        'static PyObject *answer(PyObject *s, PyObject *a) { return PyLong_FromLong(cpu_fn()); }'
+        '\nstatic PyMethodDef M[] = {{"answer", answer, METH_NOARGS, ""}, {0}};\n'
+        'static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "_core", "", -1, M};\n'
+        "PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&D); }\n")
+    ext = pkg / ("_core" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o",
+                    str(ext), str(tmp_path / "ext.c"), f"-L{lib}", "-Wl,--no-as-needed",
+                    "-lcpu", "-lcluster", "-Wl,-rpath,$ORIGIN/lib"], check=True, timeout=60)
+    (pkg / "__init__.py").write_text("from grppkg._core import answer\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ok = subprocess.run([sys.executable, "-c", "import grppkg; print(grppkg.answer())"],
+                        capture_output=True, text=True, timeout=60,
+                        env={**env, "PYTHONPATH": str(tmp_path / "site")})
+    assert ok.stdout.split() == ["42"], ok.stderr
+    alone = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(lib / "libcpu.so")], capture_output=True, text=True, timeout=60)
+    assert "undefined symbol: cluster_fn" in alone.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib / "libcpu.so"))
+    rep = res.json()["reports"][0]
+    (od301,) = [f for f in rep["findings"] if f["code"] == "OD301"]
+    assert od301["severity"] == "info" and res.code == 0, od301
+    assert f"it loads as part of {ext.name}'s load, whose libraries define them " \
+        "(libcluster.so)" in od301["message"]
+    # No extension brings it in with its definer: the error ctypes raises.
+    ext.unlink()
+    from opdoctor.facts import commandcache
+    commandcache.clear()
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib / "libcpu.so"))
+    (od301,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD301"]
+    assert od301["severity"] == "error" and res.code == 1

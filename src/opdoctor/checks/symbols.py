@@ -233,6 +233,25 @@ def _target(facts: Facts) -> Iterator[Finding]:
     unresolved = [s for s in binding.unresolved if s.version not in missing_ver or not s.version]
     if not unresolved:
         return
+    host = None if facts.registration.pyinit else \
+        facts.load_group_host(tuple(s.name for s in unresolved))
+    if host is not None:
+        # Not a Python extension (Python loads those alone, RTLD_LOCAL): a library of the
+        # package that its extension's load brings in with the libraries defining them.
+        ext, definers = host
+        yield OD301.finding(
+            path, f"{len(unresolved)} undefined symbol(s) that no library it NEEDs defines: "
+            f"it loads as part of {os.path.basename(ext)}'s load, whose libraries define them "
+            f"({', '.join(os.path.basename(d) for d in definers)}); loaded on its own it fails "
+            f"with \"undefined symbol: {unresolved[0].name}\"",
+            [f"{os.path.basename(ext)} NEEDs {os.path.basename(path)} (directly or through "
+             "its dependencies) and the libraries that define them: ld.so binds a load group "
+             "as one", *(_sym_line(s, demangle_all([s.name])) for s in unresolved[:6])],
+            fix=f"nothing, for the package's own import; to load it by itself (ctypes, "
+            f"torch.ops.load_library), load {' and '.join(os.path.basename(d) for d in definers)}"
+            " first with RTLD_GLOBAL, or link it against them",
+            severity=Severity.INFO)
+        return
     names = demangle_all(s.name for s in unresolved)
     if facts.process.tree.missing:
         sev = Severity.WARNING  # the missing library may define them: OD201 is the root

@@ -62,6 +62,21 @@ if TYPE_CHECKING:
     from opdoctor.facts.vendored import RpathLoader
 
 
+def _defined(path: str, names: set[str]) -> set[str]:
+    """Those of ``names`` the library ``path`` exports (none when it cannot be read)."""
+    from opdoctor.facts.elf.dynsym import DynSymbols
+
+    def which(img: ElfImage) -> set[str]:
+        table = DynSymbols(img)
+        return {n for n in names if table.lookup(n)}
+    return read_elf(path, which, set())
+
+
+# A package with more extension modules than this is not searched for the one whose load
+# group brings a library in (load_group_host): the search emulates each one's load.
+MAX_GROUP_HOSTS = 64
+
+
 @dataclass(frozen=True)
 class HostInfo:
     """The machine the library is meant to be loaded on."""
@@ -968,6 +983,56 @@ class Facts:
         return read_elf(path, lambda img: bool(
             DynSymbols(img).names_with_prefix("PyInit_", limit=1)) or needs_torch(img, None)
             or needs_tensorflow(img), True)
+
+    def load_group_host(self, names: tuple[str, ...]) -> tuple[str, list[str]] | None:
+        """An extension module of the target's own package whose load brings the target in
+        (it is in its NEEDED closure) together with libraries that define every one of
+        ``names``: (the extension, those libraries). None when there is none.
+
+        ld.so binds a library loaded as part of another's load group against that whole
+        group: MindSpore's ``libmindspore_cpu.so`` leaves 104 ``mindspore::`` functions to
+        ``libmindspore_cluster.so``, which it does not NEED but ``_c_expression`` (which NEEDs
+        both) loads with it — ``import mindspore`` works; loaded on its own it fails (survey
+        15's F2: OD301 errors on a healthy install)."""
+        from opdoctor.facts.budget import checkpoint
+        from opdoctor.facts.pkgdir import package_root
+
+        home = package_root(self.path)
+        interp = self.interpreter
+        if home is None or not names:
+            return None
+        me = os.path.realpath(self.path)
+        suffixes = (interp.ext_suffix if interp else ".so", ".abi3.so")
+        candidates: list[str] = []
+        for root, dirs, files in os.walk(home):
+            dirs.sort()
+            candidates += [os.path.join(root, f) for f in sorted(files) if f.endswith(suffixes)]
+            if len(candidates) > MAX_GROUP_HOSTS:
+                return None  # a package of hundreds of extensions: not searched
+        for ext in candidates:
+            if os.path.realpath(ext) == me:
+                continue
+            checkpoint(f"reading the load group of {ext}")
+            host = Facts(ext, self.options)
+            try:
+                order = host.process.tree.order
+            except Exception:  # an extension that cannot be read is no host
+                continue
+            paths = [os.path.realpath(lib.path) for lib in order]
+            if me not in paths:
+                continue
+            definers: list[str] = []
+            left = set(names)
+            for lib in order[1:]:
+                if not left or os.path.realpath(lib.path) == me:
+                    continue
+                found = _defined(lib.path, left)
+                if found:
+                    definers.append(lib.path)
+                    left -= found
+            if not left:
+                return ext, definers
+        return None
 
     def defines_all(self, path: str, names: tuple[str, ...]) -> bool:
         """Whether the library ``path`` (another than the target: a sibling the loader does not
