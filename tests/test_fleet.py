@@ -565,6 +565,39 @@ def test_torchrun(tmp_path: Path, cache: str) -> None:
 
 
 @pytest.mark.probe
+def test_a_rank_that_exits_under_torchrun_still_gets_a_report(tmp_path: Path,
+                                                              cache: str) -> None:
+    """torchrun's agent stops every rank when one exits non-zero (a node's image without
+    torch exits 2; an OOM kill): rank 0 got SIGTERM while it waited and printed nothing — the
+    user saw only ChildFailedError (survey 16's P3). Rank 0 now reports what there is: its
+    own check, and the rank that never answered."""
+    torchrun = VENV_BIN / "torchrun"
+    if not torchrun.exists():
+        pytest.skip(f"no torchrun next to {sys.executable}")
+    wrap = tmp_path / "rank.py"
+    wrap.write_text("import os, runpy, sys\n"
+                    "if os.environ['LOCAL_RANK'] == '1':\n"
+                    "    import time; time.sleep(4)  # rank 0 is under way\n"
+                    "    sys.exit(2)  # as a rank whose interpreter cannot run the fleet\n"
+                    "sys.argv = ['opdoctor', *sys.argv[1:]]\n"
+                    "runpy.run_module('opdoctor', run_name='__main__')\n")
+    env = rank_env(dict(os.environ), 0, 0, 0, {"OPDOCTOR_CACHE_DIR": cache, "PYTHONPATH":
+                                               str(ROOT / "src")})
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k)
+    out = tmp_path / "fleet.json"
+    p = subprocess.run([str(torchrun), "--nnodes=1", "--nproc_per_node=2",
+                        "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(wrap),
+                        "fleet", "--ignore", "OD116", "-f", "json", "-o", str(out),
+                        str(fixture("loader/depdir/libmyop_dep.so"))],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert p.returncode != 0 and "ChildFailedError" in p.stderr, p.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["exit_code"] == 1 and [m["rank"] for m in doc["missing"]] == [1], doc["missing"]
+    assert "the launcher stopped the job" in doc["missing"][0]["state"]
+
+
+@pytest.mark.probe
 def test_32_local_ranks_fingerprint_only(tmp_path: Path, launch: Launcher) -> None:
     lib = str(reference())
     ranks = [{"rank": r, "args": ["fleet", "--fingerprint-only", "-f", "json", lib],

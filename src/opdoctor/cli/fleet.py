@@ -346,52 +346,114 @@ def fleet_command(args: FleetArgs) -> int:
     pool = ThreadPoolExecutor(max_workers=1)
     gpus = pool.submit(gpu_facts)
     old = signal.signal(signal.SIGALRM, _on_alarm)
+    old_term = signal.getsignal(signal.SIGTERM)
+    if joiner is not None and world.rank == 0:
+        signal.signal(signal.SIGTERM, _on_term)
+    record_box: list[dict[str, Any]] = []
     try:
-        record = _own_record(args, values, options, registry, world, job_env, gpus) \
-            if leader else None
-        if joiner is None:
-            assert record is not None
-            return _report(args, values, outputs, world, registry, [record], [], {})
-        joiner.join()
-        if joiner.error is not None:
-            return _gather_failed(world, joiner.error)
-        ex = joiner.exchange
-        if record is None:
-            share = ex.node_share(world.node, min(60.0, args.gather_timeout / 3))
-            if share is not None and share["key"] == key:
-                record = _identity(world, job_env) | {
-                    "checked_by": int(share["rank"]), "host": None, "targets": None,
-                    "reports": [], "mode": "shared", "seconds": 0.0}
-            else:  # no checking rank on this node, or another environment: check here
-                record = _own_record(args, values, options, registry, world, job_env, gpus)
-        follower_wait = args.gather_timeout + STATIC_TIMEOUT + options.timeout + 30
         try:
-            try:
-                gathered = ex.gather(record, follower_wait)
-                if gathered is None:
-                    return ex.share_code(None)
-            except Exception as exc:  # rendezvous and transport failures: one line, exit 2
-                return _gather_failed(world, exc)
-            t0 = time.monotonic()
-            try:
-                code = _report(args, values, outputs, world, registry, gathered.records,
-                               gathered.missing, {"waiting": gathered.seconds_waiting,
-                                                  "gather": gathered.seconds_gather}, t0)
-            except BaseException:
-                # The other ranks wait for the code: send "internal error", then let the
-                # crash handler report this one.
-                with contextlib.suppress(Exception):
-                    ex.share_code(int(Exit.INTERNAL))
-                raise
-            try:
-                return ex.share_code(code)
-            except Exception:  # the others left already: rank 0's verdict stands
-                return code
-        finally:
-            ex.close()
+            return _fleet_body(args, values, outputs, options, registry, world, job_env, key,
+                               leader, joiner, gpus, start, record_box)
+        except _Terminated:
+            # torchrun's agent and Hydra stop every rank when one exits non-zero (a node
+            # without torch exits 2, an OOM kill): report what there is (survey 16's P3).
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            record = record_box[0] if record_box else None
+            return _terminated_report(args, values, outputs, world, registry, joiner, record)
     finally:
         signal.signal(signal.SIGALRM, old)
+        if joiner is not None and world.rank == 0:
+            signal.signal(signal.SIGTERM, old_term)
         pool.shutdown(wait=False)
+
+
+class _Terminated(BaseException):
+    """Rank 0 got the launcher's SIGTERM (not an Exception: no handler of a check stops it)."""
+
+
+def _on_term(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
+def _terminated_report(args: FleetArgs, values: dict[str, Any],
+                       outputs: list[tuple[Any, str | None]], world: World, registry: Any,
+                       joiner: _Joiner | None, record: dict[str, Any] | None) -> int:
+    """Rank 0's report when the launcher stopped the job before the roster closed."""
+    why = "the launcher stopped the job (SIGTERM: another rank exited, or the job was " \
+        "cancelled)"
+    ex = joiner.exchange if joiner is not None and joiner.ready.wait(5) and \
+        joiner.error is None else None
+    if ex is not None:
+        gathered = ex.partial(record, why)
+    else:
+        from opdoctor.fleet.gather import Gathered
+        from opdoctor.fleet.group import Missing
+
+        gathered = Gathered([record] if record else [], [
+            Missing(r, f"no word from it when {why}") for r in range(world.size)
+            if r or record is None], 0.0, 0.0)
+    return _report(args, values, outputs, world, registry, gathered.records, gathered.missing,
+                   {"waiting": 0.0, "gather": 0.0})
+
+
+def _fleet_body(args: FleetArgs, values: dict[str, Any], outputs: list[tuple[Any, str | None]],
+                options: CheckOptions, registry: Any, world: World, job_env: dict[str, str],
+                key: str, leader: bool, joiner: _Joiner | None, gpus: Any, start: float,
+                record_box: list[dict[str, Any]]) -> int:
+    """Check this rank (or reuse its node's check), gather, report. ``record_box`` gets this
+    rank's record as soon as it exists (for the report of a job stopped after that)."""
+    record = _own_record(args, values, options, registry, world, job_env, gpus) \
+        if leader else None
+    if record is not None:
+        record_box.append(record)
+    if joiner is None:
+        assert record is not None
+        return _report(args, values, outputs, world, registry, [record], [], {})
+    joiner.join()
+    if joiner.error is not None:
+        return _gather_failed(world, joiner.error)
+    ex = joiner.exchange
+    if record is None:
+        share = ex.node_share(world.node, min(60.0, args.gather_timeout / 3))
+        if share is not None and share["key"] == key:
+            record = _identity(world, job_env) | {
+                "checked_by": int(share["rank"]), "host": None, "targets": None,
+                "reports": [], "mode": "shared", "seconds": 0.0}
+        else:  # no checking rank on this node, or another environment: check here
+            record = _own_record(args, values, options, registry, world, job_env, gpus)
+        record_box.append(record)
+    follower_wait = args.gather_timeout + STATIC_TIMEOUT + options.timeout + 30
+    stopped = False
+    try:
+        try:
+            gathered = ex.gather(record, follower_wait)
+            if gathered is None:
+                return ex.share_code(None)
+        except Exception as exc:  # rendezvous and transport failures: one line, exit 2
+            return _gather_failed(world, exc)
+        t0 = time.monotonic()
+        try:
+            code = _report(args, values, outputs, world, registry, gathered.records,
+                           gathered.missing, {"waiting": gathered.seconds_waiting,
+                                              "gather": gathered.seconds_gather}, t0)
+        except _Terminated:
+            raise
+        except BaseException:
+            # The other ranks wait for the code: send "internal error", then let the
+            # crash handler report this one.
+            with contextlib.suppress(Exception):
+                ex.share_code(int(Exit.INTERNAL))
+            raise
+        try:
+            return ex.share_code(code)
+        except Exception:  # the others left already: rank 0's verdict stands
+            return code
+    except _Terminated:
+        stopped = True  # the store stays open: the report of what there is reads it
+        raise
+    finally:
+        if not stopped:
+            ex.close()
 
 
 def _gather_failed(world: World, exc: BaseException) -> int:

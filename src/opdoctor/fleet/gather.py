@@ -162,9 +162,10 @@ class Exchange:
         n = self.world.size
         t0 = time.monotonic()
         ready = [f"ready/{r}" for r in range(n)]
-        # DistStoreError on timeout: then find out who is missing.
-        with contextlib.suppress(Exception):
-            self.store.wait(ready, timedelta(seconds=max(self._left(), 0.001)))
+        # Polled, not one blocking wait: a signal (the launcher's SIGTERM when another rank
+        # exits) is handled at once, not after --gather-timeout.
+        while self._left() > 0 and not self.store.check(ready):
+            time.sleep(min(POLL * 4, self._left()))
         roster: list[int] = []
         missing: list[Missing] = []
         for r in range(n):
@@ -215,6 +216,29 @@ class Exchange:
         records = [record if r == 0 else json.loads(self.store.get(f"record/{r}"))
                    for r in roster]
         return Gathered(records, missing, waited, time.monotonic() - t0)
+
+    def partial(self, own: dict[str, Any] | None, why: str) -> Gathered:
+        """Rank 0, stopped before the roster closed (the launcher's SIGTERM): the records the
+        store holds, and every other rank as missing with ``why``."""
+        records: list[dict[str, Any]] = []
+        missing: list[Missing] = []
+        for r in range(self.world.size):
+            rec = own if r == 0 else None
+            if r and self.store is not None:
+                with contextlib.suppress(Exception):
+                    if self.store.check([f"record/{r}"]):
+                        rec = json.loads(self.store.get(f"record/{r}"))
+            if rec is not None:
+                records.append(rec)
+                continue
+            joined = False
+            if self.store is not None:
+                with contextlib.suppress(Exception):
+                    joined = bool(self.store.check([f"joined/{r}"]))
+            state = "its own check was cut short" if r == 0 else \
+                "joined, but had not answered" if joined else "had not joined"
+            missing.append(Missing(r, f"{state} when {why}"))
+        return Gathered(records, missing, 0.0, 0.0)
 
     def share_code(self, code: int | None) -> int:
         """Rank 0 sends the fleet's exit code, the others receive it. Rank 0 (which may host
