@@ -239,6 +239,28 @@ def test_ops_registered_otherwise_matter() -> None:
     assert s.exit_code == 1 and "op myop2::scale" in s.reasons[0]
 
 
+def test_a_differing_file_is_one_difference_not_one_per_dependency() -> None:
+    """The target missing on rank 1: its dependencies were each a "✗ dep … (absent)" line
+    (ten for the reference operator), burying the file's own line, and codes were repeated
+    ("cause 2 (OD201, OD201)"). The dependencies of a file another rank does not have are
+    the file's difference; a dependency missing from one tree of the same file is named as
+    such; codes are listed once (survey 16's P9)."""
+    recs = [_record(0), _record(1, verdict="findings")]
+    t1 = recs[1]["targets"][0]
+    t1.update(size=None, sha256=None, deps=[])
+    t1["verdict"]["codes"] = ["OD201", "OD201"]
+    s = summarise(recs, 2, [], fail_on_difference=False)
+    keys = [d.key for d in s.differences]
+    assert keys == ["verdict", "file"], keys
+    assert s.differences[0].text() == "verdict: clean on rank 0 vs cause 2 (OD201) on rank 1"
+    # The same file, one tree without a dependency (another one of it was not found there).
+    recs = [_record(0), _record(1)]
+    recs[1]["targets"][0]["deps"] = []
+    (d,) = summarise(recs, 2, [], fail_on_difference=False).differences
+    assert d.text() == "dep libdep.so: /d/libdep.so (sha256 bb) on rank 0 vs (not in its " \
+        "dependency tree) on rank 1"
+
+
 def test_exit_codes_informational_differences() -> None:
     recs = [_record(0), _record(1, ld="/opt")]
     assert summarise(recs, 2, [], fail_on_difference=False).exit_code == 0
