@@ -142,3 +142,20 @@ def test_cuda_runtime_differs_from_torch(tmp_path: Path) -> None:
     report = run_check(str(reference()), CheckOptions(python=py, env=()), Selection(("OD312",)))
     assert codes(report) == ["OD312"]
     assert "CUDA runtime 13, torch 2.7.0+cu128 uses CUDA 12.8" in report.findings[0].message
+
+
+def test_the_inventory_is_one_row_per_kind_of_image() -> None:
+    """``sections.cuda.entries`` has one row per (kind, arch, compressed, PTX ISA) with how
+    many images the fat binaries hold and their bytes; one row per image was 2,849 rows of
+    12 kinds (254 KB of JSON) for MindSpore's libcuda_ops.so.11 (survey 15's P4)."""
+    from opdoctor.checks.cuda import fatbin
+    from opdoctor.facts import Facts
+
+    report = check(reference(), "sm_80")
+    rows = report.sections["cuda"]["entries"]
+    kinds = [(r["kind"], r["arch"], r["compressed"], r["ptx_isa"]) for r in rows]
+    assert rows and len(kinds) == len(set(kinds))
+    fb = fatbin(Facts(str(reference())))
+    assert fb is not None
+    assert sum(r["count"] for r in rows) == len(fb.entries)
+    assert sum(r["size"] for r in rows) == sum(e.size for e in fb.entries)
