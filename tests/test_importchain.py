@@ -2132,6 +2132,31 @@ def test_a_module_only_a_function_imports_is_not_run_by_the_import(tmp_path: Pat
                       " absent-late is not installed", Severity.ERROR)], od514
 
 
+def test_a_packages_warnings_are_printed_once_in_a_walk(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A walk of a package checks each of its libraries in package mode: the package's own
+    warnings (a requirement not installed) are in every report. vllm's 66 OD514 warnings were
+    printed in each of its twelve reports; the text prints them once and refers to them
+    after, as it does the notes; the JSON keeps every finding in every report."""
+    site = tmp_path / "site"
+    _write(site, {"twopkg/__init__.py": "from twopkg import _a, _b\n\n\ndef later():\n"
+                                        "    import absent_later\n",
+                  "twopkg-1.0.dist-info/METADATA": "Name: twopkg\nVersion: 1.0\n"
+                                                   "Requires-Dist: absent-later\n",
+                  "twopkg-1.0.dist-info/RECORD": "twopkg/__init__.py,,\n"})
+    for name in ("_a", "_b"):
+        _c_extension(tmp_path, site / "twopkg", name)
+    args = ("check", "--static", "--env", f"PYTHONPATH={site}", "--cwd", str(tmp_path),
+            str(site))
+    doc = cli(capsys, *args, "-f", "json").json()
+    assert len(doc["reports"]) == 2 and all(
+        [f["code"] for f in r["findings"] if f["severity"] == "warning"] == ["OD514"]
+        for r in doc["reports"]), [r["findings"] for r in doc["reports"]]
+    text = cli(capsys, *args).out
+    assert text.count("OD514 twopkg 1.0 requires absent-later") == 1, text
+    assert text.count("1 warning(s) (OD514) as in a report above") == 1, text
+
+
 def test_an_unconditional_import_of_an_uninstalled_requirement_is_found_statically(
         tmp_path: Path) -> None:
     """pyproj 3.7.2 without certifi (survey 10's P3): ``__init__`` imports ``pyproj.network``,

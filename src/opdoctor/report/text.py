@@ -341,12 +341,15 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
         head = f"{_MARK[row.state]} Cause {int(row.cause)} — {row.cause.title}"
         if row.state is CauseState.FOUND:
             own = [f for f in row.findings if id(f) not in folded]
-            again = [f for f in own if f.severity is Severity.INFO
+            # A warning or note a report above printed word for word (the package's own:
+            # vllm's 66 OD514 warnings were in each of its twelve reports) is referred to.
+            again = [f for f in own if f.severity is not Severity.ERROR
                      and (f.code, f.message) in noted]
             own = [f for f in own if f not in again]
-            noted.update((f.code, f.message) for f in own if f.severity is Severity.INFO)
+            noted.update((f.code, f.message) for f in own if f.severity is not Severity.ERROR)
             if again and not own:
-                p.line("", f"[dim]ℹ{head[1:]}: {_as_above(again)}[/]", hang=2)
+                mark = "!" if any(f.severity is Severity.WARNING for f in again) else "ℹ"
+                p.line("", f"[dim]{mark}{head[1:]}: {_as_above(again)}[/]", hang=2)
                 continue
             if not own:
                 # Only consequences of a root elsewhere: one story, told under that root.
@@ -466,9 +469,13 @@ def _subjects(notes: list[Finding], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + more
 
 
-def _as_above(notes: list[Finding]) -> str:
-    codes = ", ".join(dict.fromkeys(f.code for f in notes))
-    return f"{len(notes)} note(s) ({codes}) as in a report above"
+def _as_above(found: list[Finding]) -> str:
+    codes = ", ".join(dict.fromkeys(f.code for f in found))
+    warnings = sum(1 for f in found if f.severity is Severity.WARNING)
+    notes = len(found) - warnings
+    what = " and ".join(x for x in (f"{warnings} warning(s)" if warnings else "",
+                                    f"{notes} note(s)" if notes else "") if x)
+    return f"{what} ({codes}) as in a report above"
 
 
 def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
