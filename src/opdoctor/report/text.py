@@ -348,8 +348,8 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
             own = [f for f in own if f not in again]
             noted.update((f.code, f.message) for f in own if f.severity is not Severity.ERROR)
             if again and not own:
-                mark = "!" if any(f.severity is Severity.WARNING for f in again) else "ℹ"
-                p.line("", f"[dim]{mark}{head[1:]}: {_as_above(again)}[/]", hang=2)
+                sign = "!" if any(f.severity is Severity.WARNING for f in again) else "ℹ"
+                p.line("", f"[dim]{sign}{head[1:]}: {_as_above(again)}[/]", hang=2)
                 continue
             if not own:
                 # Only consequences of a root elsewhere: one story, told under that root.
