@@ -269,6 +269,30 @@ def test_exit_codes_informational_differences() -> None:
     assert s.exit_code == 1 and "rank 1 never answered" in s.reasons
 
 
+def test_the_headline_says_what_the_exit_code_says() -> None:
+    """A fleet that differs only in what does not matter exits 0: its headline was "✗ 1 of 2
+    ranks agree"; one group with a rank that never answered was "✗ 1 of 2 ranks agree" too,
+    with nothing to disagree with (survey 16's O2)."""
+    import io
+
+    from opdoctor.fleet.render import render_text
+
+    _, ctx = _four_ranks()
+
+    def headline(s: Any) -> str:
+        out = io.StringIO()
+        render_text(s, ctx, out)
+        return next(ln for ln in out.getvalue().splitlines() if ln[:2] in ("✓ ", "✗ ", "! "))
+
+    s = summarise([_record(0), _record(1, ld="/opt")], 2, [], fail_on_difference=False)
+    assert s.exit_code == 0 and headline(s) == "! all 2 ranks that answered agree in what " \
+        "matters; 2 groups differ in what does not (below)"
+    s = summarise([_record(0)], 2, [Missing(1, "never joined within 3 s")], False)
+    assert headline(s) == "✗ 1 of 2 ranks answered; they agree"
+    s = summarise([_record(0), _record(1, sha="cc")], 2, [], False)
+    assert headline(s) == "✗ 1 of 2 ranks agree (group A); outliers: rank 1"
+
+
 def test_shared_results_and_summary_size() -> None:
     # 64 ranks on 8 nodes, local rank 0 checks, the others reuse: one group, 8 checks.
     recs = [_record(r, checked_by=r - r % 8) for r in range(64)]

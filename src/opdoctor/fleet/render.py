@@ -158,6 +158,15 @@ def render_text(summary: FleetSummary, ctx: FleetContext, out: TextIO) -> None:
         mark = "✓" if summary.exit_code == 0 else "✗"
         p.line(f"{mark} ", "a world of one" if summary.world_size == 1
                else f"all {summary.answered} ranks agree")
+    elif len(groups) == 1:  # one group, and ranks that never answered
+        p.line("✗ ", f"{summary.answered} of {summary.world_size} ranks answered; they agree")
+    elif groups and not any(d.matters for d in summary.differences):
+        # Groups that differ only in what does not matter (CUDA_VISIBLE_DEVICES per local
+        # rank, an environment string): no ✗ on a fleet that may exit 0 (survey 16's O2).
+        missed = f"; {len(summary.missing)} never answered" if summary.missing else ""
+        p.line("! " if summary.exit_code == 0 else "✗ ",
+               f"all {summary.answered} ranks that answered agree in what matters; "
+               f"{len(groups)} groups differ in what does not (below){missed}")
     elif groups:
         main = groups[0]
         outliers = [r for g in groups[1:] for r in g.ranks]
