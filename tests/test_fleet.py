@@ -584,8 +584,9 @@ def test_rank_that_never_joins(tmp_path: Path, launch: Launcher) -> None:
     assert "1/2 ranks answered" in res["out"] and "Traceback" not in res["err"]
 
 
-@pytest.mark.probe
-def test_torchrun(tmp_path: Path, cache: str) -> None:
+def _torchrun(cache: str) -> tuple[list[str], dict[str, str]]:
+    """torchrun for two local ranks on 127.0.0.1 (the command's start) and its environment:
+    the tests' sha256 cache, opdoctor's sources, no rank variables of the test's own."""
     torchrun = VENV_BIN / "torchrun"
     if not torchrun.exists():
         pytest.skip(f"no torchrun next to {sys.executable}")
@@ -593,10 +594,15 @@ def test_torchrun(tmp_path: Path, cache: str) -> None:
                                                str(ROOT / "src")})
     for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(k)
+    return [str(torchrun), "--nnodes=1", "--nproc_per_node=2", "--master_addr=127.0.0.1",
+            f"--master_port={free_port()}"], env
+
+
+@pytest.mark.probe
+def test_torchrun(tmp_path: Path, cache: str) -> None:
+    cmd, env = _torchrun(cache)
     out = tmp_path / "fleet.json"
-    p = subprocess.run([str(torchrun), "--nnodes=1", "--nproc_per_node=2",
-                        "--master_addr=127.0.0.1", f"--master_port={free_port()}",
-                        "-m", "opdoctor", "fleet", "--ignore", "OD116", "-f", "json", "-o",
+    p = subprocess.run([*cmd, "-m", "opdoctor", "fleet", "--ignore", "OD116", "-f", "json", "-o",
                         str(out),
                         str(fixture("loader/depdir/libmyop_dep.so"))],
                        capture_output=True, text=True, timeout=180, env=env)
@@ -617,9 +623,6 @@ def test_a_rank_that_exits_under_torchrun_still_gets_a_report(tmp_path: Path,
     torch exits 2; an OOM kill): rank 0 got SIGTERM while it waited and printed nothing — the
     user saw only ChildFailedError (survey 16's P3). Rank 0 now reports what there is: its
     own check, and the rank that never answered."""
-    torchrun = VENV_BIN / "torchrun"
-    if not torchrun.exists():
-        pytest.skip(f"no torchrun next to {sys.executable}")
     wrap = tmp_path / "rank.py"
     wrap.write_text("import os, runpy, sys\n"
                     "if os.environ['LOCAL_RANK'] == '1':\n"
@@ -627,14 +630,9 @@ def test_a_rank_that_exits_under_torchrun_still_gets_a_report(tmp_path: Path,
                     "    sys.exit(2)  # as a rank whose interpreter cannot run the fleet\n"
                     "sys.argv = ['opdoctor', *sys.argv[1:]]\n"
                     "runpy.run_module('opdoctor', run_name='__main__')\n")
-    env = rank_env(dict(os.environ), 0, 0, 0, {"OPDOCTOR_CACHE_DIR": cache, "PYTHONPATH":
-                                               str(ROOT / "src")})
-    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(k)
+    cmd, env = _torchrun(cache)
     out = tmp_path / "fleet.json"
-    p = subprocess.run([str(torchrun), "--nnodes=1", "--nproc_per_node=2",
-                        "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(wrap),
-                        "fleet", "--ignore", "OD116", "-f", "json", "-o", str(out),
+    p = subprocess.run([*cmd, str(wrap), "fleet", "--ignore", "OD116", "-f", "json", "-o", str(out),
                         str(fixture("loader/depdir/libmyop_dep.so"))],
                        capture_output=True, text=True, timeout=180, env=env)
     assert p.returncode != 0 and "ChildFailedError" in p.stderr, p.stderr[-2000:]
