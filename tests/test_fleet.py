@@ -533,7 +533,7 @@ def test_a_rank_lost_after_its_check_is_still_reported(tmp_path: Path, cache: st
 
     # Rank 0's probe hangs in a library constructor until its --timeout: rank 1 is ready
     # long before the roster closes.
-    zero = rank(0, ["--timeout", "6", str(fixture("probe/ctor_hang.so"))])
+    zero = rank(0, ["--timeout", "3", str(fixture("probe/ctor_hang.so"))])
     one = rank(1, ["--static", str(fixture("loader/depdir/libmyop_dep.so"))])
     try:
         store = dist.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=60))
