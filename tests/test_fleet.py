@@ -17,7 +17,6 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -510,6 +509,31 @@ def test_a_node_without_local_rank_0_does_not_wait_for_a_checker(tmp_path: Path,
     assert doc["timing"]["waiting"] < 15, doc["timing"]  # it was 30 s (90 / 3)
 
 
+# Waits until rank N of a fleet on 127.0.0.1:PORT has said it is ready (exit 0). It connects
+# only once rank 0 listens: c10d's client backs off for up to a minute after a refused try.
+_WAIT_READY = """
+import socket, sys, time
+from datetime import timedelta
+port, rank = int(sys.argv[1]), sys.argv[2]
+deadline = time.monotonic() + 120
+while True:
+    try:
+        socket.create_connection(("127.0.0.1", port), 1).close()
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit("rank 0 never listened")
+        time.sleep(0.1)
+import torch.distributed as dist
+store = dist.PrefixStore("opdoctor-fleet///", dist.TCPStore(
+    "127.0.0.1", port, None, False, timedelta(seconds=60)))
+while not store.check([f"ready/{rank}"]):
+    if time.monotonic() > deadline:
+        sys.exit(f"rank {rank} never said it was ready")
+    time.sleep(0.1)
+"""
+
+
 @pytest.mark.probe
 def test_a_rank_lost_after_its_check_is_still_reported(tmp_path: Path, cache: str) -> None:
     """Rank 1 finishes its check, says it is ready, and is killed (OOM, preemption) while rank
@@ -517,9 +541,6 @@ def test_a_rank_lost_after_its_check_is_still_reported(tmp_path: Path, cache: st
     exits with the fleet's code. With a gloo group over the roster, rank 0 waited 30 s for the
     lost peer and exited 2 with c10d's key path, every result lost (survey 16's P4)."""
     import signal
-    import time
-
-    import torch.distributed as dist
 
     port = free_port()
     base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -533,15 +554,14 @@ def test_a_rank_lost_after_its_check_is_still_reported(tmp_path: Path, cache: st
 
     # Rank 0's probe hangs in a library constructor until its --timeout: rank 1 is ready
     # long before the roster closes.
-    zero = rank(0, ["--timeout", "3", str(fixture("probe/ctor_hang.so"))])
+    zero = rank(0, ["--timeout", "8", str(fixture("probe/ctor_hang.so"))])
     one = rank(1, ["--static", str(fixture("loader/depdir/libmyop_dep.so"))])
     try:
-        store = dist.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=60))
-        ready = dist.PrefixStore("opdoctor-fleet///", store)
-        deadline = time.monotonic() + 60
-        while not ready.check(["ready/1"]) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert ready.check(["ready/1"]) and zero.poll() is None
+        # A child reads the store (torch is not imported into the test worker: its objects
+        # would slow every later test's garbage collection).
+        seen = subprocess.run([sys.executable, "-c", _WAIT_READY, str(port), "1"],
+                              capture_output=True, text=True, timeout=150)
+        assert seen.returncode == 0 and zero.poll() is None, seen.stderr[-1500:]
         one.send_signal(signal.SIGKILL)
         out, err = zero.communicate(timeout=120)
     finally:
