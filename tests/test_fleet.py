@@ -604,6 +604,21 @@ def test_rank_that_never_joins(tmp_path: Path, launch: Launcher) -> None:
     assert "1/2 ranks answered" in res["out"] and "Traceback" not in res["err"]
 
 
+def test_a_rank_whose_rank_0_never_starts_says_so_in_its_time(tmp_path: Path,
+                                                             launch: Launcher) -> None:
+    """Rank 1 alone: nothing listens at the rendezvous. It tried c10d's client at once, which
+    backs off after a refused try — "cannot reach … within 5 s" came after 14 s (with a 10 s
+    limit, 19–30 s; survey 16's O5). It waits for the port to listen, up to
+    --gather-timeout, and says how long it tried."""
+    lib = str(fixture("loader/depdir/libmyop_dep.so"))
+    (res,) = launch(tmp_path, 2, [node(1, ["--gather-timeout", "3", lib])])
+    assert res["code"] == 2, res
+    line = res["err"].strip().splitlines()[-1]
+    assert "rank 1 cannot reach the rendezvous store at 127.0.0.1:" in line, line
+    tried = int(line.split("(tried for ", 1)[1].split(" s;", 1)[0])
+    assert tried <= 4 and "nothing listens there" in line and "Traceback" not in res["err"]
+
+
 def _torchrun(cache: str) -> tuple[list[str], dict[str, str]]:
     """torchrun for two local ranks on 127.0.0.1 (the command's start) and its environment:
     the tests' sha256 cache, opdoctor's sources, no rank variables of the test's own."""

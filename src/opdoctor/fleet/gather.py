@@ -44,6 +44,20 @@ class GatherError(RuntimeError):
     """The fleet cannot be assembled (rank 0 unreachable, this rank left out)."""
 
 
+def _wait_listening(addr: str, port: int, deadline: float) -> None:
+    """Return once ``addr:port`` accepts a TCP connection; TimeoutError at ``deadline``."""
+    while True:
+        try:
+            socket.create_connection((addr, port), timeout=1.0).close()
+            return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"nothing listens there: {exc.strerror or exc} (is rank 0 "
+                                   "running, and MASTER_ADDR/MASTER_PORT its address?)"
+                                   ) from None
+        time.sleep(POLL * 2)
+
+
 def _listen_socket(addr: str, port: int) -> socket.socket | None:
     """A socket bound to the rendezvous address itself (not every interface); None when the
     address is not one of this host's (TCPStore then binds its default)."""
@@ -93,6 +107,7 @@ class Exchange:
         self.dist = dist
         w = self.world
         tmo = timedelta(seconds=max(self.timeout, 1.0))
+        t0 = time.monotonic()
         try:
             if w.rank == 0 and not w.agent_store:
                 self._sock = _listen_socket(w.master_addr, w.master_port)
@@ -104,6 +119,11 @@ class Exchange:
                 store = dist.TCPStore(w.master_addr, w.master_port, None, True, tmo,
                                       wait_for_workers=False, **kw)
             else:
+                # Connect only once the store listens: c10d's client backs off after a refused
+                # try (delays of tens of seconds past its own timeout were seen), so a rank that
+                # starts before rank 0's store waited far longer than --gather-timeout or
+                # missed it (survey 16's O5).
+                _wait_listening(w.master_addr, w.master_port, t0 + self.timeout)
                 store = dist.TCPStore(w.master_addr, w.master_port, None, False, tmo)
         except GatherError:
             raise
@@ -111,7 +131,8 @@ class Exchange:
             who = "start the rendezvous store" if w.rank == 0 and not w.agent_store \
                 else "reach the rendezvous store"
             raise GatherError(f"rank {w.rank} cannot {who} at {w.master_addr}:"
-                              f"{w.master_port} within {self.timeout:g} s: "
+                              f"{w.master_port} (tried for {time.monotonic() - t0:.0f} s; "
+                              f"--gather-timeout {self.timeout:g} s): "
                               f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                               ) from None
         run = os.environ.get("TORCHELASTIC_RUN_ID", "")
