@@ -260,6 +260,21 @@ def test_a_differing_file_is_one_difference_not_one_per_dependency() -> None:
         "dependency tree) on rank 1"
 
 
+def test_a_rank_that_sees_no_gpu_where_the_others_do_matters() -> None:
+    """CUDA_VISIBLE_DEVICES is compared by meaning: one device each is no difference; an empty
+    one on a rank whose peers see devices is a job whose CUDA ops run nowhere there (survey
+    16's O7: reported, and exit 0)."""
+    recs = [_record(0), _record(1)]
+    recs[1]["env"]["CUDA_VISIBLE_DEVICES"] = ""
+    s = summarise(recs, 2, [], fail_on_difference=False)
+    (d,) = s.differences
+    assert d.matters and d.text() == "env CUDA_VISIBLE_DEVICES: 1 device on rank 0 vs " \
+        "empty: no GPU visible on rank 1"
+    assert s.exit_code == 1
+    recs[1]["env"]["CUDA_VISIBLE_DEVICES"] = "0,1"  # two devices: a share, not a fault
+    assert summarise(recs, 2, [], fail_on_difference=False).exit_code == 0
+
+
 def test_exit_codes_informational_differences() -> None:
     recs = [_record(0), _record(1, ld="/opt")]
     assert summarise(recs, 2, [], fail_on_difference=False).exit_code == 0

@@ -44,11 +44,14 @@ def ranks_text(ranks: Iterable[int]) -> str:
     return ("rank " if len(rs) == 1 else "ranks ") + ", ".join(parts)
 
 
+_NO_GPU = "empty: no GPU visible"
+
+
 def _visible_devices(value: str | None) -> str:
     if value is None:
         return "(unset)"
     if value.strip() == "":
-        return "empty: no GPU visible"
+        return _NO_GPU
     n = len([d for d in value.split(",") if d.strip()])
     return f"{n} device{'s' if n != 1 else ''}"
 
@@ -114,6 +117,11 @@ def matters(key: str, values: Iterable[str]) -> bool:
         return True  # an op registered otherwise (or not at all) runs otherwise
     if name.startswith("dep "):
         return len({_identity(name, v) for v in values}) > 1
+    if name == "env CUDA_VISIBLE_DEVICES":
+        # A rank that sees no GPU where the others see some runs its CUDA ops nowhere
+        # (survey 16's O7); how many each sees is the local rank's share, by design.
+        seen = set(values)
+        return _NO_GPU in seen and any(v.endswith(("device", "devices")) for v in seen)
     return False
 
 
