@@ -619,6 +619,26 @@ def test_rank_that_never_joins(tmp_path: Path, launch: Launcher) -> None:
     assert "1/2 ranks answered" in res["out"] and "Traceback" not in res["err"]
 
 
+def test_one_check_per_node_and_environment_when_local_rank_0_differs(
+        tmp_path: Path, launch: Launcher) -> None:
+    """Three local ranks of one node; local rank 0 has no LD_LIBRARY_PATH, the other two the
+    same one. Each of the two used to check for itself (survey 16's P8: 4 checks for 2
+    environments with 4 ranks); the first to claim that environment checks, the other
+    reuses its result."""
+    lib = str(fixture("loader/depdir/libmyop_dep.so"))
+    args = ["fleet", "--static", "-f", "json", lib]
+    ranks = [{"rank": r, "args": args, "env": {"OPDOCTOR_FLEET_NODE": "one-node",
+                                              "LOCAL_RANK": str(r),
+                                              **({"LD_LIBRARY_PATH": "/opt/x"} if r else {})}}
+             for r in range(3)]
+    res = launch(tmp_path, 3, ranks)
+    assert [r["code"] for r in res] == [0, 0, 0], [r["err"][-800:] for r in res]
+    doc = json.loads(res[0]["out"])
+    by = {r["rank"]: r["checked_by"] for r in doc["ranks"]}
+    assert by[0] == 0 and by[1] == by[2] and by[1] in (1, 2), by
+    assert [g["ranks"] for g in doc["groups"]] == [[1, 2], [0]]
+
+
 def test_a_rank_whose_rank_0_never_starts_says_so_in_its_time(tmp_path: Path,
                                                              launch: Launcher) -> None:
     """Rank 1 alone: nothing listens at the rendezvous. It tried c10d's client at once, which

@@ -415,11 +415,13 @@ def _fleet_body(args: FleetArgs, values: dict[str, Any], outputs: list[tuple[Any
     ex = joiner.exchange
     if record is None:
         share = ex.node_share(world.node, min(60.0, args.gather_timeout / 3))
-        if share is not None and share["key"] == key:
+        checker = int(share["rank"]) if share is not None and share["key"] == key else \
+            ex.claim_check(world.node, key)  # another environment: one check for it
+        if checker != world.rank:
             record = _identity(world, job_env) | {
-                "checked_by": int(share["rank"]), "host": None, "targets": None,
+                "checked_by": checker, "host": None, "targets": None,
                 "reports": [], "mode": "shared", "seconds": 0.0}
-        else:  # no checking rank on this node, or another environment: check here
+        else:  # the first of this node's ranks in this environment: check here
             record = _own_record(args, values, options, registry, world, job_env, gpus)
         record_box.append(record)
     follower_wait = args.gather_timeout + STATIC_TIMEOUT + options.timeout + 30

@@ -160,6 +160,14 @@ class Exchange:
                 return None
             time.sleep(POLL)
 
+    def claim_check(self, node: str, key: str) -> int:
+        """For a rank whose environment differs from its node's checking rank's: the rank that
+        checks for ``(node, key)`` — this one when it is the first to claim it. The other
+        local ranks of that environment reuse its check: with a special local rank 0 every
+        other local rank checked for itself (4 checks for 2 environments; survey 16's P8)."""
+        won = self.store.compare_set(f"claim/{node}/{key}", "", str(self.world.rank))
+        return int(won)
+
     def _no_checker(self, node: str) -> bool:
         """Whether every rank has joined and none of them is the checking rank of ``node``.
         A node named per rank (``--node-id``, ``OPDOCTOR_FLEET_NODE``) while the launcher
