@@ -360,6 +360,9 @@ def test_every_format_renders(capsys: pytest.CaptureFixture[str]) -> None:
     assert res["properties"]["ranks"] == [1, 2]  # rank 2 reuses rank 1's check
     assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"fleet-difference",
                                                                  "fleet-no-answer"}
+    diff = next(r for r in log["runs"][0]["results"] if r["ruleId"] == "fleet-difference")
+    assert diff["properties"]["ranks"] == [0, 1, 2] and \
+        [v["ranks"] for v in diff["properties"]["values"]] == [[1, 2], [0]], diff["properties"]
     suites = [x.get("name") for x in ET.fromstring(out[Format.JUNIT])]
     assert "opdoctor ranks 1-2 (node n1) /x/lib.so" in suites
     assert "::error file=" in out[Format.GITHUB] and "ranks 1-2 (node n1)%3A OD201" in \

@@ -316,7 +316,12 @@ def sarif_fleet(summary: FleetSummary, ctx: FleetContext) -> dict[str, Any]:
                             {"name": ranks_text(rs), "kind": "module",
                              "fullyQualifiedName": f"{ranks_text(rs)}: {v}"}]}
                             for v, rs in d.values],
-                        "properties": {"key": d.key, "matters": d.matters}})
+                        # The ranks in the properties too, as a finding's are (survey 16's
+                        # O6: only the locations' names carried them).
+                        "properties": {"key": d.key, "matters": d.matters,
+                                       "ranks": sorted(r for _v, rs in d.values for r in rs),
+                                       "values": [{"value": v, "ranks": rs}
+                                                  for v, rs in d.values]}})
     for m in summary.missing:
         results.append({"ruleId": "fleet-no-answer", "ruleIndex": index["fleet-no-answer"],
                         "level": "error", "message": {"text": f"rank {m.rank}: {m.state}"},
