@@ -18,7 +18,6 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.stable import (
     ShimDecl,
-    build_version,
     read_shim_headers,
     shim_imports,
     version_key,
@@ -113,7 +112,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     decls = read_shim_headers(torch_dir)
     unbound = {s.name for s in facts.binding.unresolved}
     missing = [n for n in imports if n in unbound]
-    built = build_version(facts.image)
+    built = facts.torch_build_version
     built_ev = [f"built with torch {built} headers (TORCH_ABI_VERSION passed to "
                 "torch_library_impl / torch_call_dispatcher)"] if built else []
     cuda = [n for n in missing if n in decls and decls[n].cuda_only]
@@ -170,7 +169,7 @@ def section(facts: Facts) -> dict[str, Any]:
     since, name = minimum(imports, decls)
     return {"stable_abi": facts.registration.stable_abi, "shim_imports": len(imports),
             "minimum_torch": since, "minimum_set_by": name,
-            "built_with_torch": build_version(facts.image) if imports else ""}
+            "built_with_torch": facts.torch_build_version if imports else ""}
 
 
 def _applies(facts: Facts) -> str:

@@ -106,8 +106,7 @@ def _fix(facts: Facts) -> str:
     if not want and not facts.is_package_dir:
         # A stable-ABI build records the torch headers it was compiled with (torchao 0.18:
         # TORCH_ABI_VERSION 2.13.0): the CUDA build of that release (or later) loads it.
-        from opdoctor.facts.stable import build_version
-        headers = build_version(facts.image)
+        headers = facts.torch_build_version
         want = f"torch>={headers}" if headers else ""
     if tv.variant == "cpu":
         # Without a +cuXXX tag, the CUDA major its libcudart.so.N names picks the index (cu130

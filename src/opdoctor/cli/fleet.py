@@ -353,7 +353,7 @@ def fleet_command(args: FleetArgs) -> int:
     try:
         try:
             return _fleet_body(args, values, outputs, options, registry, world, job_env, key,
-                               leader, joiner, gpus, start, record_box)
+                               leader, joiner, gpus, record_box)
         except _Terminated:
             # torchrun's agent and Hydra stop every rank when one exits non-zero (a node
             # without torch exits 2, an OOM kill): report what there is (survey 16's P3).
@@ -398,7 +398,7 @@ def _terminated_report(args: FleetArgs, values: dict[str, Any],
 
 def _fleet_body(args: FleetArgs, values: dict[str, Any], outputs: list[tuple[Any, str | None]],
                 options: CheckOptions, registry: Any, world: World, job_env: dict[str, str],
-                key: str, leader: bool, joiner: _Joiner | None, gpus: Any, start: float,
+                key: str, leader: bool, joiner: _Joiner | None, gpus: Any,
                 record_box: list[dict[str, Any]]) -> int:
     """Check this rank (or reuse its node's check), gather, report. ``record_box`` gets this
     rank's record as soon as it exists (for the report of a job stopped after that)."""

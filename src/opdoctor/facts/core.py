@@ -62,16 +62,6 @@ if TYPE_CHECKING:
     from opdoctor.facts.vendored import RpathLoader
 
 
-def _defined(path: str, names: set[str]) -> set[str]:
-    """Those of ``names`` the library ``path`` exports (none when it cannot be read)."""
-    from opdoctor.facts.elf.dynsym import DynSymbols
-
-    def which(img: ElfImage) -> set[str]:
-        table = DynSymbols(img)
-        return {n for n in names if table.lookup(n)}
-    return read_elf(path, which, set())
-
-
 # A package with more extension modules than this is not searched for the one whose load
 # group brings a library in (load_group_host): the search emulates each one's load.
 MAX_GROUP_HOSTS = 64
@@ -916,6 +906,16 @@ class Facts:
             self._pyinit[key] = self._read_pyinit(path, module)
         return self._pyinit[key]
 
+    @cached_property
+    def torch_build_version(self) -> str:
+        """The torch release whose headers built a stable-ABI library (its
+        ``TORCH_ABI_VERSION`` immediates; "" when none): a scan of up to 64 MB of .text that
+        the stable check, its section and the variant check each asked for (vllm's libraries:
+        18 scans for 9, survey 15's P7)."""
+        from opdoctor.facts.stable import build_version
+
+        return build_version(self.image)
+
     def unlinked_torch_definers(self, names: list[str]) -> dict[str, str]:
         """Symbol → the file name of the torch library `import torch` loads that defines it,
         for the ``names`` whose definer the target's dependency tree does not hold under that
@@ -1026,7 +1026,9 @@ class Facts:
             for lib in order[1:]:
                 if not left or os.path.realpath(lib.path) == me:
                     continue
-                found = _defined(lib.path, left)
+                # the tree's own parse of each library (no second read of the file)
+                table = host.symbol_tables.of(lib)
+                found = {n for n in left if table is not None and table.lookup(n)}
                 if found:
                     definers.append(lib.path)
                     left -= found

@@ -32,10 +32,10 @@ PRUNE_ABOVE = 5000
 
 
 def cache_path() -> str:
-    """The sha256 cache file."""
-    base = os.environ.get("OPDOCTOR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "opdoctor")
-    return os.path.join(base, "sha256-cache.json")
+    """The sha256 cache file, in the directory the op-schema verdicts use."""
+    from opdoctor.facts.opschema import cache_dir
+
+    return os.path.join(cache_dir(), "sha256-cache.json")
 
 
 def _key(st: os.stat_result) -> list[int]:

@@ -389,18 +389,10 @@ def build_versions(img: ElfImage) -> Counter[str]:
 
 
 def build_version(img: ElfImage) -> str:
-    """The most frequent ``TORCH_ABI_VERSION`` immediate ("" when none). Read once per file
-    and command: the check and its report section both ask (a scan of up to 64 MB of .text;
-    vllm's libraries: 18 scans for 9, survey 15's P7)."""
-    key = (img.data.path, img.data.size)
-    if key not in _BUILD_VERSION:
-        found = build_versions(img)
-        _BUILD_VERSION[key] = found.most_common(1)[0][0] if found else ""
-    return _BUILD_VERSION[key]
-
-
-_BUILD_VERSION: dict[tuple[str, int], str] = {}
+    """The most frequent ``TORCH_ABI_VERSION`` immediate ("" when none). A check reads it
+    through ``Facts.torch_build_version`` (read once per target)."""
+    found = build_versions(img)
+    return found.most_common(1)[0][0] if found else ""
 
 
 commandcache.register(read_shim_headers.cache_clear)  # keyed on torch's directory alone
-commandcache.register(_BUILD_VERSION.clear)

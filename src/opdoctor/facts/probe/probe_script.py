@@ -101,25 +101,35 @@ def op_details(torch: Any, name: str) -> dict[str, Any]:
             key, rest = line.split(":", 1)
             d["keys"].append(key.strip())
             d["key_sites"][key.strip()] = rest.split("registered at", 1)[1].split("::")[0].strip()
-    if "Meta" in d["keys"] and _custom_op_meta_stub(name):
+    if "Meta" in d["keys"] and _custom_op_meta_stub(torch, name, d["keys"]):
         d["meta_stub"] = True
     return d
 
 
-def _custom_op_meta_stub(name: str) -> bool:
+def _custom_op_meta_stub(torch: Any, name: str, keys: list[str]) -> bool:
     """Whether the op's Meta kernel is the one ``torch.library.custom_op`` registers for every
-    op, which raises "There was no fake impl registered" until ``register_fake`` is called
-    (unless the op returns nothing: then torch makes a trivial fake). Such a Meta key in the
-    dispatcher's list is no fake kernel."""
+    op, which raises "There was no fake impl registered" until ``register_fake`` is called:
+    a custom_op without a fake kernel by torch's own predicate (probe_compile.fake_kernel;
+    an op that returns nothing gets a trivial fake)."""
     try:
-        from torch._library import utils
-        from torch._library.custom_ops import OPDEFS
-
-        opdef = OPDEFS.get(name)
-        return opdef is not None and opdef._abstract_fn is None and \
-            not utils.can_generate_trivial_fake_impl(opdef._opoverload)
+        compile_mod = _compile_module()
+        if compile_mod._opdef(torch, name) is None:
+            return False
+        has, _via = compile_mod.fake_kernel(torch, compile_mod._overload(torch, name), name,
+                                            keys)
+        return not has
     except Exception:  # torch without custom_op, or its internals changed: not provably a stub
         return False
+
+
+_COMPILE_MODULE: list[Any] = []
+
+
+def _compile_module() -> Any:
+    """probe_compile.py, loaded once (the --opcheck stage and the op list both use it)."""
+    if not _COMPILE_MODULE:
+        _COMPILE_MODULE.append(_sibling("probe_compile.py"))
+    return _COMPILE_MODULE[0]
 
 
 def torch_owns(torch: Any, name: str, registered_at: str) -> bool:
@@ -314,7 +324,7 @@ def opcheck_stage(torch: Any, names: list[str]) -> None:
     emit(P.STAGE, stage="opcheck")
     try:  # a failure here must not hide what the load established
         budget = float(REQ.get("opcheck_budget", 60))
-        result = _sibling("probe_compile.py").run(torch, names, True, budget)
+        result = _compile_module().run(torch, names, True, budget)
     except Exception as exc:
         result = {"ops": [], "opcheck": True, "seconds": 0.0, "error": err(exc)}
     emit(P.COMPILE, **result)
