@@ -136,6 +136,24 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.addaudithook(_audit)
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                   items: list[pytest.Item]) -> None:
+    """Run the modules whose tests start probes first and the fast static modules last (each
+    module's tests together, in their order): pytest-xdist's work stealing then balances the
+    end of the run with many short tests, instead of one worker finishing a long probe test
+    (test_zygote's, alphabetically last) while the other waits."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def weight(name: str) -> tuple[float, int]:
+        probes = sum(1 for i in modules[name] if i.get_closest_marker("probe") is not None)
+        return -probes / len(modules[name]), -probes
+
+    order = sorted(modules, key=weight)  # stable: ties keep the collection's order
+    items[:] = [item for name in order for item in modules[name]]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Freeze what the session built before the end of a worker: pytest's last full
@@ -217,20 +235,45 @@ def _probe_marker_is_honest(request: pytest.FixtureRequest,
                         pytrace=False)
 
 
+_SET_ASIDE: dict[str, object] = {}  # the worker's zygotes while a module without them runs
+
+
+@pytest.fixture(scope="session")
+def _worker_zygotes() -> Iterator[None]:
+    """Close this test process's zygotes (one xdist worker's) at the end of its session."""
+    yield
+    from opdoctor.facts.probe import runner
+
+    runner.ZYGOTES.update(_SET_ASIDE)  # type: ignore[arg-type]
+    _SET_ASIDE.clear()
+    runner.close_zygotes()
+
+
 @pytest.fixture(scope="module")
-def shared_zygotes() -> Iterator[None]:
+def shared_zygotes(_worker_zygotes: None) -> Iterator[None]:
     """For a module whose tests check many libraries with the probe: every probe that can be
-    is forked from a zygote that imported its framework once for the module
-    (``runner.keep_zygotes``; the real framework and loader in a process of its own per
-    probe, as in a walk or a scan). ``OPDOCTOR_TEST_FRESH_PROBES=1`` runs them as fresh
-    children instead (what a one-library check does)."""
+    is forked from a zygote that imported its framework once (``runner.keep_zygotes``; the
+    real framework and loader in a process of its own per probe, as in a walk or a scan).
+    The zygotes are kept for the worker's session, set aside while a module without this
+    fixture runs (its probes are fresh children, as a one-library check's are): the next
+    module with the same interpreter, environment and limits forks from the same import.
+    ``OPDOCTOR_TEST_FRESH_PROBES=1`` runs them all as fresh children instead."""
     if os.environ.get("OPDOCTOR_TEST_FRESH_PROBES"):
         yield
         return
-    from opdoctor.facts.probe.runner import keep_zygotes
+    from opdoctor.facts.probe import runner
 
-    with keep_zygotes():
+    runner.ZYGOTES.update(_SET_ASIDE)  # type: ignore[arg-type]
+    _SET_ASIDE.clear()
+    runner._KEPT[0] += 1
+    try:
         yield
+    finally:
+        runner._KEPT[0] -= 1
+        for key, zygote in list(runner.ZYGOTES.items()):
+            if not zygote.broken and zygote.proc.poll() is None:
+                _SET_ASIDE[key] = runner.ZYGOTES.pop(key)
+        runner.close_zygotes()  # the ones that died or could not serve
 
 
 @contextlib.contextmanager

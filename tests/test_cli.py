@@ -14,6 +14,9 @@ from opdoctor.codes import SECTION_TITLES
 from tests.conftest import fixture, reference
 from tests.helpers import cli, cli_proc
 
+# Probes fork from the worker's zygotes where they can (see tests/conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 
 def _schema() -> dict[str, object]:
     text = resources.files("opdoctor").joinpath("schema/report-v1.json").read_text()

@@ -17,6 +17,9 @@ from tests.conftest import ROOT, fixture, reference
 from tests.helpers import cli
 from tests.torchfork import run_python
 
+# Probes fork from the worker's zygotes where they can (see tests/conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover

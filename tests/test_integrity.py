@@ -11,6 +11,9 @@ from opdoctor.pipeline import run_check
 from tests.conftest import fixture, reference
 from tests.helpers import cli
 
+# Probes fork from the worker's zygotes where they can (see tests/conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 # fixture file → (code, severity, words the message must contain)
 CASES = {
     "empty.so": ("OD404", Severity.ERROR, "empty"),

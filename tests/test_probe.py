@@ -12,9 +12,12 @@ import pytest
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Report
 from opdoctor.pipeline import run_check
-from tests.conftest import cuda_built, fixture, reference
+from tests.conftest import cuda_built, fixture, fresh_probes, reference
 from tests.helpers import cli
 from tests.torchfork import run_python
+
+# Probes fork from the worker's zygotes where they can (see tests/conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
 
 NO_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
 
@@ -30,7 +33,8 @@ def codes(report: Report) -> list[str]:
 
 @pytest.mark.probe
 def test_reference_loads_and_registers() -> None:
-    report = probe(reference(), smoke=True, expect_ops=("myop::weighted_sum[CPU]",))
+    with fresh_probes():  # a one-library check's own child, as a user's run starts it
+        report = probe(reference(), smoke=True, expect_ops=("myop::weighted_sum[CPU]",))
     assert report.findings == []
     p = report.sections["probe"]
     assert p["outcome"] == "loaded" and p["new_ops"] == ["myop::weighted_sum"]
@@ -137,7 +141,8 @@ def test_constructor_abort() -> None:
 @pytest.mark.probe
 def test_hang_is_killed_and_leaves_nothing() -> None:
     start = time.monotonic()
-    report = probe(fixture("probe/ctor_hang.so"), timeout=3.0)
+    with fresh_probes():  # a plain child, whose command line names the library
+        report = probe(fixture("probe/ctor_hang.so"), timeout=3.0)
     assert time.monotonic() - start < 20
     assert codes(report) == ["OD125"]
     leftovers = [p for p in psutil.process_iter(["cmdline"])

@@ -14,6 +14,9 @@ from tests.conftest import BUILD, cuda_built, fixture, reference
 from tests.helpers import cli
 from tests.torchfork import run_python
 
+# Probes fork from the worker's zygotes where they can (see tests/conftest.shared_zygotes).
+pytestmark = pytest.mark.usefixtures("shared_zygotes")
+
 OD1 = Selection(("OD1",))
 
 
