@@ -63,6 +63,11 @@ def cores() -> int:
         (os.cpu_count() or 1)
 
 
+def test_workers() -> int:
+    """pytest-xdist workers as `make test` starts them (its TEST_WORKERS): the cores and one."""
+    return cores() + 1
+
+
 def wall_cold(cmd: Sequence[str], keep_schemas: bool = False) -> float:
     """Seconds one run of ``cmd`` takes with an empty opdoctor cache (a fresh
     ``$XDG_CACHE_HOME``): what the first run on a machine sees. ``keep_schemas``: what an

@@ -1,6 +1,6 @@
 """Bars: the test suite's time (after the venv and fixtures exist): `pytest -m "not probe"`
 under 45 s, the whole suite (what `make test` runs) under 3 min — both as `make test` runs
-pytest, on every core (`-n NPROC --dist worksteal`, pytest-xdist).
+pytest, one worker per core and a spare (`-n TEST_WORKERS --dist worksteal`, pytest-xdist).
 
 Usage: python benchmarks/bench_tests.py [--repeat N] [--fast-only]
 Slow by nature (minutes), so `make bench` runs it only with BENCH_TESTS=1; otherwise the table
@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from _bench import ROOT, Row, cores, table, wall
+from _bench import ROOT, Row, table, test_workers, wall
 
 FAST_S = 45.0
 FULL_S = 180.0
@@ -22,7 +22,7 @@ FULL_S = 180.0
 def bars(repeat: int = 1, fast_only: bool = False, run: bool = True) -> list[Row]:
     """The not-probe row and (unless ``fast_only``) the full-suite row."""
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-              "-n", str(cores()), "--dist", "worksteal"]
+              "-n", str(test_workers()), "--dist", "worksteal"]
     specs = [("`pytest -m \"not probe\"`", f"< {FAST_S:g} s", [*pytest, "-m", "not probe"],
               FAST_S)]
     if not fast_only:
