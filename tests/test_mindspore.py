@@ -382,3 +382,100 @@ def test_dependency_tree_lists_each_librarys_needs_once() -> None:
              for lib in tree.order if not lib.preloaded_by}
     assert listed == edges
     assert nodes == 1 + sum(map(len, edges.values())) and repeats > 50, (nodes, repeats)
+
+
+_PLUGIN_TRUTH = """
+import ctypes, sys
+import mindspore, numpy as np
+print("cpu op", (mindspore.Tensor(np.ones(3, np.float32)) * 2).asnumpy().tolist())
+for path in sys.argv[1:]:
+    try:
+        ctypes.CDLL(path)
+        print("loaded", path)
+    except OSError as exc:
+        print("refused", exc)
+"""
+
+
+@pytest.mark.probe
+def test_device_plugins_of_a_cpu_install_are_warnings_here(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 15's F3: MindSpore's CPU wheel ships GPU and Ascend plugins that its backend
+    dlopens only for such a device. MindSpore itself: `import mindspore` and a CPU op work,
+    and each plugin really cannot load here (CUDA's, CANN's libraries are absent). opdoctor:
+    their missing libraries are warnings naming the plugin and the device, exit 0."""
+    from opdoctor.facts.devices import CANN, CUDA, host_has
+
+    py = ms_python()
+    if host_has(CUDA) or host_has(CANN):
+        pytest.skip("this machine has an NVIDIA GPU or an Ascend NPU: the plugins are loaded")
+    site = MS_PY.parent.parent / "lib" / "python3.11" / "site-packages" / "mindspore" / "lib"
+    plugins = [site / "plugin" / "libmindspore_gpu.so.11.1",
+               site / "plugin" / "ascend" / "libmindspore_graph_ir.so"]
+    real = subprocess.run([py, "-c", _PLUGIN_TRUTH, *map(str, plugins)], capture_output=True,
+                          text=True, timeout=300)
+    assert "cpu op [2.0, 2.0, 2.0]" in real.stdout, real.stderr[-2000:]
+    refused = [ln for ln in real.stdout.splitlines() if ln.startswith("refused")]
+    assert len(refused) == 2 and "libcu" in refused[0] and "cannot open" in refused[1]
+    res = cli(capsys, "check", "--static", "-f", "json", "--python", py, *map(str, plugins))
+    assert res.code == 0
+    for rep, device in zip(res.json()["reports"], ("NVIDIA GPU", "Ascend NPU"), strict=True):
+        od201 = [f for f in rep["findings"] if f["code"] == "OD201"]
+        assert od201 and all(f["severity"] == "warning" for f in od201)
+        assert all(f"device plugin of its package, loaded only on a machine with an {device}"
+                   in f["message"] for f in od201)
+
+
+def test_a_plugin_an_extension_module_needs_stays_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same kind of library reached by the package's import is no plugin loaded on
+    demand: a package's lib/plugin/libplug.so NEEDs CUDA 11's runtime (absent here). Alone
+    in the package, its OD201 is a warning; once the package's extension module NEEDs it,
+    Python's own import of that module fails on it, and the OD201 is an error again."""
+    import shutil
+    import sys
+
+    from opdoctor.facts.devices import CUDA, host_has
+
+    if host_has(CUDA):
+        pytest.skip("this machine has an NVIDIA GPU")
+    pkg = tmp_path / "devpkg"
+    plugdir = pkg / "lib" / "plugin"
+    plugdir.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (tmp_path / "s.c").write_text("int cudaStub(void) { return 0; }\n")
+    (tmp_path / "p.c").write_text("int cudaStub(void);\nint plug(void) { return cudaStub(); }\n")
+    cc = shutil.which("gcc") or "cc"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(stub / "libcudart.so.11.0"),
+                    "-Wl,-soname,libcudart.so.11.0", str(tmp_path / "s.c")], check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(plugdir / "libplug.so"),
+                    str(tmp_path / "p.c"), str(stub / "libcudart.so.11.0")], check=True)
+    shutil.rmtree(stub)  # built against CUDA's runtime, which this machine does not have
+    plug = str(plugdir / "libplug.so")
+
+    alone = cli(capsys, "check", "--static", "-f", "json", plug)
+    od201 = [f for f in alone.json()["reports"][0]["findings"] if f["code"] == "OD201"]
+    assert alone.code == 0 and [f["severity"] for f in od201] == ["warning"]
+    assert "CUDA device plugin" in od201[0]["message"]
+
+    import sysconfig
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    (tmp_path / "e.c").write_text(
+        "#include <Python.h>\nint plug(void);\n"
+        "static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"_ext\", 0, -1, 0};\n"
+        "PyMODINIT_FUNC PyInit__ext(void) { plug(); return PyModule_Create(&m); }\n")
+    subprocess.run([cc, "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o",
+                    str(pkg / f"_ext{suffix}"), str(tmp_path / "e.c"), plug,
+                    "-Wl,-rpath,$ORIGIN/lib/plugin"], check=True)
+    real = subprocess.run([sys.executable, "-c", "import devpkg._ext"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode != 0 and "libcudart.so.11.0: cannot open shared object file" in \
+        real.stderr
+    from opdoctor.facts import commandcache
+    commandcache.clear()
+    reached = cli(capsys, "check", "--static", "-f", "json", plug)
+    od201 = [f for f in reached.json()["reports"][0]["findings"] if f["code"] == "OD201"]
+    assert reached.code == 1 and [f["severity"] for f in od201] == ["error"]
+    assert "device plugin" not in od201[0]["message"]

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.backends import CANN_SET_ENV, cann_library
-from opdoctor.facts.variant import DRIVER_LIB, TENSORRT_LIB, cuda_library, variant_library
+from opdoctor.facts.variant import (
+    DRIVER_LIB,
+    ROCM_LIB,
+    TENSORRT_LIB,
+    cuda_library,
+    variant_library,
+)
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -132,11 +138,6 @@ def installed_release_fix(facts: Facts, version: str, *, why: str = "", flags: s
 _FFMPEG = re.compile(r"^lib(avutil|avcodec|avformat|avdevice|avfilter|swscale|swresample|"
                      r"postproc)\.so\.(\d+)")
 
-# AMD's ROCm/HIP runtime and libraries (bitsandbytes' libbitsandbytes_rocm70.so NEEDs
-# libhipblas.so.3 and libhipblaslt.so.1).
-_ROCM = re.compile(r"^lib(?:amdhip64|hiprtc|hipblas|hipblaslt|hipsparse|hipsparselt|hipfft|"
-                   r"hiprand|hipsolver|rocblas|rocsolver|rocrand|rocfft|rocsparse|MIOpen|rccl|"
-                   r"roctx64|roctracer64|hsa-runtime64)\.so\.\d+")
 
 
 def runtime_library_fix(name: str, missing: list[str]) -> str:
@@ -190,7 +191,7 @@ def runtime_library_fix(name: str, missing: list[str]) -> str:
                 "conda install ffmpeg) in a release the package supports (a package that ships "
                 "one library per FFmpeg major loads the one matching the FFmpeg installed). No "
                 "RPATH edit brings FFmpeg")
-    if _ROCM.match(name):
+    if ROCM_LIB.match(name):
         return (f"{name} is part of AMD's ROCm: install the ROCm release this library was "
                 "built for where an AMD GPU is meant to run it; without one, this is the "
                 "package's ROCm build — use its CPU (or CUDA) build or variant instead. No "

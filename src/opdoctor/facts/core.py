@@ -23,7 +23,7 @@ from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any, TypeVar
 
     _T = TypeVar("_T")
@@ -994,33 +994,11 @@ class Facts:
         ``libmindspore_cluster.so``, which it does not NEED but ``_c_expression`` (which NEEDs
         both) loads with it — ``import mindspore`` works; loaded on its own it fails (survey
         15's F2: OD301 errors on a healthy install)."""
-        from opdoctor.facts.budget import checkpoint
-        from opdoctor.facts.pkgdir import package_root
-
-        home = package_root(self.path)
-        interp = self.interpreter
-        if home is None or not names:
+        if not names:
             return None
         me = os.path.realpath(self.path)
-        suffixes = (interp.ext_suffix if interp else ".so", ".abi3.so")
-        candidates: list[str] = []
-        for root, dirs, files in os.walk(home):
-            dirs.sort()
-            candidates += [os.path.join(root, f) for f in sorted(files) if f.endswith(suffixes)]
-            if len(candidates) > MAX_GROUP_HOSTS:
-                return None  # a package of hundreds of extensions: not searched
-        for ext in candidates:
-            if os.path.realpath(ext) == me:
-                continue
-            checkpoint(f"reading the load group of {ext}")
-            host = Facts(ext, self.options)
-            try:
-                order = host.process.tree.order
-            except Exception:  # an extension that cannot be read is no host
-                continue
-            paths = [os.path.realpath(lib.path) for lib in order]
-            if me not in paths:
-                continue
+        for ext, host in self._package_extension_hosts() or ():
+            order = host.process.tree.order
             definers: list[str] = []
             left = set(names)
             for lib in order[1:]:
@@ -1035,6 +1013,64 @@ class Facts:
             if not left:
                 return ext, definers
         return None
+
+    def _package_extension_hosts(self) -> Iterator[tuple[str, Facts]] | None:
+        """The extension modules of the target's own package (but the target) whose NEEDED
+        closure holds the target, each with its facts (its resolved dependency tree); None
+        when the target is in no package or the package has more than ``MAX_GROUP_HOSTS``
+        extensions (not searched)."""
+        from opdoctor.facts.pkgdir import package_root
+
+        # A data directory deeper than package_of's two levels counts too: MindSpore's
+        # lib/plugin/ascend/ holds its Ascend plugins, three levels below mindspore/.
+        d, home = os.path.dirname(os.path.abspath(self.path)), None
+        for _ in range(4):
+            if os.path.isfile(os.path.join(d, "__init__.py")):
+                home = package_root(os.path.join(d, "__init__.py"))
+                break
+            d = os.path.dirname(d)
+        if home is None:
+            return None
+        interp = self.interpreter
+        suffixes = (interp.ext_suffix if interp else ".so", ".abi3.so")
+        candidates: list[str] = []
+        for root, dirs, files in os.walk(home):
+            dirs.sort()
+            candidates += [os.path.join(root, f) for f in sorted(files) if f.endswith(suffixes)]
+            if len(candidates) > MAX_GROUP_HOSTS:
+                return None  # a package of hundreds of extensions: not searched
+        return self._hosts_among(candidates)
+
+    def _hosts_among(self, candidates: list[str]) -> Iterator[tuple[str, Facts]]:
+        from opdoctor.facts.budget import checkpoint
+
+        me = os.path.realpath(self.path)
+        for ext in candidates:
+            if os.path.realpath(ext) == me:
+                continue
+            checkpoint(f"reading the load group of {ext}")
+            host = Facts(ext, self.options)
+            try:
+                closure = _closure(host)
+            except Exception:  # an extension that cannot be read is no host
+                continue
+            if me in closure:
+                yield ext, host
+
+    @cached_property
+    def loaded_on_demand(self) -> bool:
+        """Whether the target is a library of a package that nothing the package's import
+        loads NEEDs: neither a Python extension module nor a framework op library, and in the
+        NEEDED closure of none of the package's extension modules (native code dlopens it
+        when it wants it: MindSpore's device plugins). False when that cannot be told (no
+        package, too many extensions)."""
+        if self.imports_as_code(self.path):
+            # An extension module, or an op library that needs torch or TensorFlow: the
+            # package's Python loads it (torchcodec's torch.ops.load_library of the core for
+            # the FFmpeg installed, at import), not its native code on demand.
+            return False
+        hosts = self._package_extension_hosts()
+        return hosts is not None and next(hosts, None) is None
 
     def defines_all(self, path: str, names: tuple[str, ...]) -> bool:
         """Whether the library ``path`` (another than the target: a sibling the loader does not
@@ -1337,3 +1373,22 @@ def _which(name: str) -> str | None:
                 and not os.path.isdir(full):
             return full
     return None
+
+
+def _closure(host: Facts) -> frozenset[str]:
+    """The real paths of the libraries an extension's load brings in (its NEEDED closure),
+    kept for the command: every library of a package asks about the same extensions."""
+    key = (os.path.realpath(host.path), host.options)
+    found = _CLOSURES.get(key)
+    if found is None:
+        if not _CLOSURES_REGISTERED:
+            from opdoctor.facts import commandcache
+            commandcache.register(_CLOSURES.clear)
+            _CLOSURES_REGISTERED.append(True)
+        found = _CLOSURES[key] = frozenset(os.path.realpath(lib.path)
+                                           for lib in host.process.tree.order)
+    return found
+
+
+_CLOSURES: dict[tuple[str, CheckOptions], frozenset[str]] = {}
+_CLOSURES_REGISTERED: list[bool] = []  # commandcache imported on first use, not at start-up

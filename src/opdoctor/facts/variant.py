@@ -93,6 +93,11 @@ def variant_of_needed(needed: list[str], missing: frozenset[str] = frozenset()
 DRIVER_LIB = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler|nvcuvid|nvidia-encode)"
                         r"\.so(?:\.\d+)*$")
 TENSORRT_LIB = re.compile(r"lib(?:nvinfer|nvonnxparser|nvparsers|nvinfer_plugin)\w*\.so")
+# AMD's ROCm/HIP runtime and libraries (bitsandbytes' libbitsandbytes_rocm70.so NEEDs
+# libhipblas.so.3 and libhipblaslt.so.1).
+ROCM_LIB = re.compile(r"^lib(?:amdhip64|hiprtc|hipblas|hipblaslt|hipsparse|hipsparselt|hipfft|"
+                      r"hiprand|hipsolver|rocblas|rocsolver|rocrand|rocfft|rocsparse|MIOpen|"
+                      r"rccl|roctx64|roctracer64|hsa-runtime64)\.so\.\d+")
 
 
 def variant_library(name: str) -> tuple[str, int | None]:

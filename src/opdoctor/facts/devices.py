@@ -1,0 +1,45 @@
+"""Device toolkits a missing library belongs to, and whether this host has such a device.
+
+A framework ships libraries for devices a machine may not have: MindSpore's CPU wheel carries
+``lib/plugin/libmindspore_gpu.so.11.1`` (NEEDs CUDA 11's runtime and the NVIDIA driver) and
+``lib/plugin/ascend/*`` (NEED Huawei's CANN toolkit), which its backend dlopens only when
+the job asks for that device. On a machine without the device those libraries are never
+loaded, and their missing toolkit is not what breaks anything (survey 15's F3: 130 OD201
+errors on a healthy CPU install whose ``import mindspore`` and CPU ops work).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from opdoctor.facts.backends import cann_library
+from opdoctor.facts.variant import DRIVER_LIB, ROCM_LIB, cuda_library, variant_library
+
+CUDA, CANN, ROCM = "CUDA", "Ascend CANN", "ROCm"
+
+# The device nodes each kind of accelerator's driver creates (what a container that is given
+# the device sees too): NVIDIA's control node, Huawei's Ascend NPUs, AMD's kernel fusion driver.
+_DEVICE_NODES = {CUDA: ("/dev/nvidiactl", "/dev/nvidia[0-9]*"),
+                 CANN: ("/dev/davinci_manager", "/dev/davinci[0-9]*"),
+                 ROCM: ("/dev/kfd",)}
+DEVICE_NAMES = {CUDA: "NVIDIA GPU", CANN: "Ascend NPU", ROCM: "AMD GPU"}
+
+
+def toolkit_of(name: str, missing: list[str]) -> str:
+    """The device toolkit or driver library ``name`` belongs to (CUDA — the NVIDIA driver and
+    NVIDIA's CUDA libraries —, Ascend CANN, ROCm), "" for any other library. ``missing``: the
+    other names not found for the same library (a generic CANN name counts beside a sure one)."""
+    base = os.path.basename(name)
+    if cann_library(base, missing):
+        return CANN
+    if DRIVER_LIB.match(base) or cuda_library(base) or variant_library(base)[0] == "cuda":
+        return CUDA
+    if ROCM_LIB.match(base):
+        return ROCM
+    return ""
+
+
+def host_has(toolkit: str) -> bool:
+    """Whether this machine has a device of ``toolkit``'s kind (its driver's device node)."""
+    return any(glob.glob(pattern) for pattern in _DEVICE_NODES.get(toolkit, ()))
