@@ -2613,3 +2613,45 @@ def test_a_probe_whose_import_failed_claims_no_cause_clean(
     ok = _editable_check(capsys, _editable("ok"), tmp_path)  # a probe that loaded: counts
     assert any("probe" in c["reason"] for c in ok.json()["reports"][0]["causes"]
                if c["state"] == "clean")
+
+
+_REWRAP = (
+    "import ctypes, os, warnings\n"
+    "class LibError(Exception):\n    pass\n"
+    "def _register():\n"
+    "    try:\n"
+    "        ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libk.so'))\n"
+    "    except OSError as exc:\n"
+    "        raise LibError('cannot load the kernels') from exc\n"
+    "try:\n    _register()\nexcept {caught} as e:\n"
+    "    warnings.warn(f'without kernels: {{e}}')\n    LOADED = False\n")
+
+
+@pytest.mark.parametrize(("caught", "imports"), [("LibError", True), ("ValueError", False)])
+def test_a_load_error_re_raised_as_the_packages_own_type_is_seen_caught(
+        tmp_path: Path, caught: str, imports: bool) -> None:
+    """xformers 0.0.35 (survey 15's F4): the load's OSError is re-raised in a function as the
+    package's own exception, which the module-level call catches — Python's import goes on
+    without the library, and the chain line says the failure is caught. Caught as another
+    type, the import really fails, and the line is no caught load."""
+    _write(tmp_path, {"rw/__init__.py": _REWRAP.format(caught=caught),
+                      "rw/libk.so": "not a shared object\n"})
+    real = subprocess.run([sys.executable, "-c", "import rw"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert (real.returncode == 0) is imports, real.stderr
+    assert ("without kernels" in real.stderr) is imports
+    report = chain(tmp_path, "rw", probe=False, path=tmp_path / "rw" / "libk.so")
+    load = next(li for li in report.sections["import-chain"]["links"]
+                if li["kind"] == "cdll")
+    assert not load["swallowed"]  # the import runs the load (a probe sees it fail: OD512)
+    assert load["caught_by_caller"].startswith("except LibError: (line 11)") is imports
+    import io
+
+    from opdoctor.report import text as text_report
+    from opdoctor.report.layout import Printer
+
+    out = io.StringIO()
+    text_report._chain(Printer(out, None), report.sections["import-chain"], "", frozenset())
+    line = next(ln for ln in out.getvalue().splitlines() if "ctypes.CDLL" in ln)
+    assert ("(a failure is caught: except LibError)" in line) is imports, line

@@ -1248,7 +1248,8 @@ def section(facts: Facts) -> dict[str, Any]:
                        for c in chain.candidates],
         "links": [{"file": link.file, "line": link.line, "kind": link.kind, "text": link.text,
                    "target": link.target, "resolved": link.resolved, "problem": link.problem,
-                   "swallowed": link.swallowed, "fallback": link.fallback,
+                   "swallowed": link.swallowed, "caught_by_caller": link.caught_by_caller,
+                   "fallback": link.fallback,
                    "unevaluated": link.problem == UNEVALUATED, "checked": link.checked,
                    "observed": unaccounted if link.problem == UNEVALUATED else [],
                    # `from .. import AddedToken`: a name the package binds, no module to find

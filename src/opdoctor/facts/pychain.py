@@ -83,6 +83,11 @@ class Link:
     # The builds of the module for other interpreters or platforms, when only those are there
     # (file names): what `problem` says, for the check to tell which (built_for).
     other_builds: list[str] = field(default_factory=list)
+    # A load in a function whose failure leaves it (re-raised as the package's own exception
+    # type, or not caught there) and is caught around every call the import makes of it: the
+    # except clause (xformers' `except xFormersInvalidLibException`). Not ``swallowed``: the
+    # import does run the load, and a probe sees it fail as it happens (OD512).
+    caught_by_caller: str = ""
 
 
 _BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?:-(?P<plat>[\w-]+))?|cp(?P<cp>\d+)-"
@@ -747,12 +752,20 @@ def _shown_names(tree: ast.Module) -> frozenset[str]:
     return frozenset(out)
 
 
-def _swallow(handler_stack: list[ast.ExceptHandler], module: ast.Module | None = None) -> str:
+# What an import or a library load raises when it fails, and the clauses that catch anything.
+_LOAD_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "OSError", "RuntimeError"})
+_CATCH_ALL = frozenset({"Exception", "BaseException", "<bare>"})
+
+
+def _swallow(handler_stack: list[ast.ExceptHandler], module: ast.Module | None = None,
+             raised: frozenset[str] = _LOAD_ERRORS) -> str:
     """The except clause that swallows ImportError/OSError around a statement, if any.
-    ``module``: the module the statement is in, to see where a kept exception goes."""
+    ``module``: the module the statement is in, to see where a kept exception goes;
+    ``raised``: the exception names that reach the clauses (another for a call of a function
+    that re-raises a load's error as its own type)."""
     for h in reversed(handler_stack):
-        catches = _caught(h) & {"ImportError", "ModuleNotFoundError", "OSError", "Exception",
-                           "BaseException", "<bare>", "RuntimeError"}
+        catches = {c for c in _caught(h)
+                   if c in _CATCH_ALL or c in raised or c.rsplit(".", 1)[-1] in raised}
         reraises = any(isinstance(n, ast.Raise) for n in ast.walk(h))
         # A handler that loads another library (fbgemm_gpu: load_library(unified_path), on
         # failure load_library(cuda_path)) does not discard the error: when the fallback fails
@@ -1166,6 +1179,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     # is read (a call site may come after the def, with names bound later).
                     link.function = func.name
                     pending.append((link, func, node))
+                    load_handlers[id(link)] = handlers
                 else:
                     _resolve_link(link, ev.value(node.args[0]))
                 links.append(link)
@@ -1177,6 +1191,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 visit(child, handlers, in_except, func)
 
     pending: list[tuple[Link, ast.FunctionDef, ast.Call]] = []
+    load_handlers: dict[int, list[ast.ExceptHandler]] = {}  # around each load in a function
     for stmt in tree.body:
         visit(stmt, [])
     at_import = _module_level_calls(tree) if pending else set()  # once per module
@@ -1184,7 +1199,67 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         value, link.lazy = _through_calls(tree, fdef, call, file, names, known, at_import)
         # No call site to compute it from: every assignment of the module, in order.
         _resolve_link(link, value if value is not None else ev_flat.value(call.args[0]))
+        if not link.swallowed and not link.fallback:
+            sites = [h for node_id, h in _calls_with_handlers(tree, fdef.name)
+                     if node_id in at_import]
+            link.caught_by_caller = _swallowed_by_callers(load_handlers.get(id(link), []),
+                                                          sites, tree)
     return links
+
+
+def _calls_with_handlers(tree: ast.Module, name: str
+                         ) -> list[tuple[int, list[ast.ExceptHandler]]]:
+    """(id, the except clauses around it) of each call of the module's function ``name``: the
+    handlers of every ``try`` whose body holds the call (and ``contextlib.suppress`` blocks)."""
+    out: list[tuple[int, list[ast.ExceptHandler]]] = []
+
+    def walk(node: ast.AST, handlers: list[ast.ExceptHandler]) -> None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == name:
+            out.append((id(node), handlers))
+        if isinstance(node, ast.Try):
+            for stmt in node.body:
+                walk(stmt, handlers + list(node.handlers))
+            for part in (*node.handlers, *node.orelse, *node.finalbody):
+                walk(part, handlers)
+            return
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            quiet = _suppressor(node)
+            if quiet is not None:
+                for stmt in node.body:
+                    walk(stmt, [*handlers, quiet])
+                return
+        for child in ast.iter_child_nodes(node):
+            walk(child, handlers)
+
+    walk(tree, [])
+    return out
+
+
+def _swallowed_by_callers(inside: list[ast.ExceptHandler],
+                          sites: list[list[ast.ExceptHandler]], module: ast.Module) -> str:
+    """The except clause around every call the import makes of a function whose load fails
+    out of it (``inside``: the handlers around the load in the function) — "" when a call
+    site lets it through. xformers 0.0.35's ``_register_extensions()`` turns the load's
+    OSError into ``xFormersInvalidLibException`` (``raise … from exc``), and the module-level
+    ``try: _register_extensions() except (xFormersInvalidLibException, …): logger.warning``
+    catches that: ``import xformers`` goes on without its extension (survey 15's F4)."""
+    if not sites:
+        return ""
+    raised: frozenset[str] = _LOAD_ERRORS
+    for h in reversed(inside):
+        if not _caught(h) & (_LOAD_ERRORS | _CATCH_ALL):
+            continue
+        again = [n for n in ast.walk(h) if isinstance(n, ast.Raise)]
+        if not again:
+            return ""  # caught and kept inside: not an error that leaves the function
+        named = {_dotted(n.exc.func if isinstance(n.exc, ast.Call) else n.exc)
+                 for n in again if n.exc is not None}
+        raised = frozenset({x.rsplit(".", 1)[-1] for x in named if x}) | (
+            raised if any(n.exc is None for n in again) else frozenset())
+        break
+    clauses = [_swallow(h, module, raised) for h in sites]
+    return clauses[0] if all(clauses) else ""
 
 
 def _resolve_link(link: Link, value: object) -> None:

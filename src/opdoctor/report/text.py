@@ -236,6 +236,11 @@ def _chain(p: Printer, chain: dict[str, Any], raised: str = "",
             target += f" (optional: {link['swallowed'].split(' (line')[0]})"
         elif fallback:
             target += " (a fallback: the imports of its `try` resolve)"
+        elif link.get("caught_by_caller"):
+            # xformers' load: a failure is caught by the caller (re-raised as the package's
+            # own exception type): `import` goes on without the library.
+            clause = link["caught_by_caller"].split(" (line")[0].rstrip(":")
+            target += f" (a failure is caught: {clause})"
         if unknown and link.get("observed"):
             target += "; the real import mapped " + ", ".join(
                 os.path.basename(r) for r in link["observed"])
