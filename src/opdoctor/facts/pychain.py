@@ -1195,28 +1195,29 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     for stmt in tree.body:
         visit(stmt, [])
     at_import = _module_level_calls(tree) if pending else set()  # once per module
+    calls: dict[str, list[tuple[int, list[ast.ExceptHandler]]]] | None = None
     for link, fdef, call in pending:
         value, link.lazy = _through_calls(tree, fdef, call, file, names, known, at_import)
         # No call site to compute it from: every assignment of the module, in order.
         _resolve_link(link, value if value is not None else ev_flat.value(call.args[0]))
         if not link.swallowed and not link.fallback:
-            sites = [h for node_id, h in _calls_with_handlers(tree, fdef.name)
-                     if node_id in at_import]
+            if calls is None:
+                calls = _calls_with_handlers(tree)  # one walk of the module, however many loads
+            sites = [h for node_id, h in calls.get(fdef.name, []) if node_id in at_import]
             link.caught_by_caller = _swallowed_by_callers(load_handlers.get(id(link), []),
                                                           sites, tree)
     return links
 
 
-def _calls_with_handlers(tree: ast.Module, name: str
-                         ) -> list[tuple[int, list[ast.ExceptHandler]]]:
-    """(id, the except clauses around it) of each call of the module's function ``name``: the
-    handlers of every ``try`` whose body holds the call (and ``contextlib.suppress`` blocks)."""
-    out: list[tuple[int, list[ast.ExceptHandler]]] = []
+def _calls_with_handlers(tree: ast.Module) -> dict[str, list[tuple[int, list[ast.ExceptHandler]]]]:
+    """By function name: (id, the except clauses around it) of each call of a plain name in
+    the module — the handlers of every ``try`` whose body holds the call (and
+    ``contextlib.suppress`` blocks)."""
+    out: dict[str, list[tuple[int, list[ast.ExceptHandler]]]] = {}
 
     def walk(node: ast.AST, handlers: list[ast.ExceptHandler]) -> None:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == name:
-            out.append((id(node), handlers))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            out.setdefault(node.func.id, []).append((id(node), handlers))
         if isinstance(node, ast.Try):
             for stmt in node.body:
                 walk(stmt, handlers + list(node.handlers))
