@@ -17,7 +17,7 @@ import pytest
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
-from tests.conftest import FIX, fixture
+from tests.conftest import FIX, fixture, fresh_probes
 from tests.helpers import cli
 from tests.torchfork import run_python
 
@@ -176,6 +176,24 @@ def test_many_ops_get_a_few_compile_lines_and_a_count() -> None:
 
 
 # ------------------------------------------------------------------ probe + real torch
+@pytest.mark.probe
+def test_an_opcheck_probe_forked_reports_what_a_fresh_child_reports() -> None:
+    """--opcheck probes fork from the zygote too (torch._dynamo is imported in the fork): for
+    a library whose opcheck fails (nometa.so) and one whose opcheck passes (meta_autograd.so),
+    the forked probe's compile findings and per-op opcheck verdicts are the fresh child's."""
+    for name in ("nometa.so", "meta_autograd.so"):
+        lib = fixture(f"compile/{name}")
+        forked = check(lib, probe=True, opcheck=True)
+        with fresh_probes():
+            fresh = check(lib, probe=True, opcheck=True)
+        assert forked.sections["probe"]["forked"] is True, name
+        assert fresh.sections["probe"]["forked"] is False, name
+        assert compile_codes(forked) == compile_codes(fresh), name
+        verdicts = [{o: {t: r["ok"] for t, r in v["opcheck"].items()}
+                     for o, v in ops(rep).items()} for rep in (forked, fresh)]
+        assert verdicts[0] == verdicts[1] and verdicts[0], name
+
+
 @pytest.mark.probe
 def test_nometa_opcheck_and_ground_truth() -> None:
     lib = fixture("compile/nometa.so")

@@ -131,10 +131,21 @@ def kill_probe_processes(sid: int, *tags: bytes, spare: int = 0) -> int:
 
 def request_payload(req: ProbeRequest) -> dict[str, Any]:
     """The request as probe_script.py reads it (JSON)."""
-    return {"path": req.path, "package": req.package, "torch": req.torch,
-            "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
-            "hidden": req.hidden, "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops),
-            "aot_function": req.aot_function, "late": req.late, "first": list(req.first)}
+    payload: dict[str, Any] = {
+        "path": req.path, "package": req.package, "torch": req.torch,
+        "preload": list(req.preload), "ops": list(req.ops), "smoke": req.smoke,
+        "hidden": req.hidden, "tensorflow": req.tensorflow, "tf_ops": list(req.tf_ops),
+        "aot_function": req.aot_function, "late": req.late, "first": list(req.first)}
+    if req.opcheck:
+        # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
+        payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
+    return payload
+
+
+def probe_deadline(req: ProbeRequest) -> float:
+    """Seconds a probe of ``req`` may run: its --timeout, and --opcheck's own on top
+    (importing torch._dynamo alone takes seconds)."""
+    return req.timeout * (2 if req.opcheck else 1)
 
 
 def signal_name(returncode: int | None) -> str:
@@ -172,9 +183,6 @@ class ProbeHandle:
         self.tmp = tempfile.mkdtemp(prefix="opdoctor-probe-")
         script = str(resources.files("opdoctor").joinpath("facts/probe/probe_script.py"))
         payload = request_payload(req)
-        if req.opcheck:
-            # Half of the opcheck's own --timeout for the tests; later ops are marked skipped.
-            payload.update(opcheck=True, opcheck_budget=req.timeout / 2)
         env, self.tag = child_env(req, self.tmp)
         rfd, wfd = os.pipe()
         self.start = time.monotonic()
@@ -266,8 +274,7 @@ class ProbeHandle:
 
         timed_out = memory_killed = False
         self._close_stdin()  # late fields never sent: EOF, the child stops at their first use
-        # --opcheck gets its own --timeout on top: importing torch._dynamo alone takes seconds.
-        deadline = self.start + self.req.timeout * (2 if self.req.opcheck else 1)
+        deadline = self.start + probe_deadline(self.req)
         try:
             ps = psutil.Process(self.proc.pid)
         except psutil.Error:

@@ -46,6 +46,7 @@ from opdoctor.facts.probe.runner import (
     _note_start,
     child_env,
     kill_probe_processes,
+    probe_deadline,
     request_payload,
     signal_name,
 )
@@ -256,7 +257,7 @@ class ForkedProbe:
         import psutil  # imported here: only a run with the probe pays for it
 
         timed_out = memory_killed = False
-        deadline = self.start + self.req.timeout
+        deadline = self.start + probe_deadline(self.req)
         try:
             ps = psutil.Process(self.pid)
         except psutil.Error:
@@ -321,7 +322,8 @@ class ForkedProbe:
 def forkable(req: ProbeRequest) -> bool:
     """Whether ``req`` can be forked from a zygote: a complete request (no late fields) that
     imports torch or TensorFlow first, inside a reuse scope or while zygotes are kept; not
-    MindSpore's AOT load, not --opcheck (torch._dynamo)."""
+    MindSpore's AOT load. An --opcheck probe forks too: torch._dynamo is imported in the
+    fork, after the fork (the zygote imported torch alone), with the same deadline."""
     return not req.late and could_fork(req)
 
 
@@ -329,7 +331,7 @@ def could_fork(req: ProbeRequest) -> bool:
     """:func:`forkable` but for the late fields (a request that will be complete)."""
     from opdoctor.facts.probe.runner import scope_open, zygotes_kept
     return (scope_open() or zygotes_kept()) and bool(req.torch or req.tensorflow) and \
-        not req.aot_function and not req.opcheck
+        not req.aot_function
 
 
 # Variables no interpreter, loader or framework reads at start-up: opdoctor's own settings
@@ -428,7 +430,7 @@ def _holds_any(entry: str, names: frozenset[str]) -> bool:
 def module_probe(req: ProbeRequest) -> ProbeHandle | ForkedProbe:
     """Start the probe of ``req`` (complete, no late fields): forked from the zygote of its
     interpreter, framework, start-up environment and limits inside a reuse scope (or while
-    zygotes are kept), else (no scope, MindSpore, --opcheck, a zygote that cannot serve) as a
+    zygotes are kept), else (no scope, MindSpore, a zygote that cannot serve) as a
     plain child. One zygote serves requests whose PYTHONPATH differs when the fork can put
     it on sys.path itself (:meth:`Zygote.admits`); otherwise the PYTHONPATH has a zygote of
     its own."""
