@@ -37,7 +37,9 @@ OD201 = CodeDoc(
     "RUNPATH, ld.so.cache, default directories), in the process that will load the library.",
     why="A missing dependency makes dlopen fail with 'libfoo.so: cannot open shared object "
     "file: No such file or directory', and the framework then reports the operator as not "
-    "registered.",
+    "registered. A device plugin a package's native code loads only for a device this "
+    "machine lacks (MindSpore's GPU and Ascend plugins without their toolkits, no GPU or NPU "
+    "here) is never loaded here: its missing libraries are warnings.",
     example="OSError: libmyop_dep.so: cannot open shared object file: No such file or directory",
     fix="Ship the dependency next to the library and link with -Wl,-rpath,'$ORIGIN' (or "
     "`patchelf --set-rpath '$ORIGIN' libmyop.so`), install it system-wide and run ldconfig, "

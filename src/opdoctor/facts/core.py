@@ -19,6 +19,7 @@ from functools import cached_property
 # Only the options are imported here: every reader (ELF, loader, interpreter, probe …) is
 # imported by the fact that needs it, so a run pays only for the readers its checks use
 # (issue #21: importing them all was most of the start-up of `opdoctor check`).
+from opdoctor.facts import commandcache  # tiny (os, functools); every check imports it
 from opdoctor.facts.options import CheckOptions, ExpectedOp, parse_expect_op
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -996,7 +997,7 @@ class Facts:
         15's F2: OD301 errors on a healthy install)."""
         if not names:
             return None
-        me = os.path.realpath(self.path)
+        me = commandcache.realpath(self.path)
         for ext, host in self._package_extension_hosts() or ():
             order = host.process.tree.order
             definers: list[str] = []
@@ -1021,14 +1022,9 @@ class Facts:
         extensions (not searched)."""
         from opdoctor.facts.pkgdir import package_root
 
-        # A data directory deeper than package_of's two levels counts too: MindSpore's
+        # Deeper than package_of's two data-directory levels: MindSpore's
         # lib/plugin/ascend/ holds its Ascend plugins, three levels below mindspore/.
-        d, home = os.path.dirname(os.path.abspath(self.path)), None
-        for _ in range(4):
-            if os.path.isfile(os.path.join(d, "__init__.py")):
-                home = package_root(os.path.join(d, "__init__.py"))
-                break
-            d = os.path.dirname(d)
+        home = package_root(self.path, levels=3)
         if home is None:
             return None
         interp = self.interpreter
@@ -1044,9 +1040,9 @@ class Facts:
     def _hosts_among(self, candidates: list[str]) -> Iterator[tuple[str, Facts]]:
         from opdoctor.facts.budget import checkpoint
 
-        me = os.path.realpath(self.path)
+        me = commandcache.realpath(self.path)
         for ext in candidates:
-            if os.path.realpath(ext) == me:
+            if commandcache.realpath(ext) == me:
                 continue
             checkpoint(f"reading the load group of {ext}")
             host = Facts(ext, self.options)
@@ -1378,17 +1374,13 @@ def _which(name: str) -> str | None:
 def _closure(host: Facts) -> frozenset[str]:
     """The real paths of the libraries an extension's load brings in (its NEEDED closure),
     kept for the command: every library of a package asks about the same extensions."""
-    key = (os.path.realpath(host.path), host.options)
+    key = (commandcache.realpath(host.path), host.options)
     found = _CLOSURES.get(key)
     if found is None:
-        if not _CLOSURES_REGISTERED:
-            from opdoctor.facts import commandcache
-            commandcache.register(_CLOSURES.clear)
-            _CLOSURES_REGISTERED.append(True)
-        found = _CLOSURES[key] = frozenset(os.path.realpath(lib.path)
+        found = _CLOSURES[key] = frozenset(commandcache.realpath(lib.path)
                                            for lib in host.process.tree.order)
     return found
 
 
 _CLOSURES: dict[tuple[str, CheckOptions], frozenset[str]] = {}
-_CLOSURES_REGISTERED: list[bool] = []  # commandcache imported on first use, not at start-up
+commandcache.register(_CLOSURES.clear)

@@ -11,17 +11,19 @@ from collections.abc import Iterable, Iterator
 from opdoctor.facts import commandcache
 
 
-def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
+def package_of(path: str, dotted: bool = False, levels: int = 2) -> tuple[str, str] | None:
     """(top-level package, the directory it is imported from) for a path inside a package;
     ``dotted``: the package the path's own directory is (``scipy.linalg``), instead of its
-    top level (``scipy``: the libraries of a directory walk share its one import)."""
+    top level (``scipy``: the libraries of a directory walk share its one import);
+    ``levels``: how many data directories (no ``__init__.py``) a file may sit below a
+    package directory and still be the package's."""
     here = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
     d, top = here, None
     if not dotted and not os.path.isdir(path):
         # A library in a data directory of a package (triton/plugins/, no __init__.py) is
         # the package's: triton loads its plugins after `import triton` has loaded
-        # libtriton.so, the library they need. Two levels up at most.
-        for _ in range(2):
+        # libtriton.so, the library they need. Two levels up at most by default.
+        for _ in range(levels):
             if os.path.isfile(os.path.join(d, "__init__.py")):
                 break
             d = os.path.dirname(d)
@@ -44,10 +46,11 @@ def package_of(path: str, dotted: bool = False) -> tuple[str, str] | None:
     return name, d
 
 
-def package_root(path: str) -> str | None:
+def package_root(path: str, levels: int = 2) -> str | None:
     """The directory of the top-level package (``optimum/quanto`` for a namespace package's
-    ``optimum.quanto``) a path belongs to, or None outside a package."""
-    pkg = package_of(path)
+    ``optimum.quanto``) a path belongs to, or None outside a package (``levels``: see
+    :func:`package_of`)."""
+    pkg = package_of(path, levels=levels)
     return os.path.join(pkg[1], *pkg[0].split(".")) if pkg else None
 
 

@@ -1212,7 +1212,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
 def _calls_with_handlers(tree: ast.Module) -> dict[str, list[tuple[int, list[ast.ExceptHandler]]]]:
     """By function name: (id, the except clauses around it) of each call of a plain name in
     the module — the handlers of every ``try`` whose body holds the call (and
-    ``contextlib.suppress`` blocks)."""
+    ``contextlib.suppress`` blocks). A walk of its own: ``parse_links``' visit descends only
+    into expressions whose lines mention a loader, and a call site rarely does."""
     out: dict[str, list[tuple[int, list[ast.ExceptHandler]]]] = {}
 
     def walk(node: ast.AST, handlers: list[ast.ExceptHandler]) -> None:
