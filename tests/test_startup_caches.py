@@ -111,6 +111,29 @@ def test_warm_loads_what_save_wrote_and_rejects_a_corrupt_file(tmp_path: Path) -
     assert recache.warm(str(tmp_path / "missing")) == 0
 
 
+def test_a_long_lived_caller_with_a_full_re_cache_does_not_save_again(tmp_path: Path) -> None:
+    """The explain fast path of a process whose ``re`` cache is already full (a test run, a
+    script calling the CLI in a loop) loads nothing from a good file; that is no cold start,
+    and it must not re-derive every pattern to write the file again."""
+    code = ("import io, contextlib, re\n"
+            "from opdoctor.explain import fast, recache\n"
+            "for i in range(600):\n    re.compile(f'filler{i}x+')\n"
+            "calls = []\nentry = recache._entry\n"
+            "recache._entry = lambda *a: calls.append(a) or entry(*a)\n"
+            "def run():\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"        return fast.fast_main(['explain', {LINE!r}])\n"
+            "first = run(); written = len(calls); calls.clear()\n"
+            "print(first, run(), written > 0, len(calls))\n")
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin",
+           "XDG_CACHE_HOME": str(tmp_path), "OPDOCTOR_CACHE_DIR": str(tmp_path / "opdoctor")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=60, check=True).stdout.split()
+    # the first call found no file and wrote it; the second found it: nothing re-derived
+    assert out == ["0", "0", "True", "0"]
+    assert list((tmp_path / "opdoctor").glob("regex-*.marshal"))
+
+
 def test_explain_answers_the_same_with_and_without_the_caches(tmp_path: Path) -> None:
     for i, msg in enumerate(MESSAGES):
         for fmt in ("text", "json"):

@@ -74,9 +74,14 @@ def compiler_key() -> str:
             f"{s.MAXREPEAT}-{s.MAXGROUPS}-{crc:08x}")
 
 
+def stored(path: str | None = None) -> Any:
+    """The entries of the cache file as read back (None: no usable file)."""
+    return cachefile.read(path or cache_file())
+
+
 def warm(path: str | None = None) -> int:
     """Put the cached patterns into ``re``'s cache; the number loaded (0: no usable cache)."""
-    return install(cachefile.read(path or cache_file()))
+    return install(stored(path))
 
 
 def install(entries: Any) -> int:
