@@ -393,3 +393,45 @@ def test_a_version_compared_as_text_is_reported(tmp_path: Path, compare: str,
     assert f.severity is Severity.WARNING and f.subject == "textguard/__init__.py:4"
     assert f"is False for torch {torch.__version__} (as a version: True)" in f.message
     assert "the one meant for torch below 2.9" in f.message
+
+
+def test_only_modules_that_name_a_framework_are_parsed_for_guards(tmp_path: Path) -> None:
+    """The guard readers parse a module only when its bytes could hold what they look for
+    (numpy's or scipy's modules read ``__version__`` but name no framework: parsing them was
+    most of the readers' time). What a guard names — PyTorch in any case, ``tf`` in a
+    formatted value — still gets its module parsed and read."""
+    from opdoctor.facts import commandcache, pyast, pyguard
+
+    plain = tmp_path / "plain.py"  # reads a version, compares as text, names no framework
+    plain.write_text('import numpy\nif str(numpy.__version__) < "2":\n'
+                     '    raise ImportError(f"numpy {numpy.__version__} is not supported")\n')
+    mixed = tmp_path / "mixed.py"
+    mixed.write_text('import torch\nif torch.__version__ < "3":\n    raise ImportError(\n'
+                     '        f"This build requires PYTORCH 3, found version "\n'
+                     '        f"{torch.__version__}")\n')
+    tf = tmp_path / "tfguard.py"
+    tf.write_text('import tensorflow as tf\nif str(tf.__version__) >= "2.9":\n'
+                  '    print(f"version {tf.__version__} is not supported")\n')
+    parsed: list[str] = []
+    real = pyast._parse
+
+    def counting(path: str, raw: bytes | None) -> object:
+        parsed.append(Path(path).name)
+        return real(path, raw)
+
+    commandcache.clear()
+    pyguard.find_guards.cache_clear()
+    pyguard.find_text_comparisons.cache_clear()
+    pyast._parse = counting  # type: ignore[assignment]
+    try:
+        files = (str(plain), str(mixed), str(tf))
+        guards = pyguard.find_guards(files)
+        compares = pyguard.find_text_comparisons(files)
+    finally:
+        pyast._parse = real
+        commandcache.clear()
+    assert "plain.py" not in parsed
+    assert sorted((Path(g.file).name, g.framework) for g in guards) == [
+        ("mixed.py", "torch"), ("tfguard.py", "tensorflow")]
+    assert [(Path(c.file).name, c.framework, c.release) for c in compares] == [
+        ("tfguard.py", "tensorflow", "2.9")]

@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 MAX_FILES = 400
 MAX_BYTES = 1 << 20
 _VERSION_READ = re.compile(rb"__version__|version\(\s*['\"](?:torch|tensorflow)")
+# What a module's bytes must hold before it is parsed (most of a package's modules hold
+# neither; parsing them was most of this reader's time on numpy or scipy, 0.2-0.3 s a check).
+# A guard's message names its framework (see _framework; the name is in a string or in a
+# formatted expression, so in the source): any case, or `tf` as a word.
+_NAMES_A_FRAMEWORK = re.compile(rb"(?i:torch|tensorflow|keras)|\btf\b")
+# A text comparison reads `str(<name>.__version__)`: the name is one of _FW_NAMES' keys.
+_FRAMEWORK_NAME = re.compile(rb"\b(?:torch|tensorflow|tf)\b")
 _INCOMPATIBLE = ("incompatib", "not compatible", "not guaranteed to be compatible",
                  "not supported", "unsupported", "mismatch", "different", "requires",
                  "too old", "upgrade", "please install",
@@ -133,7 +140,8 @@ def _module(file: str, wanted: Callable[[bytes], bool]) -> tuple[bytes, ast.Modu
 
 def guards_in(file: str) -> list[Guard]:
     """The version-guard messages of one module (parsed only when it reads a version)."""
-    module = _module(file, lambda raw: bool(_VERSION_READ.search(raw)) and b"ersion" in raw)
+    module = _module(file, lambda raw: bool(_VERSION_READ.search(raw)) and b"ersion" in raw
+                     and bool(_NAMES_A_FRAMEWORK.search(raw)))
     if module is None:
         return []
     tree = module[1]
@@ -205,7 +213,8 @@ def _str_of_version(node: ast.AST) -> str:
 
 def text_comparisons_in(file: str) -> list[TextCompare]:
     """The comparisons of ``str(<framework>.__version__)`` with a release in one module."""
-    module = _module(file, lambda raw: b"str(" in raw and b"__version__" in raw)
+    module = _module(file, lambda raw: b"str(" in raw and b"__version__" in raw
+                     and bool(_FRAMEWORK_NAME.search(raw)))
     if module is None:
         return []
     raw, tree = module
