@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import shutil
 import subprocess
@@ -310,6 +311,46 @@ def test_the_gpu_driver_and_tensorrt_are_named_beside_the_torch_variant(
     text = cli(capsys, "check", "--static", str(lib)).out
     assert "OD204" in text
     assert text.index("✗ Cause 3") < text.index("ℹ Cause 2"), text[:600]
+
+
+@pytest.mark.probe
+def test_an_os_library_missing_beside_a_cuda_build_is_a_root_of_its_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """open3d 0.20's torch ops (survey 17): built for a CUDA torch (libc10_cuda.so) and
+    needing the OS library libusb-1.0.so.0, absent here. A CUDA build of torch does not bring
+    libusb: its miss is a root of its own with the system package as the fix, while the
+    missing libc10_cuda.so stays the CUDA build's consequence, shown under OD307."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    (stubs / "s.c").write_text("int stub_fn(void) { return 0; }\n")
+    for name in ("libc10_cuda.so", "libusb-1.0.so.0"):
+        subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{name}", "-o",
+                        str(stubs / name), str(stubs / "s.c")], check=True, timeout=60)
+    (tmp_path / "op.c").write_text("int op_fn(void) { return 1; }\n")
+    lib = tmp_path / "libusbop.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "op.c"),
+                    f"-L{torch_lib_dir()}", "-Wl,--no-as-needed", "-lc10",
+                    str(stubs / "libusb-1.0.so.0"), str(stubs / "libc10_cuda.so")],
+                   check=True, timeout=60)
+    shutil.rmtree(stubs)
+    if ctypes.util.find_library("usb-1.0"):
+        pytest.skip("libusb-1.0 is installed on this machine")
+    real = run_python("import ctypes, sys, torch\nctypes.CDLL(sys.argv[1])", str(lib),
+                      timeout=300)
+    # the real loader stops at the first NEEDED it cannot find: the OS library
+    assert "libusb-1.0.so.0: cannot open shared object file" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()["reports"][0]
+    roots = rep["diagnosis"]["root_findings"]
+    usb = next(f for f in rep["findings"] if f["code"] == "OD201"
+               and f["subject"] == "libusb-1.0.so.0")
+    assert "apt-get install libusb-1.0-0" in usb["fix"]
+    assert roots[0] == "OD201" and rep["diagnosis"]["cause"] == 2
+    consequences = rep["diagnosis"]["consequences"]
+    assert "OD201" in consequences.get("OD307", []), consequences  # libc10_cuda.so's miss
+    text = cli(capsys, "check", "--static", str(lib)).out
+    assert "libc10_cuda.so (needed by libusbop.so) is not found — a consequence of OD307" \
+        in text, text
+    assert "libusb-1.0.so.0 (needed by libusbop.so) is not found\n" in text, text
 
 
 @pytest.mark.probe

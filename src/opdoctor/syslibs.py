@@ -37,6 +37,8 @@ SYSTEM_LIBS: dict[str, tuple[str, str, str]] = {
     "libibverbs.so.1": ("the RDMA verbs library", "libibverbs1", "libibverbs"),
     "libsndfile.so.1": ("libsndfile", "libsndfile1", "libsndfile"),
     "libportaudio.so.2": ("PortAudio", "libportaudio2", "portaudio"),
+    "libusb-1.0.so.0": ("libusb, the USB device access library", "libusb-1.0-0",
+                        "libusb1 (libusbx on RHEL 8 and 9)"),
     "libzbar.so.0": ("the ZBar bar code library", "libzbar0", "zbar"),
     "libodbc.so.2": ("unixODBC's driver manager", "libodbc2 (libodbc1 before Debian 12 and "
                      "Ubuntu 23.04)", "unixODBC"),

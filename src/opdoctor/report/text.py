@@ -383,7 +383,9 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
                         hidden.setdefault(key, []).append(f)
                         continue
                 _finding(p, f, ctx, fixes)
-                if id(f) in roots and f.code not in told:
+                # under a root, or under another failure that owns them (the CUDA build's
+                # missing libc10_cuda.so where an OS library's absence leads the verdict)
+                if (id(f) in roots or f.code in diag.consequences) and f.code not in told:
                     told.add(f.code)
                     _consequences(p, diag.consequences.get(f.code, ()), f.code, ctx)
             for (code, severity), rest in hidden.items():

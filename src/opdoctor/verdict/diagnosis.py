@@ -62,11 +62,16 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     roots.sort(key=lambda r: ROOT_ORDER.index(r.code) if r.code in ROOT_ORDER
                else len(ROOT_ORDER))  # stable: unlisted codes keep the checks' order
     folded: dict[str, list[Finding]] = {}
+    # A consequence is folded under the root of the verdict that explains it, else under
+    # another failure of the run that does (open3d: the OS library libusb leads, and the
+    # missing libc10_cuda.so is still the CUDA build's consequence, not a root of its own).
+    others = [o for o in top if o not in roots]
     for f in findings:
-        if f in roots:
+        if f in roots or f in others:
             continue
         owners = [r for r in roots if _explains(r, f)
-                  or (f.code == "OD512" and r.cause != 5 and not _foreign_module(f))]
+                  or (f.code == "OD512" and r.cause != 5 and not _foreign_module(f))] + \
+            [o for o in others if _explains(o, f)]
         if owners:
             folded.setdefault(_owner(f, owners).code, []).append(f)
     explained = {code: tuple(fs) for code, fs in folded.items()}
@@ -124,6 +129,12 @@ def _explains(root: Finding, f: Finding) -> bool:
         # an earlier one (torchrec 1.9.2: fbgemm_gpu's library built for another torch)
         m = _NO_MODULE.search(f.message)
         return m is not None and m.group(1).split(".")[0] == root.subject
+    if root.code in ("OD307", "OD315") and f.code in _LIBRARY_MISSES:
+        # Another torch build brings its own and the CUDA/ROCm libraries, nothing else: an OS
+        # library missing beside it (open3d's libusb-1.0.so.0, fairseq2n's libsndfile) is a
+        # root of its own that no torch install fixes.
+        lib = _missing_library(f)
+        return lib is None or _device_side(lib)
     if root.code == "OD342" and f.code in ("OD201", "OD220"):
         # TensorFlow's own library needed by a name the installed release does not give it
         # (ITEX 2.15 beside TF 2.21) explains that "not found" — no other missing library
@@ -134,6 +145,33 @@ def _explains(root: Finding, f: Finding) -> bool:
             root.code == "OD325":
         return True
     return not _foreign_module(f)
+
+
+# Findings that say a library was not found, and where each names it.
+_LIBRARY_MISSES = ("OD201", "OD202", "OD203", "OD220", "OD511")
+_CANNOT_OPEN = re.compile(r"([^\s:'\"(]{1,300}\.so[\w.]{0,40}): cannot open shared object file")
+
+
+def _missing_library(f: Finding) -> str | None:
+    """The library ``f`` says was not found (None: it says something else — an import that
+    failed on an undefined symbol, a module)."""
+    if f.code == "OD511":
+        m = _CANNOT_OPEN.search(f.message)
+        return m.group(1) if m else None
+    return f.subject.split()[0] if f.subject.strip() else None
+
+
+def _device_side(library: str) -> bool:
+    """Whether ``library`` belongs to the device side of a build of torch: torch's own
+    libraries (libc10_cuda.so, libtorch_hip.so …), a device toolkit's (CUDA and its driver,
+    ROCm, CANN) or TensorRT's."""
+    from opdoctor.facts.devices import toolkit_of
+    from opdoctor.facts.variant import TENSORRT_LIB
+
+    base = os.path.basename(library)
+    # TensorRT too: OD307's fix names it beside the CUDA torch (torch-tensorrt)
+    return base.startswith(("libtorch", "libc10", "libcaffe2", "libshm")) or \
+        bool(toolkit_of(base, [])) or TENSORRT_LIB.match(base) is not None
 
 
 def _soname_stem(name: str) -> str:
@@ -171,4 +209,14 @@ def _owner(f: Finding, roots: list[Finding]) -> Finding:
         for r in roots:
             if any(n in text for n in _names(r)):
                 return r
+        # else the one naming more of the libraries the consequence names: undefined CUDA and
+        # c10::cuda symbols "inconclusive: … see libc10_cuda.so, libcudart.so.12,
+        # libusb-1.0.so.0" belong to the CUDA build that needs the first two, not to libusb
+        libs = set(_LIBRARY.findall(text))
+        if libs:
+            return max(roots, key=lambda r: len(libs & set(_LIBRARY.findall(
+                " ".join((r.subject, r.message, *r.evidence))))))
     return roots[0]
+
+
+_LIBRARY = re.compile(r"lib[\w+-]{1,100}\.so(?:\.\d{1,10}){0,4}")
