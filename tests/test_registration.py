@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -617,3 +620,57 @@ def test_chunks_around_a_whole_schema_are_no_schema_of_their_own(tmp_path: Path)
     assert XF_WHOLE in texts and not [t for t in texts if "meta_reorder" in t], texts
     assert any(t.startswith("xformers::sparse24_other(") for t in texts), texts
     assert "OD102" not in [f.code for f in report.findings]
+
+
+_COMPAT = r'''
+namespace torch { struct OperatorRegistry { static int& instance(); };
+int& OperatorRegistry::instance() { static int n = 7; return n; } }
+'''
+_CORE = r'''
+#include <Python.h>
+namespace torch { struct OperatorRegistry { static int& instance(); }; }
+static const char* doc = "This backward hook function should have the following signature:\n\n"
+                         "    hook() -> None\n\nIt requires no input.";
+static PyObject* answer(PyObject*, PyObject*) {
+    return PyLong_FromLong(torch::OperatorRegistry::instance()); }
+static PyMethodDef methods[] = {{"answer", answer, METH_NOARGS, doc},
+                                {nullptr, nullptr, 0, nullptr}};
+static PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_core", doc, -1, methods};
+PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&mod); }
+'''
+
+
+@pytest.mark.probe
+def test_a_torch_namespace_its_own_library_defines_is_no_torch_extension(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PaddlePaddle 3 (survey 17): libpaddle.so needs ``torch::OperatorRegistry::instance()``,
+    which its own libphi_core.so defines (a compatibility layer; no torch is linked), and a
+    docstring of it reads like a schema ("hook() -> None"). It was checked as a torch
+    extension that "loaded but registered no operator" (OD121, an error) with a pybind11
+    warning beside torch's. It imports without torch and registers nothing because it is not
+    one: the report is clean."""
+    import sysconfig
+
+    pkg = tmp_path / "fakepaddle"
+    (pkg / "libs").mkdir(parents=True)
+    (pkg / "base").mkdir()
+    (pkg / "__init__.py").write_text("from .base import _core\n")
+    (pkg / "base" / "__init__.py").write_text("")
+    (tmp_path / "compat.cc").write_text(_COMPAT)
+    (tmp_path / "core.cc").write_text(_CORE)
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(pkg / "libs" / "libcompat.so"),
+                    str(tmp_path / "compat.cc")], check=True, timeout=120)
+    core = pkg / "base" / ("_core" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["g++", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], "-o",
+                    str(core), str(tmp_path / "core.cc"), "-L", str(pkg / "libs"), "-lcompat",
+                    "-Wl,-rpath,$ORIGIN/../libs"], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import sys, fakepaddle; print("
+                           "fakepaddle._core.answer(), 'torch' in sys.modules)"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert real.stdout.split() == ["7", "False"], real.stderr  # imports, no torch needed
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "fakepaddle")
+    (rep,) = res.json()["reports"]
+    assert res.code == 0, rep["findings"]
+    assert not [f for f in rep["findings"] if f["code"] in ("OD121", "OD306")]
+    assert rep["sections"]["probe"]["outcome"] == "loaded"

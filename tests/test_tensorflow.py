@@ -757,3 +757,47 @@ def test_a_sibling_the_import_fails_at_is_named_not_blamed_on_the_library(
     mine = [f for f in own["reports"][0]["findings"] if f["code"] == "OD341"]
     assert mine and all(f["message"].startswith("built against TensorFlow 2.16–2.19")
                         for f in mine), mine
+
+
+_PLAIN_EXT = r'''
+#include <Python.h>
+static PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_ext", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit__ext(void) { return PyModule_Create(&mod); }
+'''
+
+
+@pytest.mark.probe
+def test_a_package_with_nothing_of_tensorflow_is_probed_as_its_import_runs(
+        tmp_path: Path) -> None:
+    """PaddlePaddle 3.3 in the TensorFlow venv (survey 17): `import paddle` works, but
+    `import tensorflow; import paddle` dies with SIGSEGV. The package probe imported
+    TensorFlow first for any package of a TensorFlow interpreter and reported that crash
+    (OD124, an error) for a package no user imports after TensorFlow. A package whose library
+    has nothing of TensorFlow's is now imported as the user's own import runs it."""
+    import sysconfig
+
+    python = tf_python()
+    pkg = tmp_path / "plainpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import sys, pathlib\n"
+        "pathlib.Path(__file__).with_name('seen.txt').write_text("
+        "str('tensorflow' in sys.modules))\n"
+        "from . import _ext\n")
+    (tmp_path / "ext.c").write_text(_PLAIN_EXT)
+    include = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                              "['include'])"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    ext = pkg / ("_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-I", include, "-o", str(ext),
+                    str(tmp_path / "ext.c")], check=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([python, "-c", "import plainpkg"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert real.returncode == 0, real.stderr
+    assert (pkg / "seen.txt").read_text() == "False"  # the user's import: no TensorFlow
+    (pkg / "seen.txt").unlink()
+    report = tf_check(ext, package="plainpkg", cwd=str(tmp_path))  # as --package expands
+    assert report.sections["probe"]["outcome"] == "loaded"
+    assert (pkg / "seen.txt").read_text() == "False"  # the probe's import: the same
+    assert not [f for f in report.findings if f.severity.value == "error"]

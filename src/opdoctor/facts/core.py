@@ -1158,7 +1158,11 @@ class Facts:
             return False
         if self.options.package:
             interp = self.interpreter
-            return bool(self.tf_expected_ops) or not (interp and interp.torch)
+            # Not for a library that has nothing of TensorFlow's (PaddlePaddle's libpaddle.so
+            # in a TensorFlow venv, survey 17): the import of tensorflow first put a process
+            # together that no user's `import paddle` makes, and it crashed there.
+            return bool(self.tf_expected_ops) or (not (interp and interp.torch) and (
+                self.is_package_dir or self.structure.image is None or self.tf_op_library))
         return self.tf_op_library
 
     @cached_property

@@ -9,6 +9,7 @@ emulated load finds those sonames "already loaded" exactly as the real one does.
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 
 from opdoctor.facts.elf.image import ElfImage
@@ -44,7 +45,46 @@ def needs_torch(image: ElfImage, torch_lib_dir: str | None) -> bool:
         return True
     if TORCH.linked_by(needed):
         return True
-    return _uses_symbols(image, TORCH.symbol_markers)
+    return _uses_symbols(image, TORCH.symbol_markers) and \
+        not _defined_by_own_dependencies(image, needed, TORCH.symbol_markers)
+
+
+def _defined_by_own_dependencies(image: ElfImage, needed: list[str],
+                                 markers: tuple[bytes, ...]) -> bool:
+    """Whether every torch-namespaced symbol the library needs is defined by one of its own
+    dependencies, found where its RUNPATH/RPATH says (torch links none of them: the NEEDED
+    names were checked before). PaddlePaddle 3's libpaddle.so needs ``torch::
+    OperatorRegistry::instance()`` from its own libphi_core.so, a compatibility layer that
+    links no torch: it is no torch extension, and no torch is imported to load it."""
+    from opdoctor.facts.elf.dynsym import DynSymbols
+    from opdoctor.facts.elf.image import ElfFormatError
+    from opdoctor.facts.inputfile import InputError, open_input
+
+    prefixes = tuple(m.decode() for m in markers)
+    wanted = {s.name for s in DynSymbols(image).undefined() if s.name.startswith(prefixes)}
+    origin = os.path.dirname(os.path.abspath(image.data.path))
+    dirs = [e.replace("$ORIGIN", origin).replace("${ORIGIN}", origin)
+            for tag in ("DT_RUNPATH", "DT_RPATH") for v in image.tags.get(tag, [])
+            for e in str(v).split(":") if e]
+    for name in needed:
+        if not wanted:
+            break
+        path = next((os.path.join(d, name) for d in dirs
+                     if os.path.isfile(os.path.join(d, name))), None)
+        if path is None:
+            continue
+        try:
+            data = open_input(path)
+        except InputError:
+            continue
+        try:
+            syms = DynSymbols(ElfImage.open(data))
+            wanted = {n for n in wanted if not syms.lookup(n)}
+        except (ElfFormatError, OSError, ValueError, IndexError, struct.error):
+            continue
+        finally:
+            data.close()
+    return not wanted
 
 
 def _uses_symbols(image: ElfImage, markers: tuple[bytes, ...]) -> bool:
