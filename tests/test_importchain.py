@@ -2655,3 +2655,45 @@ def test_a_load_error_re_raised_as_the_packages_own_type_is_seen_caught(
     text_report._chain(Printer(out, None), report.sections["import-chain"], "", frozenset())
     line = next(ln for ln in out.getvalue().splitlines() if "ctypes.CDLL" in ln)
     assert ("(a failure is caught: except LibError)" in line) is imports, line
+
+
+@pytest.mark.probe
+def test_a_subpackage_loading_the_op_library_above_it_by_a_computed_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """open3d 0.20's open3d.ml.torch (survey 17) runs ``torch.ops.load_library(os.path.join(
+    _this_dir, '..', '..', _lib_name))`` with a name computed at run time: the library,
+    open3d/open3d_torch_ops.so, is built for a CUDA torch. `check --package open3d.ml.torch`
+    said "no compiled library" and, with --static, exit 0. The op libraries of the top-level
+    package that link the framework of the computed load are what the subpackage loads."""
+    from tests.test_loader import torch_lib_dir
+
+    top = tmp_path / "topo"
+    sub = top / "ml" / "torchops"
+    sub.mkdir(parents=True)
+    (top / "__init__.py").write_text("")
+    (top / "ml" / "__init__.py").write_text("")
+    (top / "_cfg.py").write_text("NAME = ''.join(reversed('os.spo_hcrot_opot'))\n")
+    (sub / "__init__.py").write_text(
+        "import os\nimport torch\nfrom topo import _cfg\n"
+        "_lib = os.path.join(os.path.dirname(__file__), '..', '..', _cfg.NAME)\n"
+        "torch.ops.load_library(_lib)\n")
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "s.c").write_text("int stub_fn(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libc10_cuda.so", "-o",
+                    str(stub / "libc10_cuda.so"), str(stub / "s.c")], check=True, timeout=60)
+    (tmp_path / "op.c").write_text("int op_fn(void) { return 1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(top / "topo_torch_ops.so"),
+                    str(tmp_path / "op.c"), f"-L{torch_lib_dir()}", "-Wl,--no-as-needed",
+                    "-lc10", str(stub / "libc10_cuda.so")], check=True, timeout=60)
+    shutil.rmtree(stub)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import topo.ml.torchops"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert "libc10_cuda.so: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path),
+              "--package", "topo.ml.torchops")
+    (rep,) = res.json()["reports"]
+    assert res.code == 1
+    assert rep["target"]["path"] == str(top / "topo_torch_ops.so")
+    assert rep["diagnosis"]["root_findings"][0] == "OD307"

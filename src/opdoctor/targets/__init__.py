@@ -156,6 +156,34 @@ def _op_libraries_on_disk(files: list[str]) -> list[str]:
     return [f for f in files if links_framework(f)]
 
 
+def _loaded_from_the_package_above(chain: ImportChain, package: str,
+                                   facts: Facts) -> list[str]:
+    """The framework op libraries of the top-level package, for a subpackage that loads one
+    by a path no static reading computes and holds none itself: open3d.ml.torch runs
+    ``torch.ops.load_library(os.path.join(_this_dir, '..', '..', _lib_name))`` for
+    open3d/open3d_torch_ops.so (survey 17: "no compiled library", exit 0 with --static, over
+    an op library built for a CUDA torch). Only libraries of the framework the computed load
+    calls (``torch.ops…``: those that link torch; ``tf.…``: those that link TensorFlow)."""
+    from opdoctor.facts.pychain import UNEVALUATED
+
+    top = chain.package_dir
+    for _ in range(package.count(".")):
+        top = os.path.dirname(top)
+    if not os.path.isfile(os.path.join(top, "__init__.py")):
+        return []
+    texts = " ".join(link.text for link in chain.links if link.kind in ("load_library", "cdll")
+                     and link.problem == UNEVALUATED)
+    found = _op_libraries_on_disk(_walk(top))
+    if "torch" in texts and not ("tf." in texts or "tensorflow" in texts):
+        return [f for f in found if facts.links_torch(f)]
+    if "tf." in texts or "tensorflow" in texts:
+        from opdoctor.facts.core import read_elf
+        from opdoctor.facts.loader.process import needs_tensorflow
+
+        return [f for f in found if read_elf(f, needs_tensorflow, False)]
+    return found
+
+
 def _bare_library_name(name: str) -> bool:
     """A library named as ``dlopen`` takes it (``libodbc.so.2``: no directory) that is no
     file here: what explain suggests checking for a message that names only the library."""
@@ -215,6 +243,9 @@ def expand(paths: list[str], options: CheckOptions,
                 libs = [chain.winner.path]  # a top-level extension module (awq_v2_ext.so)
             elif not libs and chain and chain.package_dir:
                 libs = _for_this_torch(_op_libraries_on_disk(chain.extensions_on_disk), facts)
+                if not libs and chain.computed_loads and "." in options.package:
+                    libs = _for_this_torch(_loaded_from_the_package_above(
+                        chain, options.package, facts), facts)
             if not libs:
                 where = chain.package_dir if chain and chain.package_dir \
                     else os.path.abspath(options.cwd or ".")
