@@ -2697,3 +2697,45 @@ def test_a_subpackage_loading_the_op_library_above_it_by_a_computed_path(
     assert res.code == 1
     assert rep["target"]["path"] == str(top / "topo_torch_ops.so")
     assert rep["diagnosis"]["root_findings"][0] == "OD307"
+
+
+@pytest.mark.probe
+def test_a_missing_requirement_the_import_fails_on_leads_over_optional_cuda_kernels(
+        tmp_path: Path) -> None:
+    """auto-gptq 0.7.1 without its requirements (survey 17): every load of its CUDA kernels
+    (built for a CUDA torch) is inside ``try … except``, and the import dies on ``No module
+    named 'accelerate'``. The verdict was the CUDA build (cause 3), whose fix would not make
+    the import work; it is the missing requirement the probe saw the import fail on (cause 5),
+    with the CUDA build still reported beside it."""
+    from tests.test_loader import torch_lib_dir
+
+    site = tmp_path / "site"
+    _write(site, {
+        "gqpkg/__init__.py": "try:\n    from gqpkg import _kern\nexcept Exception:\n"
+                             "    _kern = None\nimport absent_accel\n",
+        "gqpkg-1.0.dist-info/METADATA": "Name: gqpkg\nVersion: 1.0\n"
+                                        "Requires-Dist: absent-accel>=0.26\n",
+        "gqpkg-1.0.dist-info/RECORD": "gqpkg/__init__.py,,\n"})
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "s.c").write_text("int stub_fn(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libc10_cuda.so", "-o",
+                    str(stub / "libc10_cuda.so"), str(stub / "s.c")], check=True, timeout=60)
+    import sysconfig
+
+    kern = site / "gqpkg" / ("_kern" + sysconfig.get_config_var("EXT_SUFFIX"))
+    (tmp_path / "k.c").write_text("void* PyInit__kern(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(kern), str(tmp_path / "k.c"),
+                    f"-L{torch_lib_dir()}", "-Wl,--no-as-needed", "-lc10",
+                    str(stub / "libc10_cuda.so")], check=True, timeout=60)
+    shutil.rmtree(stub)
+    env = {"PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import gqpkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert real.stderr.strip().splitlines()[-1] == \
+        "ModuleNotFoundError: No module named 'absent_accel'", real.stderr
+    report = chain(tmp_path, "gqpkg", env=env, path=kern)
+    diag = report.diagnosis
+    assert diag.cause == 5 and [r.code for r in diag.root_findings] == ["OD514"], diag
+    assert [f.code for f in diag.consequences["OD514"]] == ["OD511"]
+    assert "OD307" in [f.code for f in report.findings]  # the CUDA build, still said

@@ -48,7 +48,11 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     top = [f for f in severest if f.code not in SYMPTOMS] or severest
     # A requirement found missing without importing comes after a failure of the library
     # itself (AFTER_THE_LIBRARY); this decides only where nothing ran.
-    top = [f for f in top if f.code not in AFTER_THE_LIBRARY] or top
+    # Unless the probe saw the import fail on it: auto-gptq 0.7.1 catches every load of its
+    # CUDA kernels and dies on `No module named 'accelerate'` — that is what happened first.
+    seen = [f for f in top if f.code in AFTER_THE_LIBRARY and any(
+        g.code == "OD511" and _explains(f, g) for g in findings)]
+    top = [f for f in top if f.code not in AFTER_THE_LIBRARY or f in seen] or top
     # A finding another top finding explains is a consequence, whatever its cause number:
     # a framework-variant mismatch (cause 3) explains the missing libc10_cuda.so (cause 2).
     top = [f for f in top if not any(_explains(o, f) for o in top if o.code != f.code)] or top
@@ -134,7 +138,10 @@ def _explains(root: Finding, f: Finding) -> bool:
         # library missing beside it (open3d's libusb-1.0.so.0, fairseq2n's libsndfile) is a
         # root of its own that no torch install fixes.
         lib = _missing_library(f)
-        return lib is None or _device_side(lib)
+        if lib is not None:
+            return _device_side(lib)
+        if f.code != "OD511":
+            return True
     if root.code == "OD342" and f.code in ("OD201", "OD220"):
         # TensorFlow's own library needed by a name the installed release does not give it
         # (ITEX 2.15 beside TF 2.21) explains that "not found" — no other missing library
