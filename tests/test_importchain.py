@@ -2739,3 +2739,43 @@ def test_a_missing_requirement_the_import_fails_on_leads_over_optional_cuda_kern
     assert diag.cause == 5 and [r.code for r in diag.root_findings] == ["OD514"], diag
     assert [f.code for f in diag.consequences["OD514"]] == ["OD511"]
     assert "OD307" in [f.code for f in report.findings]  # the CUDA build, still said
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize(("init", "failing", "raised"), [
+    # flashinfer 0.7.4: jit/core.py's `import tvm_ffi` (apache-tvm-ffi), run at import
+    ("def _load():\n    import tvmlike_ffi\n_load()\n", "apache-tvmlike-ffi",
+     "ModuleNotFoundError: No module named 'tvmlike_ffi'"),
+    # fairseq2n 0.8.1: CDLL("libtbb.so.12") of the tbb wheel, its failure in its own words
+    ("import ctypes\ntry:\n    ctypes.CDLL('libfaketbb.so.12')\nexcept OSError:\n"
+     "    raise OSError('rqpkg requires Intel oneFAKETBB, normally installed with it') "
+     "from None\n", "faketbb",
+     "OSError: rqpkg requires Intel oneFAKETBB, normally installed with it"),
+])
+def test_a_requirement_the_import_fails_on_is_named_as_the_failure(
+        tmp_path: Path, init: str, failing: str, raised: str) -> None:
+    """Survey 17's F2: OD514 said "its import does not reach it (its first use may)" of the
+    very requirement the probe's import failed on (a module or library named unlike its
+    distribution). A requirement the error names is the failure (an error that explains the
+    import's); of one it does not name, nothing is claimed but that the import failed first."""
+    site = tmp_path / "site"
+    _write(site, {
+        "rqpkg/__init__.py": init,
+        "rqpkg-1.0.dist-info/METADATA": f"Name: rqpkg\nVersion: 1.0\nRequires-Dist: "
+                                        f"{failing}>=1.0\nRequires-Dist: clicky\n",
+        "rqpkg-1.0.dist-info/RECORD": "rqpkg/__init__.py,,\n"})
+    env = {"PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import rqpkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert real.stderr.strip().splitlines()[-1] == raised, real.stderr
+    report = chain(tmp_path, "rqpkg", env=env, path=site / "rqpkg")
+    od514 = {f.subject: f for f in report.findings if f.code == "OD514"}
+    assert od514[failing].severity is Severity.ERROR
+    assert "which is not installed; the import fails on it" in od514[failing].message
+    assert od514["clicky"].severity is Severity.WARNING
+    assert od514["clicky"].message.endswith("the import fails on another error first: whether "
+                                            "it reaches it is not known (its first use may "
+                                            "need it)")
+    diag = report.diagnosis
+    assert diag.cause == 5 and [r.subject for r in diag.root_findings] == [failing], diag
+    assert [f.code for f in diag.consequences["OD514"]] == ["OD511"]

@@ -206,7 +206,11 @@ OD514 = CodeDoc(
     "before any extension is loaded — found here without running the import. A requirement "
     "the import does not reach is a warning: `pip check` lists it, and a first use may need "
     "it (cryptography without cffi imports; its Rust extension then fails on "
-    "'_cffi_backend'; tokenizers' from_pretrained on huggingface_hub).",
+    "'_cffi_backend'; tokenizers' from_pretrained on huggingface_hub). One the probe's "
+    "import failed on is the failure, also when the error names it otherwise than the "
+    "distribution (flashinfer: No module named 'tvm_ffi', from apache-tvm-ffi; fairseq2n: "
+    "'requires Intel oneTBB', from tbb); while the import fails on something else, whether "
+    "it reaches the others is not known.",
     example="pyproj 3.7.2's network.py:8: import certifi; certifi is not installed",
     fix="pip install '<requirement>' (the package's METADATA lists it, with its version "
     "specifier).",
@@ -1084,12 +1088,33 @@ def _requirements_for_later(facts: Facts, chain: ImportChain,
         return  # the probe saw a caught import fail: OD512 names the requirement there
     done = {d for module in reported for d in distributions_of(module)}
     pkg = " ".join(distribution(chain.dist)).strip()
+    err = res.load_error if res is not None else None
+    said = _words(err.message) if err is not None else set()
+    own = set(_name_words(chain.name.split(".")[0])) | set(
+        _name_words(distribution(chain.dist)[0]))
     for key, (name, spec) in sorted(absent.items()):
         if key in done:
             continue
+        word = next((w for w in _name_words(name, err.message if err else "")
+                     if w in said and w not in own), "") if err is not None else ""
+        if err is not None and word:
+            # the probe's import failed with an error that names it: flashinfer's `No module
+            # named 'tvm_ffi'` (apache-tvm-ffi), fairseq2n's "requires Intel oneTBB" (tbb),
+            # torch-tensorrt's "Could not find libnvinfer.so.11" (tensorrt-cu13-libs)
+            yield OD514.finding(name, f"{pkg} requires {_pip_arg(name, spec).strip(chr(39))}, "
+                                f"which is not installed; the import fails on it ({err.type}: "
+                                f"{err.message[:120].rstrip('.')})",
+                                (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: "
+                                 f"{name}{(' ' + spec) if spec else ''}",
+                                 f"the import's error names it: {word!r}"),
+                                fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
+                                "--no-deps or partial install left it out)")
+            continue
+        reach = "the import fails on another error first: whether it reaches it is not " \
+            "known (its first use may need it)" if err is not None else \
+            "its import does not reach it (its first use may)"
         yield OD514.finding(name, f"{pkg} requires {_pip_arg(name, spec).strip(chr(39))}, "
-                            "which is not installed; its import does not reach it (its first "
-                            "use may)",
+                            f"which is not installed; {reach}",
                             (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: "
                              f"{name}{(' ' + spec) if spec else ''}",
                              f"no {name} distribution on sys.path ({len(chain.sys_path)} "
@@ -1097,6 +1122,48 @@ def _requirements_for_later(facts: Facts, chain: ImportChain,
                             fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
                             "--no-deps or partial install left it out)",
                             severity=Severity.WARNING)
+
+
+# Parts of distribution names that name no module or library of their own.
+_GENERIC = frozenset({"py", "python", "lib", "libs", "core", "base", "bin", "dev", "cpu", "gpu",
+                      "api", "sdk", "runtime", "plugin", "plugins", "ext", "extensions", "cu11",
+                      "cu12", "cu13", "apache", "google", "nvidia", "the", "and"})
+
+
+def _words(message: str) -> set[str]:
+    """An error message's words, lower case, as a requirement's names are matched against
+    them: each word, its camel-case parts ("oneTBB": one, tbb) and, for a library file, its
+    stem without "lib" (libtbb.so.12: tbb)."""
+    out: set[str] = set()
+    for word in re.findall(r"[A-Za-z][\w.+-]{0,100}", message):
+        word = word.rstrip(".-+")
+        low = word.lower()
+        out.add(low)
+        if word != low:  # camel case: oneTBB, TensorRT
+            out.update(p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", word))
+        stem = re.match(r"lib([a-z0-9_+-]+?)\.so\b", low)
+        if stem:
+            out.add(stem.group(1))
+            out.add("lib" + stem.group(1))
+    return out
+
+
+def _name_words(name: str, message: str = "") -> list[str]:
+    """What a distribution's name calls its module or library in a message: the name with
+    underscores (tf-keras: tf_keras), its parts without the first or the last (apache-tvm-ffi:
+    tvm_ffi; cirq-core: cirq), each part that is no generic word (tbb); TensorRT's packages by
+    the libraries they ship (libnvinfer), when ``message`` names one."""
+    from opdoctor.facts.variant import TENSORRT_LIB
+
+    parts = [p for p in re.split(r"[-_.]+", name.lower()) if p]
+    out = ["_".join(parts)]
+    if len(parts) > 1:
+        out += ["_".join(parts[1:]), "_".join(parts[:-1])]
+    out += [p for p in parts if p not in _GENERIC and len(p) >= 3 and not p.isdigit()]
+    trt = TENSORRT_LIB.search(message) if parts and parts[0] == "tensorrt" else None
+    if trt is not None:
+        out.append(trt.group(0).split(".so")[0])
+    return [w for w in dict.fromkeys(out) if len(w) >= 3 and w not in _GENERIC]
 
 
 def _partial_requirement(chain: ImportChain, kind: str, message: str) -> Finding | None:

@@ -50,8 +50,10 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     # itself (AFTER_THE_LIBRARY); this decides only where nothing ran.
     # Unless the probe saw the import fail on it: auto-gptq 0.7.1 catches every load of its
     # CUDA kernels and dies on `No module named 'accelerate'` — that is what happened first.
-    seen = [f for f in top if f.code in AFTER_THE_LIBRARY and any(
-        g.code == "OD511" and _explains(f, g) for g in findings)]
+    # Not when what it names is the device side of a build (torch-tensorrt's libnvinfer from
+    # tensorrt-cu13-libs, beside its CUDA build): that story is the build's (OD307).
+    seen = [f for f in top if f.code in AFTER_THE_LIBRARY and not _names_device_side(f)
+            and any(g.code == "OD511" and _explains(f, g) for g in findings)]
     top = [f for f in top if f.code not in AFTER_THE_LIBRARY or f in seen] or top
     # A finding another top finding explains is a consequence, whatever its cause number:
     # a framework-variant mismatch (cause 3) explains the missing libc10_cuda.so (cause 2).
@@ -94,6 +96,7 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     return Diagnosis(int(first.cause), confidence, summary, tuple(roots), explained)
 
 
+_NAMES_IT = "the import's error names it: "  # checks/importchain.py's OD514 evidence
 _NO_MODULE = re.compile(r"(?:raised|fails:) ModuleNotFoundError: No module named '([\w.]+)'")
 
 
@@ -130,9 +133,14 @@ def _explains(root: Finding, f: Finding) -> bool:
             os.path.basename(root.subject)) for line in f.evidence)
     if root.code == "OD514":
         # a requirement not installed explains the import's failure on that very module, not
-        # an earlier one (torchrec 1.9.2: fbgemm_gpu's library built for another torch)
+        # an earlier one (torchrec 1.9.2: fbgemm_gpu's library built for another torch), or
+        # on what the error names of it (fairseq2n's "requires Intel oneTBB": tbb)
         m = _NO_MODULE.search(f.message)
-        return m is not None and m.group(1).split(".")[0] == root.subject
+        if m is not None and m.group(1).split(".")[0] == root.subject:
+            return True
+        return f.code == "OD511" and any(
+            line.startswith(_NAMES_IT) and line[len(_NAMES_IT):].strip("'\"").lower()
+            in f.message.lower() for line in root.evidence)
     if root.code in ("OD307", "OD315") and f.code in _LIBRARY_MISSES:
         # Another torch build brings its own and the CUDA/ROCm libraries, nothing else: an OS
         # library missing beside it (open3d's libusb-1.0.so.0, fairseq2n's libsndfile) is a
@@ -166,6 +174,13 @@ def _missing_library(f: Finding) -> str | None:
         m = _CANNOT_OPEN.search(f.message)
         return m.group(1) if m else None
     return f.subject.split()[0] if f.subject.strip() else None
+
+
+def _names_device_side(f: Finding) -> bool:
+    """Whether an OD514's evidence says the import's error names a library of a device
+    build's side (``libnvinfer``: TensorRT)."""
+    return any(line.startswith(_NAMES_IT) and _device_side(
+        line[len(_NAMES_IT):].strip("'\"") + ".so") for line in f.evidence)
 
 
 def _device_side(library: str) -> bool:
