@@ -114,6 +114,28 @@ def test_tf_static_abi_mismatch() -> None:
     assert "get_compile_flags" in f.fix
 
 
+def test_tf_old_abi_library_of_an_installed_wheel_gets_the_release_fix(
+        tmp_path: Path) -> None:
+    """tensorflow-graphics 2021.12.3 (survey 17): its rasterizer_op.so, built with the old C++
+    ABI for a TensorFlow up to 2.8, was told to compile TensorFlow's tutorial op (zero_out.cc)
+    — there is nothing to compile in a wheel. The library of an installed distribution gets
+    its release built for the installed TensorFlow, or a TensorFlow before 2.9."""
+    site = tmp_path / "site"
+    (site / "oldabi_ops").mkdir(parents=True)
+    lib = site / "oldabi_ops" / "_ops.so"
+    shutil.copy(fixture("tensorflow/zero_out_abi0.so"), lib)
+    (site / "oldabi_ops" / "__init__.py").write_text("")
+    info = site / "oldabi_ops-0.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: oldabi-ops\nVersion: 0.3\n")
+    (info / "RECORD").write_text("oldabi_ops/__init__.py,,\noldabi_ops/_ops.so,,\n")
+    report = tf_check(lib, probe=False)
+    assert roots(report) == ["OD340"]
+    fix = by_code(report, "OD340").fix
+    assert "oldabi_ops 0.3 was built for a TensorFlow before 2.9" in fix, fix
+    assert "use tensorflow<2.9 with this oldabi_ops" in fix and "zero_out.cc" not in fix
+
+
 def test_tf_static_abseil_mismatch_names_release() -> None:
     report = tf_check(fixture("tensorflow/zero_out_oldabsl.so"), probe=False)
     f = by_code(report, "OD341")

@@ -214,7 +214,8 @@ def _static(facts: Facts) -> Iterator[Finding]:
             f"{len(old)} TensorFlow function(s) taking std::string are not found",
             (*[f"needs (old ABI): {d}" for d in old[:3]],
              f"{tf.framework} exports the std::__cxx11 names",
-             "tf.sysconfig.get_compile_flags() includes -D_GLIBCXX_USE_CXX11_ABI=1"))
+             "tf.sysconfig.get_compile_flags() includes -D_GLIBCXX_USE_CXX11_ABI=1"),
+            fix=_old_abi_fix(facts, installed))
         return
     absl = [ns for ns in absl_namespaces(unresolved) if ns != tf.absl]
     release, rev = _release_hint(facts, absl)
@@ -236,6 +237,31 @@ def _static(facts: Facts) -> Iterator[Finding]:
             (*[f"undefined: {demangle(n)}" for n in api[:3]], *rev,
              f"not exported by {tf.framework}"),
             fix=_fix_for(facts, release, installed))
+
+
+def _old_abi_fix(facts: Facts, installed: str) -> str | None:
+    """For a library of an installed distribution (a wheel: nothing to compile), the release
+    that pairs with the installed TensorFlow: pip's TensorFlow used the old C++ ABI up to 2.8
+    (2.9 moved to manylinux2014 and _GLIBCXX_USE_CXX11_ABI=1), so an old-ABI wheel was built
+    for one of those — tensorflow-graphics 2021.12.3's rasterizer_op.so was told to
+    "compile zero_out.cc" (survey 17). None (OD340's own fix) for a library of no
+    distribution: one being built, which the compile flags fix."""
+    from opdoctor.facts.pkgdir import distribution
+    from opdoctor.facts.requires import owning_dist
+
+    if facts.options.wheel:
+        return None  # a wheel a CI job gates: the build's flags are the fix
+    owner = owning_dist(facts.path)
+    if owner is None:
+        return None
+    name, version = distribution(owner[0])
+    if not name:
+        return None
+    return (f"{name} {version} was built for a TensorFlow before 2.9 (pip's TensorFlow used "
+            f"_GLIBCXX_USE_CXX11_ABI=0 up to 2.8): install the {name} release built for "
+            f"{installed} (pip install --upgrade {name}: a release whose metadata allows "
+            f"{installed}), if its project publishes one, or use tensorflow<2.9 with this "
+            f"{name}; rebuilding it needs its sources and tf.sysconfig's compile flags")
 
 
 def _fix_for(facts: Facts, release: str, installed: str) -> str:
