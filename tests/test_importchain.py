@@ -2779,3 +2779,30 @@ def test_a_requirement_the_import_fails_on_is_named_as_the_failure(
     diag = report.diagnosis
     assert diag.cause == 5 and [r.subject for r in diag.root_findings] == [failing], diag
     assert [f.code for f in diag.consequences["OD514"]] == ["OD511"]
+
+
+def test_an_import_under_a_condition_no_static_reading_decides_is_no_sure_failure(
+        tmp_path: Path) -> None:
+    """tensorflow-graphics 2021.12.3 (survey 17): `__init__` imports its subpackages only
+    `if _import_tfg_docs():` (an environment variable set for building its documentation);
+    `--static` reported their module-level imports of uninstalled requirements as errors
+    ("import tensorflow_graphics runs import tensorflow_addons") of a package that imports.
+    Under a condition the static reading cannot decide they are warnings."""
+    site = tmp_path / "site"
+    _write(site, {
+        "envpkg/__init__.py": "from envpkg.util import _docs\nif _docs():\n"
+                              "    from envpkg import image\n__version__ = '1.0'\n",
+        "envpkg/util.py": "import os\n\n\ndef _docs():\n"
+                          "    return os.getenv('ENVPKG_DOC_IMPORTS', '0') == '1'\n",
+        "envpkg/image.py": "import absent_addons\n",
+        "envpkg-1.0.dist-info/METADATA": "Name: envpkg\nVersion: 1.0\n"
+                                         "Requires-Dist: absent-addons\n",
+        "envpkg-1.0.dist-info/RECORD": "envpkg/__init__.py,,\n"})
+    env = {"PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import envpkg"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert real.returncode == 0, real.stderr
+    report = chain(tmp_path, "envpkg", probe=False, env=env, path=site / "envpkg")
+    od514 = [f for f in report.findings if f.code == "OD514"]
+    assert [(f.subject, f.severity) for f in od514] == [("absent-addons", Severity.WARNING)]
+    assert not [f for f in report.findings if f.severity is Severity.ERROR]

@@ -88,6 +88,10 @@ class Link:
     # except clause (xformers' `except xFormersInvalidLibException`). Not ``swallowed``: the
     # import does run the load, and a probe sees it fail as it happens (OD512).
     caught_by_caller: str = ""
+    # The module-level `if` whose condition no static reading decides, around it ("" when
+    # none): whether the import runs it depends on the run (tensorflow-graphics imports its
+    # subpackages only `if _import_tfg_docs():`, an environment variable's value).
+    branch: str = ""
 
 
 _BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?:-(?P<plat>[\w-]+))?|cp(?P<cp>\d+)-"
@@ -1082,6 +1086,14 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 for n in node.orelse:
                     visit(n, handlers, in_except, func)
                 return
+            if func is None:
+                visit(node.test, handlers, in_except, func)
+                start = len(links)
+                for n in (*node.body, *node.orelse):
+                    visit(n, handlers, in_except, func)
+                for lk in links[start:]:
+                    lk.branch = lk.branch or f"if {ast.unparse(node.test)[:80]}"
+                return
         if isinstance(node, ast.FunctionDef):
             func = node
         if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
@@ -1804,7 +1816,8 @@ def _reached_unconditionally(chain: ImportChain, pkg: str) -> list[str]:
     start = os.path.join(pkg, "__init__.py")
     reached = {start: None}
     plain = [lk for lk in chain.links if lk.kind == "submodule" and not (
-        lk.function or lk.lazy or lk.fallback or lk.swallowed or lk.checked or lk.problem)]
+        lk.function or lk.lazy or lk.fallback or lk.swallowed or lk.checked or lk.problem
+        or lk.branch)]
     grown = True
     while grown:  # the links are in visiting order, not always after the file they are in
         grown = False
