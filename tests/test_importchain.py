@@ -2701,7 +2701,7 @@ def test_a_subpackage_loading_the_op_library_above_it_by_a_computed_path(
 
 @pytest.mark.probe
 def test_a_missing_requirement_the_import_fails_on_leads_over_optional_cuda_kernels(
-        tmp_path: Path) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """auto-gptq 0.7.1 without its requirements (survey 17): every load of its CUDA kernels
     (built for a CUDA torch) is inside ``try … except``, and the import dies on ``No module
     named 'accelerate'``. The verdict was the CUDA build (cause 3), whose fix would not make
@@ -2739,6 +2739,11 @@ def test_a_missing_requirement_the_import_fails_on_leads_over_optional_cuda_kern
     assert diag.cause == 5 and [r.code for r in diag.root_findings] == ["OD514"], diag
     assert [f.code for f in diag.consequences["OD514"]] == ["OD511"]
     assert "OD307" in [f.code for f in report.findings]  # the CUDA build, still said
+    # the probe line says what the import did, not that the library was executed
+    text = cli(capsys, "check", "--cwd", str(tmp_path), "--env", f"PYTHONPATH={site}",
+               "--package", "gqpkg").out
+    assert f"`import gqpkg` failed (No module named 'absent_accel'); it did not load " \
+        f"{kern.name}" in text, text[-800:]
 
 
 @pytest.mark.probe

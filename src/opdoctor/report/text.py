@@ -436,6 +436,14 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
                     f"it did not load {base} ({why})")
         elif probe["outcome"] == "loaded":
             line += f", registered {regs}" if regs else ", registered no operator"
+        elif probe.get("imported") and not probe.get("target_loaded", True) and \
+                os.path.basename(report.target.path) not in (probe.get("load_error") or ""):
+            # tensorflow-quantum without cirq: the import died on a Python module before it
+            # loaded any op library — the library was not executed (survey 17)
+            err = (probe.get("load_error") or probe["outcome"]).strip().splitlines()
+            line = (f"probe ({probe['seconds']:.1f} s): `import {probe['imported']}` failed "
+                    f"({err[-1][:120] if err else probe['outcome']}); it did not load "
+                    f"{os.path.basename(report.target.path)}")
         p.blank()
         p.line("", escape(line), hang=2)
     cuda = report.sections.get("cuda")
