@@ -2811,3 +2811,35 @@ def test_an_import_under_a_condition_no_static_reading_decides_is_no_sure_failur
     od514 = [f for f in report.findings if f.code == "OD514"]
     assert [(f.subject, f.severity) for f in od514] == [("absent-addons", Severity.WARNING)]
     assert not [f for f in report.findings if f.severity is Severity.ERROR]
+
+
+@pytest.mark.probe
+def test_identical_copies_of_a_library_in_a_package_are_checked_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fairseq2n 0.8.1 (survey 17): a wheel holds no symlinks, so its lib/ has
+    libfairseq2n.so, .so.0 and .so.0.8.0 as three identical files, and each got a full
+    report (the same errors three times). Identical files are one library: checked once,
+    under the name its SONAME gives it (what a dependent's NEEDED asks the loader for)."""
+    from tests.test_loader import torch_lib_dir
+
+    pkg = tmp_path / "copypkg"
+    (pkg / "lib").mkdir(parents=True)
+    (pkg / "_where.py").write_text("NAME = ''.join(reversed('0.os.ypocbil'))\n")
+    (pkg / "__init__.py").write_text(
+        "import os\nimport torch\nfrom copypkg import _where\n"
+        "torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'lib', _where.NAME))\n")
+    (tmp_path / "op.c").write_text("int op_fn(void) { return 1; }\n")
+    first = pkg / "lib" / "libcopy.so.0.1.0"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcopy.so.0", "-o", str(first),
+                    str(tmp_path / "op.c"), f"-L{torch_lib_dir()}", "-Wl,--no-as-needed",
+                    "-lc10"], check=True, timeout=60)
+    for name in ("libcopy.so", "libcopy.so.0"):
+        shutil.copy(first, pkg / "lib" / name)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import copypkg"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert real.returncode == 0, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path),
+              "--package", "copypkg")
+    paths = [r["target"]["path"] for r in res.json()["reports"]]
+    assert paths == [str(pkg / "lib" / "libcopy.so.0")], paths

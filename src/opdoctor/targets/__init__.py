@@ -184,6 +184,45 @@ def _loaded_from_the_package_above(chain: ImportChain, package: str,
     return found
 
 
+def _distinct(libs: list[str]) -> list[str]:
+    """``libs`` without the files identical to one listed before (same size, same bytes),
+    in their order; of identical files the one named as their SONAME is kept (the name a
+    dependent's NEEDED gives the loader)."""
+    import hashlib
+
+    from opdoctor.facts.core import read_elf
+
+    def digest(path: str) -> str:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+
+    sizes: dict[int, list[str]] = {}
+    for lib in libs:
+        try:
+            sizes.setdefault(os.path.getsize(lib), []).append(lib)
+        except OSError:
+            sizes.setdefault(-1, []).append(lib)
+    drop: set[str] = set()
+    for size, same in sizes.items():
+        if size < 0 or len(same) < 2:
+            continue
+        groups: dict[str, list[str]] = {}
+        for lib in same:
+            try:
+                groups.setdefault(digest(lib), []).append(lib)
+            except OSError:
+                continue
+        for group in groups.values():
+            soname = read_elf(group[0], lambda img: str(
+                (img.tags.get("DT_SONAME") or [""])[0]), "")
+            keep = next((g for g in group if os.path.basename(g) == soname), group[0])
+            drop.update(g for g in group if g != keep)
+    return [lib for lib in libs if lib not in drop]
+
+
 def _bare_library_name(name: str) -> bool:
     """A library named as ``dlopen`` takes it (``libodbc.so.2``: no directory) that is no
     file here: what explain suggests checking for a message that names only the library."""
@@ -252,8 +291,10 @@ def expand(paths: list[str], options: CheckOptions,
                 targets.append(Target(where, options, where))
             elif chain and not chain.libraries and len(libs) > 1:
                 # Op libraries the package loads later, by paths no static reading follows
-                # (tensorflow-io's LazyLoader): each is what the package will load.
-                targets += [Target(lib, options, lib) for lib in libs]
+                # (tensorflow-io's LazyLoader): each is what the package will load — once
+                # each: a wheel holds no symlinks, so libfairseq2n.so, .so.0 and .so.0.8.0 are
+                # three identical files (survey 17: three identical reports, 18 errors).
+                targets += [Target(lib, options, lib) for lib in _distinct(libs)]
             else:
                 lib = _where_the_import_fails(libs, chain, options) if chain else libs[0]
                 targets.append(Target(lib, options, lib))
