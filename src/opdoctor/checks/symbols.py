@@ -233,6 +233,12 @@ def _target(facts: Facts) -> Iterator[Finding]:
     unresolved = [s for s in binding.unresolved if s.version not in missing_ver or not s.version]
     if not unresolved:
         return
+    # The loader stops at the first relocation it cannot bind: that symbol's is the error
+    # the load reports, so each group lists its symbols in that order (see relocation_ranks).
+    ranks = facts.symbol_tables.of_image(facts.image).relocation_ranks(
+        {s.name for s in unresolved if not s.weak})
+    unresolved.sort(key=lambda s: ranks.get(s.name, len(ranks) + 1))
+    first_failing = unresolved[0].name
     host = None if facts.registration.pyinit else \
         facts.load_group_host(tuple(s.name for s in unresolved))
     if host is not None:
@@ -282,7 +288,7 @@ def _target(facts: Facts) -> Iterator[Finding]:
                       "framework or runtime declares its API there — the project's own code")
         yield OD430.finding(
             path, f"{len(own)} symbol(s) of the library's own code are declared but never "
-            f"linked in{note}; the load fails with \"undefined symbol: {own[0].name}\"", ev,
+            f"linked in{note}; the load fails with \"undefined symbol: {first_failing}\"", ev,
             severity=sev)
     # Symbols taking std::string in the wrong ABI are explained by the C++11 ABI check (OD303).
 
@@ -314,10 +320,9 @@ def _target(facts: Facts) -> Iterator[Finding]:
         ev = [_sym_line(s, names) for s in other[:20]]
         if len(other) > 20:
             ev.append(f"… and {len(other) - 20} more")
-        first = other[0].name
         yield OD301.finding(
             path, f"{len(other)} undefined symbol(s) no loaded library defines{note}; the load "
-            f"fails with \"undefined symbol: {first}\"", ev, severity=sev)
+            f"fails with \"undefined symbol: {first_failing}\"", ev, severity=sev)
 
 
 # A mangled C++ function outside any namespace: _Z<length><name><parameters>
