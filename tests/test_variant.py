@@ -234,8 +234,13 @@ def test_a_requirement_that_is_a_range_names_no_release_in_the_fix(
     meta = next(site.glob("torchvision-*.dist-info")) / "METADATA"
     meta.write_text(meta.read_text().replace("Requires-Dist: torch (==2.13.0)",
                                              "Requires-Dist: torch (>=2.3.0)"))
+    series = tmp_path / "series"  # torch-tensorrt 2.14.0: torch<2.15.0,>=2.14.0 (survey 17)
+    shutil.copytree(_site(), series)
+    meta = next(series.glob("torchvision-*.dist-info")) / "METADATA"
+    meta.write_text(meta.read_text().replace("Requires-Dist: torch (==2.13.0)",
+                                             "Requires-Dist: torch (<2.15.0,>=2.14.0)"))
     fixes = {}
-    for name, where in (("range", site), ("pin", _site())):
+    for name, where in (("range", site), ("pin", _site()), ("series", series)):
         res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={where}",
                   str(where / "torchvision" / "_C.so"))
         fixes[name] = next(f["fix"] for f in res.json()["reports"][0]["findings"]
@@ -244,5 +249,8 @@ def test_a_requirement_that_is_a_range_names_no_release_in_the_fix(
         in fixes["range"] and "requires torch>=2.3.0, a range, not a release" in \
         fixes["range"], fixes["range"]
     assert "'torch>=" not in fixes["range"]
+    # a range that admits one release series names it
+    assert "pip install 'torch==2.14.*' --index-url https://download.pytorch.org/whl/cu130" \
+        in fixes["series"], fixes["series"]
     assert "pip install 'torch (==2.13.0)'" in fixes["pin"] or \
         "pip install 'torch==2.13.0'" in fixes["pin"], fixes["pin"]

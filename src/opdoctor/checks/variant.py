@@ -80,6 +80,21 @@ def _supported_by_guard(facts: Facts, version: str) -> list[str]:
     return []
 
 
+_BOUND = re.compile(r"(>=|<)\s*(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def _one_series(spec: str) -> str:
+    """``torch==X.Y.*`` for a requirement ``>=X.Y[.0],<X.Y+1[.0]`` (one release series), else
+    ""."""
+    bounds = {op: (int(a), int(b), int(c or 0)) for op, a, b, c in _BOUND.findall(spec)}
+    low, high = bounds.get(">="), bounds.get("<")
+    if low is None or high is None or "," not in spec or len(_BOUND.findall(spec)) != 2:
+        return ""
+    if high == (low[0], low[1] + 1, 0):
+        return f"torch=={low[0]}.{low[1]}.*"
+    return ""
+
+
 def _fix(facts: Facts) -> str:
     ext = facts.extension_variant
     tv = facts.torch_variant
@@ -92,7 +107,9 @@ def _fix(facts: Facts) -> str:
     # of its C++ ABI). Only an exact pin goes into the command.
     loose = ""
     if want and "==" not in want:
-        loose, want = want, ""
+        # …but a range that admits one release series names it (torch-tensorrt 2.14.0:
+        # torch<2.15.0,>=2.14.0 is the 2.14 series; survey 17)
+        loose, want = want, _one_series(want)
     # The package's own build record names the exact build (xformers: 2.10.0+cu128).
     built = re.search(r"built for torch (\d+\.\d+(?:\.\d+)?)\+?(\w*)", ext.built_for)
     if built:
