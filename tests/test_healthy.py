@@ -720,6 +720,36 @@ def test_a_pure_python_package_whose_compiled_part_is_a_requirement_says_so(
                                 f"{core}"), note["fix"]
 
 
+def test_the_compiled_code_named_for_a_requirement_is_its_own_not_what_it_vendors(
+        tmp_path: Path) -> None:
+    """torchmetrics' OD415 (survey 17) named numpy's "compiled code" as
+    numpy.libs/libgfortran-….so — the Fortran runtime auditwheel vendored, first in numpy's
+    RECORD — and told to check that. The distribution's own extension comes first; vendored
+    libraries (``<dist>.libs/``, ``pkg/.libs/``) after it."""
+    from opdoctor.facts.requires import compiled_requirements, own_code_first
+
+    site = tmp_path / "site"
+    for rel in ("numpylike.libs/libgfortran-040039e1.so.5.0.0",
+                "numpylike/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(b"\x7fELF")
+    (site / "numpylike-2.4.6.dist-info").mkdir()
+    (site / "numpylike-2.4.6.dist-info" / "METADATA").write_text(
+        "Name: numpylike\nVersion: 2.4.6\n")
+    (site / "numpylike-2.4.6.dist-info" / "RECORD").write_text(
+        "numpylike.libs/libgfortran-040039e1.so.5.0.0,,\n"
+        "numpylike/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so,,\n")
+    (site / "metricslike-1.0.dist-info").mkdir()
+    (site / "metricslike-1.0.dist-info" / "METADATA").write_text(
+        "Name: metricslike\nVersion: 1.0\nRequires-Dist: numpylike>1.20\n")
+    [(dist, version, lib)] = compiled_requirements(
+        str(site / "metricslike-1.0.dist-info"), [str(site)])
+    assert dist.startswith("numpylike") and version == "2.4.6"
+    assert lib == str(site / "numpylike/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so")
+    assert own_code_first(["a/.libs/x.so", "a/b.so", "a.libs/y.so", "a/c.so"]) == [
+        "a/b.so", "a/c.so", "a/.libs/x.so", "a.libs/y.so"]
+
+
 def test_a_c_accelerator_over_a_python_version_is_a_note_statically(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """frozenlist 1.8.0 defines ``class FrozenList`` in Python, then ``try: from

@@ -319,10 +319,10 @@ def _pure_python_finding(facts: Facts, kind: str) -> Finding:
            "extension was built without it: look for 'skipping extension' or a compiler error "
            "in its build log.")
     if chain.dist:
-        from opdoctor.facts.requires import record_libraries  # a package's RECORD: rare
+        from opdoctor.facts.requires import own_code_first, record_libraries  # rare
 
         site = os.path.dirname(chain.dist)
-        libs = [os.path.join(site, rel) for rel in record_libraries(chain.dist)]
+        libs = [os.path.join(site, rel) for rel in own_code_first(record_libraries(chain.dist))]
         if libs:
             shown = ", ".join(libs[:3]) + (f" (+{len(libs) - 3} more)" if len(libs) > 3 else "")
             evidence.append(f"compiled libraries {os.path.basename(chain.dist)} installs "

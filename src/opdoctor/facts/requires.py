@@ -317,13 +317,24 @@ def compiled_requirements(info: str, dirs: Iterable[str], limit: int = 3
                         and normalized(distribution(n)[0]) == want), None)
             if hit is None:
                 continue
-            libs = record_libraries(os.path.join(entry or ".", hit))
+            libs = own_code_first(record_libraries(os.path.join(entry or ".", hit)))
             if libs:  # named as the requirement names it (polars-runtime-32)
                 out.append((name, distribution(hit)[1], os.path.join(entry, libs[0])))
             break
         if len(out) >= limit:
             break
     return out
+
+
+def own_code_first(paths: list[str]) -> list[str]:
+    """``paths`` with the libraries a wheel vendors (auditwheel's ``numpy.libs/`` or
+    ``pkg/.libs/``: libgfortran, libopenblas, renamed with a hash) after the distribution's own
+    compiled code, each group in its order: what names "the compiled code of numpy" is
+    ``_multiarray_umath``, not its Fortran runtime (survey 17)."""
+    def vendored(path: str) -> bool:
+        return any(part.endswith(".libs") for part in path.replace(os.sep, "/").split("/")[:-1])
+
+    return sorted(paths, key=vendored)
 
 
 def record_libraries(info: str) -> list[str]:
