@@ -188,16 +188,8 @@ def _distinct(libs: list[str]) -> list[str]:
     """``libs`` without the files identical to one listed before (same size, same bytes),
     in their order; of identical files the one named as their SONAME is kept (the name a
     dependent's NEEDED gives the loader)."""
-    import hashlib
-
     from opdoctor.facts.core import read_elf
-
-    def digest(path: str) -> str:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()
+    from opdoctor.facts.hashcache import HashCache
 
     sizes: dict[int, list[str]] = {}
     for lib in libs:
@@ -209,12 +201,12 @@ def _distinct(libs: list[str]) -> list[str]:
     for size, same in sizes.items():
         if size < 0 or len(same) < 2:
             continue
+        # the package's RECORD check has just hashed its files: the cache has them
+        digests = HashCache().many(same)
         groups: dict[str, list[str]] = {}
         for lib in same:
-            try:
-                groups.setdefault(digest(lib), []).append(lib)
-            except OSError:
-                continue
+            if digests.get(lib) is not None:
+                groups.setdefault(str(digests[lib]), []).append(lib)
         for group in groups.values():
             soname = read_elf(group[0], lambda img: str(
                 (img.tags.get("DT_SONAME") or [""])[0]), "")

@@ -8,8 +8,8 @@ emulated load finds those sonames "already loaded" exactly as the real one does.
 
 from __future__ import annotations
 
+import functools
 import os
-import struct
 from dataclasses import dataclass, field
 
 from opdoctor.facts.elf.image import ElfImage
@@ -56,35 +56,32 @@ def _defined_by_own_dependencies(image: ElfImage, needed: list[str],
     names were checked before). PaddlePaddle 3's libpaddle.so needs ``torch::
     OperatorRegistry::instance()`` from its own libphi_core.so, a compatibility layer that
     links no torch: it is no torch extension, and no torch is imported to load it."""
+    from opdoctor.facts.core import read_elf  # here: core imports this module
     from opdoctor.facts.elf.dynsym import DynSymbols
-    from opdoctor.facts.elf.image import ElfFormatError
-    from opdoctor.facts.inputfile import InputError, open_input
+    from opdoctor.facts.loader.search import Environment, _expand
 
     prefixes = tuple(m.decode() for m in markers)
     wanted = {s.name for s in DynSymbols(image).undefined() if s.name.startswith(prefixes)}
     origin = os.path.dirname(os.path.abspath(image.data.path))
-    dirs = [e.replace("$ORIGIN", origin).replace("${ORIGIN}", origin)
-            for tag in ("DT_RUNPATH", "DT_RPATH") for v in image.tags.get(tag, [])
-            for e in str(v).split(":") if e]
+    env = Environment()
+    dirs = [_expand(e, origin, env) for tag in ("DT_RUNPATH", "DT_RPATH")
+            for v in image.tags.get(tag, []) for e in str(v).split(":") if e]
     for name in needed:
         if not wanted:
             break
         path = next((os.path.join(d, name) for d in dirs
                      if os.path.isfile(os.path.join(d, name))), None)
-        if path is None:
-            continue
-        try:
-            data = open_input(path)
-        except InputError:
-            continue
-        try:
-            syms = DynSymbols(ElfImage.open(data))
-            wanted = {n for n in wanted if not syms.lookup(n)}
-        except (ElfFormatError, OSError, ValueError, IndexError, struct.error):
-            continue
-        finally:
-            data.close()
+        if path is not None:
+            wanted = read_elf(path, functools.partial(_not_defined, wanted), wanted)
     return not wanted
+
+
+def _not_defined(names: set[str], image: ElfImage) -> set[str]:
+    """The names of ``names`` that ``image`` does not export."""
+    from opdoctor.facts.elf.dynsym import DynSymbols
+
+    syms = DynSymbols(image)
+    return {n for n in names if not syms.lookup(n)}
 
 
 def _uses_symbols(image: ElfImage, markers: tuple[bytes, ...]) -> bool:
