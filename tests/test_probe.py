@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -129,6 +132,42 @@ def test_a_refusal_raised_by_a_packages_import_is_read_the_same_way(
     assert 'torch refused m.def("twice") inside a TORCH_LIBRARY_IMPL block' in f["message"]
     assert 'torch.library.Library(ns, "DEF")' in f["fix"]
     assert rep["diagnosis"]["cause"] == 1
+
+
+@pytest.mark.probe
+def test_the_package_imports_with_the_collector_as_python_leaves_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The probe imports torch with the cyclic garbage collector paused (probe_script's
+    ``collector_paused``, ~13 % of the import's CPU time): the package's own import and its
+    load run with the collector as ``python -c "import pkg"`` has it — enabled, default
+    thresholds — in a probe of its own and in one forked from a zygote."""
+    pkg = tmp_path / "gcpkg"
+    pkg.mkdir()
+    shutil.copy(reference(), pkg / "libmyop.so")
+    (pkg / "__init__.py").write_text(
+        "import gc, os, torch\n"
+        "here = os.path.dirname(__file__)\n"
+        "with open(os.path.join(here, f'gc-{os.getpid()}.txt'), 'w') as fh:\n"
+        "    fh.write(f'{gc.isenabled()} {gc.get_threshold()}')\n"
+        "torch.ops.load_library(os.path.join(here, 'libmyop.so'))\n")
+    env = {**NO_ENV, "PYTHONPATH": ""}
+    # A plain interpreter, not a fork of the tests' zygote (which imported torch the same way).
+    real = subprocess.run([sys.executable, "-c", "import gcpkg"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert real.returncode == 0, real.stderr
+    truth = {p.read_text() for p in pkg.glob("gc-*.txt")}
+    assert truth == {"True (700, 10, 10)"}
+    for p in pkg.glob("gc-*.txt"):
+        p.unlink()
+    with fresh_probes():
+        fresh = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "gcpkg")
+    forked = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "gcpkg")
+    for res, was_forked in ((fresh, False), (forked, True)):
+        probe_section = res.json()["reports"][0]["sections"]["probe"]
+        assert probe_section["outcome"] == "loaded", probe_section
+        assert probe_section["forked"] is was_forked
+    seen = [p.read_text() for p in pkg.glob("gc-*.txt")]
+    assert len(seen) == 2 and set(seen) == truth
 
 
 @pytest.mark.probe

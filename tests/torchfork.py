@@ -41,8 +41,12 @@ STARTUP = ("LD_", "PYTHON", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL", "KMP_", "
 FRAMEWORKS = ("torch", "tensorflow")
 
 _ZYGOTE = r'''
-import builtins, json, os, select, signal, sys, traceback, types
+import builtins, gc, json, os, select, signal, sys, traceback, types
+gc.disable()  # as opdoctor's probe imports it (probe_script.collector_paused): ~13 % less CPU
 __import__(sys.argv[1])  # the framework: torch or tensorflow
+gc.freeze()
+gc.unfreeze()
+gc.enable()
 
 print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})), flush=True)
 

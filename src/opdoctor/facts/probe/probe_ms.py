@@ -13,6 +13,7 @@ stage ("smoke") and the exit status.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import importlib.util
@@ -21,6 +22,7 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from typing import Any
 
 Emit = Callable[..., None]
@@ -45,14 +47,17 @@ def _dlerror(libc: Any) -> str:
 
 
 def main(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any,
-         req: dict[str, Any]) -> None:
-    """Import MindSpore (when installed), load and look up like MindSpore, smoke-run."""
+         req: dict[str, Any],
+         paused: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext) -> None:
+    """Import MindSpore (when installed), load and look up like MindSpore, smoke-run.
+    ``paused`` is what the import runs in (probe_script's ``collector_paused``)."""
     path, func = req["path"], req["aot_function"]
     ms: Any = None
     if importlib.util.find_spec("mindspore") is not None:
         emit(P.STAGE, stage="import mindspore")
         try:
-            ms = importlib.import_module("mindspore")
+            with paused():
+                ms = importlib.import_module("mindspore")
         except BaseException as exc:  # a broken MindSpore is what we report
             emit(P.FRAMEWORK_IMPORT_FAILED, error=err(exc), framework="mindspore")
             return

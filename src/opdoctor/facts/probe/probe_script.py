@@ -11,13 +11,14 @@ the probe got. Usage:
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import json
 import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -330,6 +331,27 @@ def opcheck_stage(torch: Any, names: list[str]) -> None:
     emit(P.COMPILE, **result)
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Run a framework's import with the cyclic garbage collector paused.
+
+    The import makes a few hundred thousand objects and almost no garbage cycles: the
+    collector ran ~350 times during ``import torch`` (~0.15 s, 13 % of its CPU time; ~0.3 s of
+    ``import tensorflow``'s) and freed ~7,000 objects. Nothing the import or the load does
+    depends on when cycles are freed. Afterwards the import's objects go to the oldest
+    generation (``freeze``/``unfreeze``): enabled as it is, the collector would start at once on
+    everything the import made, its young generation having counted every allocation."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.freeze()
+            gc.unfreeze()
+            gc.enable()
+
+
 def import_torch() -> tuple[bool, Any]:
     """Import torch when the request asks for it: (False, None) when that failed (reported),
     else (True, the module or None)."""
@@ -337,7 +359,8 @@ def import_torch() -> tuple[bool, Any]:
         return True, None
     emit(P.STAGE, stage="import torch")
     try:
-        import torch
+        with collector_paused():
+            import torch
     except BaseException as exc:  # a broken torch is what we report
         # Its cause: what a device backend torch auto-loads raised (torch_npu's ImportError).
         cause = exc.__cause__ or exc.__context__
@@ -368,18 +391,23 @@ def main() -> None:
         sys.meta_path.insert(0, _Looked)
     if REQ.get("tensorflow"):  # a TensorFlow op library: probe_tf.py, loaded by path
         tfp = _sibling("probe_tf.py")
-        if not REQ.get("zygote"):
-            tfp.main(emit, err, P, REQ, mapped, load_target, retry_hidden)
-            return
         emit(P.STAGE, stage="import tensorflow")
-        tf = tfp.import_tensorflow(emit, err, P)
-        if tf is not None:
-            # REQ is read when a fork runs: each fork's own request.
-            serve(tfp.framework_fields(tf), "import tensorflow", lambda: tfp.after_import(
-                emit, err, P, REQ, tf, mapped, load_target, retry_hidden))
+        with collector_paused():
+            tf = tfp.import_tensorflow(emit, err, P)
+        if tf is None:
+            return
+
+        def after() -> None:  # in a zygote, REQ is read when a fork runs: its own request
+            tfp.after_import(emit, err, P, REQ, tf, mapped, load_target, retry_hidden)
+
+        if REQ.get("zygote"):
+            serve(tfp.framework_fields(tf), "import tensorflow", after)
+        else:
+            emit(P.FRAMEWORK, **tfp.framework_fields(tf))
+            after()
         return
     if REQ.get("aot_function"):  # a MindSpore AOT library: probe_ms.py, loaded by path
-        _sibling("probe_ms.py").main(emit, err, P, REQ)
+        _sibling("probe_ms.py").main(emit, err, P, REQ, collector_paused)
         return
     ok, torch = import_torch()
     if not ok:

@@ -1,6 +1,7 @@
 """The load probe's TensorFlow branch: runs inside the target interpreter (stdlib + tensorflow
-only; it cannot import opdoctor). ``probe_script.py`` loads this file by path and calls
-:func:`main` when the request says ``"tensorflow": true``.
+only; it cannot import opdoctor). ``probe_script.py`` loads this file by path when the request
+says ``"tensorflow": true``, imports TensorFlow through :func:`import_tensorflow` and then
+calls :func:`after_import` (in the probe itself, or in each child forked from a zygote).
 
 It does what ``tf.load_op_library(path)`` does, step by step, so each step's result is known:
 ``TF_LoadLibrary`` (the dlopen; TensorFlow raises ``NotFoundError`` with the dlerror), then
@@ -35,24 +36,6 @@ def _kernels(kernels: Any, name: str) -> list[dict[str, Any]]:
 def _registered(registry: Any, names: list[str]) -> list[str]:
     """The names among ``names`` that the process's op registry knows (uncached C++ lookup)."""
     return [n for n in names if registry.get(n) is not None]
-
-
-def main(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any, req: dict[str, Any],
-         mapped: Callable[[], list[str]],
-         load_target: Callable[[Callable[[str], Any], list[str]], tuple[bool, Any]],
-         retry_hidden: Callable[[Any, Callable[[str], Any]], None] | None = None) -> None:
-    """Import TensorFlow, load the library (or import the package), report its ops.
-
-    ``load_target`` is probe_script's: it imports the package or calls our ``load`` and emits
-    the load events the torch branch emits too; ``retry_hidden`` (probe_script's) re-runs the
-    imports the package's try/except swallowed, after the package imported.
-    """
-    emit(P.STAGE, stage="import tensorflow")
-    tf = import_tensorflow(emit, err, P)
-    if tf is None:
-        return
-    emit(P.FRAMEWORK, **framework_fields(tf))
-    after_import(emit, err, P, req, tf, mapped, load_target, retry_hidden)
 
 
 def import_tensorflow(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: Any
