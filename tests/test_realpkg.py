@@ -24,6 +24,7 @@ from opdoctor.report import text as text_report
 from opdoctor.report.layout import Printer
 from tests.conftest import BUILD, FIX, SKIP, fixture
 from tests.helpers import cli, cli_proc, cli_text_and_json
+from tests.test_loader import torch_lib_dir
 from tests.torchfork import run_python
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
@@ -51,10 +52,7 @@ def test_variant_library_missing_in_the_real_load_is_cause_3(
                       timeout=300)
     assert real.returncode != 0 and "libc10_cuda.so: cannot open shared object file" in \
         real.stderr
-    assert not any(Path(p).name.startswith("libc10_cuda") for p in
-                   os.listdir(Path(subprocess.check_output(
-                       [sys.executable, "-c", "import torch, os; "
-                        "print(os.path.dirname(torch.__file__))"], text=True).strip()) / "lib"))
+    assert not any(name.startswith("libc10_cuda") for name in os.listdir(torch_lib_dir()))
     res = cli(capsys, "check", "-f", "json", str(lib))
     assert res.code == 1
     rep = res.json()["reports"][0]

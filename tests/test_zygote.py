@@ -236,3 +236,15 @@ def test_a_walk_forks_its_torch_probes_from_the_second_on(
             sorted((f["code"], f["severity"], f["message"]) for f in mine["findings"]), name
         assert alone.sections["probe"]["outcome"] == mine["sections"]["probe"]["outcome"]
         assert alone.sections["probe"]["new_ops"] == mine["sections"]["probe"]["new_ops"]
+
+
+def test_a_timeout_given_as_int_or_float_keys_one_zygote() -> None:
+    """Limits key a zygote (its forks inherit them); 60 and 60.0 are the same limits, so
+    probes asking for either fork from one import, not two. Another timeout keys another."""
+    from opdoctor.facts.probe.zygote import _key
+
+    def req(timeout: float) -> ProbeRequest:
+        return ProbeRequest(path="", python=sys.executable, torch=True, timeout=timeout)
+
+    assert _key(req(60), False) == _key(req(60.0), False)
+    assert _key(req(60), False) != _key(req(20), False)

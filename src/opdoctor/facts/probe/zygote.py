@@ -343,7 +343,8 @@ _NOT_AT_START = ("OPDOCTOR_", "PYTEST_")
 def _key(req: ProbeRequest, with_path: bool) -> str:
     env = {k: v for k, v in req.env.items() if not k.startswith(_NOT_AT_START) and
            (with_path or k != "PYTHONPATH")}
-    return json.dumps([req.python, env, req.timeout, req.memory_mb, req.torch,
+    # The timeout as a number (60 and 60.0 set the same limits: one zygote, not two).
+    return json.dumps([req.python, env, float(req.timeout), req.memory_mb, req.torch,
                        req.tensorflow, with_path], sort_keys=True)
 
 
