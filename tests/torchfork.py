@@ -45,7 +45,6 @@ import builtins, gc, json, os, select, signal, sys, traceback, types
 gc.disable()  # as opdoctor's probe imports it (probe_script.collector_paused): ~13 % less CPU
 __import__(sys.argv[1])  # the framework: torch or tensorflow
 gc.freeze()
-gc.unfreeze()
 gc.enable()
 
 print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})), flush=True)
