@@ -28,6 +28,7 @@ from functools import lru_cache
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint
 from opdoctor.facts.elf.image import ElfImage
+from opdoctor.facts.pyast import all_nodes
 from opdoctor.facts.registration import Inventory
 
 FAKE_KEYS = ("Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
@@ -240,7 +241,7 @@ class _ModuleReader:
         definitions later calls refer to are read from every statement): a large module's
         other code is never visited (torchvision: 0.3 s of its 0.45 s here)."""
         if raw is None:
-            nodes = list(ast.walk(tree))
+            nodes = list(all_nodes(tree))
         else:
             from opdoctor.facts.pyast import statements
             hot = _hot_lines(raw)
@@ -250,7 +251,7 @@ class _ModuleReader:
                 last = stmt.end_lineno or stmt.lineno
                 at = bisect_left(hot, first)
                 if at < len(hot) and hot[at] <= last:
-                    nodes += [n for n in ast.walk(stmt) if not isinstance(n, ast.stmt)]
+                    nodes += [n for n in all_nodes(stmt) if not isinstance(n, ast.stmt)]
         for node in nodes:  # first: names that later calls refer to
             if isinstance(node, ast.ClassDef) and any(
                     _dotted(b).endswith("autograd.Function") or _dotted(b) == "Function"
@@ -403,7 +404,7 @@ class _ModuleReader:
             return False
         return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                    and n.func.attr == "apply" and _dotted(n.func.value) in self.autograd_fns
-                   for n in ast.walk(body))
+                   for n in all_nodes(body))
 
 
 def module_name(file: str, package_dir: str, package: str) -> str:
@@ -423,7 +424,7 @@ def _forwarded_api(fn: ast.AST) -> str:
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
         return ""
     param = fn.args.args[0].arg
-    for node in ast.walk(fn):
+    for node in all_nodes(fn):
         if not isinstance(node, ast.Call) or not node.args:
             continue
         api = _dotted(node.func).rsplit(".", 1)[-1]

@@ -26,6 +26,7 @@ from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint, tick
 from opdoctor.facts.inputfile import is_shared_library
 from opdoctor.facts.pkgdir import editable_mapping, importable, site_dirs, skbc_redirects
+from opdoctor.facts.pyast import all_nodes
 
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
@@ -672,7 +673,7 @@ class _Locals:
 
 
 def _contains(node: ast.AST, target: ast.AST | None) -> bool:
-    return target is not None and any(n is target for n in ast.walk(node))
+    return target is not None and any(n is target for n in all_nodes(node))
 
 
 def _contains_any(body: list[ast.stmt], target: ast.AST | None) -> bool:
@@ -721,10 +722,10 @@ def _stored_in(h: ast.ExceptHandler) -> set[str]:
     name = h.name
 
     def uses(node: ast.AST) -> bool:
-        return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+        return any(isinstance(n, ast.Name) and n.id == name for n in all_nodes(node))
 
     out: set[str] = set()
-    for n in ast.walk(h):
+    for n in all_nodes(h):
         if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and uses(n.value):
             out.add(n.target.id)
         elif isinstance(n, ast.Assign) and uses(n.value):
@@ -745,14 +746,14 @@ def _shown_names(tree: ast.Module) -> frozenset[str]:
     """Names the module hands to a call (``print(_failures)``, ``log.error(errors)``) or puts
     in a ``raise`` — where a kept exception reaches the user."""
     out: set[str] = set()
-    for n in ast.walk(tree):
+    for n in all_nodes(tree):
         if isinstance(n, ast.Call) and _dotted(n.func) not in _SILENT_CALLS:
             parts: list[ast.AST] = [*n.args, *(k.value for k in n.keywords)]
         elif isinstance(n, ast.Raise):
             parts = [x for x in (n.exc, n.cause) if x is not None]
         else:
             continue
-        out.update(x.id for part in parts for x in ast.walk(part) if isinstance(x, ast.Name))
+        out.update(x.id for part in parts for x in all_nodes(part) if isinstance(x, ast.Name))
     return frozenset(out)
 
 
@@ -770,14 +771,14 @@ def _swallow(handler_stack: list[ast.ExceptHandler], module: ast.Module | None =
     for h in reversed(handler_stack):
         catches = {c for c in _caught(h)
                    if c in _CATCH_ALL or c in raised or c.rsplit(".", 1)[-1] in raised}
-        reraises = any(isinstance(n, ast.Raise) for n in ast.walk(h))
+        reraises = any(isinstance(n, ast.Raise) for n in all_nodes(h))
         # A handler that loads another library (fbgemm_gpu: load_library(unified_path), on
         # failure load_library(cuda_path)) does not discard the error: when the fallback fails
         # too, its own error propagates. (An import in the handler is no such fallback:
         # torchrl's `except: from ._version import …` sits in nested handlers that end in
         # `__version__ = None`, an optional module.)
         falls_back = any(isinstance(n, ast.Call) and _dotted(n.func).rsplit(".", 1)[-1]
-                         in _LOADERS for n in ast.walk(h))
+                         in _LOADERS for n in all_nodes(h))
         # A handler that hands the exception to a call reports it (scikit-learn's
         # `except ImportError as e: raise_build_error(e)`, a warnings.warn(str(e))): not
         # discarded. Keeping it in a variable counts when the module shows that variable
@@ -785,8 +786,8 @@ def _swallow(handler_stack: list[ast.ExceptHandler], module: ast.Module | None =
         # `print(_failures); raise Z3Exception(…)`); kept and never shown, it is discarded.
         reports = bool(h.name) and any(
             isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == h.name
-                                            for arg in n.args for a in ast.walk(arg))
-            for n in ast.walk(h))
+                                            for arg in n.args for a in all_nodes(arg))
+            for n in all_nodes(h))
         if not reports and module is not None:
             kept = _stored_in(h)
             reports = bool(kept) and bool(kept & _shown_names(module))
@@ -1065,9 +1066,9 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 for n in node.body if decided else node.orelse:
                     visit(n, handlers, in_except, func)
                 return
-            probed = {c.value.rsplit(".", 1)[-1] for c in ast.walk(node.test)
+            probed = {c.value.rsplit(".", 1)[-1] for c in all_nodes(node.test)
                       if isinstance(c, ast.Constant) and isinstance(c.value, str)}
-            asks_file = any(_existence_test(c) for c in ast.walk(node.test))
+            asks_file = any(_existence_test(c) for c in all_nodes(node.test))
             if probed or asks_file:
                 # `if process_initializer_module("_mlirRegisterEverything"): import_module(
                 # "._mlirRegisterEverything")` (jaxlib), `if find_spec("x"): import x`: the
@@ -1264,7 +1265,7 @@ def _swallowed_by_callers(inside: list[ast.ExceptHandler],
     for h in reversed(inside):
         if not _caught(h) & (_LOAD_ERRORS | _CATCH_ALL):
             continue
-        again = [n for n in ast.walk(h) if isinstance(n, ast.Raise)]
+        again = [n for n in all_nodes(h) if isinstance(n, ast.Raise)]
         if not again:
             return ""  # caught and kept inside: not an error that leaves the function
         named = {_dotted(n.exc.func if isinstance(n.exc, ast.Call) else n.exc)
@@ -1309,7 +1310,7 @@ def _module_level_calls(tree: ast.Module) -> set[int]:
             node = todo.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 out.update(id(d) for dec in getattr(node, "decorator_list", [])
-                           for d in ast.walk(dec) if isinstance(d, ast.Call))
+                           for d in all_nodes(dec) if isinstance(d, ast.Call))
                 continue
             if isinstance(node, ast.Call):
                 out.add(id(node))
@@ -1340,7 +1341,7 @@ def _through_calls(tree: ast.Module, func: ast.FunctionDef, call: ast.Call, file
         sites.append([])
     else:
         lazy = True
-        for node in ast.walk(tree):
+        for node in all_nodes(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                     node.func.id == func.name:
                 args = [top.value(a) for a in node.args]
@@ -1370,7 +1371,7 @@ def _loads_in_call(callee: _Func, call: ast.Call, seg: str, ev: _Eval,
     if not args or any(a is None for a in args):
         return []
     out = []
-    for inner in ast.walk(callee.node):
+    for inner in all_nodes(callee.node):
         if not (isinstance(inner, ast.Call) and inner.args and
                 _dotted(inner.func).rsplit(".", 1)[-1] in _LOADERS):
             continue
@@ -1399,7 +1400,7 @@ def _has_loader(func: _Func) -> bool:
     known: bool | None = getattr(func.node, "_opdoctor_loads", None)
     if known is None:
         known = any(isinstance(n, ast.Call) and _dotted(n.func).rsplit(".", 1)[-1] in _LOADERS
-                    for n in ast.walk(func.node))
+                    for n in all_nodes(func.node))
         func.node._opdoctor_loads = known  # type: ignore[attr-defined]
     return known
 
@@ -1912,7 +1913,7 @@ def _unguarded_relative(body: list[ast.stmt], guarded: bool = False) -> Iterator
                 yield from _unguarded_relative(part, guarded)
         elif isinstance(stmt, ast.If):
             asks = any(isinstance(n, ast.Name) and n.id in ("__package__", "__spec__")
-                       for n in ast.walk(stmt.test))
+                       for n in all_nodes(stmt.test))
             yield from _unguarded_relative(stmt.body, guarded or asks)
             yield from _unguarded_relative(stmt.orelse, guarded or asks)
         elif isinstance(stmt, (ast.With, ast.For, ast.While)):
@@ -1951,7 +1952,7 @@ def loader_calls(chain: ImportChain, libraries: list[str]) -> list[str]:
         parsed = _source(file)
         if parsed is None:
             continue
-        for node in ast.walk(parsed.tree):
+        for node in all_nodes(parsed.tree):
             hit = False
             if isinstance(node, ast.Call):
                 hit = _dotted(node.func).rsplit(".", 1)[-1] in _LOADERS

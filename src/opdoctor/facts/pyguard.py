@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from opdoctor.facts import commandcache
 from opdoctor.facts.budget import checkpoint
+from opdoctor.facts.pyast import all_nodes
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ def guards_in(file: str) -> list[Guard]:
         return []
     tree = module[1]
     out: list[Guard] = []
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         raises = isinstance(node, ast.Raise)
         if raises:
             msg = _message(node.exc) if isinstance(node, ast.Raise) and node.exc else None
@@ -220,7 +221,7 @@ def text_comparisons_in(file: str) -> list[TextCompare]:
     raw, tree = module
     text = raw.decode("utf-8", "replace")
     out: list[TextCompare] = []
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         if not isinstance(node, ast.Compare) or len(node.ops) != 1 or \
                 type(node.ops[0]).__name__ not in _OPS:
             continue
@@ -308,7 +309,7 @@ def supported_releases(file: str, package_version: str) -> list[str]:
     base = re.match(r"\d+(?:\.\d+)*", package_version)
     mine = base.group(0) if base else package_version
     out: list[str] = []
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         if not isinstance(node, ast.Tuple) or len(node.elts) != 2:
             continue
         vals = [_version_in(e) for e in node.elts]
