@@ -36,3 +36,26 @@ def test_a_modules_list_is_kept_on_its_shared_tree() -> None:
     assert all_nodes(tree) is all_nodes(tree)
     stmt = tree.body[0]
     assert all_nodes(stmt) == all_nodes(stmt) and all_nodes(stmt) is not all_nodes(stmt)
+
+
+def test_a_cached_tree_is_freed_without_the_cyclic_collector() -> None:
+    """The kept list refers to the tree, the tree not to the list: once the caches are
+    emptied the tree goes by reference counting, with the collector off."""
+    import gc
+    import weakref
+
+    from opdoctor.facts import commandcache
+
+    tree = parse_file(_torch_modules()[1])
+    assert tree is not None
+    all_nodes(tree)
+    ref = weakref.ref(tree.body[0])  # a statement node: AST nodes take weak references
+    del tree
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        commandcache.clear()
+        assert ref() is None
+    finally:
+        if enabled:
+            gc.enable()
