@@ -274,7 +274,7 @@ PSRC := tests/fixtures/probe
 PFX := $(FIX)/probe
 PROBE_SO := $(PFX)/dup_a.so $(PFX)/dup_b.so $(PFX)/init_order.so $(PFX)/ctor_abort.so \
             $(PFX)/def_in_impl.so $(PFX)/kernel_mismatch.so \
-            $(PFX)/ctor_hang.so
+            $(PFX)/ctor_hang.so $(PFX)/class_only.so
 
 $(OBJ)/dup_%.o: $(PSRC)/dup_ns.cpp $(BUILD)/config.mk | $(PCH_STAMP)
 	@mkdir -p $(@D)
@@ -282,12 +282,13 @@ $(OBJ)/dup_%.o: $(PSRC)/dup_ns.cpp $(BUILD)/config.mk | $(PCH_STAMP)
 $(PFX)/dup_%.so: $(OBJ)/dup_%.o
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
-# Registrations torch refuses while the library's initialisers run (the process aborts).
-$(OBJ)/probe_def_in_impl.o $(OBJ)/probe_kernel_mismatch.o: $(OBJ)/probe_%.o: $(PSRC)/%.cpp \
-                                                           $(BUILD)/config.mk | $(PCH_STAMP)
+# Registrations torch refuses while the library's initialisers run (the process aborts); a
+# library whose only registration is a TorchBind class.
+$(OBJ)/probe_def_in_impl.o $(OBJ)/probe_kernel_mismatch.o $(OBJ)/probe_class_only.o: \
+                          $(OBJ)/probe_%.o: $(PSRC)/%.cpp $(BUILD)/config.mk | $(PCH_STAMP)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_TORCH) -c $< -o $@
-$(PFX)/def_in_impl.so $(PFX)/kernel_mismatch.so: $(PFX)/%.so: $(OBJ)/probe_%.o
+$(PFX)/class_only.so $(PFX)/def_in_impl.so $(PFX)/kernel_mismatch.so: $(PFX)/%.so: $(OBJ)/probe_%.o
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
 # Link order matters: the registrar's translation unit first, so its initialiser runs first.

@@ -197,6 +197,80 @@ def test_package_that_loads_a_library_without_ops_is_still_od121(
     assert rep["sections"]["import-chain"]["package"] == "emptyops"
 
 
+@pytest.mark.probe
+def test_a_library_that_registers_only_a_torchbind_class_is_no_od121(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """vesin-torch 0.6.2's library registers one TorchBind class (torch.classes.vesin.
+    _NeighborList) and no operator; the package works, and it was "loaded but registered no
+    operator" (OD121, an error; survey 18). The fixture class_only.so has that shape: loaded,
+    torch's operator registry gains nothing and torch.classes.classonly.Counter works. A
+    class is a registration: no OD121, and the probe names it."""
+    from tests.conftest import fixture
+    lib = fixture("probe/class_only.so")
+    real = run_python(_NEW_OPS + "print(torch.classes.classonly.Counter().add(3))\n",
+                      str(lib), timeout=300)
+    assert real.returncode == 0 and real.stdout.split() == ["[]", "3"], real.stderr
+    res = cli(capsys, "check", "-f", "json", str(lib))
+    rep = res.json()["reports"][0]
+    assert res.code == 0 and "OD121" not in [f["code"] for f in rep["findings"]]
+    assert rep["sections"]["probe"]["new_classes"] == ["classonly.Counter"]
+    assert rep["sections"]["probe"]["new_ops"] == []
+    text = cli(capsys, "check", str(lib)).out
+    assert "registered class torch.classes.classonly.Counter" in text
+
+
+_OPTFEAT_INIT = """import os, torch
+torch.ops.load_library(os.path.join(os.path.dirname(__file__), "libops.so"))
+try:
+    import optfeat_extra  # noqa: F401  (a distribution of its own, not a requirement)
+
+    from . import extra  # noqa: F401
+except ImportError:
+    pass
+"""
+_OPTFEAT_EXTRA = """try:
+    import optfeat_extra  # noqa: F401
+except ImportError as exc:
+    raise ImportError("optfeat-extra is required to use optfeat.extra: "
+                      "pip install optfeat-extra") from exc
+"""
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("extra", ["absent", "broken"])
+def test_an_optional_feature_behind_an_absent_distribution_is_no_hidden_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: str) -> None:
+    """metatensor-torch 0.10.8: `try: import metatensor_learn; from . import learn … except
+    ImportError: pass` — the learn module is a feature of the separate metatensor-learn,
+    which is not installed and not required. The probe retried `from . import learn` alone
+    and reported its "metatensor-learn is required" as the package's hidden error (OD512, the
+    headline, exit 1; survey 18), on a package whose import and ops work. The body stops at
+    the absent module before it: nothing is hidden. Installed but failing to import, that
+    module's own error is what the body swallows, and it is still reported."""
+    from tests.conftest import reference
+    site = tmp_path / "site"
+    pkg = site / "optfeat"
+    pkg.mkdir(parents=True)
+    (pkg / "libops.so").write_bytes(reference().read_bytes())
+    (pkg / "__init__.py").write_text(_OPTFEAT_INIT)
+    (pkg / "extra.py").write_text(_OPTFEAT_EXTRA)
+    if extra == "broken":
+        (site / "optfeat_extra.py").write_text("raise ImportError('optfeat_extra is broken')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    real = run_python("import torch, optfeat; print(torch.ops.myop.weighted_sum)",
+                      env=env, timeout=300)
+    assert real.returncode == 0, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--cwd", "/", "--env", f"PYTHONPATH={site}",
+              "--package", "optfeat")
+    rep = res.json()["reports"][0]
+    od512 = [f["message"] for f in rep["findings"] if f["code"] == "OD512"]
+    if extra == "absent":
+        assert res.code == 0 and od512 == [], od512
+    else:
+        assert od512 and "optfeat_extra is broken" in od512[0], rep["findings"]
+
+
 _GFORTRAN = "scipy.libs/libgfortran-8f1e9814.so.5.0.0"
 _QUADMATH = "scipy.libs/libquadmath-828275a7.so.0.0.0"
 

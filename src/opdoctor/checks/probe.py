@@ -46,14 +46,14 @@ OD120 = CodeDoc(
 )
 OD121 = CodeDoc(
     "OD121", "loaded but registered no operator", Severity.ERROR,
-    what="Loading a torch extension adds operators to the dispatcher (a Python module that "
-    "links torch — PyInit_ and no registrar — binds functions, not operators: not expected "
-    "to).",
+    what="Loading a torch extension adds operators to the dispatcher, or TorchBind classes to "
+    "torch.classes (a Python module that links torch — PyInit_ and no registrar — binds "
+    "functions, not operators: not expected to).",
     why="The load succeeded, so every later 'operator does not exist' is about registration: "
     "compiled out, in a translation unit the linker dropped, or a static initialiser that "
     "never ran.",
     example="torch.ops.load_library('libmyop.so') → no new entry in "
-    "torch._C._dispatch_get_all_op_names()",
+    "torch._C._dispatch_get_all_op_names() and no new torch.classes class",
     fix="See OD101 for the static evidence; check the TORCH_LIBRARY blocks are compiled and "
     "linked (static libraries need -Wl,--whole-archive for registrars).",
     references=(_DOCS,),
@@ -777,7 +777,10 @@ def _python_module_only(facts: Facts) -> bool:
 
 def _registered(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
     ops = {o.name: o for o in res.ops}
-    if not res.new_ops and _target_was_loaded(facts, res) and not _python_module_only(facts):
+    # A TorchBind class is a registration too (vesin-torch registers only
+    # torch.classes.vesin._NeighborList and works: survey 18).
+    if not res.new_ops and not res.new_classes and _target_was_loaded(facts, res) and \
+            not _python_module_only(facts):
         yield OD121.finding(facts.path, "the library loaded but registered no operator",
                             ("torch._C._dispatch_get_all_op_names(): no new entry after the "
                              "load",))
@@ -844,6 +847,7 @@ def section(facts: Facts) -> dict[str, Any]:
                     else res.state.value),
         "torch": res.framework_version,
         "new_ops": list(res.new_ops),
+        **({"new_classes": list(res.new_classes)} if res.new_classes else {}),
         "ops": [{"name": o.name, "schema": o.schema, "keys": list(o.keys),
                  "registered_at": o.registered_at, **({"meta_stub": True} if o.meta_stub
                                                       else {})} for o in res.ops],

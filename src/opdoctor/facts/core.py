@@ -554,7 +554,8 @@ class Facts:
         preload += tuple(v.path for v in self.vendored_loaders[:1])
         chain = self.chain if self.options.package else None
         hidden = [{"kind": link.kind, "target": link.target, "paths": link.resolved,
-                   "where": f"{os.path.basename(link.file)}:{link.line} {link.swallowed}"}
+                   "where": f"{os.path.basename(link.file)}:{link.line} {link.swallowed}",
+                   **({"after": link.after} if link.after else {})}
                   for link in (chain.links if chain else []) if link.swallowed]
         tf_ops = self._tf_watch() if req.tensorflow else ()
         first = tuple(chain.imported_first) if chain else ()

@@ -93,6 +93,10 @@ class Link:
     # none): whether the import runs it depends on the run (tensorflow-graphics imports its
     # subpackages only `if _import_tfg_docs():`, an environment variable's value).
     branch: str = ""
+    # Other distributions' modules a ``try`` body imports before this statement (metatensor-
+    # torch: ``try: import metatensor_learn; from . import learn … except ImportError: pass``):
+    # the import reaches it only where they import; absent, the body stops before it.
+    after: list[str] = field(default_factory=list)
 
 
 _BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?:-(?P<plat>[\w-]+))?|cp(?P<cp>\d+)-"
@@ -331,6 +335,19 @@ _MAX_STEPS = 400  # statements one evaluation of a function may run (call sites,
 
 _EXISTS = {"exists": "exists", "lexists": "exists", "isfile": "isfile", "is_file": "isfile",
            "isdir": "isdir", "is_dir": "isdir"}
+
+
+def _foreign_imports(stmt: ast.stmt, package: str) -> list[str]:
+    """The modules of other top-level packages that ``stmt`` imports (``import x.y``,
+    ``from x import y``; not the package's own, not relative imports)."""
+    top = package.split(".")[0]
+    if isinstance(stmt, ast.Import):
+        names = [a.name for a in stmt.names]
+    elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+        names = [stmt.module]
+    else:
+        return []
+    return [n for n in names if n.split(".")[0] != top]
 
 
 def _existence_test(node: ast.AST) -> tuple[ast.AST, str] | None:
@@ -1029,8 +1046,13 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         if isinstance(node, ast.Try):
             inner = handlers + list(node.handlers)
             start = len(links)
+            before: list[str] = []  # other distributions' modules imported above in the body
             for n in node.body:
+                first = len(links)
                 visit(n, inner, in_except, func)
+                for lk in links[first:] if before else []:
+                    lk.after = [*before, *lk.after]
+                before += _foreign_imports(n, package)
             # The body's own imports of the package's modules all resolve: its handlers run
             # only when one of them fails to import, so a module they import instead (pyzstd:
             # `try: from ._c import … except ImportError: from ._cffi import …`, the CFFI

@@ -424,6 +424,9 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
     if probe and probe.get("ran"):
         regs = "; ".join(f"{o['name']} [{op_keys(o)}]" for o in probe["ops"])
         regs = tf_probe_ops(report.sections.get("tensorflow") or {}) or regs
+        classes = probe.get("new_classes") or []
+        if classes:  # TorchBind classes (torch.classes.<ns>.<Class>) are registrations too
+            regs = "; ".join([regs] * bool(regs) + [f"class torch.classes.{c}" for c in classes])
         line = f"probe ({probe['seconds']:.1f} s, executed the library): {probe['outcome']}"
         if probe["outcome"] == "loaded" and not probe.get("target_loaded", True):
             base = os.path.basename(report.target.path)

@@ -191,6 +191,7 @@ class ProbeOutcome:
     mapped: tuple[str, ...] = ()
     imported: tuple[tuple[str, str], ...] = ()  # (module, file)
     new_ops: tuple[str, ...] = ()
+    new_classes: tuple[str, ...] = ()  # TorchBind classes the load registered (ns.Class)
     ops: tuple[OpSeen, ...] = ()
     inspected: bool = False  # the registry was listed after the load
     dangling: tuple[str, ...] = ()
@@ -386,6 +387,7 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
                        for m in last.get(P.IMPORTED, {}).get("modules", []) or []
                        if isinstance(m, dict)),
         new_ops=tuple(str(x) for x in ops_event.get("new", []) or []),
+        new_classes=tuple(str(x) for x in ops_event.get("classes", []) or []),
         ops=_ops(ops_event.get("ops")), inspected=P.OPS in last,
         dangling=tuple(str(x) for x in last.get(P.DANGLING, {}).get("impls", []) or []),
         smoke=_smoke(last.get(P.SMOKE, {}).get("results")),

@@ -283,8 +283,9 @@ def retry_hidden(torch: Any, load: Callable[[str], Any] | None = None) -> None:
     errors = []
     for h in REQ.get("hidden", []):
         try:
+            if not _reached(h):
+                continue
             if h["kind"] == "submodule" or h["kind"] == "import_module":
-                import importlib
                 importlib.import_module(h["target"])
             elif h["paths"]:
                 if load is not None and h["kind"] == "load_library":
@@ -297,6 +298,21 @@ def retry_hidden(torch: Any, load: Callable[[str], Any] | None = None) -> None:
         except BaseException as exc:  # the hidden error is the product
             errors.append({"target": h["target"], "where": h["where"], "error": err(exc)})
     emit(P.HIDDEN, errors=errors)
+
+
+def _reached(hidden: dict[str, Any]) -> bool:
+    """Whether the package's own ``try`` body reaches a swallowed import: the other
+    distributions' modules it imports first (``hidden["after"]``) import here. One that is not
+    installed stops the body before it (an optional feature, not a hidden error); one that is
+    installed and fails raises its own error, which the body swallowed."""
+    for name in hidden.get("after", []):
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+                return False
+            raise
+    return True
 
 
 def selftest_fault(stage: str) -> None:
@@ -526,8 +542,10 @@ def after_framework(torch: Any) -> None:
             emit(P.PRELOAD_FAILED, path=pre, error=err(exc))
             return
     before: set[str] = set()
+    classes_before: set[str] = set()
     if torch is not None:
         before = set(torch._C._dispatch_get_all_op_names())
+        classes_before = custom_classes(torch)
     maps_before = mapped()
 
     def load(path: str) -> None:
@@ -555,7 +573,7 @@ def after_framework(torch: Any) -> None:
     for name in REQ.get("ops", []):
         if name not in new and name in after:
             ops.append(op_details(torch, name))
-    emit(P.OPS, new=new, ops=ops)
+    emit(P.OPS, new=new, ops=ops, classes=sorted(custom_classes(torch) - classes_before))
     if REQ.get("opcheck"):
         opcheck_stage(torch, new)
     try:
@@ -568,6 +586,23 @@ def after_framework(torch: Any) -> None:
         emit(P.SMOKE, results=[smoke(torch, o["name"], o["schema"]) for o in ops
                                if o["schema"]])
     emit(P.DONE)
+
+
+def custom_classes(torch: Any) -> set[str]:
+    """The TorchBind classes registered so far (``vesin._NeighborList``): a library whose
+    ``TORCH_LIBRARY`` block registers a class and no operator registers something
+    (``torch.classes.vesin._NeighborList``), read from the classes' method schemas."""
+    out: set[str] = set()
+    try:
+        schemas = torch._C._jit_get_custom_class_schemas()
+    except Exception:  # a torch without the listing (before 1.8): nothing to add
+        return out
+    for s in schemas:
+        args = getattr(s, "arguments", None)
+        kind = str(args[0].type) if args else ""
+        if kind.startswith("__torch__.torch.classes."):
+            out.add(kind[len("__torch__.torch.classes."):])
+    return out
 
 
 def finish() -> None:
