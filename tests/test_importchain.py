@@ -2843,3 +2843,59 @@ def test_identical_copies_of_a_library_in_a_package_are_checked_once(
               "--package", "copypkg")
     paths = [r["target"]["path"] for r in res.json()["reports"]]
     assert paths == [str(pkg / "lib" / "libcopy.so.0")], paths
+
+
+@pytest.mark.probe
+def test_a_load_five_modules_below_the_package_is_followed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """struct2tensor 0.48.1: `import struct2tensor` reaches `ops/gen_decode_proto_map_op.py`
+    (its `load_library`) through five modules; the walk stopped four deep, knew only a
+    library loaded higher up and checked that one, "`import struct2tensor` fails at
+    _decode_proto_map_op.so, not at this library" (survey 17's F7). Five levels are
+    followed: the report is on the library the import fails at."""
+    import importlib.util
+    import sysconfig
+
+    from opdoctor.facts import pychain
+    from tests.conftest import reference
+    from tests.torchfork import run_python
+
+    site = tmp_path / "site"
+    pkg = site / "deepchain"
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin is not None
+    torch_lib = str(Path(spec.origin).parent / "lib")
+    _write(pkg, {
+        "__init__.py": "from . import a  # noqa: F401\n",
+        "a.py": "from . import b  # noqa: F401\nfrom .ops import gen_ok  # noqa: F401\n",
+        "b.py": "from . import c  # noqa: F401\n",
+        "c.py": "from . import d  # noqa: F401\n",
+        "d.py": "from .ops import gen_deep  # noqa: F401\n",
+        "ops/__init__.py": "",
+        "ops/gen_deep.py": "import os, torch\ntorch.ops.load_library(os.path.join("
+                           "os.path.dirname(__file__), '_deep_op.so'))\n",
+        "ops/gen_ok.py": "import os, torch\ntorch.ops.load_library(os.path.join("
+                         "os.path.dirname(__file__), '_ok_op.so'))\n",
+        "stub/addon.c": "void _ZN3c104impl14removed_in_2_10Ev(void);\n"
+                        "void addon(void) { _ZN3c104impl14removed_in_2_10Ev(); }\n",
+    })
+    (pkg / "ops" / "_ok_op.so").write_bytes(reference().read_bytes())
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "ops" / "_deep_op.so"),
+                    str(pkg / "stub" / "addon.c"), "-Wl,--no-as-needed", "-L", torch_lib,
+                    "-lc10"], check=True, timeout=60)
+    shutil.rmtree(pkg / "stub")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    real = run_python("import torch, deepchain", env=env, timeout=300)
+    assert "_deep_op.so: undefined symbol: _ZN3c104impl14removed_in_2_10Ev" in real.stderr, \
+        real.stderr[-2000:]
+    chain = pychain.analyse("deepchain", [str(site)], str(sysconfig.get_config_var("EXT_SUFFIX")),
+                            str(tmp_path))
+    loads = [os.path.basename(r) for lk in chain.links if lk.kind == "load_library"
+             for r in lk.resolved]
+    assert loads == ["_deep_op.so", "_ok_op.so"], loads
+    res = cli(capsys, "check", "-f", "json", "--static", "--cwd", "/", "--env",
+              f"PYTHONPATH={site}", "--package", "deepchain")
+    assert [os.path.basename(r["target"]["path"]) for r in res.json()["reports"]] == \
+        ["_deep_op.so"]
+    assert res.code == 1

@@ -479,3 +479,41 @@ def test_a_plugin_an_extension_module_needs_stays_an_error(
     od201 = [f for f in reached.json()["reports"][0]["findings"] if f["code"] == "OD201"]
     assert reached.code == 1 and [f["severity"] for f in od201] == ["error"]
     assert "device plugin" not in od201[0]["message"]
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("spec", ["<=2.7.0,>=2.5.0", ">=2.5.0"])
+def test_a_pure_python_add_on_pinned_to_another_mindspore(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str) -> None:
+    """mindnlp 0.5.1 requires mindspore<=2.7.0,>=2.5.0; beside MindSpore 2.10 its import dies
+    in MindSpore's changed API (`Generator.__init__() missing 2 required positional arguments:
+    'seed' and 'offset'`). The verdict was "read the exception" (cause 5) and "cause 3: no
+    problem found": framework pins were compared only through a package's binaries, and a
+    pure-Python add-on has none (survey 18). Here the same call in a package of the same
+    metadata: its MindSpore pin is the root (cause 3); a range that admits the installed
+    MindSpore is no finding."""
+    site = tmp_path / "site"
+    (site / "msaddon").mkdir(parents=True)
+    (site / "msaddon" / "__init__.py").write_text(
+        "from mindspore.ops.operations._inner_ops import Generator\n"
+        "_GEN = Generator()  # the 2.5-2.7 signature: no seed, no offset\n")
+    info = site / "msaddon-0.5.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: msaddon\nVersion: 0.5.1\n"
+                                   f"Requires-Dist: mindspore{spec}\n")
+    (info / "RECORD").write_text("msaddon/__init__.py,,\n")
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    real = subprocess.run([ms_python(), "-c", "import msaddon"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert "Generator.__init__() missing 2 required positional arguments" in real.stderr, \
+        real.stderr[-2000:]
+    doc = cli(capsys, "check", "-f", "json", "--python", ms_python(), "--cwd", str(tmp_path),
+              "--env", f"PYTHONPATH={site}", "--package", "msaddon").json()
+    rep = doc["reports"][0]
+    od327 = [f for f in rep["findings"] if f["code"] == "OD327"]
+    if spec == ">=2.5.0":
+        assert od327 == [] and rep["diagnosis"]["cause"] == 5, rep["diagnosis"]
+        return
+    assert rep["diagnosis"]["root_findings"] == ["OD327"], rep["diagnosis"]
+    assert od327[0]["severity"] == "error" and "mindspore<=2.7.0,>=2.5.0" in od327[0]["message"]
+    assert rep["diagnosis"]["consequences"] == {"OD327": ["OD511"]}

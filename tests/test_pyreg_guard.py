@@ -76,6 +76,28 @@ def test_torchao_refuses_this_torch() -> None:
     assert od307.fix is not None and "pip install 'torch==2.9.0' --index-url" in od307.fix
 
 
+@pytest.mark.probe
+def test_a_version_table_as_a_dict_pairs_releases_both_ways() -> None:
+    """fbgemm-gpu-cpu 1.9.0 beside torch 2.13 warns "FBGEMM_GPU version is 1.9.0, which is not
+    guaranteed to be compatible with PyTorch 2.13.0+cpu"; its table is a dict,
+    ``_fbgemm_torch_compat_table = {"1.9": "2.14", "1.8": "2.13", …}``. The fix took the
+    first release the message printed — the package's own — and said `pip install
+    'torch==1.9.0'` (no such torch for this Python; survey 18). The dict is read as the
+    table: torch 2.14 for this fbgemm, or the fbgemm 1.8 series for this torch."""
+    import torch
+
+    text = imported("fbgemm-gpu-cpu-1.9.0", "import torch, fbgemm_gpu")
+    assert "FBGEMM_GPU version is 1.9.0, which is not guaranteed to be" in text, text[-2000:]
+    assert f"compatible with PyTorch {torch.__version__}" in " ".join(text.split())
+    (f,) = guard(check("fbgemm-gpu-cpu-1.9.0", "fbgemm_gpu", probe=True))
+    assert any("supports torch 2.14 (its table in fbgemm_gpu/__init__.py)" in e
+               for e in f.evidence), f.evidence
+    assert f.fix is not None and "pip install 'torch==2.14.*'" in f.fix, f.fix
+    if torch.__version__.startswith("2.13."):
+        assert "pip install 'fbgemm_gpu_cpu==1.8.*'" in f.fix, f.fix
+    assert "torch==1.9" not in f.fix
+
+
 def test_torchao_table_decides_without_the_probe() -> None:
     report = check("torchao-0.14.1-version-guard", "torchao", probe=False)
     (f,) = guard(report)
@@ -297,6 +319,120 @@ def test_per_release_copies_the_import_does_not_load_are_not_checked(
     res = cli(capsys, "check", "-f", "json", "--package", "relpick", "--cwd", "/", "--env",
               f"PYTHONPATH={s}")
     assert res.code == 0 and [r["target"]["path"] for r in res.json()["reports"]] == [str(pkg)]
+
+
+RELDIRS_INIT = '''"""vesin-torch 0.6: a build per torch release, in a directory named for it."""
+import os
+
+import torch
+
+_V = torch.__version__.split("+")[0].split(".")
+torch.ops.load_library(os.path.join(os.path.dirname(__file__), f"torch-{_V[0]}.{_V[1]}",
+                                    "lib", "libaddon.so"))
+'''
+
+
+@pytest.mark.probe
+def test_per_release_builds_in_release_directories_are_alternatives(
+        tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """vesin-torch 0.6.2, sphericart-torch 2.0.4 and metatensor-torch 0.10.8 ship
+    ``torch-2.3/lib/lib….so`` … ``torch-2.14/lib/lib….so`` and load the one of the running
+    torch's release: all three import and work beside torch 2.13, and each copy was checked as
+    a library of the package — 12 to 18 reports, up to 43 errors, exit 1 (survey 18). A
+    directory named for a torch release marks a per-release copy as a release in a file name
+    does: only the installed release's copy is the package's library."""
+    import subprocess
+    from pathlib import Path
+
+    from opdoctor.facts.variant import copies_for_this_torch, release_families
+    from tests.conftest import reference
+
+    s = Path(str(tmp_path)) / "site"
+    pkg = s / "reldirs"
+    stub = Path(str(tmp_path)) / "stub"
+    stub.mkdir()
+    # c10::impl::removed_in_2_10(): a torch symbol the installed torch does not export
+    (stub / "addon.c").write_text("void _ZN3c104impl14removed_in_2_10Ev(void);\n"
+                                  "void addon(void) { _ZN3c104impl14removed_in_2_10Ev(); }\n")
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin is not None
+    torch_lib = str(Path(spec.origin).parent / "lib")
+    import torch as _t  # the installed release names the directory the package picks
+    mine = ".".join(_t.__version__.split("+")[0].split(".")[:2])
+    for rel in ("2.4", "2.5", mine):
+        d = pkg / f"torch-{rel}" / "lib"
+        d.mkdir(parents=True)
+        if rel == mine:
+            (d / "libaddon.so").write_bytes(reference().read_bytes())
+        else:
+            subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(d / "libaddon.so"),
+                            str(stub / "addon.c"), "-Wl,--no-as-needed", "-L", torch_lib,
+                            "-lc10"], check=True, timeout=60)
+    (pkg / "__init__.py").write_text(RELDIRS_INIT)
+    env = dict(NO_ENV, PYTHONPATH=str(s))
+    out = run_python("import torch, reldirs; print(torch.ops.myop.weighted_sum)", env=env,
+                     timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    # Each other release's copy really fails here, as its release says.
+    other = run_python("import sys, torch; torch.ops.load_library(sys.argv[1])",
+                       str(pkg / "torch-2.4" / "lib" / "libaddon.so"), env=env, timeout=240)
+    assert "undefined symbol: _ZN3c104impl14removed_in_2_10Ev" in other.stderr, other.stderr
+    libs = sorted(str(p) for p in pkg.rglob("*.so"))
+    assert release_families(str(pkg), libs) == {
+        "torch-<r>/lib/libaddon.so": sorted({"2.4", "2.5", mine},
+                                            key=lambda r: tuple(map(int, r.split("."))))}
+    assert copies_for_this_torch(libs, _t.__version__, _t.version.cuda) == \
+        [str(pkg / f"torch-{mine}" / "lib" / "libaddon.so")]
+    for static in ([], ["--static"]):
+        res = cli(capsys, "check", "-f", "json", *static, "--package", "reldirs", "--cwd", "/",
+                  "--env", f"PYTHONPATH={s}")
+        reports = res.json()["reports"]
+        errors = [(f["code"], f["message"]) for r in reports for f in r["findings"]
+                  if f["severity"] == "error"]
+        assert res.code == 0 and errors == [], (static, errors)
+        assert [r["target"]["path"] for r in reports] == \
+            [str(pkg / f"torch-{mine}" / "lib" / "libaddon.so")], static
+
+
+def test_a_subpackage_installed_by_its_own_distribution_gets_that_distributions_fix(
+        tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """sphericart-torch 2.0.4 installs `sphericart/torch/` inside the directory of another
+    distribution (sphericart). Its libraries built for another torch got OD304's source-tree
+    fix, "pip install --no-build-isolation ." — nothing to build in an installed wheel — since
+    no dist-info beside `sphericart/` is named for `torch` (survey 18). The distribution whose
+    RECORD lists the subpackage is the one to change."""
+    import subprocess
+    from pathlib import Path
+
+    s = Path(str(tmp_path)) / "site"
+    sub = s / "outerpkg" / "torchside"
+    sub.mkdir(parents=True)
+    (s / "outerpkg" / "__init__.py").write_text("")
+    (sub / "__init__.py").write_text("import os, torch\ntorch.ops.load_library(os.path.join("
+                                     "os.path.dirname(__file__), 'libside.so'))\n")
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin is not None
+    # c10::impl::PyObjectSlot::~PyObjectSlot(): torch 2.13 exports it no more (torchtext's)
+    (Path(str(tmp_path)) / "addon.c").write_text(
+        "void _ZN3c104impl12PyObjectSlotD1Ev(void);\n"
+        "void addon(void) { _ZN3c104impl12PyObjectSlotD1Ev(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(sub / "libside.so"),
+                    str(Path(str(tmp_path)) / "addon.c"), "-Wl,--no-as-needed", "-L",
+                    str(Path(spec.origin).parent / "lib"), "-lc10"], check=True, timeout=60)
+    for dist, files in (("outerpkg-1.0", ["outerpkg/__init__.py"]),
+                        ("outerpkg_torch-2.0", ["outerpkg/torchside/__init__.py",
+                                                "outerpkg/torchside/libside.so"])):
+        info = s / f"{dist}.dist-info"
+        info.mkdir()
+        name = dist.rsplit("-", 1)[0].replace("_", "-")
+        (info / "METADATA").write_text(f"Name: {name}\nVersion: {dist.rsplit('-', 1)[1]}\n")
+        (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
+    res = cli(capsys, "check", "-f", "json", "--static", "--cwd", "/", "--env",
+              f"PYTHONPATH={s}", "--package", "outerpkg.torchside")
+    rep = res.json()["reports"][0]
+    od304 = next(f for f in rep["findings"] if f["code"] == "OD304")
+    assert "install the outerpkg-torch release built for torch" in od304["fix"], od304["fix"]
+    assert "pip install --no-build-isolation .)" not in od304["fix"]
 
 
 CODEC_INIT = '''"""torchcodec 0.5's shape: one message after any failed load, likely causes."""

@@ -598,7 +598,30 @@ def _requirement_for(chain: ImportChain, kind: str, message: str) -> list[str]:
         return []
     absent = _uninstalled_requirements(chain)
     named = [a for a in absent if normalized(a) == normalized(top)]
+    if not named and _undeclared_framework(chain, message):
+        return []  # not one of its requirements: the fix names the framework itself
     return named or absent
+
+
+# The frameworks' import names → their distributions: an import of one that the package's
+# metadata does not require is no requirement a partial install left out.
+_FRAMEWORK_DISTS = {"torch": "torch", "tensorflow": "tensorflow", "mindspore": "mindspore",
+                    "oneflow": "oneflow", "paddle": "paddlepaddle", "jax": "jax",
+                    "onnxruntime": "onnxruntime"}
+
+
+def _undeclared_framework(chain: ImportChain, message: str) -> str:
+    """The framework's distribution when the import died on ``No module named '<framework>'``
+    and the package's distribution does not require it (onnxruntime-training 1.19's
+    ``onnxruntime.training.api`` imports torch, which its metadata never names: the fix was
+    "pip install cerberus sympy", its other absent requirements; survey 18); else ""."""
+    m = _NO_MODULE.search(message)
+    dist = _FRAMEWORK_DISTS.get(m.group(1).split(".")[0], "") if m else ""
+    if not dist or not chain.dist:
+        return ""
+    if normalized(dist) in {normalized(r) for r in requirements(chain.dist)}:
+        return ""
+    return dist
 
 
 def _imported_unguarded_first(link: Link, chain: ImportChain) -> str:
@@ -1243,6 +1266,11 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         if install and not fix:
             fix = (f"pip install {' '.join(install)} ({'-'.join(distribution(chain.dist))} "
                    "requires it; a --no-deps or partial install left it out)")
+        framework = _undeclared_framework(chain, err.message) if not fix else ""
+        if framework:
+            fix = (f"pip install {framework} (the import needs it; "
+                   f"{'-'.join(distribution(chain.dist))} does not declare it as a "
+                   "requirement, so pip never installs it for you)")
         if not fix:
             fix = _explained_fix(err.type, err.message)
         yield OD511.finding(chain.name, f"import {facts.probed_import or chain.name} raised "

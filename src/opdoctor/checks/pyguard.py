@@ -24,9 +24,10 @@ from opdoctor.facts.pyguard import (
     find_text_comparisons,
     fired,
     misjudged,
+    paired_release,
     supported_releases,
 )
-from opdoctor.facts.requires import pinned_elsewhere, shipped_libraries
+from opdoctor.facts.requires import is_framework, pinned_elsewhere, shipped_libraries
 from opdoctor.facts.variant import library_release, release_families, release_key
 from opdoctor.model import Cause, Finding, Severity
 
@@ -290,7 +291,11 @@ def _pins(facts: Facts) -> Iterator[Finding]:
     pkg = f"{dist or chain.name} {version}".strip()
     dirs = [e or facts.options.cwd for e in chain.sys_path]
     failed = _import_failed(facts)
-    for name, pin, have, where, spec in pinned_elsewhere(chain.dist, dirs):
+    # A package without compiled code of its own: its framework pin is the only word on the
+    # release it was written for (mindnlp 0.5.1 requires mindspore<=2.7.0 and its import
+    # fails on MindSpore 2.10's changed API: survey 18).
+    pure = not chain.extensions_on_disk
+    for name, pin, have, where, spec in pinned_elsewhere(chain.dist, dirs, frameworks=pure):
         # The libraries the installed release brings: a library of the pinned release that
         # the package's own extension NEEDs is then not found (PyMuPDF 1.24.9 needs
         # libmupdf.so.24.8 beside PyMuPDFb 1.24.8's libmupdf.so.24.4) — that "not found" is
@@ -308,13 +313,22 @@ def _pins(facts: Facts) -> Iterator[Finding]:
                    f"{dist or chain.name}` lets pip choose one)")
         # A range is the import's root only when the import's own error names the requirement
         # (numba: "Numba needs NumPy 2.0 or less"): scipy warns about numpy<2.3 and works.
-        named = failed and (bool(pin) or _error_names(facts, name))
+        named = failed and (bool(pin) or _error_names(facts, name) or (
+            is_framework(name) and not _missing_module(facts)))
         yield OD327.finding(
             name, f"{pkg} requires {want}; {name} {have} is installed ({where})",
             (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: {name}{spec}",
              f"first on sys.path: {name} {have} in {where}",
              *([f"{name} {have} installs: {', '.join(libs[:8])}"] if libs else [])),
             fix=fix, severity=Severity.ERROR if named else Severity.WARNING)
+
+
+def _missing_module(facts: Facts) -> bool:
+    """Whether the probe's import failed on a module that is not there (a requirement of
+    its own, not the framework's API): that failure leads, not a framework pin."""
+    res = facts.probe_result() if facts.options.probe else None
+    err = res.load_error if res is not None else None
+    return err is not None and err.type == "ModuleNotFoundError"
 
 
 def _error_names(facts: Facts, name: str) -> bool:
@@ -360,6 +374,16 @@ def _text_comparisons(facts: Facts) -> Iterator[Finding]:
             f"(compare {cmp.framework}.__version__ itself, or packaging.version.Version)")
 
 
+_FW_RELEASE = re.compile(r"\b(?:PyTorch|[Tt]orch|TensorFlow|tensorflow)\s+(?:version\s+)?"
+                         r"(?:[=<>~]=?\s*)?(\d+\.\d+(?:\.\d+)?(?:\.\*)?)")
+
+
+def _series(release: str) -> str:
+    """A pip version for a release a table names: ``2.14`` → ``2.14.*`` (the series, not
+    2.14.0 alone); a full ``2.9.0`` as it stands."""
+    return f"{release}.*" if release.count(".") == 1 else release
+
+
 def _side(op: str, holds: bool) -> str:
     """The releases for which ``version op release`` is ``holds``, as a relation."""
     if holds:
@@ -388,14 +412,26 @@ def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str
     fw_pkg = "tensorflow" if fw == "TensorFlow" else "torch"
     # The release the printed message names, when it names one besides the installed one
     # ("needs to work with PyTorch 2.8.*"): a pip specifier as it stands.
-    named = [v for v in _RELEASE.findall(printed) if not installed.startswith(v.rstrip(".*"))]
-    want = f"{fw_pkg}=={supported[0].split('.dev')[0]}" if supported else \
+    # Not the package's own version, which such a message prints too ("FBGEMM_GPU version is
+    # 1.9.0, which is not guaranteed to be compatible with PyTorch 2.13.0+cpu": survey 18).
+    # A release printed next to the framework's name ("needs to work with PyTorch 2.8.*":
+    # intel-extension-for-pytorch's own version is 2.8.0 too) first; else any other release
+    # than the installed one and the package's own.
+    beside = [v for v in _FW_RELEASE.findall(printed)
+              if not installed.startswith(v.rstrip(".*"))]
+    named = beside or [v for v in _RELEASE.findall(printed)
+                       if not installed.startswith(v.rstrip(".*"))
+                       and not (version and version.startswith(v.rstrip(".*")))]
+    want = f"{fw_pkg}=={_series(supported[0].split('.dev')[0])}" if supported else \
         f"{fw_pkg}=={named[0]}" if named else f"the {fw} release {pkg} was built for"
     url = _URL.search(guard.text)
-    fix = (f"install the pair {dist or chain.name} supports: pip install '{want}' beside "
-           f"{pkg}, or a release of {dist or chain.name} made for {fw} {installed} (pip install "
-           f"--upgrade {dist or chain.name}"
-           + (f"; see {url.group(0).rstrip('.')}" if url else "") + ")")
+    name = dist or chain.name
+    mine = paired_release(guard.file, installed)
+    other = (f"the {name} release its table pairs with {fw} {installed}: pip install "
+             f"'{name}=={_series(mine[0])}'" if mine else
+             f"a release of {name} made for {fw} {installed} (pip install --upgrade {name}")
+    fix = (f"install the pair {name} supports: pip install '{want}' beside {pkg}, or {other}"
+           + (f"; see {url.group(0).rstrip('.')}" if url else "") + ("" if mine else ")"))
     return OD323.finding(
         dist or chain.name, f"{pkg}'s own version check {what} {fw} {installed}"
         + ((" (the import then fails)" if _import_failed(facts) else

@@ -309,12 +309,43 @@ def supported_releases(file: str, package_version: str) -> list[str]:
     base = re.match(r"\d+(?:\.\d+)*", package_version)
     mine = base.group(0) if base else package_version
     out: list[str] = []
+    for pkg, fw in _pairs(tree):
+        if (pkg == mine or mine.startswith(pkg + ".")) and fw not in out:
+            out.append(fw)
+    return out
+
+
+def paired_release(file: str, framework_version: str) -> list[str]:
+    """The package releases the same table pairs with the installed framework release
+    (fbgemm-gpu's ``{"1.9": "2.14", "1.8": "2.13", …}`` and torch 2.13 → ["1.8"])."""
+    from opdoctor.facts.pyast import parse_file
+
+    tree = parse_file(file)
+    if tree is None:
+        return []
+    base = re.match(r"\d+(?:\.\d+)*", framework_version)
+    have = base.group(0) if base else framework_version
+    return list(dict.fromkeys(pkg for pkg, fw in _pairs(tree)
+                              if have == fw or have.startswith(fw + ".")))
+
+
+def _pairs(tree: ast.Module) -> list[tuple[str, str]]:
+    """(package release, framework release) pairs of a module's compatibility tables: tuples
+    of two versions (torchao's ``(_parse_version("0.14.1"), _parse_version("2.9.0"))``) and
+    dict entries (fbgemm-gpu's ``_fbgemm_torch_compat_table = {"1.9": "2.14", …}``)."""
+    out: list[tuple[str, str]] = []
     for node in all_nodes(tree):
-        if not isinstance(node, ast.Tuple) or len(node.elts) != 2:
+        if isinstance(node, ast.Tuple) and len(node.elts) == 2:
+            pair = [_version_in(e) for e in node.elts]
+        elif isinstance(node, ast.Dict) and len(node.keys) >= 2:
+            out += [(k, v) for k, v in ((_version_in(k) if k else "", _version_in(v))
+                                        for k, v in zip(node.keys, node.values, strict=True))
+                    if k and v]
             continue
-        vals = [_version_in(e) for e in node.elts]
-        if all(vals) and vals[0] == mine and vals[1] not in out:
-            out.append(str(vals[1]))
+        else:
+            continue
+        if all(pair):
+            out.append((pair[0], pair[1]))
     return out
 
 

@@ -222,21 +222,24 @@ def _first_installed(name: str, dirs: Iterable[str]) -> tuple[str, str] | None:
     return None
 
 
-def pinned_elsewhere(info: str, dirs: Iterable[str]) -> list[tuple[str, str, str, str, str]]:
+def pinned_elsewhere(info: str, dirs: Iterable[str], frameworks: bool = False
+                     ) -> list[tuple[str, str, str, str, str]]:
     """(requirement, pinned release — "" for a range —, installed release, its directory, the
     specifier as written) for each unconditional requirement of ``info`` that the first
     installed distribution of that name on ``dirs`` (sys.path order) does not satisfy: an
     exact pin (pydantic 2.14.4 pins pydantic-core==2.50.5, whose compiled core it was
     released with) or a range (numba 0.60.0 requires numpy<2.1,>=1.22; its import refuses
     numpy 2.4). A specifier or version that cannot be read is no finding. Framework
-    requirements (torchvision's torch==…) are left out: the binaries themselves say which
-    release they were built for (the symbol and variant checks)."""
+    requirements (torchvision's torch==…) are left out unless ``frameworks``: a package with
+    binaries says through them which release they were built for (the symbol and variant
+    checks); a pure-Python add-on (mindnlp 0.5.1: ``mindspore<=2.7.0,>=2.5.0``) has only its
+    metadata to say it."""
     from opdoctor.facts.pep440 import admits
 
     out = []
     order = [*dirs]
     for name, spec in unconditional_requirements(info):
-        if not spec or _FRAMEWORK_DISTS.match(normalized(name)):
+        if not spec or (not frameworks and _FRAMEWORK_DISTS.match(normalized(name))):
             continue
         pin = exact_pin(spec)
         found = _first_installed(name, order)
@@ -246,6 +249,11 @@ def pinned_elsewhere(info: str, dirs: Iterable[str]) -> list[tuple[str, str, str
         if holds is False:
             out.append((name, pin, found[0], found[1], spec))
     return out
+
+
+def is_framework(name: str) -> bool:
+    """Whether a distribution name is a framework's (torch, tensorflow-cpu, mindspore …)."""
+    return bool(_FRAMEWORK_DISTS.match(normalized(name)))
 
 
 def exact_pin(spec: str) -> str:

@@ -137,16 +137,24 @@ def package_metadata(package_dir: str) -> tuple[str, str, str]:
     name = os.path.basename(package_dir.rstrip(os.sep))
     site = os.path.dirname(package_dir.rstrip(os.sep))
     norm = name.replace("_", "-").lower()
-    for info in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
-        base = os.path.basename(info)[: -len(".dist-info")]
-        dname = base.rsplit("-", 1)[0].replace("_", "-").lower()
-        if dname != norm and name not in top_levels(info, record=False):
-            continue
+    infos = [info for info in sorted(glob.glob(os.path.join(site, "*.dist-info")))
+             if os.path.basename(info)[: -len(".dist-info")].rsplit("-", 1)[0]
+             .replace("_", "-").lower() == norm or name in top_levels(info, record=False)]
+    if not infos:
+        # A package inside another distribution's directory (sphericart-torch installs
+        # sphericart/torch/ beside sphericart's own files): the distribution whose RECORD
+        # lists its __init__.py (survey 18: the fix was "pip install --no-build-isolation .").
+        from opdoctor.facts.requires import owning_dist
+
+        owner = owning_dist(os.path.join(package_dir, "__init__.py"))
+        infos = [os.path.join(owner[1], owner[0])] if owner else []
+    for info in infos:
         try:
             with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
                 meta = fh.read(262144)
         except OSError:
             continue
+        base = os.path.basename(info)[: -len(".dist-info")]
         n = re.search(r"^Name:\s*(\S+)", meta, re.M)
         dist = n.group(1) if n else base.rsplit("-", 1)[0]
         v = re.search(r"^Version:\s*(\S+)", meta, re.M)
@@ -214,6 +222,14 @@ _RELEASE_SO = re.compile(r"^(?P<stem>.{0,200}?(?:py)?torch[_-]?)(?P<ver>\d{1,3}\
 # The compact form: <stem>torch29-cpu.so, torch210 (major.minor without the dot).
 _RELEASE_SO_COMPACT = re.compile(r"^(?P<stem>.{0,200}?torch)(?P<major>[12])(?P<minor>\d{1,2})"
                                  r"(?P<rest>[-_][^/]{0,200}?)?\.so(?:\.[\d.]{1,20})?$")
+# A directory named for a torch release, holding that release's build of the library:
+# vesin-torch, sphericart-torch, metatensor-torch and featomic-torch ship
+# ``torch-2.3/lib/libvesin_torch.so`` … ``torch-2.14/lib/…`` and load
+# ``os.path.join(here, f"torch-{major}.{minor}")``'s (survey 18).
+_RELEASE_DIR = re.compile(r"^(?P<stem>(?:py)?torch[_-]?v?)(?P<ver>\d{1,3}\.\d{1,3}"
+                          r"(?:\.\d{1,3})?)(?P<rest>(?:[-_+][A-Za-z]\w{0,20})?)$")
+# How far above the library such a directory may sit (``torch-2.13/lib/libx.so``: two).
+_RELEASE_DIR_LEVELS = 3
 _GPU_TAGS = ("cuda", "rocm", "hip")
 
 
@@ -225,7 +241,9 @@ def release_key(release: str) -> tuple[int, ...]:
 def library_release(path: str) -> tuple[str, str] | None:
     """(the library's name with its torch release replaced by ``<r>``, the release) for a
     library named for a torch release — ``libgraphbolt_pytorch_2.2.1.so`` (dgl) or the compact
-    ``libtorch_c_dlpack_addon_torch29-cpu.so`` (torch-c-dlpack-ext: 2.9) — else None."""
+    ``libtorch_c_dlpack_addon_torch29-cpu.so`` (torch-c-dlpack-ext: 2.9) — or kept in a
+    directory named for one (``torch-2.13/lib/libvesin_torch.so``: the name is then the path
+    from that directory, ``torch-<r>/lib/libvesin_torch.so``), else None."""
     name = os.path.basename(path)
     m = _RELEASE_SO.match(name)
     if m:
@@ -233,6 +251,17 @@ def library_release(path: str) -> tuple[str, str] | None:
     m = _RELEASE_SO_COMPACT.match(name)
     if m:
         return f"{m['stem']}<r>{m['rest'] or ''}.so", f"{m['major']}.{m['minor']}"
+    below = [name]
+    here = os.path.dirname(path)
+    for _ in range(_RELEASE_DIR_LEVELS):
+        part = os.path.basename(here)
+        d = _RELEASE_DIR.match(part)
+        if d:
+            return os.path.join(f"{d['stem']}<r>{d['rest']}", *reversed(below)), d["ver"]
+        if not part:
+            break
+        below.append(part)
+        here = os.path.dirname(here)
     return None
 
 
@@ -245,9 +274,18 @@ def release_families(package_dir: str, libraries: list[str]) -> dict[str, list[s
     for path in libraries:
         got = library_release(path)
         if got:
-            rel = os.path.relpath(os.path.join(os.path.dirname(path), got[0]), package_dir)
+            rel = os.path.relpath(family_path(path, got[0]), package_dir)
             families.setdefault(rel, set()).add(got[1])
     return {f: sorted(v, key=release_key) for f, v in sorted(families.items()) if len(v) >= 2}
+
+
+def family_path(path: str, name: str) -> str:
+    """``path`` with its torch release replaced by ``<r>``, given :func:`library_release`'s
+    name for it (a file name, or the path from a release directory down)."""
+    anchor = path
+    for _ in name.split("/"):
+        anchor = os.path.dirname(anchor)
+    return os.path.join(anchor, name)
 
 
 def gpu_twins(libraries: list[str]) -> set[str]:
