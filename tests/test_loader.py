@@ -88,6 +88,51 @@ def test_rpath_is_inherited() -> None:
     assert c.rule == "rpath of chain_a_rpath.so"
 
 
+def test_a_newer_glibc_is_the_systems_not_a_preload(tmp_path: Path) -> None:
+    """lingvo 0.14.2's x_ops.so needs GLIBC_2.38 (this system's glibc is 2.36) from a wheel
+    tagged manylinux2014 (glibc 2.17). OD302's fix said to ship or LD_PRELOAD a newer
+    libstdc++ — which supplies no glibc version (survey 18). Built here: a library that needs
+    strlcpy@GLIBC_2.38 (linked against a stub libc.so.6 that declares that version), in a
+    distribution whose WHEEL is tagged manylinux2014: dlopen refuses it as the loader says,
+    and the fix is a system with that glibc or a build for this one, the tag named wrong."""
+    import platform
+
+    have = platform.libc_ver()[1]
+    if tuple(int(x) for x in have.split(".")) >= (2, 38):
+        pytest.skip(f"this system's glibc {have} has GLIBC_2.38")
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "v.map").write_text("GLIBC_2.38 { global: strlcpy; local: *; };\n")
+    (stub / "s.c").write_text("unsigned long strlcpy(char *d, const char *s, unsigned long n)"
+                              " { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-nostdlib", "-Wl,-soname,libc.so.6",
+                    f"-Wl,--version-script={stub / 'v.map'}", "-o", str(stub / "libc.so.6"),
+                    str(stub / "s.c")], check=True, timeout=60)
+    site = tmp_path / "site"
+    lib = site / "newglibc" / "ops.so"
+    lib.parent.mkdir(parents=True)
+    (tmp_path / "use.c").write_text(
+        "unsigned long strlcpy(char *d, const char *s, unsigned long n);\n"
+        "unsigned long use(char *d) { return strlcpy(d, \"x\", 2); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
+                    str(stub / "libc.so.6")], check=True, timeout=60)
+    info = site / "newglibc-1.0.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("newglibc/ops.so,,\n")
+    (info / "METADATA").write_text("Name: newglibc\nVersion: 1.0\n")
+    (info / "WHEEL").write_text("Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+                                "Tag: cp311-cp311-manylinux2014_x86_64\n")
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(lib)], capture_output=True, text=True, timeout=60)
+    assert "version `GLIBC_2.38' not found" in real.stderr, real.stderr
+    report = run_check(str(lib), NO_ENV)
+    f = next(f for f in report.findings if f.code == "OD302")
+    assert "GLIBC_2.38" in f.message and f.fix is not None
+    assert "glibc 2.38 or newer" in f.fix and "LD_PRELOAD the newer libstdc++" not in f.fix
+    assert any("newglibc 1.0: its wheel tag manylinux2014_x86_64 promises glibc 2.17" in e
+               for e in f.evidence), f.evidence
+
+
 def test_runpath_is_not_inherited() -> None:
     report = run_check(str(fixture("loader/chain_a_runpath.so")), NO_ENV)
     assert codes(report) == ["OD203"]

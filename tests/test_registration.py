@@ -485,6 +485,45 @@ def test_an_onnxruntime_library_is_a_note_not_a_registration_warning(
     assert f"ONNX Runtime's (exports {entry})" in f.message and "get_available_providers" in f.fix
 
 
+def test_an_onnxruntime_provider_binds_the_bridge_onnxruntime_loads_first(
+        tmp_path: Path) -> None:
+    """onnxruntime-openvino 1.24.1: `check libonnxruntime_providers_openvino.so` said "1
+    undefined symbol(s) no loaded library defines; the load fails with undefined symbol:
+    Provider_GetHost" (cause 3, exit 1) while an OpenVINO session runs (survey 18). ONNX
+    Runtime loads its provider bridge, libonnxruntime_providers_shared.so beside the
+    providers, with RTLD_GLOBAL before any provider; the bridge defines Provider_GetHost.
+    The same two files built here: the provider alone fails as a bare dlopen says, after the
+    bridge it loads — and the check binds the symbol to the bridge. A symbol nothing
+    defines is still reported."""
+
+    (tmp_path / "bridge.c").write_text("void *Provider_GetHost(void) { return 0; }\n")
+    (tmp_path / "prov.c").write_text("void *Provider_GetHost(void);\n"
+                                     "void *GetProvider(void) { return Provider_GetHost(); }\n")
+    (tmp_path / "bad.c").write_text("void *Provider_GetHost(void);\nvoid *Nowhere(void);\n"
+                                    "void *GetProvider(void) { return Provider_GetHost() ? "
+                                    "Nowhere() : 0; }\n")
+    bridge = tmp_path / "libonnxruntime_providers_shared.so"
+    prov = tmp_path / "libonnxruntime_providers_x.so"
+    bad = tmp_path / "libonnxruntime_providers_bad.so"
+    for src, out in (("bridge.c", bridge), ("prov.c", prov), ("bad.c", bad)):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(tmp_path / src)],
+                       check=True, timeout=60)
+    real = subprocess.run(
+        [sys.executable, "-c", "import ctypes, sys\n"
+         "try:\n    ctypes.CDLL(sys.argv[2])\nexcept OSError as e:\n    print('alone:', e)\n"
+         "ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\nctypes.CDLL(sys.argv[2])\n"
+         "print('after the bridge: loaded')\n", str(bridge), str(prov)],
+        capture_output=True, text=True, timeout=60)
+    assert "undefined symbol: Provider_GetHost" in real.stdout, real.stdout + real.stderr
+    assert "after the bridge: loaded" in real.stdout, real.stderr
+    report = run_check(str(prov), CheckOptions(probe=False))
+    assert [f.code for f in report.findings if f.severity.name == "ERROR"] == [], \
+        [(f.code, f.message) for f in report.findings]
+    report = run_check(str(bad), CheckOptions(probe=False))
+    od301 = [f.message for f in report.findings if f.code == "OD301"]
+    assert od301 and "Nowhere" in od301[0] and "Provider_GetHost" not in od301[0], od301
+
+
 @pytest.mark.probe
 def test_literals_stored_back_to_back_are_not_one_schema(tmp_path: Path) -> None:
     """intel-extension-for-pytorch 2.8.0's libintel-ext-pt-cpu.so stores schema literals back

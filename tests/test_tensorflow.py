@@ -668,6 +668,98 @@ def test_tensorflows_own_library_needed_by_a_name_this_release_lacks(tmp_path: P
     assert by_code(report, "OD342").severity.value == "error"
 
 
+@pytest.mark.probe
+def test_a_plugin_reaching_tensorflows_own_library_by_name_is_the_release(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """intel-extension-for-tensorflow 2.14/2.15's real files (survey 18): the PluggableDevice
+    plugin ``tensorflow-plugins/libitex_cpu.so`` uses only TensorFlow's C API (``TF_*``) and
+    NEEDs ``libitex_common.so`` (found by its RPATH), which NEEDs
+    ``_pywrap_tensorflow_internal.so`` by name. Neither library links libtensorflow_framework,
+    and the TensorFlow family was skipped for them before it could look: "library path: find /
+    … patchelf" (cause 2). Checked as its package's library, the probe's process maps TF
+    2.21's ``_pywrap_tensorflow_internal.so`` — a shim with no SONAME, which glibc does not
+    reuse for that NEEDED name — and the "not found" was turned into a note saying the real
+    load found it. Both are OD342, cause 3; the package's import fails as TensorFlow says."""
+    site = tmp_path / "site"
+    pkg = site / "itexpkg"
+    plugins = site / "tfplugins"
+    pkg.mkdir(parents=True)
+    plugins.mkdir()
+    (tmp_path / "stub.c").write_text("int TF_GetCode(void *s) { return 0; }\n")
+    (tmp_path / "common.c").write_text("int TF_GetCode(void *s);\n"
+                                       "int itex_common(void) { return TF_GetCode(0); }\n")
+    (tmp_path / "plugin.c").write_text("int itex_common(void);\nint TF_GetCode(void *s);\n"
+                                       "int plugin(void) { return itex_common() + "
+                                       "TF_GetCode(0); }\n")
+    stub = tmp_path / "_pywrap_tensorflow_internal.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,_pywrap_tensorflow_internal.so",
+                    "-o", str(stub), str(tmp_path / "stub.c")], check=True, timeout=60)
+    common = pkg / "libitex_common.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libitex_common.so", "-o",
+                    str(common), str(tmp_path / "common.c"), str(stub)], check=True, timeout=60)
+    plugin = plugins / "libitex_cpu.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(plugin), str(tmp_path / "plugin.c"),
+                    "-Wl,-rpath,$ORIGIN/../itexpkg", str(common), str(stub)],
+                   check=True, timeout=60)
+    stub.unlink()
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\nimport tensorflow  # noqa: F401\n"
+        "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libitex_common.so'))\n")
+    info = site / "itexpkg-2.14.0.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("itexpkg/__init__.py,,\nitexpkg/libitex_common.so,,\n"
+                                 "tfplugins/libitex_cpu.so,,\n")
+    (info / "METADATA").write_text("Name: itexpkg\nVersion: 2.14.0\n"
+                                   "Requires-Dist: tensorflow ~=2.14.0\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    real = run_python("import itexpkg", python=tf_python(), env=env, cwd=tmp_path,
+                      timeout=300)
+    assert "_pywrap_tensorflow_internal.so: cannot open shared object file" in real.stderr, \
+        real.stderr[-2000:]
+    # As a user runs it (the command's check families, their gates first).
+    doc = cli(capsys, "check", "-f", "json", "--static", "--python", tf_python(),
+              str(plugin)).json()
+    assert doc["reports"][0]["diagnosis"]["root_findings"] == ["OD342"], \
+        [(f["code"], f["message"]) for f in doc["reports"][0]["findings"]]
+    report = tf_check(common, package="itexpkg", cwd=str(tmp_path), env=tuple(env.items()))
+    assert roots(report) == ["OD342"], [(f.code, f.message) for f in report.findings]
+    assert "built for TensorFlow 2.14" in by_code(report, "OD342").message
+    od201 = by_code(report, "OD201")
+    assert od201.severity.value == "error" and "found it already" not in od201.message
+
+
+@pytest.mark.probe
+def test_a_framework_the_package_does_not_declare_is_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """onnxruntime-training 1.19.2: `import onnxruntime.training.api` dies on `No module named
+    'torch'`; torch is not in its Requires-Dist, while cerberus and sympy, which are, are absent
+    too. The fix was "pip install cerberus sympy (onnxruntime_training requires it …)", which
+    leaves the same error (survey 18). The framework the import needs is the fix, said to be
+    undeclared. Here a package requiring an absent `cerbix`, importing torch, in the
+    TensorFlow venv (no torch there)."""
+    site = tmp_path / "site"
+    (site / "trainlike").mkdir(parents=True)
+    (site / "trainlike" / "__init__.py").write_text("import torch  # noqa: F401\n")
+    info = site / "trainlike-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: trainlike\nVersion: 1.0\n"
+                                   "Requires-Dist: cerbix\n")
+    (info / "RECORD").write_text("trainlike/__init__.py,,\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    real = subprocess.run([tf_python(), "-c", "import trainlike"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert "No module named 'torch'" in real.stderr, real.stderr
+    doc = cli(capsys, "check", "-f", "json", "--python", tf_python(), "--cwd", str(tmp_path),
+              "--env", f"PYTHONPATH={site}", "--package", "trainlike").json()
+    (od511,) = [f for r in doc["reports"] for f in r["findings"] if f["code"] == "OD511"]
+    assert "No module named 'torch'" in od511["message"]
+    assert od511["fix"].startswith("pip install torch (the import needs it; trainlike-1.0 "
+                                   "does not declare it"), od511["fix"]
+    assert "cerbix" not in od511["fix"]
+
+
 def test_a_printed_load_failure_must_name_the_librarys_path() -> None:
     """The output line (or the warning line before it) must name the library's path: another
     library of the same file name failing (xformers ships `_C.so` and `flash_attn_3/_C.so`)

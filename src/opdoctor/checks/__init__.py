@@ -206,6 +206,12 @@ def _not_oneflow(facts: Facts) -> str:
 def _not_tensorflow(facts: Facts) -> str:
     if facts.tf_probe or facts.tf_op_library:
         return ""
+    interp = facts.interpreter
+    if interp is not None and interp.tensorflow_dir:
+        # TensorFlow is installed: a library that needs one of its libraries by a name this
+        # release lacks (ITEX's `_pywrap_tensorflow_internal.so`) is the family's to decide;
+        # the gate cannot read the dependency tree without importing it (survey 18).
+        return ""
     if facts.options.package:
         return "TensorFlow is not installed for the target interpreter"
     return "not a TensorFlow library"

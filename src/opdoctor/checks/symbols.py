@@ -214,6 +214,54 @@ def _sibling_defining(facts: Facts, own: list[Sym]) -> str:
     return ""
 
 
+def _glibc_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def _glibc_fix(need: str, have: str) -> str:
+    """OD302's fix for the C library itself: glibc is the system's (no program-level preload
+    or conda package replaces it, unlike libstdc++)."""
+    system = f" (this system's is {have})" if have else ""
+    return (f"the library needs glibc {need} or newer{system}: run it on a system or container "
+            f"image with glibc >= {need}, or install a build of it made for this glibc (another "
+            "release, or a wheel whose manylinux tag the system satisfies); the C library "
+            "cannot be swapped per program with LD_PRELOAD or LD_LIBRARY_PATH")
+
+
+_MANYLINUX_LEGACY = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
+
+
+def _wheel_glibc(path: str) -> tuple[str, str, str] | None:
+    """(distribution, the glibc its wheel's tag promises, that tag) for a library installed
+    from a wheel tagged manylinux, else None (lingvo 0.14.2's x_ops.so needs GLIBC_2.38 from a
+    wheel tagged manylinux2014, glibc 2.17: survey 18)."""
+    from opdoctor.facts.requires import owning_dist
+
+    owner = owning_dist(path)
+    if owner is None:
+        return None
+    try:
+        with open(os.path.join(owner[1], owner[0], "WHEEL"), encoding="utf-8") as fh:
+            tags = [ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("Tag:")]
+    except (OSError, IndexError):
+        return None
+    best: tuple[str, str] | None = None
+    for tag in tags:
+        plat = tag.rsplit("-", 1)[-1]
+        m = re.match(r"manylinux_(\d+)_(\d+)_", plat)
+        legacy = next((v for k, v in _MANYLINUX_LEGACY.items() if plat.startswith(k + "_")),
+                      None)
+        glibc = f"{m[1]}.{m[2]}" if m else legacy
+        if glibc and (best is None or _glibc_key(glibc) > _glibc_key(best[0])):
+            best = (glibc, plat)
+    if best is None:
+        return None
+    from opdoctor.facts.pkgdir import distribution
+
+    name, version = distribution(owner[0])
+    return f"{name} {version}".strip() or os.path.basename(owner[0]), best[0], best[1]
+
+
 def _target(facts: Facts) -> Iterator[Finding]:
     """The target's own version needs and undefined symbols."""
     binding = facts.binding
@@ -221,11 +269,19 @@ def _target(facts: Facts) -> Iterator[Finding]:
     for mv in binding.missing_versions:
         have = mv.provider_versions
         newest = f"; it provides up to {have[-1]}" if have else ""
-        yield OD302.finding(
-            mv.file, f"version {mv.version} not found in {mv.file}{newest}",
-            (f"{os.path.basename(path)} requires {mv.file} version {mv.version} "
-             f"(readelf -V: .gnu.version_r)",
-             f"{mv.provider} defines: {', '.join(have[-6:]) or 'no version of that family'}"))
+        ev = [f"{os.path.basename(path)} requires {mv.file} version {mv.version} "
+              f"(readelf -V: .gnu.version_r)",
+              f"{mv.provider} defines: {', '.join(have[-6:]) or 'no version of that family'}"]
+        fix = None
+        if mv.version.startswith("GLIBC_"):
+            promised = _wheel_glibc(path)
+            if promised and _glibc_key(promised[1]) < _glibc_key(mv.version[6:]):
+                ev.append(f"{promised[0]}: its wheel tag {promised[2]} promises glibc "
+                          f"{promised[1]}; the library needs {mv.version[6:]} (a mis-tagged "
+                          "wheel)")
+            fix = _glibc_fix(mv.version[6:], have[-1][6:] if have else "")
+        yield OD302.finding(mv.file, f"version {mv.version} not found in {mv.file}{newest}",
+                            tuple(ev), fix=fix)
     if not binding.unresolved:
         return
     # A symbol whose required version is missing is explained by OD302 (the loader stops there).

@@ -266,7 +266,9 @@ class Facts:
         with_torch, with_tf = self.torch_context, needs_tensorflow(self.image)
         via = tuple(v.path for v in self.vendored_loaders[:1])
         first = self._loaded_first_by_package()
-        proc = emulate(self.path, self.resolver, interp, with_torch, with_tf, via, first)
+        bridge = self._onnxruntime_bridge()
+        proc = emulate(self.path, self.resolver, interp, with_torch, with_tf, via, first,
+                       bridge)
         missing = [m.name for m in proc.tree.missing]
         # A dependency of the library needs the framework's own library (tensorflow-text's pybind
         # modules need libpybinds_library_common.so, which needs libtensorflow_framework.so.2):
@@ -278,8 +280,23 @@ class Facts:
             TORCH.linked_by(missing)
         if more_tf or more_torch:
             proc = emulate(self.path, self.resolver, interp, with_torch or more_torch,
-                           with_tf or more_tf, via, first)
+                           with_tf or more_tf, via, first, bridge)
         return proc
+
+    def _onnxruntime_bridge(self) -> tuple[str, ...]:
+        """``libonnxruntime_providers_shared.so`` beside an ONNX Runtime execution provider
+        (it exports ``GetProvider`` or ``CreateEpFactories``): ONNX Runtime loads that bridge
+        before any provider, and the provider needs its ``Provider_GetHost`` (onnxruntime-
+        openvino 1.24's OpenVINO provider was "1 undefined symbol no loaded library defines",
+        exit 1, on a session that runs; survey 18)."""
+        if self.structure.image is None or not {"GetProvider", "CreateEpFactories"} & set(
+                self.onnxruntime_entry_points):
+            return ()
+        bridge = os.path.join(os.path.dirname(self.path), "libonnxruntime_providers_shared.so")
+        if os.path.basename(self.path) == os.path.basename(bridge) or \
+                not os.path.isfile(bridge):
+            return ()
+        return (bridge,)
 
     def _loaded_first_by_package(self) -> tuple[str, ...]:
         """Libraries the package's import loads by path (its chain's load_library/CDLL calls,

@@ -37,6 +37,27 @@ def _mapped(facts: Facts) -> tuple[dict[str, str], bool]:
 _SEE = re.compile(r"inconclusive: a dependency is missing and may define them, see ([^)]+)\)")
 
 
+def _answers_to(path: str, name: str) -> bool:
+    """Whether glibc reuses the mapped ``path`` for a ``DT_NEEDED`` entry ``name``: a loaded
+    object matches a name by its ``DT_SONAME`` (or the exact path it was opened by), not by its
+    file name. TensorFlow 2.21's ``_pywrap_tensorflow_internal.so`` is a shim without a
+    SONAME: mapped by ``import tensorflow``, it still answers no library that needs it by that
+    name (ITEX's libitex_common.so fails to load, survey 18)."""
+    if path == name:
+        return True
+    from opdoctor.facts.elf.image import ElfFormatError, ElfImage
+    from opdoctor.facts.inputfile import InputError, open_input
+
+    try:
+        data = open_input(os.path.realpath(path))
+        image = ElfImage.open(data) if data.size else None
+    except (InputError, ElfFormatError, OSError, ValueError):
+        return True  # unreadable here: keep what the probe's process showed
+    if image is None:
+        return True
+    return name in [str(v) for v in image.tags.get("DT_SONAME", [])]
+
+
 def _inconclusive_for(message: str) -> list[str]:
     """The missing dependencies an inconclusive OD301 names ("… see libtriton.so)")."""
     m = _SEE.search(message)
@@ -53,7 +74,8 @@ def disproved_by_the_load(facts: Facts, findings: Sequence[Finding]) -> list[Fin
     out: list[Finding] = []
     notes: list[Finding] = []  # after the findings that still stand, as reports list notes
     for f in findings:
-        if f.severity is not Severity.INFO and f.code == "OD201" and f.subject in by_name:
+        if f.severity is not Severity.INFO and f.code == "OD201" and f.subject in by_name \
+                and _answers_to(by_name[f.subject], f.subject):
             f = dataclasses.replace(
                 f, severity=Severity.INFO,
                 message=f"{f.message} by the loader's search rules, but the real load found "
@@ -71,7 +93,8 @@ def disproved_by_the_load(facts: Facts, findings: Sequence[Finding]) -> list[Fin
             notes.append(f)
             continue
         elif (f.severity is not Severity.INFO and f.code == "OD301"
-              and (deps := _inconclusive_for(f.message)) and all(d in by_name for d in deps)):
+              and (deps := _inconclusive_for(f.message))
+              and all(d in by_name and _answers_to(by_name[d], d) for d in deps)):
             # triton's plugins: libtriton.so, the dependency that was "missing", is in the
             # process once `import triton` ran; the symbols are its to define.
             count = f.message.split(" undefined symbol(s)")[0]

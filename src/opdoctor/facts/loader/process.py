@@ -127,7 +127,8 @@ def _tf_pywrap(framework: str) -> str | None:
 
 def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             with_torch: bool, with_tensorflow: bool = False,
-            via: tuple[str, ...] = (), first: tuple[str, ...] = ()) -> Process:
+            via: tuple[str, ...] = (), first: tuple[str, ...] = (),
+            bridge: tuple[str, ...] = ()) -> Process:
     """Load the interpreter (and torch) first, then ``target``, as the real process would;
     ``via``: the library that loads ``target`` (a wheel's vendored library is loaded by its
     extension, never on its own: see :mod:`opdoctor.facts.vendored`); ``first``: libraries
@@ -179,6 +180,15 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             seen |= {lib.path for lib in new}
         context += " + " + ", ".join(os.path.basename(p) for p in first) + \
             " (loaded by the package's import)"
+    # ONNX Runtime loads its provider bridge (libonnxruntime_providers_shared.so, beside the
+    # providers) with RTLD_GLOBAL before any execution provider: the provider's Provider_GetHost
+    # is the bridge's to define.
+    for path in bridge:
+        loaded = resolver.load(path, preloaded)
+        new = _mark(loaded, "ONNX Runtime's provider bridge", {lib.path for lib in preloaded})
+        preloaded += new
+        global_scope += new
+        context += f" + {os.path.basename(path)} (ONNX Runtime loads it before a provider)"
     for lib in preloaded:
         lib.rule = RULE_PRELOADED
     loaders = [resolver.describe(Library(p, p, RULE_PATH)) for p in via]
