@@ -246,3 +246,37 @@ def test_schema_text_of_torch_namespaces_is_no_definition_of_the_package(tmp_pat
     ops = read_library(str(lib))
     assert ops is not None
     assert ops.defines == {"mytrt": ["execute_engine"]}, ops.defines
+
+
+@pytest.mark.probe
+def test_a_cuda_requirement_one_import_down_is_the_verdict(tmp_path: Path) -> None:
+    """compressai 1.2.8 beside torchvision 0.28.0+cu130 from PyPI and torch 2.13 CPU: its
+    import runs `import torchvision.transforms`, torchvision swallows the failed load of its
+    `_C.so` (libc10_cuda.so not found) and dies on "operator torchvision::nms does not exist".
+    The verdict was compressai's import chain (cause 5) and the CUDA torchvision was never
+    named (survey 18). A requirement's library whose load failed during the import, in the
+    package the error names, is checked for its build variant: OD307 on torchvision, the
+    import's failure its consequence. Here a package of compressai's shape beside the real
+    torchvision 0.29.1+cu130 wheel."""
+    tv_site = site("torchvision-0.29.1-cu130")
+    own = tmp_path / "own"
+    (own / "cailike").mkdir(parents=True)
+    (own / "cailike" / "__init__.py").write_text("import torchvision.transforms  # noqa: F401\n")
+    info = own / "cailike-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: cailike\nVersion: 1.0\nRequires-Dist: torchvision\n")
+    (info / "RECORD").write_text("cailike/__init__.py,,\n")
+    path = f"{own}{os.pathsep}{tv_site}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = path
+    real = run_python("import torch, cailike", env=env, timeout=300)
+    assert "operator torchvision::nms does not exist" in real.stderr, real.stderr[-2000:]
+    report = run_check(str(own / "cailike"), CheckOptions(
+        probe=True, env=tuple(env.items()), package="cailike", cwd="/"))
+    roots = [f.code for f in report.diagnosis.root_findings]
+    assert roots == ["OD307"], [(f.code, f.message) for f in report.findings]
+    od307 = report.diagnosis.root_findings[0]
+    assert od307.message.startswith("`import cailike` fails in its requirement torchvision, "
+                                    "built for a CUDA 13 build of torch")
+    assert any("libc10_cuda.so" in e for e in od307.evidence), od307.evidence
+    assert "OD511" in [f.code for f in report.diagnosis.consequences.get("OD307", ())]

@@ -9,8 +9,10 @@ CPU torch provide them, so the fix is to install builds that match, never patche
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
@@ -143,7 +145,60 @@ def _fix(facts: Facts) -> str:
 
 
 def run(facts: Facts) -> Iterator[Finding]:
-    """Compare the extension's build variant with the installed torch's."""
+    """Compare the extension's build variant with the installed torch's (and, when the
+    package's import failed, that of a requirement's library whose load failed first)."""
+    yield from _own(facts)
+    yield from _requirement(facts)
+
+
+def _requirement(facts: Facts) -> Iterator[Finding]:
+    """Package mode, the probe's import failed: a library of another installed package whose
+    load failed during that import, in a package the error names, checked for its build
+    variant. compressai 1.2.8 beside a torchvision 0.28.0+cu130 from PyPI and torch 2.13 CPU:
+    torchvision swallows its `_C.so` load (libc10_cuda.so not found) and the import dies on
+    "operator torchvision::nms does not exist" — read as compressai's import chain (cause 5),
+    the CUDA torchvision one requirement down never named (survey 18)."""
+    if not facts.options.package or not facts.options.probe or facts.chain is None:
+        return
+    res = facts.probe_result()
+    if res is None or res.load_error is None or not res.failed_loads:
+        return
+
+    chain = facts.chain
+    said = f"{res.load_message}\n{res.load_error.traceback}"
+    seen: set[str] = set()
+    entries = [e or facts.options.cwd or "." for e in chain.sys_path]
+    own = os.path.realpath(chain.package_dir) if chain.package_dir else ""
+    for path, _where, error in res.failed_loads:
+        top = _top_package_dir(path, entries)
+        if not top or top == own or top in seen or \
+                not re.search(rf"\b{re.escape(os.path.basename(top))}\b", said):
+            continue
+        seen.add(top)
+        other = Facts(path, dataclasses.replace(facts.options, package="", probe=False))
+        for f in _own(other):
+            yield dataclasses.replace(
+                f, message=f"`import {facts.probed_import or chain.name}` fails in its "
+                f"requirement {f.subject}, {f.message}",
+                evidence=(*f.evidence, f"the load that failed during the import: {path}: "
+                          f"{error[:300]}"))
+
+
+def _top_package_dir(path: str, sys_path: Sequence[str]) -> str:
+    """The top-level package directory ``path`` is in (the directory right below the
+    ``sys.path`` entry that holds it), "" when none holds it."""
+    real = os.path.realpath(path)
+    for entry in sys_path:
+        base = os.path.realpath(entry) + os.sep
+        if real.startswith(base):
+            first = real[len(base):].split(os.sep, 1)[0]
+            return os.path.join(base, first).rstrip(os.sep) if first != real[len(base):] \
+                else ""
+    return ""
+
+
+def _own(facts: Facts) -> Iterator[Finding]:
+    """OD307 for the target's (or the package's) own libraries."""
     tv = facts.torch_variant
     ext = facts.extension_variant
     if tv is None or not ext.variant or ext.variant == tv.variant:
