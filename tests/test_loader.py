@@ -133,6 +133,52 @@ def test_a_newer_glibc_is_the_systems_not_a_preload(tmp_path: Path) -> None:
                for e in f.evidence), f.evidence
 
 
+def test_an_opencl_device_plugin_on_a_machine_without_that_gpu(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """onnxruntime-openvino 1.24.1 ships OpenVINO's Intel GPU plugin,
+    libopenvino_intel_gpu_plugin.so, which NEEDs libOpenCL.so.1; OpenVINO dlopens it only for
+    a GPU device ("Device GPU is not available", and the session runs on CPU). Checked on a
+    machine without libOpenCL it was an error with a patchelf fix (exit 1), where the CUDA
+    provider in the same position gets warnings (survey 18). A plugin no extension of its
+    package NEEDs, missing OpenCL's loader on a machine without a GPU render node, is a
+    device plugin this machine never loads: a warning, and the system package as its fix."""
+    import glob
+
+    if glob.glob("/dev/dri/renderD*"):
+        pytest.skip("this machine has a GPU render node: the plugin could be loaded here")
+    site = tmp_path / "site"
+    pkg = site / "ovlike"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "cl.c").write_text("int clGetPlatformIDs(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libOpenCL.so.1", "-o",
+                    str(stub / "libOpenCL.so.1"), str(stub / "cl.c")], check=True, timeout=60)
+    (tmp_path / "plugin.c").write_text("int clGetPlatformIDs(void);\n"
+                                       "int gpu_plugin(void) { return clGetPlatformIDs(); }\n")
+    plugin = pkg / "libov_gpu_plugin.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(plugin), str(tmp_path / "plugin.c"),
+                    str(stub / "libOpenCL.so.1")], check=True, timeout=60)
+    shutil.rmtree(stub)
+    info = site / "ovlike-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: ovlike\nVersion: 1.0\n")
+    (info / "RECORD").write_text("ovlike/__init__.py,,\novlike/libov_gpu_plugin.so,,\n")
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(plugin)], capture_output=True, text=True, timeout=60)
+    if ctypes.util.find_library("OpenCL"):
+        pytest.skip("libOpenCL is installed here")
+    assert "libOpenCL.so.1: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              str(plugin))
+    rep = res.json()["reports"][0]
+    (od201,) = [f for f in rep["findings"] if f["code"] == "OD201"]
+    assert res.code == 0 and od201["severity"] == "warning", od201
+    assert "is an OpenCL device plugin of its package" in od201["message"]
+    assert "apt-get install ocl-icd-libopencl1" in od201["fix"]
+
+
 def test_runpath_is_not_inherited() -> None:
     report = run_check(str(fixture("loader/chain_a_runpath.so")), NO_ENV)
     assert codes(report) == ["OD203"]

@@ -40,6 +40,9 @@ SYSTEM_LIBS: dict[str, tuple[str, str, str]] = {
     "libusb-1.0.so.0": ("libusb, the USB device access library", "libusb-1.0-0",
                         "libusb1 (libusbx on RHEL 8 and 9)"),
     "libzbar.so.0": ("the ZBar bar code library", "libzbar0", "zbar"),
+    "libOpenCL.so.1": ("the OpenCL ICD loader (the GPU's OpenCL driver comes apart: "
+                       "intel-opencl-icd for Intel GPUs)", "ocl-icd-libopencl1",
+                       "ocl-icd"),
     "libodbc.so.2": ("unixODBC's driver manager", "libodbc2 (libodbc1 before Debian 12 and "
                      "Ubuntu 23.04)", "unixODBC"),
     "libmagic.so.1": ("libmagic, file type detection", "libmagic1 (libmagic1t64 on Ubuntu "

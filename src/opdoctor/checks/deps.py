@@ -296,7 +296,8 @@ def run(facts: Facts) -> Iterator[Finding]:
             yield OD201.finding(
                 miss.name, f"{miss.name} (needed by "
                 f"{', '.join(os.path.basename(u) for u in users)}) is not found: "
-                f"{os.path.basename(facts.path)} is a {toolkit} device plugin of its package, "
+                f"{os.path.basename(facts.path)} is {'an' if toolkit[0] in 'AEIOU' else 'a'} "
+                f"{toolkit} device plugin of its package, "
                 f"loaded only on a machine with an {device} (this one has none)",
                 [*ev, *evidence], severity=Severity.WARNING,
                 fix=f"nothing to fix on this machine, which never loads it; where the "

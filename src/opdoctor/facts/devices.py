@@ -16,14 +16,17 @@ import os
 from opdoctor.facts.backends import cann_library
 from opdoctor.facts.variant import DRIVER_LIB, ROCM_LIB, cuda_library, variant_library
 
-CUDA, CANN, ROCM = "CUDA", "Ascend CANN", "ROCm"
+CUDA, CANN, ROCM, OPENCL = "CUDA", "Ascend CANN", "ROCm", "OpenCL"
 
 # The device nodes each kind of accelerator's driver creates (what a container that is given
 # the device sees too): NVIDIA's control node, Huawei's Ascend NPUs, AMD's kernel fusion driver.
+# An OpenCL GPU (OpenVINO's Intel GPU plugin: libopenvino_intel_gpu_plugin.so NEEDs
+# libOpenCL.so.1; survey 18) shows as a DRM render node.
 _DEVICE_NODES = {CUDA: ("/dev/nvidiactl", "/dev/nvidia[0-9]*"),
                  CANN: ("/dev/davinci_manager", "/dev/davinci[0-9]*"),
-                 ROCM: ("/dev/kfd",)}
-DEVICE_NAMES = {CUDA: "NVIDIA GPU", CANN: "Ascend NPU", ROCM: "AMD GPU"}
+                 ROCM: ("/dev/kfd",), OPENCL: ("/dev/dri/renderD*",)}
+DEVICE_NAMES = {CUDA: "NVIDIA GPU", CANN: "Ascend NPU", ROCM: "AMD GPU",
+                OPENCL: "OpenCL GPU"}
 
 
 def toolkit_of(name: str, missing: list[str]) -> str:
@@ -37,6 +40,8 @@ def toolkit_of(name: str, missing: list[str]) -> str:
         return CUDA
     if ROCM_LIB.match(base):
         return ROCM
+    if base.startswith("libOpenCL.so"):
+        return OPENCL
     return ""
 
 

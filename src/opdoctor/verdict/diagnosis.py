@@ -187,13 +187,14 @@ def _device_side(library: str) -> bool:
     """Whether ``library`` belongs to the device side of a build of torch: torch's own
     libraries (libc10_cuda.so, libtorch_hip.so …), a device toolkit's (CUDA and its driver,
     ROCm, CANN) or TensorRT's."""
-    from opdoctor.facts.devices import toolkit_of
+    from opdoctor.facts.devices import OPENCL, toolkit_of
     from opdoctor.facts.variant import TENSORRT_LIB
 
     base = os.path.basename(library)
-    # TensorRT too: OD307's fix names it beside the CUDA torch (torch-tensorrt)
+    # TensorRT too: OD307's fix names it beside the CUDA torch (torch-tensorrt); not OpenCL's
+    # loader, which no build of torch brings
     return base.startswith(("libtorch", "libc10", "libcaffe2", "libshm")) or \
-        bool(toolkit_of(base, [])) or TENSORRT_LIB.match(base) is not None
+        toolkit_of(base, []) not in ("", OPENCL) or TENSORRT_LIB.match(base) is not None
 
 
 def _soname_stem(name: str) -> str:
