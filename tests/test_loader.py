@@ -801,3 +801,21 @@ def test_the_symbol_a_failed_load_names_is_the_first_relocation_it_cannot_bind(
     od301 = next(f for f in rep["findings"] if f["code"] == "OD301")
     assert od301["message"].endswith('the load fails with "undefined symbol: zzz_data"'), \
         od301["message"]
+
+
+def test_a_long_demangled_name_is_brief_in_a_headline() -> None:
+    """torchrec 1.5.0 beside fbgemm-gpu-cpu 1.9.0: the verdict line was "undefined symbol
+    torch::autograd::_wrap_outputs(std::vector<at::Tensor, …" for ~900 characters (survey
+    18). A long name keeps its qualified name and shows its parameters as (…); templates,
+    operator() and a trailing const survive; a short name is unchanged."""
+    from opdoctor.facts.elf.demangle import brief, demangle
+
+    full = demangle("_ZN5torch8autograd13_wrap_outputsERKSt6vectorIN2at6TensorESaIS3_EERKSt13"
+                    "unordered_setIPN3c1010TensorImplESt4hashIS9_ESt8equal_toIS9_ESaIS9_EESH_"
+                    "SH_SH_SH_S7_RKSt10shared_ptrINS0_4NodeEESt8functionIFS5_S7_S7_EEbb")
+    assert len(full) > 800 and full.startswith("torch::autograd::_wrap_outputs(std::vector")
+    assert brief(full) == "torch::autograd::_wrap_outputs(…)"
+    assert brief("c10::impl::foo(int)") == "c10::impl::foo(int)"
+    long_op = "ns::x<std::pair<int, int> >::operator()(" + "int, " * 60 + "int) const"
+    assert brief(long_op) == "ns::x<std::pair<int, int> >::operator()(…) const"
+    assert len(brief("a" * 400)) == 160

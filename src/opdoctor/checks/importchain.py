@@ -1245,7 +1245,9 @@ def _explained_fix(kind: str, message: str) -> str | None:
     text = f"the exception reads as cause {e.cause} — {e.cause_name}: {e.title}. " \
         f"{e.explanation}"
     if len(text) > 600:
-        text = text[:597].rsplit(" ", 1)[0] + " …"
+        # whole sentences (compressai's fix stopped mid-sentence: survey 18)
+        end = text.rfind(". ", 0, 600)
+        text = text[:end + 1] if end > 200 else text[:597].rsplit(" ", 1)[0] + " …"
     return text + (f" Next: {step}" if step else "")
 
 

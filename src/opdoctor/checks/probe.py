@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, runtime_library_fix
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.elf.demangle import demangle
+from opdoctor.facts.elf.demangle import brief, demangle
 from opdoctor.facts.loaderror import NOT_FOUND, UNDEFINED, VERSION, loader_error
 from opdoctor.facts.probe.refusal import Refusal, message_lines, read_refusal
 from opdoctor.facts.variant import cpu_build, variant_library
@@ -552,11 +552,17 @@ def _swallowed_load_errors(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]
             yield _not_found(facts, name, f" (hidden: {what} fails)",
                              [f"dlopen: {err.text}", where], res.failed_loads)
         else:
-            yield OD321.finding(facts.path, f"undefined symbol {demangle(err.subject)}"
+            yield OD321.finding(facts.path, f"undefined symbol {brief(demangle(err.subject))}"
                                 f"{_framework_symbol_note(facts, err.subject)} (hidden: "
                                 f"{what} fails)",
-                                (f"dlopen: {err.text}", where),
+                                (f"dlopen: {err.text}", where, *_in_full(err.subject)),
                                 fix=_symbol_fix(facts, err.subject))
+
+
+def _in_full(sym: str) -> tuple[str, ...]:
+    """The whole demangled name, as evidence, where the message gives it shortened."""
+    full = demangle(sym)
+    return (f"in full: {full}",) if brief(full) != full else ()
 
 
 _FRAMEWORK_SYMBOL = re.compile(r"^_ZN?K?(?:3c10|2at|5torch)")
@@ -743,9 +749,9 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
         yield OD321.finding(other or facts.path,
                             (f"`import {facts.probed_import}` fails at "
                              f"{os.path.basename(other)}, not at this library: " if other
-                             else "") + f"undefined symbol {demangle(sym)}"
+                             else "") + f"undefined symbol {brief(demangle(sym))}"
                             f"{_framework_symbol_note(facts, sym, mine)}",
-                            (f"dlopen: undefined symbol: {sym}",
+                            (f"dlopen: undefined symbol: {sym}", *_in_full(sym),
                              *([f"named by the error: {other}"] if other else [])),
                             fix=_symbol_fix(facts, sym, mine))
         return

@@ -107,3 +107,24 @@ def demangle_all(names: Iterable[str]) -> dict[str, str]:
 def demangle(name: str) -> str:
     """Demangled form of one name."""
     return demangle_all([name])[name]
+
+
+def brief(name: str, limit: int = 160) -> str:
+    """A demangled name short enough for a headline: the parameter list of a longer one as
+    ``(…)`` (torchrec 1.5's ``torch::autograd::_wrap_outputs(std::vector<at::Tensor, …`` was a
+    ~900-character verdict line, survey 18). The full name stays in the evidence."""
+    if len(name) <= limit:
+        return name
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i and not name[:i].endswith("operator"):
+            close = name.rfind(")")
+            short = f"{name[:i]}(…){name[close + 1:] if close > i else ''}"
+            if len(short) <= limit:
+                return short
+            break
+    return name[:limit - 1] + "…"
