@@ -280,3 +280,57 @@ def test_a_cuda_requirement_one_import_down_is_the_verdict(tmp_path: Path) -> No
                                     "built for a CUDA 13 build of torch")
     assert any("libc10_cuda.so" in e for e in od307.evidence), od307.evidence
     assert "OD511" in [f.code for f in report.diagnosis.consequences.get("OD307", ())]
+
+
+@pytest.mark.probe
+def test_a_dependency_whose_own_preload_failed_is_the_builds_consequence(
+        tmp_path: Path) -> None:
+    """cuequivariance-ops-torch-cu13 0.13: its extension NEEDs libcue_ops.so, which the
+    package's import preloads by path from cuequivariance_ops/lib/ — and that preload fails on
+    libnvrtc.so.13 (CUDA 13). The extension (a CUDA 13 build: libc10_cuda.so) then finds no
+    libcue_ops.so. The headline was "libcue_ops.so is not found: patchelf" (cause 2), the CUDA
+    build second (survey 18). The probe saw the preload fail: OD201 says so, and what that
+    load missed — a CUDA library — makes it the CUDA build's consequence. Built here with the
+    same NEEDED names (stub libraries at link time, removed)."""
+    import shutil
+
+    s = tmp_path / "site"
+    pkg, dep = s / "cuelike", s / "cueops" / "lib"
+    pkg.mkdir(parents=True)
+    dep.mkdir(parents=True)
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "s.c").write_text("int stub_fn(void) { return 0; }\n")
+    for so in ("libc10_cuda.so", "libnvrtc.so.13"):
+        subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{so}", "-o", str(stub / so),
+                        str(stub / "s.c")], check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcueops.so", "-o",
+                    str(dep / "libcueops.so"), str(stub / "s.c"), "-Wl,--no-as-needed",
+                    str(stub / "libnvrtc.so.13")], check=True, timeout=60)
+    torch_lib = Path(__import__("importlib").util.find_spec("torch").origin).parent / "lib"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "ext.so"), str(stub / "s.c"),
+                    "-Wl,--no-as-needed", str(dep / "libcueops.so"), str(stub / "libc10_cuda.so"),
+                    "-L", str(torch_lib), "-lc10"], check=True, timeout=60)
+    shutil.rmtree(stub)
+    (s / "cueops" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\nimport torch\n"
+        "_here = os.path.dirname(__file__)\n"
+        "try:\n    ctypes.CDLL(os.path.join(_here, '..', 'cueops', 'lib', 'libcueops.so'))\n"
+        "except OSError as exc:\n    print('Error while loading libcueops.so:', exc)\n"
+        "torch.ops.load_library(os.path.join(_here, 'ext.so'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(s)
+    real = run_python("import torch, cuelike", env=env, timeout=300)
+    assert "libnvrtc.so.13: cannot open shared object file" in real.stdout, real.stdout
+    assert "libcueops.so: cannot open shared object file" in real.stderr, real.stderr[-2000:]
+    report = run_check(str(pkg), CheckOptions(probe=True, env=tuple(env.items()),
+                                              package="cuelike", cwd="/"))
+    assert [f.code for f in report.diagnosis.root_findings] == ["OD307"], \
+        [(f.code, f.message) for f in report.findings]
+    # static (OD201) or the real loader's (OD220): the package's path to it is computed here
+    od201 = next(f for f in report.findings
+                 if f.code in ("OD201", "OD220") and f.subject == "libcueops.so")
+    assert "the package's import loaded it from" in od201.message and \
+        "libnvrtc.so.13" in od201.message, od201.message
+    assert od201 in report.diagnosis.consequences.get("OD307", ())

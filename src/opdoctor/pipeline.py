@@ -14,7 +14,7 @@ from opdoctor.model import CheckRun, CheckStatus, Finding, Report, Severity, Tar
 from opdoctor.verdict.causes import STOPPED_PREFIX
 from opdoctor.verdict.diagnosis import diagnose
 from opdoctor.verdict.gate import apply_overrides
-from opdoctor.verdict.observed import disproved_by_the_load
+from opdoctor.verdict.observed import disproved_by_the_load, with_failed_first_loads
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def run_check(
     finally:
         if data is not None:
             data.close()
-    findings = disproved_by_the_load(facts, findings)
+    findings = with_failed_first_loads(facts, disproved_by_the_load(facts, findings))
     findings = apply_overrides(findings, overrides or {})
     diagnosis = diagnose(findings)
     unread = _unread_libraries(facts) if diagnosis.cause == 0 else ""

@@ -162,6 +162,10 @@ def _explains(root: Finding, f: Finding) -> bool:
     return not _foreign_module(f)
 
 
+# The evidence line of an OD201 whose library the package's import loaded by path first, and
+# that load failed (verdict/observed.py): the library that load missed is read from it.
+LOADED_FIRST = "the package's import loaded it first from "
+
 # Findings that say a library was not found, and where each names it.
 _LIBRARY_MISSES = ("OD201", "OD202", "OD203", "OD220", "OD511")
 _CANNOT_OPEN = re.compile(r"([^\s:'\"(]{1,300}\.so[\w.]{0,40}): cannot open shared object file")
@@ -173,6 +177,13 @@ def _missing_library(f: Finding) -> str | None:
     if f.code == "OD511":
         m = _CANNOT_OPEN.search(f.message)
         return m.group(1) if m else None
+    for line in f.evidence:
+        # the library is there, and the package's own load of it failed on what it needs
+        # (verdict/observed.py): that is the library not found
+        if f.code in ("OD201", "OD220") and line.startswith(LOADED_FIRST):
+            m = _CANNOT_OPEN.search(line)
+            if m:
+                return m.group(1)
     return f.subject.split()[0] if f.subject.strip() else None
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from opdoctor.facts import Facts
 from opdoctor.model import Finding, Severity
+from opdoctor.verdict.diagnosis import LOADED_FIRST
 
 
 def _mapped(facts: Facts) -> tuple[dict[str, str], bool]:
@@ -62,6 +63,32 @@ def _inconclusive_for(message: str) -> list[str]:
     """The missing dependencies an inconclusive OD301 names ("… see libtriton.so)")."""
     m = _SEE.search(message)
     return [d.strip() for d in m.group(1).split(",") if d.strip()] if m else []
+
+
+def with_failed_first_loads(facts: Facts, findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with each OD201 / OD220 ("X not found") told what the probe saw: the package's
+    import loaded a file named X by its path first, and that load failed. The dependency is
+    there; what it needs is not (cuequivariance-ops-torch-cu13: its import preloads
+    ``cuequivariance_ops/lib/libcue_ops.so``, which needs libnvrtc.so.13; the extension then
+    finds no libcue_ops.so — the headline was "libcue_ops.so not found: patchelf", the CUDA 13
+    build second; survey 18)."""
+    if not facts.options.probe:
+        return list(findings)
+    res = facts.probe_result()
+    if res is None or not res.failed_loads:
+        return list(findings)
+    first = {os.path.basename(p): (p, error) for p, _where, error in res.failed_loads}
+    out = []
+    for f in findings:
+        if f.code in ("OD201", "OD220") and f.severity is not Severity.INFO and \
+                f.subject in first:
+            path, error = first[f.subject]
+            f = dataclasses.replace(
+                f, message=f"{f.message}; the package's import loaded it from {path} first, "
+                f"and that load failed: {error[:200]}",
+                evidence=(*f.evidence, f"{LOADED_FIRST}{path}: {error[:300]}"))
+        out.append(f)
+    return out
 
 
 def disproved_by_the_load(facts: Facts, findings: Sequence[Finding]) -> list[Finding]:
