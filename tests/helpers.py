@@ -68,3 +68,21 @@ def make_package(root: Any, name: str, files: dict[str, Any], init: str) -> Any:
         shutil.copy(src, pkg / dest)
     (pkg / "__init__.py").write_text(init)
     return pkg
+
+
+def dist_info(site: Any, name: str, version: str, files: list[str],
+              requires: tuple[str, ...] = (), wheel_tag: str = "") -> Any:
+    """An installed distribution's ``name-version.dist-info`` in ``site``: METADATA (with
+    each of ``requires`` as a Requires-Dist), a RECORD listing ``files`` (paths relative to
+    the site) and, with ``wheel_tag``, a WHEEL file with that tag; returns the directory."""
+    from pathlib import Path
+
+    info = Path(site) / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                   + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
+    if wheel_tag:
+        (info / "WHEEL").write_text("Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+                                    f"Tag: {wheel_tag}\n")
+    return info

@@ -17,7 +17,7 @@ from opdoctor.facts.loader.ldcache import load_ld_cache
 from opdoctor.model import Report
 from opdoctor.pipeline import run_check
 from tests.conftest import BUILD, fixture, reference
-from tests.helpers import cli
+from tests.helpers import cli, dist_info
 from tests.torchfork import run_python
 
 NO_ENV = CheckOptions(env=())  # a job environment without LD_LIBRARY_PATH
@@ -116,12 +116,8 @@ def test_a_newer_glibc_is_the_systems_not_a_preload(tmp_path: Path) -> None:
         "unsigned long use(char *d) { return strlcpy(d, \"x\", 2); }\n")
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "use.c"),
                     str(stub / "libc.so.6")], check=True, timeout=60)
-    info = site / "newglibc-1.0.dist-info"
-    info.mkdir()
-    (info / "RECORD").write_text("newglibc/ops.so,,\n")
-    (info / "METADATA").write_text("Name: newglibc\nVersion: 1.0\n")
-    (info / "WHEEL").write_text("Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
-                                "Tag: cp311-cp311-manylinux2014_x86_64\n")
+    dist_info(site, "newglibc", "1.0", ["newglibc/ops.so"],
+              wheel_tag="cp311-cp311-manylinux2014_x86_64")
     real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
                            str(lib)], capture_output=True, text=True, timeout=60)
     assert "version `GLIBC_2.38' not found" in real.stderr, real.stderr
@@ -161,10 +157,7 @@ def test_an_opencl_device_plugin_on_a_machine_without_that_gpu(
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(plugin), str(tmp_path / "plugin.c"),
                     str(stub / "libOpenCL.so.1")], check=True, timeout=60)
     shutil.rmtree(stub)
-    info = site / "ovlike-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Name: ovlike\nVersion: 1.0\n")
-    (info / "RECORD").write_text("ovlike/__init__.py,,\novlike/libov_gpu_plugin.so,,\n")
+    dist_info(site, "ovlike", "1.0", ["ovlike/__init__.py", "ovlike/libov_gpu_plugin.so"])
     real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
                            str(plugin)], capture_output=True, text=True, timeout=60)
     if ctypes.util.find_library("OpenCL"):

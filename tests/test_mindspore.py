@@ -21,7 +21,7 @@ from opdoctor.model import Report
 from opdoctor.pipeline import run_check
 from opdoctor.targets import split_aot_target
 from tests.conftest import BUILD, fixture
-from tests.helpers import cli
+from tests.helpers import cli, dist_info
 
 MS_PY = BUILD / "venv-ms" / "bin" / "python"
 RUNNER = Path(__file__).parent / "resources" / "ms_run_aot.py"
@@ -497,11 +497,7 @@ def test_a_pure_python_add_on_pinned_to_another_mindspore(
     (site / "msaddon" / "__init__.py").write_text(
         "from mindspore.ops.operations._inner_ops import Generator\n"
         "_GEN = Generator()  # the 2.5-2.7 signature: no seed, no offset\n")
-    info = site / "msaddon-0.5.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: msaddon\nVersion: 0.5.1\n"
-                                   f"Requires-Dist: mindspore{spec}\n")
-    (info / "RECORD").write_text("msaddon/__init__.py,,\n")
+    dist_info(site, "msaddon", "0.5.1", ["msaddon/__init__.py"], (f"mindspore{spec}",))
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
     real = subprocess.run([ms_python(), "-c", "import msaddon"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)

@@ -21,6 +21,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import BUILD, FIX
+from tests.helpers import dist_info
 from tests.torchfork import run_python
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
@@ -262,10 +263,7 @@ def test_a_cuda_requirement_one_import_down_is_the_verdict(tmp_path: Path) -> No
     own = tmp_path / "own"
     (own / "cailike").mkdir(parents=True)
     (own / "cailike" / "__init__.py").write_text("import torchvision.transforms  # noqa: F401\n")
-    info = own / "cailike-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Name: cailike\nVersion: 1.0\nRequires-Dist: torchvision\n")
-    (info / "RECORD").write_text("cailike/__init__.py,,\n")
+    dist_info(own, "cailike", "1.0", ["cailike/__init__.py"], ("torchvision",))
     path = f"{own}{os.pathsep}{tv_site}"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = path

@@ -16,7 +16,7 @@ import pytest
 from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
-from tests.helpers import cli
+from tests.helpers import cli, dist_info
 from tests.test_pyreg import site
 from tests.torchfork import run_python
 
@@ -419,14 +419,9 @@ def test_a_subpackage_installed_by_its_own_distribution_gets_that_distributions_
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(sub / "libside.so"),
                     str(Path(str(tmp_path)) / "addon.c"), "-Wl,--no-as-needed", "-L",
                     str(Path(spec.origin).parent / "lib"), "-lc10"], check=True, timeout=60)
-    for dist, files in (("outerpkg-1.0", ["outerpkg/__init__.py"]),
-                        ("outerpkg_torch-2.0", ["outerpkg/torchside/__init__.py",
-                                                "outerpkg/torchside/libside.so"])):
-        info = s / f"{dist}.dist-info"
-        info.mkdir()
-        name = dist.rsplit("-", 1)[0].replace("_", "-")
-        (info / "METADATA").write_text(f"Name: {name}\nVersion: {dist.rsplit('-', 1)[1]}\n")
-        (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
+    dist_info(s, "outerpkg", "1.0", ["outerpkg/__init__.py"])
+    dist_info(s, "outerpkg-torch", "2.0", ["outerpkg/torchside/__init__.py",
+                                           "outerpkg/torchside/libside.so"])
     res = cli(capsys, "check", "-f", "json", "--static", "--cwd", "/", "--env",
               f"PYTHONPATH={s}", "--package", "outerpkg.torchside")
     rep = res.json()["reports"][0]

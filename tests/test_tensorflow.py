@@ -15,7 +15,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Finding, Report
 from opdoctor.pipeline import Selection, run_check
 from tests.conftest import BUILD, fixture, fresh_probes
-from tests.helpers import cli, cli_text_and_json, make_package
+from tests.helpers import cli, cli_text_and_json, dist_info, make_package
 from tests.torchfork import run_python
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
@@ -705,12 +705,8 @@ def test_a_plugin_reaching_tensorflows_own_library_by_name_is_the_release(
     (pkg / "__init__.py").write_text(
         "import ctypes, os\nimport tensorflow  # noqa: F401\n"
         "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libitex_common.so'))\n")
-    info = site / "itexpkg-2.14.0.dist-info"
-    info.mkdir()
-    (info / "RECORD").write_text("itexpkg/__init__.py,,\nitexpkg/libitex_common.so,,\n"
-                                 "tfplugins/libitex_cpu.so,,\n")
-    (info / "METADATA").write_text("Name: itexpkg\nVersion: 2.14.0\n"
-                                   "Requires-Dist: tensorflow ~=2.14.0\n")
+    dist_info(site, "itexpkg", "2.14.0", ["itexpkg/__init__.py", "itexpkg/libitex_common.so",
+                                          "tfplugins/libitex_cpu.so"], ("tensorflow ~=2.14.0",))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
     real = run_python("import itexpkg", python=tf_python(), env=env, cwd=tmp_path,
@@ -741,11 +737,7 @@ def test_a_framework_the_package_does_not_declare_is_the_fix(
     site = tmp_path / "site"
     (site / "trainlike").mkdir(parents=True)
     (site / "trainlike" / "__init__.py").write_text("import torch  # noqa: F401\n")
-    info = site / "trainlike-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: trainlike\nVersion: 1.0\n"
-                                   "Requires-Dist: cerbix\n")
-    (info / "RECORD").write_text("trainlike/__init__.py,,\n")
+    dist_info(site, "trainlike", "1.0", ["trainlike/__init__.py"], ("cerbix",))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
     real = subprocess.run([tf_python(), "-c", "import trainlike"], env=env, cwd=tmp_path,

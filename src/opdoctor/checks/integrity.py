@@ -264,14 +264,10 @@ def _musl_finding(facts: Facts) -> Finding:
     owner = facts.installed_by
     if owner is not None:
         info = owner[0]
-        from opdoctor.facts.pkgdir import distribution
+        from opdoctor.facts.pkgdir import distribution, wheel_tags
 
         dist, version = distribution(os.path.basename(info))
-        try:
-            with open(os.path.join(info, "WHEEL"), encoding="utf-8", errors="replace") as fh:
-                tags = [ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("Tag:")]
-        except OSError:
-            tags = []
+        tags = wheel_tags(info)
         evidence += [f"{os.path.basename(info)}/WHEEL: Tag: {t}" for t in tags[:2]]
         fix = (f"Install the build for this system: pip install --force-reinstall --no-deps "
                f"'{dist}=={version}' with this machine's pip, without --platform (it picks the "

@@ -231,22 +231,18 @@ def _glibc_fix(need: str, have: str) -> str:
 _MANYLINUX_LEGACY = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
 
 
-def _wheel_glibc(path: str) -> tuple[str, str, str] | None:
+def _wheel_glibc(owner: tuple[str, str, str] | None) -> tuple[str, str, str] | None:
     """(distribution, the glibc its wheel's tag promises, that tag) for a library installed
-    from a wheel tagged manylinux, else None (lingvo 0.14.2's x_ops.so needs GLIBC_2.38 from a
-    wheel tagged manylinux2014, glibc 2.17: survey 18)."""
-    from opdoctor.facts.requires import owning_dist
+    (``owner``: ``Facts.installed_by``) from a wheel tagged manylinux, else None (lingvo
+    0.14.2's x_ops.so needs GLIBC_2.38 from a wheel tagged manylinux2014, glibc 2.17: survey
+    18)."""
+    from opdoctor.facts.pkgdir import distribution, wheel_tags
 
-    owner = owning_dist(path)
     if owner is None:
         return None
-    try:
-        with open(os.path.join(owner[1], owner[0], "WHEEL"), encoding="utf-8") as fh:
-            tags = [ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("Tag:")]
-    except (OSError, IndexError):
-        return None
+    info = os.path.join(owner[1], owner[0])
     best: tuple[str, str] | None = None
-    for tag in tags:
+    for tag in wheel_tags(info):
         plat = tag.rsplit("-", 1)[-1]
         m = re.match(r"manylinux_(\d+)_(\d+)_", plat)
         legacy = next((v for k, v in _MANYLINUX_LEGACY.items() if plat.startswith(k + "_")),
@@ -256,10 +252,8 @@ def _wheel_glibc(path: str) -> tuple[str, str, str] | None:
             best = (glibc, plat)
     if best is None:
         return None
-    from opdoctor.facts.pkgdir import distribution
-
-    name, version = distribution(owner[0])
-    return f"{name} {version}".strip() or os.path.basename(owner[0]), best[0], best[1]
+    name, version = distribution(info)
+    return f"{name} {version}".strip() or os.path.basename(info), best[0], best[1]
 
 
 def _target(facts: Facts) -> Iterator[Finding]:
@@ -274,7 +268,7 @@ def _target(facts: Facts) -> Iterator[Finding]:
               f"{mv.provider} defines: {', '.join(have[-6:]) or 'no version of that family'}"]
         fix = None
         if mv.version.startswith("GLIBC_"):
-            promised = _wheel_glibc(path)
+            promised = _wheel_glibc(facts.installed_by)
             if promised and _glibc_key(promised[1]) < _glibc_key(mv.version[6:]):
                 ev.append(f"{promised[0]}: its wheel tag {promised[2]} promises glibc "
                           f"{promised[1]}; the library needs {mv.version[6:]} (a mis-tagged "

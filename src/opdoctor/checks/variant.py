@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from opdoctor.checks.base import Check
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.pkgdir import package_of
 from opdoctor.facts.variant import DRIVER_LIB, TENSORRT_LIB, cpu_build, local_tag
 from opdoctor.model import Cause, Finding, Severity
 
@@ -167,12 +168,13 @@ def _requirement(facts: Facts) -> Iterator[Finding]:
     chain = facts.chain
     said = f"{res.load_message}\n{res.load_error.traceback}"
     seen: set[str] = set()
-    entries = [e or facts.options.cwd or "." for e in chain.sys_path]
     own = os.path.realpath(chain.package_dir) if chain.package_dir else ""
     for path, _where, error in res.failed_loads:
-        top = _top_package_dir(path, entries)
-        if not top or top == own or top in seen or \
-                not re.search(rf"\b{re.escape(os.path.basename(top))}\b", said):
+        got = package_of(path)  # (top-level package, the directory it is imported from)
+        if got is None:
+            continue
+        top = os.path.realpath(os.path.join(got[1], got[0]))
+        if top == own or top in seen or not re.search(rf"\b{re.escape(got[0])}\b", said):
             continue
         seen.add(top)
         other = Facts(path, dataclasses.replace(facts.options, package="", probe=False))
@@ -182,19 +184,6 @@ def _requirement(facts: Facts) -> Iterator[Finding]:
                 f"requirement {f.subject}, {f.message}",
                 evidence=(*f.evidence, f"the load that failed during the import: {path}: "
                           f"{error[:300]}"))
-
-
-def _top_package_dir(path: str, sys_path: Sequence[str]) -> str:
-    """The top-level package directory ``path`` is in (the directory right below the
-    ``sys.path`` entry that holds it), "" when none holds it."""
-    real = os.path.realpath(path)
-    for entry in sys_path:
-        base = os.path.realpath(entry) + os.sep
-        if real.startswith(base):
-            first = real[len(base):].split(os.sep, 1)[0]
-            return os.path.join(base, first).rstrip(os.sep) if first != real[len(base):] \
-                else ""
-    return ""
 
 
 def _own(facts: Facts) -> Iterator[Finding]:

@@ -71,6 +71,15 @@ def _namespace_dir(d: str) -> bool:
     return not any(n.endswith(meta) for n in inside) and any(n.endswith(meta) for n in above)
 
 
+def wheel_tags(info: str) -> list[str]:
+    """The ``Tag:`` lines of a ``*.dist-info/WHEEL`` file (empty when it has none)."""
+    try:
+        with open(os.path.join(info, "WHEEL"), encoding="utf-8", errors="replace") as fh:
+            return [ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("Tag:")]
+    except OSError:
+        return []
+
+
 def distribution(info: str) -> tuple[str, str]:
     """(name, version) of a ``name-version.dist-info`` (or ``.egg-info``) directory; the
     version is "" when the name carries none."""

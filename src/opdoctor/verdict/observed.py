@@ -46,17 +46,11 @@ def _answers_to(path: str, name: str) -> bool:
     name (ITEX's libitex_common.so fails to load, survey 18)."""
     if path == name:
         return True
-    from opdoctor.facts.elf.image import ElfFormatError, ElfImage
-    from opdoctor.facts.inputfile import InputError, open_input
+    from opdoctor.facts.core import read_elf
 
-    try:
-        data = open_input(os.path.realpath(path))
-        image = ElfImage.open(data) if data.size else None
-    except (InputError, ElfFormatError, OSError, ValueError):
-        return True  # unreadable here: keep what the probe's process showed
-    if image is None:
-        return True
-    return name in [str(v) for v in image.tags.get("DT_SONAME", [])]
+    # unreadable here: keep what the probe's process showed
+    return read_elf(os.path.realpath(path),
+                    lambda img: name in [str(v) for v in img.tags.get("DT_SONAME", [])], True)
 
 
 def _inconclusive_for(message: str) -> list[str]:
