@@ -154,6 +154,7 @@ $(FIX)/integrity/aarch64.so: $(IFX)/aarch64.S
 	@mkdir -p $(@D) $(SKIP)
 ifneq ($(AARCH64_AS),)
 	$(AARCH64_AS) $< -o $(@:.so=.o) && $(AARCH64_LD) -shared $(@:.so=.o) -o $@ && rm -f $(@:.so=.o)
+	rm -f $(SKIP)/aarch64.so.txt  # a note left from before the tools were installed
 else
 	echo "aarch64-linux-gnu-as not installed (apt-get install binutils-aarch64-linux-gnu)" > $(SKIP)/aarch64.so.txt
 endif

@@ -2157,6 +2157,46 @@ def test_a_packages_warnings_are_printed_once_in_a_walk(
     assert text.count("1 warning(s) (OD514) as in a report above") == 1, text
 
 
+def test_an_error_every_library_of_a_package_shares_is_told_once_and_summed_up(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fbgemm_gpu 1.9.0 (survey 18): the package's import fails, and each of its 19
+    libraries' reports repeated that error's evidence and fix word for word. The text prints
+    them once and refers to that report after; a closing list gives each verdict once with the
+    libraries that have it. The JSON keeps every finding, evidence included, in every report."""
+    site = tmp_path / "site"
+    _write(site, {"twopkg/__init__.py": "import absent_now\nfrom twopkg import _a, _b\n",
+                  "twopkg-1.0.dist-info/METADATA": "Name: twopkg\nVersion: 1.0\n"
+                                                   "Requires-Dist: absent-now\n",
+                  "twopkg-1.0.dist-info/RECORD": "twopkg/__init__.py,,\n"})
+    for name in ("_a", "_b"):
+        _c_extension(tmp_path, site / "twopkg", name)
+    real = subprocess.run([sys.executable, "-c", "import twopkg"], cwd=tmp_path, text=True,
+                          capture_output=True, env={"PYTHONPATH": str(site)}, timeout=60)
+    assert "No module named 'absent_now'" in real.stderr, real.stderr
+    args = ("check", "--static", "--env", f"PYTHONPATH={site}", "--cwd", str(tmp_path),
+            str(site))
+    doc = cli(capsys, *args, "-f", "json").json()
+    errors = [[(f["code"], f["message"], f["evidence"]) for f in r["findings"]
+               if f["severity"] == "error"] for r in doc["reports"]]
+    assert len(errors) == 2 and errors[0] == errors[1] and errors[0], errors
+    code, message, evidence = errors[0][0]
+    assert evidence, errors
+    text = cli(capsys, *args).out
+    first = os.path.basename(doc["reports"][0]["target"]["path"])
+    assert text.count(f"{code} {message}") == 2, text
+    assert text.count(evidence[0]) == 1, text
+    assert text.count(f"evidence and fix as in the report of {first} above") == 1, text
+    summary = doc["reports"][0]["diagnosis"]["summary"].removeprefix("Most likely cause: ")
+    assert "2 reports, 1 verdict(s):" in text, text
+    names = ", ".join(os.path.basename(r["target"]["path"]) for r in doc["reports"])
+    assert f"✗ 2 × {summary}" in text and names in text, text
+    # One library: no closing list, and -v prints every error in full.
+    one = cli(capsys, *args[:-1], doc["reports"][1]["target"]["path"]).out
+    assert "verdict(s):" not in one and one.count(evidence[0]) == 1, one
+    verbose = cli(capsys, *args, "-v").out
+    assert verbose.count(evidence[0]) == 2 and "as in the report of" not in verbose, verbose
+
+
 def test_an_unconditional_import_of_an_uninstalled_requirement_is_found_statically(
         tmp_path: Path) -> None:
     """pyproj 3.7.2 without certifi (survey 10's P3): ``__init__`` imports ``pyproj.network``,

@@ -36,11 +36,24 @@ def _size(n: int | None) -> str:
 
 
 def _finding(p: Printer, f: Finding, ctx: RenderContext,
-             fixes: set[str] | None = None) -> None:
+             fixes: set[str] | None = None, told: dict[tuple[str, ...], str] | None = None,
+             where: str = "") -> None:
+    """One finding: its message, evidence and fix. ``told``: the errors earlier reports of
+    the run printed (code, message, evidence, fix → the library whose report has them); an
+    error printed word for word above keeps its line and refers to the evidence and fix
+    there (fbgemm_gpu's 15 libraries that one failing import stops each repeated the same
+    seven lines of symbol and traceback)."""
     doc = ctx.catalog.get(f.code)
     style = _SEV_STYLE[f.severity]
     title = f" ({escape(doc.title)})" if doc and ctx.verbose else ""
     p.line(f"  [{style}]{f.code}[/] ", f"{escape(f.message)}{title}")
+    if told is not None and f.severity is Severity.ERROR and not ctx.verbose:
+        key = (f.code, f.message, f.fix, *f.evidence)
+        if key in told:
+            p.line("    ", f"[dim]evidence and fix as in the report of {escape(told[key])} "
+                   "above[/]", hang=6)
+            return
+        told[key] = where
     limit = None if ctx.verbose else 6
     ev = list(f.evidence)
     shown = ev if limit is None else ev[:limit]
@@ -313,10 +326,12 @@ def _header(t: Any) -> str:
 
 
 def render_one(p: Printer, report: Report, ctx: RenderContext,
-               noted: set[tuple[str, str]] | None = None) -> None:
+               noted: set[tuple[str, str]] | None = None,
+               errors_told: dict[tuple[str, ...], str] | None = None) -> None:
     """Print one target's report. ``noted``: the notes (info findings, by code and message)
     earlier reports of the run printed; a note about the package that every library of it
-    repeats (OD507 in each of h5py's 25 reports) is then printed once, and referred to."""
+    repeats (OD507 in each of h5py's 25 reports) is then printed once, and referred to.
+    ``errors_told``: the errors earlier reports printed in full (see :func:`_finding`)."""
     noted = set() if noted is None else noted
     t = report.target
     # An odd file name (spaces, a newline, control characters) is quoted wherever the report
@@ -382,7 +397,7 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
                     if per_code[key] > SAME_CODE_SHOWN:
                         hidden.setdefault(key, []).append(f)
                         continue
-                _finding(p, f, ctx, fixes)
+                _finding(p, f, ctx, fixes, errors_told, os.path.basename(t.path) or t.path)
                 # under a root, or under another failure that owns them (the CUDA build's
                 # missing libc10_cuda.so where an OS library's absence leads the verdict)
                 if (id(f) in roots or f.code in diag.consequences) and f.code not in told:
@@ -496,6 +511,45 @@ def _as_above(found: list[Finding]) -> str:
     return f"{what} ({codes}) as in a report above"
 
 
+# Verdicts listed in the closing summary of a run of several reports, and the libraries named
+# per verdict, before the rest are counted (-v lists all).
+VERDICTS_SHOWN = 8
+NAMES_SHOWN = 4
+
+
+def _verdicts(p: Printer, reports: list[Report], ctx: RenderContext) -> None:
+    """The run's verdicts, one line each, with the libraries that have it: what a package of
+    19 libraries comes to after 19 reports (fbgemm_gpu: the 15 its failing import stops, and
+    the 4 that fail on their own), worst first, then the most libraries."""
+    groups: dict[str, list[Report]] = {}
+    for r in reports:
+        groups.setdefault(r.diagnosis.summary, []).append(r)
+
+    def rank(item: tuple[str, list[Report]]) -> tuple[int, int]:
+        worst = max((f.severity.rank for r in item[1] for f in r.findings
+                     if f.code not in NOT_A_VERDICT), default=-1)
+        return -worst, -len(item[1])
+
+    ordered = sorted(groups.items(), key=rank)
+    p.blank()
+    p.line("", f"[bold]{len(reports)} reports, {len(groups)} verdict(s):[/]", hang=2)
+    shown = ordered if ctx.verbose else ordered[:VERDICTS_SHOWN]
+    for summary, group in shown:
+        diag = group[0].diagnosis
+        mark = "[green]✓[/]" if diag.cause == 0 and not any(
+            f.severity is Severity.ERROR for r in group for f in r.findings) else \
+            "[bold red]✗[/]" if diag.cause else "[yellow]![/]"
+        names = [os.path.basename(r.target.path) or r.target.path for r in group]
+        cut = None if ctx.verbose else NAMES_SHOWN
+        more = f", … {len(names) - NAMES_SHOWN} more" if cut and len(names) > cut else ""
+        said = summary.removeprefix("Most likely cause: ")
+        p.line(f"  {mark} ", f"{len(group)} × {escape(said)}", hang=4)
+        p.line("      ", f"[dim]{escape(', '.join(names[:cut]) + more)}[/]", hang=6)
+    if len(ordered) > len(shown):
+        p.line("  ", f"[dim]… {len(ordered) - len(shown)} more verdict(s) (-v lists all)[/]",
+               hang=4)
+
+
 def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
     """Print every report, then one summary line with the exit code.
 
@@ -508,10 +562,11 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
     totals = dict.fromkeys(Severity, 0)
     codes: list[str] = []
     noted: set[tuple[str, str]] = set()
+    errors_told: dict[tuple[str, ...], str] = {}
     for i, report in enumerate(reports):
         if i:
             p.blank()
-        render_one(p, report, ctx, noted)
+        render_one(p, report, ctx, noted, errors_told)
         for sev, n in severity_counts(report).items():
             totals[sev] += n
         codes += [f.code for f in report.findings if f.code not in codes]
@@ -523,6 +578,8 @@ def render(reports: list[Report], ctx: RenderContext, out: TextIO) -> None:
         quoted = _path(e.target)
         what = quoted + what[len(e.target):] if what.startswith(e.target) else what
         p.line("[bold red]✗[/] ", f"[bold red]{escape(f'{what} [{e.code}]')}[/] — not analysed")
+    if len(reports) > 1:
+        _verdicts(p, reports, ctx)
     p.blank()
     line = (f"{totals[Severity.ERROR]} error(s) · {totals[Severity.WARNING]} warning(s) · "
             f"{totals[Severity.INFO]} info · exit {ctx.exit_code}")
