@@ -89,13 +89,20 @@ def test_a_version_table_as_a_dict_pairs_releases_both_ways() -> None:
     text = imported("fbgemm-gpu-cpu-1.9.0", "import torch, fbgemm_gpu")
     assert "FBGEMM_GPU version is 1.9.0, which is not guaranteed to be" in text, text[-2000:]
     assert f"compatible with PyTorch {torch.__version__}" in " ".join(text.split())
-    (f,) = guard(check("fbgemm-gpu-cpu-1.9.0", "fbgemm_gpu", probe=True))
+    report = check("fbgemm-gpu-cpu-1.9.0", "fbgemm_gpu", probe=True)
+    (f,) = guard(report)
     assert any("supports torch 2.14 (its table in fbgemm_gpu/__init__.py)" in e
                for e in f.evidence), f.evidence
     assert f.fix is not None and "pip install 'torch==2.14.*'" in f.fix, f.fix
     if torch.__version__.startswith("2.13."):
         assert "pip install 'fbgemm_gpu_cpu==1.8.*'" in f.fix, f.fix
     assert "torch==1.9" not in f.fix
+    # The verdict (built against another torch) takes its fix from that table, not the
+    # placeholder "the release built for torch 2.13.0+cpu (its release notes pair …)".
+    root = report.diagnosis.root_findings[0]
+    assert root.code in ("OD304", "OD321") and "another torch" in root.message, root
+    assert report.diagnosis.summary.endswith(
+        f"Fix: {f.fix} (its own compatibility table, OD323)"), report.diagnosis.summary
 
 
 def test_torchao_table_decides_without_the_probe() -> None:

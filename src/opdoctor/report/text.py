@@ -542,7 +542,8 @@ def _verdicts(p: Printer, reports: list[Report], ctx: RenderContext) -> None:
         names = [os.path.basename(r.target.path) or r.target.path for r in group]
         cut = None if ctx.verbose else NAMES_SHOWN
         more = f", … {len(names) - NAMES_SHOWN} more" if cut and len(names) > cut else ""
-        said = summary.removeprefix("Most likely cause: ")
+        lead = "Most likely cause: "
+        said = "cause " + summary[len(lead):] if summary.startswith(lead) else summary
         p.line(f"  {mark} ", f"{len(group)} × {escape(said)}", hang=4)
         p.line("      ", f"[dim]{escape(', '.join(names[:cut]) + more)}[/]", hang=6)
     if len(ordered) > len(shown):

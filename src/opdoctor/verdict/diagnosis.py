@@ -84,7 +84,7 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     first = roots[0]
     confidence = "high" if first.severity is Severity.ERROR else "medium"
     more = f" (+{len(roots) - 1} more)" if len(roots) > 1 else ""
-    fix = f" Fix: {first.fix}" if first.fix else ""
+    fix = f" Fix: {_table_fix(first, findings) or first.fix}" if first.fix else ""
     if first.severity is not Severity.ERROR:
         # Nothing is broken for sure: say so first, then what deserves a look.
         n = sum(1 for f in findings if f.severity is Severity.WARNING)
@@ -94,6 +94,19 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
         summary = (f"Most likely cause: {int(first.cause)} — {first.cause.title}: "
                    f"{first.message}{more}.{fix}")
     return Diagnosis(int(first.cause), confidence, summary, tuple(roots), explained)
+
+
+def _table_fix(root: Finding, findings: Sequence[Finding]) -> str:
+    """The fix of the package's own compatibility table (OD323: its version check warned, and
+    its table pairs releases) for a root that says the library was built against another
+    torch: fbgemm-gpu-cpu 1.9.0 beside torch 2.13 led with "install the fbgemm_gpu-cpu release
+    built for torch 2.13.0+cpu (its release notes pair …)" while its own table names both
+    pairs, torch 2.14 or fbgemm_gpu_cpu 1.8 (survey 18). "" when there is no such table."""
+    if root.code not in ("OD304", "OD321") or "built against another torch" not in root.message:
+        return ""
+    table = next((f for f in findings if f.code == "OD323" and f.fix
+                  and " torch " in f.message and "its table pairs" in f.fix), None)
+    return f"{table.fix} (its own compatibility table, OD323)" if table else ""
 
 
 _NAMES_IT = "the import's error names it: "  # checks/importchain.py's OD514 evidence
