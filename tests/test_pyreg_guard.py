@@ -105,6 +105,42 @@ def test_a_version_table_as_a_dict_pairs_releases_both_ways() -> None:
         f"Fix: {f.fix} (its own compatibility table, OD323)"), report.diagnosis.summary
 
 
+@pytest.mark.probe
+def test_a_requirement_built_for_another_torch_is_named_with_its_tables_fix(
+        tmp_path: Path) -> None:
+    """torchrec 1.5.0 beside fbgemm-gpu-cpu 1.9.0 and torch 2.13 (survey 18): `import
+    torchrec` dies in fbgemm_gpu's import, whose fbgemm_gpu_tbe_index_select.so needs a symbol
+    of torch 2.14. The verdict named neither that library nor its package, and its fix was a
+    placeholder. Here a pure-Python package that requires the real fbgemm-gpu-cpu 1.9.0 wheel
+    stands for torchrec: the finding is the requirement's library, with its table's pair."""
+    import torch
+
+    fbgemm = site("fbgemm-gpu-cpu-1.9.0")
+    mine = tmp_path / "site"
+    (mine / "recpkg").mkdir(parents=True)
+    (mine / "recpkg" / "__init__.py").write_text("import torch\nimport fbgemm_gpu\n")
+    dist_info(mine, "recpkg", "1.0", ["recpkg/__init__.py"], requires=("fbgemm-gpu-cpu",))
+    env = dict(NO_ENV, PYTHONPATH=f"{mine}{os.pathsep}{fbgemm}")
+    real = run_python("import recpkg", env=env, timeout=240)
+    said = real.stdout + real.stderr
+    assert real.returncode == 1 and "undefined symbol" in said, said[-2000:]
+    failed = fbgemm / "fbgemm_gpu" / "fbgemm_gpu_tbe_index_select.so"
+    assert f"OSError: Could not load this library: {failed}" in said, said[-2000:]
+    report = run_check(str(mine / "recpkg"), CheckOptions(
+        probe=True, env=tuple(env.items()), package="recpkg", cwd="/"))
+    root = report.diagnosis.root_findings[0]
+    assert root.code == "OD321" and root.subject == str(failed), root
+    assert root.message.startswith("`import recpkg` fails in its requirement fbgemm_gpu "
+                                   "(fbgemm_gpu-cpu 1.9.0), at "
+                                   "fbgemm_gpu_tbe_index_select.so: undefined symbol "), root
+    assert "built against another torch" in root.message, root
+    assert root.fix is not None and "pip install 'torch==2.14.*' beside fbgemm_gpu-cpu 1.9.0" \
+        in root.fix, root.fix
+    if torch.__version__.startswith("2.13."):
+        assert "pip install 'fbgemm_gpu-cpu==1.8.*'" in root.fix, root.fix
+    assert f"named by the error: {failed}" in root.evidence
+
+
 def test_torchao_table_decides_without_the_probe() -> None:
     report = check("torchao-0.14.1-version-guard", "torchao", probe=False)
     (f,) = guard(report)

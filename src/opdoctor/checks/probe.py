@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, runtime_library_fix
+from opdoctor.checks.base import Check, installed_release_fix, runtime_library_fix
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import brief, demangle
@@ -710,6 +710,50 @@ def _another_library(facts: Facts, text: str) -> str:
     return "" if os.path.realpath(m.group(1)) in _mine(facts) else m.group(1)
 
 
+def _in_requirement(facts: Facts, text: str, sym: str) -> Finding | None:
+    """Package mode: OD321 for an "undefined symbol" load error of a library of another
+    installed package than the one checked — a requirement its import reaches. torchrec 1.5.0
+    beside fbgemm-gpu-cpu 1.9.0 and torch 2.13: `import torchrec` dies in fbgemm_gpu's import
+    (fbgemm_gpu_tbe_index_select.so needs a torch 2.14 symbol), and the verdict named neither
+    that library nor its package (survey 18). Subject, message and fix are the requirement's:
+    its own compatibility table's pair where it has one (fbgemm_gpu/__init__.py)."""
+    # Read only on this failure's path: not at every check's start-up.
+    from opdoctor.facts.pkgdir import package_of
+    from opdoctor.facts.pyguard import table_pair_fix
+    from opdoctor.facts.requires import is_framework
+    from opdoctor.facts.variant import package_metadata
+
+    chain = facts.chain
+    m = _FAILED_FILE.search(text)
+    if not facts.options.package or chain is None or not chain.package_dir or m is None:
+        return None
+    path = m.group(1)
+    got = package_of(path)  # (its top-level package, the directory it is imported from)
+    if got is None or os.path.realpath(os.path.join(got[1], got[0])) == \
+            os.path.realpath(chain.package_dir):
+        return None
+    top = os.path.join(got[1], got[0])
+    version, _requires, dist = package_metadata(top)
+    if is_framework(dist or got[0]):
+        return None  # the framework's own library: its install is the story, told elsewhere
+    name = f"{got[0]} ({dist} {version})" if dist and version else got[0]
+    req = Facts(path, dataclasses.replace(facts.options, package="", probe=False))
+    note = _framework_symbol_note(req, sym, True)
+    fix = _symbol_fix(req, sym, True)
+    interp = facts.interpreter
+    if "another torch" in note and interp is not None and interp.torch is not None:
+        tv = interp.torch.version
+        init = os.path.join(top, "__init__.py")
+        fix = (table_pair_fix(init, dist or got[0], version, "torch", tv)
+               if os.path.isfile(init) else "") or installed_release_fix(
+            req, tv, why=f" (the release {got[0]}'s notes pair with it)") or fix
+    return OD321.finding(
+        path, f"`import {facts.probed_import or chain.name}` fails in its requirement {name}, "
+        f"at {os.path.basename(path)}: undefined symbol {brief(demangle(sym))}{note}",
+        (f"dlopen: undefined symbol: {sym}", *_in_full(sym), f"named by the error: {path}"),
+        fix=fix)
+
+
 def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator[Finding]:
     if "Only a single TORCH_LIBRARY" in text or "Tried to register an operator" in text:
         yield from _duplicate(facts, text)
@@ -744,6 +788,10 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
         return
     if m := _UNDEF.search(text):
         sym = m.group(1)
+        required = _in_requirement(facts, text, sym)
+        if required is not None:
+            yield required
+            return
         other = _another_library(facts, text)
         mine = not other and not facts.is_package_dir and facts.structure.image is not None
         yield OD321.finding(other or facts.path,

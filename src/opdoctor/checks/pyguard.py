@@ -25,6 +25,7 @@ from opdoctor.facts.pyguard import (
     fired,
     misjudged,
     paired_release,
+    series,
     supported_releases,
 )
 from opdoctor.facts.requires import is_framework, pinned_elsewhere, shipped_libraries
@@ -378,12 +379,6 @@ _FW_RELEASE = re.compile(r"\b(?:PyTorch|[Tt]orch|TensorFlow|tensorflow)\s+(?:ver
                          r"(?:[=<>~]=?\s*)?(\d+\.\d+(?:\.\d+)?(?:\.\*)?)")
 
 
-def _series(release: str) -> str:
-    """A pip version for a release a table names: ``2.14`` → ``2.14.*`` (the series, not
-    2.14.0 alone); a full ``2.9.0`` as it stands."""
-    return f"{release}.*" if release.count(".") == 1 else release
-
-
 def _side(op: str, holds: bool) -> str:
     """The releases for which ``version op release`` is ``holds``, as a relation."""
     if holds:
@@ -422,13 +417,13 @@ def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str
     named = beside or [v for v in _RELEASE.findall(printed)
                        if not installed.startswith(v.rstrip(".*"))
                        and not (version and version.startswith(v.rstrip(".*")))]
-    want = f"{fw_pkg}=={_series(supported[0].split('.dev')[0])}" if supported else \
+    want = f"{fw_pkg}=={series(supported[0].split('.dev')[0])}" if supported else \
         f"{fw_pkg}=={named[0]}" if named else f"the {fw} release {pkg} was built for"
     url = _URL.search(guard.text)
     name = dist or chain.name
     mine = paired_release(guard.file, installed)
     other = (f"the {name} release its table pairs with {fw} {installed}: pip install "
-             f"'{name}=={_series(mine[0])}'" if mine else
+             f"'{name}=={series(mine[0])}'" if mine else
              f"a release of {name} made for {fw} {installed} (pip install --upgrade {name}")
     fix = (f"install the pair {name} supports: pip install '{want}' beside {pkg}, or {other}"
            + (f"; see {url.group(0).rstrip('.')}" if url else "") + ("" if mine else ")"))

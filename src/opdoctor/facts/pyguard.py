@@ -315,6 +315,29 @@ def supported_releases(file: str, package_version: str) -> list[str]:
     return out
 
 
+def series(release: str) -> str:
+    """A pip version for a release a table names: ``2.14`` → ``2.14.*`` (the series, not
+    2.14.0 alone); a full ``2.9.0`` as it stands."""
+    return f"{release}.*" if release.count(".") == 1 else release
+
+
+def table_pair_fix(file: str, dist: str, version: str, framework: str,
+                   installed: str) -> str:
+    """The fix a package's own compatibility table in ``file`` gives for ``dist`` ``version``
+    beside ``framework`` (torch) ``installed``: the framework release it pairs with this
+    release, or the release it pairs with the installed framework ("" when the table lists
+    neither)."""
+    want = supported_releases(file, version) if version else []
+    mine = paired_release(file, installed)
+    if not want and not mine:
+        return ""
+    pieces = [f"pip install '{framework}=={series(want[0].split('.dev')[0])}' beside {dist} "
+              f"{version}"] if want else []
+    pieces += [f"the {dist} release its table pairs with {framework} {installed}: pip install "
+               f"'{dist}=={series(mine[0])}'"] if mine else []
+    return f"install the pair {dist} supports: " + ", or ".join(pieces)
+
+
 def paired_release(file: str, framework_version: str) -> list[str]:
     """The package releases the same table pairs with the installed framework release
     (fbgemm-gpu's ``{"1.9": "2.14", "1.8": "2.13", …}`` and torch 2.13 → ["1.8"])."""
