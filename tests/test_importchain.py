@@ -2157,6 +2157,51 @@ def test_a_packages_warnings_are_printed_once_in_a_walk(
     assert text.count("1 warning(s) (OD514) as in a report above") == 1, text
 
 
+def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reached(
+        tmp_path: Path) -> None:
+    """tensorflow-model-optimization 0.8.1 without tf-keras (survey 18): keras/compat.py runs
+    ``keras = _get_keras_instance()``, whose ``import tf_keras`` under an ``if`` is what its
+    import dies on. ``--static`` said the import "does not reach" tf-keras. An import the
+    package's import may run — in a function its module calls, under a condition — is named,
+    as "may reach it"; one in a function nothing calls at import, or inside ``try``, is not."""
+    site = tmp_path / "site"
+    _write(site, {
+        "condpkg/__init__.py": "from condpkg import compat\n",
+        "condpkg/compat.py": ("import os\n\n\ndef _get():\n"
+                              "    if os.environ.get('CONDPKG_OLD') != '1':\n"
+                              "        import absent_cond\n"
+                              "        return absent_cond\n"
+                              "    return os\n\n\n"
+                              "def later():\n    import absent_later\n\n\n"
+                              "try:\n    import absent_tried\nexcept ImportError:\n"
+                              "    absent_tried = None\n"
+                              "thing = _get()\n"),
+        "condpkg-1.0.dist-info/METADATA": ("Name: condpkg\nVersion: 1.0\n"
+                                           "Requires-Dist: absent-cond\n"
+                                           "Requires-Dist: absent-later\n"
+                                           "Requires-Dist: absent-tried\n"),
+        "condpkg-1.0.dist-info/RECORD": "condpkg/__init__.py,,\ncondpkg/compat.py,,\n"})
+    real = subprocess.run([sys.executable, "-c", "import condpkg"], cwd=tmp_path, text=True,
+                          capture_output=True, timeout=60, env={"PYTHONPATH": str(site)})
+    assert real.stderr.strip().splitlines()[-1] == \
+        "ModuleNotFoundError: No module named 'absent_cond'", real.stderr
+    report = chain(tmp_path, "condpkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "condpkg")
+    od514 = {f.subject: f for f in report.findings if f.code == "OD514"}
+    assert sorted(od514) == ["absent-cond", "absent-later", "absent-tried"], od514
+    cond = od514["absent-cond"]
+    assert cond.severity is Severity.WARNING
+    assert cond.message.endswith(
+        "which is not installed; its import may reach it: `import absent_cond` at "
+        "condpkg/compat.py:6, in _get(), which the module's import calls, under a condition "
+        "(whether that runs is decided when it runs: the probe tells)"), cond.message
+    assert "condpkg/compat.py:6: import absent_cond (in _get(), which the module's import " \
+        "calls, under a condition)" in cond.evidence, cond.evidence
+    for name in ("absent-later", "absent-tried"):
+        assert od514[name].message.endswith("its import does not reach it (its first use "
+                                            "may)"), od514[name].message
+
+
 def test_an_error_every_library_of_a_package_shares_is_told_once_and_summed_up(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """fbgemm_gpu 1.9.0 (survey 18): the package's import fails, and each of its 19

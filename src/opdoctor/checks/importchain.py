@@ -1133,15 +1133,24 @@ def _requirements_for_later(facts: Facts, chain: ImportChain,
                                 fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
                                 "--no-deps or partial install left it out)")
             continue
+        # Without a probe's verdict: an import of it that the package's import may run (in
+        # a function it calls, under a condition) — tensorflow-model-optimization's tf_keras.
+        maybe = None if err is not None else next(
+            ((file, line, module, how) for file, line, module, how in
+             facts.maybe_missing_imports if key in distributions_of(module)), None)
+        where = f"{_rel(maybe[0], chain)}:{maybe[1]}" if maybe else ""
         reach = "the import fails on another error first: whether it reaches it is not " \
             "known (its first use may need it)" if err is not None else \
-            "its import does not reach it (its first use may)"
+            "its import does not reach it (its first use may)" if maybe is None else \
+            (f"its import may reach it: `import {maybe[2]}` at {where}, {maybe[3]} (whether "
+             "that runs is decided when it runs: the probe tells)")
         yield OD514.finding(name, f"{pkg} requires {_pip_arg(name, spec).strip(chr(39))}, "
                             f"which is not installed; {reach}",
                             (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: "
                              f"{name}{(' ' + spec) if spec else ''}",
                              f"no {name} distribution on sys.path ({len(chain.sys_path)} "
-                             "entries); `pip check` lists it"),
+                             "entries); `pip check` lists it",
+                             *([f"{where}: import {maybe[2]} ({maybe[3]})"] if maybe else [])),
                             fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
                             "--no-deps or partial install left it out)",
                             severity=Severity.WARNING)

@@ -396,6 +396,18 @@ class Facts:
                                interp.ext_suffix if interp else ".so")
 
     @cached_property
+    def maybe_missing_imports(self) -> list[tuple[str, int, str, str]]:
+        """(file, line, module, how) of the imports the package's import may run (under a
+        condition, in a function it calls) that nothing on sys.path provides ([] outside
+        package mode)."""
+        from opdoctor.facts.pychain import maybe_missing_imports
+        chain, interp = self.chain, self.interpreter
+        if chain is None:
+            return []
+        return maybe_missing_imports(chain, self.options.cwd or os.getcwd(),
+                                     interp.ext_suffix if interp else ".so")
+
+    @cached_property
     def numpy_build(self) -> NumpyBuild | None:
         """The NumPy C API the library was compiled against (None: it holds no NumPy
         ``_import_array()``)."""

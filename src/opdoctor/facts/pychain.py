@@ -1828,6 +1828,83 @@ def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple
     return out
 
 
+def maybe_missing_imports(chain: ImportChain, cwd: str, ext_suffix: str
+                          ) -> list[tuple[str, int, str, str]]:
+    """(file, line, top-level name, how) of the absolute imports that the package's import
+    may run, which nothing on ``sys.path`` provides: under a module-level ``if``, or in a
+    function of the module that its import calls (``how`` says which). In the modules the
+    import reaches unconditionally; never inside ``try``. tensorflow-model-optimization 0.8.1's
+    keras/compat.py runs ``keras = _get_keras_instance()``, whose ``import tf_keras`` under an
+    ``if`` is what its import dies on without tf-keras — ``--static`` said its import "does not
+    reach" that requirement (survey 18)."""
+    pkg = chain.package_dir
+    if not pkg:
+        return []
+    suffixes = [".py", ext_suffix, ".abi3.so", ".so"]
+    top = chain.name.split(".")[0]
+    found: dict[str, bool] = {top: True, "__future__": True}
+    out: list[tuple[str, int, str, str]] = []
+    for file in _reached_unconditionally(chain, pkg):
+        parsed = _source(file)
+        for line, name, how in _conditional_imports(parsed.tree) if parsed else []:
+            if name not in found:
+                found[name] = importable(name, chain.sys_path, suffixes, cwd)
+            if not found[name]:
+                out.append((file, line, name, how))
+    return out
+
+
+# `try` statements (`try … except*` from Python 3.11 on).
+_TRIES: tuple[type[ast.stmt], ...] = tuple(getattr(ast, n) for n in ("Try", "TryStar")
+                                           if hasattr(ast, n))
+
+
+def _conditional_imports(tree: ast.Module) -> list[tuple[int, str, str]]:
+    """(line, top-level name, how) of a module's absolute imports that its import may run
+    but not unconditionally: under a module-level ``if``, or in a module function that the
+    module's body calls (a few calls deep). Not inside ``try`` (a guarded import), nor in
+    nested functions, lambdas or classes."""
+    funcs = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef,
+                                                               ast.AsyncFunctionDef))}
+    out: list[tuple[int, str, str]] = []
+    called: list[str] = []
+
+    def visit(stmts: list[ast.stmt], how: str, branch: bool) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                 *_TRIES)):
+                continue
+            names: list[str] = []
+            if isinstance(stmt, ast.Import):
+                names = [a.name.split(".")[0] for a in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+                names = [stmt.module.split(".")[0]]
+            if names and (branch or how):
+                said = ", ".join(x for x in (how, "under a condition" if branch else "") if x)
+                out.extend((stmt.lineno, n, said) for n in names)
+            for node in all_nodes(stmt):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                        node.func.id in funcs:
+                    called.append(node.func.id)
+            nested = [b for b in ("body", "orelse") if isinstance(stmt, (ast.If, ast.For,
+                                                                          ast.While, ast.With))
+                      and getattr(stmt, b, None)]
+            for attr in nested:
+                visit(getattr(stmt, attr), how, branch or not isinstance(stmt, ast.With))
+
+    visit(tree.body, "", False)
+    entered: set[str] = set()
+    for _level in range(3):
+        fresh = [n for n in dict.fromkeys(called) if n not in entered]
+        if not fresh:
+            break
+        entered.update(fresh)
+        called.clear()
+        for name in fresh:
+            visit(funcs[name].body, f"in {name}(), which the module's import calls", False)
+    return out
+
+
 def _reached_unconditionally(chain: ImportChain, pkg: str) -> list[str]:
     """The package's own source files that ``import <package>`` runs whatever happens: its
     ``__init__.py``, and each module an unconditional import *in a file already reached*
