@@ -2163,7 +2163,8 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
     ``keras = _get_keras_instance()``, whose ``import tf_keras`` under an ``if`` is what its
     import dies on. ``--static`` said the import "does not reach" tf-keras. An import the
     package's import may run — in a function its module calls, under a condition — is named,
-    as "may reach it"; one in a function nothing calls at import, or inside ``try``, is not."""
+    as "may reach it"; one in a function nothing calls at import, inside ``try`` or under
+    ``if TYPE_CHECKING:`` is not."""
     site = tmp_path / "site"
     _write(site, {
         "condpkg/__init__.py": "from condpkg import compat\n",
@@ -2175,11 +2176,14 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
                               "def later():\n    import absent_later\n\n\n"
                               "try:\n    import absent_tried\nexcept ImportError:\n"
                               "    absent_tried = None\n"
-                              "thing = _get()\n"),
+                              "thing = _get()\n"
+                              "from typing import TYPE_CHECKING\n"
+                              "if TYPE_CHECKING:\n    import absent_typed\n"),
         "condpkg-1.0.dist-info/METADATA": ("Name: condpkg\nVersion: 1.0\n"
                                            "Requires-Dist: absent-cond\n"
                                            "Requires-Dist: absent-later\n"
-                                           "Requires-Dist: absent-tried\n"),
+                                           "Requires-Dist: absent-tried\n"
+                                           "Requires-Dist: absent-typed\n"),
         "condpkg-1.0.dist-info/RECORD": "condpkg/__init__.py,,\ncondpkg/compat.py,,\n"})
     real = subprocess.run([sys.executable, "-c", "import condpkg"], cwd=tmp_path, text=True,
                           capture_output=True, timeout=60, env={"PYTHONPATH": str(site)})
@@ -2188,7 +2192,8 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
     report = chain(tmp_path, "condpkg", probe=False, env={"PYTHONPATH": str(site)},
                    path=site / "condpkg")
     od514 = {f.subject: f for f in report.findings if f.code == "OD514"}
-    assert sorted(od514) == ["absent-cond", "absent-later", "absent-tried"], od514
+    assert sorted(od514) == ["absent-cond", "absent-later", "absent-tried", "absent-typed"], \
+        od514
     cond = od514["absent-cond"]
     assert cond.severity is Severity.WARNING
     assert cond.message.endswith(
@@ -2197,7 +2202,7 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
         "(whether that runs is decided when it runs: the probe tells)"), cond.message
     assert "condpkg/compat.py:6: import absent_cond (in _get(), which the module's import " \
         "calls, under a condition)" in cond.evidence, cond.evidence
-    for name in ("absent-later", "absent-tried"):
+    for name in ("absent-later", "absent-tried", "absent-typed"):
         assert od514[name].message.endswith("its import does not reach it (its first use "
                                             "may)"), od514[name].message
 

@@ -1846,7 +1846,7 @@ def maybe_missing_imports(chain: ImportChain, cwd: str, ext_suffix: str
     out: list[tuple[str, int, str, str]] = []
     for file in _reached_unconditionally(chain, pkg):
         parsed = _source(file)
-        for line, name, how in _conditional_imports(parsed.tree) if parsed else []:
+        for line, name, how in _conditional_imports(parsed.tree, file) if parsed else []:
             if name not in found:
                 found[name] = importable(name, chain.sys_path, suffixes, cwd)
             if not found[name]:
@@ -1859,11 +1859,12 @@ _TRIES: tuple[type[ast.stmt], ...] = tuple(getattr(ast, n) for n in ("Try", "Try
                                            if hasattr(ast, n))
 
 
-def _conditional_imports(tree: ast.Module) -> list[tuple[int, str, str]]:
+def _conditional_imports(tree: ast.Module, file: str) -> list[tuple[int, str, str]]:
     """(line, top-level name, how) of a module's absolute imports that its import may run
-    but not unconditionally: under a module-level ``if``, or in a module function that the
-    module's body calls (a few calls deep). Not inside ``try`` (a guarded import), nor in
-    nested functions, lambdas or classes."""
+    but not unconditionally: under a module-level ``if`` no static reading decides, or in a
+    module function that the module's body calls (a few calls deep). Not inside ``try`` (a
+    guarded import), nor in nested functions, lambdas or classes; not under an ``if`` decided
+    false here (``if TYPE_CHECKING:``)."""
     funcs = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef,
                                                                ast.AsyncFunctionDef))}
     out: list[tuple[int, str, str]] = []
@@ -1886,12 +1887,20 @@ def _conditional_imports(tree: ast.Module) -> list[tuple[int, str, str]]:
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                         node.func.id in funcs:
                     called.append(node.func.id)
-            nested = [b for b in ("body", "orelse") if isinstance(stmt, (ast.If, ast.For,
-                                                                          ast.While, ast.With))
-                      and getattr(stmt, b, None)]
-            for attr in nested:
-                visit(getattr(stmt, attr), how, branch or not isinstance(stmt, ast.With))
+            if isinstance(stmt, ast.If):
+                # decided here (`if TYPE_CHECKING:`, `if sys.platform == "win32":`): only the
+                # branch that runs, and as surely as the `if` itself
+                truth = ev.truth(stmt.test)
+                if truth is not None:
+                    visit(stmt.body if truth else stmt.orelse, how, branch)
+                    continue
+            if isinstance(stmt, (ast.If, ast.For, ast.While)):
+                visit(stmt.body, how, True)
+                visit(stmt.orelse, how, True)
+            elif isinstance(stmt, ast.With):
+                visit(stmt.body, how, branch)
 
+    ev = _Eval(file, {})
     visit(tree.body, "", False)
     entered: set[str] = set()
     for _level in range(3):
