@@ -1115,7 +1115,14 @@ def _requirements_for_later(facts: Facts, chain: ImportChain,
     said = _words(err.message) if err is not None else set()
     own = set(_name_words(chain.name.split(".")[0])) | set(
         _name_words(distribution(chain.dist)[0]))
-    for key, (name, spec) in sorted(absent.items()):
+    # Without a probe's verdict: an import of it that the package's import may run (in a
+    # function it calls, under a condition) — tensorflow-model-optimization's tf_keras. Those
+    # first: the text shows the first few warnings of a code.
+    reachable = {} if err is not None or not absent else {
+        key: (file, line, module, how) for file, line, module, how in
+        reversed(facts.maybe_missing_imports) for key in distributions_of(module)}
+    for key, (name, spec) in sorted(absent.items(), key=lambda kv: (kv[0] not in reachable,
+                                                                    kv[0])):
         if key in done:
             continue
         word = next((w for w in _name_words(name, err.message if err else "")
@@ -1133,11 +1140,7 @@ def _requirements_for_later(facts: Facts, chain: ImportChain,
                                 fix=f"pip install {_pip_arg(name, spec)} ({pkg} requires it; a "
                                 "--no-deps or partial install left it out)")
             continue
-        # Without a probe's verdict: an import of it that the package's import may run (in
-        # a function it calls, under a condition) — tensorflow-model-optimization's tf_keras.
-        maybe = None if err is not None else next(
-            ((file, line, module, how) for file, line, module, how in
-             facts.maybe_missing_imports if key in distributions_of(module)), None)
+        maybe = reachable.get(key)
         where = f"{_rel(maybe[0], chain)}:{maybe[1]}" if maybe else ""
         reach = "the import fails on another error first: whether it reaches it is not " \
             "known (its first use may need it)" if err is not None else \
