@@ -2173,7 +2173,7 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
                               "        import absent_cond\n"
                               "        return absent_cond\n"
                               "    return os\n\n\n"
-                              "def later():\n    import absent_later\n\n\n"
+                              "def later():\n    import absent_before\n\n\n"
                               "try:\n    import absent_tried\nexcept ImportError:\n"
                               "    absent_tried = None\n"
                               "thing = _get()\n"
@@ -2181,7 +2181,7 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
                               "if TYPE_CHECKING:\n    import absent_typed\n"),
         "condpkg-1.0.dist-info/METADATA": ("Name: condpkg\nVersion: 1.0\n"
                                            "Requires-Dist: absent-cond\n"
-                                           "Requires-Dist: absent-later\n"
+                                           "Requires-Dist: absent-before\n"
                                            "Requires-Dist: absent-tried\n"
                                            "Requires-Dist: absent-typed\n"),
         "condpkg-1.0.dist-info/RECORD": "condpkg/__init__.py,,\ncondpkg/compat.py,,\n"})
@@ -2192,11 +2192,12 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
     report = chain(tmp_path, "condpkg", probe=False, env={"PYTHONPATH": str(site)},
                    path=site / "condpkg")
     od514 = {f.subject: f for f in report.findings if f.code == "OD514"}
-    assert sorted(od514) == ["absent-cond", "absent-later", "absent-tried", "absent-typed"], \
+    assert sorted(od514) == ["absent-before", "absent-cond", "absent-tried", "absent-typed"], \
         od514
     cond = od514["absent-cond"]
     assert cond.severity is Severity.WARNING
-    # first: the text shows the first few warnings of a code and counts the rest
+    # first (before absent-before): the text shows the first few warnings of a code and
+    # counts the rest
     assert next(f for f in report.findings if f.code == "OD514") is cond
     assert cond.message.endswith(
         "which is not installed; its import may reach it: `import absent_cond` at "
@@ -2204,7 +2205,7 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
         "(whether that runs is decided when it runs: the probe tells)"), cond.message
     assert "condpkg/compat.py:6: import absent_cond (in _get(), which the module's import " \
         "calls, under a condition)" in cond.evidence, cond.evidence
-    for name in ("absent-later", "absent-tried", "absent-typed"):
+    for name in ("absent-before", "absent-tried", "absent-typed"):
         assert od514[name].message.endswith("its import does not reach it (its first use "
                                             "may)"), od514[name].message
 
