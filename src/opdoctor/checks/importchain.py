@@ -938,7 +938,22 @@ def run(facts: Facts) -> Iterator[Finding]:
                  "compiled module, no load_library/CDLL",
                  *[f"on disk: {_rel(f, chain)}" for f in unloaded[:3]])
         importer = _imported_by_dependent(chain)
-        if importer:
+        modules = [f for f in unloaded if _plain_module(facts, f)]
+        if len(modules) == len(unloaded):
+            # jax-cuda12-plugin: an empty __init__.py, and each library a Python extension
+            # module that jaxlib imports by name (`jax_cuda12_plugin._hybrid`), linking no
+            # framework: no operator depends on the package's own import (survey 19)
+            yield OD505.finding(name, f"{name}/__init__.py imports none of its extension "
+                                f"modules {', '.join(os.path.basename(f) for f in modules[:3])}"
+                                ": Python modules (their own PyInit_) that link no framework, "
+                                "imported by name by the code that uses them"
+                                + (f" ({importer})" if importer else ""),
+                                (*never, *[f"exports PyInit_{_stem(f)}; needs no framework "
+                                           f"library: {_rel(f, chain)}" for f in modules[:3]]),
+                                severity=Severity.INFO,
+                                fix=f"nothing to fix: `import {name}.{_stem(modules[0])}` "
+                                "imports one")
+        elif importer:
             # polars-runtime-32: its package only carries the extension; polars (which
             # requires that distribution) imports _polars_runtime_32._polars_runtime itself
             yield OD505.finding(name, f"{name}/__init__.py never imports "
@@ -1057,6 +1072,21 @@ def _missing_on_the_path(facts: Facts, chain: ImportChain, missing: list[str]) -
         except OSError:
             continue
     return False
+
+
+def _stem(path: str) -> str:
+    """The module name of an extension module file (``_hybrid.cpython-311-….so``: _hybrid)."""
+    return os.path.basename(path).split(".", 1)[0]
+
+
+def _plain_module(facts: Facts, path: str) -> bool:
+    """Whether ``path`` is a Python extension module of its own name (exports
+    ``PyInit_<stem>``) that needs no framework library: importing it or not registers no
+    operator."""
+    from opdoctor.facts.core import links_framework
+
+    return facts.pyinit_exports(path, _stem(path)) == (True, []) and \
+        not links_framework(path) and facts.links_torch(path) is False
 
 
 def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
