@@ -115,6 +115,40 @@ def test_corrupt_fatbin_is_reported(tmp_path: Path) -> None:
     assert "past its container" in report.findings[0].evidence[0]
 
 
+def test_a_fatbin_pointer_the_loader_relocates_is_followed(tmp_path: Path) -> None:
+    """torchmonarch 0.7.0's Rust extension (lld): the fat-binary wrapper's data pointer is 0 in
+    the file and its value is the addend of an R_X86_64_RELATIVE relocation, written when the
+    library loads; OD314 said "fatbin wrapper points at 0x0, outside the file" (survey 19).
+    The reference (GNU ld) has the same relocation and also the value in place: with the value
+    zeroed as lld leaves it, the relocation is followed; without the relocation too, the
+    pointer is what it says."""
+    data = bytearray(reference().read_bytes())
+    img = Facts(str(reference())).image
+    seg = img.section(".nvFatBinSegment")
+    assert seg is not None and img.header.e_machine == 62
+    field = seg.offset + 8
+    (value,) = struct.unpack_from("<Q", data, field)
+    want = seg.addr + 8
+    rela = [sec for sec in img.sections if sec.sh_type == 4]
+    hits = [(sec.offset + i * 24) for sec in rela for i in range(sec.size // 24)
+            if struct.unpack_from("<QQq", data, sec.offset + i * 24)[0] == want]
+    assert len(hits) == 1, hits
+    off, info, addend = struct.unpack_from("<QQq", data, hits[0])
+    assert info & 0xFFFFFFFF == 8 and addend == value  # R_X86_64_RELATIVE, its addend
+    struct.pack_into("<Q", data, field, 0)  # as lld leaves it
+    zeroed = tmp_path / "lld_like.so"
+    zeroed.write_bytes(bytes(data))
+    fb = read_fatbin(Facts(str(zeroed)).image)
+    assert fb is not None and not fb.problems, fb and fb.problems
+    assert (fb.sass_archs, fb.ptx_archs) == ([80, 90], [90])
+    assert "OD314" not in codes(check(zeroed, "sm_90", Selection(("OD314",))))
+    struct.pack_into("<QQq", data, hits[0], off, info & ~0xFFFFFFFF, addend)  # R_X86_64_NONE
+    broken = tmp_path / "no_reloc.so"
+    broken.write_bytes(bytes(data))
+    fb = read_fatbin(Facts(str(broken)).image)
+    assert fb is not None and "fatbin wrapper points at 0x0, outside the file" in fb.problems
+
+
 def test_unknown_gpu_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(capsys, "check", "--gpu", "Voodoo3", str(reference())).code == 3
 

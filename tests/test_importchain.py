@@ -2161,6 +2161,8 @@ def test_a_packages_warnings_are_printed_once_in_a_walk(
     text = cli(capsys, *args).out
     assert text.count("OD514 twopkg 1.0 requires absent-later") == 1, text
     assert text.count("1 warning(s) (OD514) as in a report above") == 1, text
+    # the closing list marks a verdict of warnings only "!", not "✗"
+    assert "2 reports, 1 verdict(s):" in text and "  ! 2 × No error — 1 warning(s)" in text, text
 
 
 def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reached(

@@ -115,6 +115,29 @@ def _addr_to_offset(img: ElfImage, addr: int) -> int | None:
     return None
 
 
+# Relocations whose value is the load base plus the addend (x86-64's and AArch64's).
+_RELATIVE = {62: 8, 183: 1027}  # e_machine -> R_*_RELATIVE
+
+
+def _relocated(img: ElfImage, where: int, raw: int) -> int:
+    """The value the loader writes at address ``where`` of a 64-bit little-endian library:
+    the addend of its RELATIVE relocation in a SHT_RELA section (relative to the load base,
+    which the section addresses are too), else ``raw`` (what the file holds there)."""
+    kind = _RELATIVE.get(img.header.e_machine)
+    if kind is None or not img.header.little_endian:
+        return raw
+    buf = img.data.buf
+    rows = struct.Struct("<QQq")
+    for sec in img.sections:
+        if sec.sh_type != 4 or sec.offset + sec.size > len(buf):  # SHT_RELA
+            continue
+        for off, info, addend in rows.iter_unpack(buf[sec.offset:sec.offset + sec.size
+                                                      // 24 * 24]):
+            if off == where and info & 0xFFFFFFFF == kind:
+                return int(addend)
+    return raw
+
+
 def read_fatbin(img: ElfImage) -> Fatbin | None:
     """The library's fat binary, or None when it carries no GPU code."""
     buf = img.data.buf
@@ -137,6 +160,10 @@ def read_fatbin(img: ElfImage) -> Fatbin | None:
             magic, _v, addr = struct.unpack_from(fmt, buf, pos)
             if magic != SEGMENT_MAGIC:
                 continue
+            if _addr_to_offset(img, addr) is None and step == 24 and seg.addr:
+                # lld (Rust builds: torchmonarch) leaves the pointer 0 in the file and its
+                # value in a relocation's addend, applied when the library loads
+                addr = _relocated(img, seg.addr + (pos - seg.offset) + 8, addr)
             target = _addr_to_offset(img, addr)
             if target is None:
                 out.problems.append(f"fatbin wrapper points at {addr:#x}, outside the file")

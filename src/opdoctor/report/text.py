@@ -535,10 +535,10 @@ def _verdicts(p: Printer, reports: list[Report], ctx: RenderContext) -> None:
     p.line("", f"[bold]{len(reports)} reports, {len(groups)} verdict(s):[/]", hang=2)
     shown = ordered if ctx.verbose else ordered[:VERDICTS_SHOWN]
     for summary, group in shown:
-        diag = group[0].diagnosis
-        mark = "[green]✓[/]" if diag.cause == 0 and not any(
-            f.severity is Severity.ERROR for r in group for f in r.findings) else \
-            "[bold red]✗[/]" if diag.cause else "[yellow]![/]"
+        worst = max((f.severity.rank for r in group for f in r.findings
+                     if f.code not in NOT_A_VERDICT), default=-1)
+        mark = "[bold red]✗[/]" if worst >= Severity.ERROR.rank else \
+            "[yellow]![/]" if worst >= Severity.WARNING.rank else "[green]✓[/]"
         names = [os.path.basename(r.target.path) or r.target.path for r in group]
         cut = None if ctx.verbose else NAMES_SHOWN
         more = f", … {len(names) - NAMES_SHOWN} more" if cut and len(names) > cut else ""
