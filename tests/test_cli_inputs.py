@@ -198,3 +198,29 @@ def test_linker_script_preview_is_escaped_once(capsys: pytest.CaptureFixture[str
     assert res.code == 1
     line = next(x for x in res.out.splitlines() if "first bytes:" in x)
     assert "first bytes: '/* GNU ld script\\n" in line and "\\\\n" not in line, line
+
+
+def test_a_python_module_file_is_checked_as_its_module(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """openmmtorch ships `openmmtorch.py` beside its extension (survey 19): given that path,
+    opdoctor checked the text file as a library too — OD405 "not an ELF file: it is a text
+    file", exit 1 — beside the package-mode report. A `.py` file is checked as the module it
+    is, from the directory Python finds it in; with `--package` of the same name, once."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "plainmod.py").write_text("import json\nVALUE = json.dumps([1])\n")
+    real = subprocess.run([sys.executable, "-c", "import plainmod; print(plainmod.VALUE)"],
+                          cwd=site, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "[1]", real.stderr
+    for extra in ((), ("--package", "plainmod")):
+        res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
+                  *extra, str(site / "plainmod.py"))
+        reports = res.json()["reports"]
+        assert res.code == 0 and len(reports) == 1, (extra, res.out)
+        assert reports[0]["target"]["kind"] == "Python module plainmod", reports[0]["target"]
+        assert "OD405" not in [f["code"] for f in reports[0]["findings"]]
+    # a file that no import can name (a hyphen) is still read as the file it is
+    odd = site / "not-a-module.py"
+    odd.write_text("X = 1\n")
+    res = cli(capsys, "check", "--static", "-f", "json", str(odd))
+    assert [f["code"] for f in res.json()["reports"][0]["findings"]] == ["OD405"]

@@ -335,6 +335,22 @@ def expand(paths: list[str], options: CheckOptions,
                 libs = [lib for lib in (chain.libraries if chain else [])
                         if os.path.abspath(lib).startswith(os.path.abspath(path))]
                 targets.append(Target(libs[0] if libs else path, opts, path))
+            elif path.endswith(".py") and os.path.isfile(path) and \
+                    os.path.basename(path)[:-3].isidentifier():
+                # A Python module (openmmtorch.py): checked as what it is, its import — never
+                # as a library, whose ELF check said "not an ELF file: it is a text file"
+                # (survey 19). Once: `--package openmmtorch openmmtorch.py` is one target.
+                inside = package_of(path, dotted=True)
+                stem = os.path.basename(path)[:-3]
+                name, parent = (f"{inside[0]}.{stem}" if stem != "__init__" else inside[0],
+                                inside[1]) if inside else \
+                    (stem, os.path.dirname(os.path.abspath(path)))
+                if any(t.options.package == name for t in targets):
+                    continue
+                opts = dataclasses.replace(options, package=name, cwd=options.cwd or parent)
+                # as `--package NAME` checks a module: from the directory it is looked up in
+                Facts(parent, opts).prestart_probe()
+                targets.append(Target(parent, opts, path))
             else:
                 lib, func = split_aot_target(path)
                 if _bare_library_name(lib) and errors is not None:
