@@ -151,6 +151,36 @@ def test_record_hash_changed(tmp_path: Path) -> None:
     assert "changed since install (hash differs): myop/__init__.py" in f.evidence
 
 
+def test_record_rows_of_another_dist_info_are_not_missing_files(tmp_path: Path) -> None:
+    """eva-decord 0.6.1's wheel (survey 19): its RECORD lists decord-0.6.0.dist-info's
+    METADATA, WHEEL and top_level.txt, which the wheel never held; `import decord` works, and
+    `--static` said OD508 "installed files differ from its RECORD (3 missing)", exit 1, with a
+    reinstall that reproduces it. Another distribution's metadata is no file an import needs;
+    a missing file of the package itself still is."""
+    site = tmp_path / "site"
+    _write(site, {"evapkg/__init__.py": "VALUE = 1\n",
+                  "eva_pkg-0.6.1.dist-info/METADATA": "Name: eva-pkg\nVersion: 0.6.1\n",
+                  "eva_pkg-0.6.1.dist-info/RECORD": (
+                      "evapkg/__init__.py,,\neva_pkg-0.6.1.dist-info/METADATA,,\n"
+                      "evapkg-0.6.0.dist-info/METADATA,,\nevapkg-0.6.0.dist-info/WHEEL,,\n"
+                      "eva_pkg-0.6.1.dist-info/RECORD,,\n")})
+    real = subprocess.run([sys.executable, "-c", "import evapkg; print(evapkg.VALUE)"],
+                          cwd=site, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "1", real.stderr
+    report = chain(tmp_path, "evapkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "evapkg")
+    assert "OD508" not in codes(report), report.findings
+    with open(site / "eva_pkg-0.6.1.dist-info" / "RECORD", "a") as fh:
+        fh.write("evapkg/_gone.py,,\n")
+    from opdoctor.facts.pychain import _analyse
+    _analyse.cache_clear()
+    report = chain(tmp_path, "evapkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "evapkg")
+    f = next(f for f in report.findings if f.code == "OD508")
+    assert "missing: evapkg/_gone.py" in f.evidence and not any(
+        "0.6.0.dist-info" in e for e in f.evidence), f.evidence
+
+
 def test_record_hashes_are_remembered_by_stat_identity(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A package's RECORD check hashes its libraries once: the digests are kept on disk by

@@ -1644,8 +1644,14 @@ def _record_check(chain: ImportChain, site: str) -> None:
                 os.path.join(site, r[0]) for r in rows if r and "/" not in r[0]
                 and is_shared_library(r[0]) and os.path.isfile(os.path.join(site, r[0]))]
         hashed: list[tuple[str, str, str]] = []  # (RECORD row, path, recorded digest)
+        own_info = os.path.basename(dist)
         for row in rows:
             if not row or not row[0] or row[0].endswith("RECORD"):
+                continue
+            top = row[0].split("/", 1)[0]
+            if top.endswith(".dist-info") and top != own_info:
+                # eva-decord 0.6.1's wheel lists decord-0.6.0.dist-info's files, which it never
+                # shipped: another distribution's metadata, which no import reads (survey 19)
                 continue
             path = os.path.normpath(os.path.join(site, row[0]))
             checkpoint(f"checking {row[0]} against {os.path.basename(dist)}/RECORD")
