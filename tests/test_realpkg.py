@@ -23,7 +23,7 @@ from opdoctor.pipeline import run_check
 from opdoctor.report import text as text_report
 from opdoctor.report.layout import Printer
 from tests.conftest import BUILD, FIX, SKIP, fixture
-from tests.helpers import cli, cli_proc, cli_text_and_json
+from tests.helpers import cli, cli_proc, cli_text_and_json, dist_info
 from tests.test_loader import torch_lib_dir
 from tests.torchfork import run_python
 
@@ -928,6 +928,61 @@ def test_a_pinned_release_whose_libraries_are_not_found(
     assert "OD201" in diag["consequences"]["OD327"]
     od327 = next(f for f in rep["findings"] if f["code"] == "OD327")
     assert "'PyMuPDFb==1.24.9'" in od327["fix"] and "patchelf" not in diag["summary"]
+
+
+@pytest.mark.probe
+def test_a_range_whose_installed_release_ships_another_soname_leads(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """tilelang 0.1.15 requires z3-solver<4.15.5,>=4.13.0 and its library NEEDs libz3.so.4.15
+    (RUNPATH ../../z3/lib); beside z3-solver 5.4, which installs libz3.so.5.4 there, the import
+    fails "libz3.so.4.15: cannot open shared object file". The headline was cause 2 with an
+    RPATH fix and OD327 a warning below it (survey 19): a range (not a pin) is now the root when
+    the import's load missed a library the installed release ships under another version."""
+    site = tmp_path / "site"
+    lib = site / "zed" / "lib"
+    lib.mkdir(parents=True)
+    src = tmp_path / "zed.c"
+    src.write_text("int zed_version(void) { return 5; }\n")
+    for soname, where in (("libzed.so.4.15", tmp_path), ("libzed.so.5.4", lib)):
+        subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", str(src), "-o",
+                        str(where / soname)], check=True)
+    (tmp_path / "libzed.so").symlink_to(tmp_path / "libzed.so.4.15")
+    pkg = site / "tilepkg"
+    pkg.mkdir()
+    ext = tmp_path / "ext.c"
+    ext.write_text("#include <Python.h>\nint zed_version(void);\n"
+                   "static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"_ext\", 0, -1, 0};\n"
+                   "PyMODINIT_FUNC PyInit__ext(void) { zed_version(); "
+                   "return PyModule_Create(&m); }\n")
+    import sysconfig
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], str(ext),
+                    "-o", str(pkg / f"_ext{suffix}"), "-L", str(tmp_path), "-lzed",
+                    "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../zed/lib"], check=True)
+    (pkg / "__init__.py").write_text("from . import _ext\n")
+    dist_info(site, "tilepkg", "0.1", ["tilepkg/__init__.py", f"tilepkg/_ext{suffix}"],
+              requires=("zed-solver<4.16,>=4.13",))
+    dist_info(site, "zed-solver", "5.4", ["zed/lib/libzed.so.5.4"])
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    real = subprocess.run([sys.executable, "-c", "import tilepkg"], cwd=tmp_path, text=True,
+                          capture_output=True, env={**env, "PYTHONPATH": str(site)}, timeout=60)
+    assert "libzed.so.4.15: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--package", "tilepkg",
+              "--env", f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    assert res.code == 1 and diag["cause"] == 3 and diag["root_findings"] == ["OD327"], diag
+    od327 = next(f for f in rep["findings"] if f["code"] == "OD327")
+    assert od327["severity"] == "error" and "'zed-solver<4.16,>=4.13'" in od327["fix"], od327
+    assert "zed-solver 5.4 installs: libzed.so.5.4" in od327["evidence"], od327
+    assert {"OD201", "OD220"} & set(diag["consequences"]["OD327"]), diag
+    # The release it accepts: clean.
+    (lib / "libzed.so.5.4").rename(lib / "libzed.so.4.15")
+    shutil.rmtree(site / "zed_solver-5.4.dist-info")
+    dist_info(site, "zed-solver", "4.15", ["zed/lib/libzed.so.4.15"])
+    res = cli(capsys, "check", "-f", "json", "--package", "tilepkg",
+              "--env", f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    assert res.code == 0, res.json()["reports"][0]["findings"]
 
 
 @pytest.mark.probe

@@ -301,7 +301,7 @@ def _pins(facts: Facts) -> Iterator[Finding]:
         # the package's own extension NEEDs is then not found (PyMuPDF 1.24.9 needs
         # libmupdf.so.24.8 beside PyMuPDFb 1.24.8's libmupdf.so.24.4) — that "not found" is
         # this pin's consequence (verdict/diagnosis).
-        libs = shipped_libraries(name, where) if pin else []
+        libs = shipped_libraries(name, where)
         want = f"{name}=={pin}" if pin else f"{name}{spec.replace(' ', '')}"
         install = (f"pip install '{want}'" if where in _site_dirs(facts) else
                    f"pip install --no-deps --upgrade --target {where} '{want}'")
@@ -314,14 +314,31 @@ def _pins(facts: Facts) -> Iterator[Finding]:
                    f"{dist or chain.name}` lets pip choose one)")
         # A range is the import's root only when the import's own error names the requirement
         # (numba: "Numba needs NumPy 2.0 or less"): scipy warns about numpy<2.3 and works.
-        named = failed and (bool(pin) or _error_names(facts, name) or (
+        # Or when the import's load missed a library this requirement ships at another
+        # release (tilelang 0.1.15 needs libz3.so.4.15; z3-solver 5.4 installs libz3.so.5.4:
+        # survey 19).
+        misses = failed and _misses_a_release_of(facts, libs)
+        named = failed and (bool(pin) or _error_names(facts, name) or misses or (
             is_framework(name) and not _missing_module(facts)))
+        libs = libs if pin or misses else []
         yield OD327.finding(
             name, f"{pkg} requires {want}; {name} {have} is installed ({where})",
             (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: {name}{spec}",
              f"first on sys.path: {name} {have} in {where}",
              *([f"{name} {have} installs: {', '.join(libs[:8])}"] if libs else [])),
             fix=fix, severity=Severity.ERROR if named else Severity.WARNING)
+
+
+_NOT_OPENED = re.compile(r"(lib[\w+-]+\.so)(?:\.[\w.]+)?: cannot open shared object file")
+
+
+def _misses_a_release_of(facts: Facts, libs: list[str]) -> bool:
+    """Whether the probe's import failed on a library not found whose name, up to ``.so``, is
+    that of one in ``libs`` (another release's copy of it)."""
+    res = facts.probe_result() if facts.options.probe else None
+    text = (res.load_message if res is not None else "") or ""
+    stems = {m.group(1) for m in re.finditer(r"(lib[\w+-]+\.so)", " ".join(libs))}
+    return bool(stems) and any(m.group(1) in stems for m in _NOT_OPENED.finditer(text))
 
 
 def _missing_module(facts: Facts) -> bool:
