@@ -254,3 +254,19 @@ def test_a_requirement_that_is_a_range_names_no_release_in_the_fix(
         in fixes["series"], fixes["series"]
     assert "pip install 'torch (==2.13.0)'" in fixes["pin"] or \
         "pip install 'torch==2.13.0'" in fixes["pin"], fixes["pin"]
+
+
+def test_the_cuda_index_is_one_the_release_was_published_on() -> None:
+    """vllm-flash-attn 2.6.2 (a CUDA 12 build for torch==2.4.0) was told `--index-url
+    …/whl/cu126`, where torch 2.4.0 was never published (cu118, cu121, cu124); kaldifeat 1.4
+    (CUDA 10.1, torch 1.8.1) was told cu130 (survey 19). The index is the newest of the
+    extension's CUDA major that the pinned release was published on; without a known release,
+    the index that served that major longest."""
+    from opdoctor.checks.variant import cuda_index
+
+    assert cuda_index("torch==2.4.0", 12) == "cu124"
+    assert cuda_index("torch==2.4.0", 11) == "cu118"
+    assert cuda_index("torch==1.8.1", 10) == "cu102"
+    assert cuda_index("torch==2.6.0", 12) == "cu126"
+    assert cuda_index("torch==2.9.*", 13) == "cu130"
+    assert cuda_index("", 12) == "cu126" and cuda_index("torch>=2.13.0", 13) == "cu130"

@@ -46,6 +46,33 @@ CODES = (OD307,)
 # download.pytorch.org's index per CUDA major, for an extension that names no +cuXXX build:
 # the CUDA 11 and 12 indexes that served the most torch releases (2.0-2.7, 2.6-2.9+).
 CUDA_INDEX = {11: "cu118", 12: "cu126", 13: "cu130"}
+# The CUDA indexes of download.pytorch.org each torch release series was published on
+# (PyTorch's release matrix), oldest first: torch 2.4.0 is on cu118/cu121/cu124 and not on
+# cu126, where the table above sent a CUDA 12 extension built for it (vllm-flash-attn 2.6.2;
+# survey 19); CUDA 10.1's kaldifeat 1.4 for torch 1.8.1 was sent to cu130.
+RELEASE_INDEXES = {
+    "1.8": ("cu101", "cu102", "cu111"), "1.9": ("cu102", "cu111"),
+    "1.10": ("cu102", "cu111", "cu113"), "1.11": ("cu102", "cu113", "cu115"),
+    "1.12": ("cu102", "cu113", "cu116"), "1.13": ("cu116", "cu117"),
+    "2.0": ("cu117", "cu118"), "2.1": ("cu118", "cu121"), "2.2": ("cu118", "cu121"),
+    "2.3": ("cu118", "cu121"), "2.4": ("cu118", "cu121", "cu124"),
+    "2.5": ("cu118", "cu121", "cu124"), "2.6": ("cu118", "cu124", "cu126"),
+    "2.7": ("cu118", "cu126", "cu128"), "2.8": ("cu126", "cu128", "cu129"),
+    "2.9": ("cu126", "cu128", "cu130"),
+}
+
+
+def cuda_index(want: str, major: int | None) -> str:
+    """The download.pytorch.org index for a CUDA ``major`` build of the torch ``want`` names
+    (``torch==2.4.0``): the newest index of that major the release was published on, else
+    the index that served that major longest (:data:`CUDA_INDEX`)."""
+    m = re.search(r"==\s*(\d+)\.(\d+)", want)
+    published = RELEASE_INDEXES.get(f"{m.group(1)}.{m.group(2)}", ()) if m else ()
+    same = [i for i in published if major is not None and
+            (i[2:-1] if len(i) == 5 else i[2:3]) == str(major)]
+    if same:
+        return same[-1]
+    return CUDA_INDEX.get(major or 13, "cu130")
 
 
 def _beyond_torch(facts: Facts) -> str:
@@ -132,7 +159,7 @@ def _fix(facts: Facts) -> str:
         # Without a +cuXXX tag, the CUDA major its libcudart.so.N names picks the index (cu130
         # serves CUDA 13 builds only: a CUDA 12 extension needs a cu12x torch).
         index = f"https://download.pytorch.org/whl/{tag}" if tag.startswith("cu") else \
-            f"https://download.pytorch.org/whl/{CUDA_INDEX.get(ext.cuda_major or 13, 'cu130')}"
+            f"https://download.pytorch.org/whl/{cuda_index(want, ext.cuda_major)}"
         how = f"pip install '{want}' --index-url {index}" if want else (
             f"pip install torch==<release> --index-url {index}, where <release> is the torch "
             f"release {dist} was built for: nothing installed records it"
