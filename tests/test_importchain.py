@@ -2248,6 +2248,40 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
                                             "may)"), od514[name].message
 
 
+def test_an_undeclared_module_the_import_runs_is_named_statically(tmp_path: Path) -> None:
+    """sageattention 1.0.6 (survey 19): its core.py runs `import triton` at module level and
+    its METADATA requires nothing; `--static` said "No problem found" and the import fails.
+    Statically, an unconditional import that nothing on sys.path provides is a warning even
+    when no requirement declares it; a requirement not installed may be the provider (its
+    module name is not known here), and then the finding says so."""
+    site = tmp_path / "site"
+    _write(site, {"sagepkg/__init__.py": "from sagepkg.core import run\n",
+                  "sagepkg/core.py": "import json\nimport absent_undeclared\n\n\n"
+                                     "def run():\n    return json.dumps(1)\n",
+                  "sagepkg-1.0.dist-info/METADATA": "Name: sagepkg\nVersion: 1.0\n",
+                  "sagepkg-1.0.dist-info/RECORD": "sagepkg/__init__.py,,\n"
+                                                  "sagepkg/core.py,,\n"})
+    real = subprocess.run([sys.executable, "-c", "import sagepkg"], cwd=tmp_path, text=True,
+                          capture_output=True, timeout=60, env={"PYTHONPATH": str(site)})
+    assert real.stderr.strip().splitlines()[-1] == \
+        "ModuleNotFoundError: No module named 'absent_undeclared'", real.stderr
+    report = chain(tmp_path, "sagepkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "sagepkg")
+    (f,) = [f for f in report.findings if f.code == "OD514"]
+    assert f.severity is Severity.WARNING and f.message == (
+        "import sagepkg runs `import absent_undeclared` (sagepkg/core.py:2), which nothing on "
+        "sys.path provides and sagepkg 1.0 does not declare"), f.message
+    assert "pip install absent_undeclared" not in (f.fix or "")  # a module is no dist name
+    meta = site / "sagepkg-1.0.dist-info" / "METADATA"
+    meta.write_text(meta.read_text() + "Requires-Dist: provider-dist\n")
+    from opdoctor.facts.pychain import _analyse
+    _analyse.cache_clear()
+    report = chain(tmp_path, "sagepkg", probe=False, env={"PYTHONPATH": str(site)},
+                   path=site / "sagepkg")
+    f = next(f for f in report.findings if f.code == "OD514" and f.subject == "absent_undeclared")
+    assert "does not declare" not in f.message and "provider-dist" in (f.fix or ""), f
+
+
 def test_an_error_every_library_of_a_package_shares_is_told_once_and_summed_up(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """fbgemm_gpu 1.9.0 (survey 18): the package's import fails, and each of its 19

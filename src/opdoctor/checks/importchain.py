@@ -1099,13 +1099,42 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
         return
     absent = {normalized(name): (name, spec) for name, spec in
               uninstalled_requirements(chain.dist, chain.sys_path)}
-    missing = facts.missing_imports if absent else []
+    # Static: every such import (one no requirement provides is said too); with the probe,
+    # only when a requirement is missing (the real import tells about the rest).
+    missing = facts.missing_imports if absent or not facts.options.probe else []
     res = facts.probe_result() if missing and facts.options.probe else None
     reported: set[str] = set()
     if res is not None and res.load_error is None and res.state is ProbeState.LOADED:
         missing = []  # the real import worked: something the static reading does not see
     for file, line, module in missing:
         req = next((absent[d] for d in sorted(distributions_of(module)) if d in absent), None)
+        if req is None and not facts.options.probe and module not in reported:
+            # sageattention 1.0.6's core.py: `import triton`, which its METADATA never
+            # requires; `--static` said nothing and the import fails (survey 19)
+            reported.add(module)
+            pkg = " ".join(distribution(chain.dist)).strip()
+            # A requirement not installed may be the one (nvidia-cutlass-dsl provides
+            # `cutlass`): no name known here says which, so it is not "undeclared" then.
+            others = sorted(name for name, _spec in absent.values())
+            yield OD514.finding(module, f"import {chain.name} runs `import {module}` "
+                                f"({_rel(file, chain)}:{line}), which nothing on sys.path "
+                                "provides" + ("" if others else
+                                              f" and {pkg} does not declare"),
+                                (f"{_rel(file, chain)}:{line}: import {module} (module level, "
+                                 "not in a try)",
+                                 f"{os.path.basename(chain.dist)}/METADATA: no requirement "
+                                 f"known to provide {module}"
+                                 + (f"; not installed: {', '.join(others[:6])}" if others
+                                    else ""),
+                                 f"no {module} on sys.path ({len(chain.sys_path)} entries)"),
+                                fix=(f"install {pkg}'s requirements ({', '.join(others[:6])}: "
+                                     f"one of them may provide `{module}`), or " if others
+                                     else "") + f"install the distribution that provides "
+                                f"`{module}` (its name may differ from the module's: the "
+                                "package's documentation names it); without --static the "
+                                "probe imports the package and tells",
+                                severity=Severity.WARNING)
+            continue
         if req is None or module in reported:
             continue  # no requirement provides it by any name known here: the probe tells
         reported.add(module)
