@@ -986,6 +986,33 @@ def test_a_range_whose_installed_release_ships_another_soname_leads(
 
 
 @pytest.mark.probe
+def test_a_cuda_build_at_import_beside_a_cpu_torch_says_so(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """exllamav3 1.6.5 compiles its CUDA kernels when imported; without a toolkit it dies on
+    torch.utils.cpp_extension's "CUDA_HOME environment variable is not set". The fix said to
+    look for nvcc only, and never that this torch is a CPU-only build, with which a toolkit
+    alone builds nothing usable (survey 19). (The stand-in raises torch's message itself:
+    this machine has a toolkit.)"""
+    import torch
+
+    if torch.version.cuda is not None:
+        pytest.skip("torch here is a CUDA build")
+    site = tmp_path / "site"
+    (site / "jitpkg").mkdir(parents=True)
+    (site / "jitpkg" / "__init__.py").write_text(
+        "import torch\nraise OSError('CUDA_HOME environment variable is not set. Please set "
+        "it to your CUDA install root.')\n")
+    dist_info(site, "jitpkg", "1.0", ["jitpkg/__init__.py"], requires=("torch",))
+    res = cli(capsys, "check", "-f", "json", "--package", "jitpkg",
+              "--env", f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    od511 = next(f for f in rep["findings"] if f["code"] == "OD511")
+    assert "CUDA_HOME environment variable is not set" in od511["message"], od511
+    assert "which nvcc" in od511["fix"] and \
+        f"the installed torch {torch.__version__} is a CPU-only build" in od511["fix"], od511
+
+
+@pytest.mark.probe
 def test_a_partial_install_of_a_requirement_is_named(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """requests 2.32.3 with urllib3 2.2.3, one of urllib3's modules deleted (util/retry.py):

@@ -1300,6 +1300,11 @@ def _pip_arg(name: str, spec: str) -> str:
     return f"'{name}{spec.replace(' ', '')}'" if spec else name
 
 
+# A CUDA extension build that cannot find its toolkit (torch.utils.cpp_extension's words).
+_CUDA_BUILD = re.compile(r"CUDA_HOME environment variable is not set|No CUDA runtime is found|"
+                         r"nvcc: (?:command )?not found")
+
+
 def _explained_fix(kind: str, message: str) -> str | None:
     """What ``opdoctor explain`` makes of the import's exception, when one of its message forms
     matched (not its generic fallback): the cause, what the form means and the next step, as
@@ -1346,6 +1351,14 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                    "requirement, so pip never installs it for you)")
         if not fix:
             fix = _explained_fix(err.type, err.message)
+        tv = facts.torch_variant
+        if fix and _CUDA_BUILD.search(err.message) and tv is not None and tv.variant == "cpu":
+            # exllamav3 1.6.5 compiles its CUDA kernels at import: with a toolkit found, the
+            # build still needs torch's CUDA half, which this torch does not have (survey 19)
+            fix += (f" — and the installed torch {tv.version} is a CPU-only build: a CUDA "
+                    "extension built at import needs a CUDA build of torch as well as the "
+                    "toolkit (https://pytorch.org/get-started/locally/), or the package's CPU "
+                    "path")
         yield OD511.finding(chain.name, f"import {facts.probed_import or chain.name} raised "
                             f"{err.type}: {err.message[:200].rstrip('.')}",
                             [*err.tail(5), *([f"{os.path.basename(chain.dist)}/METADATA: "
