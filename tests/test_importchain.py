@@ -1298,6 +1298,45 @@ def _c_extension(tmp_path: Path, directory: Path, module: str) -> Path:
     return ext
 
 
+@pytest.mark.probe
+def test_a_module_probe_imports_the_extension_by_its_file_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """polars' `_polars_runtime_32/_polars_runtime.abi3.so` exports PyInit__expr_nodes,
+    PyInit__ir_nodes and PyInit__polars_runtime; the probe of that library (its package never
+    imports it) imported `_polars_runtime_32._expr_nodes` — the first PyInit_ — which is no
+    module, and OD511 said the library fails to import (survey 19). Python imports a file by
+    its name and calls PyInit_<name>: so does the probe."""
+    import sysconfig
+
+    site = tmp_path / "site"
+    (site / "_rtpkg2").mkdir(parents=True)
+    (site / "_rtpkg2" / "__init__.py").write_text("")
+    src = tmp_path / "rt.c"
+    src.write_text("#include <Python.h>\n"
+                   "static struct PyModuleDef A = {PyModuleDef_HEAD_INIT, \"_aaa\", 0, -1, 0};\n"
+                   "static struct PyModuleDef R = {PyModuleDef_HEAD_INIT, \"_runtime\", 0, -1, 0};\n"
+                   "PyMODINIT_FUNC PyInit__aaa(void) { return PyModule_Create(&A); }\n"
+                   "PyMODINIT_FUNC PyInit__runtime(void) { return PyModule_Create(&R); }\n")
+    ext = site / "_rtpkg2" / "_runtime.abi3.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o",
+                    str(ext), str(src)], check=True, timeout=60)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import _rtpkg2._runtime as m; print(m)\n"
+                           "import _rtpkg2._aaa"], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert "module '_rtpkg2._runtime'" in real.stdout, real.stderr
+    assert "No module named '_rtpkg2._aaa'" in real.stderr, real.stderr
+    from opdoctor.facts import Facts
+    facts = Facts(str(ext), CheckOptions(package="_rtpkg2", env=tuple(env.items()),
+                                         cwd=str(tmp_path)))
+    assert facts.registration.pyinit[0] == "PyInit__aaa", facts.registration.pyinit
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--cwd",
+              str(tmp_path), str(ext))
+    rep = res.json()["reports"][0]
+    assert res.code == 0 and "OD511" not in [f["code"] for f in rep["findings"]], rep["findings"]
+    assert rep["sections"]["probe"]["outcome"] == "loaded", rep["sections"]["probe"]
+
+
 def test_extension_installed_beside_the_package(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """duckdb 2.0's layout: site-packages/duckdb/ is pure Python and its ``__init__.py`` does

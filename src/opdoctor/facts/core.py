@@ -668,7 +668,12 @@ class Facts:
         where = os.path.relpath(os.path.dirname(os.path.realpath(self.path)), parent)
         if where.startswith(os.pardir) or not all(p.isidentifier() for p in where.split(os.sep)):
             return ""
-        return ".".join([*where.split(os.sep), self.registration.pyinit[0][len("PyInit_"):]])
+        # Python imports a file by its name and calls PyInit_<that name>: polars' runtime
+        # library exports PyInit__expr_nodes, PyInit__ir_nodes and PyInit__polars_runtime,
+        # and `import …._expr_nodes` is no module there (survey 19's false OD511)
+        stem = os.path.basename(self.path).split(".", 1)[0]
+        names = [p[len("PyInit_"):] for p in self.registration.pyinit]
+        return ".".join([*where.split(os.sep), stem if stem in names else names[0]])
 
     def _start_module_probe(self) -> ProbeHandle | ForkedProbe | None:
         """Start the module's own import now when :meth:`_module_to_import` names one (None
