@@ -1314,7 +1314,8 @@ def test_a_module_probe_imports_the_extension_by_its_file_name(
     src = tmp_path / "rt.c"
     src.write_text("#include <Python.h>\n"
                    "static struct PyModuleDef A = {PyModuleDef_HEAD_INIT, \"_aaa\", 0, -1, 0};\n"
-                   "static struct PyModuleDef R = {PyModuleDef_HEAD_INIT, \"_runtime\", 0, -1, 0};\n"
+                   "static struct PyModuleDef R = {PyModuleDef_HEAD_INIT, \"_runtime\", 0, -1, "
+                   "0};\n"
                    "PyMODINIT_FUNC PyInit__aaa(void) { return PyModule_Create(&A); }\n"
                    "PyMODINIT_FUNC PyInit__runtime(void) { return PyModule_Create(&R); }\n")
     ext = site / "_rtpkg2" / "_runtime.abi3.so"
