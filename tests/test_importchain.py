@@ -1338,6 +1338,32 @@ def test_a_module_probe_imports_the_extension_by_its_file_name(
     assert rep["sections"]["probe"]["outcome"] == "loaded", rep["sections"]["probe"]
 
 
+def test_a_stub_directory_named_by_package_is_no_walk(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """mmh3 5.x installs `mmh3.cpython-311-….so` and, beside it, `mmh3/` with its type stubs
+    and C sources (no __init__.py). `check --package mmh3 site/mmh3` (the README's form) walked
+    that directory too: "no shared library in this directory or below it", exit 2 (survey 19).
+    The package's own target checks the module Python imports; its stub directory is not
+    walked."""
+    site = tmp_path / "site"
+    (site / "stubmod").mkdir(parents=True)
+    (site / "stubmod" / "__init__.pyi").write_text("def answer() -> int: ...\n")
+    (site / "stubmod" / "py.typed").write_text("")
+    _c_extension(tmp_path, site, "stubmod")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import stubmod; print(stubmod.__file__)"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip().endswith(".so"), real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), "--package", "stubmod", str(site / "stubmod"))
+    assert res.code == 0 and res.json()["errors"] == [], res.err
+    (rep,) = res.json()["reports"]
+    assert rep["target"]["path"] == real.stdout.strip(), rep["target"]
+    # the directory alone, without --package, is still a walk that finds nothing
+    res = cli(capsys, "check", "--static", str(site / "stubmod"))
+    assert res.code == 2 and "no shared library" in res.err, res.err
+
+
 def test_extension_installed_beside_the_package(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """duckdb 2.0's layout: site-packages/duckdb/ is pure Python and its ``__init__.py`` does

@@ -311,6 +311,14 @@ def expand(paths: list[str], options: CheckOptions,
                 for lib in libs:
                     rel = os.path.relpath(lib, tmp)
                     targets.append(_with_package(lib, from_wheel, f"{path}!/{rel}"))
+            elif os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")) \
+                    and options.package and targets and os.path.basename(
+                        os.path.abspath(path)) == options.package.split(".")[-1]:
+                # `--package mmh3 site-packages/mmh3`: that directory holds mmh3's type stubs
+                # only, and Python imports the extension module beside it — which the
+                # package's own target above checks; walking the stubs found "no shared
+                # library", exit 2 (survey 19)
+                continue
             elif os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
                 denied: list[str] = []
                 found = _walk(path, denied)
