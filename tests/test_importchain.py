@@ -2261,6 +2261,18 @@ def test_a_packages_warnings_are_printed_once_in_a_walk(
     assert "2 reports, 1 verdict(s):" in text and "  ! 2 × No error — 1 warning(s)" in text, text
 
 
+def _static_check_of_a_failing_import(tmp_path: Path, site: Path, package: str,
+                                      module: str) -> Report:
+    """The static report of ``package`` in ``site``, after checking that Python's own import
+    of it really fails on ``module``."""
+    real = subprocess.run([sys.executable, "-c", f"import {package}"], cwd=tmp_path, text=True,
+                          capture_output=True, timeout=60, env={"PYTHONPATH": str(site)})
+    assert real.stderr.strip().splitlines()[-1] == \
+        f"ModuleNotFoundError: No module named '{module}'", real.stderr
+    return chain(tmp_path, package, probe=False, env={"PYTHONPATH": str(site)},
+                 path=site / package)
+
+
 def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reached(
         tmp_path: Path) -> None:
     """tensorflow-model-optimization 0.8.1 without tf-keras (survey 18): keras/compat.py runs
@@ -2289,12 +2301,7 @@ def test_a_requirement_a_called_function_imports_under_a_condition_may_be_reache
                                            "Requires-Dist: absent-tried\n"
                                            "Requires-Dist: absent-typed\n"),
         "condpkg-1.0.dist-info/RECORD": "condpkg/__init__.py,,\ncondpkg/compat.py,,\n"})
-    real = subprocess.run([sys.executable, "-c", "import condpkg"], cwd=tmp_path, text=True,
-                          capture_output=True, timeout=60, env={"PYTHONPATH": str(site)})
-    assert real.stderr.strip().splitlines()[-1] == \
-        "ModuleNotFoundError: No module named 'absent_cond'", real.stderr
-    report = chain(tmp_path, "condpkg", probe=False, env={"PYTHONPATH": str(site)},
-                   path=site / "condpkg")
+    report = _static_check_of_a_failing_import(tmp_path, site, "condpkg", "absent_cond")
     od514 = {f.subject: f for f in report.findings if f.code == "OD514"}
     assert sorted(od514) == ["absent-before", "absent-cond", "absent-tried", "absent-typed"], \
         od514
@@ -2327,12 +2334,7 @@ def test_an_undeclared_module_the_import_runs_is_named_statically(tmp_path: Path
                   "sagepkg-1.0.dist-info/METADATA": "Name: sagepkg\nVersion: 1.0\n",
                   "sagepkg-1.0.dist-info/RECORD": "sagepkg/__init__.py,,\n"
                                                   "sagepkg/core.py,,\n"})
-    real = subprocess.run([sys.executable, "-c", "import sagepkg"], cwd=tmp_path, text=True,
-                          capture_output=True, timeout=60, env={"PYTHONPATH": str(site)})
-    assert real.stderr.strip().splitlines()[-1] == \
-        "ModuleNotFoundError: No module named 'absent_undeclared'", real.stderr
-    report = chain(tmp_path, "sagepkg", probe=False, env={"PYTHONPATH": str(site)},
-                   path=site / "sagepkg")
+    report = _static_check_of_a_failing_import(tmp_path, site, "sagepkg", "absent_undeclared")
     (f,) = [f for f in report.findings if f.code == "OD514"]
     assert f.severity is Severity.WARNING and f.message == (
         "import sagepkg runs `import absent_undeclared` (sagepkg/core.py:2), which nothing on "
