@@ -219,6 +219,13 @@ def test_a_python_module_file_is_checked_as_its_module(
         assert res.code == 0 and len(reports) == 1, (extra, res.out)
         assert reports[0]["target"]["kind"] == "Python module plainmod", reports[0]["target"]
         assert "OD405" not in [f["code"] for f in reports[0]["findings"]]
+    # a package's __init__.py is its package
+    (site / "plainpkg").mkdir()
+    (site / "plainpkg" / "__init__.py").write_text("VALUE = 2\n")
+    res = cli(capsys, "check", "--static", "-f", "json", "--env", f"PYTHONPATH={site}",
+              str(site / "plainpkg" / "__init__.py"))
+    assert res.code == 0 and res.json()["reports"][0]["target"]["kind"] == \
+        "Python package plainpkg", res.out
     # a file that no import can name (a hyphen) is still read as the file it is
     odd = site / "not-a-module.py"
     odd.write_text("X = 1\n")

@@ -119,13 +119,14 @@ def _addr_to_offset(img: ElfImage, addr: int) -> int | None:
 _RELATIVE = {62: 8, 183: 1027}  # e_machine -> R_*_RELATIVE
 
 
-def _relocated(img: ElfImage, where: int, raw: int) -> int:
-    """The value the loader writes at address ``where`` of a 64-bit little-endian library:
-    the addend of its RELATIVE relocation in a SHT_RELA section (relative to the load base,
-    which the section addresses are too), else ``raw`` (what the file holds there)."""
+def _relocated(img: ElfImage, start: int, end: int) -> dict[int, int]:
+    """What the loader writes in ``[start, end)`` of a 64-bit little-endian library: address
+    → the addend of its RELATIVE relocation in a SHT_RELA section (relative to the load base,
+    as the section addresses are). One pass over the relocations, however many wrappers."""
     kind = _RELATIVE.get(img.header.e_machine)
+    out: dict[int, int] = {}
     if kind is None or not img.header.little_endian:
-        return raw
+        return out
     buf = img.data.buf
     rows = struct.Struct("<QQq")
     for sec in img.sections:
@@ -133,9 +134,9 @@ def _relocated(img: ElfImage, where: int, raw: int) -> int:
             continue
         for off, info, addend in rows.iter_unpack(buf[sec.offset:sec.offset + sec.size
                                                       // 24 * 24]):
-            if off == where and info & 0xFFFFFFFF == kind:
-                return int(addend)
-    return raw
+            if start <= off < end and info & 0xFFFFFFFF == kind:
+                out[off] = int(addend)
+    return out
 
 
 def read_fatbin(img: ElfImage) -> Fatbin | None:
@@ -153,6 +154,7 @@ def read_fatbin(img: ElfImage) -> Fatbin | None:
             starts.add(off)
             off = _parse_container(buf, off, end, out)
     seg = img.section(".nvFatBinSegment")
+    relocated: dict[int, int] | None = None
     if seg is not None and seg.sh_type != 8:
         fmt = "<IIQ" if img.header.bits == 64 else "<IIL"
         step = 24 if img.header.bits == 64 else 16
@@ -163,7 +165,9 @@ def read_fatbin(img: ElfImage) -> Fatbin | None:
             if _addr_to_offset(img, addr) is None and step == 24 and seg.addr:
                 # lld (Rust builds: torchmonarch) leaves the pointer 0 in the file and its
                 # value in a relocation's addend, applied when the library loads
-                addr = _relocated(img, seg.addr + (pos - seg.offset) + 8, addr)
+                if relocated is None:
+                    relocated = _relocated(img, seg.addr, seg.addr + seg.size)
+                addr = relocated.get(seg.addr + (pos - seg.offset) + 8, addr)
             target = _addr_to_offset(img, addr)
             if target is None:
                 out.problems.append(f"fatbin wrapper points at {addr:#x}, outside the file")

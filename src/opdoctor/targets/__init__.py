@@ -356,9 +356,11 @@ def expand(paths: list[str], options: CheckOptions,
                 if any(t.options.package == name for t in targets):
                     continue
                 opts = dataclasses.replace(options, package=name, cwd=options.cwd or parent)
-                # as `--package NAME` checks a module: from the directory it is looked up in
-                Facts(parent, opts).prestart_probe()
-                targets.append(Target(parent, opts, path))
+                # as `--package NAME` checks a module: from the directory it is looked up in;
+                # a package's __init__.py is its package directory
+                where = os.path.dirname(os.path.abspath(path)) if stem == "__init__" else parent
+                Facts(where, opts).prestart_probe()
+                targets.append(Target(where, opts, where if stem == "__init__" else path))
             else:
                 lib, func = split_aot_target(path)
                 if _bare_library_name(lib) and errors is not None:
