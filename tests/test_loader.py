@@ -551,6 +551,28 @@ def test_own_namespace_symbols_of_a_missing_dependency_are_its_consequence(
     assert [f.code for f in report.diagnosis.consequences["OD201"]].count("OD430") == 1
 
 
+def test_a_library_a_pypi_wheel_brings_gets_that_wheel(tmp_path: Path) -> None:
+    """numba's optional tbbpool extension checked alone (survey 19): libtbb.so.12 is missing
+    and the fix was "find it, then patchelf"; the `tbb` wheel on PyPI installs it into the
+    environment's lib/ (numba's RUNPATH looks there). The fix names that wheel."""
+    (tmp_path / "tbb.c").write_text("int tbb_stub(void) { return 1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libtbb.so.12", "-o",
+                    str(tmp_path / "libtbb.so.12"), str(tmp_path / "tbb.c")], check=True,
+                   timeout=60)
+    (tmp_path / "pool.c").write_text("int tbb_stub(void);\nint pool(void) { return tbb_stub(); }\n")
+    lib = tmp_path / "tbbpool.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "pool.c"),
+                    str(tmp_path / "libtbb.so.12")], check=True, timeout=60)
+    (tmp_path / "libtbb.so.12").unlink()
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(lib)], capture_output=True, text=True, timeout=60)
+    assert "libtbb.so.12: cannot open shared object file" in real.stderr, real.stderr
+    report = run_check(str(lib), NO_ENV)
+    (od201,) = [f for f in report.findings if f.code == "OD201"]
+    assert od201.fix is not None and "pip install tbb" in od201.fix and \
+        "patchelf" not in od201.fix, od201.fix
+
+
 # ------------------------------------------------------------------ a requirement ships it
 def _split_wheel_site(tmp_path: Path, requires: list[str]) -> Path:
     """A site-packages as pip leaves one after `--no-deps`: package ``shpkg`` (distribution

@@ -50,6 +50,23 @@ SYSTEM_LIBS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# Libraries that a wheel on PyPI brings (into the environment's lib/ directory, which the
+# packages that use them find through their RUNPATH): soname → (what it is, the distribution).
+# numba's optional tbbpool extension needs libtbb.so.12, from `pip install tbb` — "find it,
+# then patchelf" sent users looking for a file on no disk (survey 19).
+PYPI_LIBS: dict[str, tuple[str, str]] = {
+    "libtbb.so.12": ("Intel oneTBB", "tbb"),
+    "libtbbmalloc.so.2": ("Intel oneTBB's allocator", "tbb"),
+    "libtbbmalloc_proxy.so.2": ("Intel oneTBB's allocator proxy", "tbb"),
+    "libiomp5.so": ("Intel's OpenMP runtime", "intel-openmp"),
+    "libmkl_rt.so.2": ("Intel oneMKL", "mkl"),
+    "libmkl_core.so.2": ("Intel oneMKL", "mkl"),
+    "libmkl_intel_lp64.so.2": ("Intel oneMKL", "mkl"),
+    "libmkl_intel_thread.so.2": ("Intel oneMKL", "mkl"),
+    "libmkl_gnu_thread.so.2": ("Intel oneMKL", "mkl"),
+}
+
+
 def by_project(project: str) -> str:
     """The soname of :data:`SYSTEM_LIBS` that a project's name stands for in a package's own
     message ("PortAudio library not found", "Unable to find zbar shared library": a library
@@ -60,7 +77,14 @@ def by_project(project: str) -> str:
 
 def system_library_fix(name: str) -> str:
     """The fix for a missing library of the operating system that wheels expect installed
-    (:data:`SYSTEM_LIBS`): the system package that provides it; "" for any other name."""
+    (:data:`SYSTEM_LIBS`): the system package that provides it; for one a PyPI wheel brings
+    (:data:`PYPI_LIBS`), that wheel; "" for any other name."""
+    wheel = PYPI_LIBS.get(name)
+    if wheel is not None:
+        what, dist = wheel
+        return (f"{name} is {what}'s, which the `{dist}` wheel on PyPI installs: pip install "
+                f"{dist} in the same environment (or the system's or conda's {what}); "
+                "no RPATH edit brings it")
     known = SYSTEM_LIBS.get(name)
     if known is None:
         return ""
