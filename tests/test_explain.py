@@ -315,3 +315,16 @@ def test_onnxruntime_provider_error_126_is_the_cuda_major_first() -> None:
                          "Error loading \"C:\\env\\Lib\\site-packages\\foo\\bar.dll\" or one of "
                          "its dependencies.")
     assert [a.cause for a in other.ranked][:2] == [2, 3]
+
+
+def test_a_library_a_pypi_wheel_brings_is_explained_with_that_wheel() -> None:
+    """`explain` of a missing library that a PyPI wheel brings (libiomp5.so: intel-openmp,
+    libtbb.so.12: tbb; survey 19) names that wheel as the first step; an operating-system
+    library keeps its apt/dnf step. (The wheel's step once raised KeyError: explain assumed
+    every library with a known fix was the operating system's.)"""
+    for lib, step in (("libiomp5.so", "pip install intel-openmp"),
+                      ("libtbb.so.12", "pip install tbb"),
+                      ("libGL.so.1", "apt-get install libgl1")):
+        e = explain_text(f"OSError: {lib}: cannot open shared object file: No such file or "
+                         "directory")
+        assert e.cause == 2 and e.next_steps[0].startswith(step), (lib, e.next_steps)

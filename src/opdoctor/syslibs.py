@@ -56,9 +56,9 @@ SYSTEM_LIBS: dict[str, tuple[str, str, str]] = {
 # then patchelf" sent users looking for a file on no disk (survey 19).
 PYPI_LIBS: dict[str, tuple[str, str]] = {
     "libtbb.so.12": ("Intel oneTBB", "tbb"),
-    "libtbbmalloc.so.2": ("Intel oneTBB's allocator", "tbb"),
-    "libtbbmalloc_proxy.so.2": ("Intel oneTBB's allocator proxy", "tbb"),
-    "libiomp5.so": ("Intel's OpenMP runtime", "intel-openmp"),
+    "libtbbmalloc.so.2": ("Intel oneTBB", "tbb"),
+    "libtbbmalloc_proxy.so.2": ("Intel oneTBB", "tbb"),
+    "libiomp5.so": ("Intel OpenMP", "intel-openmp"),
     "libmkl_rt.so.2": ("Intel oneMKL", "mkl"),
     "libmkl_core.so.2": ("Intel oneMKL", "mkl"),
     "libmkl_intel_lp64.so.2": ("Intel oneMKL", "mkl"),

@@ -628,10 +628,14 @@ def explain_text(text: str, patterns: Sequence[Pattern] | None = None) -> Explan
     if pkg:
         steps.insert(0, f"opdoctor check --package {pkg}   # the package whose import needed it")
     if system:
-        from opdoctor.syslibs import SYSTEM_LIBS
-        deb, rpm = SYSTEM_LIBS[os.path.basename(lib)][1:]
-        steps.insert(0, f"apt-get install {deb.split(' ')[0]}   # Debian/Ubuntu; Fedora/RHEL: "
-                     f"dnf install {rpm}")
+        from opdoctor.syslibs import PYPI_LIBS, SYSTEM_LIBS
+        name = os.path.basename(lib)
+        if name in PYPI_LIBS:  # a library a PyPI wheel brings (libtbb.so.12: tbb)
+            steps.insert(0, f"pip install {PYPI_LIBS[name][1]}   # the wheel that brings {name}")
+        else:
+            deb, rpm = SYSTEM_LIBS[name][1:]
+            steps.insert(0, f"apt-get install {deb.split(' ')[0]}   # Debian/Ubuntu; "
+                         f"Fedora/RHEL: dnf install {rpm}")
     decides = ref.decides if ref else ""
     if not decides and len(ranked) > 1 and ranked[1].confidence >= 0.15:
         decides = (f"the text alone does not separate cause {ranked[0].cause} from cause "
