@@ -109,7 +109,9 @@ OD416 = CodeDoc(
 OD505 = CodeDoc(
     "OD505", "the package never imports its extension", Severity.ERROR,
     what="A package that ships a compiled library imports or loads it from __init__.py "
-    "(directly or through the modules it imports).",
+    "(directly or through the modules it imports). Python extension modules of their own name "
+    "that link no framework (jax-cuda12-plugin's, imported by name by jaxlib) are a note: "
+    "they register no operator either way.",
     why="`import myop` succeeds but registers nothing until some other code imports "
     "myop._C or calls torch.ops.load_library: 'operator myop::x does not exist'.",
     example="myop/__init__.py imports only Python helpers; myop/libmyop.so is never loaded",
@@ -937,8 +939,10 @@ def run(facts: Facts) -> Iterator[Finding]:
         never = (f"{_rel(os.path.join(win.path, '__init__.py'), chain)}: no import of a "
                  "compiled module, no load_library/CDLL",
                  *[f"on disk: {_rel(f, chain)}" for f in unloaded[:3]])
+        from opdoctor.facts.core import extension_name
+
         importer = _imported_by_dependent(chain)
-        modules = [f for f in unloaded if _plain_module(facts, f)]
+        modules = [f for f in unloaded if facts.plain_python_module(f)]
         if len(modules) == len(unloaded):
             # jax-cuda12-plugin: an empty __init__.py, and each library a Python extension
             # module that jaxlib imports by name (`jax_cuda12_plugin._hybrid`), linking no
@@ -948,11 +952,12 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 ": Python modules (their own PyInit_) that link no framework, "
                                 "imported by name by the code that uses them"
                                 + (f" ({importer})" if importer else ""),
-                                (*never, *[f"exports PyInit_{_stem(f)}; needs no framework "
-                                           f"library: {_rel(f, chain)}" for f in modules[:3]]),
+                                (*never, *[f"exports PyInit_{extension_name(f)}; needs no "
+                                           f"framework library: {_rel(f, chain)}"
+                                           for f in modules[:3]]),
                                 severity=Severity.INFO,
-                                fix=f"nothing to fix: `import {name}.{_stem(modules[0])}` "
-                                "imports one")
+                                fix=f"nothing to fix: `import {name}."
+                                f"{extension_name(modules[0])}` imports one")
         elif importer:
             # polars-runtime-32: its package only carries the extension; polars (which
             # requires that distribution) imports _polars_runtime_32._polars_runtime itself
@@ -1072,21 +1077,6 @@ def _missing_on_the_path(facts: Facts, chain: ImportChain, missing: list[str]) -
         except OSError:
             continue
     return False
-
-
-def _stem(path: str) -> str:
-    """The module name of an extension module file (``_hybrid.cpython-311-….so``: _hybrid)."""
-    return os.path.basename(path).split(".", 1)[0]
-
-
-def _plain_module(facts: Facts, path: str) -> bool:
-    """Whether ``path`` is a Python extension module of its own name (exports
-    ``PyInit_<stem>``) that needs no framework library: importing it or not registers no
-    operator."""
-    from opdoctor.facts.core import links_framework
-
-    return facts.pyinit_exports(path, _stem(path)) == (True, []) and \
-        not links_framework(path) and facts.links_torch(path) is False
 
 
 def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Finding]:

@@ -329,16 +329,15 @@ def _pins(facts: Facts) -> Iterator[Finding]:
             fix=fix, severity=Severity.ERROR if named else Severity.WARNING)
 
 
-_NOT_OPENED = re.compile(r"(lib[\w+-]+\.so)(?:\.[\w.]+)?: cannot open shared object file")
-
-
 def _misses_a_release_of(facts: Facts, libs: list[str]) -> bool:
     """Whether the probe's import failed on a library not found whose name, up to ``.so``, is
     that of one in ``libs`` (another release's copy of it)."""
+    from opdoctor.facts.loaderror import NOT_FOUND, soname_stem
+
     res = facts.probe_result() if facts.options.probe else None
     text = (res.load_message if res is not None else "") or ""
-    stems = {m.group(1) for m in re.finditer(r"(lib[\w+-]+\.so)", " ".join(libs))}
-    return bool(stems) and any(m.group(1) in stems for m in _NOT_OPENED.finditer(text))
+    stems = {soname_stem(lib) for lib in libs} - {""}
+    return any(soname_stem(m.group(1)) in stems for m in NOT_FOUND.finditer(text))
 
 
 def _missing_module(facts: Facts) -> bool:

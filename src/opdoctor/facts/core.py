@@ -671,7 +671,7 @@ class Facts:
         # Python imports a file by its name and calls PyInit_<that name>: polars' runtime
         # library exports PyInit__expr_nodes, PyInit__ir_nodes and PyInit__polars_runtime,
         # and `import …._expr_nodes` is no module there (survey 19's false OD511)
-        stem = os.path.basename(self.path).split(".", 1)[0]
+        stem = extension_name(self.path)
         names = [p[len("PyInit_"):] for p in self.registration.pyinit]
         return ".".join([*where.split(os.sep), stem if stem in names else names[0]])
 
@@ -1020,6 +1020,24 @@ class Facts:
             DynSymbols(img).names_with_prefix("PyInit_", limit=1)) or needs_torch(img, None)
             or needs_tensorflow(img), True)
 
+    def plain_python_module(self, path: str) -> bool:
+        """Whether ``path`` is a Python extension module of its own name (exports
+        ``PyInit_<file name>``) that needs no framework library and uses no torch symbol:
+        importing it or not registers no operator (jax-cuda12-plugin's ``_hybrid.so``). One
+        read of the file; an unreadable one is not (nothing is concluded from it)."""
+        from opdoctor.facts.elf.dynsym import DynSymbols
+        from opdoctor.facts.frameworks import LINKED_PREFIXES
+        from opdoctor.facts.loader.process import needs_torch
+        interp = self.interpreter
+        lib_dir = interp.torch.lib_dir if interp and interp.torch else None
+
+        def read(img: ElfImage) -> bool:
+            needed = [str(n) for n in img.tags.get("DT_NEEDED", [])]
+            return bool(DynSymbols(img).lookup(f"PyInit_{extension_name(path)}")) and \
+                not any(n.startswith(LINKED_PREFIXES) for n in needed) and \
+                not needs_torch(img, lib_dir)
+        return read_elf(path, read, False)
+
     def load_group_host(self, names: tuple[str, ...]) -> tuple[str, list[str]] | None:
         """An extension module of the target's own package whose load brings the target in
         (it is in its NEEDED closure) together with libraries that define every one of
@@ -1354,6 +1372,13 @@ def read_elf(path: str, read: Callable[[ElfImage], _T], unreadable: _T) -> _T:
         return unreadable
     finally:
         data.close()
+
+
+def extension_name(path: str) -> str:
+    """The module name Python imports an extension file as, whose ``PyInit_<name>`` it calls
+    (``_hybrid.cpython-311-x86_64-linux-gnu.so``, ``_runtime.abi3.so``: the part before the
+    first dot)."""
+    return os.path.basename(path).split(".", 1)[0]
 
 
 def needed_names(path: str) -> list[str]:

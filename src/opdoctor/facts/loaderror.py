@@ -15,6 +15,15 @@ UNDEFINED = re.compile(r"undefined symbol: ([^\s'\"\],;)]+)")
 VERSION = re.compile(r"version `([^']+)' not found")
 
 
+def soname_stem(name: str) -> str:
+    """``libmupdf.so`` of ``libmupdf.so.24.8`` (a library's name without its version; "" for
+    a name without ``.so``)."""
+    import os
+
+    base = os.path.basename(name.strip())
+    return base.split(".so", 1)[0] + ".so" if ".so" in base else ""
+
+
 @dataclass(frozen=True)
 class LoaderError:
     """One dynamic-loader failure read from an error message."""

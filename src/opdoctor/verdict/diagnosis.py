@@ -133,8 +133,9 @@ def _explains(root: Finding, f: Finding) -> bool:
     if root.code == "OD327" and f.code in ("OD201", "OD220"):
         # a library of the pinned release, not found beside the other release's copy of it
         # (libmupdf.so.24.8 where PyMuPDFb 1.24.8 installs libmupdf.so.24.4)
-        stem = _soname_stem(f.subject)
-        return bool(stem) and any(_soname_stem(lib) == stem for line in root.evidence
+        from opdoctor.facts.loaderror import soname_stem
+        stem = soname_stem(f.subject)
+        return bool(stem) and any(soname_stem(lib) == stem for line in root.evidence
                                   if " installs: " in line
                                   for lib in line.split(" installs: ", 1)[1].split(", "))
     if root.code == "OD328" and f.code == "OD327":
@@ -219,12 +220,6 @@ def _device_side(library: str) -> bool:
     # loader, which no build of torch brings
     return base.startswith(("libtorch", "libc10", "libcaffe2", "libshm")) or \
         toolkit_of(base, []) not in ("", OPENCL) or TENSORRT_LIB.match(base) is not None
-
-
-def _soname_stem(name: str) -> str:
-    """``libmupdf.so`` of ``libmupdf.so.24.8`` (a library's name without its version)."""
-    base = os.path.basename(name.strip())
-    return base.split(".so", 1)[0] + ".so" if ".so" in base else ""
 
 
 def _foreign_module(f: Finding) -> bool:
