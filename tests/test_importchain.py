@@ -1397,6 +1397,38 @@ def test_extension_installed_beside_the_package(tmp_path: Path,
     assert "OD406" in [f["code"] for f in res.json()["reports"][0]["findings"]]
 
 
+def test_a_single_module_distribution_is_followed_to_its_extension(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """brotli 1.2's layout: the distribution is one module, ``brotli.py``, whose first import
+    is ``import _brotli``, a compiled module beside it. ``--package brotli`` checked the
+    ``.py`` file alone: statically, "its compiled library was not analysed" and a damaged
+    ``_brotli`` went unseen. The module's imports are read as a package's: the extension is
+    the target; truncated (Python's import fails), OD406."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "dkmod.py").write_text("import _dkmod\nfrom _dkmod import answer\n")
+    ext = _c_extension(tmp_path, site, "_dkmod")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import dkmod; print(dkmod.answer())"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "42", real.stderr
+    args = ["check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}", "--cwd",
+            str(tmp_path), "--package", "dkmod"]
+    res = cli(capsys, *args)
+    assert res.code == 0, res.out + res.err
+    rep = res.json()["reports"][0]
+    assert rep["target"]["path"] == str(ext), rep["target"]
+    links = rep["sections"]["import-chain"]["links"]
+    assert any(lk["target"] == "_dkmod" and lk["resolved"] == [str(ext)] for lk in links)
+    ext.write_bytes(ext.read_bytes()[:4096])  # cut as a failed download leaves it
+    real = subprocess.run([sys.executable, "-c", "import dkmod"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode != 0
+    res = cli(capsys, *args)
+    assert res.code == 1 and "internal error" not in res.err, res.err
+    assert "OD406" in [f["code"] for f in res.json()["reports"][0]["findings"]]
+
+
 def test_extension_beside_the_package_built_for_another_python(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """k2 1.23.2's wheel puts ``_k2.cpython-39-x86_64-linux-gnu.so`` beside ``k2/`` and k2's

@@ -1747,6 +1747,13 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
             # A single-module distribution (soundfile.py with its _soundfile_data/ beside
             # it): its RECORD lists the files it needs as much as a package's does.
             _record_check(chain, os.path.dirname(win.path))
+        if win is not None and win.kind == "module" and "." not in name:
+            # A single-module distribution's compiled code is a top-level extension beside it
+            # (brotli.py runs `import _brotli`): the module is read as a package's __init__,
+            # with its directory as the site its top-level imports resolve in.
+            chain.links = _without_superseded(parse_links(
+                win.path, name, suffixes, top_dir=os.path.join(os.path.dirname(win.path), name),
+                known=known_here(list(sys_path), suffixes, env)))
         return chain
     init = os.path.join(pkg, "__init__.py")
     if os.path.isfile(init):
