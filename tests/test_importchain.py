@@ -1795,6 +1795,31 @@ def test_a_missing_required_module_names_the_distribution_to_install(
         "partial install left it out)", od511.fix
 
 
+@pytest.mark.probe
+def test_a_module_only_an_extra_requires_names_the_extra(tmp_path: Path) -> None:
+    """greenlet 3.5's test extension: its ``tests/__init__`` imports objgraph, which greenlet
+    requires only under ``extra == "test"``; OD511's fix was the generic "not installed or
+    shadowed" one. It names the extra: ``pip install 'greenlet[test]'``."""
+    import sys
+
+    site = tmp_path / "site"
+    _write(site, {"xtpkg/__init__.py": "", "xtpkg/tests/__init__.py": "import needed_mod\n",
+                  "xtpkg-1.0.dist-info/METADATA": "Name: xtpkg\nVersion: 1.0\n"
+                                                  "Requires-Dist: needed-mod ; extra == 'test'\n"
+                                                  "Requires-Dist: other ; extra == 'docs'\n",
+                  "xtpkg-1.0.dist-info/RECORD": "xtpkg/__init__.py,,\n"
+                                                "xtpkg/tests/__init__.py,,\n"})
+    real = subprocess.run([sys.executable, "-c", "import xtpkg.tests"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(site)})
+    assert "No module named 'needed_mod'" in real.stderr
+    report = chain(tmp_path, "xtpkg.tests", env={"PYTHONPATH": str(site)},
+                   path=site / "xtpkg" / "tests")
+    od511 = next(f for f in report.findings if f.code == "OD511")
+    assert (od511.fix or "").startswith("pip install 'xtpkg[test]' (needed_mod is a "
+                                        "requirement of xtpkg's optional 'test' extra"), od511.fix
+
+
 def test_a_load_only_a_lazily_called_function_makes_comes_last(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """torchaudio 2.8: ``_extension/utils.py`` has ``_load_lib(lib)`` and calls it itself only

@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, package_applies
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts, commandcache
-from opdoctor.facts.pkgdir import distribution, normalized, requirements, top_levels
+from opdoctor.facts.pkgdir import (
+    distribution,
+    normalized,
+    requirement_rows,
+    requirements,
+    top_levels,
+)
 from opdoctor.facts.pychain import (
     REPORTED,
     UNEVALUATED,
@@ -603,6 +609,28 @@ def _requirement_for(chain: ImportChain, kind: str, message: str) -> list[str]:
     if not named and _undeclared_framework(chain, message):
         return []  # not one of its requirements: the fix names the framework itself
     return named or absent
+
+
+_EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([\w.-]+)["']""")
+
+
+def _extra_providing(chain: ImportChain, kind: str, message: str) -> str:
+    """The fix when the import died on ``No module named 'x'`` and ``x`` is a requirement of
+    one of the distribution's extras only (greenlet's test extension imports objgraph, which
+    greenlet requires under ``extra == "test"``): ``pip install 'dist[extra]'``; else ""."""
+    m = _NO_MODULE.search(message)
+    if kind != "ModuleNotFoundError" or not m or not chain.dist:
+        return ""
+    top = normalized(m.group(1).split(".")[0])
+    extras = sorted({x.group(1) for name, _spec, marker in requirement_rows(chain.dist)
+                     if normalized(name) == top and (x := _EXTRA_MARKER.search(marker))})
+    if not extras:
+        return ""
+    dist = distribution(chain.dist)[0]
+    return (f"pip install '{dist}[{extras[0]}]' ({m.group(1).split('.')[0]} is a requirement "
+            f"of {dist}'s optional '{extras[0]}' extra"
+            + (f" — also of {', '.join(repr(x) for x in extras[1:])}" if extras[1:] else "")
+            + ", which a plain install leaves out)")
 
 
 # The frameworks' import names → their distributions: an import of one that the package's
@@ -1339,6 +1367,9 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
             fix = (f"pip install {framework} (the import needs it; "
                    f"{'-'.join(distribution(chain.dist))} does not declare it as a "
                    "requirement, so pip never installs it for you)")
+        extra = _extra_providing(chain, err.type, err.message) if not fix else ""
+        if extra:
+            fix = extra
         if not fix:
             fix = _explained_fix(err.type, err.message)
         tv = facts.torch_variant
