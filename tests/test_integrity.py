@@ -131,3 +131,39 @@ def test_a_tail_cut_after_the_segments_loads_and_is_a_warning(
     assert [(f.code, f.severity) for f in report.findings if f.cause is Cause.BUILD] == [
         ("OD406", Severity.WARNING)]
     assert all(c.status.value != "failed" for c in report.checks), report.checks
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_text_relocations_in_a_published_wheel_are_not_the_users_build(
+        tmp_path: Path, local: bool) -> None:
+    """catboost 1.2.10's published `_catboost.so` has DT_TEXTREL (survey 19): OD410's fix
+    said "compile every object with -fPIC" to a user who built nothing. A file that a
+    distribution installed from an index records gets whom to tell and what decides whether
+    it loads; one installed from a local project (its ``direct_url.json`` names a
+    ``file://`` source: the user's own build) keeps the -fPIC fix."""
+    import ctypes
+    import json
+    import shutil
+
+    site = tmp_path / "site"
+    (site / "trpkg").mkdir(parents=True)
+    lib = site / "trpkg" / "_native.so"
+    shutil.copy(fixture("integrity/textrel.so"), lib)
+    ctypes.CDLL(str(lib))  # text relocations load here: the finding stays a warning
+    info = site / "trpkg-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: trpkg\nVersion: 2.0\n")
+    (info / "RECORD").write_text("trpkg/_native.so,,\ntrpkg-2.0.dist-info/METADATA,,\n"
+                                 "trpkg-2.0.dist-info/RECORD,,\n")
+    if local:
+        (info / "direct_url.json").write_text(json.dumps(
+            {"url": f"file://{tmp_path / 'proj'}", "dir_info": {}}))
+    (od410,) = [f for f in run_check(str(lib)).findings if f.code == "OD410"]
+    assert od410.severity is Severity.WARNING
+    if local:
+        assert od410.fix is not None and od410.fix.startswith("Compile every object"), od410.fix
+        return
+    assert "as trpkg 2.0 ships it" in od410.message, od410.message
+    assert od410.fix is not None and od410.fix.startswith("Nothing to rebuild on your side: "
+                                                          "it is trpkg's published build")
+    assert "-fPIC" not in od410.fix.split("(their build")[0], od410.fix

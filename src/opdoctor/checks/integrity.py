@@ -277,6 +277,32 @@ def _musl_finding(facts: Facts) -> Finding:
                          evidence, fix=fix)
 
 
+def _textrel_finding(facts: Facts) -> Finding:
+    """OD410; for a file a distribution installed from an index records (catboost 1.2.10's
+    published wheel, survey 19: no ``direct_url.json`` naming a local source), the fix is
+    not "compile with -fPIC" — the user builds nothing — but whom to tell and what decides
+    whether it loads."""
+    from opdoctor.facts.pkgdir import direct_url_project, distribution
+
+    evidence = ["dynamic tag: DT_TEXTREL / DF_TEXTREL"]
+    owner = facts.installed_by
+    if owner is None or direct_url_project(owner[0]):
+        # not installed, or installed from a local project or wheel: the user's own build
+        return OD410.finding(facts.path, "the library has text relocations (code compiled "
+                             "without -fPIC)", evidence)
+    dist, version = distribution(os.path.basename(owner[0]))
+    evidence.append(f"installed by {os.path.basename(owner[0])} (its RECORD lists the file)")
+    return OD410.finding(
+        facts.path, f"the library has text relocations (code compiled without -fPIC), as "
+        f"{dist} {version} ships it", evidence,
+        fix=f"Nothing to rebuild on your side: it is {dist}'s published build. It loads "
+        "where text relocations are allowed (most systems); a system that refuses them "
+        "(SELinux denying execmod, a hardened kernel: 'cannot restore segment prot after "
+        f"reloc') cannot load it — report it to {dist}'s maintainers (their build links "
+        "code compiled without -fPIC), and meanwhile allow execmod for the file "
+        "(`chcon -t textrel_shlib_t <file>`) or use another release.")
+
+
 def pure_python(facts: Facts) -> str:
     """What the package target is, when it has no compiled library and defines no operator
     ("" otherwise, and for a package that was not found): nothing of the ELF checks applies,
@@ -428,8 +454,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                             ("e_type: ET_DYN", "DT_FLAGS_1: PIE"))
         return
     if img.has_textrel:
-        yield OD410.finding(path, "the library has text relocations (code compiled without -fPIC)",
-                            ("dynamic tag: DT_TEXTREL / DF_TEXTREL",))
+        yield _textrel_finding(facts)
     for seg in img.segments:
         if seg.p_type == PT_GNU_STACK and seg.flags & PF_X:
             refused = host.glibc is not None and host.glibc >= (2, 41)
