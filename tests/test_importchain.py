@@ -1457,6 +1457,40 @@ def test_extension_beside_the_package_built_for_another_python(
     assert len(od503) == 1 and len(od503[0]["evidence"]) == 3, od503
 
 
+@pytest.mark.parametrize("tag", ["py38-none-any", "cp38-cp38-manylinux_2_17_x86_64"])
+def test_a_mis_tagged_wheel_gets_no_reinstall_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], tag: str) -> None:
+    """kaldifeat 1.4's only wheel is tagged ``py38-none-any`` and holds
+    ``_kaldifeat.cpython-38-x86_64-linux-gnu.so`` (survey 19): pip installs it on any Python,
+    and OD503's fix — reinstall with this interpreter's pip — brings the same file. A wheel
+    whose tag fits this interpreter is named as mis-tagged, with fixes that can work; a
+    ``cp38`` wheel (installed with ``--python-version``) keeps the reinstall fix."""
+    import sysconfig
+
+    site = tmp_path / "site"
+    _write(site, {"mtpkg/__init__.py": "from ._mt import answer\n",
+                  "mtpkg-1.4.dist-info/METADATA": "Name: mtpkg\nVersion: 1.4\n",
+                  "mtpkg-1.4.dist-info/WHEEL": f"Wheel-Version: 1.0\nTag: {tag}\n",
+                  "mtpkg-1.4.dist-info/RECORD": "mtpkg/__init__.py,,\n"})
+    shutil.copy(fixture("loader/depdir/libmyop_dep.so"),
+                site / "mtpkg" / "_mt.cpython-38-x86_64-linux-gnu.so")
+    assert sysconfig.get_config_var("EXT_SUFFIX") == ".cpython-311-x86_64-linux-gnu.so"
+    real = subprocess.run([sys.executable, "-c", "import mtpkg"], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True,
+                          text=True, timeout=60)
+    assert "No module named 'mtpkg._mt'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), "--package", "mtpkg")
+    (od503,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD503"]
+    if tag.startswith("py38"):
+        assert "the wheel is mis-tagged py38-none-any" in od503["message"], od503
+        assert od503["fix"].startswith("No reinstall helps: mtpkg 1.4's wheel claims to fit "
+                                       "this Python (py38-none-any)"), od503["fix"]
+    else:
+        assert "mis-tagged" not in od503["message"], od503
+        assert od503["fix"].startswith("pip install --force-reinstall --no-deps 'mtpkg==1.4'")
+
+
 @pytest.mark.parametrize("required", [True, False])
 def test_runtime_package_imported_by_the_distribution_that_requires_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], required: bool) -> None:

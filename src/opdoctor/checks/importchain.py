@@ -21,6 +21,7 @@ from opdoctor.facts.pkgdir import (
     requirement_rows,
     requirements,
     top_levels,
+    wheel_tags,
 )
 from opdoctor.facts.pychain import (
     REPORTED,
@@ -1059,12 +1060,44 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
                              "machine's pip, without --platform or --python-version (it picks "
                              f"the wheel for this machine), or build it here; the files here are "
                              f"for {' / '.join(platform)}.", severity=severity)
+    fits = [t for t in wheel_tags(chain.dist) if _tag_fits(t, suffix)] if chain.dist else []
+    if fits and not platform:
+        # kaldifeat 1.4, k2 1.23.2: a `py38-none-any` wheel holding a CPython 3.8 extension —
+        # pip takes it for any Python, so the reinstall brings the same files (survey 19)
+        return OD503.finding(
+            target, f"{target}: {links[0].problem}{tail} — the wheel is mis-tagged "
+            f"{fits[0]}: pip installs it on this Python", [*evidence,
+                                                           f"{os.path.basename(chain.dist)}/"
+                                                           f"WHEEL: Tag: {fits[0]}"],
+            fix=f"No reinstall helps: {dist} {version}'s wheel claims to fit this Python "
+            f"({fits[0]}) but holds {', '.join(sorted(what)) or 'another build'}'s files, so "
+            "pip brings the same ones. Run the Python they were built for, install a release "
+            f"of {dist} that publishes a wheel for this Python, or build it from its source "
+            f"distribution (pip install --no-binary {dist} {dist}).", severity=severity)
     fix = (f"pip install --force-reinstall --no-deps {pin} with this interpreter (its pip "
            "picks the wheel for this Python)" if chain.dist else
            "Rebuild/reinstall the package with this interpreter (python -m pip install "
            "--force-reinstall .)") + ", or run the Python the files were built for."
     return OD503.finding(target, f"{target}: {links[0].problem}{tail}", evidence, fix=fix,
                          severity=severity)
+
+
+def _tag_fits(tag: str, ext_suffix: str) -> bool:
+    """Whether pip on the interpreter whose extension suffix is ``ext_suffix``
+    (``.cpython-311-x86_64-linux-gnu.so``) accepts a wheel tag (``py38-none-any``,
+    ``cp311-cp311-manylinux_2_28_x86_64``; compressed parts such as ``py2.py3`` allowed)."""
+    m = re.match(r"\.cpython-3(\d+)[a-z]*-(\w+?)-linux-gnu", ext_suffix)
+    parts = tag.split("-")
+    if not m or len(parts) != 3:
+        return False
+    minor, machine = int(m.group(1)), m.group(2)
+    pys, abis, plats = (p.split(".") for p in parts)
+    py_ok = any(p in ("py3", f"cp3{minor}") or
+                (re.fullmatch(r"py3(\d+)", p) is not None and int(p[3:]) <= minor) for p in pys)
+    abi_ok = any(a in ("none", "abi3", f"cp3{minor}") for a in abis)
+    plat_ok = any(p == "any" or (re.fullmatch(r"(many)?linux[\w]*_" + re.escape(machine), p)
+                                 is not None) for p in plats)
+    return py_ok and abi_ok and plat_ok
 
 
 def _imported_fine(facts: Facts) -> bool:
