@@ -1338,6 +1338,29 @@ def test_a_module_probe_imports_the_extension_by_its_file_name(
     assert rep["sections"]["probe"]["outcome"] == "loaded", rep["sections"]["probe"]
 
 
+def test_the_package_named_twice_is_one_report(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`check --package lmdeploy site/lmdeploy` (the README's form) made two reports of one
+    package — its library's and the directory's — and each probed the package's import
+    (lmdeploy's 8-second import: 16 s, survey 19). The directory the option's import finds is
+    the option's target: one report. Another copy of the package (a checkout elsewhere) is
+    still its own report."""
+    site, other = tmp_path / "site", tmp_path / "checkout"
+    for where in (site, other):
+        (where / "twopkg").mkdir(parents=True)
+        (where / "twopkg" / "__init__.py").write_text("from ._ext import answer\n")
+        _c_extension(tmp_path, where / "twopkg", "_ext")
+    args = ["check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}", "--cwd",
+            str(tmp_path), "--package", "twopkg"]
+    alone = cli(capsys, *args)
+    named = cli(capsys, *args, str(site / "twopkg"))
+    assert alone.code == named.code == 0, named.out + named.err
+    assert [r["target"]["path"] for r in named.json()["reports"]] == \
+        [r["target"]["path"] for r in alone.json()["reports"]], named.json()["reports"]
+    both = cli(capsys, *args, str(other / "twopkg"))
+    assert len(both.json()["reports"]) == 2, both.json()["reports"]
+
+
 def test_a_stub_directory_named_by_package_is_no_walk(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """mmh3 5.x installs `mmh3.cpython-311-….so` and, beside it, `mmh3/` with its type stubs
