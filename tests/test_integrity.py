@@ -167,3 +167,25 @@ def test_text_relocations_in_a_published_wheel_are_not_the_users_build(
     assert od410.fix is not None and od410.fix.startswith("Nothing to rebuild on your side: "
                                                           "it is trpkg's published build")
     assert "-fPIC" not in od410.fix.split("(their build")[0], od410.fix
+
+
+@pytest.mark.parametrize(("head", "system"), [
+    (b"\xca\xfe\xba\xbe\x00\x00\x00\x02", "macOS"),  # a universal2 .so (orjson's macOS wheel)
+    (b"\xcf\xfa\xed\xfe\x07\x00\x00\x01", "macOS"),
+    (b"MZ\x90\x00\x03\x00\x00\x00", "Windows"),  # a .pyd
+])
+def test_a_library_for_another_operating_system_is_not_a_download_to_repeat(
+        tmp_path: Path, head: bytes, system: str) -> None:
+    """A macOS or Windows wheel's library given to `check` (survey 20: orjson's universal2
+    wheel): OD405's fix was the general "git lfs pull, re-download, or rebuild". It says the
+    file is for another operating system and what to install instead."""
+    import ctypes
+
+    lib = tmp_path / "ext.so"
+    lib.write_bytes(head + bytes(4096))
+    with pytest.raises(OSError, match="invalid ELF header"):
+        ctypes.CDLL(str(lib))
+    (f,) = run_check(str(lib)).findings
+    assert f.code == "OD405" and f.fix is not None
+    assert f.fix.startswith(f"nothing repairs it here: it is a library for {system}"), f.fix
+    assert "lfs" not in f.fix

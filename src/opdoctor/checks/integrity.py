@@ -251,6 +251,16 @@ def not_elf_fix(what: str, head: bytes) -> str | None:
         return "nothing to repair: load the shared library the script names (GROUP/INPUT)"
     if "LFS" in what:
         return "fetch the real file: `git lfs pull` (then check `file <path>` says ELF)"
+    system = "macOS" if "Mach-O" in what else "Windows" if "Windows" in what else ""
+    if system:
+        import platform
+
+        # a wheel for another platform (orjson's macosx / win_amd64 wheels: survey 20) — no
+        # download or LFS fetch repairs it; git-lfs was the general fix's first word
+        return (f"nothing repairs it here: it is a library for {system}, another operating "
+                "system. Install the build for this machine — pip picks it when run here "
+                "without --platform; for a wheel file, the one whose platform tag is this "
+                f"machine's (manylinux_…_{platform.machine()}) — or build it here from source.")
     return None
 
 
