@@ -1480,6 +1480,39 @@ def test_extension_beside_the_package_built_for_another_python(
     assert len(od503) == 1 and len(od503[0]["evidence"]) == 3, od503
 
 
+@pytest.mark.parametrize(("name", "built"), [
+    ("_pp.pypy311-pp73-x86_64-linux-gnu.so", "PyPy"),
+    ("_pp.cpython-313t-x86_64-linux-gnu.so", "free-threaded CPython 3.13"),
+])
+def test_a_library_named_for_another_python_leads_with_that(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, built: str) -> None:
+    """pillow's PyPy wheel checked as a wheel file (survey 20): each
+    ``_imaging.pypy311-pp73-…so`` led with "undefined symbol: PyPyExc_TypeError … link the
+    library that defines it". Its file name says it is PyPy's extension module, which CPython
+    never imports: OD503 leads and the undefined PyPy C API is its consequence."""
+    import ctypes
+
+    (tmp_path / "pp.c").write_text("extern void *PyPyExc_TypeError;\n"
+                                   "void *PyInit__pp(void) { return PyPyExc_TypeError; }\n")
+    (tmp_path / "ppkg").mkdir()
+    (tmp_path / "ppkg" / "__init__.py").write_text("")
+    lib = tmp_path / "ppkg" / name
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "pp.c")],
+                   check=True, timeout=60)
+    with pytest.raises(OSError, match="undefined symbol: PyPyExc_TypeError"):
+        ctypes.CDLL(str(lib))
+    real = subprocess.run([sys.executable, "-c", "import ppkg._pp"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert "No module named 'ppkg._pp'" in real.stderr, real.stderr  # never even tried
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    (rep,) = res.json()["reports"]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD503"], rep["diagnosis"]
+    assert rep["diagnosis"]["summary"].startswith(
+        f"Most likely cause: 5 — Python import chain: {name} is built for {built}: this "
+        "interpreter never imports it"), rep["diagnosis"]["summary"]
+    assert rep["diagnosis"]["consequences"] == {"OD503": ["OD301"]}
+
+
 @pytest.mark.parametrize("tag", ["py38-none-any", "cp38-cp38-manylinux_2_17_x86_64"])
 def test_a_mis_tagged_wheel_gets_no_reinstall_fix(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], tag: str) -> None:

@@ -812,6 +812,9 @@ def run(facts: Facts) -> Iterator[Finding]:
         return
     win = chain.winner
     assert win is not None
+    another = _target_for_another_python(facts, chain)
+    if another is not None:
+        yield another
     # A directory without __init__.py (a namespace portion) never wins over a regular package,
     # wherever it is on sys.path: a data or output directory named like the package in the
     # working directory hides nothing, whatever files lie below it (torchrec run from a
@@ -1080,6 +1083,43 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
            "--force-reinstall .)") + ", or run the Python the files were built for."
     return OD503.finding(target, f"{target}: {links[0].problem}{tail}", evidence, fix=fix,
                          severity=severity)
+
+
+def _target_for_another_python(facts: Facts, chain: ImportChain) -> Finding | None:
+    """OD503 for the library checked itself when its file name says it is an extension
+    module of another Python (pillow's PyPy wheel: ``_imaging.pypy311-pp73-…so``; a
+    ``cpython-310`` or free-threaded ``cpython-313t`` build under CPython 3.11): this
+    interpreter never imports it, whatever its symbols say (survey 20: the verdict was
+    "undefined symbol: PyPyExc_MemoryError … link the library that defines it"). None when the
+    package's imports already report the file, and for another platform (OD405/OD408/OD417
+    read the file itself)."""
+    if facts.is_package_dir or not os.path.isfile(facts.path) or facts.interpreter is None:
+        return None
+    name, suffix = os.path.basename(facts.path), facts.interpreter.ext_suffix
+    what = built_for(name, suffix)
+    if not what or not all(w.startswith(("CPython ", "free-threaded ", "PyPy")) for w in what) \
+            or any(name in lk.other_builds for lk in chain.links):
+        return None
+    stem = name.split(".", 1)[0]
+    owner = facts.installed_by
+    if facts.options.wheel:
+        fix = (f"This wheel ({os.path.basename(facts.options.wheel)}) is for {what[0]}: build "
+               "or download the one for this Python — `pip download --no-deps --only-binary "
+               ":all: <package>==<release>` run with this interpreter picks it.")
+    elif owner is not None:
+        from opdoctor.facts.pkgdir import distribution
+
+        dist, version = distribution(os.path.basename(owner[0]))
+        fix = (f"pip install --force-reinstall --no-deps '{dist}=={version}' with this "
+               "interpreter, without --python-version (its pip picks the wheel for this "
+               f"Python), or run {what[0]}.")
+    else:
+        fix = (f"Build it with this interpreter (python -m pip install --force-reinstall .), "
+               f"or run it with {what[0]}.")
+    return OD503.finding(facts.path, f"{name} is built for {what[0]}: this interpreter never "
+                         f"imports it (it looks for {stem}{suffix})",
+                         [f"file name: {name}", f"this interpreter's EXT_SUFFIX: {suffix}"],
+                         fix=fix)
 
 
 def _tag_fits(tag: str, ext_suffix: str) -> bool:

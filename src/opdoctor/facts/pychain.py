@@ -99,7 +99,7 @@ class Link:
     after: list[str] = field(default_factory=list)
 
 
-_BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?:-(?P<plat>[\w-]+))?|cp(?P<cp>\d+)-"
+_BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?P<ft>t?)(?:-(?P<plat>[\w-]+))?|cp(?P<cp>\d+)-"
                         r"(?P<win>win\w*)|(?P<pypy>pypy\d+)[\w.-]*|abi3)\.(?P<ext>so|pyd)$")
 
 
@@ -127,8 +127,9 @@ def built_for(name: str, this_suffix: str) -> list[str]:
             if libc != my_libc and "musl" in libc:
                 out.append("musl libc")
     py = theirs["py"] or theirs["cp"]
-    if py and mine["py"] and py != mine["py"]:
-        out.append(f"CPython {py[0]}.{py[1:]}")
+    if py and mine["py"] and (py != mine["py"] or bool(theirs["ft"]) != bool(mine["ft"])):
+        # free-threaded CPython (3.13t) has its own ABI and suffix (regex's cp313t wheel)
+        out.append(f"{'free-threaded ' if theirs['ft'] else ''}CPython {py[0]}.{py[1:]}")
     return out
 
 

@@ -120,6 +120,10 @@ def _explains(root: Finding, f: Finding) -> bool:
     abseil mismatch, and installing the right TensorFlow would not bring cirq."""
     if f.code not in EXPLAINS.get(root.code, ()):
         return False
+    if root.code == "OD503" and f.code == "OD301":
+        # a build for another Python (PyPy's C API: PyPyExc_*) leaves its symbols undefined
+        # here: the same file only
+        return f.subject == root.subject
     if root.code in ("OD201", "OD203") and f.code == "OD220":
         # the real loader's miss confirms the static one of the same library only (a package
         # that tries several libraries: another one's miss is not this one's)
