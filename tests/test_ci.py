@@ -304,3 +304,52 @@ def test_scan_table_shows_a_few_ops_and_counts_the_rest() -> None:
     many = "; ".join(f"ns::op{i} [CPU]" for i in range(SCAN_OPS_SHOWN + 7))
     cell = _ops_cell(many)
     assert cell.endswith("; … +7 more") and cell.count("ns::op") == SCAN_OPS_SHOWN
+
+
+@pytest.mark.probe
+def test_an_expected_op_is_the_wheels_not_each_librarys(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fbgemm-gpu-cpu 1.8's wheel holds 19 libraries and its op in one of them: `check
+    dist/*.whl --expect-op …` (this README's CI line) said OD106 "not defined by this library"
+    for the 18 others — exit 1 on a healthy wheel (survey 20). The expectation is the wheel's
+    package's: met when one of its libraries defines the op with the expected kernels; an op
+    that none defines still fails the gate."""
+    import subprocess
+    import sys
+    import zipfile
+
+    helper = tmp_path / "helper.c"
+    helper.write_text("int helper(void) { return 7; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libhelper.so"),
+                    str(helper)], check=True, timeout=60)
+    # what torch itself says of the reference: the op with a CPU kernel
+    probe = subprocess.run([sys.executable, "-c", "import sys, torch; torch.ops.load_library("
+                            "sys.argv[1]); print(torch._C._dispatch_has_kernel_for_dispatch_key("
+                            "'myop::weighted_sum', 'CPU'))", str(reference())],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.stdout.strip() == "True", probe.stderr
+    wheel = tmp_path / "twolib-1.0-cp311-cp311-linux_x86_64.whl"
+    info = "twolib-1.0.dist-info"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("twolib/__init__.py", "import ctypes, os\nimport torch\nHERE = "
+                    "os.path.dirname(__file__)\nctypes.CDLL(os.path.join(HERE, 'libhelper.so'))"
+                    "\ntorch.ops.load_library(os.path.join(HERE, 'libmyop.so'))\n")
+        zf.write(reference(), "twolib/libmyop.so")
+        zf.write(tmp_path / "libhelper.so", "twolib/libhelper.so")
+        zf.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: twolib\nVersion: 1.0\n")
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n")
+        zf.writestr(f"{info}/RECORD", f"twolib/__init__.py,,\ntwolib/libmyop.so,,\n"
+                    f"twolib/libhelper.so,,\n{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
+    res = cli(capsys, "check", "--static", "-f", "json", "--expect-op",
+              "myop::weighted_sum[CPU]", str(wheel))
+    reports = res.json()["reports"]
+    assert res.code == 0 and len(reports) == 2, [r["diagnosis"]["summary"] for r in reports]
+    od106 = [f for r in reports for f in r["findings"] if f["code"] == "OD106"]
+    assert [f["severity"] for f in od106] == ["info"], od106
+    assert "the package twolib meets it: C++ libmyop.so defines myop::weighted_sum, with its " \
+        "CPU kernel(s) in C++ libmyop.so" in od106[0]["message"], od106
+    res = cli(capsys, "check", "--static", "-f", "json", "--expect-op", "myop::nope[CPU]",
+              str(wheel))
+    assert res.code == 1
+    assert all(f["severity"] == "error" for r in res.json()["reports"] for f in r["findings"]
+               if f["code"] == "OD106")

@@ -17,7 +17,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.distance import edit_distance
 from opdoctor.facts.elf.dynsym import STB_LOCAL, STV_HIDDEN
-from opdoctor.facts.pyreg import refutation
+from opdoctor.facts.pyreg import PackageRegistrations, refutation
 from opdoctor.facts.registration import (
     Inventory,
     check_schema_syntax,
@@ -257,9 +257,35 @@ def reconcile_with_python(facts: Facts, found: list[Finding]) -> Iterator[Findin
     merged = facts.package_registrations if facts.options.package else None
     for f in found:
         why = refutation(merged, f.code, f.subject, facts.path) if merged else ""
+        if merged and f.code == "OD106":
+            why = _expected_elsewhere(facts, merged, f.subject)
         yield dataclasses.replace(f, severity=Severity.INFO, message=f"{f.message} — not a "
                                   f"fault: {why}", evidence=(*f.evidence, f"Python: {why}")) \
             if why else f
+
+
+def _expected_elsewhere(facts: Facts, merged: PackageRegistrations, name: str) -> str:
+    """Why an expected op missing from this library is no fault of the package: another of
+    its libraries (or its Python) defines it and registers every expected kernel — the
+    expectation is the package's, not each file's (fbgemm-gpu-cpu 1.8's wheel: 19 libraries,
+    the op in one of them, 18 × OD106 and a failed gate; survey 20). "" when the package as a
+    whole does not meet it."""
+    exp = next((e for e in facts.expected_ops if f"{e.namespace}::{e.op}" == name), None)
+    if exp is None:
+        return ""
+    op = merged.op(name)
+    if op is None or not op.defined:
+        # a stripped library's schema, its namespace unknown: as for the library itself
+        # (`_expected_ops`), present, its kernels not verifiable statically
+        bare = merged.op(f"?::{exp.op}")
+        return f"the package {merged.package} has it: {bare.defined[0]} holds the schema of " \
+            f"{exp.op} (its kernels cannot be verified statically)" \
+            if bare is not None and bare.defined else ""
+    if any(k not in op.keys for k in exp.keys):
+        return ""
+    where = ", ".join(dict.fromkeys(op.keys[k][0] for k in exp.keys)) if exp.keys else ""
+    return (f"the package {merged.package} meets it: {op.defined[0]} defines {name}"
+            + (f", with its {'/'.join(exp.keys)} kernel(s) in {where}" if where else ""))
 
 
 def _probe_view(facts: Facts) -> tuple[dict[str, set[str]], list[str]] | None:
