@@ -61,14 +61,109 @@ def _pure_wheel(where: Path) -> Path:
     return whl
 
 
-def test_pure_python_wheel_is_od415(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.probe
+def test_pure_python_wheel_is_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pure-Python wheel is checked as the installed package would be (its import chain,
+    statically), OD415 a note, exit 0: in `dist/*.whl` beside a compiled wheel it failed the
+    whole gate with exit 2 (survey 20). Python imports it from the unpacked files."""
     whl = _pure_wheel(tmp_path)
     with zipfile.ZipFile(whl) as zf:
         assert zipfile.is_zipfile(whl) and not [n for n in zf.namelist() if ".so" in n]
+        zf.extractall(tmp_path / "unpacked")
+    real = subprocess.run([sys.executable, "-c", "import purepkg; print(purepkg.VALUE)"],
+                          cwd=tmp_path / "unpacked", capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "1", real.stderr
+    for args in (["--static"], []):
+        res = cli(capsys, "check", "-f", "json", *args, str(whl), str(reference()))
+        assert res.code == 0 and res.err == "", res.err
+        reports = res.json()["reports"]
+        assert [r["target"]["path"].endswith(p) for r, p in
+                zip(reports, ("purepkg", "libmyop.so"), strict=True)] == [True, True], reports
+        assert [f["code"] for f in reports[0]["findings"]] == ["OD415"]
+        assert reports[0]["findings"][0]["severity"] == "info"
+
+
+def _wheel(where: Path, name: str, files: dict[str, bytes], *, info: bool = True) -> Path:
+    """A wheel ``name`` holding ``files`` and (``info``) its dist-info."""
+    whl = where / name
+    dist, version = name.split("-")[:2]
+    with zipfile.ZipFile(whl, "w") as zf:
+        for member, data in files.items():
+            zf.writestr(member, data)
+        if info:
+            zf.writestr(f"{dist}-{version}.dist-info/METADATA",
+                        f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+            zf.writestr(f"{dist}-{version}.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: "
+                        + "-".join(name[:-4].split("-")[2:]) + "\n")
+            zf.writestr(f"{dist}-{version}.dist-info/RECORD", "")
+    return whl
+
+
+def test_a_windows_wheel_is_checked_not_called_pure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """regex's win_amd64 wheel holds ``_regex.cp311-win_amd64.pyd``: the wheel walk collected
+    ``.so`` names only and said "no compiled library in the wheel (only Python files in it)",
+    exit 2 (survey 20). The .pyd is checked: a library for Windows, OD405 with that fix."""
+    whl = _wheel(tmp_path, "winpkg-1.0-cp311-cp311-win_amd64.whl", {
+        "winpkg/__init__.py": b"from . import _w\n",
+        "winpkg/_w.cp311-win_amd64.pyd": b"MZ\x90\x00" + bytes(4096)})
+    with zipfile.ZipFile(whl) as zf:
+        zf.extractall(tmp_path / "u")
+    real = subprocess.run([sys.executable, "-c", "import winpkg"], cwd=tmp_path / "u",
+                          capture_output=True, text=True, timeout=60)
+    assert "cannot import name '_w'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", str(whl))
+    (rep,) = res.json()["reports"]
+    assert res.code == 1 and rep["target"]["path"].endswith("_w.cp311-win_amd64.pyd")
+    od405 = next(f for f in rep["findings"] if f["code"] == "OD405")
+    assert od405["fix"].startswith("nothing repairs it here: it is a library for Windows")
+
+
+def test_a_zip_without_dist_info_is_no_wheel(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A zip named .whl with a library and no .dist-info passed with "No problem found",
+    exit 0 (survey 20); pip refuses it ("invalid wheel, .dist-info directory not found")."""
+    whl = _wheel(tmp_path, "zipso-1.0-py3-none-any.whl",
+                 {"zipso/__init__.py": b"", "zipso/libx.so": reference().read_bytes()},
+                 info=False)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
+                          "--no-index", str(whl)], capture_output=True, text=True, timeout=120)
+    assert pip.returncode != 0 and ".dist-info directory not found" in pip.stderr, pip.stderr
     res = cli(capsys, "check", "--static", str(whl))
     line = _one_error(res.err)
-    assert res.code == 2 and "[OD415]" in line and "py3-none-any" in line, line
-    assert "not found" not in line
+    assert res.code == 2 and "[OD405]" in line and "no .dist-info directory" in line, line
+
+
+def test_a_dist_directory_is_its_wheels_and_an_sdist_is_its_wheels_source(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m build` writes an sdist and a wheel into dist/. `check dist/` said "no shared
+    library in this directory", exit 2; the sdist given alone was OD405 "a gzip-compressed
+    file … git lfs pull" (survey 20). The directory's wheels are checked; an sdist beside its
+    own wheel is that wheel's source, and alone it is OD415 "a source distribution", exit 2."""
+    import tarfile
+
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    whl = _wheel(dist, "distpkg-1.0-cp311-cp311-linux_x86_64.whl", {
+        "distpkg/__init__.py": b"import os, torch\ntorch.ops.load_library(os.path.join("
+                               b"os.path.dirname(__file__), 'libmyop.so'))\n",
+        "distpkg/libmyop.so": reference().read_bytes()})
+    src = tmp_path / "distpkg-1.0"
+    src.mkdir()
+    (src / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: distpkg\nVersion: 1.0\n")
+    sdist = dist / "distpkg-1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tf:
+        tf.add(src, arcname="distpkg-1.0")
+    res = cli(capsys, "check", "--static", "-f", "json", str(dist))
+    assert res.code == 0, res.err
+    assert [r["target"]["path"].rsplit("!/", 1)[-1] for r in res.json()["reports"]] == \
+        ["distpkg/libmyop.so"], res.json()["reports"]
+    res = cli(capsys, "check", "--static", str(sdist), str(whl))
+    assert res.code == 0 and res.err == "", res.err
+    res = cli(capsys, "check", "--static", str(sdist))
+    line = _one_error(res.err)
+    assert res.code == 2 and "[OD415]" in line and "a source distribution of distpkg-1.0" \
+        in line, line
 
 
 def test_pure_python_package_is_a_note_not_an_error(

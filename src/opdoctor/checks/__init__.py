@@ -189,8 +189,11 @@ def _not_a_package(facts: Facts) -> str:
 
 
 def _not_probed(facts: Facts) -> str:
-    return "" if facts.options.probe else (
-        "--static: the probe (which executes the library) was not run")
+    if facts.options.probe:
+        return ""
+    if facts.options.wheel and facts.is_package_dir:
+        return "a pure-Python wheel: nothing compiled to execute"
+    return "--static: the probe (which executes the library) was not run"
 
 
 def _not_mindspore(facts: Facts) -> str:

@@ -211,18 +211,19 @@ OD415 = CodeDoc(
     "with a .so, a directory with one below it, a package whose import loads one (or, for a "
     "package, defines an operator from Python with torch.library).",
     why="Every cause of a failing operator library lives in a compiled library (the "
-    "operator's registration, its dependencies, its symbols). A pure-Python wheel or a "
-    "directory has none, so 'no problem found' would be a claim nothing backs (an error, exit "
-    "2); the usual mistake is checking the source tree or the sdist instead of the built "
-    "wheel, or a build that skipped the extension. An installed Python package (`--package`, "
-    "a package directory) is still checked for what can break its import — the import chain, "
-    "its requirements, pinned releases, NumPy builds — so there it is a note (info): the "
-    "report says which of those ran, and names the compiled libraries its distribution "
-    "installs elsewhere (protobuf's google/_upb beside google.protobuf).",
-    example="opdoctor check dist/mypkg-1.0-py3-none-any.whl → 'no compiled library in the "
-    "wheel (a pure-Python wheel: py3-none-any)' (exit 2); opdoctor check --package soupsieve "
-    "→ 'ℹ OD415 Python package soupsieve has no compiled library and defines no operator' "
-    "(exit 0)",
+    "operator's registration, its dependencies, its symbols). A directory or a source "
+    "distribution has none, so 'no problem found' would be a claim nothing backs (an error, "
+    "exit 2); the usual mistake is checking the source tree or the sdist instead of the built "
+    "wheel, or a build that skipped the extension. A Python package — installed (`--package`, "
+    "a package directory) or in a pure-Python wheel — is still checked for what can break its "
+    "import — the import chain, its requirements, pinned releases, NumPy builds — so there "
+    "it is a note (info): the report says which of those ran, and names the compiled "
+    "libraries its distribution installs elsewhere (protobuf's google/_upb beside "
+    "google.protobuf).",
+    example="opdoctor check dist/mypkg-1.0.tar.gz → 'a source distribution of mypkg-1.0: "
+    "nothing compiled in it to check' (exit 2); opdoctor check --package soupsieve (or its "
+    "py3-none-any wheel) → 'ℹ OD415 Python package soupsieve has no compiled library and "
+    "defines no operator' (exit 0)",
     fix="Check the built artefact: the platform wheel (…-cp311-cp311-linux_x86_64.whl), the "
     "build directory, or the installed package (`--package NAME`). A py3-none-any wheel of an "
     "operator package means the extension was not built: look for 'skipping extension' in the "

@@ -922,6 +922,8 @@ def section(facts: Facts) -> dict[str, Any]:
 
 def _applies(facts: Facts) -> str:
     if not facts.options.probe:
+        if facts.options.wheel and facts.is_package_dir:
+            return "a pure-Python wheel: nothing compiled to execute"
         return "--static: the probe (which executes the library) was not run"
     if facts.is_package_dir:
         return ""  # package mode: the probe imports the package (see run)

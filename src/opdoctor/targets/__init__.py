@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -97,9 +98,15 @@ def _with_package(path: str, options: CheckOptions, display: str) -> Target:
                   display)
 
 
-def _walk(root: str, denied: list[str] | None = None) -> list[str]:
+# Another platform's library file names: in a wheel, what they are is the finding (a
+# win_amd64 wheel's .pyd, a macOS wheel's .dylib), never "no compiled library"
+_FOREIGN_LIBRARY = (".pyd", ".dll", ".dylib")
+
+
+def _walk(root: str, denied: list[str] | None = None, foreign: bool = False) -> list[str]:
     """Every shared library below ``root`` (links skipped: their targets are listed where they
-    live); the directories that could not be listed are appended to ``denied``."""
+    live); the directories that could not be listed are appended to ``denied``. ``foreign``:
+    Windows and macOS libraries too."""
     out = []
 
     def unlisted(exc: OSError) -> None:
@@ -108,9 +115,45 @@ def _walk(root: str, denied: list[str] | None = None) -> list[str]:
 
     for d, dirs, files in os.walk(root, onerror=unlisted):
         dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
-        out += [os.path.join(d, f) for f in sorted(files) if is_shared_library(f)
+        out += [os.path.join(d, f) for f in sorted(files)
+                if (is_shared_library(f) or (foreign and f.endswith(_FOREIGN_LIBRARY)))
                 and not os.path.islink(os.path.join(d, f))]
     return out
+
+
+def _wheels_in(root: str) -> list[str]:
+    """The ``*.whl`` files below ``root`` (at most two levels down: ``dist/``,
+    ``wheelhouse/linux/``), in name order."""
+    import glob
+
+    out: list[str] = []
+    for depth in range(3):
+        pattern = os.path.join(glob.escape(root), *["*"] * depth, "*.whl")
+        out += [w for w in sorted(glob.glob(pattern)) if os.path.isfile(w)]
+    return out
+
+
+def _sdist(path: str) -> str:
+    """The project a source distribution is of (``msgpack-1.2.4``: its ``PKG-INFO``), "" for
+    any other file. Only archives named as sdists are opened (.tar.gz, .tgz, .zip)."""
+    if not path.endswith((".tar.gz", ".tgz", ".zip")) or not os.path.isfile(path):
+        return ""
+    try:
+        if path.endswith(".zip"):
+            import zipfile
+
+            with zipfile.ZipFile(path) as zf:
+                names = zf.namelist()[:10000]
+        else:
+            import tarfile
+
+            with tarfile.open(path, "r:gz") as tf:
+                names = [m.name for _, m in zip(range(10000), tf, strict=False)]
+    except (OSError, EOFError, ValueError, KeyError, RuntimeError) as exc:
+        del exc  # not an archive that can be read: the file's own check says what it is
+        return ""
+    tops = {n.split("/")[0] for n in names if n.count("/") == 1 and n.endswith("/PKG-INFO")}
+    return sorted(tops)[0] if tops else ""
 
 
 class WheelError(ValueError):
@@ -293,7 +336,23 @@ def expand(paths: list[str], options: CheckOptions,
             else:
                 lib = _where_the_import_fails(libs, chain, options) if chain else libs[0]
                 targets.append(Target(lib, options, lib))
-        for path in paths:
+        queue = list(paths)  # a walked directory's wheels are appended (`check dist/`)
+        for path in queue:
+            project = _sdist(path) if errors is not None else ""
+            if project and errors is not None:
+                # `python -m build` writes the sdist beside the wheel: OD405 "a gzip-compressed
+                # file … git lfs pull" called it a broken library (survey 20). Beside its own
+                # wheel (`check dist/*`) it is that wheel's source: the wheel is checked.
+                stem = re.sub(r"[-_.]+", "_", project.rsplit("-", 1)[0]).lower() + "-" + \
+                    project.rsplit("-", 1)[-1] + "-"
+                if any(os.path.basename(q).lower().startswith(stem) and q.endswith(".whl")
+                       for q in queue):
+                    continue
+                errors.append(TargetError(path, "OD415", f"a source distribution of {project}: "
+                                          "nothing compiled in it to check — check the wheel "
+                                          "built from it (python -m build --wheel, then "
+                                          "opdoctor check dist/*.whl)"))
+                continue
             if path.endswith(".whl") and os.path.isfile(path):
                 import tempfile
 
@@ -306,11 +365,37 @@ def expand(paths: list[str], options: CheckOptions,
                         raise
                     errors.append(TargetError(path, "OD405", str(exc)))
                     continue
-                libs = _walk(tmp)
-                if not libs and errors is not None:
-                    errors.append(TargetError(path, "OD415", "no compiled library in the wheel"
-                                              f" ({_wheel_kind(path)})"))
+                if not any(d.endswith(".dist-info") and os.path.isdir(os.path.join(tmp, d))
+                           for d in os.listdir(tmp)):
+                    # a zip named .whl (pip: "invalid wheel, .dist-info directory not found"):
+                    # nothing of it installs, whatever it holds (survey 20)
+                    if errors is None:
+                        raise WheelError(f"{path}: not a valid wheel: no .dist-info directory")
+                    errors.append(TargetError(path, "OD405", f"{path}: not a valid wheel: no "
+                                              ".dist-info directory (pip refuses to install it)"))
+                    continue
+                # another platform's libraries too (a win_amd64 wheel's .pyd, a macOS .dylib):
+                # what they are is the finding, not "only Python files in it" (survey 20)
+                libs = _walk(tmp, foreign=True)
                 from_wheel = dataclasses.replace(options, wheel=os.path.abspath(path))
+                if not libs:
+                    # A pure-Python wheel is checked as the installed package would be: its
+                    # import chain statically, OD415 a note — one in `dist/*.whl` beside
+                    # compiled ones failed the whole gate with exit 2 (survey 20)
+                    # (six is one module, six.py: its target is the module, as for `.py`)
+                    pure = [(d, os.path.join(tmp, d), d) for d in sorted(os.listdir(tmp))
+                            if d.isidentifier() and
+                            os.path.isfile(os.path.join(tmp, d, "__init__.py"))] + \
+                        [(f[:-3], tmp, f) for f in sorted(os.listdir(tmp))
+                         if f.endswith(".py") and f[:-3].isidentifier()]
+                    if not pure and errors is not None:
+                        errors.append(TargetError(path, "OD415", "no compiled library in the "
+                                                  f"wheel ({_wheel_kind(path)})"))
+                    for name, where, shown in pure:
+                        opts = dataclasses.replace(from_wheel, package=name, cwd=tmp,
+                                                   probe=False)
+                        targets.append(Target(where, opts, f"{path}!/{shown}"))
+                    continue
                 for lib in libs:
                     rel = os.path.relpath(lib, tmp)
                     targets.append(_with_package(lib, from_wheel, f"{path}!/{rel}"))
@@ -325,12 +410,16 @@ def expand(paths: list[str], options: CheckOptions,
             elif os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
                 denied: list[str] = []
                 found = _walk(path, denied)
+                # `check dist/`: the wheels a build wrote there are checked as if listed (it
+                # said "no shared library in this directory", exit 2: survey 20)
+                wheels = _wheels_in(path)
+                queue += [w for w in wheels if w not in queue]
                 if errors is not None:
                     for d in denied:
                         # Not "no library here": the libraries in it were never seen.
                         errors.append(TargetError(d, "OD403", "permission denied: cannot list "
                                                   "this directory"))
-                    if not found and not denied:
+                    if not found and not denied and not wheels:
                         errors.append(TargetError(path, "OD415", "no shared library in this "
                                                   "directory or below it"))
                 targets += [_with_package(lib, options, lib) for lib in found]
