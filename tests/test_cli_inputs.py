@@ -95,7 +95,10 @@ def _wheel(where: Path, name: str, files: dict[str, bytes], *, info: bool = True
                         f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
             zf.writestr(f"{dist}-{version}.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: "
                         + "-".join(name[:-4].split("-")[2:]) + "\n")
-            zf.writestr(f"{dist}-{version}.dist-info/RECORD", "")
+            zf.writestr(f"{dist}-{version}.dist-info/RECORD", "".join(
+                f"{m},,\n" for m in [*files, f"{dist}-{version}.dist-info/METADATA",
+                                     f"{dist}-{version}.dist-info/WHEEL",
+                                     f"{dist}-{version}.dist-info/RECORD"]))
     return whl
 
 
@@ -326,3 +329,31 @@ def test_a_python_module_file_is_checked_as_its_module(
     odd.write_text("X = 1\n")
     res = cli(capsys, "check", "--static", "-f", "json", str(odd))
     assert [f["code"] for f in res.json()["reports"][0]["findings"]] == ["OD405"]
+
+
+@pytest.mark.parametrize("dist", ["shpkg", "otherdist"])
+def test_a_wheel_of_a_release_the_environment_has_is_no_shadowing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], dist: str) -> None:
+    """PyYAML 6.0.2's wheel checked in an environment with pyyaml 6.0.4: "6.0.4 installed
+    later on sys.path is hidden" (OD502, a warning) named opdoctor's own unpack directory and
+    failed `--fail-on warning` (survey 20); installing the wheel replaces that release. A
+    note; a wheel of another distribution that brings the same package still warns (pip
+    installs both, one hides the other)."""
+    site = tmp_path / "site"
+    (site / "shpkg").mkdir(parents=True)
+    (site / "shpkg" / "__init__.py").write_text("VERSION = '2.0'\n")
+    info = site / "shpkg-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shpkg\nVersion: 2.0\n")
+    (info / "RECORD").write_text("shpkg/__init__.py,,\nshpkg-2.0.dist-info/METADATA,,\n")
+    whl = _wheel(tmp_path, f"{dist}-1.0-py3-none-any.whl",
+                 {"shpkg/__init__.py": b"VERSION = '1.0'\n"})
+    res = cli(capsys, "check", "-f", "json", "--fail-on", "warning", "--env",
+              f"PYTHONPATH={site}", str(whl))
+    (od502,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD502"]
+    if dist == "shpkg":
+        assert res.code == 0 and od502["severity"] == "info", od502
+        assert "the environment also has shpkg 2.0; the wheel's shpkg 1.0 was checked" in \
+            od502["message"], od502
+    else:
+        assert res.code == 1 and od502["severity"] == "warning", od502

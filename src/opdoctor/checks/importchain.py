@@ -784,6 +784,13 @@ def _installed_copies(name: str, win: Candidate, others: list[Candidate],
                          "not use, or put the wanted directory first on sys.path (PYTHONPATH).")
 
 
+def _same_distribution(mine: str, theirs: list[str]) -> bool:
+    """Whether every copy is a release of the distribution ``mine`` names ("PyYAML 6.0.2"
+    against "pyyaml 6.0.4": the names as pip compares them)."""
+    name = normalized(mine.split(" ")[0]) if mine else ""
+    return bool(name) and all(t and normalized(t.split(" ")[0]) == name for t in theirs)
+
+
 def _rel(path: str, chain: ImportChain) -> str:
     pkg = chain.package_dir
     if pkg and path.startswith(os.path.dirname(pkg) + os.sep):
@@ -845,6 +852,18 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 fix=f"run from outside {os.path.dirname(win.path)} or remove it "
                                 f"from sys.path (PYTHONPATH, cwd); or {there}",
                                 severity=Severity.WARNING if works else None)
+        elif facts.options.wheel and win.kind != "namespace" and _same_distribution(
+                chain.releases.get(win.path, ""), [chain.releases.get(c.path, "")
+                                                   for c in others]):
+            # The wheel being checked is unpacked ahead of the environment's copy on purpose:
+            # that copy hides nothing a `pip install` of the wheel would keep (it replaces
+            # it). A note: pyyaml's 6.0.2 wheel beside an installed 6.0.4 failed every
+            # `--fail-on warning` gate with opdoctor's own temporary directory (survey 20).
+            installed = [f"{chain.releases.get(c.path) or c.path}" for c in others]
+            yield OD502.finding(name, f"the environment also has {', '.join(installed)}; the "
+                                f"wheel's {chain.releases.get(win.path) or name} was checked, "
+                                "as `pip install` of the wheel would replace it", ev,
+                                severity=Severity.INFO, fix="nothing to do for the wheel")
         elif win.kind != "namespace":
             yield _installed_copies(name, win, others, chain.releases, ev)
     if win.kind == "namespace" and _lost_its_init(win.path) and not _namespace_by_design(chain):
