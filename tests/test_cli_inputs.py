@@ -357,3 +357,42 @@ def test_a_wheel_of_a_release_the_environment_has_is_no_shadowing(
             od502["message"], od502
     else:
         assert res.code == 1 and od502["severity"] == "warning", od502
+
+
+@pytest.mark.probe
+def test_a_wheel_edited_after_it_was_built_is_one_warning_in_both_modes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """msgpack's wheel with one file changed after the build (its RECORD hash stale): OD508
+    said "the installed files … differ", offered a reinstall from the index, and was an error
+    with --static but a warning with the probe — the gate flipped with the mode (survey 20).
+    pip installs such a wheel (it does not verify RECORD): one warning, the wheel's words."""
+    import base64
+    import hashlib
+
+    init = b"import os, torch\ntorch.ops.load_library(os.path.join(os.path.dirname(__file__)," \
+        b" 'libmyop.so'))\n"
+    whl = _wheel(tmp_path, "recpkg-1.0-cp311-cp311-linux_x86_64.whl", {
+        "recpkg/__init__.py": init + b"# edited after the build\n",
+        "recpkg/libmyop.so": reference().read_bytes()})
+    digest = base64.urlsafe_b64encode(hashlib.sha256(init).digest()).rstrip(b"=").decode()
+    rebuilt = tmp_path / "w" / whl.name
+    rebuilt.parent.mkdir()
+    with zipfile.ZipFile(whl) as src, zipfile.ZipFile(rebuilt, "w") as dst:
+        for item in src.infolist():  # the RECORD of the file before it was edited
+            data = src.read(item)
+            if item.filename.endswith("RECORD"):
+                data = data.replace(b"recpkg/__init__.py,,",
+                                    f"recpkg/__init__.py,sha256={digest},{len(init)}".encode())
+            dst.writestr(item, data)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                          "--target", str(tmp_path / "t"), str(rebuilt)], capture_output=True,
+                         text=True, timeout=120)
+    assert pip.returncode == 0, pip.stderr  # pip installs it anyway
+    for args in (["--static"], []):
+        res = cli(capsys, "check", "-f", "json", *args, str(rebuilt))
+        (od508,) = [f for r in res.json()["reports"] for f in r["findings"]
+                    if f["code"] == "OD508"]
+        assert res.code == 0 and od508["severity"] == "warning", (args, od508["message"])
+        assert od508["message"] == "the wheel's RECORD does not match its files (0 missing, 1 " \
+            "changed): it was modified after it was built", od508
+        assert od508["fix"].startswith("Rebuild the wheel")

@@ -1042,15 +1042,33 @@ def run(facts: Facts) -> Iterator[Finding]:
         # its segments) breaks nothing now: worth knowing, not the verdict.
         imported = changed and _imported_fine(facts)
         harmless = (not changed or imported) and not _missing_on_the_path(facts, chain, missing)
-        yield OD508.finding(name, f"the installed files of {os.path.basename(chain.dist)} "
-                            f"differ from its RECORD ({len(missing)} missing, "
-                            f"{len(changed)} changed)" + (
-                                ("; the import works with them" if imported else
-                                 "; nothing the import runs needs them")
-                                if harmless else ""), ev,
-                            fix=f"pip install --force-reinstall --no-deps {pin}; never "
-                            "rebuild into site-packages by hand.",
-                            severity=Severity.WARNING if harmless else None)
+        if facts.options.wheel:
+            # A wheel file edited after it was built: pip installs it (it does not verify
+            # RECORD), stricter installers refuse it. Not "installed files", no reinstall from
+            # the index, and one severity whether the probe ran or not (survey 20: the gate
+            # flipped with --static).
+            yield OD508.finding(
+                name, f"the wheel's RECORD does not match its files ({len(missing)} missing, "
+                f"{len(changed)} changed): it was modified after it was built",
+                [line.replace("changed since install", "changed since the wheel was built")
+                 for line in ev],
+                fix="Rebuild the wheel (python -m build --wheel); to change an unpacked wheel, "
+                "repack it with `wheel pack` (it rewrites RECORD) — never edit a .whl in place. "
+                "pip installs it anyway (it does not check RECORD); `python -m installer "
+                "--validate-record all` and hash-checking mirrors reject it.",
+                severity=None if missing and _missing_on_the_path(facts, chain, missing)
+                else Severity.WARNING)
+            missing = changed = []
+        if missing or changed:
+            yield OD508.finding(name, f"the installed files of {os.path.basename(chain.dist)} "
+                                f"differ from its RECORD ({len(missing)} missing, "
+                                f"{len(changed)} changed)" + (
+                                    ("; the import works with them" if imported else
+                                     "; nothing the import runs needs them")
+                                    if harmless else ""), ev,
+                                fix=f"pip install --force-reinstall --no-deps {pin}; never "
+                                "rebuild into site-packages by hand.",
+                                severity=Severity.WARNING if harmless else None)
     yield from _requirements_not_installed(facts, chain)
     yield from _dynamic(facts, chain)
 
