@@ -1910,6 +1910,41 @@ def test_a_module_only_an_extra_requires_names_the_extra(tmp_path: Path) -> None
                                         "requirement of xtpkg's optional 'test' extra"), od511.fix
 
 
+@pytest.mark.probe
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_name_this_build_of_the_compiled_module_lacks_is_an_optional_part(
+        tmp_path: Path, compiled: bool) -> None:
+    """MindSpore 2.10 on a CPU machine: hal/device.py tries ``from ._gpu import _HalGPU``
+    under ``except ImportError: pass``, and _gpu.py imports ``gpu_get_device_count`` from
+    ``_c_expression``, which a build has only with its GPU plugin. The probe's retry surfaced
+    it as OD512, an error: a healthy install exited 1 (survey 20). A name the package's own
+    compiled module (loaded: Python names its file) lacks is an optional part of another
+    build — a note. A Python module missing a name stays a hidden failure."""
+    site = tmp_path / "site"
+    _write(site, {"mspkg/__init__.py": "from . import hal\n",
+                  "mspkg/hal.py": "try:\n    from ._gpu import HalGPU\n    GPU_AVAILABLE = "
+                                  "True\nexcept ImportError:\n    pass\n",
+                  "mspkg/_gpu.py": "from mspkg._core import gpu_count\nHalGPU = gpu_count\n"})
+    if compiled:
+        _c_extension(tmp_path, site / "mspkg", "_core")
+    else:
+        (site / "mspkg" / "_core.py").write_text("def answer():\n    return 42\n")
+    env = {"PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import mspkg; import mspkg._gpu"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert "cannot import name 'gpu_count' from 'mspkg._core'" in real.stderr, real.stderr
+    assert subprocess.run([sys.executable, "-c", "import mspkg"], cwd=tmp_path, env=env,
+                          timeout=60).returncode == 0
+    report = chain(tmp_path, "mspkg", env=env, path=site / "mspkg")
+    od512 = [f for f in report.findings if f.code == "OD512"]
+    assert len(od512) == 1 and "gpu_count" in od512[0].message, report.findings
+    if compiled:
+        assert od512[0].severity is Severity.INFO and report.diagnosis.cause == 0, od512
+        assert "has no gpu_count in this build" in od512[0].message
+    else:
+        assert od512[0].severity is not Severity.INFO, od512
+
+
 def test_a_load_only_a_lazily_called_function_makes_comes_last(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """torchaudio 2.8: ``_extension/utils.py`` has ``_load_lib(lib)`` and calls it itself only

@@ -567,6 +567,27 @@ def _hidden_optional(chain: ImportChain, target: str, message: str) -> bool:
         f"No module named '{target}'" in message
 
 
+_MISSING_NAME = re.compile(r"cannot import name '(\w{1,200})' from '([\w.]{1,200})' "
+                           r"\(([^()\n]{1,1000})\)")
+
+
+def _name_this_build_lacks(chain: ImportChain, kind: str, message: str) -> str:
+    """What a swallowed ``cannot import name 'n' from 'pkg.mod' (…/mod….so)`` means when
+    ``pkg.mod`` is the package's own compiled module: it loaded (Python names the file it
+    loaded) and this build of it has no ``n`` — an optional part the package tests for,
+    not a failure it hides. "" for anything else (a module that failed to load, another
+    distribution's module, a Python module missing a name)."""
+    m = _MISSING_NAME.search(message) if kind == "ImportError" else None
+    if m is None or m.group(2).split(".")[0] != chain.name.split(".")[0]:
+        return ""
+    from opdoctor.facts.inputfile import is_shared_library
+
+    if not is_shared_library(os.path.basename(m.group(3))):
+        return ""
+    return (f"{m.group(2)} (compiled, loaded from {os.path.basename(m.group(3))}) has no "
+            f"{m.group(1)} in this build: the package tests for it and runs without that part")
+
+
 _MISSING_MODULE = re.compile(r"No module named '([\w.]{1,200})'")
 
 
@@ -1505,6 +1526,18 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         if any(lk.target == hidden.target and lk.other_builds for lk in chain.links):
             continue  # only builds for another Python or platform are there: OD503 / OD418
         func = chain.called_later(hidden.target)
+        lacks = _name_this_build_lacks(chain, hidden.error.type, hidden.error.message)
+        if lacks:
+            # MindSpore's hal/device.py: `try: from ._gpu import _HalGPU … except ImportError:
+            # pass`, _gpu.py importing gpu_* names _c_expression has only with the GPU plugin
+            # — a healthy CPU install got two errors and exit 1 (survey 20)
+            yield OD512.finding(hidden.target, f"{chain.failing(hidden.target)} fails: "
+                                f"{hidden.error.type}: {hidden.error.message[:300]} — {lacks}",
+                                (f"swallowed by {hidden.where}", *hidden.error.tail(3)),
+                                severity=Severity.INFO,
+                                fix="nothing to fix unless that part is needed: it needs a "
+                                "build of the package that has it (another device's build)")
+            continue
         other = _other_distribution(chain, hidden.error.type, hidden.error.message)
         if not other and hidden.error.type in ("ImportError", "ModuleNotFoundError") and \
                 not _LOADER_WORDS.search(hidden.error.message) and \
