@@ -424,6 +424,14 @@ def test_device_plugins_of_a_cpu_install_are_warnings_here(
         assert od201 and all(f["severity"] == "warning" for f in od201)
         assert all(f"device plugin of its package, loaded only on a machine with an {device}"
                    in f["message"] for f in od201)
+    # With the probe, which loads each alone (survey 20: `scan --probe` made 9 Ascend plugins
+    # OD220 errors, naming MindSpore's own libraries): the same reading, warnings, exit 0.
+    ascend = site / "plugin" / "ascend" / "libdvpp_utils.so"
+    res = cli(capsys, "check", "-f", "json", "--python", py, str(plugins[1]), str(ascend))
+    assert res.code == 0, [r["diagnosis"]["summary"] for r in res.json()["reports"]]
+    od220 = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD220"]
+    assert od220 and all(f["severity"] == "warning" and "Ascend CANN device plugin" in
+                         f["message"] for f in od220), od220
 
 
 def test_a_plugin_an_extension_module_needs_stays_an_error(

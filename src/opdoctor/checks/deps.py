@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, runtime_library_fix
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.devices import device_plugin
 from opdoctor.facts.loader.search import (
     RULE_LD_LIBRARY_PATH,
     RULE_PRELOADED,
@@ -190,29 +191,6 @@ def _loaded_first_by_the_package(name: str, facts: Facts) -> tuple[str, str] | N
         f"{' '.join(load.text.split())[:120]}"
 
 
-def _device_plugin(facts: Facts, missing: list[str]) -> tuple[str, str, list[str]] | None:
-    """(toolkit, device, evidence) when the target is a device plugin this machine never
-    loads: a library of a package that no extension module of the package NEEDs (its native
-    code dlopens it on demand), whose load misses a device toolkit's library, on a machine
-    without that device. MindSpore's CPU wheel ships ``lib/plugin/libmindspore_gpu.so.11.1``
-    and ``lib/plugin/ascend/*``; its backend loads them only for a GPU or Ascend job, and
-    ``import mindspore`` with CPU ops works (survey 15's F3: 130 OD201 errors on a healthy
-    install). Each of its missing libraries is then a warning, not what breaks a load here."""
-    from opdoctor.facts.devices import DEVICE_NAMES, host_has, toolkit_of
-
-    kits = [kit for kit in dict.fromkeys(toolkit_of(m, missing) for m in missing) if kit]
-    if not kits or any(host_has(kit) for kit in kits) or not facts.loaded_on_demand:
-        return None
-    toolkit = kits[0]
-    needs = [m for m in missing if toolkit_of(m, missing) == toolkit]
-    return toolkit, DEVICE_NAMES[toolkit], [
-        f"{toolkit}'s libraries it needs: {', '.join(needs[:6])}"
-        + (f" and {len(needs) - 6} more" if len(needs) > 6 else ""),
-        "no extension module of its package NEEDs it: the package's native code loads it "
-        "on demand", f"this machine has no {DEVICE_NAMES[toolkit]} (no device node of its "
-        "driver under /dev)"]
-
-
 def tree_section(tree: DepTree, context: str) -> dict[str, Any]:
     """The dependency tree as plain data for the report (JSON and text -v).
 
@@ -261,7 +239,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     for miss in tree.missing:
         others.setdefault(miss.name, []).append(miss.requested_by)
     told: set[str] = set()
-    plugin = _device_plugin(facts, list(others))
+    plugin = device_plugin(facts.loaded_on_demand, list(others))
     for miss in tree.missing:
         ev = _attempt_lines(miss)
         if miss.exists_in:

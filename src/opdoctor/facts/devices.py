@@ -48,3 +48,25 @@ def toolkit_of(name: str, missing: list[str]) -> str:
 def host_has(toolkit: str) -> bool:
     """Whether this machine has a device of ``toolkit``'s kind (its driver's device node)."""
     return any(glob.glob(pattern) for pattern in _DEVICE_NODES.get(toolkit, ()))
+
+
+def device_plugin(on_demand: bool, missing: list[str]) -> tuple[str, str, list[str]] | None:
+    """(toolkit, device, evidence) when the target is a device plugin this machine never
+    loads: a library of a package that no extension module of the package NEEDs (its native
+    code dlopens it on demand), whose load misses a device toolkit's library, on a machine
+    without that device. MindSpore's CPU wheel ships ``lib/plugin/libmindspore_gpu.so.11.1``
+    and ``lib/plugin/ascend/*``; its backend loads them only for a GPU or Ascend job, and
+    ``import mindspore`` with CPU ops works (survey 15's F3: 130 OD201 errors on a healthy
+    install). Each of its missing libraries is then a warning, not what breaks a load here.
+    ``on_demand``: ``Facts.loaded_on_demand`` of the target."""
+    kits = [kit for kit in dict.fromkeys(toolkit_of(m, missing) for m in missing) if kit]
+    if not kits or any(host_has(kit) for kit in kits) or not on_demand:
+        return None
+    toolkit = kits[0]
+    needs = [m for m in missing if toolkit_of(m, missing) == toolkit]
+    return toolkit, DEVICE_NAMES[toolkit], [
+        f"{toolkit}'s libraries it needs: {', '.join(needs[:6])}"
+        + (f" and {len(needs) - 6} more" if len(needs) > 6 else ""),
+        "no extension module of its package NEEDs it: the package's native code loads it "
+        "on demand", f"this machine has no {DEVICE_NAMES[toolkit]} (no device node of its "
+        "driver under /dev)"]
