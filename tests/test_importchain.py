@@ -1945,6 +1945,42 @@ def test_a_name_this_build_of_the_compiled_module_lacks_is_an_optional_part(
         assert od512[0].severity is not Severity.INFO, od512
 
 
+@pytest.mark.probe
+@pytest.mark.parametrize("have", ["1.0", "2.1"])
+def test_an_import_that_dies_in_a_requirement_with_an_unmet_pin_leads_with_it(
+        tmp_path: Path, have: str) -> None:
+    """TensorFlow 2.21 under a NumPy 1.26 put first on sys.path: its import dies in ml_dtypes
+    0.7.0 (which requires numpy>=2.0.0) with "SystemError: <built-in function __import__>
+    returned a result with an exception set"; the verdict was cause 5, "read the exception"
+    (survey 20). The installed distribution the import died in, whose own requirement is not
+    met, leads: OD327, cause 3. With the requirement met, nothing of it."""
+    site = tmp_path / "site"
+    files = {"toppkg/__init__.py": "import midpkg\n",
+             "midpkg/__init__.py": "import basepkg\nif basepkg.VERSION < (2,):\n    raise "
+                                   "ImportError('basepkg is too old for midpkg')\n",
+             "basepkg/__init__.py": f"VERSION = {tuple(int(x) for x in have.split('.'))}\n"}
+    for dist, version, req in (("toppkg", "1.0", "midpkg"), ("midpkg", "3.0", "basepkg>=2.0"),
+                               ("basepkg", have, "")):
+        info = f"{dist}-{version}.dist-info"
+        files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n" \
+            + (f"Requires-Dist: {req}\n" if req else "")
+        files[f"{info}/RECORD"] = f"{dist}/__init__.py,,\n{info}/METADATA,,\n"
+    _write(site, files)
+    env = {"PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import toppkg"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    report = chain(tmp_path, "toppkg", env=env, path=site / "toppkg")
+    od327 = [f for f in report.findings if f.code == "OD327"]
+    if have == "2.1":
+        assert real.returncode == 0 and not od327, report.findings
+        return
+    assert "basepkg is too old for midpkg" in real.stderr, real.stderr
+    assert report.diagnosis.cause == 3 and od327, report.diagnosis.summary
+    assert od327[0].message.startswith("`import toppkg` fails in midpkg 3.0, which requires "
+                                       "basepkg>=2.0; basepkg 1.0 is installed"), od327
+    assert od327[0].severity is Severity.ERROR
+
+
 def test_a_load_only_a_lazily_called_function_makes_comes_last(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """torchaudio 2.8: ``_extension/utils.py`` has ``_load_lib(lib)`` and calls it itself only

@@ -1501,6 +1501,12 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         extra = _extra_providing(chain, err.type, err.message) if not fix else ""
         if extra:
             fix = extra
+        cause = res.load_cause
+        if not fix and cause is not None:
+            # the chain's first error says what broke: TensorFlow 2.21's import under NumPy
+            # 1.26 surfaces as "SystemError: <built-in function __import__> returned a result
+            # with an exception set" after "numpy._core.multiarray failed to import" (survey 20)
+            fix = _explained_fix(cause.type, cause.message)
         if not fix:
             fix = _explained_fix(err.type, err.message)
         tv = facts.torch_variant
@@ -1512,7 +1518,10 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                     "toolkit (https://pytorch.org/get-started/locally/), or the package's CPU "
                     "path")
         yield OD511.finding(chain.name, f"import {facts.probed_import or chain.name} raised "
-                            f"{err.type}: {err.message[:200].rstrip('.')}",
+                            f"{err.type}: {err.message[:200].rstrip('.')}"
+                            + (f" (after {cause.type}: {cause.message[:200].rstrip('.')})"
+                               if cause is not None and cause.message and
+                               cause.message not in err.message else ""),
                             [*err.tail(5), *([f"{os.path.basename(chain.dist)}/METADATA: "
                                               f"Requires-Dist: {', '.join(install)}, not "
                                               "installed"] if install else [])],

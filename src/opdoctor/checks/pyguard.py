@@ -257,6 +257,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     if chain is None or not chain.package_dir:
         return
     yield from _pins(facts)
+    yield from _requirements_pins(facts)
     yield from _release_family(facts, *_dist(facts))
     yield from _framework_lacks(facts)
     yield from _text_comparisons(facts)
@@ -327,6 +328,60 @@ def _pins(facts: Facts) -> Iterator[Finding]:
              f"first on sys.path: {name} {have} in {where}",
              *([f"{name} {have} installs: {', '.join(libs[:8])}"] if libs else [])),
             fix=fix, severity=Severity.ERROR if named else Severity.WARNING)
+
+
+_FRAME = re.compile(r'^\s*File "([^"\n]{1,1000})", line \d+', re.M)
+
+
+def _requirements_pins(facts: Facts) -> Iterator[Finding]:
+    """OD327 for the distribution the failed import died in, when that is another installed
+    distribution (a requirement, or one of its requirements) whose own requirement is not
+    met: ``import tensorflow`` under NumPy 1.26 dies in ml_dtypes 0.7.0, which requires
+    numpy>=2.0.0 — "SystemError: <built-in function __import__> returned a result with an
+    exception set" said nothing of it (survey 20). An error when the import's error names
+    the requirement, a warning otherwise."""
+    from opdoctor.facts.pkgdir import distribution
+    from opdoctor.facts.requires import owning_dist
+
+    chain = facts.chain
+    res = facts.probe_result() if facts.options.probe else None
+    err = res.load_error if res is not None else None
+    if chain is None or err is None:
+        return
+    dirs = [e or facts.options.cwd for e in chain.sys_path]
+    own = os.path.realpath(chain.dist) if chain.dist else ""
+    seen: set[str] = set()
+    # From the innermost frame out, the installed distributions the failure went through
+    # (NumPy's own frames first, then ml_dtypes'), up to the package's own: the first
+    # whose requirement is not met.
+    for path in reversed(_FRAME.findall(err.traceback)):
+        owner = owning_dist(path) if os.path.isabs(path) else None
+        info = os.path.realpath(owner[0]) if owner is not None else ""
+        if owner is None or info in seen:
+            continue
+        if info == own or len(seen) >= 6:
+            return
+        seen.add(info)
+        unmet = pinned_elsewhere(owner[0], dirs, frameworks=True)
+        if unmet:
+            break
+    else:
+        return
+    dist, version = distribution(os.path.basename(owner[0]))
+    for name, pin, have, where, spec in unmet:
+        want = f"{name}=={pin}" if pin else f"{name}{spec.replace(' ', '')}"
+        install = (f"pip install '{want}'" if where in _site_dirs(facts) else
+                   f"pip install --no-deps --upgrade --target {where} '{want}'")
+        yield OD327.finding(
+            name, f"`import {facts.probed_import or chain.name}` fails in {dist} {version}, "
+            f"which requires {want}; {name} {have} is installed ({where})",
+            (f"the import's innermost frame of an installed distribution: {owner[2]} "
+             f"({os.path.basename(owner[0])})",
+             f"{os.path.basename(owner[0])}/METADATA: Requires-Dist: {name}{spec}",
+             f"first on sys.path: {name} {have} in {where}"),
+            fix=f"{install} (the releases {dist} {version} accepts), or the release of {dist} "
+            f"made for {name} {have}",
+            severity=Severity.ERROR if _error_names(facts, name) else Severity.WARNING)
 
 
 def _misses_a_release_of(facts: Facts, libs: list[str]) -> bool:
