@@ -221,6 +221,11 @@ def _libraries_the_import_left(facts: Facts) -> str:
     res = facts.probe_result() if on_disk else None
     if res is None or res.load_message or any(res.maps(f) for f in on_disk):
         return ""
+    if res.tensorflow is not None and {os.path.realpath(f) for f in on_disk} & {
+            os.path.realpath(m) for m in res.tensorflow.mapped_before}:
+        # mapped before the package's own import: TensorFlow's import imports cv2, and the
+        # probe imported TensorFlow first (survey 20: "it did not load cv2.abi3.so", it had)
+        return ""
     if len(on_disk) == 1:
         return (f"it did not load its compiled library ({_some(on_disk)}) — the package "
                 "loads it later (first use), or never: check it to analyse it")
