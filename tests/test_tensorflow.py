@@ -907,4 +907,3 @@ def test_a_package_with_nothing_of_tensorflow_is_probed_as_its_import_runs(
     assert report.sections["probe"]["outcome"] == "loaded"
     assert (pkg / "seen.txt").read_text() == "False"  # the probe's import: the same
     assert not [f for f in report.findings if f.severity.value == "error"]
-
