@@ -75,36 +75,48 @@ def run(facts: Facts) -> Iterator[Finding]:
         yield from _the_package(facts, numpy)
 
 
-def _fix(name: str, dist: str) -> str:
-    """Install the NumPy 2 build of the distribution, or NumPy 1 for it."""
+def _fix(name: str, dist: str, site: str = "") -> str:
+    """Install the NumPy 2 build of the distribution, or NumPy 1 for it. ``site``: the
+    directory that holds it when that is not one of the interpreter's own site directories
+    (a --target copy on PYTHONPATH: survey 20's h5py 3.10, where `pip install --upgrade h5py`
+    upgraded the venv's hidden, already good copy)."""
     if name:
-        return (f"install a release of {name} built for NumPy 2 (pip install --upgrade {name}; "
+        upgrade = f"pip install --no-deps --upgrade --target {site} {name}" if site else \
+            f"pip install --upgrade {name}"
+        return (f"install a release of {name} built for NumPy 2 ({upgrade}; "
                 f"NumPy 2 builds also run on NumPy 1.x), or keep NumPy 1 for {dist}: pip "
                 "install 'numpy<2'")
     return ("rebuild it with NumPy 2 installed (its build then also runs on NumPy 1.x), or "
             "install NumPy 1: pip install 'numpy<2'")
 
 
-def _owner(facts: Facts) -> tuple[str, str]:
-    """(distribution name, "name version") of the distribution that installed the target."""
+def _owner(facts: Facts) -> tuple[str, str, str]:
+    """(distribution name, "name version", its directory when that is not one of the
+    interpreter's site directories — "" otherwise) of the distribution that installed the
+    target."""
     from opdoctor.facts.pkgdir import distribution
 
     owner = facts.installed_by
     if owner is None and facts.chain is not None and facts.chain.dist:
         owner = (facts.chain.dist, "", "")
     dist = " ".join(distribution(owner[0])).strip() if owner else ""
-    return (dist.split(" ")[0] if dist else ""), dist
+    where = os.path.dirname(owner[0].rstrip(os.sep)) if owner else ""
+    interp = facts.interpreter
+    sites = {os.path.realpath(d) for d in (interp.sys_path if interp else [])
+             if d.endswith("-packages")}
+    elsewhere = where if where and os.path.realpath(where) not in sites else ""
+    return (dist.split(" ")[0] if dist else ""), dist, elsewhere
 
 
 def _this_library(facts: Facts, numpy: tuple[str, str], evidence: str) -> Finding:
     version, where = numpy
-    name, dist = _owner(facts)
+    name, dist, site = _owner(facts)
     severity, later = _outcome(facts)
     return OD328.finding(
         facts.path, f"built against NumPy 1.x's C API; numpy {version} is installed, which "
         f"refuses it{later}",
         (f"{facts.path}: {evidence}", f"import numpy → numpy {version} ({where})"),
-        fix=_fix(name, dist), severity=severity)
+        fix=_fix(name, dist, site), severity=severity)
 
 
 def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
@@ -117,7 +129,7 @@ def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
     chain = facts.chain
     assert chain is not None
     version, where = numpy
-    name, dist = _owner(facts)
+    name, dist, site = _owner(facts)
     olds = [f for f in numpy1_modules(tuple(sorted(chain.extensions_on_disk)))
             if os.path.realpath(f) != os.path.realpath(facts.path)]
     res = facts.probe_result() if facts.options.probe else None
@@ -140,7 +152,7 @@ def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
                "and run on, and their NumPy calls fail)"),
             (*[f"{f}: NumPy 1.x headers" for f in olds[:6]],
              f"import numpy → numpy {version} ({where})"),
-            fix=_fix(name, dist),
+            fix=_fix(name, dist, site),
             severity=Severity.ERROR if fails else Severity.WARNING)
     elif refused and err is not None:
         yield OD328.finding(
