@@ -865,7 +865,7 @@ def test_a_package_with_numpy1_modules_beside_the_one_checked(
             od328["subject"].startswith(str(site / "pandas" / "_libs")) or
             "compiled module(s) of pandas built against NumPy 1.x's C API (pandas/_libs/"
             in od328["message"]), od328
-        assert "pip install --upgrade pandas" in od328["fix"]
+        assert f"pip install --no-deps --upgrade --target {site} pandas" in od328["fix"]
         # pandas 2.1.4 requires numpy<2 on this Python: the same pairing, under OD328
         if not extra:
             assert rep["diagnosis"]["consequences"] == {"OD328": ["OD511", "OD327"]}
