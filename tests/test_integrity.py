@@ -189,3 +189,15 @@ def test_a_library_for_another_operating_system_is_not_a_download_to_repeat(
     assert f.code == "OD405" and f.fix is not None
     assert f.fix.startswith(f"nothing repairs it here: it is a library for {system}"), f.fix
     assert "lfs" not in f.fix
+
+
+def test_a_cause_with_warnings_only_is_marked_as_a_warning(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The text report marked a cause holding only warnings "✗", as an error (survey 20: a
+    report of torchvision's "✗ Cause 5" over one OD514 warning, the next report "! Cause 5"
+    for the same finding). Warnings only: "!"; the closing list and the summary say the
+    same."""
+    res = cli(capsys, "check", "--static", str(fixture("integrity/textrel.so")))
+    assert res.code == 0
+    line = next(ln for ln in res.out.splitlines() if "Cause 4 —" in ln)
+    assert line.startswith("! Cause 4 — broken build / file"), line

@@ -384,6 +384,8 @@ def render_one(p: Printer, report: Report, ctx: RenderContext,
             worst = own[0].severity
             if worst is Severity.INFO:  # notes only: nothing is wrong with this cause
                 head = f"ℹ{head[1:]}"
+            elif worst is Severity.WARNING:  # as the closing list marks a warnings-only verdict
+                head = f"!{head[1:]}"
             p.line("", f"[{_SEV_STYLE[worst]}]{head}[/]", hang=2)
             per_code: dict[tuple[str, Severity], int] = {}
             hidden: dict[tuple[str, Severity], list[Finding]] = {}
