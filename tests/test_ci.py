@@ -190,7 +190,7 @@ def test_scan_dev_venv() -> None:
     assert res.code == 0, res.out + res.err
     assert "libtorch_cpu.so" in res.out and "clean" in res.out
     last = res.out.strip().splitlines()[-1]
-    assert last.endswith("exit 0") and " 0 with findings" in last
+    assert last.endswith("exit 0") and " 0 with errors · 0 with warnings only" in last
     js = cli_proc("scan", "-f", "json", timeout=600)
     reports = json.loads(js.out)["reports"]
     assert any(r["target"]["path"].endswith("libtorch_cpu.so") for r in reports)
@@ -353,3 +353,63 @@ def test_an_expected_op_is_the_wheels_not_each_librarys(
     assert res.code == 1
     assert all(f["severity"] == "error" for r in res.json()["reports"] for f in r["findings"]
                if f["code"] == "OD106")
+
+
+def test_scan_marks_a_warnings_only_verdict_apart_from_an_error(tmp_path: Path) -> None:
+    """`scan` printed "cause 2: OD201" alike for a warning and an error (survey 20: 28 of
+    MindSpore's libraries with a load-order warning read as 28 failures). In a venv whose
+    site-packages holds the reference operator marked for an executable stack (a warning
+    where glibc still loads it) and a torch-linked library that needs a library nowhere
+    installed (an error: it cannot load), the first is "! … (warning)", the second "✗", and
+    the last line counts them apart."""
+    import ctypes
+    import struct
+    import subprocess
+    import sys
+
+    from opdoctor.facts import detect_host
+
+    glibc = detect_host().glibc
+    if glibc is None or glibc >= (2, 41):
+        pytest.skip("this glibc refuses an executable stack: no warnings-only library to scan")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=60)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    dev_site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    (site / "dev.pth").write_text(f"{dev_site}\n")  # torch, as the dev environment has it
+    torch_lib = dev_site / "torch" / "lib"
+    pkg = site / "scanpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import ctypes, os, torch\nHERE = os.path.dirname("
+                                     "__file__)\ntorch.ops.load_library(os.path.join(HERE, "
+                                     "'libmyop.so'))\nctypes.CDLL(os.path.join(HERE, "
+                                     "'libneeds.so'))\n")
+    data = bytearray(reference().read_bytes())  # execstack -s: PT_GNU_STACK gets PF_X
+    phoff, phentsize, phnum = struct.unpack_from("<Q", data, 32)[0], *struct.unpack_from(
+        "<HH", data, 54)
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if struct.unpack_from("<I", data, at)[0] == 0x6474E551:
+            struct.pack_into("<I", data, at + 4, struct.unpack_from("<I", data, at + 4)[0] | 1)
+    (pkg / "libmyop.so").write_bytes(bytes(data))
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    (tmp_path / "g.c").write_text("int gone_fn(void) { return 2; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(gone / "libgone.so"),
+                    str(tmp_path / "g.c")], check=True, timeout=60)
+    (tmp_path / "u.c").write_text("int gone_fn(void);\nint use(void) { return gone_fn(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "libneeds.so"),
+                    str(tmp_path / "u.c"), f"-L{gone}", "-lgone", f"-L{torch_lib}",
+                    "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    (gone / "libgone.so").unlink()
+    with pytest.raises(OSError, match=r"libgone\.so: cannot open shared object file"):
+        ctypes.CDLL(str(pkg / "libneeds.so"))
+    res = cli_proc("scan", "--python", str(venv / "bin" / "python"), env={"NO_COLOR": "1"},
+                   timeout=600, cwd=tmp_path)
+    rows = {ln.split("│")[2].strip(): ln for ln in res.out.splitlines()
+            if ln.count("│") >= 4 and "scanpkg" in ln}
+    assert "! cause 4: OD412 (warning)" in rows["scanpkg/libmyop.so"], res.out
+    assert "✗ cause 2: OD201" in rows["scanpkg/libneeds.so"], res.out
+    assert res.out.strip().splitlines()[-1].endswith("1 with errors · 1 with warnings only · "
+                                                     "exit 1"), res.out
