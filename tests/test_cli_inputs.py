@@ -83,8 +83,10 @@ def test_pure_python_wheel_is_a_note(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert reports[0]["findings"][0]["severity"] == "info"
 
 
-def _wheel(where: Path, name: str, files: dict[str, bytes], *, info: bool = True) -> Path:
-    """A wheel ``name`` holding ``files`` and (``info``) its dist-info."""
+def _wheel(where: Path, name: str, files: dict[str, bytes], *, info: bool = True,
+           meta: str = "") -> Path:
+    """A wheel ``name`` holding ``files`` and (``info``) its dist-info (``meta``: more
+    METADATA lines)."""
     whl = where / name
     dist, version = name.split("-")[:2]
     with zipfile.ZipFile(whl, "w") as zf:
@@ -92,7 +94,7 @@ def _wheel(where: Path, name: str, files: dict[str, bytes], *, info: bool = True
             zf.writestr(member, data)
         if info:
             zf.writestr(f"{dist}-{version}.dist-info/METADATA",
-                        f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+                        f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n{meta}")
             zf.writestr(f"{dist}-{version}.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: "
                         + "-".join(name[:-4].split("-")[2:]) + "\n")
             zf.writestr(f"{dist}-{version}.dist-info/RECORD", "".join(
@@ -396,3 +398,29 @@ def test_a_wheel_edited_after_it_was_built_is_one_warning_in_both_modes(
         assert od508["message"] == "the wheel's RECORD does not match its files (0 missing, 1 " \
             "changed): it was modified after it was built", od508
         assert od508["fix"].startswith("Rebuild the wheel")
+
+
+@pytest.mark.probe
+def test_a_wheel_checked_without_its_requirements_is_the_environments_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cryptography's wheel checked where cffi is not installed: the probe's import fails on
+    `No module named '_cffi_backend'` — OD511, an error, exit 1 — while `--static` said an
+    OD514 warning, exit 0 (survey 20). The wheel is not at fault (installing it brings its
+    requirements): both modes warn, and the fix installs the requirement where it is checked."""
+    whl = _wheel(tmp_path, "needsreq-1.0-cp311-cp311-linux_x86_64.whl", {
+        "needsreq/__init__.py": b"import absentreq\nimport os, torch\ntorch.ops.load_library("
+                                b"os.path.join(os.path.dirname(__file__), 'libmyop.so'))\n",
+        "needsreq/libmyop.so": reference().read_bytes()}, meta="Requires-Dist: absentreq>=1.0\n")
+    with zipfile.ZipFile(whl) as zf:
+        zf.extractall(tmp_path / "u")
+    real = subprocess.run([sys.executable, "-c", "import needsreq"], cwd=tmp_path / "u",
+                          capture_output=True, text=True, timeout=60)
+    assert "No module named 'absentreq'" in real.stderr, real.stderr
+    for args in ([], ["--static"]):
+        res = cli(capsys, "check", "-f", "json", *args, str(whl))
+        findings = [f for r in res.json()["reports"] for f in r["findings"]]
+        assert res.code == 0, (args, [(f["code"], f["severity"]) for f in findings])
+        if not args:
+            (od511,) = [f for f in findings if f["code"] == "OD511"]
+            assert od511["severity"] == "warning" and "the environment checking the wheel " \
+                "lacks its requirement(s) absentreq" in od511["message"], od511

@@ -116,9 +116,66 @@ TEXTS = (
     'def __create_fn__(_type_name, _type_origin, _type_keys, _type_fake, _type_fake_via, _type_autograd, _type_autograd_via, _type_observed, _type_pystub, _type_pystub_error, _type_fake_after_pystub, _type_skipped, _type_args, _type_tests, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pystub, _dflt_pystub_error, _dflt_fake_after_pystub, _dflt_skipped, _dflt_args, _dflt_tests, _dflt_notes, _return_type):\n def __init__(self,name:_type_name,origin:_type_origin,keys:_type_keys,fake:_type_fake,fake_via:_type_fake_via,autograd:_type_autograd,autograd_via:_type_autograd_via,observed:_type_observed,pystub:_type_pystub=_dflt_pystub,pystub_error:_type_pystub_error=_dflt_pystub_error,fake_after_pystub:_type_fake_after_pystub=_dflt_fake_after_pystub,skipped:_type_skipped=_dflt_skipped,args:_type_args=_dflt_args,tests:_type_tests=_dflt_tests,notes:_type_notes=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.name=name\n  self.origin=origin\n  self.keys=keys\n  self.fake=fake\n  self.fake_via=fake_via\n  self.autograd=autograd\n  self.autograd_via=autograd_via\n  self.observed=observed\n  self.pystub=pystub\n  self.pystub_error=pystub_error\n  self.fake_after_pystub=fake_after_pystub\n  self.skipped=skipped\n  self.args=args\n  self.tests=tests\n  self.notes=_dflt_notes() if notes is _HAS_DEFAULT_FACTORY else notes\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, origin={self.origin!r}, keys={self.keys!r}, fake={self.fake!r}, fake_via={self.fake_via!r}, autograd={self.autograd!r}, autograd_via={self.autograd_via!r}, observed={self.observed!r}, pystub={self.pystub!r}, pystub_error={self.pystub_error!r}, fake_after_pystub={self.fake_after_pystub!r}, skipped={self.skipped!r}, args={self.args!r}, tests={self.tests!r}, notes={self.notes!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.origin,self.keys,self.fake,self.fake_via,self.autograd,self.autograd_via,self.observed,self.pystub,self.pystub_error,self.fake_after_pystub,self.skipped,self.args,self.tests,self.notes,)==(other.name,other.origin,other.keys,other.fake,other.fake_via,other.autograd,other.autograd_via,other.observed,other.pystub,other.pystub_error,other.fake_after_pystub,other.skipped,other.args,other.tests,other.notes,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_stage, _type_budget, _type_start, _type_end, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,stage:_type_stage,budget:_type_budget,start:_type_start,end:_type_end)->_return_type:\n  self.stage=stage\n  self.budget=budget\n  self.start=start\n  self.end=end\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(stage={self.stage!r}, budget={self.budget!r}, start={self.start!r}, end={self.end!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.stage,self.budget,self.start,self.end,)==(other.stage,other.budget,other.start,other.end,)\n  return NotImplemented\n return __eq__',
     'def __create_fn__(_type_path, _type_size, _type_buf, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,path:_type_path,size:_type_size,buf:_type_buf)->_return_type:\n  self.path=path\n  self.size=size\n  self.buf=buf\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(path={self.path!r}, size={self.size!r}, buf={self.buf!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.path,self.size,self.buf,)==(other.path,other.size,other.buf,)\n  return NotImplemented\n return __eq__',
+    "def __create_fn__(_type_entry, _type_path, _type_kind, _type_via, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_via, _return_type):\n def __init__(self,entry:_type_entry,path:_type_path,kind:_type_kind,via:_type_via=_dflt_via)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'entry',entry)\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'via',via)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(entry={self.entry!r}, path={self.path!r}, kind={self.kind!r}, via={self.via!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.entry,self.path,self.kind,self.via,)==(other.entry,other.path,other.kind,other.via,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',\'via\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',\'via\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.entry,self.path,self.kind,self.via,))\n return __hash__',
+    'def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, _type_caught_by_caller, _type_branch, _type_after, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _dflt_caught_by_caller, _dflt_branch, _dflt_after, _return_type):\n def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY,caught_by_caller:_type_caught_by_caller=_dflt_caught_by_caller,branch:_type_branch=_dflt_branch,after:_type_after=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.file=file\n  self.line=line\n  self.kind=kind\n  self.text=text\n  self.target=target\n  self.resolved=_dflt_resolved() if resolved is _HAS_DEFAULT_FACTORY else resolved\n  self.swallowed=swallowed\n  self.problem=problem\n  self.fallback=fallback\n  self.function=function\n  self.checked=checked\n  self.lazy=lazy\n  self.other_builds=_dflt_other_builds() if other_builds is _HAS_DEFAULT_FACTORY else other_builds\n  self.caught_by_caller=caught_by_caller\n  self.branch=branch\n  self.after=_dflt_after() if after is _HAS_DEFAULT_FACTORY else after\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r}, caught_by_caller={self.caught_by_caller!r}, branch={self.branch!r}, after={self.after!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,self.caught_by_caller,self.branch,self.after,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,other.caught_by_caller,other.branch,other.after,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_name, _type_candidates, _type_winner, _type_links, _type_extensions_on_disk, _type_python_files, _type_script_relative, _type_record_missing, _type_record_changed, _type_record_has_init, _type_dist, _type_releases, _type_sys_path, _type_truncated, _type_imported_first, _type_imports_packages, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_links, _dflt_extensions_on_disk, _dflt_python_files, _dflt_script_relative, _dflt_record_missing, _dflt_record_changed, _dflt_record_has_init, _dflt_dist, _dflt_releases, _dflt_sys_path, _dflt_truncated, _dflt_imported_first, _dflt_imports_packages, _return_type):\n def __init__(self,name:_type_name,candidates:_type_candidates,winner:_type_winner,links:_type_links=_HAS_DEFAULT_FACTORY,extensions_on_disk:_type_extensions_on_disk=_HAS_DEFAULT_FACTORY,python_files:_type_python_files=_HAS_DEFAULT_FACTORY,script_relative:_type_script_relative=_HAS_DEFAULT_FACTORY,record_missing:_type_record_missing=_HAS_DEFAULT_FACTORY,record_changed:_type_record_changed=_HAS_DEFAULT_FACTORY,record_has_init:_type_record_has_init=_dflt_record_has_init,dist:_type_dist=_dflt_dist,releases:_type_releases=_HAS_DEFAULT_FACTORY,sys_path:_type_sys_path=_dflt_sys_path,truncated:_type_truncated=_dflt_truncated,imported_first:_type_imported_first=_HAS_DEFAULT_FACTORY,imports_packages:_type_imports_packages=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.name=name\n  self.candidates=candidates\n  self.winner=winner\n  self.links=_dflt_links() if links is _HAS_DEFAULT_FACTORY else links\n  self.extensions_on_disk=_dflt_extensions_on_disk() if extensions_on_disk is _HAS_DEFAULT_FACTORY else extensions_on_disk\n  self.python_files=_dflt_python_files() if python_files is _HAS_DEFAULT_FACTORY else python_files\n  self.script_relative=_dflt_script_relative() if script_relative is _HAS_DEFAULT_FACTORY else script_relative\n  self.record_missing=_dflt_record_missing() if record_missing is _HAS_DEFAULT_FACTORY else record_missing\n  self.record_changed=_dflt_record_changed() if record_changed is _HAS_DEFAULT_FACTORY else record_changed\n  self.record_has_init=record_has_init\n  self.dist=dist\n  self.releases=_dflt_releases() if releases is _HAS_DEFAULT_FACTORY else releases\n  self.sys_path=sys_path\n  self.truncated=truncated\n  self.imported_first=_dflt_imported_first() if imported_first is _HAS_DEFAULT_FACTORY else imported_first\n  self.imports_packages=_dflt_imports_packages() if imports_packages is _HAS_DEFAULT_FACTORY else imports_packages\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, candidates={self.candidates!r}, winner={self.winner!r}, links={self.links!r}, extensions_on_disk={self.extensions_on_disk!r}, python_files={self.python_files!r}, script_relative={self.script_relative!r}, record_missing={self.record_missing!r}, record_changed={self.record_changed!r}, record_has_init={self.record_has_init!r}, dist={self.dist!r}, releases={self.releases!r}, sys_path={self.sys_path!r}, truncated={self.truncated!r}, imported_first={self.imported_first!r}, imports_packages={self.imports_packages!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.candidates,self.winner,self.links,self.extensions_on_disk,self.python_files,self.script_relative,self.record_missing,self.record_changed,self.record_has_init,self.dist,self.releases,self.sys_path,self.truncated,self.imported_first,self.imports_packages,)==(other.name,other.candidates,other.winner,other.links,other.extensions_on_disk,other.python_files,other.script_relative,other.record_missing,other.record_changed,other.record_has_init,other.dist,other.releases,other.sys_path,other.truncated,other.imported_first,other.imports_packages,)\n  return NotImplemented\n return __eq__',
+    "def __create_fn__(_type_node, _type_file, _type_names, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,node:_type_node,file:_type_file,names:_type_names)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'node',node)\n  __dataclass_builtins_object__.__setattr__(self,'file',file)\n  __dataclass_builtins_object__.__setattr__(self,'names',names)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(node={self.node!r}, file={self.file!r}, names={self.names!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.node,self.file,self.names,)==(other.node,other.file,other.names,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'node\',\'file\',\'names\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'node\',\'file\',\'names\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.node,self.file,self.names,))\n return __hash__',
+    "def __create_fn__(_type_directory, _type_suffixes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,directory:_type_directory,suffixes:_type_suffixes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'directory',directory)\n  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(directory={self.directory!r}, suffixes={self.suffixes!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.directory,self.suffixes,)==(other.directory,other.suffixes,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'directory\',\'suffixes\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'directory\',\'suffixes\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.directory,self.suffixes,))\n return __hash__',
+    "def __create_fn__(_type_origin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,origin:_type_origin)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'origin',origin)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(origin={self.origin!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.origin,)==(other.origin,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'origin\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'origin\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.origin,))\n return __hash__',
+    "def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _return_type):\n def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)\n  __dataclass_builtins_object__.__setattr__(self,'torch_hip',torch_hip)\n  __dataclass_builtins_object__.__setattr__(self,'torch_cuda',torch_cuda)\n  __dataclass_builtins_object__.__setattr__(self,'torch_known',torch_known)\n  __dataclass_builtins_object__.__setattr__(self,'env',env)\n  __dataclass_builtins_object__.__setattr__(self,'redirects',redirects)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'suffixes\',\'torch_hip\',\'torch_cuda\',\'torch_known\',\'env\',\'redirects\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'suffixes\',\'torch_hip\',\'torch_cuda\',\'torch_known\',\'env\',\'redirects\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,))\n return __hash__',
+    "def __create_fn__(_type_values, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,values:_type_values)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'values',values)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(values={self.values!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.values,)==(other.values,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'values\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'values\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.values,))\n return __hash__',
+    "def __create_fn__(_type_tree, _type_lines, _type_hot, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,tree:_type_tree,lines:_type_lines,hot:_type_hot)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'tree',tree)\n  __dataclass_builtins_object__.__setattr__(self,'lines',lines)\n  __dataclass_builtins_object__.__setattr__(self,'hot',hot)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(tree={self.tree!r}, lines={self.lines!r}, hot={self.hot!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.tree,self.lines,self.hot,)==(other.tree,other.lines,other.hot,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'tree\',\'lines\',\'hot\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'tree\',\'lines\',\'hot\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.tree,self.lines,self.hot,))\n return __hash__',
+    "def __create_fn__(_type_names, _type_open, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,names:_type_names,open:_type_open)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'names',names)\n  __dataclass_builtins_object__.__setattr__(self,'open',open)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(names={self.names!r}, open={self.open!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.names,self.open,)==(other.names,other.open,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'names\',\'open\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'names\',\'open\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.names,self.open,))\n return __hash__',
     "def __create_fn__(_type_what, _type_start, _type_end, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,what:_type_what,start:_type_start,end:_type_end)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'what',what)\n  __dataclass_builtins_object__.__setattr__(self,'start',start)\n  __dataclass_builtins_object__.__setattr__(self,'end',end)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(what={self.what!r}, start={self.start!r}, end={self.end!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.what,self.start,self.end,)==(other.what,other.start,other.end,)\n  return NotImplemented\n return __eq__',
@@ -152,6 +209,45 @@ TEXTS = (
     'def __create_fn__(_type_data, _type_header, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,data:_type_data,header:_type_header)->_return_type:\n  self.data=data\n  self.header=header\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(data={self.data!r}, header={self.header!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.data,self.header,)==(other.data,other.header,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_name, _type_defines, _type_fragments, _type_impl_keys, _type_ops, _type_macro, _type_unresolved, _type_stable, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_defines, _dflt_fragments, _dflt_impl_keys, _dflt_ops, _dflt_macro, _dflt_unresolved, _dflt_stable, _return_type):\n def __init__(self,name:_type_name,defines:_type_defines=_dflt_defines,fragments:_type_fragments=_dflt_fragments,impl_keys:_type_impl_keys=_HAS_DEFAULT_FACTORY,ops:_type_ops=_HAS_DEFAULT_FACTORY,macro:_type_macro=_dflt_macro,unresolved:_type_unresolved=_dflt_unresolved,stable:_type_stable=_dflt_stable)->_return_type:\n  self.name=name\n  self.defines=defines\n  self.fragments=fragments\n  self.impl_keys=_dflt_impl_keys() if impl_keys is _HAS_DEFAULT_FACTORY else impl_keys\n  self.ops=_dflt_ops() if ops is _HAS_DEFAULT_FACTORY else ops\n  self.macro=macro\n  self.unresolved=unresolved\n  self.stable=stable\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, defines={self.defines!r}, fragments={self.fragments!r}, impl_keys={self.impl_keys!r}, ops={self.ops!r}, macro={self.macro!r}, unresolved={self.unresolved!r}, stable={self.stable!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.defines,self.fragments,self.impl_keys,self.ops,self.macro,self.unresolved,self.stable,)==(other.name,other.defines,other.fragments,other.impl_keys,other.ops,other.macro,other.unresolved,other.stable,)\n  return NotImplemented\n return __eq__',
+    "def __create_fn__(_type_text, _type_name, _type_partial, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,text:_type_text,name:_type_name,partial:_type_partial)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'text',text)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'partial',partial)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(text={self.text!r}, name={self.name!r}, partial={self.partial!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.text,self.name,self.partial,)==(other.text,other.name,other.partial,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'text\',\'name\',\'partial\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'text\',\'name\',\'partial\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.text,self.name,self.partial,))\n return __hash__',
+    'def __create_fn__(_type_stripped, _type_namespaces, _type_schemas, _type_pyinit, _type_legacy_register_operators, _type_def_with_function, _type_constructs_library, _type_initializers, _type_initializer_names, _type_source_files, _type_tf_library, _type_tf_op_registrars, _type_tf_kernel_registrars, _type_tf_ops, _type_tf_specs, _type_stable_abi, _type_stable_from_rodata, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_namespaces, _dflt_schemas, _dflt_pyinit, _dflt_legacy_register_operators, _dflt_def_with_function, _dflt_constructs_library, _dflt_initializers, _dflt_initializer_names, _dflt_source_files, _dflt_tf_library, _dflt_tf_op_registrars, _dflt_tf_kernel_registrars, _dflt_tf_ops, _dflt_tf_specs, _dflt_stable_abi, _dflt_stable_from_rodata, _return_type):\n def __init__(self,stripped:_type_stripped,namespaces:_type_namespaces=_HAS_DEFAULT_FACTORY,schemas:_type_schemas=_HAS_DEFAULT_FACTORY,pyinit:_type_pyinit=_HAS_DEFAULT_FACTORY,legacy_register_operators:_type_legacy_register_operators=_dflt_legacy_register_operators,def_with_function:_type_def_with_function=_dflt_def_with_function,constructs_library:_type_constructs_library=_dflt_constructs_library,initializers:_type_initializers=_dflt_initializers,initializer_names:_type_initializer_names=_HAS_DEFAULT_FACTORY,source_files:_type_source_files=_HAS_DEFAULT_FACTORY,tf_library:_type_tf_library=_dflt_tf_library,tf_op_registrars:_type_tf_op_registrars=_dflt_tf_op_registrars,tf_kernel_registrars:_type_tf_kernel_registrars=_dflt_tf_kernel_registrars,tf_ops:_type_tf_ops=_HAS_DEFAULT_FACTORY,tf_specs:_type_tf_specs=_HAS_DEFAULT_FACTORY,stable_abi:_type_stable_abi=_dflt_stable_abi,stable_from_rodata:_type_stable_from_rodata=_dflt_stable_from_rodata)->_return_type:\n  self.stripped=stripped\n  self.namespaces=_dflt_namespaces() if namespaces is _HAS_DEFAULT_FACTORY else namespaces\n  self.schemas=_dflt_schemas() if schemas is _HAS_DEFAULT_FACTORY else schemas\n  self.pyinit=_dflt_pyinit() if pyinit is _HAS_DEFAULT_FACTORY else pyinit\n  self.legacy_register_operators=legacy_register_operators\n  self.def_with_function=def_with_function\n  self.constructs_library=constructs_library\n  self.initializers=initializers\n  self.initializer_names=_dflt_initializer_names() if initializer_names is _HAS_DEFAULT_FACTORY else initializer_names\n  self.source_files=_dflt_source_files() if source_files is _HAS_DEFAULT_FACTORY else source_files\n  self.tf_library=tf_library\n  self.tf_op_registrars=tf_op_registrars\n  self.tf_kernel_registrars=tf_kernel_registrars\n  self.tf_ops=_dflt_tf_ops() if tf_ops is _HAS_DEFAULT_FACTORY else tf_ops\n  self.tf_specs=_dflt_tf_specs() if tf_specs is _HAS_DEFAULT_FACTORY else tf_specs\n  self.stable_abi=stable_abi\n  self.stable_from_rodata=stable_from_rodata\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(stripped={self.stripped!r}, namespaces={self.namespaces!r}, schemas={self.schemas!r}, pyinit={self.pyinit!r}, legacy_register_operators={self.legacy_register_operators!r}, def_with_function={self.def_with_function!r}, constructs_library={self.constructs_library!r}, initializers={self.initializers!r}, initializer_names={self.initializer_names!r}, source_files={self.source_files!r}, tf_library={self.tf_library!r}, tf_op_registrars={self.tf_op_registrars!r}, tf_kernel_registrars={self.tf_kernel_registrars!r}, tf_ops={self.tf_ops!r}, tf_specs={self.tf_specs!r}, stable_abi={self.stable_abi!r}, stable_from_rodata={self.stable_from_rodata!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.stripped,self.namespaces,self.schemas,self.pyinit,self.legacy_register_operators,self.def_with_function,self.constructs_library,self.initializers,self.initializer_names,self.source_files,self.tf_library,self.tf_op_registrars,self.tf_kernel_registrars,self.tf_ops,self.tf_specs,self.stable_abi,self.stable_from_rodata,)==(other.stripped,other.namespaces,other.schemas,other.pyinit,other.legacy_register_operators,other.def_with_function,other.constructs_library,other.initializers,other.initializer_names,other.source_files,other.tf_library,other.tf_op_registrars,other.tf_kernel_registrars,other.tf_ops,other.tf_specs,other.stable_abi,other.stable_from_rodata,)\n  return NotImplemented\n return __eq__',
+    "def __create_fn__(_type_kind, _type_op, _type_how, _type_file, _type_line, _type_module, _type_imported, _type_key, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_key, _return_type):\n def __init__(self,kind:_type_kind,op:_type_op,how:_type_how,file:_type_file,line:_type_line,module:_type_module,imported:_type_imported,key:_type_key=_dflt_key)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'op',op)\n  __dataclass_builtins_object__.__setattr__(self,'how',how)\n  __dataclass_builtins_object__.__setattr__(self,'file',file)\n  __dataclass_builtins_object__.__setattr__(self,'line',line)\n  __dataclass_builtins_object__.__setattr__(self,'module',module)\n  __dataclass_builtins_object__.__setattr__(self,'imported',imported)\n  __dataclass_builtins_object__.__setattr__(self,'key',key)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(kind={self.kind!r}, op={self.op!r}, how={self.how!r}, file={self.file!r}, line={self.line!r}, module={self.module!r}, imported={self.imported!r}, key={self.key!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.kind,self.op,self.how,self.file,self.line,self.module,self.imported,self.key,)==(other.kind,other.op,other.how,other.file,other.line,other.module,other.imported,other.key,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'kind\',\'op\',\'how\',\'file\',\'line\',\'module\',\'imported\',\'key\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'kind\',\'op\',\'how\',\'file\',\'line\',\'module\',\'imported\',\'key\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.kind,self.op,self.how,self.file,self.line,self.module,self.imported,self.key,))\n return __hash__',
+    'def __create_fn__(_type_namespaces, _type_defines, _type_rodata_keys, _type_used, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_namespaces, _dflt_defines, _dflt_rodata_keys, _dflt_used, _return_type):\n def __init__(self,namespaces:_type_namespaces=_HAS_DEFAULT_FACTORY,defines:_type_defines=_HAS_DEFAULT_FACTORY,rodata_keys:_type_rodata_keys=_HAS_DEFAULT_FACTORY,used:_type_used=_dflt_used)->_return_type:\n  self.namespaces=_dflt_namespaces() if namespaces is _HAS_DEFAULT_FACTORY else namespaces\n  self.defines=_dflt_defines() if defines is _HAS_DEFAULT_FACTORY else defines\n  self.rodata_keys=_dflt_rodata_keys() if rodata_keys is _HAS_DEFAULT_FACTORY else rodata_keys\n  self.used=used\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(namespaces={self.namespaces!r}, defines={self.defines!r}, rodata_keys={self.rodata_keys!r}, used={self.used!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.namespaces,self.defines,self.rodata_keys,self.used,)==(other.namespaces,other.defines,other.rodata_keys,other.used,)\n  return NotImplemented\n return __eq__',
+    "def __create_fn__(_type_name, _type_origin, _type_keys, _type_fake, _type_fake_via, _type_autograd, _type_autograd_via, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,origin:_type_origin,keys:_type_keys,fake:_type_fake,fake_via:_type_fake_via,autograd:_type_autograd,autograd_via:_type_autograd_via)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'origin',origin)\n  __dataclass_builtins_object__.__setattr__(self,'keys',keys)\n  __dataclass_builtins_object__.__setattr__(self,'fake',fake)\n  __dataclass_builtins_object__.__setattr__(self,'fake_via',fake_via)\n  __dataclass_builtins_object__.__setattr__(self,'autograd',autograd)\n  __dataclass_builtins_object__.__setattr__(self,'autograd_via',autograd_via)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, origin={self.origin!r}, keys={self.keys!r}, fake={self.fake!r}, fake_via={self.fake_via!r}, autograd={self.autograd!r}, autograd_via={self.autograd_via!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.origin,self.keys,self.fake,self.fake_via,self.autograd,self.autograd_via,)==(other.name,other.origin,other.keys,other.fake,other.fake_via,other.autograd,other.autograd_via,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'origin\',\'keys\',\'fake\',\'fake_via\',\'autograd\',\'autograd_via\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'origin\',\'keys\',\'fake\',\'fake_via\',\'autograd\',\'autograd_via\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.origin,self.keys,self.fake,self.fake_via,self.autograd,self.autograd_via,))\n return __hash__',
+    'def __create_fn__(_type_ops, _type_python, _type_pystub_modules, _type_stable, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ops, _dflt_python, _dflt_pystub_modules, _dflt_stable, _dflt_notes, _return_type):\n def __init__(self,ops:_type_ops=_HAS_DEFAULT_FACTORY,python:_type_python=_HAS_DEFAULT_FACTORY,pystub_modules:_type_pystub_modules=_HAS_DEFAULT_FACTORY,stable:_type_stable=_HAS_DEFAULT_FACTORY,notes:_type_notes=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.ops=_dflt_ops() if ops is _HAS_DEFAULT_FACTORY else ops\n  self.python=_dflt_python() if python is _HAS_DEFAULT_FACTORY else python\n  self.pystub_modules=_dflt_pystub_modules() if pystub_modules is _HAS_DEFAULT_FACTORY else pystub_modules\n  self.stable=_dflt_stable() if stable is _HAS_DEFAULT_FACTORY else stable\n  self.notes=_dflt_notes() if notes is _HAS_DEFAULT_FACTORY else notes\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(ops={self.ops!r}, python={self.python!r}, pystub_modules={self.pystub_modules!r}, stable={self.stable!r}, notes={self.notes!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.ops,self.python,self.pystub_modules,self.stable,self.notes,)==(other.ops,other.python,other.pystub_modules,other.stable,other.notes,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_path, _type_defines, _type_impl, _type_loose, _type_registers, _type_stable, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_defines, _dflt_impl, _dflt_loose, _dflt_registers, _dflt_stable, _return_type):\n def __init__(self,path:_type_path,defines:_type_defines=_HAS_DEFAULT_FACTORY,impl:_type_impl=_HAS_DEFAULT_FACTORY,loose:_type_loose=_HAS_DEFAULT_FACTORY,registers:_type_registers=_dflt_registers,stable:_type_stable=_dflt_stable)->_return_type:\n  self.path=path\n  self.defines=_dflt_defines() if defines is _HAS_DEFAULT_FACTORY else defines\n  self.impl=_dflt_impl() if impl is _HAS_DEFAULT_FACTORY else impl\n  self.loose=_dflt_loose() if loose is _HAS_DEFAULT_FACTORY else loose\n  self.registers=registers\n  self.stable=stable\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(path={self.path!r}, defines={self.defines!r}, impl={self.impl!r}, loose={self.loose!r}, registers={self.registers!r}, stable={self.stable!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.path,self.defines,self.impl,self.loose,self.registers,self.stable,)==(other.path,other.defines,other.impl,other.loose,other.registers,other.stable,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_name, _type_defined, _type_keys, _type_fake, _type_autograd, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_defined, _dflt_keys, _dflt_fake, _dflt_autograd, _return_type):\n def __init__(self,name:_type_name,defined:_type_defined=_HAS_DEFAULT_FACTORY,keys:_type_keys=_HAS_DEFAULT_FACTORY,fake:_type_fake=_HAS_DEFAULT_FACTORY,autograd:_type_autograd=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.name=name\n  self.defined=_dflt_defined() if defined is _HAS_DEFAULT_FACTORY else defined\n  self.keys=_dflt_keys() if keys is _HAS_DEFAULT_FACTORY else keys\n  self.fake=_dflt_fake() if fake is _HAS_DEFAULT_FACTORY else fake\n  self.autograd=_dflt_autograd() if autograd is _HAS_DEFAULT_FACTORY else autograd\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, defined={self.defined!r}, keys={self.keys!r}, fake={self.fake!r}, autograd={self.autograd!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.defined,self.keys,self.fake,self.autograd,)==(other.name,other.defined,other.keys,other.fake,other.autograd,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_package, _type_ops, _type_python_namespaces, _type_libraries, _type_python, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ops, _dflt_python_namespaces, _dflt_libraries, _dflt_python, _return_type):\n def __init__(self,package:_type_package,ops:_type_ops=_HAS_DEFAULT_FACTORY,python_namespaces:_type_python_namespaces=_HAS_DEFAULT_FACTORY,libraries:_type_libraries=_HAS_DEFAULT_FACTORY,python:_type_python=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.package=package\n  self.ops=_dflt_ops() if ops is _HAS_DEFAULT_FACTORY else ops\n  self.python_namespaces=_dflt_python_namespaces() if python_namespaces is _HAS_DEFAULT_FACTORY else python_namespaces\n  self.libraries=_dflt_libraries() if libraries is _HAS_DEFAULT_FACTORY else libraries\n  self.python=_dflt_python() if python is _HAS_DEFAULT_FACTORY else python\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(package={self.package!r}, ops={self.ops!r}, python_namespaces={self.python_namespaces!r}, libraries={self.libraries!r}, python={self.python!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.package,self.ops,self.python_namespaces,self.libraries,self.python,)==(other.package,other.ops,other.python_namespaces,other.libraries,other.python,)\n  return NotImplemented\n return __eq__',
     "def __create_fn__(_type_name, _type_defined, _type_binding, _type_visibility, _type_sym_type, _type_version, _type_hidden_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_version, _dflt_hidden_version, _return_type):\n def __init__(self,name:_type_name,defined:_type_defined,binding:_type_binding,visibility:_type_visibility,sym_type:_type_sym_type,version:_type_version=_dflt_version,hidden_version:_type_hidden_version=_dflt_hidden_version)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'defined',defined)\n  __dataclass_builtins_object__.__setattr__(self,'binding',binding)\n  __dataclass_builtins_object__.__setattr__(self,'visibility',visibility)\n  __dataclass_builtins_object__.__setattr__(self,'sym_type',sym_type)\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'hidden_version',hidden_version)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, defined={self.defined!r}, binding={self.binding!r}, visibility={self.visibility!r}, sym_type={self.sym_type!r}, version={self.version!r}, hidden_version={self.hidden_version!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.defined,self.binding,self.visibility,self.sym_type,self.version,self.hidden_version,)==(other.name,other.defined,other.binding,other.visibility,other.sym_type,other.version,other.hidden_version,)\n  return NotImplemented\n return __eq__',
@@ -194,48 +290,6 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'kind\',\'op\',\'reason\',\'evidence\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'kind\',\'op\',\'reason\',\'evidence\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.kind,self.op,self.reason,self.evidence,))\n return __hash__',
-    'def __create_fn__(_type_stage, _type_budget, _type_start, _type_end, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,stage:_type_stage,budget:_type_budget,start:_type_start,end:_type_end)->_return_type:\n  self.stage=stage\n  self.budget=budget\n  self.start=start\n  self.end=end\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(stage={self.stage!r}, budget={self.budget!r}, start={self.start!r}, end={self.end!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.stage,self.budget,self.start,self.end,)==(other.stage,other.budget,other.start,other.end,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(_type_name, _type_defines, _type_fragments, _type_impl_keys, _type_ops, _type_macro, _type_unresolved, _type_stable, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_defines, _dflt_fragments, _dflt_impl_keys, _dflt_ops, _dflt_macro, _dflt_unresolved, _dflt_stable, _return_type):\n def __init__(self,name:_type_name,defines:_type_defines=_dflt_defines,fragments:_type_fragments=_dflt_fragments,impl_keys:_type_impl_keys=_HAS_DEFAULT_FACTORY,ops:_type_ops=_HAS_DEFAULT_FACTORY,macro:_type_macro=_dflt_macro,unresolved:_type_unresolved=_dflt_unresolved,stable:_type_stable=_dflt_stable)->_return_type:\n  self.name=name\n  self.defines=defines\n  self.fragments=fragments\n  self.impl_keys=_dflt_impl_keys() if impl_keys is _HAS_DEFAULT_FACTORY else impl_keys\n  self.ops=_dflt_ops() if ops is _HAS_DEFAULT_FACTORY else ops\n  self.macro=macro\n  self.unresolved=unresolved\n  self.stable=stable\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, defines={self.defines!r}, fragments={self.fragments!r}, impl_keys={self.impl_keys!r}, ops={self.ops!r}, macro={self.macro!r}, unresolved={self.unresolved!r}, stable={self.stable!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.defines,self.fragments,self.impl_keys,self.ops,self.macro,self.unresolved,self.stable,)==(other.name,other.defines,other.fragments,other.impl_keys,other.ops,other.macro,other.unresolved,other.stable,)\n  return NotImplemented\n return __eq__',
-    "def __create_fn__(_type_text, _type_name, _type_partial, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,text:_type_text,name:_type_name,partial:_type_partial)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'text',text)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'partial',partial)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(text={self.text!r}, name={self.name!r}, partial={self.partial!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.text,self.name,self.partial,)==(other.text,other.name,other.partial,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'text\',\'name\',\'partial\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'text\',\'name\',\'partial\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.text,self.name,self.partial,))\n return __hash__',
-    'def __create_fn__(_type_stripped, _type_namespaces, _type_schemas, _type_pyinit, _type_legacy_register_operators, _type_def_with_function, _type_constructs_library, _type_initializers, _type_initializer_names, _type_source_files, _type_tf_library, _type_tf_op_registrars, _type_tf_kernel_registrars, _type_tf_ops, _type_tf_specs, _type_stable_abi, _type_stable_from_rodata, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_namespaces, _dflt_schemas, _dflt_pyinit, _dflt_legacy_register_operators, _dflt_def_with_function, _dflt_constructs_library, _dflt_initializers, _dflt_initializer_names, _dflt_source_files, _dflt_tf_library, _dflt_tf_op_registrars, _dflt_tf_kernel_registrars, _dflt_tf_ops, _dflt_tf_specs, _dflt_stable_abi, _dflt_stable_from_rodata, _return_type):\n def __init__(self,stripped:_type_stripped,namespaces:_type_namespaces=_HAS_DEFAULT_FACTORY,schemas:_type_schemas=_HAS_DEFAULT_FACTORY,pyinit:_type_pyinit=_HAS_DEFAULT_FACTORY,legacy_register_operators:_type_legacy_register_operators=_dflt_legacy_register_operators,def_with_function:_type_def_with_function=_dflt_def_with_function,constructs_library:_type_constructs_library=_dflt_constructs_library,initializers:_type_initializers=_dflt_initializers,initializer_names:_type_initializer_names=_HAS_DEFAULT_FACTORY,source_files:_type_source_files=_HAS_DEFAULT_FACTORY,tf_library:_type_tf_library=_dflt_tf_library,tf_op_registrars:_type_tf_op_registrars=_dflt_tf_op_registrars,tf_kernel_registrars:_type_tf_kernel_registrars=_dflt_tf_kernel_registrars,tf_ops:_type_tf_ops=_HAS_DEFAULT_FACTORY,tf_specs:_type_tf_specs=_HAS_DEFAULT_FACTORY,stable_abi:_type_stable_abi=_dflt_stable_abi,stable_from_rodata:_type_stable_from_rodata=_dflt_stable_from_rodata)->_return_type:\n  self.stripped=stripped\n  self.namespaces=_dflt_namespaces() if namespaces is _HAS_DEFAULT_FACTORY else namespaces\n  self.schemas=_dflt_schemas() if schemas is _HAS_DEFAULT_FACTORY else schemas\n  self.pyinit=_dflt_pyinit() if pyinit is _HAS_DEFAULT_FACTORY else pyinit\n  self.legacy_register_operators=legacy_register_operators\n  self.def_with_function=def_with_function\n  self.constructs_library=constructs_library\n  self.initializers=initializers\n  self.initializer_names=_dflt_initializer_names() if initializer_names is _HAS_DEFAULT_FACTORY else initializer_names\n  self.source_files=_dflt_source_files() if source_files is _HAS_DEFAULT_FACTORY else source_files\n  self.tf_library=tf_library\n  self.tf_op_registrars=tf_op_registrars\n  self.tf_kernel_registrars=tf_kernel_registrars\n  self.tf_ops=_dflt_tf_ops() if tf_ops is _HAS_DEFAULT_FACTORY else tf_ops\n  self.tf_specs=_dflt_tf_specs() if tf_specs is _HAS_DEFAULT_FACTORY else tf_specs\n  self.stable_abi=stable_abi\n  self.stable_from_rodata=stable_from_rodata\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(stripped={self.stripped!r}, namespaces={self.namespaces!r}, schemas={self.schemas!r}, pyinit={self.pyinit!r}, legacy_register_operators={self.legacy_register_operators!r}, def_with_function={self.def_with_function!r}, constructs_library={self.constructs_library!r}, initializers={self.initializers!r}, initializer_names={self.initializer_names!r}, source_files={self.source_files!r}, tf_library={self.tf_library!r}, tf_op_registrars={self.tf_op_registrars!r}, tf_kernel_registrars={self.tf_kernel_registrars!r}, tf_ops={self.tf_ops!r}, tf_specs={self.tf_specs!r}, stable_abi={self.stable_abi!r}, stable_from_rodata={self.stable_from_rodata!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.stripped,self.namespaces,self.schemas,self.pyinit,self.legacy_register_operators,self.def_with_function,self.constructs_library,self.initializers,self.initializer_names,self.source_files,self.tf_library,self.tf_op_registrars,self.tf_kernel_registrars,self.tf_ops,self.tf_specs,self.stable_abi,self.stable_from_rodata,)==(other.stripped,other.namespaces,other.schemas,other.pyinit,other.legacy_register_operators,other.def_with_function,other.constructs_library,other.initializers,other.initializer_names,other.source_files,other.tf_library,other.tf_op_registrars,other.tf_kernel_registrars,other.tf_ops,other.tf_specs,other.stable_abi,other.stable_from_rodata,)\n  return NotImplemented\n return __eq__',
-    "def __create_fn__(_type_kind, _type_op, _type_how, _type_file, _type_line, _type_module, _type_imported, _type_key, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_key, _return_type):\n def __init__(self,kind:_type_kind,op:_type_op,how:_type_how,file:_type_file,line:_type_line,module:_type_module,imported:_type_imported,key:_type_key=_dflt_key)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'op',op)\n  __dataclass_builtins_object__.__setattr__(self,'how',how)\n  __dataclass_builtins_object__.__setattr__(self,'file',file)\n  __dataclass_builtins_object__.__setattr__(self,'line',line)\n  __dataclass_builtins_object__.__setattr__(self,'module',module)\n  __dataclass_builtins_object__.__setattr__(self,'imported',imported)\n  __dataclass_builtins_object__.__setattr__(self,'key',key)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(kind={self.kind!r}, op={self.op!r}, how={self.how!r}, file={self.file!r}, line={self.line!r}, module={self.module!r}, imported={self.imported!r}, key={self.key!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.kind,self.op,self.how,self.file,self.line,self.module,self.imported,self.key,)==(other.kind,other.op,other.how,other.file,other.line,other.module,other.imported,other.key,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'kind\',\'op\',\'how\',\'file\',\'line\',\'module\',\'imported\',\'key\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'kind\',\'op\',\'how\',\'file\',\'line\',\'module\',\'imported\',\'key\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.kind,self.op,self.how,self.file,self.line,self.module,self.imported,self.key,))\n return __hash__',
-    'def __create_fn__(_type_namespaces, _type_defines, _type_rodata_keys, _type_used, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_namespaces, _dflt_defines, _dflt_rodata_keys, _dflt_used, _return_type):\n def __init__(self,namespaces:_type_namespaces=_HAS_DEFAULT_FACTORY,defines:_type_defines=_HAS_DEFAULT_FACTORY,rodata_keys:_type_rodata_keys=_HAS_DEFAULT_FACTORY,used:_type_used=_dflt_used)->_return_type:\n  self.namespaces=_dflt_namespaces() if namespaces is _HAS_DEFAULT_FACTORY else namespaces\n  self.defines=_dflt_defines() if defines is _HAS_DEFAULT_FACTORY else defines\n  self.rodata_keys=_dflt_rodata_keys() if rodata_keys is _HAS_DEFAULT_FACTORY else rodata_keys\n  self.used=used\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(namespaces={self.namespaces!r}, defines={self.defines!r}, rodata_keys={self.rodata_keys!r}, used={self.used!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.namespaces,self.defines,self.rodata_keys,self.used,)==(other.namespaces,other.defines,other.rodata_keys,other.used,)\n  return NotImplemented\n return __eq__',
-    "def __create_fn__(_type_name, _type_origin, _type_keys, _type_fake, _type_fake_via, _type_autograd, _type_autograd_via, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,origin:_type_origin,keys:_type_keys,fake:_type_fake,fake_via:_type_fake_via,autograd:_type_autograd,autograd_via:_type_autograd_via)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'origin',origin)\n  __dataclass_builtins_object__.__setattr__(self,'keys',keys)\n  __dataclass_builtins_object__.__setattr__(self,'fake',fake)\n  __dataclass_builtins_object__.__setattr__(self,'fake_via',fake_via)\n  __dataclass_builtins_object__.__setattr__(self,'autograd',autograd)\n  __dataclass_builtins_object__.__setattr__(self,'autograd_via',autograd_via)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, origin={self.origin!r}, keys={self.keys!r}, fake={self.fake!r}, fake_via={self.fake_via!r}, autograd={self.autograd!r}, autograd_via={self.autograd_via!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.origin,self.keys,self.fake,self.fake_via,self.autograd,self.autograd_via,)==(other.name,other.origin,other.keys,other.fake,other.fake_via,other.autograd,other.autograd_via,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'origin\',\'keys\',\'fake\',\'fake_via\',\'autograd\',\'autograd_via\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'origin\',\'keys\',\'fake\',\'fake_via\',\'autograd\',\'autograd_via\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.origin,self.keys,self.fake,self.fake_via,self.autograd,self.autograd_via,))\n return __hash__',
-    'def __create_fn__(_type_ops, _type_python, _type_pystub_modules, _type_stable, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ops, _dflt_python, _dflt_pystub_modules, _dflt_stable, _dflt_notes, _return_type):\n def __init__(self,ops:_type_ops=_HAS_DEFAULT_FACTORY,python:_type_python=_HAS_DEFAULT_FACTORY,pystub_modules:_type_pystub_modules=_HAS_DEFAULT_FACTORY,stable:_type_stable=_HAS_DEFAULT_FACTORY,notes:_type_notes=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.ops=_dflt_ops() if ops is _HAS_DEFAULT_FACTORY else ops\n  self.python=_dflt_python() if python is _HAS_DEFAULT_FACTORY else python\n  self.pystub_modules=_dflt_pystub_modules() if pystub_modules is _HAS_DEFAULT_FACTORY else pystub_modules\n  self.stable=_dflt_stable() if stable is _HAS_DEFAULT_FACTORY else stable\n  self.notes=_dflt_notes() if notes is _HAS_DEFAULT_FACTORY else notes\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(ops={self.ops!r}, python={self.python!r}, pystub_modules={self.pystub_modules!r}, stable={self.stable!r}, notes={self.notes!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.ops,self.python,self.pystub_modules,self.stable,self.notes,)==(other.ops,other.python,other.pystub_modules,other.stable,other.notes,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(_type_path, _type_defines, _type_impl, _type_loose, _type_registers, _type_stable, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_defines, _dflt_impl, _dflt_loose, _dflt_registers, _dflt_stable, _return_type):\n def __init__(self,path:_type_path,defines:_type_defines=_HAS_DEFAULT_FACTORY,impl:_type_impl=_HAS_DEFAULT_FACTORY,loose:_type_loose=_HAS_DEFAULT_FACTORY,registers:_type_registers=_dflt_registers,stable:_type_stable=_dflt_stable)->_return_type:\n  self.path=path\n  self.defines=_dflt_defines() if defines is _HAS_DEFAULT_FACTORY else defines\n  self.impl=_dflt_impl() if impl is _HAS_DEFAULT_FACTORY else impl\n  self.loose=_dflt_loose() if loose is _HAS_DEFAULT_FACTORY else loose\n  self.registers=registers\n  self.stable=stable\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(path={self.path!r}, defines={self.defines!r}, impl={self.impl!r}, loose={self.loose!r}, registers={self.registers!r}, stable={self.stable!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.path,self.defines,self.impl,self.loose,self.registers,self.stable,)==(other.path,other.defines,other.impl,other.loose,other.registers,other.stable,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(_type_name, _type_defined, _type_keys, _type_fake, _type_autograd, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_defined, _dflt_keys, _dflt_fake, _dflt_autograd, _return_type):\n def __init__(self,name:_type_name,defined:_type_defined=_HAS_DEFAULT_FACTORY,keys:_type_keys=_HAS_DEFAULT_FACTORY,fake:_type_fake=_HAS_DEFAULT_FACTORY,autograd:_type_autograd=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.name=name\n  self.defined=_dflt_defined() if defined is _HAS_DEFAULT_FACTORY else defined\n  self.keys=_dflt_keys() if keys is _HAS_DEFAULT_FACTORY else keys\n  self.fake=_dflt_fake() if fake is _HAS_DEFAULT_FACTORY else fake\n  self.autograd=_dflt_autograd() if autograd is _HAS_DEFAULT_FACTORY else autograd\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, defined={self.defined!r}, keys={self.keys!r}, fake={self.fake!r}, autograd={self.autograd!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.defined,self.keys,self.fake,self.autograd,)==(other.name,other.defined,other.keys,other.fake,other.autograd,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(_type_package, _type_ops, _type_python_namespaces, _type_libraries, _type_python, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ops, _dflt_python_namespaces, _dflt_libraries, _dflt_python, _return_type):\n def __init__(self,package:_type_package,ops:_type_ops=_HAS_DEFAULT_FACTORY,python_namespaces:_type_python_namespaces=_HAS_DEFAULT_FACTORY,libraries:_type_libraries=_HAS_DEFAULT_FACTORY,python:_type_python=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.package=package\n  self.ops=_dflt_ops() if ops is _HAS_DEFAULT_FACTORY else ops\n  self.python_namespaces=_dflt_python_namespaces() if python_namespaces is _HAS_DEFAULT_FACTORY else python_namespaces\n  self.libraries=_dflt_libraries() if libraries is _HAS_DEFAULT_FACTORY else libraries\n  self.python=_dflt_python() if python is _HAS_DEFAULT_FACTORY else python\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(package={self.package!r}, ops={self.ops!r}, python_namespaces={self.python_namespaces!r}, libraries={self.libraries!r}, python={self.python!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.package,self.ops,self.python_namespaces,self.libraries,self.python,)==(other.package,other.ops,other.python_namespaces,other.libraries,other.python,)\n  return NotImplemented\n return __eq__',
     "def __create_fn__(_type_key, _type_kind, _type_default, _type_help, _type_metavar, _type_short, _type_option, _type_positive, _type_choices, _type_in_config, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_metavar, _dflt_short, _dflt_option, _dflt_positive, _dflt_choices, _dflt_in_config, _return_type):\n def __init__(self,key:_type_key,kind:_type_kind,default:_type_default,help:_type_help,metavar:_type_metavar=_dflt_metavar,short:_type_short=_dflt_short,option:_type_option=_dflt_option,positive:_type_positive=_dflt_positive,choices:_type_choices=_dflt_choices,in_config:_type_in_config=_dflt_in_config)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'key',key)\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'default',default)\n  __dataclass_builtins_object__.__setattr__(self,'help',help)\n  __dataclass_builtins_object__.__setattr__(self,'metavar',metavar)\n  __dataclass_builtins_object__.__setattr__(self,'short',short)\n  __dataclass_builtins_object__.__setattr__(self,'option',option)\n  __dataclass_builtins_object__.__setattr__(self,'positive',positive)\n  __dataclass_builtins_object__.__setattr__(self,'choices',choices)\n  __dataclass_builtins_object__.__setattr__(self,'in_config',in_config)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(key={self.key!r}, kind={self.kind!r}, default={self.default!r}, help={self.help!r}, metavar={self.metavar!r}, short={self.short!r}, option={self.option!r}, positive={self.positive!r}, choices={self.choices!r}, in_config={self.in_config!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.key,self.kind,self.default,self.help,self.metavar,self.short,self.option,self.positive,self.choices,self.in_config,)==(other.key,other.kind,other.default,other.help,other.metavar,other.short,other.option,other.positive,other.choices,other.in_config,)\n  return NotImplemented\n return __eq__',
@@ -398,54 +452,6 @@ TEXTS = (
     'def __create_fn__(_type_path, _type_python, _type_torch, _type_package, _type_preload, _type_ops, _type_smoke, _type_timeout, _type_memory_mb, _type_env, _type_cwd, _type_hidden, _type_tensorflow, _type_tf_ops, _type_opcheck, _type_aot_function, _type_first, _type_late, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_package, _dflt_preload, _dflt_ops, _dflt_smoke, _dflt_timeout, _dflt_memory_mb, _dflt_env, _dflt_cwd, _dflt_hidden, _dflt_tensorflow, _dflt_tf_ops, _dflt_opcheck, _dflt_aot_function, _dflt_first, _dflt_late, _return_type):\n def __init__(self,path:_type_path,python:_type_python,torch:_type_torch,package:_type_package=_dflt_package,preload:_type_preload=_dflt_preload,ops:_type_ops=_dflt_ops,smoke:_type_smoke=_dflt_smoke,timeout:_type_timeout=_dflt_timeout,memory_mb:_type_memory_mb=_dflt_memory_mb,env:_type_env=_HAS_DEFAULT_FACTORY,cwd:_type_cwd=_dflt_cwd,hidden:_type_hidden=_HAS_DEFAULT_FACTORY,tensorflow:_type_tensorflow=_dflt_tensorflow,tf_ops:_type_tf_ops=_dflt_tf_ops,opcheck:_type_opcheck=_dflt_opcheck,aot_function:_type_aot_function=_dflt_aot_function,first:_type_first=_dflt_first,late:_type_late=_dflt_late)->_return_type:\n  self.path=path\n  self.python=python\n  self.torch=torch\n  self.package=package\n  self.preload=preload\n  self.ops=ops\n  self.smoke=smoke\n  self.timeout=timeout\n  self.memory_mb=memory_mb\n  self.env=_dflt_env() if env is _HAS_DEFAULT_FACTORY else env\n  self.cwd=cwd\n  self.hidden=_dflt_hidden() if hidden is _HAS_DEFAULT_FACTORY else hidden\n  self.tensorflow=tensorflow\n  self.tf_ops=tf_ops\n  self.opcheck=opcheck\n  self.aot_function=aot_function\n  self.first=first\n  self.late=late\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(path={self.path!r}, python={self.python!r}, torch={self.torch!r}, package={self.package!r}, preload={self.preload!r}, ops={self.ops!r}, smoke={self.smoke!r}, timeout={self.timeout!r}, memory_mb={self.memory_mb!r}, env={self.env!r}, cwd={self.cwd!r}, hidden={self.hidden!r}, tensorflow={self.tensorflow!r}, tf_ops={self.tf_ops!r}, opcheck={self.opcheck!r}, aot_function={self.aot_function!r}, first={self.first!r}, late={self.late!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.path,self.python,self.torch,self.package,self.preload,self.ops,self.smoke,self.timeout,self.memory_mb,self.env,self.cwd,self.hidden,self.tensorflow,self.tf_ops,self.opcheck,self.aot_function,self.first,self.late,)==(other.path,other.python,other.torch,other.package,other.preload,other.ops,other.smoke,other.timeout,other.memory_mb,other.env,other.cwd,other.hidden,other.tensorflow,other.tf_ops,other.opcheck,other.aot_function,other.first,other.late,)\n  return NotImplemented\n return __eq__',
-    "def __create_fn__(_type_entry, _type_path, _type_kind, _type_via, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_via, _return_type):\n def __init__(self,entry:_type_entry,path:_type_path,kind:_type_kind,via:_type_via=_dflt_via)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'entry',entry)\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'via',via)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(entry={self.entry!r}, path={self.path!r}, kind={self.kind!r}, via={self.via!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.entry,self.path,self.kind,self.via,)==(other.entry,other.path,other.kind,other.via,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',\'via\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',\'via\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.entry,self.path,self.kind,self.via,))\n return __hash__',
-    'def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, _type_caught_by_caller, _type_branch, _type_after, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _dflt_caught_by_caller, _dflt_branch, _dflt_after, _return_type):\n def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY,caught_by_caller:_type_caught_by_caller=_dflt_caught_by_caller,branch:_type_branch=_dflt_branch,after:_type_after=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.file=file\n  self.line=line\n  self.kind=kind\n  self.text=text\n  self.target=target\n  self.resolved=_dflt_resolved() if resolved is _HAS_DEFAULT_FACTORY else resolved\n  self.swallowed=swallowed\n  self.problem=problem\n  self.fallback=fallback\n  self.function=function\n  self.checked=checked\n  self.lazy=lazy\n  self.other_builds=_dflt_other_builds() if other_builds is _HAS_DEFAULT_FACTORY else other_builds\n  self.caught_by_caller=caught_by_caller\n  self.branch=branch\n  self.after=_dflt_after() if after is _HAS_DEFAULT_FACTORY else after\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r}, caught_by_caller={self.caught_by_caller!r}, branch={self.branch!r}, after={self.after!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,self.caught_by_caller,self.branch,self.after,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,other.caught_by_caller,other.branch,other.after,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(_type_name, _type_candidates, _type_winner, _type_links, _type_extensions_on_disk, _type_python_files, _type_script_relative, _type_record_missing, _type_record_changed, _type_record_has_init, _type_dist, _type_releases, _type_sys_path, _type_truncated, _type_imported_first, _type_imports_packages, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_links, _dflt_extensions_on_disk, _dflt_python_files, _dflt_script_relative, _dflt_record_missing, _dflt_record_changed, _dflt_record_has_init, _dflt_dist, _dflt_releases, _dflt_sys_path, _dflt_truncated, _dflt_imported_first, _dflt_imports_packages, _return_type):\n def __init__(self,name:_type_name,candidates:_type_candidates,winner:_type_winner,links:_type_links=_HAS_DEFAULT_FACTORY,extensions_on_disk:_type_extensions_on_disk=_HAS_DEFAULT_FACTORY,python_files:_type_python_files=_HAS_DEFAULT_FACTORY,script_relative:_type_script_relative=_HAS_DEFAULT_FACTORY,record_missing:_type_record_missing=_HAS_DEFAULT_FACTORY,record_changed:_type_record_changed=_HAS_DEFAULT_FACTORY,record_has_init:_type_record_has_init=_dflt_record_has_init,dist:_type_dist=_dflt_dist,releases:_type_releases=_HAS_DEFAULT_FACTORY,sys_path:_type_sys_path=_dflt_sys_path,truncated:_type_truncated=_dflt_truncated,imported_first:_type_imported_first=_HAS_DEFAULT_FACTORY,imports_packages:_type_imports_packages=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.name=name\n  self.candidates=candidates\n  self.winner=winner\n  self.links=_dflt_links() if links is _HAS_DEFAULT_FACTORY else links\n  self.extensions_on_disk=_dflt_extensions_on_disk() if extensions_on_disk is _HAS_DEFAULT_FACTORY else extensions_on_disk\n  self.python_files=_dflt_python_files() if python_files is _HAS_DEFAULT_FACTORY else python_files\n  self.script_relative=_dflt_script_relative() if script_relative is _HAS_DEFAULT_FACTORY else script_relative\n  self.record_missing=_dflt_record_missing() if record_missing is _HAS_DEFAULT_FACTORY else record_missing\n  self.record_changed=_dflt_record_changed() if record_changed is _HAS_DEFAULT_FACTORY else record_changed\n  self.record_has_init=record_has_init\n  self.dist=dist\n  self.releases=_dflt_releases() if releases is _HAS_DEFAULT_FACTORY else releases\n  self.sys_path=sys_path\n  self.truncated=truncated\n  self.imported_first=_dflt_imported_first() if imported_first is _HAS_DEFAULT_FACTORY else imported_first\n  self.imports_packages=_dflt_imports_packages() if imports_packages is _HAS_DEFAULT_FACTORY else imports_packages\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, candidates={self.candidates!r}, winner={self.winner!r}, links={self.links!r}, extensions_on_disk={self.extensions_on_disk!r}, python_files={self.python_files!r}, script_relative={self.script_relative!r}, record_missing={self.record_missing!r}, record_changed={self.record_changed!r}, record_has_init={self.record_has_init!r}, dist={self.dist!r}, releases={self.releases!r}, sys_path={self.sys_path!r}, truncated={self.truncated!r}, imported_first={self.imported_first!r}, imports_packages={self.imports_packages!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.candidates,self.winner,self.links,self.extensions_on_disk,self.python_files,self.script_relative,self.record_missing,self.record_changed,self.record_has_init,self.dist,self.releases,self.sys_path,self.truncated,self.imported_first,self.imports_packages,)==(other.name,other.candidates,other.winner,other.links,other.extensions_on_disk,other.python_files,other.script_relative,other.record_missing,other.record_changed,other.record_has_init,other.dist,other.releases,other.sys_path,other.truncated,other.imported_first,other.imports_packages,)\n  return NotImplemented\n return __eq__',
-    "def __create_fn__(_type_node, _type_file, _type_names, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,node:_type_node,file:_type_file,names:_type_names)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'node',node)\n  __dataclass_builtins_object__.__setattr__(self,'file',file)\n  __dataclass_builtins_object__.__setattr__(self,'names',names)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(node={self.node!r}, file={self.file!r}, names={self.names!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.node,self.file,self.names,)==(other.node,other.file,other.names,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'node\',\'file\',\'names\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'node\',\'file\',\'names\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.node,self.file,self.names,))\n return __hash__',
-    "def __create_fn__(_type_directory, _type_suffixes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,directory:_type_directory,suffixes:_type_suffixes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'directory',directory)\n  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(directory={self.directory!r}, suffixes={self.suffixes!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.directory,self.suffixes,)==(other.directory,other.suffixes,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'directory\',\'suffixes\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'directory\',\'suffixes\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.directory,self.suffixes,))\n return __hash__',
-    "def __create_fn__(_type_origin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,origin:_type_origin)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'origin',origin)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(origin={self.origin!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.origin,)==(other.origin,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'origin\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'origin\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.origin,))\n return __hash__',
-    "def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _return_type):\n def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)\n  __dataclass_builtins_object__.__setattr__(self,'torch_hip',torch_hip)\n  __dataclass_builtins_object__.__setattr__(self,'torch_cuda',torch_cuda)\n  __dataclass_builtins_object__.__setattr__(self,'torch_known',torch_known)\n  __dataclass_builtins_object__.__setattr__(self,'env',env)\n  __dataclass_builtins_object__.__setattr__(self,'redirects',redirects)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'suffixes\',\'torch_hip\',\'torch_cuda\',\'torch_known\',\'env\',\'redirects\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'suffixes\',\'torch_hip\',\'torch_cuda\',\'torch_known\',\'env\',\'redirects\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,))\n return __hash__',
-    "def __create_fn__(_type_values, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,values:_type_values)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'values',values)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(values={self.values!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.values,)==(other.values,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'values\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'values\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.values,))\n return __hash__',
-    "def __create_fn__(_type_tree, _type_lines, _type_hot, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,tree:_type_tree,lines:_type_lines,hot:_type_hot)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'tree',tree)\n  __dataclass_builtins_object__.__setattr__(self,'lines',lines)\n  __dataclass_builtins_object__.__setattr__(self,'hot',hot)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(tree={self.tree!r}, lines={self.lines!r}, hot={self.hot!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.tree,self.lines,self.hot,)==(other.tree,other.lines,other.hot,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'tree\',\'lines\',\'hot\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'tree\',\'lines\',\'hot\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.tree,self.lines,self.hot,))\n return __hash__',
     "def __create_fn__(_type_file, _type_line, _type_framework, _type_text, _type_pieces, _type_raises, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,file:_type_file,line:_type_line,framework:_type_framework,text:_type_text,pieces:_type_pieces,raises:_type_raises)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'file',file)\n  __dataclass_builtins_object__.__setattr__(self,'line',line)\n  __dataclass_builtins_object__.__setattr__(self,'framework',framework)\n  __dataclass_builtins_object__.__setattr__(self,'text',text)\n  __dataclass_builtins_object__.__setattr__(self,'pieces',pieces)\n  __dataclass_builtins_object__.__setattr__(self,'raises',raises)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, framework={self.framework!r}, text={self.text!r}, pieces={self.pieces!r}, raises={self.raises!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.file,self.line,self.framework,self.text,self.pieces,self.raises,)==(other.file,other.line,other.framework,other.text,other.pieces,other.raises,)\n  return NotImplemented\n return __eq__',
@@ -458,12 +464,6 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'file\',\'line\',\'framework\',\'op\',\'release\',\'source\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'file\',\'line\',\'framework\',\'op\',\'release\',\'source\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.file,self.line,self.framework,self.op,self.release,self.source,))\n return __hash__',
-    "def __create_fn__(_type_names, _type_open, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,names:_type_names,open:_type_open)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'names',names)\n  __dataclass_builtins_object__.__setattr__(self,'open',open)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(names={self.names!r}, open={self.open!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.names,self.open,)==(other.names,other.open,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'names\',\'open\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'names\',\'open\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.names,self.open,))\n return __hash__',
     'def __create_fn__(_type_used, _type_defines, _type_fragments, _type_impl_keys, _type_from_rodata, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_used, _dflt_defines, _dflt_fragments, _dflt_impl_keys, _dflt_from_rodata, _return_type):\n def __init__(self,used:_type_used=_dflt_used,defines:_type_defines=_HAS_DEFAULT_FACTORY,fragments:_type_fragments=_HAS_DEFAULT_FACTORY,impl_keys:_type_impl_keys=_HAS_DEFAULT_FACTORY,from_rodata:_type_from_rodata=_dflt_from_rodata)->_return_type:\n  self.used=used\n  self.defines=_dflt_defines() if defines is _HAS_DEFAULT_FACTORY else defines\n  self.fragments=_dflt_fragments() if fragments is _HAS_DEFAULT_FACTORY else fragments\n  self.impl_keys=_dflt_impl_keys() if impl_keys is _HAS_DEFAULT_FACTORY else impl_keys\n  self.from_rodata=from_rodata\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(used={self.used!r}, defines={self.defines!r}, fragments={self.fragments!r}, impl_keys={self.impl_keys!r}, from_rodata={self.from_rodata!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.used,self.defines,self.fragments,self.impl_keys,self.from_rodata,)==(other.used,other.defines,other.fragments,other.impl_keys,other.from_rodata,)\n  return NotImplemented\n return __eq__',
@@ -1408,6 +1408,29 @@ def __create_fn__():
  return __eq__
 CODES.append(__create_fn__.__code__)
 
+def __create_fn__(_type_stage, _type_budget, _type_start, _type_end, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,stage:_type_stage,budget:_type_budget,start:_type_start,end:_type_end)->_return_type:
+  self.stage=stage
+  self.budget=budget
+  self.start=start
+  self.end=end
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(stage={self.stage!r}, budget={self.budget!r}, start={self.start!r}, end={self.end!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.stage,self.budget,self.start,self.end,)==(other.stage,other.budget,other.start,other.end,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
 def __create_fn__(_type_path, _type_size, _type_buf, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,path:_type_path,size:_type_size,buf:_type_buf)->_return_type:
   self.path=path
@@ -1428,6 +1451,426 @@ def __create_fn__():
    return (self.path,self.size,self.buf,)==(other.path,other.size,other.buf,)
   return NotImplemented
  return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_entry, _type_path, _type_kind, _type_via, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_via, _return_type):
+ def __init__(self,entry:_type_entry,path:_type_path,kind:_type_kind,via:_type_via=_dflt_via)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'entry',entry)
+  __dataclass_builtins_object__.__setattr__(self,'path',path)
+  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+  __dataclass_builtins_object__.__setattr__(self,'via',via)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(entry={self.entry!r}, path={self.path!r}, kind={self.kind!r}, via={self.via!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.entry,self.path,self.kind,self.via,)==(other.entry,other.path,other.kind,other.via,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('entry','path','kind','via',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('entry','path','kind','via',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.entry,self.path,self.kind,self.via,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, _type_caught_by_caller, _type_branch, _type_after, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _dflt_caught_by_caller, _dflt_branch, _dflt_after, _return_type):
+ def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY,caught_by_caller:_type_caught_by_caller=_dflt_caught_by_caller,branch:_type_branch=_dflt_branch,after:_type_after=_HAS_DEFAULT_FACTORY)->_return_type:
+  self.file=file
+  self.line=line
+  self.kind=kind
+  self.text=text
+  self.target=target
+  self.resolved=_dflt_resolved() if resolved is _HAS_DEFAULT_FACTORY else resolved
+  self.swallowed=swallowed
+  self.problem=problem
+  self.fallback=fallback
+  self.function=function
+  self.checked=checked
+  self.lazy=lazy
+  self.other_builds=_dflt_other_builds() if other_builds is _HAS_DEFAULT_FACTORY else other_builds
+  self.caught_by_caller=caught_by_caller
+  self.branch=branch
+  self.after=_dflt_after() if after is _HAS_DEFAULT_FACTORY else after
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r}, caught_by_caller={self.caught_by_caller!r}, branch={self.branch!r}, after={self.after!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,self.caught_by_caller,self.branch,self.after,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,other.caught_by_caller,other.branch,other.after,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_name, _type_candidates, _type_winner, _type_links, _type_extensions_on_disk, _type_python_files, _type_script_relative, _type_record_missing, _type_record_changed, _type_record_has_init, _type_dist, _type_releases, _type_sys_path, _type_truncated, _type_imported_first, _type_imports_packages, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_links, _dflt_extensions_on_disk, _dflt_python_files, _dflt_script_relative, _dflt_record_missing, _dflt_record_changed, _dflt_record_has_init, _dflt_dist, _dflt_releases, _dflt_sys_path, _dflt_truncated, _dflt_imported_first, _dflt_imports_packages, _return_type):
+ def __init__(self,name:_type_name,candidates:_type_candidates,winner:_type_winner,links:_type_links=_HAS_DEFAULT_FACTORY,extensions_on_disk:_type_extensions_on_disk=_HAS_DEFAULT_FACTORY,python_files:_type_python_files=_HAS_DEFAULT_FACTORY,script_relative:_type_script_relative=_HAS_DEFAULT_FACTORY,record_missing:_type_record_missing=_HAS_DEFAULT_FACTORY,record_changed:_type_record_changed=_HAS_DEFAULT_FACTORY,record_has_init:_type_record_has_init=_dflt_record_has_init,dist:_type_dist=_dflt_dist,releases:_type_releases=_HAS_DEFAULT_FACTORY,sys_path:_type_sys_path=_dflt_sys_path,truncated:_type_truncated=_dflt_truncated,imported_first:_type_imported_first=_HAS_DEFAULT_FACTORY,imports_packages:_type_imports_packages=_HAS_DEFAULT_FACTORY)->_return_type:
+  self.name=name
+  self.candidates=candidates
+  self.winner=winner
+  self.links=_dflt_links() if links is _HAS_DEFAULT_FACTORY else links
+  self.extensions_on_disk=_dflt_extensions_on_disk() if extensions_on_disk is _HAS_DEFAULT_FACTORY else extensions_on_disk
+  self.python_files=_dflt_python_files() if python_files is _HAS_DEFAULT_FACTORY else python_files
+  self.script_relative=_dflt_script_relative() if script_relative is _HAS_DEFAULT_FACTORY else script_relative
+  self.record_missing=_dflt_record_missing() if record_missing is _HAS_DEFAULT_FACTORY else record_missing
+  self.record_changed=_dflt_record_changed() if record_changed is _HAS_DEFAULT_FACTORY else record_changed
+  self.record_has_init=record_has_init
+  self.dist=dist
+  self.releases=_dflt_releases() if releases is _HAS_DEFAULT_FACTORY else releases
+  self.sys_path=sys_path
+  self.truncated=truncated
+  self.imported_first=_dflt_imported_first() if imported_first is _HAS_DEFAULT_FACTORY else imported_first
+  self.imports_packages=_dflt_imports_packages() if imports_packages is _HAS_DEFAULT_FACTORY else imports_packages
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(name={self.name!r}, candidates={self.candidates!r}, winner={self.winner!r}, links={self.links!r}, extensions_on_disk={self.extensions_on_disk!r}, python_files={self.python_files!r}, script_relative={self.script_relative!r}, record_missing={self.record_missing!r}, record_changed={self.record_changed!r}, record_has_init={self.record_has_init!r}, dist={self.dist!r}, releases={self.releases!r}, sys_path={self.sys_path!r}, truncated={self.truncated!r}, imported_first={self.imported_first!r}, imports_packages={self.imports_packages!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.name,self.candidates,self.winner,self.links,self.extensions_on_disk,self.python_files,self.script_relative,self.record_missing,self.record_changed,self.record_has_init,self.dist,self.releases,self.sys_path,self.truncated,self.imported_first,self.imports_packages,)==(other.name,other.candidates,other.winner,other.links,other.extensions_on_disk,other.python_files,other.script_relative,other.record_missing,other.record_changed,other.record_has_init,other.dist,other.releases,other.sys_path,other.truncated,other.imported_first,other.imports_packages,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_node, _type_file, _type_names, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,node:_type_node,file:_type_file,names:_type_names)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'node',node)
+  __dataclass_builtins_object__.__setattr__(self,'file',file)
+  __dataclass_builtins_object__.__setattr__(self,'names',names)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(node={self.node!r}, file={self.file!r}, names={self.names!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.node,self.file,self.names,)==(other.node,other.file,other.names,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('node','file','names',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('node','file','names',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.node,self.file,self.names,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_directory, _type_suffixes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,directory:_type_directory,suffixes:_type_suffixes)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'directory',directory)
+  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(directory={self.directory!r}, suffixes={self.suffixes!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.directory,self.suffixes,)==(other.directory,other.suffixes,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('directory','suffixes',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('directory','suffixes',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.directory,self.suffixes,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_origin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,origin:_type_origin)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'origin',origin)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(origin={self.origin!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.origin,)==(other.origin,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('origin',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('origin',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.origin,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _return_type):
+ def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)
+  __dataclass_builtins_object__.__setattr__(self,'torch_hip',torch_hip)
+  __dataclass_builtins_object__.__setattr__(self,'torch_cuda',torch_cuda)
+  __dataclass_builtins_object__.__setattr__(self,'torch_known',torch_known)
+  __dataclass_builtins_object__.__setattr__(self,'env',env)
+  __dataclass_builtins_object__.__setattr__(self,'redirects',redirects)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('suffixes','torch_hip','torch_cuda','torch_known','env','redirects',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('suffixes','torch_hip','torch_cuda','torch_known','env','redirects',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_values, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,values:_type_values)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'values',values)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(values={self.values!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.values,)==(other.values,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('values',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('values',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.values,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_tree, _type_lines, _type_hot, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,tree:_type_tree,lines:_type_lines,hot:_type_hot)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'tree',tree)
+  __dataclass_builtins_object__.__setattr__(self,'lines',lines)
+  __dataclass_builtins_object__.__setattr__(self,'hot',hot)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(tree={self.tree!r}, lines={self.lines!r}, hot={self.hot!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.tree,self.lines,self.hot,)==(other.tree,other.lines,other.hot,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('tree','lines','hot',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('tree','lines','hot',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.tree,self.lines,self.hot,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_names, _type_open, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,names:_type_names,open:_type_open)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'names',names)
+  __dataclass_builtins_object__.__setattr__(self,'open',open)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(names={self.names!r}, open={self.open!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.names,self.open,)==(other.names,other.open,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('names','open',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('names','open',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.names,self.open,))
+ return __hash__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__(_type_what, _type_start, _type_end, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
@@ -1685,352 +2128,6 @@ def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
    return (self.data,self.header,)==(other.data,other.header,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_name, _type_defined, _type_binding, _type_visibility, _type_sym_type, _type_version, _type_hidden_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_version, _dflt_hidden_version, _return_type):
- def __init__(self,name:_type_name,defined:_type_defined,binding:_type_binding,visibility:_type_visibility,sym_type:_type_sym_type,version:_type_version=_dflt_version,hidden_version:_type_hidden_version=_dflt_hidden_version)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'defined',defined)
-  __dataclass_builtins_object__.__setattr__(self,'binding',binding)
-  __dataclass_builtins_object__.__setattr__(self,'visibility',visibility)
-  __dataclass_builtins_object__.__setattr__(self,'sym_type',sym_type)
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
-  __dataclass_builtins_object__.__setattr__(self,'hidden_version',hidden_version)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(name={self.name!r}, defined={self.defined!r}, binding={self.binding!r}, visibility={self.visibility!r}, sym_type={self.sym_type!r}, version={self.version!r}, hidden_version={self.hidden_version!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.name,self.defined,self.binding,self.visibility,self.sym_type,self.version,self.hidden_version,)==(other.name,other.defined,other.binding,other.visibility,other.sym_type,other.version,other.hidden_version,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('name','defined','binding','visibility','sym_type','version','hidden_version',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('name','defined','binding','visibility','sym_type','version','hidden_version',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.name,self.defined,self.binding,self.visibility,self.sym_type,self.version,self.hidden_version,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_offset, _type_size, _type_entsize, _type_link, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_entsize, _dflt_link, _return_type):
- def __init__(self,offset:_type_offset,size:_type_size,entsize:_type_entsize=_dflt_entsize,link:_type_link=_dflt_link)->_return_type:
-  self.offset=offset
-  self.size=size
-  self.entsize=entsize
-  self.link=link
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(offset={self.offset!r}, size={self.size!r}, entsize={self.entsize!r}, link={self.link!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.offset,self.size,self.entsize,self.link,)==(other.offset,other.size,other.entsize,other.link,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_image, _type__secs, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt__secs, _return_type):
- def __init__(self,image:_type_image)->_return_type:
-  self.image=image
-  self._secs=_dflt__secs()
-  self.__post_init__()
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(image={self.image!r}, _secs={self._secs!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.image,self._secs,)==(other.image,other._secs,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_mangled, _type_demangled, _type_params, _type_matches, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,mangled:_type_mangled,demangled:_type_demangled,params:_type_params,matches:_type_matches)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'mangled',mangled)
-  __dataclass_builtins_object__.__setattr__(self,'demangled',demangled)
-  __dataclass_builtins_object__.__setattr__(self,'params',params)
-  __dataclass_builtins_object__.__setattr__(self,'matches',matches)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(mangled={self.mangled!r}, demangled={self.demangled!r}, params={self.params!r}, matches={self.matches!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.mangled,self.demangled,self.params,self.matches,)==(other.mangled,other.demangled,other.params,other.matches,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('mangled','demangled','params','matches',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('mangled','demangled','params','matches',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.mangled,self.demangled,self.params,self.matches,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_name, _type_exported, _type_cxx, _type_init_exported, _type_init_cxx, _type_closest, _type_exported_functions, _type_lazy_undefined, _type_bind_now, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_lazy_undefined, _dflt_bind_now, _return_type):
- def __init__(self,name:_type_name,exported:_type_exported,cxx:_type_cxx,init_exported:_type_init_exported,init_cxx:_type_init_cxx,closest:_type_closest,exported_functions:_type_exported_functions,lazy_undefined:_type_lazy_undefined=_dflt_lazy_undefined,bind_now:_type_bind_now=_dflt_bind_now)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'exported',exported)
-  __dataclass_builtins_object__.__setattr__(self,'cxx',cxx)
-  __dataclass_builtins_object__.__setattr__(self,'init_exported',init_exported)
-  __dataclass_builtins_object__.__setattr__(self,'init_cxx',init_cxx)
-  __dataclass_builtins_object__.__setattr__(self,'closest',closest)
-  __dataclass_builtins_object__.__setattr__(self,'exported_functions',exported_functions)
-  __dataclass_builtins_object__.__setattr__(self,'lazy_undefined',lazy_undefined)
-  __dataclass_builtins_object__.__setattr__(self,'bind_now',bind_now)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(name={self.name!r}, exported={self.exported!r}, cxx={self.cxx!r}, init_exported={self.init_exported!r}, init_cxx={self.init_cxx!r}, closest={self.closest!r}, exported_functions={self.exported_functions!r}, lazy_undefined={self.lazy_undefined!r}, bind_now={self.bind_now!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.name,self.exported,self.cxx,self.init_exported,self.init_cxx,self.closest,self.exported_functions,self.lazy_undefined,self.bind_now,)==(other.name,other.exported,other.cxx,other.init_exported,other.init_cxx,other.closest,other.exported_functions,other.lazy_undefined,other.bind_now,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('name','exported','cxx','init_exported','init_cxx','closest','exported_functions','lazy_undefined','bind_now',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('name','exported','cxx','init_exported','init_cxx','closest','exported_functions','lazy_undefined','bind_now',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.name,self.exported,self.cxx,self.init_exported,self.init_cxx,self.closest,self.exported_functions,self.lazy_undefined,self.bind_now,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_file, _type_line, _type_library, _type_function, _type_resolved, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,file:_type_file,line:_type_line,library:_type_library,function:_type_function,resolved:_type_resolved)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'file',file)
-  __dataclass_builtins_object__.__setattr__(self,'line',line)
-  __dataclass_builtins_object__.__setattr__(self,'library',library)
-  __dataclass_builtins_object__.__setattr__(self,'function',function)
-  __dataclass_builtins_object__.__setattr__(self,'resolved',resolved)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, library={self.library!r}, function={self.function!r}, resolved={self.resolved!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.file,self.line,self.library,self.function,self.resolved,)==(other.file,other.line,other.library,other.function,other.resolved,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('file','line','library','function','resolved',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('file','line','library','function','resolved',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.file,self.line,self.library,self.function,self.resolved,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_kind, _type_subject, _type_text, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,kind:_type_kind,subject:_type_subject,text:_type_text)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
-  __dataclass_builtins_object__.__setattr__(self,'subject',subject)
-  __dataclass_builtins_object__.__setattr__(self,'text',text)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(kind={self.kind!r}, subject={self.subject!r}, text={self.text!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.kind,self.subject,self.text,)==(other.kind,other.subject,other.text,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('kind','subject','text',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('kind','subject','text',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.kind,self.subject,self.text,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_kind, _type_op, _type_reason, _type_evidence, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,kind:_type_kind,op:_type_op,reason:_type_reason,evidence:_type_evidence)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
-  __dataclass_builtins_object__.__setattr__(self,'op',op)
-  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
-  __dataclass_builtins_object__.__setattr__(self,'evidence',evidence)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(kind={self.kind!r}, op={self.op!r}, reason={self.reason!r}, evidence={self.evidence!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.kind,self.op,self.reason,self.evidence,)==(other.kind,other.op,other.reason,other.evidence,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('kind','op','reason','evidence',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('kind','op','reason','evidence',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.kind,self.op,self.reason,self.evidence,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_stage, _type_budget, _type_start, _type_end, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,stage:_type_stage,budget:_type_budget,start:_type_start,end:_type_end)->_return_type:
-  self.stage=stage
-  self.budget=budget
-  self.start=start
-  self.end=end
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(stage={self.stage!r}, budget={self.budget!r}, start={self.start!r}, end={self.end!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.stage,self.budget,self.start,self.end,)==(other.stage,other.budget,other.start,other.end,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)
@@ -2357,6 +2454,329 @@ def __create_fn__():
    return (self.package,self.ops,self.python_namespaces,self.libraries,self.python,)==(other.package,other.ops,other.python_namespaces,other.libraries,other.python,)
   return NotImplemented
  return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_name, _type_defined, _type_binding, _type_visibility, _type_sym_type, _type_version, _type_hidden_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_version, _dflt_hidden_version, _return_type):
+ def __init__(self,name:_type_name,defined:_type_defined,binding:_type_binding,visibility:_type_visibility,sym_type:_type_sym_type,version:_type_version=_dflt_version,hidden_version:_type_hidden_version=_dflt_hidden_version)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'name',name)
+  __dataclass_builtins_object__.__setattr__(self,'defined',defined)
+  __dataclass_builtins_object__.__setattr__(self,'binding',binding)
+  __dataclass_builtins_object__.__setattr__(self,'visibility',visibility)
+  __dataclass_builtins_object__.__setattr__(self,'sym_type',sym_type)
+  __dataclass_builtins_object__.__setattr__(self,'version',version)
+  __dataclass_builtins_object__.__setattr__(self,'hidden_version',hidden_version)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(name={self.name!r}, defined={self.defined!r}, binding={self.binding!r}, visibility={self.visibility!r}, sym_type={self.sym_type!r}, version={self.version!r}, hidden_version={self.hidden_version!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.name,self.defined,self.binding,self.visibility,self.sym_type,self.version,self.hidden_version,)==(other.name,other.defined,other.binding,other.visibility,other.sym_type,other.version,other.hidden_version,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('name','defined','binding','visibility','sym_type','version','hidden_version',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('name','defined','binding','visibility','sym_type','version','hidden_version',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.name,self.defined,self.binding,self.visibility,self.sym_type,self.version,self.hidden_version,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_offset, _type_size, _type_entsize, _type_link, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_entsize, _dflt_link, _return_type):
+ def __init__(self,offset:_type_offset,size:_type_size,entsize:_type_entsize=_dflt_entsize,link:_type_link=_dflt_link)->_return_type:
+  self.offset=offset
+  self.size=size
+  self.entsize=entsize
+  self.link=link
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(offset={self.offset!r}, size={self.size!r}, entsize={self.entsize!r}, link={self.link!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.offset,self.size,self.entsize,self.link,)==(other.offset,other.size,other.entsize,other.link,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_image, _type__secs, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt__secs, _return_type):
+ def __init__(self,image:_type_image)->_return_type:
+  self.image=image
+  self._secs=_dflt__secs()
+  self.__post_init__()
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(image={self.image!r}, _secs={self._secs!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.image,self._secs,)==(other.image,other._secs,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_mangled, _type_demangled, _type_params, _type_matches, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,mangled:_type_mangled,demangled:_type_demangled,params:_type_params,matches:_type_matches)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'mangled',mangled)
+  __dataclass_builtins_object__.__setattr__(self,'demangled',demangled)
+  __dataclass_builtins_object__.__setattr__(self,'params',params)
+  __dataclass_builtins_object__.__setattr__(self,'matches',matches)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(mangled={self.mangled!r}, demangled={self.demangled!r}, params={self.params!r}, matches={self.matches!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.mangled,self.demangled,self.params,self.matches,)==(other.mangled,other.demangled,other.params,other.matches,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('mangled','demangled','params','matches',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('mangled','demangled','params','matches',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.mangled,self.demangled,self.params,self.matches,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_name, _type_exported, _type_cxx, _type_init_exported, _type_init_cxx, _type_closest, _type_exported_functions, _type_lazy_undefined, _type_bind_now, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_lazy_undefined, _dflt_bind_now, _return_type):
+ def __init__(self,name:_type_name,exported:_type_exported,cxx:_type_cxx,init_exported:_type_init_exported,init_cxx:_type_init_cxx,closest:_type_closest,exported_functions:_type_exported_functions,lazy_undefined:_type_lazy_undefined=_dflt_lazy_undefined,bind_now:_type_bind_now=_dflt_bind_now)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'name',name)
+  __dataclass_builtins_object__.__setattr__(self,'exported',exported)
+  __dataclass_builtins_object__.__setattr__(self,'cxx',cxx)
+  __dataclass_builtins_object__.__setattr__(self,'init_exported',init_exported)
+  __dataclass_builtins_object__.__setattr__(self,'init_cxx',init_cxx)
+  __dataclass_builtins_object__.__setattr__(self,'closest',closest)
+  __dataclass_builtins_object__.__setattr__(self,'exported_functions',exported_functions)
+  __dataclass_builtins_object__.__setattr__(self,'lazy_undefined',lazy_undefined)
+  __dataclass_builtins_object__.__setattr__(self,'bind_now',bind_now)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(name={self.name!r}, exported={self.exported!r}, cxx={self.cxx!r}, init_exported={self.init_exported!r}, init_cxx={self.init_cxx!r}, closest={self.closest!r}, exported_functions={self.exported_functions!r}, lazy_undefined={self.lazy_undefined!r}, bind_now={self.bind_now!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.name,self.exported,self.cxx,self.init_exported,self.init_cxx,self.closest,self.exported_functions,self.lazy_undefined,self.bind_now,)==(other.name,other.exported,other.cxx,other.init_exported,other.init_cxx,other.closest,other.exported_functions,other.lazy_undefined,other.bind_now,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('name','exported','cxx','init_exported','init_cxx','closest','exported_functions','lazy_undefined','bind_now',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('name','exported','cxx','init_exported','init_cxx','closest','exported_functions','lazy_undefined','bind_now',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.name,self.exported,self.cxx,self.init_exported,self.init_cxx,self.closest,self.exported_functions,self.lazy_undefined,self.bind_now,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_file, _type_line, _type_library, _type_function, _type_resolved, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,file:_type_file,line:_type_line,library:_type_library,function:_type_function,resolved:_type_resolved)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'file',file)
+  __dataclass_builtins_object__.__setattr__(self,'line',line)
+  __dataclass_builtins_object__.__setattr__(self,'library',library)
+  __dataclass_builtins_object__.__setattr__(self,'function',function)
+  __dataclass_builtins_object__.__setattr__(self,'resolved',resolved)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, library={self.library!r}, function={self.function!r}, resolved={self.resolved!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.file,self.line,self.library,self.function,self.resolved,)==(other.file,other.line,other.library,other.function,other.resolved,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('file','line','library','function','resolved',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('file','line','library','function','resolved',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.file,self.line,self.library,self.function,self.resolved,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_kind, _type_subject, _type_text, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,kind:_type_kind,subject:_type_subject,text:_type_text)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+  __dataclass_builtins_object__.__setattr__(self,'subject',subject)
+  __dataclass_builtins_object__.__setattr__(self,'text',text)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(kind={self.kind!r}, subject={self.subject!r}, text={self.text!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.kind,self.subject,self.text,)==(other.kind,other.subject,other.text,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('kind','subject','text',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('kind','subject','text',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.kind,self.subject,self.text,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_kind, _type_op, _type_reason, _type_evidence, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,kind:_type_kind,op:_type_op,reason:_type_reason,evidence:_type_evidence)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+  __dataclass_builtins_object__.__setattr__(self,'op',op)
+  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
+  __dataclass_builtins_object__.__setattr__(self,'evidence',evidence)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(kind={self.kind!r}, op={self.op!r}, reason={self.reason!r}, evidence={self.evidence!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.kind,self.op,self.reason,self.evidence,)==(other.kind,other.op,other.reason,other.evidence,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('kind','op','reason','evidence',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('kind','op','reason','evidence',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.kind,self.op,self.reason,self.evidence,))
+ return __hash__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__(_type_key, _type_kind, _type_default, _type_help, _type_metavar, _type_short, _type_option, _type_positive, _type_choices, _type_in_config, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_metavar, _dflt_short, _dflt_option, _dflt_positive, _dflt_choices, _dflt_in_config, _return_type):
@@ -3666,383 +4086,6 @@ def __create_fn__():
  return __eq__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_entry, _type_path, _type_kind, _type_via, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_via, _return_type):
- def __init__(self,entry:_type_entry,path:_type_path,kind:_type_kind,via:_type_via=_dflt_via)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'entry',entry)
-  __dataclass_builtins_object__.__setattr__(self,'path',path)
-  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
-  __dataclass_builtins_object__.__setattr__(self,'via',via)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(entry={self.entry!r}, path={self.path!r}, kind={self.kind!r}, via={self.via!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.entry,self.path,self.kind,self.via,)==(other.entry,other.path,other.kind,other.via,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('entry','path','kind','via',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('entry','path','kind','via',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.entry,self.path,self.kind,self.via,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, _type_caught_by_caller, _type_branch, _type_after, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _dflt_caught_by_caller, _dflt_branch, _dflt_after, _return_type):
- def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY,caught_by_caller:_type_caught_by_caller=_dflt_caught_by_caller,branch:_type_branch=_dflt_branch,after:_type_after=_HAS_DEFAULT_FACTORY)->_return_type:
-  self.file=file
-  self.line=line
-  self.kind=kind
-  self.text=text
-  self.target=target
-  self.resolved=_dflt_resolved() if resolved is _HAS_DEFAULT_FACTORY else resolved
-  self.swallowed=swallowed
-  self.problem=problem
-  self.fallback=fallback
-  self.function=function
-  self.checked=checked
-  self.lazy=lazy
-  self.other_builds=_dflt_other_builds() if other_builds is _HAS_DEFAULT_FACTORY else other_builds
-  self.caught_by_caller=caught_by_caller
-  self.branch=branch
-  self.after=_dflt_after() if after is _HAS_DEFAULT_FACTORY else after
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r}, caught_by_caller={self.caught_by_caller!r}, branch={self.branch!r}, after={self.after!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,self.caught_by_caller,self.branch,self.after,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,other.caught_by_caller,other.branch,other.after,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_name, _type_candidates, _type_winner, _type_links, _type_extensions_on_disk, _type_python_files, _type_script_relative, _type_record_missing, _type_record_changed, _type_record_has_init, _type_dist, _type_releases, _type_sys_path, _type_truncated, _type_imported_first, _type_imports_packages, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_links, _dflt_extensions_on_disk, _dflt_python_files, _dflt_script_relative, _dflt_record_missing, _dflt_record_changed, _dflt_record_has_init, _dflt_dist, _dflt_releases, _dflt_sys_path, _dflt_truncated, _dflt_imported_first, _dflt_imports_packages, _return_type):
- def __init__(self,name:_type_name,candidates:_type_candidates,winner:_type_winner,links:_type_links=_HAS_DEFAULT_FACTORY,extensions_on_disk:_type_extensions_on_disk=_HAS_DEFAULT_FACTORY,python_files:_type_python_files=_HAS_DEFAULT_FACTORY,script_relative:_type_script_relative=_HAS_DEFAULT_FACTORY,record_missing:_type_record_missing=_HAS_DEFAULT_FACTORY,record_changed:_type_record_changed=_HAS_DEFAULT_FACTORY,record_has_init:_type_record_has_init=_dflt_record_has_init,dist:_type_dist=_dflt_dist,releases:_type_releases=_HAS_DEFAULT_FACTORY,sys_path:_type_sys_path=_dflt_sys_path,truncated:_type_truncated=_dflt_truncated,imported_first:_type_imported_first=_HAS_DEFAULT_FACTORY,imports_packages:_type_imports_packages=_HAS_DEFAULT_FACTORY)->_return_type:
-  self.name=name
-  self.candidates=candidates
-  self.winner=winner
-  self.links=_dflt_links() if links is _HAS_DEFAULT_FACTORY else links
-  self.extensions_on_disk=_dflt_extensions_on_disk() if extensions_on_disk is _HAS_DEFAULT_FACTORY else extensions_on_disk
-  self.python_files=_dflt_python_files() if python_files is _HAS_DEFAULT_FACTORY else python_files
-  self.script_relative=_dflt_script_relative() if script_relative is _HAS_DEFAULT_FACTORY else script_relative
-  self.record_missing=_dflt_record_missing() if record_missing is _HAS_DEFAULT_FACTORY else record_missing
-  self.record_changed=_dflt_record_changed() if record_changed is _HAS_DEFAULT_FACTORY else record_changed
-  self.record_has_init=record_has_init
-  self.dist=dist
-  self.releases=_dflt_releases() if releases is _HAS_DEFAULT_FACTORY else releases
-  self.sys_path=sys_path
-  self.truncated=truncated
-  self.imported_first=_dflt_imported_first() if imported_first is _HAS_DEFAULT_FACTORY else imported_first
-  self.imports_packages=_dflt_imports_packages() if imports_packages is _HAS_DEFAULT_FACTORY else imports_packages
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(name={self.name!r}, candidates={self.candidates!r}, winner={self.winner!r}, links={self.links!r}, extensions_on_disk={self.extensions_on_disk!r}, python_files={self.python_files!r}, script_relative={self.script_relative!r}, record_missing={self.record_missing!r}, record_changed={self.record_changed!r}, record_has_init={self.record_has_init!r}, dist={self.dist!r}, releases={self.releases!r}, sys_path={self.sys_path!r}, truncated={self.truncated!r}, imported_first={self.imported_first!r}, imports_packages={self.imports_packages!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.name,self.candidates,self.winner,self.links,self.extensions_on_disk,self.python_files,self.script_relative,self.record_missing,self.record_changed,self.record_has_init,self.dist,self.releases,self.sys_path,self.truncated,self.imported_first,self.imports_packages,)==(other.name,other.candidates,other.winner,other.links,other.extensions_on_disk,other.python_files,other.script_relative,other.record_missing,other.record_changed,other.record_has_init,other.dist,other.releases,other.sys_path,other.truncated,other.imported_first,other.imports_packages,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_node, _type_file, _type_names, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,node:_type_node,file:_type_file,names:_type_names)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'node',node)
-  __dataclass_builtins_object__.__setattr__(self,'file',file)
-  __dataclass_builtins_object__.__setattr__(self,'names',names)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(node={self.node!r}, file={self.file!r}, names={self.names!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.node,self.file,self.names,)==(other.node,other.file,other.names,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('node','file','names',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('node','file','names',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.node,self.file,self.names,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_directory, _type_suffixes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,directory:_type_directory,suffixes:_type_suffixes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'directory',directory)
-  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(directory={self.directory!r}, suffixes={self.suffixes!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.directory,self.suffixes,)==(other.directory,other.suffixes,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('directory','suffixes',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('directory','suffixes',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.directory,self.suffixes,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_origin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,origin:_type_origin)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'origin',origin)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(origin={self.origin!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.origin,)==(other.origin,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('origin',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('origin',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.origin,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _return_type):
- def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)
-  __dataclass_builtins_object__.__setattr__(self,'torch_hip',torch_hip)
-  __dataclass_builtins_object__.__setattr__(self,'torch_cuda',torch_cuda)
-  __dataclass_builtins_object__.__setattr__(self,'torch_known',torch_known)
-  __dataclass_builtins_object__.__setattr__(self,'env',env)
-  __dataclass_builtins_object__.__setattr__(self,'redirects',redirects)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('suffixes','torch_hip','torch_cuda','torch_known','env','redirects',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('suffixes','torch_hip','torch_cuda','torch_known','env','redirects',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_values, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,values:_type_values)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'values',values)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(values={self.values!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.values,)==(other.values,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('values',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('values',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.values,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_tree, _type_lines, _type_hot, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,tree:_type_tree,lines:_type_lines,hot:_type_hot)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'tree',tree)
-  __dataclass_builtins_object__.__setattr__(self,'lines',lines)
-  __dataclass_builtins_object__.__setattr__(self,'hot',hot)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(tree={self.tree!r}, lines={self.lines!r}, hot={self.hot!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.tree,self.lines,self.hot,)==(other.tree,other.lines,other.hot,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('tree','lines','hot',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('tree','lines','hot',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.tree,self.lines,self.hot,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
 def __create_fn__(_type_file, _type_line, _type_framework, _type_text, _type_pieces, _type_raises, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,file:_type_file,line:_type_line,framework:_type_framework,text:_type_text,pieces:_type_pieces,raises:_type_raises)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'file',file)
@@ -4134,49 +4177,6 @@ CODES.append(__create_fn__.__code__)
 def __create_fn__():
  def __hash__(self):
   return hash((self.file,self.line,self.framework,self.op,self.release,self.source,))
- return __hash__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(_type_names, _type_open, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,names:_type_names,open:_type_open)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'names',names)
-  __dataclass_builtins_object__.__setattr__(self,'open',open)
- return __init__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(names={self.names!r}, open={self.open!r})"
- return __repr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.names,self.open,)==(other.names,other.open,)
-  return NotImplemented
- return __eq__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('names','open',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('names','open',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODES.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.names,self.open,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

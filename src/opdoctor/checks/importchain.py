@@ -8,6 +8,7 @@ that sits inside a package.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 from collections.abc import Iterator
@@ -1090,7 +1091,11 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 fix=f"pip install --force-reinstall --no-deps {pin}; never "
                                 "rebuild into site-packages by hand.",
                                 severity=Severity.WARNING if harmless else None)
-    yield from _requirements_not_installed(facts, chain)
+    for req in _requirements_not_installed(facts, chain):
+        # A wheel file's requirements missing where it is checked are the environment's, not
+        # the wheel's (installing it brings them): a warning in both modes (survey 20).
+        yield dataclasses.replace(req, severity=Severity.WARNING) \
+            if facts.options.wheel and req.severity is Severity.ERROR else req
     yield from _dynamic(facts, chain)
 
 
@@ -1517,15 +1522,26 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                     "extension built at import needs a CUDA build of torch as well as the "
                     "toolkit (https://pytorch.org/get-started/locally/), or the package's CPU "
                     "path")
+        # A wheel file checked in an environment without its requirements (cryptography's
+        # wheel where cffi is not installed: survey 20): the wheel is not at fault, and the
+        # static check says a warning (OD514) — the two modes agree on the gate.
+        wheel_env = bool(facts.options.wheel and install and not env)
         yield OD511.finding(chain.name, f"import {facts.probed_import or chain.name} raised "
                             f"{err.type}: {err.message[:200].rstrip('.')}"
                             + (f" (after {cause.type}: {cause.message[:200].rstrip('.')})"
                                if cause is not None and cause.message and
-                               cause.message not in err.message else ""),
+                               cause.message not in err.message else "")
+                            + (" — the environment checking the wheel lacks its "
+                               f"requirement(s) {', '.join(install)}, which installing the "
+                               "wheel brings" if wheel_env else ""),
                             [*err.tail(5), *([f"{os.path.basename(chain.dist)}/METADATA: "
                                               f"Requires-Dist: {', '.join(install)}, not "
                                               "installed"] if install else [])],
-                            fix=fix)
+                            fix=(f"pip install {' '.join(install)} into the environment that "
+                                 "checks the wheel (or install the wheel itself with its "
+                                 "requirements first): the probe imports the wheel's package "
+                                 "there" if wheel_env else fix),
+                            severity=Severity.WARNING if wheel_env else None)
     told: set[tuple[str, str]] = set()  # polars: one failure, caught at 23 import sites
     for hidden in facts.swallowed(res):
         if _hidden_optional(chain, hidden.target, hidden.error.message) or \
