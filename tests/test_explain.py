@@ -328,3 +328,15 @@ def test_a_library_a_pypi_wheel_brings_is_explained_with_that_wheel() -> None:
         e = explain_text(f"OSError: {lib}: cannot open shared object file: No such file or "
                          "directory")
         assert e.cause == 2 and e.next_steps[0].startswith(step), (lib, e.next_steps)
+
+
+def test_a_moved_framework_module_asks_pip_about_the_distribution() -> None:
+    """"No module named 'keras.src.engine'" (Keras 3 under code written for Keras 2): the next
+    step was `pip show keras.src.engine`, which pip answers "Package(s) not found" (survey
+    20). pip is asked about the top-level package."""
+    e = explain_text("ModuleNotFoundError: No module named 'keras.src.engine'")
+    assert e is not None and e.cause == 3
+    assert e.next_steps[0].startswith("pip show keras   #"), e.next_steps
+    pip = subprocess.run([sys.executable, "-m", "pip", "show", "keras.src.engine"],
+                         capture_output=True, text=True, timeout=120)
+    assert pip.returncode != 0  # what the old step asked: no such distribution

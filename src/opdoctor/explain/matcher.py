@@ -370,6 +370,12 @@ _PLACEHOLDERS = {"path": "<the .so that failed>", "library": "<the .so>", "op": 
 def _fill(template: str, ent: dict[str, Any]) -> str:
     def sub(m: re.Match[str]) -> str:
         v = ent.get(m.group(1))
+        if v is None and m.group(1).endswith("_top"):
+            # {module_top}: the top-level package — `pip show keras`, not `pip show
+            # keras.src.engine` (survey 20)
+            whole = ent.get(m.group(1)[:-4])
+            v = str(whole).split(".")[0] if whole else None
+            return v or _PLACEHOLDERS.get(m.group(1)[:-4], m.group(0))
         return str(v) if v else _PLACEHOLDERS.get(m.group(1), m.group(0))
 
     return re.sub(r"\{(\w+)\}", sub, template)
