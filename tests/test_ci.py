@@ -197,6 +197,21 @@ def test_scan_dev_venv() -> None:
     assert all(r["findings"] == [] for r in reports)
 
 
+def _venv_over_dev(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A venv (no pip) whose site-packages reaches the dev environment's (torch, as there):
+    (venv, its site-packages, the dev site-packages)."""
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=60)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    dev_site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    (site / "dev.pth").write_text(f"{dev_site}\n")
+    return venv, site, dev_site
+
+
 def test_integrations_parse(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -250,19 +265,13 @@ def test_scan_checks_the_source_trees_of_editable_installs(tmp_path: Path) -> No
     imports each package from its tree, and the scan checks both libraries."""
     import shutil
     import subprocess
-    import sys
 
     from tests.conftest import SKIP
 
     if (SKIP / "editable.txt").exists():
         pytest.skip("editable install not made here: " + (SKIP / "editable.txt").read_text())
     made = FIX / "python" / "editable" / "ok"
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   timeout=60)
-    site = next(venv.glob("lib/python3*/site-packages"))
-    dev_site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
-    (site / "dev.pth").write_text(f"{dev_site}\n")  # torch, as the dev environment has it
+    venv, site, dev_site = _venv_over_dev(tmp_path)
     # the fixture's editable install (a real `pip install -e`), its finder mapping edpkg to
     # a copy of its tree here
     tree = tmp_path / "flat"
@@ -365,19 +374,13 @@ def test_scan_marks_a_warnings_only_verdict_apart_from_an_error(tmp_path: Path) 
     import ctypes
     import struct
     import subprocess
-    import sys
 
     from opdoctor.facts import detect_host
 
     glibc = detect_host().glibc
     if glibc is None or glibc >= (2, 41):
         pytest.skip("this glibc refuses an executable stack: no warnings-only library to scan")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   timeout=60)
-    site = next(venv.glob("lib/python3*/site-packages"))
-    dev_site = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
-    (site / "dev.pth").write_text(f"{dev_site}\n")  # torch, as the dev environment has it
+    venv, site, dev_site = _venv_over_dev(tmp_path)
     torch_lib = dev_site / "torch" / "lib"
     pkg = site / "scanpkg"
     pkg.mkdir()

@@ -362,7 +362,9 @@ def _requirements_pins(facts: Facts) -> Iterator[Finding]:
         if info == own or len(seen) >= 6:
             return
         seen.add(info)
-        unmet = pinned_elsewhere(owner[0], dirs, frameworks=True)
+        # (a framework pin is left to the symbol and variant checks, as for the package's
+        # own: torchvision 0.29.1's torch>=2.14 beside its CUDA build is OD307's story)
+        unmet = pinned_elsewhere(owner[0], dirs)
         if unmet:
             break
     else:
