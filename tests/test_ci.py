@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -416,3 +417,39 @@ def test_scan_marks_a_warnings_only_verdict_apart_from_an_error(tmp_path: Path) 
     assert "✗ cause 2: OD201" in rows["scanpkg/libneeds.so"], res.out
     assert res.out.strip().splitlines()[-1].endswith("1 with errors · 1 with warnings only · "
                                                      "exit 1"), res.out
+
+
+@pytest.mark.parametrize(("keys", "code"), [("CPU", 0), ("CUDA", 1)])
+def test_a_stripped_wheels_expected_cuda_kernel_needs_a_cuda_build(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], keys: str, code: int) -> None:
+    """fbgemm-gpu-cpu 1.8's wheel is stripped: its op's schema is in .rodata without its
+    namespace, and no kernel can be read statically. `--static --expect-op …[CPU]` is met
+    (the schema is there, its kernels unverifiable — as for one library); `[CUDA]` is not
+    when no library of the package is a CUDA build (none needs a CUDA library): the gate
+    fails (survey 20's re-run: it said "No problem found")."""
+    import subprocess
+    import zipfile
+
+    from opdoctor.facts.core import needed_names
+
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    (tmp_path / "s.c").write_text('const char *schema = "weighted_sum(Tensor a, Tensor b) -> '
+                                  'Tensor";\nconst char *get(void) { return schema; }\n')
+    lib = tmp_path / "libstrip.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "s.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10", "-s"], check=True,
+                   timeout=60)
+    assert not [n for n in needed_names(str(lib)) if "cuda" in n]  # a CPU build
+    wheel = tmp_path / "strippkg-1.0-cp311-cp311-linux_x86_64.whl"
+    info = "strippkg-1.0.dist-info"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("strippkg/__init__.py", "import ctypes, os\nctypes.CDLL(os.path.join("
+                    "os.path.dirname(__file__), 'libstrip.so'))\n")
+        zf.write(lib, "strippkg/libstrip.so")
+        zf.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: strippkg\nVersion: 1.0\n")
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n")
+        zf.writestr(f"{info}/RECORD", "")
+    res = cli(capsys, "check", "--static", "-f", "json", "--expect-op",
+              f"myop::weighted_sum[{keys}]", str(wheel))
+    od106 = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD106"]
+    assert res.code == code, od106

@@ -1513,6 +1513,25 @@ def test_a_library_named_for_another_python_leads_with_that(
     assert rep["diagnosis"]["consequences"] == {"OD503": ["OD301"]}
 
 
+def test_a_library_loaded_by_path_is_no_module_whatever_its_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchao 0.18's `_C_mxfp8.cpython-310-x86_64-linux-gnu.so` is a torch op library that
+    torchao loads by path (torch.ops.load_library), whatever the tag in its name: no
+    PyInit_, no Python module. Read as another Python's module it got a false OD503 (survey
+    20's re-run). A file that exports no PyInit_<name> is not judged by its name."""
+    import ctypes
+
+    (tmp_path / "ppkg").mkdir()
+    (tmp_path / "ppkg" / "__init__.py").write_text("")
+    (tmp_path / "o.c").write_text("int op_entry(void) { return 1; }\n")
+    lib = tmp_path / "ppkg" / "_C_x.cpython-310-x86_64-linux-gnu.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "o.c")],
+                   check=True, timeout=60)
+    assert ctypes.CDLL(str(lib)).op_entry() == 1  # loads by path under CPython 3.11
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    assert "OD503" not in [f["code"] for f in res.json()["reports"][0]["findings"]]
+
+
 @pytest.mark.parametrize("tag", ["py38-none-any", "cp38-cp38-manylinux_2_17_x86_64"])
 def test_a_mis_tagged_wheel_gets_no_reinstall_fix(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], tag: str) -> None:

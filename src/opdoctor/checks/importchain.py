@@ -1164,6 +1164,11 @@ def _target_for_another_python(facts: Facts, chain: ImportChain) -> Finding | No
             or any(name in lk.other_builds for lk in chain.links):
         return None
     stem = name.split(".", 1)[0]
+    if not facts.pyinit_exports(facts.path, stem)[0]:
+        # no PyInit_<name>: not a Python module but a library loaded by path (torchao's
+        # `_C_mxfp8.cpython-310-…so`, a torch op library torch.ops.load_library loads
+        # whatever its name says: survey 20's re-run)
+        return None
     owner = facts.installed_by
     if facts.options.wheel:
         fix = (f"This wheel ({os.path.basename(facts.options.wheel)}) is for {what[0]}: build "

@@ -278,14 +278,28 @@ def _expected_elsewhere(facts: Facts, merged: PackageRegistrations, name: str) -
         # a stripped library's schema, its namespace unknown: as for the library itself
         # (`_expected_ops`), present, its kernels not verifiable statically
         bare = merged.op(f"?::{exp.op}")
+        if bare is None or not bare.defined or (
+                any(k.startswith("CUDA") for k in exp.keys) and not _cuda_built(facts)):
+            # a CUDA kernel from a package none of whose libraries is a CUDA build
+            # (fbgemm-gpu-cpu's wheel, `[CUDA]`: survey 20's re-run) is certainly absent
+            return ""
         return f"the package {merged.package} has it: {bare.defined[0]} holds the schema of " \
-            f"{exp.op} (its kernels cannot be verified statically)" \
-            if bare is not None and bare.defined else ""
+            f"{exp.op} (its kernels cannot be verified statically)"
     if any(k not in op.keys for k in exp.keys):
         return ""
     where = ", ".join(dict.fromkeys(op.keys[k][0] for k in exp.keys)) if exp.keys else ""
     return (f"the package {merged.package} meets it: {op.defined[0]} defines {name}"
             + (f", with its {'/'.join(exp.keys)} kernel(s) in {where}" if where else ""))
+
+
+def _cuda_built(facts: Facts) -> bool:
+    """Whether the library, or a library of its package, is a CUDA build: it needs torch's
+    CUDA libraries or a CUDA runtime library (DT_NEEDED)."""
+    from opdoctor.facts.variant import variant_library
+
+    merged = facts.package_registrations if facts.options.package else None
+    paths = [facts.path, *(lib.path for lib in merged.libraries)] if merged else [facts.path]
+    return any(variant_library(n)[0] == "cuda" for p in paths for n in facts.needed_of(p))
 
 
 def _probe_view(facts: Facts) -> tuple[dict[str, set[str]], list[str]] | None:
@@ -583,6 +597,14 @@ def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:
         name = f"{exp.namespace}::{exp.op}"
         if inv.stripped and ns is None:
             if any(s.name in (exp.op, name) for s in inv.schemas):
+                cuda = [k for k in exp.keys if k.startswith("CUDA")]
+                if cuda and not _cuda_built(facts):
+                    # the kernels cannot be read, but a CUDA one needs a CUDA build
+                    yield OD106.finding(name, f"{name} has no {'/'.join(cuda)} kernel: no "
+                                        "library of the package is a CUDA build (none needs "
+                                        "a CUDA library)", (f"expected: {', '.join(exp.keys)}",
+                                                            "DT_NEEDED: no CUDA library"),
+                                        fix="install (or build) the CUDA build of the package")
                 continue  # schema present; keys cannot be verified statically (OD107)
             yield OD106.finding(name, f"{name} is not in this (stripped) library",
                                 (f"schemas in .rodata: "
