@@ -713,3 +713,44 @@ def test_a_torch_namespace_its_own_library_defines_is_no_torch_extension(
     assert res.code == 0, rep["findings"]
     assert not [f for f in rep["findings"] if f["code"] in ("OD121", "OD306")]
     assert rep["sections"]["probe"]["outcome"] == "loaded"
+
+
+@pytest.mark.probe
+def test_an_op_whose_registrar_symbols_are_gone_is_still_defined(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchvision 0.28's `_C.so` constructs torch::Library objects and carries
+    "torchvision::nms(…)", but no TORCH_LIBRARY registrar symbol can be read: `--expect-op
+    torchvision::nms[CPU]` said "not defined by this library" (survey 20's re-run). Here the
+    CPU-only fixture with its registrar symbols removed: torch still registers the op with a
+    CPU kernel, so the expectation is met statically as far as it can be read (the kernels
+    cannot be), a CUDA kernel is not (no CUDA build), and a library that only holds the
+    schema's text constructs no torch::Library — that op is not defined."""
+    import shutil
+
+    lib = tmp_path / "cpu_hidden.so"
+    shutil.copy(fixture("registration/cpu_only.so"), lib)
+    nm = subprocess.run(["nm", str(lib)], capture_output=True, text=True, timeout=60).stdout
+    gone = [ln.split()[-1] for ln in nm.splitlines() if "TORCH_LIBRARY" in ln]
+    assert gone
+    subprocess.run(["objcopy", *[f"--strip-symbol={g}" for g in gone], str(lib)], check=True,
+                   timeout=60)
+    truth = subprocess.run([sys.executable, "-c", "import sys, torch; torch.ops.load_library("
+                            "sys.argv[1]); print([torch._C._dispatch_has_kernel_for_dispatch_key("
+                            "'myop::weighted_sum', k) for k in ('CPU', 'CUDA')])", str(lib)],
+                           capture_output=True, text=True, timeout=120)
+    assert truth.stdout.strip() == "[True, False]", truth.stderr
+    assert cli(capsys, "check", "--static", "--expect-op", "myop::weighted_sum[CPU]",
+               str(lib)).code == 0
+    res = cli(capsys, "check", "--static", "--expect-op", "myop::weighted_sum[CPU,CUDA]",
+              str(lib))
+    assert res.code == 1 and "has no CUDA kernel: no library of the package is a CUDA build" \
+        in res.out, res.out
+    (tmp_path / "t.c").write_text('const char *s = "myop::weighted_sum(Tensor a, Tensor b) -> '
+                                  'Tensor";\nconst char *get(void) { return s; }\n')
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    text_only = tmp_path / "libtext_only.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(text_only), str(tmp_path / "t.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    res = cli(capsys, "check", "--static", "--expect-op", "myop::weighted_sum[CPU]",
+              str(text_only))
+    assert res.code == 1 and "is not defined by this library" in res.out, res.out

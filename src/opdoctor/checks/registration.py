@@ -286,10 +286,28 @@ def _expected_elsewhere(facts: Facts, merged: PackageRegistrations, name: str) -
         return f"the package {merged.package} has it: {bare.defined[0]} holds the schema of " \
             f"{exp.op} (its kernels cannot be verified statically)"
     if any(k not in op.keys for k in exp.keys):
-        return ""
+        # No kernel of the namespace can be read anywhere in the package (torchvision 0.28's
+        # _C.so: the op's schema, its registrars not exported): unverifiable, as for one
+        # library — except a CUDA kernel, which needs a CUDA build.
+        if op.keys or any(lib.impl.get(exp.namespace) for lib in merged.libraries) or (
+                any(k.startswith("CUDA") for k in exp.keys) and not _cuda_built(facts)):
+            return ""
+        return (f"the package {merged.package} has it: {op.defined[0]} defines {name} (its "
+                "kernels cannot be verified statically)")
     where = ", ".join(dict.fromkeys(op.keys[k][0] for k in exp.keys)) if exp.keys else ""
     return (f"the package {merged.package} meets it: {op.defined[0]} defines {name}"
             + (f", with its {'/'.join(exp.keys)} kernel(s) in {where}" if where else ""))
+
+
+def _no_operator_library(facts: Facts, inv: Inventory) -> bool:
+    """Whether the target is a library of a wheel or package that can define no operator —
+    it registers nothing and links no torch: an auditwheel-vendored library in
+    ``<dist>.libs/`` (libgomp, libjpeg), fbgemm's asmjit.so. An expected op is the package's
+    (survey 20's re-run: every auditwheel-repaired wheel failed `--expect-op` on its vendored
+    libraries); such a library is not asked for it. A library named alone still is."""
+    if not (facts.options.wheel or facts.options.package) or inv.registers_anything:
+        return False
+    return facts.links_torch(facts.path) is False
 
 
 def _cuda_built(facts: Facts) -> bool:
@@ -590,13 +608,23 @@ def _same_namespace_elsewhere(facts: Facts) -> Iterator[Finding]:
 
 
 def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:
+    if facts.expected_ops and _no_operator_library(facts, inv):
+        return
     for exp in facts.expected_ops:
         if not exp.namespace:
             continue  # a TensorFlow op (no namespace): checks/tensorflow.py
         ns = inv.namespaces.get(exp.namespace)
         name = f"{exp.namespace}::{exp.op}"
-        if inv.stripped and ns is None:
-            if any(s.name in (exp.op, name) for s in inv.schemas):
+        # Its schema without a registrar that can be read: a stripped library (fbgemm), or
+        # one that constructs torch::Library objects whose registrar symbols are not there
+        # (torchvision 0.28's _C.so lists torchvision::nms: "not defined by this library"
+        # was false, survey 20's re-run; torch registers the op all the same)
+        schema = (ns is not None and exp.op in ns.ops) or any(
+            s.name in (exp.op, name) for s in inv.schemas)
+        registrar = ns is not None and bool(ns.defines or ns.fragments)
+        unread = not registrar and (inv.stripped or (schema and inv.constructs_library))
+        if unread:
+            if schema:
                 cuda = [k for k in exp.keys if k.startswith("CUDA")]
                 if cuda and not _cuda_built(facts):
                     # the kernels cannot be read, but a CUDA one needs a CUDA build
