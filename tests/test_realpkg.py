@@ -816,6 +816,31 @@ def test_numpy1_build_beside_numpy2(capsys: pytest.CaptureFixture[str]) -> None:
     assert said["cause"] == 3 and said["codes"] == ["OD328"], said
 
 
+@pytest.mark.probe
+def test_numpy1_builds_do_not_explain_an_import_that_fails_on_something_else(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """MindSpore 2.10 (a NumPy-1 library inside) under protobuf 3.20.3 on PYTHONPATH: its
+    import fails on "cannot import name 'runtime_version' from 'google.protobuf'"; the verdict
+    was OD328 (NumPy), the import's failure "a consequence of OD328" (survey 20's re-run).
+    Here numexpr 2.8.7 (built for NumPy 1.x) whose import fails on a missing module before it
+    reaches NumPy: OD328 stays a warning and explains nothing; the import's own failure leads."""
+    site = tmp_path / "site"
+    shutil.copytree(_pip_site("numexpr-2.8.7", "numexpr"), site)
+    init = site / "numexpr" / "__init__.py"
+    init.write_text("import absent_module_xyz\n" + init.read_text())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import numexpr", env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert "No module named 'absent_module_xyz'" in real.stderr, real.stderr[-1500:]
+    assert "NumPy 1.x" not in real.stderr
+    res = cli(capsys, "check", "-f", "json", "--package", "numexpr", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    od328 = [f for f in rep["findings"] if f["code"] == "OD328"]
+    assert od328 and od328[0]["severity"] == "warning", od328
+    assert "OD328" not in rep["diagnosis"]["root_findings"], rep["diagnosis"]
+    assert "OD328" not in rep["diagnosis"]["consequences"], rep["diagnosis"]
+
+
 def test_bounds_that_meet_are_an_exact_pin(tmp_path: Path) -> None:
     """jax pins its jaxlib as `jaxlib<=0.4.38,>=0.4.38` (survey 11's P7: jax 0.4.38 beside
     jaxlib 0.4.36 failed at run time with "jaxlib is version 0.4.36, but this version of jax

@@ -45,12 +45,18 @@ def _outcome(facts: Facts) -> tuple[Severity, str]:
     ``PyInit_`` — its import fails; a library does so when first used (torch's
     libtorch_python, MindSpore's libmindspore_common warn "Numpy init failed" and run on
     without NumPy). The probe, when it ran, says which happened."""
+    from opdoctor.facts.numpyabi import NUMPY_REFUSAL
     from opdoctor.facts.probe.outcome import ProbeState
 
     res = facts.probe_result() if facts.options.probe else None
     if res is not None:
         if res.state is ProbeState.LOADED:
             return Severity.WARNING, " (the load worked: its NumPy calls are what fail)"
+        err = res.load_error
+        if err is not None and not NUMPY_REFUSAL.search(res.load_message or ""):
+            # the import failed first on something else (survey 20's re-run: MindSpore under
+            # an old protobuf): that failure leads; this one comes after it
+            return Severity.WARNING, " (the import fails earlier, on another error)"
         return Severity.ERROR, ""
     if facts.registration.pyinit:
         return Severity.ERROR, " (its import fails)"
@@ -143,7 +149,11 @@ def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
         # Python extension modules initialise NumPy in their PyInit_: importing one fails. A
         # library (lib*.so: MindSpore's libmindspore_common.so) does so on first use and runs on.
         modules = [f for f in olds if not os.path.basename(f).startswith("lib")]
-        fails = not loaded and (res is not None or bool(modules))
+        # An import that failed on something else (MindSpore under protobuf 3.20: "cannot
+        # import name 'runtime_version'", survey 20's re-run) did not fail on NumPy: the
+        # NumPy-1 builds stay what they were, a warning, and that failure leads.
+        other = res is not None and err is not None and not refused
+        fails = not loaded and not other and (res is not None or bool(modules))
         yield OD328.finding(
             chain.name, f"{len(olds)} compiled module(s) of {chain.name} built against NumPy "
             f"1.x's C API ({shown}{more}); numpy {version} is installed, which refuses them"

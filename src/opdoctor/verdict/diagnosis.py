@@ -142,6 +142,11 @@ def _explains(root: Finding, f: Finding) -> bool:
         return bool(stem) and any(soname_stem(lib) == stem for line in root.evidence
                                   if " installs: " in line
                                   for lib in line.split(" installs: ", 1)[1].split(", "))
+    if root.code == "OD328" and f.code in ("OD511", "OD512"):
+        # NumPy-1 builds explain an import's failure only when NumPy refused them (its own
+        # words), not MindSpore's "cannot import name 'runtime_version'" (survey 20's re-run)
+        from opdoctor.facts.numpyabi import NUMPY_REFUSAL
+        return NUMPY_REFUSAL.search(f"{f.message} {' '.join(f.evidence)}") is not None
     if root.code == "OD328" and f.code == "OD327":
         # a NumPy-1 build that requires numpy<2: the same pairing, said twice (pandas 2.1.4)
         return f.subject.lower() == "numpy"
