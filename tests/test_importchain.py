@@ -1513,6 +1513,31 @@ def test_a_library_named_for_another_python_leads_with_that(
     assert rep["diagnosis"]["consequences"] == {"OD503": ["OD301"]}
 
 
+def test_another_pythons_build_the_package_imports_explains_its_undefined_symbols(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """orjson's cp312 wheel unpacked under CPython 3.11: OD503 ("only
+    orjson.cpython-312-…so") led, and the file's undefined CPython 3.12 API (PyType_GetDict)
+    stood beside it as a cause-3 root with a "link the library" fix (survey 20). The build
+    for another Python explains its own undefined symbols."""
+    import ctypes
+
+    pkg = tmp_path / "o12"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .o12 import *\n")
+    (tmp_path / "o.c").write_text("extern void *PyType_GetDict_312(void *);\n"
+                                  "void *PyInit_o12(void) { return PyType_GetDict_312(0); }\n")
+    lib = pkg / "o12.cpython-312-x86_64-linux-gnu.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "o.c")],
+                   check=True, timeout=60)
+    with pytest.raises(OSError, match="undefined symbol: PyType_GetDict_312"):
+        ctypes.CDLL(str(lib))
+    res = cli(capsys, "check", "-f", "json", "--static", "--cwd", str(tmp_path), str(lib))
+    (rep,) = res.json()["reports"]
+    assert rep["diagnosis"]["root_findings"] == ["OD503"], rep["diagnosis"]
+    assert rep["diagnosis"]["consequences"].get("OD503", []).count("OD301") == 1, \
+        rep["diagnosis"]
+
+
 def test_a_library_loaded_by_path_is_no_module_whatever_its_name(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """torchao 0.18's `_C_mxfp8.cpython-310-x86_64-linux-gnu.so` is a torch op library that

@@ -121,9 +121,11 @@ def _explains(root: Finding, f: Finding) -> bool:
     if f.code not in EXPLAINS.get(root.code, ()):
         return False
     if root.code == "OD503" and f.code == "OD301":
-        # a build for another Python (PyPy's C API: PyPyExc_*) leaves its symbols undefined
-        # here: the same file only
-        return f.subject == root.subject
+        # a build for another Python (PyPy's C API: PyPyExc_*, CPython 3.12's PyType_GetDict)
+        # leaves its symbols undefined here: the same file only — the library itself, or the
+        # file the package's import names ("only _regex.cpython-312-…so")
+        return f.subject == root.subject or (
+            bool(f.subject) and os.path.basename(f.subject) in root.message)
     if root.code in ("OD201", "OD203") and f.code == "OD220":
         # the real loader's miss confirms the static one of the same library only (a package
         # that tries several libraries: another one's miss is not this one's)
