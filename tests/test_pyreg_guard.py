@@ -286,6 +286,9 @@ def test_an_import_failing_on_what_this_torch_lacks_is_the_release(
     assert f"import apiuser needs {needs}, which torch " in f.message
     assert "apiuser 0.12.0's Python was written for another torch release" in f.message
     assert f.fix is not None and "install the apiuser release made for torch" in f.fix
+    # a copy on PYTHONPATH is upgraded where it is (survey 20: keras 2.15's fix upgraded the
+    # environment's hidden copy)
+    assert f"pip install --no-deps --upgrade --target {s} apiuser" in f.fix, f.fix
     assert roots == ["OD325"] and report.diagnosis.cause == 3
     assert "OD511" in [c.code for c in report.diagnosis.consequences.get("OD325", ())]
 

@@ -113,6 +113,24 @@ def package_applies(facts: Facts) -> str:
     return f"part of the {facts.framework_library} install" if facts.framework_library else ""
 
 
+def upgrade_command(facts: Facts, name: str, info: str = "") -> str:
+    """``pip install --upgrade <name>`` for the copy of a distribution the target's import
+    runs — with ``--no-deps --target <its directory>`` when that is not one of the
+    interpreter's own site directories (a --target copy on PYTHONPATH: there, `pip install
+    --upgrade` changes the environment's hidden copy; survey 20's h5py 3.10 and keras 2.15).
+    ``info``: that distribution's ``.dist-info`` (default: the target package's)."""
+    import os
+
+    info = info or (facts.chain.dist if facts.chain is not None else "")
+    where = os.path.dirname(info.rstrip(os.sep)) if info else ""
+    interp = facts.interpreter
+    sites = {os.path.realpath(d) for d in (interp.sys_path if interp else [])
+             if d.endswith("-packages")}
+    if where and os.path.realpath(where) not in sites:
+        return f"pip install --no-deps --upgrade --target {where} {name}"
+    return f"pip install --upgrade {name}"
+
+
 def installed_release_fix(facts: Facts, version: str, *, why: str = "", flags: str = "",
                           want: str = "") -> str:
     """The fix for a library of an installed distribution (a wheel from an index: no source

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check
+from opdoctor.checks.base import Check, upgrade_command
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.numpyabi import release
@@ -81,14 +81,12 @@ def run(facts: Facts) -> Iterator[Finding]:
         yield from _the_package(facts, numpy)
 
 
-def _fix(name: str, dist: str, site: str = "") -> str:
-    """Install the NumPy 2 build of the distribution, or NumPy 1 for it. ``site``: the
-    directory that holds it when that is not one of the interpreter's own site directories
-    (a --target copy on PYTHONPATH: survey 20's h5py 3.10, where `pip install --upgrade h5py`
-    upgraded the venv's hidden, already good copy)."""
+def _fix(name: str, dist: str, upgrade: str = "") -> str:
+    """Install the NumPy 2 build of the distribution, or NumPy 1 for it. ``upgrade``: the
+    pip command for the copy the import runs (``upgrade_command``: a --target copy on
+    PYTHONPATH is upgraded there — survey 20's h5py 3.10)."""
     if name:
-        upgrade = f"pip install --no-deps --upgrade --target {site} {name}" if site else \
-            f"pip install --upgrade {name}"
+        upgrade = upgrade or f"pip install --upgrade {name}"
         return (f"install a release of {name} built for NumPy 2 ({upgrade}; "
                 f"NumPy 2 builds also run on NumPy 1.x), or keep NumPy 1 for {dist}: pip "
                 "install 'numpy<2'")
@@ -97,32 +95,27 @@ def _fix(name: str, dist: str, site: str = "") -> str:
 
 
 def _owner(facts: Facts) -> tuple[str, str, str]:
-    """(distribution name, "name version", its directory when that is not one of the
-    interpreter's site directories — "" otherwise) of the distribution that installed the
-    target."""
+    """(distribution name, "name version", the pip command that upgrades that copy) of the
+    distribution that installed the target."""
     from opdoctor.facts.pkgdir import distribution
 
     owner = facts.installed_by
     if owner is None and facts.chain is not None and facts.chain.dist:
         owner = (facts.chain.dist, "", "")
     dist = " ".join(distribution(owner[0])).strip() if owner else ""
-    where = os.path.dirname(owner[0].rstrip(os.sep)) if owner else ""
-    interp = facts.interpreter
-    sites = {os.path.realpath(d) for d in (interp.sys_path if interp else [])
-             if d.endswith("-packages")}
-    elsewhere = where if where and os.path.realpath(where) not in sites else ""
-    return (dist.split(" ")[0] if dist else ""), dist, elsewhere
+    name = dist.split(" ")[0] if dist else ""
+    return name, dist, upgrade_command(facts, name, owner[0]) if owner and name else ""
 
 
 def _this_library(facts: Facts, numpy: tuple[str, str], evidence: str) -> Finding:
     version, where = numpy
-    name, dist, site = _owner(facts)
+    name, dist, upgrade = _owner(facts)
     severity, later = _outcome(facts)
     return OD328.finding(
         facts.path, f"built against NumPy 1.x's C API; numpy {version} is installed, which "
         f"refuses it{later}",
         (f"{facts.path}: {evidence}", f"import numpy → numpy {version} ({where})"),
-        fix=_fix(name, dist, site), severity=severity)
+        fix=_fix(name, dist, upgrade), severity=severity)
 
 
 def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
@@ -135,7 +128,7 @@ def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
     chain = facts.chain
     assert chain is not None
     version, where = numpy
-    name, dist, site = _owner(facts)
+    name, dist, upgrade = _owner(facts)
     olds = [f for f in numpy1_modules(tuple(sorted(chain.extensions_on_disk)))
             if os.path.realpath(f) != os.path.realpath(facts.path)]
     res = facts.probe_result() if facts.options.probe else None
@@ -162,7 +155,7 @@ def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
                "and run on, and their NumPy calls fail)"),
             (*[f"{f}: NumPy 1.x headers" for f in olds[:6]],
              f"import numpy → numpy {version} ({where})"),
-            fix=_fix(name, dist, site),
+            fix=_fix(name, dist, upgrade),
             severity=Severity.ERROR if fails else Severity.WARNING)
     elif refused and err is not None:
         yield OD328.finding(

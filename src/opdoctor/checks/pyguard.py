@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, package_applies
+from opdoctor.checks.base import Check, package_applies, upgrade_command
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pyguard import (
@@ -243,9 +243,9 @@ def _framework_lacks(facts: Facts) -> Iterator[Finding]:
             name, f"import {chain.name} needs {what}, which {fw} {installed} does not have: "
             f"{pkg}'s Python was written for another {fw} release",
             (f"{err.type}: {err.message[:300]}", *err.tail(4), f"installed: {fw} {installed}"),
-            fix=f"install the {name} release made for {fw} {installed} (pip install --upgrade "
-            f"{name}, or the release its notes pair with {fw} {installed}); or install the "
-            f"{fw} release it was written for{want}")
+            fix=f"install the {name} release made for {fw} {installed} "
+            f"({upgrade_command(facts, name)}, or the release its notes pair with {fw} "
+            f"{installed}); or install the {fw} release it was written for{want}")
         return
 
 
@@ -497,7 +497,7 @@ def _finding(facts: Facts, guard: Guard, dist: str, version: str, installed: str
     mine = paired_release(guard.file, installed)
     other = (f"the {name} release its table pairs with {fw} {installed}: pip install "
              f"'{name}=={series(mine[0])}'" if mine else
-             f"a release of {name} made for {fw} {installed} (pip install --upgrade {name}")
+             f"a release of {name} made for {fw} {installed} ({upgrade_command(facts, name)}")
     fix = (f"install the pair {name} supports: pip install '{want}' beside {pkg}, or {other}"
            + (f"; see {url.group(0).rstrip('.')}" if url else "") + ("" if mine else ")"))
     return OD323.finding(
