@@ -323,7 +323,7 @@ def test_an_expected_op_is_the_wheels_not_each_librarys(
     dist/*.whl --expect-op …` (this README's CI line) said OD106 "not defined by this library"
     for the 18 others — exit 1 on a healthy wheel (survey 20). The expectation is the wheel's
     package's: met when one of its libraries defines the op with the expected kernels; an op
-    that none defines still fails the gate."""
+    that none defines still fails the gate, with one error (not one per library)."""
     import subprocess
     import sys
     import zipfile
@@ -374,7 +374,8 @@ def test_an_expected_op_is_the_wheels_not_each_librarys(
     missing = {os.path.basename(r["target"]["path"]): [f["severity"] for f in r["findings"]
                                                       if f["code"] == "OD106"]
                for r in res.json()["reports"]}
-    assert missing == {"libmyop.so": ["error"], "libhelper.so": [], "libother.so": ["error"]}, \
+    # told once, on the library that defines the op's namespace; a note on the others
+    assert missing == {"libmyop.so": ["error"], "libhelper.so": [], "libother.so": ["info"]}, \
         missing
 
 

@@ -259,9 +259,40 @@ def reconcile_with_python(facts: Facts, found: list[Finding]) -> Iterator[Findin
         why = refutation(merged, f.code, f.subject, facts.path) if merged else ""
         if merged and f.code == "OD106":
             why = _expected_elsewhere(facts, merged, f.subject)
+            once = "" if why else _told_on(facts, merged, f)
+            if once:
+                # a wheel whose package defines the op nowhere: one error, on one library,
+                # not one per library (fbgemm-gpu-cpu's wheel: 19; survey 20's re-run)
+                yield dataclasses.replace(f, severity=Severity.INFO, message=f"{f.message} — "
+                                          f"the package defines it nowhere: the error is told "
+                                          f"once, on {once}")
+                continue
         yield dataclasses.replace(f, severity=Severity.INFO, message=f"{f.message} — not a "
                                   f"fault: {why}", evidence=(*f.evidence, f"Python: {why}")) \
             if why else f
+
+
+def _told_on(facts: Facts, merged: PackageRegistrations, f: Finding) -> str:
+    """For a wheel's library: the file name of the one library of the wheel's package that
+    carries an expected op's OD106 as an error when the package defines that op nowhere — the
+    one that defines the op's namespace, else holds schemas, else registers anything (by path
+    within each) — when that is another library; ""
+    otherwise. Only a wheel: there every library is a target of the run."""
+    if not facts.options.wheel or len(merged.libraries) < 2:
+        return ""
+    exp = next((e for e in facts.expected_ops if f"{e.namespace}::{e.op}" == f.subject), None)
+    op = merged.op(f.subject) if exp is not None else None
+    bare = merged.op(f"?::{exp.op}") if exp is not None else None
+    if exp is None or (op is not None and op.defined) or (bare is not None and bare.defined):
+        return ""  # defined somewhere: the kernels' story, told per library
+    # the library that defines the op's namespace, else one holding schemas (a stripped
+    # one), else any that registers something
+    ranked = sorted(merged.libraries, key=lambda x: (exp.namespace not in x.defines,
+                                                     not x.loose, not x.registers, x.path))
+    first = ranked[0] if ranked and ranked[0].registers else None
+    if first is None or os.path.realpath(first.path) == os.path.realpath(facts.path):
+        return ""
+    return first.name
 
 
 def _expected_elsewhere(facts: Facts, merged: PackageRegistrations, name: str) -> str:
