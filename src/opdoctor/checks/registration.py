@@ -310,7 +310,7 @@ def _expected_elsewhere(facts: Facts, merged: PackageRegistrations, name: str) -
         # (`_expected_ops`), present, its kernels not verifiable statically
         bare = merged.op(f"?::{exp.op}")
         if bare is None or not bare.defined or (
-                any(k.startswith("CUDA") for k in exp.keys) and not _cuda_built(facts)):
+                _cuda_absent(facts, exp.keys)):
             # a CUDA kernel from a package none of whose libraries is a CUDA build
             # (fbgemm-gpu-cpu's wheel, `[CUDA]`: survey 20's re-run) is certainly absent
             return ""
@@ -321,7 +321,7 @@ def _expected_elsewhere(facts: Facts, merged: PackageRegistrations, name: str) -
         # _C.so: the op's schema, its registrars not exported): unverifiable, as for one
         # library — except a CUDA kernel, which needs a CUDA build.
         if op.keys or any(lib.impl.get(exp.namespace) for lib in merged.libraries) or (
-                any(k.startswith("CUDA") for k in exp.keys) and not _cuda_built(facts)):
+                _cuda_absent(facts, exp.keys)):
             return ""
         return (f"the package {merged.package} has it: {op.defined[0]} defines {name} (its "
                 "kernels cannot be verified statically)")
@@ -341,14 +341,17 @@ def _no_operator_library(facts: Facts, inv: Inventory) -> bool:
     return facts.links_torch(facts.path) is False
 
 
-def _cuda_built(facts: Facts) -> bool:
-    """Whether the library, or a library of its package, is a CUDA build: it needs torch's
-    CUDA libraries or a CUDA runtime library (DT_NEEDED)."""
+def _cuda_absent(facts: Facts, keys: tuple[str, ...]) -> bool:
+    """Whether a CUDA kernel is expected (``keys``) and neither the library nor a library
+    of its package is a CUDA build (none needs torch's CUDA libraries or a CUDA runtime
+    library): that kernel is certainly absent, whatever static reading cannot read."""
     from opdoctor.facts.variant import variant_library
 
+    if not any(k.startswith("CUDA") for k in keys):
+        return False
     merged = facts.package_registrations if facts.options.package else None
     paths = [facts.path, *(lib.path for lib in merged.libraries)] if merged else [facts.path]
-    return any(variant_library(n)[0] == "cuda" for p in paths for n in facts.needed_of(p))
+    return not any(variant_library(n)[0] == "cuda" for p in paths for n in facts.needed_of(p))
 
 
 def _probe_view(facts: Facts) -> tuple[dict[str, set[str]], list[str]] | None:
@@ -657,7 +660,7 @@ def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:
         if unread:
             if schema:
                 cuda = [k for k in exp.keys if k.startswith("CUDA")]
-                if cuda and not _cuda_built(facts):
+                if _cuda_absent(facts, exp.keys):
                     # the kernels cannot be read, but a CUDA one needs a CUDA build
                     yield OD106.finding(name, f"{name} has no {'/'.join(cuda)} kernel: no "
                                         "library of the package is a CUDA build (none needs "
