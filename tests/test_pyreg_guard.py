@@ -612,3 +612,29 @@ def test_only_modules_that_name_a_framework_are_parsed_for_guards(tmp_path: Path
         ("mixed.py", "torch"), ("tfguard.py", "tensorflow")]
     assert [(Path(c.file).name, c.framework, c.release) for c in compares] == [
         ("tfguard.py", "tensorflow", "2.9")]
+
+
+@pytest.mark.probe
+def test_a_requirement_is_named_by_an_error_only_as_a_word(tmp_path: object) -> None:
+    """A package pinned to `filelock<1.0` (filelock 3.x installed) whose import dies on an
+    error about "filelocks": that error does not name filelock — the pin outside its range is a
+    warning, not the import's root (the check read "filelock" inside "filelocks", as it read
+    "torch" inside "operator torchvision::nms")."""
+    from pathlib import Path
+
+    s = Path(str(tmp_path)) / "site"
+    pkg = s / "pinuser"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise RuntimeError('the filelocks registry is broken')\n")
+    dist = s / "pinuser-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: pinuser\nVersion: 1.0\n"
+                                   "Requires-Dist: filelock<1.0\n")
+    (dist / "RECORD").write_text("pinuser/__init__.py,,\n")
+    env = dict(NO_ENV, PYTHONPATH=str(s))
+    out = run_python("import pinuser", env=env, timeout=120)
+    assert "the filelocks registry is broken" in out.stderr, out.stderr[-1500:]
+    report = run_check(str(pkg), CheckOptions(probe=True, env=tuple(env.items()),
+                                              package="pinuser", cwd="/"))
+    (od327,) = [f for f in report.findings if f.code == "OD327"]
+    assert od327.subject == "filelock" and od327.severity.value == "warning", od327

@@ -410,7 +410,9 @@ def _error_names(facts: Facts, name: str) -> bool:
     res = facts.probe_result() if facts.options.probe else None
     text = (res.load_message if res is not None else "") or ""
     words = {name.lower(), name.lower().replace("-", "_"), name.lower().replace("_", "-")}
-    return any(w in text.lower() for w in words)
+    # as a word: "torch" is not named by "operator torchvision::nms does not exist"
+    return any(re.search(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", text.lower())
+               for w in words)
 
 
 def _site_dirs(facts: Facts) -> list[str]:
