@@ -1990,24 +1990,25 @@ def test_a_name_this_build_of_the_compiled_module_lacks_is_an_optional_part(
 
 
 @pytest.mark.probe
-@pytest.mark.parametrize("have", ["1.0", "2.1"])
+@pytest.mark.parametrize(("have", "own"), [("1.0", ""), ("2.1", ""), ("1.0", "basepkg>=2.0")])
 def test_an_import_that_dies_in_a_requirement_with_an_unmet_pin_leads_with_it(
-        tmp_path: Path, have: str) -> None:
+        tmp_path: Path, have: str, own: str) -> None:
     """TensorFlow 2.21 under a NumPy 1.26 put first on sys.path: its import dies in ml_dtypes
     0.7.0 (which requires numpy>=2.0.0) with "SystemError: <built-in function __import__>
     returned a result with an exception set"; the verdict was cause 5, "read the exception"
     (survey 20). The installed distribution the import died in, whose own requirement is not
-    met, leads: OD327, cause 3. With the requirement met, nothing of it."""
+    met, leads: OD327, cause 3. With the requirement met, nothing of it; one the package
+    requires itself too is said once, as the package's own pin."""
     site = tmp_path / "site"
     files = {"toppkg/__init__.py": "import midpkg\n",
              "midpkg/__init__.py": "import basepkg\nif basepkg.VERSION < (2,):\n    raise "
                                    "ImportError('basepkg is too old for midpkg')\n",
              "basepkg/__init__.py": f"VERSION = {tuple(int(x) for x in have.split('.'))}\n"}
-    for dist, version, req in (("toppkg", "1.0", "midpkg"), ("midpkg", "3.0", "basepkg>=2.0"),
-                               ("basepkg", have, "")):
+    for dist, version, reqs in (("toppkg", "1.0", ["midpkg", own]),
+                                ("midpkg", "3.0", ["basepkg>=2.0"]), ("basepkg", have, [])):
         info = f"{dist}-{version}.dist-info"
         files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n" \
-            + (f"Requires-Dist: {req}\n" if req else "")
+            + "".join(f"Requires-Dist: {r}\n" for r in reqs if r)
         files[f"{info}/RECORD"] = f"{dist}/__init__.py,,\n{info}/METADATA,,\n"
     _write(site, files)
     env = {"PYTHONPATH": str(site)}
@@ -2020,6 +2021,10 @@ def test_an_import_that_dies_in_a_requirement_with_an_unmet_pin_leads_with_it(
         return
     assert "basepkg is too old for midpkg" in real.stderr, real.stderr
     assert report.diagnosis.cause == 3 and od327, report.diagnosis.summary
+    if own:
+        assert [f.message for f in od327] == ["toppkg 1.0 requires basepkg>=2.0; basepkg 1.0 is "
+                                              f"installed ({site})"], od327
+        return
     assert od327[0].message.startswith("`import toppkg` fails in midpkg 3.0, which requires "
                                        "basepkg>=2.0; basepkg 1.0 is installed"), od327
     assert od327[0].severity is Severity.ERROR

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, package_applies, upgrade_command
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.pkgdir import normalized
 from opdoctor.facts.pyguard import (
     Guard,
     find_guards,
@@ -256,8 +257,9 @@ def run(facts: Facts) -> Iterator[Finding]:
     chain = facts.chain
     if chain is None or not chain.package_dir:
         return
-    yield from _pins(facts)
-    yield from _requirements_pins(facts)
+    pinned = list(_pins(facts))
+    yield from pinned
+    yield from _requirements_pins(facts, {normalized(f.subject) for f in pinned})
     yield from _release_family(facts, *_dist(facts))
     yield from _framework_lacks(facts)
     yield from _text_comparisons(facts)
@@ -333,13 +335,14 @@ def _pins(facts: Facts) -> Iterator[Finding]:
 _FRAME = re.compile(r'^\s*File "([^"\n]{1,1000})", line \d+', re.M)
 
 
-def _requirements_pins(facts: Facts) -> Iterator[Finding]:
+def _requirements_pins(facts: Facts, told: set[str]) -> Iterator[Finding]:
     """OD327 for the distribution the failed import died in, when that is another installed
     distribution (a requirement, or one of its requirements) whose own requirement is not
     met: ``import tensorflow`` under NumPy 1.26 dies in ml_dtypes 0.7.0, which requires
     numpy>=2.0.0 — "SystemError: <built-in function __import__> returned a result with an
     exception set" said nothing of it (survey 20). An error when the import's error names
-    the requirement, a warning otherwise."""
+    the requirement, a warning otherwise. ``told``: requirements the package's own pins
+    already reported (one OD327 per requirement)."""
     from opdoctor.facts.pkgdir import distribution
     from opdoctor.facts.requires import owning_dist
 
@@ -371,13 +374,15 @@ def _requirements_pins(facts: Facts) -> Iterator[Finding]:
         return
     dist, version = distribution(os.path.basename(owner[0]))
     for name, pin, have, where, spec in unmet:
+        if normalized(name) in told:
+            continue
         want = f"{name}=={pin}" if pin else f"{name}{spec.replace(' ', '')}"
         install = (f"pip install '{want}'" if where in _site_dirs(facts) else
                    f"pip install --no-deps --upgrade --target {where} '{want}'")
         yield OD327.finding(
             name, f"`import {facts.probed_import or chain.name}` fails in {dist} {version}, "
             f"which requires {want}; {name} {have} is installed ({where})",
-            (f"the import's innermost frame of an installed distribution: {owner[2]} "
+            (f"the import's failure went through {owner[2]} "
              f"({os.path.basename(owner[0])})",
              f"{os.path.basename(owner[0])}/METADATA: Requires-Dist: {name}{spec}",
              f"first on sys.path: {name} {have} in {where}"),
