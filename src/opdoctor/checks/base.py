@@ -113,22 +113,36 @@ def package_applies(facts: Facts) -> str:
     return f"part of the {facts.framework_library} install" if facts.framework_library else ""
 
 
+def site_dirs(facts: Facts) -> list[str]:
+    """The target interpreter's own site directories (pip installs there without --target)."""
+    interp = facts.interpreter
+    return [d for d in (interp.sys_path if interp else []) if d.endswith("-packages")]
+
+
+def install_command(facts: Facts, requirement: str, where: str, upgrade: bool = False) -> str:
+    """``pip install <requirement>`` for the copy installed in ``where`` — with ``--no-deps
+    --upgrade --target <where>`` when that is not one of the interpreter's own site
+    directories (a --target copy on PYTHONPATH: there, a plain `pip install` changes the
+    environment's hidden copy; survey 20's h5py 3.10 and keras 2.15). ``requirement`` is one
+    shell word (quoted by the caller when it carries a specifier)."""
+    import os
+
+    sites = site_dirs(facts)
+    if not where or where in sites or \
+            os.path.realpath(where) in {os.path.realpath(d) for d in sites}:
+        return f"pip install {'--upgrade ' if upgrade else ''}{requirement}"
+    return f"pip install --no-deps --upgrade --target {where} {requirement}"
+
+
 def upgrade_command(facts: Facts, name: str, info: str = "") -> str:
     """``pip install --upgrade <name>`` for the copy of a distribution the target's import
-    runs — with ``--no-deps --target <its directory>`` when that is not one of the
-    interpreter's own site directories (a --target copy on PYTHONPATH: there, `pip install
-    --upgrade` changes the environment's hidden copy; survey 20's h5py 3.10 and keras 2.15).
-    ``info``: that distribution's ``.dist-info`` (default: the target package's)."""
+    runs (``install_command``). ``info``: that distribution's ``.dist-info`` (default: the
+    target package's)."""
     import os
 
     info = info or (facts.chain.dist if facts.chain is not None else "")
-    where = os.path.dirname(info.rstrip(os.sep)) if info else ""
-    interp = facts.interpreter
-    sites = {os.path.realpath(d) for d in (interp.sys_path if interp else [])
-             if d.endswith("-packages")}
-    if where and os.path.realpath(where) not in sites:
-        return f"pip install --no-deps --upgrade --target {where} {name}"
-    return f"pip install --upgrade {name}"
+    return install_command(facts, name, os.path.dirname(info.rstrip(os.sep)) if info else "",
+                           upgrade=True)
 
 
 def installed_release_fix(facts: Facts, version: str, *, why: str = "", flags: str = "",

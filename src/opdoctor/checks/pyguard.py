@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, package_applies, upgrade_command
+from opdoctor.checks.base import Check, install_command, package_applies, upgrade_command
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pkgdir import normalized
@@ -306,8 +306,7 @@ def _pins(facts: Facts) -> Iterator[Finding]:
         # this pin's consequence (verdict/diagnosis).
         libs = shipped_libraries(name, where)
         want = f"{name}=={pin}" if pin else f"{name}{spec.replace(' ', '')}"
-        install = (f"pip install '{want}'" if where in _site_dirs(facts) else
-                   f"pip install --no-deps --upgrade --target {where} '{want}'")
+        install = install_command(facts, f"'{want}'", where)
         if pin:
             fix = (f"{install} (the release {pkg} was released with), or reinstall "
                    f"{dist or chain.name} so that pip resolves the pair")
@@ -377,8 +376,7 @@ def _requirements_pins(facts: Facts, told: set[str]) -> Iterator[Finding]:
         if normalized(name) in told:
             continue
         want = f"{name}=={pin}" if pin else f"{name}{spec.replace(' ', '')}"
-        install = (f"pip install '{want}'" if where in _site_dirs(facts) else
-                   f"pip install --no-deps --upgrade --target {where} '{want}'")
+        install = install_command(facts, f"'{want}'", where)
         yield OD327.finding(
             name, f"`import {facts.probed_import or chain.name}` fails in {dist} {version}, "
             f"which requires {want}; {name} {have} is installed ({where})",
@@ -418,12 +416,6 @@ def _error_names(facts: Facts, name: str) -> bool:
     # as a word: "torch" is not named by "operator torchvision::nms does not exist"
     return any(re.search(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", text.lower())
                for w in words)
-
-
-def _site_dirs(facts: Facts) -> list[str]:
-    """The interpreter's own site directories (pip installs there without --target)."""
-    interp = facts.interpreter
-    return [d for d in (interp.sys_path if interp else []) if d.endswith("-packages")]
 
 
 def _text_comparisons(facts: Facts) -> Iterator[Finding]:

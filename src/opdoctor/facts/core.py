@@ -8,6 +8,7 @@ check reuses it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import mmap
 import os
 import re
@@ -802,8 +803,16 @@ class Facts:
         return needs_torch(self.image, interp.torch.lib_dir if interp and interp.torch else None)
 
     def needed_of(self, path: str) -> list[str]:
-        """DT_NEEDED names of another file (empty when unreadable or not ELF)."""
+        """DT_NEEDED names of a file (empty when unreadable or not ELF); the target's from its
+        parsed image."""
+        if self._is_target(path):
+            return [str(n) for n in self.image.tags.get("DT_NEEDED", [])]
         return needed_names(path)
+
+    def _is_target(self, path: str) -> bool:
+        """Whether ``path`` is the target library, whose image is parsed already."""
+        return not self.is_package_dir and self.structure.image is not None and \
+            commandcache.realpath(path) == commandcache.realpath(self.path)
 
     @cached_property
     def abi_mismatch(self) -> AbiMismatch | None:
@@ -1144,9 +1153,11 @@ class Facts:
             return ()
 
     def links_torch(self, path: str) -> bool | None:
-        """Whether the library ``path`` (another than the target: one a package's import
-        failed to load) links torch's libraries or uses its symbols; None when unreadable."""
+        """Whether the library ``path`` (one a package's import failed to load, or the target)
+        links torch's libraries or uses its symbols; None when unreadable."""
         from opdoctor.facts.loader.process import needs_torch
+        if self._is_target(path):
+            return self._uses_torch
         interp = self.interpreter
         lib_dir = interp.torch.lib_dir if interp and interp.torch else None
         unreadable: bool | None = None
@@ -1382,8 +1393,23 @@ def extension_name(path: str) -> str:
 
 
 def needed_names(path: str) -> list[str]:
-    """DT_NEEDED names of a file (empty when unreadable or not ELF)."""
-    return read_elf(path, lambda img: [str(n) for n in img.tags.get("DT_NEEDED", [])], [])
+    """DT_NEEDED names of a file (empty when unreadable or not ELF); read once per command
+    for the same file (each report of a wheel's or package's libraries asks about all of
+    them: an expected op's CUDA build, the extensions' variant)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    return list(_needed_names(path, st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _needed_names(path: str, _mtime_ns: int, _size: int) -> tuple[str, ...]:
+    return tuple(read_elf(path, lambda img: [str(n) for n in img.tags.get("DT_NEEDED", [])],
+                          []))
+
+
+commandcache.register(_needed_names.cache_clear)
 
 
 def links_framework(path: str) -> bool:

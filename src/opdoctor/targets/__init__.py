@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -343,10 +342,12 @@ def expand(paths: list[str], options: CheckOptions,
                 # `python -m build` writes the sdist beside the wheel: OD405 "a gzip-compressed
                 # file … git lfs pull" called it a broken library (survey 20). Beside its own
                 # wheel (`check dist/*`) it is that wheel's source: the wheel is checked.
-                stem = re.sub(r"[-_.]+", "_", project.rsplit("-", 1)[0]).lower() + "-" + \
-                    project.rsplit("-", 1)[-1] + "-"
-                if any(os.path.basename(q).lower().startswith(stem) and q.endswith(".whl")
-                       for q in queue):
+                from opdoctor.facts.pkgdir import normalized
+
+                name, _, version = project.rpartition("-")
+                if any(q.endswith(".whl") and os.path.basename(q).count("-") >= 2 and
+                       normalized(os.path.basename(q).split("-")[0]) == normalized(name) and
+                       os.path.basename(q).split("-")[1] == version for q in queue):
                     continue
                 errors.append(TargetError(path, "OD415", f"a source distribution of {project}: "
                                           "nothing compiled in it to check — check the wheel "
