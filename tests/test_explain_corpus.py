@@ -740,12 +740,19 @@ except NotImplementedError as e:
 '''
 
 
+def _needs_torch() -> None:
+    """Skip when torch is not installed — found, not imported: importing it would leave this
+    test process holding torch (~600 MB; every later fork of it copies the page tables)."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+
+
 @pytest.mark.probe
 def test_torch_dispatcher_messages_for_a_missing_kernel_are_registration() -> None:
     """The messages real torch prints for an op registered without an Autograd kernel and for a
     call that reaches no fallback (taken from torch itself, in a time-limited child) rank
     registration first."""
-    pytest.importorskip("torch")
+    _needs_torch()
     out = run_python(_TORCH_DISPATCH_PROBE, timeout=120, check=True).stdout
     msgs = [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("MSG")]
     assert len(msgs) == 2, out
@@ -828,7 +835,7 @@ def test_torchs_own_op_without_a_cuda_kernel_is_a_cpu_build_of_torch() -> None:
     torch build variant (3); the bare line, as programs linking libtorch print it, puts the
     CUDA library dropped at link time (4) first and the CPU build (3) second — never an
     extension's kernel compiled out (1)."""
-    pytest.importorskip("torch")
+    _needs_torch()
     code = ("import torch\n"
             "try:\n"
             "    torch.ops.aten.empty_strided.default([2], [1], device='cuda')\n"

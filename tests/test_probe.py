@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -180,13 +182,36 @@ def test_constructor_abort() -> None:
 @pytest.mark.probe
 def test_hang_is_killed_and_leaves_nothing() -> None:
     start = time.monotonic()
+    limits: list[tuple[int, int]] = []
+    before = {p.pid for p in psutil.Process().children()}
+    watcher = threading.Thread(target=_limits_of_the_child, args=(before, limits))
+    watcher.start()
     with fresh_probes():  # a plain child, whose command line names the library
         report = probe(fixture("probe/ctor_hang.so"), timeout=3.0)
+    watcher.join()
     assert time.monotonic() - start < 20
     assert codes(report) == ["OD125"]
+    # The child was bounded while it ran (set once it was started, not by a preexec_fn):
+    # 2 × its timeout + 10 s of CPU, and no core file.
+    assert limits == [(16, 21), (0, 0)]
     leftovers = [p for p in psutil.process_iter(["cmdline"])
                  if any("ctor_hang.so" in a for a in (p.info["cmdline"] or []))]
     assert leftovers == []
+
+
+def _limits_of_the_child(before: set[int], into: list[tuple[int, int]]) -> None:
+    """The CPU and core-file limits of the first probe child this process starts that is not
+    in ``before`` (the worker's kept zygotes), within 15 s."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        for proc in psutil.Process().children():
+            with contextlib.suppress(psutil.Error):
+                if proc.pid not in before and \
+                        any(a.endswith("probe_script.py") for a in proc.cmdline()):
+                    time.sleep(0.5)  # the limits are set just after the child starts
+                    into[:] = [proc.rlimit(psutil.RLIMIT_CPU), proc.rlimit(psutil.RLIMIT_CORE)]
+                    return
+        time.sleep(0.05)
 
 
 @pytest.mark.probe

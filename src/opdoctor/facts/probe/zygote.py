@@ -42,10 +42,10 @@ from opdoctor.facts.probe.outcome import ProbeOutcome, build_outcome
 from opdoctor.facts.probe.runner import (
     ProbeHandle,
     ProbeRequest,
-    _limits,
     _note_start,
     child_env,
     kill_probe_processes,
+    limit_child,
     probe_deadline,
     request_payload,
     signal_name,
@@ -84,7 +84,8 @@ class Zygote:
         self.proc = subprocess.Popen(
             [req.python, script, str(wfd), json.dumps(payload)], pass_fds=(wfd,),
             stdin=subprocess.PIPE, stdout=self._err, stderr=self._err, env=env,
-            start_new_session=True, preexec_fn=lambda: _limits(cpu), cwd=req.cwd or None)
+            start_new_session=True, cwd=req.cwd or None)
+        limit_child(self.proc.pid, cpu)
         os.close(wfd)
         _note_start(None, "zygote " + ("tensorflow" if req.tensorflow else "torch") +
                     (" with its PYTHONPATH" if with_path and req.env.get("PYTHONPATH") else ""))
