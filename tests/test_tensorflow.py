@@ -143,6 +143,47 @@ def test_tf_static_abseil_mismatch_names_release() -> None:
     assert "absl::lts_20230802" in f.message and "absl::lts_20250814" in f.message
 
 
+def test_a_range_the_metadata_allows_is_the_release_span_and_the_known_pairing_leads(
+        tmp_path: Path) -> None:
+    """tensorflow-addons 0.23.0 (``tensorflow<2.16.0,>=2.13.0``) was said to be "built against
+    TensorFlow 2.13" (its range's floor), and its fix led with "install the tensorflow_addons
+    release built for TensorFlow 2.21.0" — a release that does not exist (0.23.0 is its last;
+    likewise tensorflow-decision-forests 1.12.0 and tensorflow-io 0.37.1, survey 20). The
+    span is every release the range allows, narrowed to the abseil the binary needs, and the
+    fix leads with that pairing; another release of the package only if one is published.
+    (TensorFlow 2.21 itself refusing this library: test_tf_swallowed_op_library_load_is_retried.)"""
+    site = tmp_path / "site"
+    (site / "rangeops").mkdir(parents=True)
+    lib = site / "rangeops" / "_ops.so"
+    shutil.copy(fixture("tensorflow/zero_out_oldabsl.so"), lib)  # abseil of TF 2.16–2.19
+    (site / "rangeops" / "__init__.py").write_text("")
+    info = site / "rangeops-0.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: rangeops\nVersion: 0.9\n"
+                                   "Requires-Dist: tensorflow<2.18.0,>=2.15.0\n")
+    (info / "RECORD").write_text("rangeops/__init__.py,,\nrangeops/_ops.so,,\n")
+    f = by_code(tf_check(lib, probe=False), "OD341")
+    assert f.message.startswith("built against TensorFlow 2.16–2.17:"), f.message
+    assert (f.fix or "").startswith("use 'tensorflow>=2.16,<2.18' with this rangeops (the "
+                                    "TensorFlow it was built for), or a rangeops release "
+                                    "built for TensorFlow 2.21"), f.fix
+    assert "if its project has published one (pip index versions rangeops" in (f.fix or "")
+
+
+def test_a_requirements_span_is_every_release_it_allows() -> None:
+    """Real packages' TensorFlow requirements (their METADATA), as releases."""
+    from opdoctor.facts.tensorflow import span_of
+
+    assert span_of("tensorflow<2.16.0,>=2.13.0") == "2.13–2.15"  # tensorflow-addons 0.23.0
+    assert span_of("tensorflow==2.19.0") == "2.19"  # tensorflow-decision-forests 1.12.0
+    assert span_of("tensorflow<2.17.0,>=2.16.0") == "2.16"  # tensorflow-io 0.37.1
+    assert span_of("tensorflow~=2.15.0") == "2.15"
+    assert span_of("tensorflow<=2.14,>=2.12") == "2.12–2.14"
+    assert span_of("tensorflow<2.16.1,>=2.16") == "2.16"
+    assert span_of("tensorflow>=2.11.0") == ""  # a floor alone: what it allows, not a build
+    assert span_of("tensorflow~=2.15") == ""
+
+
 def test_tf_static_removed_c_api_names_release_from_metadata() -> None:
     report = tf_check(TFPKG / "tfplug" / "libtfplug.so", probe=False)
     f = by_code(report, "OD342")

@@ -25,6 +25,7 @@ from opdoctor.facts.tensorflow import (
     libraries_defining,
     old_abi_tf_symbols,
     requirement_for,
+    span_of,
 )
 from opdoctor.model import Cause, Finding, Severity
 
@@ -157,10 +158,15 @@ def _minor(release: str) -> tuple[int, int]:
     return int(major), int(minor or 0)
 
 
-def _within(release: str, span: str) -> bool:
-    """Whether ``2.17`` lies in ``2.16–2.19`` (or equals ``2.20``)."""
-    lo, _, hi = span.partition("–")
-    return _minor(lo) <= _minor(release) <= _minor(hi or lo)
+def _overlap(a: str, b: str) -> str:
+    """The releases two spans share: ``2.16`` for ``2.16`` and ``2.16–2.19``; "" for none."""
+    a_lo, _, a_hi = a.partition("–")
+    b_lo, _, b_hi = b.partition("–")
+    lo = max(_minor(a_lo), _minor(b_lo))
+    hi = min(_minor(a_hi or a_lo), _minor(b_hi or b_lo))
+    if hi < lo:
+        return ""
+    return f"{lo[0]}.{lo[1]}" if lo == hi else f"{lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}"
 
 
 def built_for(req: TfRequirement | None, absl: list[str]) -> tuple[str, list[str]]:
@@ -173,8 +179,13 @@ def built_for(req: TfRequirement | None, absl: list[str]) -> tuple[str, list[str
     span = next((ABSL_RELEASES[ns] for ns in absl if ns in ABSL_RELEASES), "")
     meta = [f"{req.distribution} requires {req.spec}", f"read from {req.source}"] if req else []
     pinned = bool(req and req.release and re.search(r"<|==|~=", req.spec))
-    if req and pinned and (not span or _within(req.release, span)):
-        return req.release, meta
+    if req and pinned:
+        # Every release the range allows (tensorflow-addons 0.23.0: <2.16.0,>=2.13.0 is
+        # 2.13–2.15, not its floor), narrowed to the abseil's when the binary names one.
+        allowed = span_of(req.spec) or req.release
+        both = _overlap(allowed, span) if span else allowed
+        if both:
+            return both, meta
     if span:
         ns = next(ns for ns in absl if ns in ABSL_RELEASES)
         return span, [f"absl::{ns} is the abseil of TensorFlow {span} wheels", *meta]
@@ -272,12 +283,18 @@ def _fix_for(facts: Facts, release: str, installed: str) -> str:
 
 def _fix_with(name: str, release: str, installed: str) -> str:
     """The fix text: the package release made for the installed TF, or the TF it was made for."""
-    pin = (f"a TensorFlow {release} release" if "–" in release
-           else f"tensorflow=={release}.*")
+    pin = f"tensorflow=={release}.*"
+    if "–" in release:
+        lo, _, hi = release.partition("–")
+        major, minor = _minor(hi)
+        pin = f"'tensorflow>={lo},<{major}.{minor + 1}'"
     if name and release:
-        return (f"install the {name} release built for {installed} (pip install "
-                f"--upgrade {name}: a release whose metadata allows {installed}), or use {pin} "
-                f"with this {name}")
+        # The pairing known to work first: a release of the package built for the installed
+        # TensorFlow may not exist (tensorflow-addons ended at 0.23.0, TensorFlow < 2.16;
+        # tensorflow-decision-forests 1.12.0 pins 2.19.0) and opdoctor cannot know offline.
+        return (f"use {pin} with this {name} (the TensorFlow it was built for), or a {name} "
+                f"release built for {installed} if its project has published one (pip index "
+                f"versions {name} lists its releases; its metadata must allow {installed})")
     if release:
         return (f"rebuild against {installed}'s headers and flags (tf.sysconfig."
                 f"get_compile_flags()/get_link_flags()), or use {pin}")

@@ -131,6 +131,33 @@ def release_of(spec: str) -> str:
     return ""
 
 
+_BOUND = re.compile(r"(>=|<=|==|~=|<|>)\s*(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def span_of(spec: str) -> str:
+    """The TensorFlow releases (major.minor) a requirement with an upper bound allows: ``2.19``
+    for ``==2.19.0``, ``2.13–2.15`` for ``>=2.13.0,<2.16.0`` (tensorflow-addons 0.23.0, whose
+    lower bound alone read as "built for 2.13"); "" without both a lower and an upper bound."""
+    lo: tuple[int, int] | None = None
+    hi: tuple[int, int] | None = None
+    for op, major, minor, patch in _BOUND.findall(spec):
+        rel = (int(major), int(minor))
+        if op == "==":
+            lo = hi = rel
+        elif op == "~=":  # ~=2.15.0 allows 2.15.x; ~=2.15 every 2.x from 2.15 on
+            lo, hi = rel, (rel if patch else None)
+        elif op in (">=", ">"):
+            lo = rel
+        elif op == "<=":
+            hi = rel
+        elif op == "<":
+            hi = rel if patch and int(patch) > 0 else (rel[0], rel[1] - 1) if rel[1] else None
+    if lo is None or hi is None or hi < lo:
+        return ""
+    first, last = f"{lo[0]}.{lo[1]}", f"{hi[0]}.{hi[1]}"
+    return first if first == last else f"{first}–{last}"
+
+
 def _metadata_requirement(info: str) -> TfRequirement | None:
     """The ``Requires-Dist: tensorflow…`` of one dist-info's METADATA (None when none)."""
     meta = os.path.join(info, "METADATA")
