@@ -519,6 +519,56 @@ def test_a_vendored_library_loaded_two_levels_down_is_found_as_its_package_loads
     assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]
 
 
+def test_a_dependency_the_packages_extension_loads_first_is_found_by_its_name(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """MindSpore 2.10: lib/libmindspore_grpc.so.48 NEEDs libupb_json_lib.so.48 beside it and
+    has no RUNPATH; _c_dataengine (RUNPATH $ORIGIN/lib) NEEDs both, so ld.so has the upb
+    library mapped before it looks up grpc's needs and finds it by its name — `import
+    mindspore` works. A scan of a healthy MindSpore had 28 libraries with "probably loads it
+    first" warnings. The same layout built here: alone it fails, the package's way it loads;
+    the static check says so as a note. Without the extension loading it first, the real
+    load fails and so does the check."""
+    import sysconfig
+
+    pkg = tmp_path / "site" / "grpcpkg"
+    lib = pkg / "lib"
+    lib.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (tmp_path / "dep.c").write_text("int dep(void) { return 1; }\n")
+    (tmp_path / "grpc.c").write_text("int dep(void);\nint grpc(void) { return dep(); }\n")
+    (tmp_path / "core.c").write_text("int grpc(void);\nint core(void) { return grpc(); }\n")
+    ext = pkg / ("_core" + sysconfig.get_config_var("EXT_SUFFIX"))
+
+    def cc(src: str, out: Path, *flags: str) -> None:
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(tmp_path / src),
+                        *flags], check=True, timeout=60)
+
+    cc("dep.c", lib / "libdep.so")
+    cc("grpc.c", lib / "libgrpc.so", f"-L{lib}", "-ldep")  # no RUNPATH
+    cc("core.c", ext, f"-L{lib}", "-Wl,--no-as-needed", "-lgrpc", "-ldep",
+       "-Wl,-rpath,$ORIGIN/lib")
+    load = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+    alone = subprocess.run([sys.executable, "-c", load, str(lib / "libgrpc.so")],
+                           capture_output=True, text=True, timeout=60)
+    assert alone.returncode != 0 and "libdep.so: cannot open" in alone.stderr
+    grouped = subprocess.run([sys.executable, "-c", load, str(ext)],
+                             capture_output=True, text=True, timeout=60)
+    assert grouped.returncode == 0, grouped.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib / "libgrpc.so"))
+    assert res.code == 0 and _errors(res) == [], _errors(res)
+    od201 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD201"]
+    assert [f["severity"] for f in od201] == ["info"], od201
+    assert od201[0]["message"].endswith(f"loads as part of {ext.name}'s load, which loads "
+                                        "grpcpkg/lib/libdep.so first"), od201[0]["message"]
+    # The extension no longer NEEDs libdep.so: nothing maps it before libgrpc.so's lookup.
+    cc("core.c", ext, f"-L{lib}", "-lgrpc", "-Wl,-rpath,$ORIGIN/lib")
+    grouped = subprocess.run([sys.executable, "-c", load, str(ext)],
+                             capture_output=True, text=True, timeout=60)
+    assert grouped.returncode != 0 and "libdep.so: cannot open" in grouped.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib / "libgrpc.so"))
+    assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]
+
+
 def test_a_walk_tells_what_every_library_of_a_package_shares_once(
         capsys: pytest.CaptureFixture[str]) -> None:
     """A static walk of numpy's site: its libraries are checked in package mode, one report

@@ -23,6 +23,7 @@ from opdoctor.facts.loader.search import (
     Library,
     Missing,
 )
+from opdoctor.facts.pkgdir import package_root
 from opdoctor.facts.requires import requirement_shipping
 from opdoctor.model import Cause, Finding, Severity
 
@@ -254,6 +255,28 @@ def run(facts: Facts) -> Iterator[Finding]:
         told.add(miss.name)
         users = list(dict.fromkeys(others[miss.name]))
         ev += [f"also needed by {u}" for u in users[1:]]
+        # Not for code Python imports or loads by itself (an extension module, an op
+        # library): it is loaded alone, not as part of another extension's load.
+        hosts = [] if facts.imports_as_code(facts.path) else \
+            [facts.load_group_finds(u, miss.name) for u in users]
+        if hosts and all(hosts):
+            ext, where = hosts[0]  # type: ignore[misc]
+            home = package_root(where, levels=3)
+            found = os.path.relpath(where, os.path.dirname(home)) if home else where
+            yield OD201.finding(
+                miss.name, f"{miss.name} (needed by "
+                f"{', '.join(os.path.basename(u) for u in users)}) is not found by "
+                f"{'its' if len(users) == 1 else 'their'} own search path: "
+                f"{'it loads' if len(users) == 1 else 'they load'} as part of "
+                f"{os.path.basename(ext)}'s load, which loads {found} first",
+                [*ev, f"{os.path.basename(ext)}'s load: {found} is loaded before "
+                 f"{os.path.basename(users[0])}'s needs are looked up, and ld.so finds a "
+                 "loaded library by its name"],
+                severity=Severity.INFO,
+                fix=f"nothing, for the package's own import; to load "
+                f"{os.path.basename(users[0])} by itself (ctypes), load {found} first or set "
+                "its RPATH to $ORIGIN")
+            continue
         first = _loaded_first_by_the_package(miss.name, facts)
         if first:
             in_pkg, load = first

@@ -279,6 +279,15 @@ def run_check_command(paths: list[str], values: dict[str, Any], registry: Regist
     return code
 
 
+def _code_counts(codes: list[str]) -> str:
+    """Root codes for a scan cell, each once with its count: "OD201 ×14, OD301" (MindSpore's
+    grpc library listed OD201 fourteen times, wrapped over four lines of the table)."""
+    seen: dict[str, int] = {}
+    for code in codes:
+        seen[code] = seen.get(code, 0) + 1
+    return ", ".join(c if n == 1 else f"{c} ×{n}" for c, n in seen.items())
+
+
 def _has_errors(report: Any) -> bool:
     """Whether the verdict of a scanned library stands on an error (not warnings only)."""
     return any(f.severity is Severity.ERROR for f in report.diagnosis.root_findings)
@@ -362,7 +371,7 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
                 table.add_row(it.package, name, "", f"[red]check crashed: {r}[/]")
                 continue
             d = r.diagnosis
-            codes = ", ".join(f.code for f in d.root_findings)
+            codes = _code_counts([f.code for f in d.root_findings])
             # a warnings-only verdict is not printed as a failure (survey 20: MindSpore's 28
             # libraries with a load-order warning read as 28 failures)
             verdict = "[green]clean[/]" if d.cause == 0 else (

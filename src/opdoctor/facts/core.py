@@ -1077,6 +1077,31 @@ class Facts:
                 return ext, definers
         return None
 
+    def load_group_finds(self, requested_by: str, name: str) -> tuple[str, str] | None:
+        """An extension module of the target's own package whose load brings in
+        ``requested_by`` (the target or one of its dependencies) and finds the library
+        ``requested_by`` NEEDs as ``name``, which its own search path does not: (the
+        extension, where it is found). None when there is none.
+
+        ld.so finds a DT_NEEDED name already loaded by its SONAME, whatever the searcher's
+        paths: MindSpore 2.10's ``libmindspore_grpc.so.48`` has no RUNPATH to its directory,
+        and ``_c_dataengine`` (which NEEDs it) loads ``libupb_json_lib.so.48`` before it —
+        ``import mindspore`` works; loaded on its own it does not (survey 20: 28 libraries
+        of a healthy MindSpore with "probably loads it first" warnings). The host's own
+        emulated load says it, in glibc's order: a library loaded later would not count."""
+        from opdoctor.facts.loader.search import Missing
+
+        me = commandcache.realpath(requested_by)
+        for ext, host in self._package_extension_hosts() or ():
+            tree = host.process.tree
+            for path, edges in tree.edges.items():
+                if commandcache.realpath(path) != me:
+                    continue
+                dep = next((d for n, d in edges if n == name), None)
+                if dep is not None and not isinstance(dep, Missing):
+                    return ext, dep.path
+        return None
+
     def _package_extension_hosts(self) -> Iterator[tuple[str, Facts]] | None:
         """The extension modules of the target's own package (but the target) whose NEEDED
         closure holds the target, each with its facts (its resolved dependency tree); None
@@ -1091,13 +1116,8 @@ class Facts:
             return None
         interp = self.interpreter
         suffixes = (interp.ext_suffix if interp else ".so", ".abi3.so")
-        candidates: list[str] = []
-        for root, dirs, files in os.walk(home):
-            dirs.sort()
-            candidates += [os.path.join(root, f) for f in sorted(files) if f.endswith(suffixes)]
-            if len(candidates) > MAX_GROUP_HOSTS:
-                return None  # a package of hundreds of extensions: not searched
-        return self._hosts_among(candidates)
+        candidates = _extension_modules(home, suffixes)
+        return None if candidates is None else self._hosts_among(candidates)
 
     def _hosts_among(self, candidates: list[str]) -> Iterator[tuple[str, Facts]]:
         from opdoctor.facts.budget import checkpoint
@@ -1107,7 +1127,7 @@ class Facts:
             if commandcache.realpath(ext) == me:
                 continue
             checkpoint(f"reading the load group of {ext}")
-            host = Facts(ext, self.options)
+            host = _host_facts(ext, self.options)
             try:
                 closure = _closure(host)
             except Exception:  # an extension that cannot be read is no host
@@ -1474,3 +1494,41 @@ def _closure(host: Facts) -> frozenset[str]:
 
 _CLOSURES: dict[tuple[str, CheckOptions], frozenset[str]] = {}
 commandcache.register(_CLOSURES.clear)
+
+
+def _extension_modules(home: str, suffixes: tuple[str, ...]) -> list[str] | None:
+    """The extension modules under the package directory ``home``, kept for the command (a
+    walk of MindSpore's tree is ~70 ms, asked for each library and each name not found);
+    None past ``MAX_GROUP_HOSTS`` (a package of hundreds of extensions: not searched)."""
+    key = (home, suffixes)
+    if key in _EXTENSIONS:
+        return _EXTENSIONS[key]
+    found: list[str] = []
+    for root, dirs, files in os.walk(home):
+        dirs.sort()
+        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(suffixes)]
+        if len(found) > MAX_GROUP_HOSTS:
+            break
+    candidates = found if len(found) <= MAX_GROUP_HOSTS else None
+    _EXTENSIONS[key] = candidates
+    return candidates
+
+
+_EXTENSIONS: dict[tuple[str, tuple[str, ...]], list[str] | None] = {}
+commandcache.register(_EXTENSIONS.clear)
+
+
+def _host_facts(ext: str, options: CheckOptions) -> Facts:
+    """The facts of a package's extension module asked about as a load-group host, kept for
+    the command: a scan asks each of a package's libraries, for each library a dependency
+    is not found for, about the same extensions (MindSpore's 47 libraries, three extensions;
+    their emulated loads were 10 of a 20 s scan)."""
+    key = (commandcache.realpath(ext), options)
+    host = _HOSTS.get(key)
+    if host is None:
+        host = _HOSTS[key] = Facts(ext, options)
+    return host
+
+
+_HOSTS: dict[tuple[str, CheckOptions], Facts] = {}
+commandcache.register(_HOSTS.clear)
