@@ -2197,6 +2197,45 @@ def test_a_package_is_checked_at_the_library_its_import_fails_on(
 
 
 @pytest.mark.probe
+def test_an_import_that_fails_at_another_librarys_miss_is_that_misss_consequence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchcodec 0.17.0's wheel: each FFmpeg-variant library misses its FFmpeg (OD201), and
+    `import torchcodec` fails at libtorchcodec_image.so on libnvrtc.so.13 (a CUDA build).
+    custom_ops4's report said the import's failure was "a consequence of OD201" — its own
+    libavutil.so.56, which the error does not name. Built here: the package's import loads
+    liba.so, which misses libx.so; libb.so (checked) misses liby.so. The import's failure is
+    the real loader's miss of libx.so (OD220, "fails at liba.so, not at this library")."""
+    pkg = tmp_path / "twolibs"
+    gone = tmp_path / "gone"
+    pkg.mkdir()
+    gone.mkdir()
+    for lib, dep in (("a", "x"), ("b", "y")):
+        (tmp_path / f"{dep}.c").write_text(f"int {dep}_fn(void) {{ return 1; }}\n")
+        (tmp_path / f"{lib}.c").write_text(f"int {dep}_fn(void);\n"
+                                           f"int {lib}_fn(void) {{ return {dep}_fn(); }}\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(gone / f"lib{dep}.so"),
+                        str(tmp_path / f"{dep}.c")], check=True, timeout=60)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / f"lib{lib}.so"),
+                        str(tmp_path / f"{lib}.c"), f"-L{gone}", f"-l{dep}"],
+                       check=True, timeout=60)
+    shutil.rmtree(gone)
+    (pkg / "__init__.py").write_text("import ctypes, os\nctypes.CDLL(os.path.join("
+                                     "os.path.dirname(__file__), 'liba.so'))\n")
+    real = _python(tmp_path, "import twolibs")
+    assert "OSError: libx.so: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), str(pkg / "libb.so"))
+    (rep,) = res.json()["reports"]
+    assert res.code == 1
+    consequences = rep["diagnosis"]["consequences"]  # root → what it explains
+    assert consequences["OD220"] == ["OD511"], consequences
+    assert "OD511" not in consequences.get("OD201", []), consequences
+    od220 = next(f for f in rep["findings"] if f["code"] == "OD220")
+    assert od220["message"].startswith("`import twolibs` fails at liba.so, not at this "
+                                       "library: libx.so"), od220["message"]
+    assert "OD201" in rep["diagnosis"]["root_findings"]  # libb.so's own miss, liby.so
+
+
+@pytest.mark.probe
 @pytest.mark.parametrize("beside", [False, True])
 def test_a_package_check_that_read_none_of_its_libraries_says_so(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], beside: bool) -> None:

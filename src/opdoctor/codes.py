@@ -62,6 +62,8 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD508": ("OD510", "OD511", "OD220"),
     "OD514": ("OD511",),
     "OD510": ("OD511", "OD220"),
+    # The real loader's miss that stopped the package's import (at another library).
+    "OD220": ("OD511",),
     # TensorFlow (checks/tensorflow.py): the static cause explains the generic symbol findings.
     "OD340": ("OD301", "OD321", "OD511"),
     "OD341": ("OD301", "OD321", "OD342", "OD511"),

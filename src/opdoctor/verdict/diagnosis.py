@@ -76,7 +76,7 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
         if f in roots or f in others:
             continue
         owners = [r for r in roots if _explains(r, f)
-                  or (f.code == "OD512" and r.cause != 5 and not _foreign_module(f))] + \
+                  or (f.code == "OD512" and r.cause != 5 and not _foreign_module(f))] or \
             [o for o in others if _explains(o, f)]
         if owners:
             folded.setdefault(_owner(f, owners).code, []).append(f)
@@ -126,6 +126,16 @@ def _explains(root: Finding, f: Finding) -> bool:
         # file the package's import names ("only _regex.cpython-312-…so")
         return f.subject == root.subject or (
             bool(f.subject) and os.path.basename(f.subject) in root.message)
+    if root.code in ("OD201", "OD203", "OD220") and f.code == "OD511":
+        # an import that failed on a library not found is this miss's consequence only when
+        # its error names this library: torchcodec's custom_ops4 misses FFmpeg 4's
+        # libavutil.so.56, its import fails at libtorchcodec_image.so on libnvrtc.so.13
+        # (the real loader's miss, OD220, only then: fairseq2n's import raises its own
+        # "requires Intel oneTBB" after its CDLL of libtbb failed — the requirement's error)
+        lib = _missing_library(f)
+        if lib is not None or root.code == "OD220":
+            return lib is not None and \
+                os.path.basename(lib) == os.path.basename(root.subject.split()[0])
     if root.code in ("OD201", "OD203") and f.code == "OD220":
         # the real loader's miss confirms the static one of the same library only (a package
         # that tries several libraries: another one's miss is not this one's)
