@@ -400,6 +400,53 @@ def test_a_wheel_edited_after_it_was_built_is_one_warning_in_both_modes(
         assert od508["fix"].startswith("Rebuild the wheel")
 
 
+def test_a_vendored_library_missing_from_a_wheel_is_the_wheels_fault(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pillow 13.0.0's wheel without its vendored libjpeg (its RECORD still lists it): the
+    report of _imaging led with "✗ Cause 2 — libjpeg-….so is not found" and a fix to
+    `patchelf --set-rpath … /tmp/opdoctor-wheel-…/PIL/_imaging….so` — a copy opdoctor unpacked
+    (survey 20). The miss is the wheel's: folded under OD508, which names the file."""
+    (tmp_path / "dep.c").write_text("int dep(void) { return 1; }\n")
+    (tmp_path / "use.c").write_text("int dep(void);\nint use(void) { return dep(); }\n")
+    libs = tmp_path / "vendpkg.libs"
+    pkg = tmp_path / "vendpkg"
+    libs.mkdir()
+    pkg.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(libs / "libdep-1a2b3c4d.so"),
+                    str(tmp_path / "dep.c")], check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "libuse.so"),
+                    str(tmp_path / "use.c"), f"-L{libs}", "-ldep-1a2b3c4d",
+                    "-Wl,-rpath,$ORIGIN/../vendpkg.libs"], check=True, timeout=60)
+    init = b"import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), " \
+        b"'libuse.so'))\n"
+    built = _wheel(tmp_path, "vendpkg-1.0-cp311-cp311-linux_x86_64.whl", {
+        "vendpkg/__init__.py": init, "vendpkg/libuse.so": (pkg / "libuse.so").read_bytes(),
+        "vendpkg.libs/libdep-1a2b3c4d.so": (libs / "libdep-1a2b3c4d.so").read_bytes()})
+    whl = tmp_path / "dist" / built.name
+    whl.parent.mkdir()
+    with zipfile.ZipFile(built) as src, zipfile.ZipFile(whl, "w") as dst:
+        for item in src.infolist():  # everything but the vendored library; RECORD lists it
+            if not item.filename.startswith("vendpkg.libs/"):
+                dst.writestr(item, src.read(item))
+    site = tmp_path / "t"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                          "--target", str(site), str(whl)], capture_output=True, text=True,
+                         timeout=120)
+    assert pip.returncode == 0, pip.stderr  # pip installs it anyway
+    real = subprocess.run([sys.executable, "-c", "import vendpkg"], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(site)})
+    assert "libdep-1a2b3c4d.so: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(whl))
+    (rep,) = [r for r in res.json()["reports"] if r["target"]["path"].endswith("libuse.so")]
+    assert res.code == 1
+    assert rep["diagnosis"]["root_findings"] == ["OD508"], rep["diagnosis"]
+    assert rep["diagnosis"]["consequences"]["OD508"] == ["OD201", "OD301"], rep["diagnosis"]
+    od508 = next(f for f in rep["findings"] if f["code"] == "OD508")
+    assert od508["message"] == "the wheel's RECORD does not match its files (1 missing: " \
+        "vendpkg.libs/libdep-1a2b3c4d.so; 0 changed): it was modified after it was built", od508
+    assert "/tmp/" not in rep["diagnosis"]["summary"]
+
+
 @pytest.mark.probe
 def test_a_wheel_checked_without_its_requirements_is_the_environments_warning(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1069,9 +1069,13 @@ def run(facts: Facts) -> Iterator[Finding]:
             # RECORD), stricter installers refuse it. Not "installed files", no reinstall from
             # the index, and one severity whether the probe ran or not (survey 20: the gate
             # flipped with --static).
+            # the files by name, as the wheel lists them (pillow without its vendored libjpeg)
+            gone = f": {', '.join(_rel(p, chain) for p in missing[:3])}" + (
+                f" … {len(missing) - 3} more" if len(missing) > 3 else "") + ";" \
+                if missing else ","
             yield OD508.finding(
-                name, f"the wheel's RECORD does not match its files ({len(missing)} missing, "
-                f"{len(changed)} changed): it was modified after it was built",
+                name, f"the wheel's RECORD does not match its files ({len(missing)} missing"
+                f"{gone} {len(changed)} changed): it was modified after it was built",
                 [line.replace("changed since install", "changed since the wheel was built")
                  for line in ev],
                 fix="Rebuild the wheel (python -m build --wheel); to change an unpacked wheel, "

@@ -162,6 +162,15 @@ def _explains(root: Finding, f: Finding) -> bool:
     if root.code == "OD328" and f.code == "OD327":
         # a NumPy-1 build that requires numpy<2: the same pairing, said twice (pandas 2.1.4)
         return f.subject.lower() == "numpy"
+    if root.code == "OD508" and f.code in ("OD201", "OD301"):
+        # a library the RECORD lists and the files lack (pillow's wheel without its vendored
+        # libjpeg): its "not found" — and the symbols it would define — are that miss, whose
+        # fix is the wheel's, not a patchelf of a copy unpacked to /tmp (survey 20)
+        gone = {os.path.basename(line[len("missing: "):]) for line in root.evidence
+                if line.startswith("missing: ")}
+        if f.code == "OD201":
+            return f.subject.split()[0] in gone
+        return "(inconclusive" in f.message and any(g in f.message for g in gone)
     if root.code == "OD406" and f.code == "OD508":
         # the truncated library is the file whose hash no longer matches the RECORD
         return any(line.startswith("changed since install") and line.endswith(
