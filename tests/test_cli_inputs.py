@@ -447,6 +447,33 @@ def test_a_vendored_library_missing_from_a_wheel_is_the_wheels_fault(
     assert "/tmp/" not in rep["diagnosis"]["summary"]
 
 
+def test_a_wheels_library_needing_what_no_one_installed_gets_no_fix_on_a_temporary_copy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A wheel's library that NEEDs a library neither the wheel nor this system has: the fix
+    said `patchelf --set-rpath … /tmp/opdoctor-wheel-…/…` or LD_LIBRARY_PATH — edits of the
+    copy opdoctor unpacked. It says where the library must come from: the system where the
+    wheel runs, or the wheel itself (auditwheel repair)."""
+    (tmp_path / "dep.c").write_text("int dep(void) { return 1; }\n")
+    (tmp_path / "use.c").write_text("int dep(void);\nint use(void) { return dep(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libsysdep.so"),
+                    str(tmp_path / "dep.c")], check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libuse.so"),
+                    str(tmp_path / "use.c"), f"-L{tmp_path}", "-lsysdep"], check=True,
+                   timeout=60)
+    (tmp_path / "libsysdep.so").unlink()
+    with pytest.raises(OSError, match=r"libsysdep\.so: cannot open shared object file"):
+        ctypes.CDLL(str(tmp_path / "libuse.so"))
+    whl = _wheel(tmp_path, "syspkg-1.0-cp311-cp311-linux_x86_64.whl", {
+        "syspkg/__init__.py": b"", "syspkg/libuse.so": (tmp_path / "libuse.so").read_bytes()})
+    res = cli(capsys, "check", "-f", "json", "--static", str(whl))
+    (rep,) = res.json()["reports"]
+    od201 = next(f for f in rep["findings"] if f["code"] == "OD201")
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD201"]
+    assert od201["fix"].startswith(f"libsysdep.so is neither in {whl.name} nor found on this "
+                                   "system: install it where the wheel is to run"), od201["fix"]
+    assert "auditwheel repair" in od201["fix"] and "/tmp/" not in od201["fix"]
+
+
 @pytest.mark.probe
 def test_a_wheel_checked_without_its_requirements_is_the_environments_warning(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -130,6 +130,15 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
                 f"`{owner}` before this module: install the distribution that provides `import "
                 f"{owner}` in this environment (the release this one was built against); no "
                 "RPATH edit brings it")
+    if facts.options.wheel:
+        # What was checked is a copy of the wheel unpacked to a temporary directory: a patchelf
+        # of it, or an LD_LIBRARY_PATH to it, fixes nothing (survey 20's pillow wheel).
+        wheel = os.path.basename(facts.options.wheel)
+        return (f"{miss.name} is neither in {wheel} nor found on this system: install it where "
+                "the wheel is to run (the system package that provides it), or vendor it into "
+                "the wheel (`auditwheel repair` copies it into the wheel and sets the RPATH "
+                "to it); the files checked here are a temporary copy of the wheel, which no "
+                "edit fixes")
     beside = os.path.join(os.path.dirname(req), miss.name)
     if os.path.isfile(beside):
         # torchcodec's libtorchcodec_custom_ops7.so NEEDs libtorchcodec_core7.so, which sits
