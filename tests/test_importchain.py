@@ -1513,12 +1513,15 @@ def test_a_library_named_for_another_python_leads_with_that(
     assert rep["diagnosis"]["consequences"] == {"OD503": ["OD301"]}
 
 
+@pytest.mark.parametrize("tag", ["312", "313t"])
 def test_another_pythons_build_the_package_imports_explains_its_undefined_symbols(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], tag: str) -> None:
     """orjson's cp312 wheel unpacked under CPython 3.11: OD503 ("only
     orjson.cpython-312-…so") led, and the file's undefined CPython 3.12 API (PyType_GetDict)
     stood beside it as a cause-3 root with a "link the library" fix (survey 20). The build
-    for another Python explains its own undefined symbols."""
+    for another Python explains its own undefined symbols. regex's cp313t wheel (free-threaded
+    CPython 3.13) was "built for another platform" (OD418, cause 4) with the same cause-3
+    root beside it: another Python, the same verdict."""
     import ctypes
 
     pkg = tmp_path / "o12"
@@ -1526,11 +1529,14 @@ def test_another_pythons_build_the_package_imports_explains_its_undefined_symbol
     (pkg / "__init__.py").write_text("from .o12 import *\n")
     (tmp_path / "o.c").write_text("extern void *PyType_GetDict_312(void *);\n"
                                   "void *PyInit_o12(void) { return PyType_GetDict_312(0); }\n")
-    lib = pkg / "o12.cpython-312-x86_64-linux-gnu.so"
+    lib = pkg / f"o12.cpython-{tag}-x86_64-linux-gnu.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "o.c")],
                    check=True, timeout=60)
     with pytest.raises(OSError, match="undefined symbol: PyType_GetDict_312"):
         ctypes.CDLL(str(lib))
+    real = subprocess.run([sys.executable, "-c", "import o12"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert "No module named 'o12.o12'" in real.stderr, real.stderr  # never even tried
     res = cli(capsys, "check", "-f", "json", "--static", "--cwd", str(tmp_path), str(lib))
     (rep,) = res.json()["reports"]
     assert rep["diagnosis"]["root_findings"] == ["OD503"], rep["diagnosis"]

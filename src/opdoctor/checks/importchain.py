@@ -1115,7 +1115,8 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
     suffix = interp.ext_suffix if interp else ".so"
     names = links[0].other_builds
     what = {w for n in names for w in built_for(n, suffix)}
-    platform = sorted(w for w in what if not w.startswith("CPython "))
+    # another Python, free-threaded included (regex's cp313t wheel was "another platform")
+    platform = sorted(w for w in what if "CPython " not in w)
     more = f"+{len(sites) - 4} more imports of it" if len(sites) > 4 else ""
     evidence = (*sites[:4], *([more] if more else []))
     dist, version = distribution(chain.dist) if chain.dist else ("", "")

@@ -120,7 +120,7 @@ def _explains(root: Finding, f: Finding) -> bool:
     abseil mismatch, and installing the right TensorFlow would not bring cirq."""
     if f.code not in EXPLAINS.get(root.code, ()):
         return False
-    if root.code == "OD503" and f.code == "OD301":
+    if root.code in ("OD503", "OD418") and f.code == "OD301":
         # a build for another Python (PyPy's C API: PyPyExc_*, CPython 3.12's PyType_GetDict)
         # leaves its symbols undefined here: the same file only — the library itself, or the
         # file the package's import names ("only _regex.cpython-312-…so")
