@@ -1350,6 +1350,12 @@ def _requirements_for_later(facts: Facts, chain: ImportChain,
             continue
         word = next((w for w in _name_words(name, err.message if err else "")
                      if w in said and w not in own), "") if err is not None else ""
+        if err is not None and not word:
+            # a module its distribution names otherwise: cryptography's "No module named
+            # '_cffi_backend'" is cffi's (survey 20: "whether it reaches it is not known")
+            gone = _NO_MODULE.search(err.message)
+            if gone and key in distributions_of(gone.group(1).split(".")[0]):
+                word = gone.group(1)
         if err is not None and word:
             # the probe's import failed with an error that names it: flashinfer's `No module
             # named 'tvm_ffi'` (apache-tvm-ffi), fairseq2n's "requires Intel oneTBB" (tbb),

@@ -283,6 +283,7 @@ _IMPORT_NAMES: dict[str, tuple[str, ...]] = {
     "google": ("protobuf",), "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-gpu"),
     "sentencepiece": ("sentencepiece",), "websocket": ("websocket-client",),
     "pkg_resources": ("setuptools",), "typing_extensions": ("typing-extensions",),
+    "_cffi_backend": ("cffi",),
 }
 
 
