@@ -474,6 +474,42 @@ def test_a_wheels_library_needing_what_no_one_installed_gets_no_fix_on_a_tempora
     assert "auditwheel repair" in od201["fix"] and "/tmp/" not in od201["fix"]
 
 
+def test_a_renamed_wheel_says_its_file_name_and_metadata_disagree(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """orjson's cp312 wheel renamed to ``…-cp311-cp311-…whl`` (its WHEEL still says cp312):
+    pip installs it under CPython 3.11 (it trusts the file name) and the import fails. The
+    fix was "pip install --force-reinstall … with this interpreter" — the file itself is the
+    fault: its name and its metadata disagree (survey 20)."""
+    (tmp_path / "e.c").write_text("extern void *PyType_GetDict_312(void *);\n"
+                                  "void *PyInit__ext(void) { return PyType_GetDict_312(0); }\n")
+    lib = tmp_path / "_ext.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "e.c")],
+                   check=True, timeout=60)
+    built = _wheel(tmp_path, "mtpkg-1.0-cp312-cp312-linux_x86_64.whl", {
+        "mtpkg/__init__.py": b"from . import _ext\n",
+        "mtpkg/_ext.cpython-312-x86_64-linux-gnu.so": lib.read_bytes()})
+    whl = tmp_path / "dist" / "mtpkg-1.0-cp311-cp311-linux_x86_64.whl"
+    whl.parent.mkdir()
+    built.rename(whl)
+    site = tmp_path / "t"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                          "--target", str(site), str(whl)], capture_output=True, text=True,
+                         timeout=120)
+    assert pip.returncode == 0, pip.stderr  # pip installs it: the file name fits
+    real = subprocess.run([sys.executable, "-c", "import mtpkg"], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(site)})
+    assert "cannot import name '_ext'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(whl))
+    (rep,) = res.json()["reports"]
+    od503 = next(f for f in rep["findings"] if f["code"] == "OD503")
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD503"]
+    assert od503["message"].endswith("— the wheel's file name says cp311-cp311-linux_x86_64, "
+                                     "its WHEEL metadata cp312-cp312-linux_x86_64: it was "
+                                     "renamed"), od503["message"]
+    assert od503["fix"].startswith("Use the wheel built for this Python (mtpkg 1.0's "
+                                   "cp311-cp311-linux_x86_64 wheel"), od503["fix"]
+
+
 @pytest.mark.probe
 def test_a_wheel_checked_without_its_requirements_is_the_environments_warning(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1145,12 +1145,45 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
             "pip brings the same ones. Run the Python they were built for, install a release "
             f"of {dist} that publishes a wheel for this Python, or build it from its source "
             f"distribution (pip install --no-binary {dist} {dist}).", severity=severity)
+    renamed = _renamed_wheel(facts, chain)
+    if renamed:
+        named, tags = renamed
+        return OD503.finding(
+            target, f"{target}: {links[0].problem}{tail} — the wheel's file name says {named}, "
+            f"its WHEEL metadata {tags}: it was renamed", [*evidence, f"wheel file: "
+                                                          f"{os.path.basename(facts.options.wheel)}",
+                                                          f"{os.path.basename(chain.dist)}/WHEEL: "
+                                                          f"Tag: {tags}"],
+            fix=f"Use the wheel built for this Python ({dist} {version}'s {named} wheel, or "
+            f"build one here: pip wheel --no-deps --no-binary {dist} {dist}=={version}); pip "
+            f"installs a wheel by its file name, so this {tags} build installs here and its "
+            "import fails — and fix whatever renamed it (a CI step, an upload script).",
+            severity=severity)
     fix = (f"pip install --force-reinstall --no-deps {pin} with this interpreter (its pip "
            "picks the wheel for this Python)" if chain.dist else
            "Rebuild/reinstall the package with this interpreter (python -m pip install "
            "--force-reinstall .)") + ", or run the Python the files were built for."
     return OD503.finding(target, f"{target}: {links[0].problem}{tail}", evidence, fix=fix,
                          severity=severity)
+
+
+def _renamed_wheel(facts: Facts, chain: ImportChain) -> tuple[str, str] | None:
+    """(the tags a wheel file's name says, the tags its WHEEL metadata says) when none of the
+    first is among the second: the file was renamed (orjson's cp312 wheel as
+    ``…-cp311-cp311-…whl``; pip installs it under CPython 3.11 and its import fails). None for
+    a target that is no wheel file, or tags that agree."""
+    if not facts.options.wheel or not chain.dist:
+        return None
+    parts = os.path.basename(facts.options.wheel)[:-len(".whl")].split("-")
+    if len(parts) < 5:
+        return None
+    py, abi, plat = parts[-3:]
+    named = {f"{p}-{a}-{x}" for p in py.split(".") for a in abi.split(".")
+             for x in plat.split(".")}
+    tags = wheel_tags(chain.dist)
+    if not tags or named & set(tags):
+        return None
+    return "-".join(parts[-3:]), tags[0] + (" …" if len(tags) > 1 else "")
 
 
 def _target_for_another_python(facts: Facts, chain: ImportChain) -> Finding | None:
