@@ -432,6 +432,11 @@ def test_device_plugins_of_a_cpu_install_are_warnings_here(
     od220 = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD220"]
     assert od220 and all(f["severity"] == "warning" and "Ascend CANN device plugin" in
                          f["message"] for f in od220), od220
+    # The headline names CANN's library, not MindSpore's own _c_dataengine module (which its
+    # import loads before any plugin; it led libdvpp_utils.so's report: survey 20's re-run).
+    summary = res.json()["reports"][1]["diagnosis"]["summary"]
+    assert summary.startswith("No error — ") and ": libascendcl.so (needed by " in summary, \
+        summary
 
 
 def test_a_plugin_an_extension_module_needs_stays_an_error(

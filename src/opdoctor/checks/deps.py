@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, runtime_library_fix
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.devices import device_plugin
+from opdoctor.facts.devices import device_plugin, toolkit_of
 from opdoctor.facts.loader.search import (
     RULE_LD_LIBRARY_PATH,
     RULE_PRELOADED,
@@ -250,7 +250,13 @@ def run(facts: Facts) -> Iterator[Finding]:
         others.setdefault(miss.name, []).append(miss.requested_by)
     told: set[str] = set()
     plugin = device_plugin(facts.loaded_on_demand, list(others))
-    for miss in tree.missing:
+    order = list(tree.missing)
+    if plugin:
+        # the toolkit's libraries first: the plugin of MindSpore's Ascend backend led with
+        # "_c_dataengine….so is not found" — MindSpore's own module, which its import has
+        # loaded before the plugin — instead of CANN's libascendcl.so (survey 20)
+        order.sort(key=lambda m: not toolkit_of(m.name, list(others)))
+    for miss in order:
         ev = _attempt_lines(miss)
         if miss.exists_in:
             for path, why in miss.exists_in:
