@@ -354,6 +354,13 @@ def test_numpy1_library_that_initialises_numpy_on_first_use(
     assert res.code == 0 and [f["severity"] for f in od328] == ["warning"], od328
     assert od328[0]["message"].endswith("(libraries that initialise NumPy on first use: they "
                                         "warn and run on, and their NumPy calls fail)")
+    # With the probe: the names its CPU build lacks (gpu_*, ascend_*) are notes of their own,
+    # not consequences of the NumPy-1 build (they were shown under "! Cause 3": survey 20)
+    res = cli(capsys, "check", "-f", "json", "--python", py, "--package", "mindspore")
+    (rep,) = res.json()["reports"]
+    notes = [f for f in rep["findings"] if f["code"] == "OD512"]
+    assert res.code == 0 and notes and all(f["severity"] == "info" for f in notes), notes
+    assert "OD512" not in rep["diagnosis"]["consequences"].get("OD328", []), rep["diagnosis"]
 
 
 def test_dependency_tree_lists_each_librarys_needs_once() -> None:
