@@ -272,6 +272,34 @@ def _write(root: Path, files: dict[str, str]) -> None:
         (root / rel).write_text(text)
 
 
+def test_a_requirement_older_than_the_range_gets_no_upgrade_of_the_package(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """TensorFlow 2.21 requires protobuf>=6.31.1; with protobuf 3.20.3 first on sys.path the
+    second fix was "a release of tensorflow that accepts protobuf 3.20.3 (`pip install
+    --upgrade tensorflow` lets pip choose one)" — an upgrade never goes back to the older
+    release that would (survey 20). The installed metadata, as importlib reads it, then the
+    check: the older release, and how to list them."""
+    import importlib.metadata
+
+    site = tmp_path / "site"
+    _write(site, {"pbuser/__init__.py": "", "pbuser-2.0.dist-info/METADATA":
+                  "Name: pbuser\nVersion: 2.0\nRequires-Dist: pbdep>=5.28.0\n",
+                  "pbuser-2.0.dist-info/RECORD": "pbuser/__init__.py,,\n",
+                  "pbdep/__init__.py": "", "pbdep-3.20.3.dist-info/METADATA":
+                  "Name: pbdep\nVersion: 3.20.3\n", "pbdep-3.20.3.dist-info/RECORD":
+                  "pbdep/__init__.py,,\n"})
+    dists = {d.metadata["Name"]: d for d in importlib.metadata.distributions(path=[str(site)])}
+    assert dists["pbuser"].requires == ["pbdep>=5.28.0"] and dists["pbdep"].version == "3.20.3"
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), "--package", "pbuser")
+    od327 = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD327"]
+    assert len(od327) == 1 and od327[0]["message"].startswith(
+        "pbuser 2.0 requires pbdep>=5.28.0; pbdep 3.20.3 is installed"), od327
+    assert od327[0]["fix"].endswith("or an older release of pbuser that accepts pbdep 3.20.3 "
+                                    "(pip index versions pbuser lists them; `pip install "
+                                    "--upgrade` never goes back to one)"), od327[0]["fix"]
+
+
 def test_chain_fallbacks_build_targets_and_subpackage_imports(tmp_path: Path) -> None:
     # The shapes of fbgemm_gpu 1.8 and torchcodec 0.17 that OD510 used to report: a load in an
     # except handler (a fallback), a Buck target passed to load_library, absolute imports from

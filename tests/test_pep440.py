@@ -10,7 +10,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from opdoctor.facts.pep440 import admits, parse
+from opdoctor.facts.pep440 import admits, below, parse
 
 VERSIONS = ["0.9", "1.0", "1.0.0", "1.0.post1", "1.0a1", "1.0b2", "1.0rc1", "1.0.dev3",
             "1.0a1.dev1", "1.0.post1.dev2", "1.1", "1.21.6", "1.22", "1.22.0", "1.26.4", "2.0",
@@ -86,3 +86,16 @@ def test_unknown_or_unreadable_markers_are_no_answer() -> None:
     assert marker_holds("platform_release >= '5'", {}) is None
     assert marker_holds("python_version <", {"python_version": "3.11"}) is None
     assert marker_holds("(python_version < '3.9'", {"python_version": "3.11"}) is None
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_below_is_outside_the_specifier_and_under_a_lower_bound(spec: str) -> None:
+    """``below``: outside the range (packaging's own answer) on the low side — what an
+    upgrade of the package requiring it cannot reach (its newer releases require more)."""
+    ref = SpecifierSet(spec)
+    for version in VERSIONS:
+        if below(spec, version):
+            assert not ref.contains(Version(version), prereleases=True), (spec, version)
+    assert below(">=5.28.0,<7.0.0dev", "3.20.3")  # TensorFlow 2.21 beside protobuf 3.20.3
+    assert not below("<2.1,>=1.22", "2.4.6")  # numba 0.60 beside NumPy 2.4: above, not below
+    assert not below(">=1.0", "not a version")

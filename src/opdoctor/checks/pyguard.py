@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from opdoctor.checks.base import Check, install_command, package_applies, upgrade_command
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
+from opdoctor.facts.pep440 import below
 from opdoctor.facts.pkgdir import normalized
 from opdoctor.facts.pyguard import (
     Guard,
@@ -310,6 +311,13 @@ def _pins(facts: Facts) -> Iterator[Finding]:
         if pin:
             fix = (f"{install} (the release {pkg} was released with), or reinstall "
                    f"{dist or chain.name} so that pip resolves the pair")
+        elif below(spec, have):
+            # an upgrade never goes back to the older release that would accept it (protobuf
+            # 3.20.3 under TensorFlow 2.21, which requires protobuf>=5.28.0: survey 20)
+            fix = (f"{install} (the releases {pkg} accepts), or an older release of "
+                   f"{dist or chain.name} that accepts {name} {have} (pip index versions "
+                   f"{dist or chain.name} lists them; `pip install --upgrade` never goes back "
+                   "to one)")
         else:
             fix = (f"{install} (the releases {pkg} accepts), or a release of "
                    f"{dist or chain.name} that accepts {name} {have} (`pip install --upgrade "

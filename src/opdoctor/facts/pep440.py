@@ -123,6 +123,24 @@ def clause_holds(op: str, bound: str, have: Version) -> bool | None:
     return None
 
 
+def below(specifier: str, version: str) -> bool:
+    """Whether ``version`` is below a lower bound of ``specifier`` (``>=``, ``>``, ``~=``, or
+    an ``==`` release above it): what only an older release of the package requiring it can
+    accept (protobuf 3.20.3 under ``protobuf>=5.28.0``). False when it is not, or unreadable."""
+    have = parse(version)
+    if have is None:
+        return False
+    for clause in (c.strip() for c in specifier.split(",") if c.strip()):
+        m = re.match(r"(~=|==|>=|>)\s*(\S+)", clause)
+        if not m or m.group(2).endswith(".*"):
+            continue
+        want = parse(m.group(2))
+        if want is not None and have.key() < want.key() and \
+                clause_holds(m.group(1), m.group(2), have) is False:
+            return True
+    return False
+
+
 def admits(specifier: str, version: str) -> bool | None:
     """Whether ``version`` satisfies every clause of ``specifier`` (``<2.1,>=1.22``): True,
     False, or None when either cannot be read (then nothing may be concluded)."""
