@@ -170,6 +170,37 @@ def test_a_range_the_metadata_allows_is_the_release_span_and_the_known_pairing_l
     assert "if its project has published one (pip index versions rangeops" in (f.fix or "")
 
 
+@pytest.mark.probe
+def test_legacy_keras_asked_for_and_not_installed_is_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """TF_USE_LEGACY_KERAS=1 without tf_keras (survey 20): `import tensorflow` works and every
+    tf.keras use raises "Keras cannot be imported". The check of TensorFlow was clean; it is
+    a warning naming tf-keras for this TensorFlow, and nothing without the variable (the
+    venv's Keras 3) or with tf_keras on the path."""
+    py = tf_python()
+    # TensorFlow reads the variable when tf.keras is first used (its lazy loader), so setting
+    # it after the import is what the job's environment does (and shares the TF zygote)
+    real = run_python("import tensorflow as tf\nimport os\n"
+                      "os.environ['TF_USE_LEGACY_KERAS'] = '1'\ntf.keras.layers.Dense(1)\n",
+                      python=py, timeout=300)
+    assert "ImportError: Keras cannot be imported. Check that it is installed." in \
+        real.stderr, real.stderr[-1500:]
+    args = ("check", "-f", "json", "--static", "--python", py, "--package", "tensorflow")
+    res = cli(capsys, *args, "--env", "TF_USE_LEGACY_KERAS=1")
+    found = [f for r in res.json()["reports"] for f in r["findings"]
+             if f["code"] == "OD514" and f["subject"] == "tf_keras"]
+    assert len(found) == 1 and found[0]["severity"] == "warning", found
+    assert found[0]["fix"].startswith("pip install 'tf-keras~=2.21.0'"), found[0]["fix"]
+    res = cli(capsys, *args, "--env", "TF_USE_LEGACY_KERAS=")
+    assert not [f for r in res.json()["reports"] for f in r["findings"]
+                if f["subject"] == "tf_keras"]
+    (tmp_path / "tf_keras").mkdir()  # a tf_keras the job finds first
+    res = cli(capsys, *args, "--env", "TF_USE_LEGACY_KERAS=1", "--env",
+              f"PYTHONPATH={tmp_path}")
+    assert not [f for r in res.json()["reports"] for f in r["findings"]
+                if f["subject"] == "tf_keras"]
+
+
 def test_a_requirements_span_is_every_release_it_allows() -> None:
     """Real packages' TensorFlow requirements (their METADATA), as releases."""
     from opdoctor.facts.tensorflow import span_of

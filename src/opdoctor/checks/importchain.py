@@ -1095,6 +1095,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 fix=f"pip install --force-reinstall --no-deps {pin}; never "
                                 "rebuild into site-packages by hand.",
                                 severity=Severity.WARNING if harmless else None)
+    yield from _legacy_keras_missing(facts, chain)
     for req in _requirements_not_installed(facts, chain):
         # A wheel file's requirements missing where it is checked are the environment's, not
         # the wheel's (installing it brings them): a warning in both modes (survey 20).
@@ -1284,6 +1285,38 @@ def _missing_on_the_path(facts: Facts, chain: ImportChain, missing: list[str]) -
         except OSError:
             continue
     return False
+
+
+# TensorFlow's lazy loader of tf.keras (tensorflow/python/util/lazy_loader.py) reads the
+# variable this way; any other value means Keras 3.
+_LEGACY_KERAS = ("true", "True", "1")
+
+
+def _legacy_keras_missing(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD514 (a warning): the job's environment sets TF_USE_LEGACY_KERAS, so TensorFlow's
+    tf.keras imports tf_keras — which nothing on sys.path provides. `import tensorflow`
+    works; every tf.keras use raises "ImportError: Keras cannot be imported. Check that it is
+    installed." (survey 20: the check was clean)."""
+    value = facts.environ.get("TF_USE_LEGACY_KERAS")
+    if value not in _LEGACY_KERAS or facts.tensorflow is None or not (
+            chain.name.split(".")[0] == "tensorflow" or facts.tf_probe):
+        return
+    for entry in chain.sys_path:
+        where = os.path.join(entry or facts.options.cwd or ".", "tf_keras")
+        if os.path.isdir(where) or os.path.isfile(where + ".py"):
+            return
+    release = ".".join(facts.tensorflow.version.split(".")[:2])
+    yield OD514.finding(
+        "tf_keras", f"TF_USE_LEGACY_KERAS={value} makes tf.keras import tf_keras, which is not "
+        f"installed: `import tensorflow` works, every use of tf.keras fails (\"Keras cannot be "
+        "imported. Check that it is installed.\")",
+        (f"environment: TF_USE_LEGACY_KERAS={value}",
+         f"no tf_keras on sys.path ({len(chain.sys_path)} entries)",
+         f"{facts.tensorflow.directory}/python/util/lazy_loader.py: tf.keras imports tf_keras "
+         "when TF_USE_LEGACY_KERAS is true"),
+        fix=f"pip install 'tf-keras~={release}.0' (its releases follow TensorFlow's: the one for "
+        f"TensorFlow {facts.tensorflow.version}), or unset TF_USE_LEGACY_KERAS to use Keras 3",
+        severity=Severity.WARNING)
 
 
 def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
