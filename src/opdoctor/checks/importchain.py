@@ -31,6 +31,7 @@ from opdoctor.facts.pychain import (
     ImportChain,
     Link,
     built_for,
+    interpreter_tag,
     loader_calls,
 )
 from opdoctor.facts.pynames import (
@@ -1233,11 +1234,11 @@ def _tag_fits(tag: str, ext_suffix: str) -> bool:
     """Whether pip on the interpreter whose extension suffix is ``ext_suffix``
     (``.cpython-311-x86_64-linux-gnu.so``) accepts a wheel tag (``py38-none-any``,
     ``cp311-cp311-manylinux_2_28_x86_64``; compressed parts such as ``py2.py3`` allowed)."""
-    m = re.match(r"\.cpython-3(\d+)[a-z]*-(\w+?)-linux-gnu", ext_suffix)
+    here = interpreter_tag(ext_suffix)
     parts = tag.split("-")
-    if not m or len(parts) != 3:
+    if here is None or len(parts) != 3:
         return False
-    minor, machine = int(m.group(1)), m.group(2)
+    minor, machine = here
     pys, abis, plats = (p.split(".") for p in parts)
     py_ok = any(p in ("py3", f"cp3{minor}") or
                 (re.fullmatch(r"py3(\d+)", p) is not None and int(p[3:]) <= minor) for p in pys)

@@ -103,6 +103,16 @@ _BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?P<ft>t?)(?:-(?P<plat>[\w-]+)
                         r"(?P<win>win\w*)|(?P<pypy>pypy\d+)[\w.-]*|abi3)\.(?P<ext>so|pyd)$")
 
 
+def interpreter_tag(ext_suffix: str) -> tuple[int, str] | None:
+    """(CPython 3's minor version, the machine) an interpreter's extension suffix names:
+    ``.cpython-311-x86_64-linux-gnu.so`` → (11, "x86_64"); None for another form."""
+    m = _BUILD_TAG.search(ext_suffix)
+    if m is None or not m["py"] or not m["py"].startswith("3") or not m["plat"] or \
+            "-linux-" not in m["plat"]:
+        return None
+    return int(m["py"][1:]), m["plat"].split("-linux-")[0]
+
+
 def built_for(name: str, this_suffix: str) -> list[str]:
     """What an extension file name says it was built for, where this interpreter's suffix
     (``.cpython-311-x86_64-linux-gnu.so``) says otherwise: ["CPython 3.12"], ["aarch64"],
