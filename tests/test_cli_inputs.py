@@ -472,6 +472,14 @@ def test_a_wheels_library_needing_what_no_one_installed_gets_no_fix_on_a_tempora
     assert od201["fix"].startswith(f"libsysdep.so is neither in {whl.name} nor found on this "
                                    "system: install it where the wheel is to run"), od201["fix"]
     assert "auditwheel repair" in od201["fix"] and "/tmp/" not in od201["fix"]
+    # A library the wheel does ship beside it: said so, still no edit of the temporary copy.
+    whl = _wheel(tmp_path, "besidepkg-1.0-cp311-cp311-linux_x86_64.whl", {
+        "besidepkg/__init__.py": b"", "besidepkg/libuse.so": (tmp_path / "libuse.so").read_bytes(),
+        "besidepkg/libsysdep.so": b"\x7fELF" + bytes(60)})
+    res = cli(capsys, "check", "-f", "json", "--static", str(whl))
+    fixes = [f["fix"] for r in res.json()["reports"] for f in r["findings"]
+             if f["code"] == "OD201"]
+    assert fixes and all("/tmp/" not in f for f in fixes), fixes
 
 
 def test_a_renamed_wheel_says_its_file_name_and_metadata_disagree(

@@ -130,16 +130,21 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
                 f"`{owner}` before this module: install the distribution that provides `import "
                 f"{owner}` in this environment (the release this one was built against); no "
                 "RPATH edit brings it")
+    beside = os.path.join(os.path.dirname(req), miss.name)
     if facts.options.wheel:
         # What was checked is a copy of the wheel unpacked to a temporary directory: a patchelf
         # of it, or an LD_LIBRARY_PATH to it, fixes nothing (survey 20's pillow wheel).
         wheel = os.path.basename(facts.options.wheel)
+        if os.path.isfile(beside):
+            return (f"{miss.name} is beside {os.path.basename(req)} in {wheel}, and the loader "
+                    "does not look there without an RPATH: a package that loads it first "
+                    "(ctypes / torch.ops.load_library) never meets this; to load this file on "
+                    "its own, build the wheel with an RPATH of $ORIGIN for it")
         return (f"{miss.name} is neither in {wheel} nor found on this system: install it where "
                 "the wheel is to run (the system package that provides it), or vendor it into "
                 "the wheel (`auditwheel repair` copies it into the wheel and sets the RPATH "
                 "to it); the files checked here are a temporary copy of the wheel, which no "
                 "edit fixes")
-    beside = os.path.join(os.path.dirname(req), miss.name)
     if os.path.isfile(beside):
         # torchcodec's libtorchcodec_custom_ops7.so NEEDs libtorchcodec_core7.so, which sits
         # in the same directory: the package loads it first (a process that has it mapped
