@@ -420,7 +420,8 @@ TFDIR := $(BUILD)/tf
 TFFX := $(FIX)/tensorflow
 TF_SO := $(TFFX)/zero_out.so $(TFFX)/zero_out_noreg.so $(TFFX)/zero_out_nokernel.so \
          $(TFFX)/zero_out_abi0.so $(TFFX)/zero_out_oldabsl.so $(TFFX)/zero_out_nolink.so \
-         $(TFFX)/other_zero_out.so $(TFFX)/tf216_fs_plugin.so $(TFFX)/pkg/.built
+         $(TFFX)/other_zero_out.so $(TFFX)/tf216_fs_plugin.so $(TFFX)/pkg/.built \
+         $(TFFX)/zero_out_ns.so
 TF_CXX := $(CXX) -std=c++17 -shared -fPIC -O1 -w -D_GLIBCXX_USE_CXX11_ABI=1 \
           -isystem $(TFDIR)/tensorflow/include
 TF_LINK := -L$(TFDIR)/tensorflow -l:libtensorflow_framework.so.2
@@ -456,6 +457,11 @@ $(TFFX)/zero_out_nolink.so: $(TSRC)/zero_out.cc $(TFDIR)/.ready
 	@mkdir -p $(@D) $(SKIP)
 	if [ -f $(SKIP)/tf.txt ]; then cp $(SKIP)/tf.txt $(SKIP)/zero_out_nolink.so.txt; \
 	else $(TF_CXX) $< -o $@; fi
+# An op with a namespaced name (Opdoctor>ZeroOutNs), as tensorflow-text's TFText>… ops.
+$(TFFX)/zero_out_ns.so: $(TSRC)/zero_out_ns.cc $(TFDIR)/.ready
+	@mkdir -p $(@D) $(SKIP)
+	if [ -f $(SKIP)/tf.txt ]; then cp $(SKIP)/tf.txt $(SKIP)/zero_out_ns.so.txt; \
+	else $(TF_CXX) $< -o $@ $(TF_LINK); fi
 # A second project's library that registers an op of the same name (ZeroOut).
 $(eval $(call tf_fixture,other_zero_out,-DTF_OTHER_PROJECT))
 # A filesystem plugin written for TF <= 2.16's C API: TF_VLog (tensorflow/c/logging.h) is gone

@@ -201,6 +201,50 @@ def test_legacy_keras_asked_for_and_not_installed_is_a_warning(
                 if f["subject"] == "tf_keras"]
 
 
+_TF_OP_LIST = """
+import sys, tensorflow as tf
+from tensorflow.core.framework import op_def_pb2
+from tensorflow.python.client import pywrap_tf_session as py_tf
+for path in sys.argv[1:]:
+    ops = op_def_pb2.OpList()
+    ops.ParseFromString(py_tf.TF_GetOpList(py_tf.TF_LoadLibrary(path)))
+    print("OPS", path, sorted(o.name for o in ops.op))
+"""
+
+
+def _static_ops(path: Path) -> list[str]:
+    section = tf_check(path, probe=False).sections["tensorflow"]
+    return sorted(section["static_ops"])
+
+
+@pytest.mark.probe
+def test_namespaced_op_names_are_read_statically() -> None:
+    """TensorFlow allows an op name `Ns>Name` (tensorflow-text's "TFText>ByteSplitWithOffsets");
+    the static reading took only plain names, so such a library's ops were "? (TensorFlow op)"
+    in a scan (survey 20). TensorFlow's own op list of the library is what the static reading
+    now names."""
+    lib = fixture("tensorflow/zero_out_ns.so")
+    real = run_python(_TF_OP_LIST, str(lib), python=tf_python(), timeout=300)
+    assert f"OPS {lib} ['Opdoctor>ZeroOutNs']" in real.stdout, real.stderr[-1500:]
+    assert _static_ops(lib) == ["Opdoctor>ZeroOutNs"]
+
+
+@pytest.mark.probe
+def test_tensorflow_text_shim_ops_are_read_statically() -> None:
+    """tensorflow-text 2.21.1's ops built with the TF Lite shim keep their names in a
+    `kOpName` constant, away from their specs: 7 of its 24 op libraries named no op
+    statically. Each such library's static names are TensorFlow's own op list of it."""
+    site = BUILD / "realworld" / "tensorflow-text-2.21.1" / "site"
+    if not site.is_dir():
+        pytest.skip(f"{site} missing: `make realworld` installs tensorflow-text 2.21.1")
+    ops = site / "tensorflow_text" / "python" / "ops"
+    libs = [ops / "_byte_splitter.so", ops / "_trimmer_ops.so"]
+    real = run_python(_TF_OP_LIST, *map(str, libs), python=tf_python(), timeout=300)
+    for lib in libs:
+        line = next(ln for ln in real.stdout.splitlines() if ln.startswith(f"OPS {lib} "))
+        assert line == f"OPS {lib} {_static_ops(lib)}", (line, real.stderr[-800:])
+
+
 def test_a_requirements_span_is_every_release_it_allows() -> None:
     """Real packages' TensorFlow requirements (their METADATA), as releases."""
     from opdoctor.facts.tensorflow import span_of

@@ -678,7 +678,8 @@ _TF_SPEC = re.compile(
 _TF_SPEC_SHAPE = re.compile(
     r"^[A-Za-z_]\w*: (?:(?:Ref|list)\([^()]*(?:\([^()]*\))?[^()]*\)|\{[^}]*\}|[A-Za-z_]\w*|\d+)"
     r"(?: ?\* ?[A-Za-z_]\w*)?(?: ?>= ?-?\d+)?(?: ?= ?.+)?$")
-_TF_OP_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{2,}$")  # "Sd", "St": mangled-name fragments
+# "Sd", "St": mangled-name fragments; "Ns>Name": a namespaced op (tensorflow-text's TFText>…)
+_TF_OP_NAME = re.compile(r"^(?:[A-Z][A-Za-z0-9_]{1,40}>)?[A-Z][A-Za-z0-9]{2,}$")
 # What stands before a spec-like string without being an op name (tensorflow-io, -decision-
 # forests): an all-capitals token ("DICM", "CMYK", "IS3"), a mangled type name
 # ("N6pulsar7AuthTlsE"), a calendar word ("Thursday").
@@ -686,6 +687,9 @@ _NOT_TF_OP = re.compile(
     r"^(?:[A-Z0-9]+|N\d+[A-Za-z_]\w*E|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|"
     r"January|February|March|April|June|July|August|September|October|November|December)$")
 _RODATA_STR = re.compile(rb"(?<=\x00)[\x20-\x7e]{2,200}(?=\x00)")
+# A namespaced TensorFlow op name ("TFText>ByteSplitWithOffsets"): tensorflow-text's ops built
+# with the TF Lite shim keep it in a `kOpName` constant, not beside their specs.
+_TF_NS_OP = re.compile(r"^[A-Z][A-Za-z0-9_]{1,40}>[A-Z][A-Za-z0-9_]{2,80}$")
 
 
 def read_tensorflow(img: ElfImage, inv: Inventory) -> None:
@@ -719,6 +723,11 @@ def read_tensorflow(img: ElfImage, inv: Inventory) -> None:
                 if prev not in inv.tf_ops:
                     inv.tf_ops.append(prev)
                 break
+    if inv.tf_op_registrars and has(b"6tflite4shim7Runtime"):
+        # ops registered through the TF Lite shim's OpDefBuilderWrapper: their `kOpName`
+        # (the scan's ops column said "? (TensorFlow op)" for them: survey 20)
+        inv.tf_ops += [t for t in dict.fromkeys(strings)
+                       if _TF_NS_OP.match(t) and t not in inv.tf_ops]
 
 
 # A conversion of printf or of {fmt} / std::format: the library formats this text before it
