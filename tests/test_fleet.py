@@ -542,9 +542,12 @@ while True:
         if time.monotonic() > deadline:
             sys.exit("rank 0 never listened")
         time.sleep(0.1)
+print(f"rank 0 listens after {120 - deadline + time.monotonic():.1f} s", file=sys.stderr,
+      flush=True)
 import torch.distributed as dist
 store = dist.PrefixStore("opdoctor-fleet///", dist.TCPStore(
     "127.0.0.1", port, None, False, timedelta(seconds=60)))
+print(f"connected after {120 - deadline + time.monotonic():.1f} s", file=sys.stderr, flush=True)
 while not store.check([f"ready/{rank}"]):
     if time.monotonic() > deadline:
         sys.exit(f"rank {rank} never said it was ready")
@@ -581,8 +584,16 @@ def test_a_rank_lost_after_its_check_is_still_reported(tmp_path: Path, cache: st
     try:
         # A child reads the store (torch is not imported into the test worker: its objects
         # would slow every later test's garbage collection).
-        seen = subprocess.run([sys.executable, "-c", _WAIT_READY, str(port), "1"],
-                              capture_output=True, text=True, timeout=150)
+        # Its budget: 120 s for rank 0 to listen and rank 1 to be ready, plus up to a minute
+        # of c10d's back-off on connecting, plus its own start (it timed out at 150 s once,
+        # on a machine loaded with another test run: what it had reached is said then).
+        try:
+            seen = subprocess.run([sys.executable, "-c", _WAIT_READY, str(port), "1"],
+                                  capture_output=True, text=True, timeout=240)
+        except subprocess.TimeoutExpired as exc:
+            got = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) \
+                else exc.stderr or ""
+            pytest.fail(f"the store watcher hung: {got[-800:]}")
         assert seen.returncode == 0 and zero.poll() is None, seen.stderr[-1500:]
         one.send_signal(signal.SIGKILL)
         out, err = zero.communicate(timeout=120)
