@@ -445,6 +445,13 @@ def test_a_vendored_library_missing_from_a_wheel_is_the_wheels_fault(
     assert od508["message"] == "the wheel's RECORD does not match its files (1 missing: " \
         "vendpkg.libs/libdep-1a2b3c4d.so; 0 changed): it was modified after it was built", od508
     assert "/tmp/" not in rep["diagnosis"]["summary"]
+    # No string of the report names the temporary copy (it is gone when the command ends;
+    # a baseline's subjects must not change from run to run): the wheel's own paths instead.
+    assert "opdoctor-wheel-" not in res.out, res.out[:2000]
+    assert any(f"{whl}!/vendpkg/libuse.so" in line for f in rep["findings"]
+               for line in f["evidence"]), rep["findings"]
+    again = cli(capsys, "check", "-f", "json", "--static", str(whl)).json()["reports"][0]
+    assert [f["subject"] for f in again["findings"]] == [f["subject"] for f in rep["findings"]]
 
 
 def test_a_wheels_library_needing_what_no_one_installed_gets_no_fix_on_a_temporary_copy(

@@ -208,7 +208,51 @@ def run_check(
         # torch-memory-saver: the import works and loads its hook libraries only on first use.
         diagnosis = dataclasses.replace(
             diagnosis, summary=f"{diagnosis.summary[:-1]}: the import works; {idle}.")
-    return Report(target, findings, checks, diagnosis, sections, time.perf_counter() - start)
+    report = Report(target, findings, checks, diagnosis, sections, time.perf_counter() - start)
+    return _in_the_wheels_terms(report, path, display) if facts.options.wheel else report
+
+
+def _in_the_wheels_terms(report: Report, path: str, display: str | None) -> Report:
+    """A wheel member's report with the temporary copy's paths named as in the wheel
+    (``/tmp/opdoctor-wheel-…/PIL/x.so`` → ``pillow-….whl!/PIL/x.so``): the copy is gone when
+    the command ends, and a baseline's subjects must not change from run to run (survey 20:
+    evidence and fixes named the copy). The findings keep their identity within the report:
+    the diagnosis refers to the rewritten ones."""
+    if not display or "!/" not in display:
+        return report
+    wheel, _, rel = display.partition("!/")
+    if not rel or not path.endswith(rel):
+        return report
+    root, shown = path[:-len(rel)], wheel + "!/"
+    if not root.endswith(os.sep):
+        return report
+
+    def text(value: str) -> str:
+        return value.replace(root, shown) if root in value else value
+
+    def deep(value: Any) -> Any:
+        if isinstance(value, str):
+            return text(value)
+        if isinstance(value, dict):
+            return {text(k) if isinstance(k, str) else k: deep(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(deep(v) for v in value)
+        return value
+
+    new = {id(f): dataclasses.replace(f, subject=text(f.subject), message=text(f.message),
+                                      evidence=tuple(text(e) for e in f.evidence),
+                                      fix=text(f.fix or "") if f.fix else f.fix)
+           for f in report.findings}
+
+    def same(f: Finding) -> Finding:
+        return new.get(id(f)) or dataclasses.replace(f, message=text(f.message))
+
+    diag = report.diagnosis
+    diagnosis = dataclasses.replace(
+        diag, summary=text(diag.summary), root_findings=tuple(same(f) for f in diag.root_findings),
+        consequences={k: tuple(same(f) for f in v) for k, v in diag.consequences.items()})
+    return dataclasses.replace(report, findings=[new[id(f)] for f in report.findings],
+                               diagnosis=diagnosis, sections=deep(report.sections))
 
 
 def _libraries_the_import_left(facts: Facts) -> str:
