@@ -239,13 +239,14 @@ def _in_the_wheels_terms(report: Report, path: str, display: str | None) -> Repo
             return type(value)(deep(v) for v in value)
         return value
 
-    new = {id(f): dataclasses.replace(f, subject=text(f.subject), message=text(f.message),
-                                      evidence=tuple(text(e) for e in f.evidence),
-                                      fix=text(f.fix or "") if f.fix else f.fix)
-           for f in report.findings}
+    def rewritten(f: Finding) -> Finding:
+        return dataclasses.replace(f, subject=text(f.subject), message=text(f.message),
+                                   evidence=tuple(text(e) for e in f.evidence), fix=text(f.fix))
+
+    new = {id(f): rewritten(f) for f in report.findings}
 
     def same(f: Finding) -> Finding:
-        return new.get(id(f)) or dataclasses.replace(f, message=text(f.message))
+        return new.get(id(f)) or rewritten(f)
 
     diag = report.diagnosis
     diagnosis = dataclasses.replace(

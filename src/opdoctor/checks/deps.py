@@ -261,6 +261,9 @@ def run(facts: Facts) -> Iterator[Finding]:
         # "_c_dataengine….so is not found" — MindSpore's own module, which its import has
         # loaded before the plugin — instead of CANN's libascendcl.so (survey 20)
         order.sort(key=lambda m: not toolkit_of(m.name, list(others)))
+    # (read once: code Python imports or loads by itself — an extension module, an op
+    # library — is loaded alone, not as part of another extension's load)
+    alone = facts.imports_as_code(facts.path) if tree.missing else True
     for miss in order:
         ev = _attempt_lines(miss)
         if miss.exists_in:
@@ -275,10 +278,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         told.add(miss.name)
         users = list(dict.fromkeys(others[miss.name]))
         ev += [f"also needed by {u}" for u in users[1:]]
-        # Not for code Python imports or loads by itself (an extension module, an op
-        # library): it is loaded alone, not as part of another extension's load.
-        hosts = [] if facts.imports_as_code(facts.path) else \
-            [facts.load_group_finds(u, miss.name) for u in users]
+        hosts = [] if alone else [facts.load_group_finds(u, miss.name) for u in users]
         if hosts and all(hosts):
             ext, where = hosts[0]  # type: ignore[misc]
             home = package_root(where, levels=3)

@@ -18,6 +18,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts, commandcache
 from opdoctor.facts.pkgdir import (
     distribution,
+    importable,
     normalized,
     requirement_rows,
     requirements,
@@ -31,6 +32,7 @@ from opdoctor.facts.pychain import (
     ImportChain,
     Link,
     built_for,
+    import_suffixes,
     interpreter_tag,
     loader_calls,
 )
@@ -1302,10 +1304,10 @@ def _legacy_keras_missing(facts: Facts, chain: ImportChain) -> Iterator[Finding]
     if value not in _LEGACY_KERAS or facts.tensorflow is None or not (
             chain.name.split(".")[0] == "tensorflow" or facts.tf_probe):
         return
-    for entry in chain.sys_path:
-        where = os.path.join(entry or facts.options.cwd or ".", "tf_keras")
-        if os.path.isdir(where) or os.path.isfile(where + ".py"):
-            return
+    interp = facts.interpreter
+    suffixes = import_suffixes(interp.ext_suffix if interp else ".so")
+    if importable("tf_keras", chain.sys_path, suffixes, facts.options.cwd or os.getcwd()):
+        return
     release = ".".join(facts.tensorflow.version.split(".")[:2])
     yield OD514.finding(
         "tf_keras", f"TF_USE_LEGACY_KERAS={value} makes tf.keras import tf_keras, which is not "
