@@ -114,10 +114,13 @@ def _started_by_opdoctor() -> bool:
 
 def _script_loads(argv: object) -> bool:
     """Whether an interpreter runs a script file of the repository that imports a framework
-    (tests/mindspore_runner.py and the like)."""
+    (tests/mindspore_runner.py and the like), by its path or as a module (``python -m
+    tests.fleet_launch``, which imports torch.distributed)."""
     if not isinstance(argv, (list, tuple)) or len(argv) < 2:
         return False
     script = str(argv[1])
+    if script == "-m" and len(argv) > 2 and str(argv[2]).startswith("tests."):
+        script = str(ROOT / (str(argv[2]).replace(".", "/") + ".py"))
     if not script.endswith(".py") or not script.startswith(str(ROOT)):
         return False
     try:

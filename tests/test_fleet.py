@@ -510,6 +510,7 @@ def test_ranks_whose_package_registers_otherwise(tmp_path: Path, launch: Launche
     assert "the ranks differ in what matters: op regpkg::scale" in doc["reasons"]
 
 
+@pytest.mark.probe
 def test_a_node_without_local_rank_0_does_not_wait_for_a_checker(tmp_path: Path,
                                                                    launch: Launcher) -> None:
     """Nodes named per rank (``OPDOCTOR_FLEET_NODE``, ``--node-id``) while the launcher counts
@@ -637,6 +638,7 @@ def test_rank_that_never_joins(tmp_path: Path, launch: Launcher) -> None:
     assert "1/2 ranks answered" in res["out"] and "Traceback" not in res["err"]
 
 
+@pytest.mark.probe
 def test_one_check_per_node_and_environment_when_local_rank_0_differs(
         tmp_path: Path, launch: Launcher) -> None:
     """Three local ranks of one node; local rank 0 has no LD_LIBRARY_PATH, the other two the
@@ -657,6 +659,7 @@ def test_one_check_per_node_and_environment_when_local_rank_0_differs(
     assert [g["ranks"] for g in doc["groups"]] == [[1, 2], [0]]
 
 
+@pytest.mark.probe
 def test_a_rank_whose_rank_0_never_starts_says_so_in_its_time(tmp_path: Path,
                                                              launch: Launcher) -> None:
     """Rank 1 alone: nothing listens at the rendezvous. It tried c10d's client at once, which
