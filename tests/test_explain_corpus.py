@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1785,3 +1786,116 @@ def test_a_torch_symbol_names_the_link_line_as_the_other_reading() -> None:
     alts = {a.cause: a.why for a in e.ranked}
     assert e.cause == 3 and "-lc10 -ltorch_cpu" in alts[4] and "OD432" in alts[4], alts
     assert "opdoctor check /work/op/libop.so" in e.decides and "OD432" in e.decides
+
+
+# ------------------------------------------------ the process died: the real texts of each way
+def _shell_words(sig: str) -> str:
+    """What bash itself prints when its child dies of ``sig`` (a real bash, a real signal)."""
+    out = subprocess.run(["bash", "-c", f"sh -c 'kill -{sig} $$'; true"], capture_output=True,
+                         text=True, timeout=30)
+    return out.stderr.strip()
+
+
+@pytest.mark.parametrize("sig,words,subcause", [
+    ("FPE", "Floating point exception", "crash.signal"),
+    ("TRAP", "Trace/breakpoint trap", "crash.signal"),
+    ("SYS", "Bad system call", "crash.signal"),
+    ("KILL", "Killed", "process.killed"),
+    ("XCPU", "CPU time limit exceeded", "process.killed"),
+])
+def test_a_fatal_signal_in_the_shells_words_is_a_crash_not_nothing(sig: str, words: str,
+                                                                   subcause: str) -> None:
+    """The shell's line for each fatal signal gets an answer (it got none): a native crash or
+    a kill from outside, at low confidence, never registration first."""
+    text = _shell_words(sig)
+    assert words in text, text
+    e = explain_text(text)
+    assert e.subcause == subcause and e.cause == 3 and e.confidence == "low", (text, e.subcause)
+    assert [a.cause for a in e.ranked][:3] == [3, 4, 1]
+
+
+_HEAP = r"""
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  char *p = malloc(32), b[8];
+  switch (atoi(argv[1])) {
+  case 0: free(p); free(p); break;                /* freed twice */
+  case 1: free(p + 8); break;                     /* not a pointer malloc returned */
+  case 2: strcpy(b, argv[2]); puts(b); break;     /* written past the end of the stack */
+  }
+  return 0;
+}
+"""
+
+
+def test_glibcs_heap_and_stack_checks_are_a_crash_of_two_builds_or_the_op(tmp_path: Any) -> None:
+    """glibc's own abort messages (a real program: a double free, a bad free, a stack overrun
+    under -fstack-protector) are a native crash ranked like one (3, 4, 1), with or without a
+    load in sight — they got no answer before."""
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "heap.c").write_text(_HEAP)
+    subprocess.run([cc, "-O0", "-fstack-protector-all", "heap.c", "-o", "heap"], cwd=tmp_path,
+                   check=True, capture_output=True, timeout=120)
+    seen = []
+    for args in (["0"], ["1"], ["2", "A" * 64]):
+        run = subprocess.run([str(tmp_path / "heap"), *args], capture_output=True, text=True,
+                             timeout=30)
+        line = run.stderr.strip().splitlines()[0]
+        assert run.returncode == -6, (args, run.returncode, line)  # glibc aborts
+        e = explain_text(line)
+        assert e.subcause == "crash.heap-corruption" and e.cause == 3, (line, e.subcause)
+        assert [a.cause for a in e.ranked][:3] == [3, 4, 1], line
+        seen.append(line)
+    assert any("double free" in s for s in seen) and any("stack smashing" in s for s in seen)
+    e = explain_text("Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+                     "    import myop\n" + seen[0] + "\nAborted (core dumped)")
+    # at import: two copies of a library or an ABI mix first, a registrar's bug after
+    assert e.subcause == "crash.heap-corruption" and [a.cause for a in e.ranked] == [3, 1, 4]
+
+
+def test_a_compiler_killed_by_the_oom_killer_is_a_build_that_did_not_happen(
+        tmp_path: Any) -> None:
+    """What g++ really says when its cc1plus gets SIGKILL (what the out-of-memory killer
+    sends; here the test sends it): the build failed (4), and the fix is fewer jobs — not
+    the generic "an error" prior it got. A bare "Killed" after a build line is the same."""
+    import os
+    import shutil
+    import signal
+
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("no g++")
+    (tmp_path / "slow.cpp").write_text(
+        "#include <regex>\n#include <map>\n#include <string>\n"
+        "int main() { std::regex r(\"a+\"); std::map<int, std::string> m; return 0; }\n")
+    cc = subprocess.Popen([gxx, "-O2", "-c", "slow.cpp", "-o", "slow.o"], cwd=tmp_path,
+                          stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    killed = False
+    while not killed and time.monotonic() < deadline and cc.poll() is None:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+            if name == "cc1plus" and int(rest.split()[1]) == cc.pid:
+                os.kill(int(pid), signal.SIGKILL)
+                killed = True
+                break
+        time.sleep(0.005)
+    err = cc.communicate(timeout=60)[1]
+    if not killed:
+        pytest.skip("cc1plus finished before it could be killed")
+    assert "Killed signal terminated program cc1plus" in err, err
+    e = explain_text(err)
+    assert e.subcause == "build.compiler-killed" and e.cause == 4, (err, e.subcause)
+    assert "MAX_JOBS" in e.explanation + " ".join(e.next_steps)
+    e = explain_text("[3/12] c++ -MMD -MF x.o.d -c x.cpp -o x.o\n" + _shell_words("KILL"))
+    assert e.subcause == "process.killed" and e.cause == 4 and "MAX_JOBS" in e.decides

@@ -1125,6 +1125,13 @@ def _crash(ctx: Context) -> Refinement | None:
     at_load = re.search(r"\bimport \w|load_library|load_op_library|dlopen|TORCH_LIBRARY|"
                         r"static initiali[sz]|__libc_csu_init|_dl_init|call_init|"
                         r"c10::Error|what\(\):", ctx.text) or re.search(r"\.so\b", ctx.line)
+    if at_load and ctx.pattern_id == "crash.heap-corruption":
+        # memory freed twice or overrun while loading: two copies of one library (the
+        # extension's own and the framework's) or an ABI mix, more often than a registrar
+        return Refinement((3, 1, 4), "the heap was corrupted while a library was being loaded: "
+                          "two copies of one library in the process (one the extension "
+                          "brought, one the framework's) or a C++ ABI mix, else a static "
+                          "initialiser's own bug", ("OD124",), None, "low")
     if at_load:
         return Refinement((1, 3, 4), "the crash happened while a library was being loaded: a "
                           "static initialiser (registration) crashed, or the library mixes "
@@ -1135,6 +1142,27 @@ def _crash(ctx: Context) -> Refinement | None:
                       None, "low", "whether it crashes at import: `opdoctor check <the .so>` "
                       "loads it in a sandboxed probe")
 
+
+# A build in sight: a compiler, a build tool or pip building a wheel.
+_BUILDING = re.compile(r"\b(?:cc1plus|nvcc|ninja|cmake|setup\.py|bdist_wheel|build_ext|"
+                       r"[Bb]uilding (?:wheel|extension)|Compiling|\[\d{1,5}/\d{1,5}\] |"
+                       r"c\+\+ |g\+\+ |MAX_JOBS)")
+
+
+@refiner("killed")
+def _killed(ctx: Context) -> Refinement | None:
+    """SIGKILL during a build is the compiler's memory (an incomplete build, 4); elsewhere it
+    came from outside the process (out of memory, a scheduler's limit): no load failure."""
+    if _BUILDING.search(ctx.text):
+        return Refinement((4, 3), "the build was killed (SIGKILL, almost always out of memory: "
+                          "too many compile jobs at once), so the extension was not built",
+                          ("OD404",), "the build was killed (out of memory)", "medium",
+                          "MAX_JOBS=1 for the build (torch.utils.cpp_extension reads it)")
+    return Refinement((3, 4, 1), "SIGKILL came from outside the process (the out-of-memory "
+                      "killer, a scheduler's memory or time limit): not a load failure unless "
+                      "it died while importing the extension", ("OD124",), None, "low",
+                      "whether it dies at import: `opdoctor check <the .so>` loads it in a "
+                      "sandboxed probe; `dmesg` names the OOM kill")
 
 # ------------------------------------------------------------------ Windows
 # Windows error 1114: the DLL and its dependencies were found and mapped, but one's DllMain
