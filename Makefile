@@ -596,6 +596,12 @@ $(RPFX)/jax-0.10.2/.ready: | $(VENV)/.installed
 REALPKG_SO += $(RPFX)/numexpr-2.8.7/.ready
 $(RPFX)/numexpr-2.8.7/.ready: | $(VENV)/.installed
 	$(call pip_site,numexpr-2.8.7,numexpr==2.8.7)
+# ml_dtypes 0.7.0 (built with NumPy 2's headers for NumPy 2.0's C API) beside numpy 1.26.4
+# (about 40 MB installed): its import fails in import_array() ("module was compiled against
+# NumPy C-API version 0x12 (NumPy 2.0) but the running NumPy has C-API version 0x11"; OD328).
+REALPKG_SO += $(RPFX)/ml_dtypes-numpy1/.ready
+$(RPFX)/ml_dtypes-numpy1/.ready: | $(VENV)/.installed
+	$(call pip_site,ml_dtypes-numpy1,ml_dtypes==0.7.0 numpy==1.26.4)
 # numba 0.60.0 (3.7 MB wheel, 34 MB installed) without llvmlite: Requires-Dist numpy<2.1,>=1.22,
 # and its import refuses the venv's NumPy 2.4 first ("Numba needs NumPy 2.0 or less"; OD327).
 REALPKG_SO += $(RPFX)/numba-0.60.0/.ready

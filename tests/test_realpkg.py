@@ -816,6 +816,88 @@ def test_numpy1_build_beside_numpy2(capsys: pytest.CaptureFixture[str]) -> None:
     assert said["cause"] == 3 and said["codes"] == ["OD328"], said
 
 
+def _ml_dtypes_under_numpy1() -> tuple[Path, Path, dict[str, str]]:
+    """The site with ml_dtypes 0.7.0 and numpy 1.26.4, its extension module, and an
+    environment without the caller's PYTHONPATH."""
+    site = _pip_site("ml_dtypes-numpy1", "ml_dtypes")
+    ext = next(site.glob("ml_dtypes/_ml_dtypes_ext.cpython-*.so"))
+    return site, ext, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def test_a_numpy2_build_for_a_newer_c_api_under_numpy1_is_read_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ml_dtypes 0.7.0 is built with NumPy 2's headers for NumPy 2.0's C API (the module's
+    own refusal message names the target: "… (NumPy 2.0) but the running NumPy …"); under
+    numpy 1.26.4 its import really fails. `--static` was a warning on the requirement pin
+    (exit 0; survey 20, TensorFlow under NumPy 1.26); it is OD328, an error, with the NumPy
+    upgrade where that copy is. Beside NumPy 2 (the venv's) it is clean; a package that
+    imports such a module only under NumPy 2 (h5py's _npystrings) gets a note, not an
+    error — its import works."""
+    site, ext, env = _ml_dtypes_under_numpy1()
+    real = run_python("import numpy; print(numpy.__version__); import ml_dtypes",
+                      env={**env, "PYTHONPATH": str(site)}, timeout=120)
+    assert real.returncode != 0 and real.stdout.split()[0] == "1.26.4", real.stdout
+    assert "module was compiled against NumPy C-API version 0x12 (NumPy 2.0) but the running " \
+           "NumPy has C-API version 0x11" in real.stderr, real.stderr[-2000:]
+    for target in (["--package", "ml_dtypes"], [str(ext)]):
+        res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+                  "--cwd", str(tmp_path), *target)
+        rep = res.json()["reports"][0]
+        od328 = [f for f in rep["findings"] if f["code"] == "OD328"]
+        assert res.code == 1 and od328 and od328[0]["severity"] == "error", rep["findings"]
+        assert rep["diagnosis"]["root_findings"] == ["OD328"], rep["diagnosis"]
+        assert od328[0]["message"] == ("built for NumPy 2.0's C API and later; numpy 1.26.4 "
+                                       "is installed, which is older: NumPy refuses it (its "
+                                       "import fails)")
+        assert "for NumPy 2.0's C API and later" in od328[0]["evidence"][0]
+        assert od328[0]["fix"].startswith(f"pip install --no-deps --upgrade --target {site} "
+                                          "'numpy>=2.0'"), od328[0]["fix"]
+    # beside the venv's NumPy 2: the same module works and nothing is said
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    for name in ("ml_dtypes", "ml_dtypes-0.7.0.dist-info"):
+        shutil.copytree(site / name, alone / name)
+    works = run_python("import ml_dtypes, numpy; print(ml_dtypes.bfloat16(1.5) * 2)",
+                       env={**env, "PYTHONPATH": str(alone)}, timeout=120)
+    assert works.returncode == 0 and works.stdout.strip() == "3", works.stderr[-1500:]
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={alone}",
+              "--cwd", str(tmp_path), "--package", "ml_dtypes")
+    assert res.code == 0 and "OD328" not in res.out, res.out[-2000:]
+    # a package that imports the module only under NumPy 2: its import works under 1.26
+    cond = tmp_path / "cond"
+    (cond / "condnp").mkdir(parents=True)
+    shutil.copy(ext, cond / "condnp" / ext.name)
+    (cond / "condnp" / "__init__.py").write_text(
+        "import numpy\nif int(numpy.__version__.split('.')[0]) >= 2:\n"
+        "    from . import _ml_dtypes_ext\n")
+    path = os.pathsep.join([str(cond), str(site)])
+    ok = run_python("import condnp, sys; print('condnp._ml_dtypes_ext' in sys.modules)",
+                    env={**env, "PYTHONPATH": path}, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.strip() == "False", ok.stderr[-1500:]
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={path}",
+              "--cwd", str(tmp_path), "--package", "condnp")
+    od328 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD328"]
+    assert res.code == 0 and [f["severity"] for f in od328] == ["info"], od328
+    assert "`import condnp` does not import it" in od328[0]["message"]
+
+
+@pytest.mark.probe
+def test_a_numpy2_build_for_a_newer_c_api_leads_the_failed_import(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With the probe: ml_dtypes' import under numpy 1.26.4 ends in "SystemError: … returned
+    a result with an exception set" after NumPy's refusal; OD328 is the root and the failed
+    import and the requirement pin its consequences (the refusal was read as "the import
+    fails earlier, on another error", a warning, under an OD327 root)."""
+    site, _ext, _env = _ml_dtypes_under_numpy1()
+    res = cli(capsys, "check", "-f", "json", "--package", "ml_dtypes", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD328"], rep["diagnosis"]
+    assert sorted(rep["diagnosis"]["consequences"]["OD328"]) == ["OD327", "OD511"]
+    od328 = next(f for f in rep["findings"] if f["code"] == "OD328")
+    assert od328["severity"] == "error" and "earlier" not in od328["message"]
+
+
 @pytest.mark.probe
 def test_numpy1_builds_do_not_explain_an_import_that_fails_on_something_else(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, upgrade_command
+from opdoctor.checks.base import Check, install_command, upgrade_command
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.numpyabi import release
@@ -53,7 +53,10 @@ def _outcome(facts: Facts) -> tuple[Severity, str]:
         if res.state is ProbeState.LOADED:
             return Severity.WARNING, " (the load worked: its NumPy calls are what fail)"
         err = res.load_error
-        if err is not None and not NUMPY_REFUSAL.search(res.load_message or ""):
+        # (the refusal may be an earlier exception of the chain: ml_dtypes' RuntimeError,
+        # under "SystemError: … returned a result with an exception set")
+        if err is not None and not NUMPY_REFUSAL.search(
+                f"{res.load_message or ''}\n{err.traceback}"):
             # the import failed first on something else (survey 20's re-run: MindSpore under
             # an old protobuf): that failure leads; this one comes after it
             return Severity.WARNING, " (the import fails earlier, on another error)"
@@ -69,16 +72,91 @@ def run(facts: Facts) -> Iterator[Finding]:
     mode, also when another compiled module of the package does, or the import fails in
     NumPy's own check (a module of a requirement: scikit-learn's scipy)."""
     numpy = facts.installed_numpy  # a few stat calls: first, before .rodata is searched
-    # Only the unambiguous pairing: a NumPy 1.x build can never initialise under NumPy 2. A
-    # NumPy 2 build whose C-API target is above an older installed NumPy is left out:
-    # packages ship such modules for NumPy 2 and import them only there (h5py's _npystrings).
-    if numpy is None or release(numpy[0])[0] < 2:
+    if numpy is None:
         return
+    if release(numpy[0])[0] < 2:
+        yield from _under_numpy1(facts, numpy)
+        return
+    # A NumPy 1.x build can never initialise under NumPy 2.
     build = facts.numpy_build
     if build is not None and build.major == 1:
         yield _this_library(facts, numpy, build.evidence)
     elif facts.options.package and facts.chain is not None:
         yield from _the_package(facts, numpy)
+
+
+def _under_numpy1(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
+    """Under NumPy 1.x: modules built with NumPy 2's headers for a C API above the installed
+    one (NPY_TARGET_VERSION 2.0: ml_dtypes 0.7, pyarrow 26). Their ``_import_array()``
+    refuses the older NumPy ("module was compiled against NumPy C-API version 0x12 (NumPy
+    2.0) but the running NumPy has C-API version 0x11"). A module the package's import does
+    not import unconditionally is a note: packages ship such modules for NumPy 2 and import
+    them only there (h5py's _npystrings)."""
+    from opdoctor.facts.numpyabi import newer_c_api_modules
+    from opdoctor.facts.pychain import extensions_at_import
+
+    have = release(numpy[0])
+    chain = facts.chain if facts.chain is not None and facts.chain.package_dir else None
+    at_import = {os.path.realpath(f) for f in extensions_at_import(chain)} if chain else set()
+    build = facts.numpy_build
+    if build is not None and build.target is not None and have < build.target:
+        yield _too_new(facts, numpy, build.evidence, build.target, chain, at_import)
+    elif facts.options.package and chain is not None:
+        mine = os.path.realpath(facts.path)
+        newer = [(f, t) for f, t in newer_c_api_modules(tuple(sorted(at_import)), have)
+                 if f != mine]
+        if newer:
+            yield _package_too_new(facts, numpy, newer)
+
+
+def _api(target: tuple[int, int]) -> str:
+    return f"NumPy {target[0]}.{target[1]}"
+
+
+def _numpy_fix(facts: Facts, numpy: tuple[str, str], target: tuple[int, int]) -> str:
+    """Upgrade NumPy (where the copy the import runs is), or a release of the package for it."""
+    name = _owner(facts)[0]
+    want = f"'numpy>={target[0]}.{target[1]}'"
+    other = (f", or a release of {name} that supports NumPy {numpy[0]} (one built for NumPy "
+             "1.x)") if name else ""
+    return f"{install_command(facts, want, numpy[1])} (the C API it was built for){other}"
+
+
+def _too_new(facts: Facts, numpy: tuple[str, str], evidence: str, target: tuple[int, int],
+             chain: object, at_import: set[str]) -> Finding:
+    version, where = numpy
+    name = getattr(chain, "name", "")
+    imported = os.path.realpath(facts.path) in at_import
+    if chain is not None and not imported and not facts.options.probe:
+        severity, later = Severity.INFO, (f" (`import {name}` does not import it: a module "
+                                          "it may import only under NumPy 2, or on first use)")
+    else:
+        severity, later = _outcome(facts)
+    return OD328.finding(
+        facts.path, f"built for {_api(target)}'s C API and later; numpy {version} is installed, "
+        f"which is older: NumPy refuses it{later}",
+        (f"{facts.path}: {evidence}", f"import numpy → numpy {version} ({where})"),
+        fix=_numpy_fix(facts, numpy, target), severity=severity)
+
+
+def _package_too_new(facts: Facts, numpy: tuple[str, str],
+                     newer: list[tuple[str, tuple[int, int]]]) -> Finding:
+    chain = facts.chain
+    assert chain is not None
+    version, where = numpy
+    top = os.path.dirname(chain.package_dir)
+    shown = ", ".join(f"{os.path.relpath(f, top)} ({_api(t)})" for f, t in newer[:3])
+    more = f" and {len(newer) - 3} more" if len(newer) > 3 else ""
+    res = facts.probe_result() if facts.options.probe else None
+    loaded = res is not None and res.load_error is None
+    return OD328.finding(
+        chain.name, f"`import {chain.name}` imports {len(newer)} compiled module(s) built for a "
+        f"newer NumPy's C API ({shown}{more}); numpy {version} is installed, which they refuse"
+        + (" (the import worked: their NumPy calls are what fail)" if loaded else ""),
+        (*[f"{f}: NumPy 2 headers, for {_api(t)}'s C API and later" for f, t in newer[:6]],
+         f"import numpy → numpy {version} ({where})"),
+        fix=_numpy_fix(facts, numpy, max(t for _f, t in newer)),
+        severity=Severity.WARNING if loaded else Severity.ERROR)
 
 
 def _fix(name: str, dist: str, upgrade: str = "") -> str:

@@ -27,17 +27,25 @@ from opdoctor.facts.elf.image import ElfImage
 _IMPORT_ARRAY = b"module compiled against ABI version 0x%x but this version of numpy is 0x%x\0"
 _NUMPY2_CORE = b"numpy._core._multiarray_umath\0"
 _NUMPY1_CORES = (b"numpy.core._multiarray_umath\0", b"numpy.core.multiarray\0")
+# NumPy 2's headers: _import_array() refuses a running NumPy older than the C-API target the
+# module was compiled for (NPY_TARGET_VERSION; 1.19–1.23 by default), and the message names
+# that target as a literal: "… C-API version 0x%x (NumPy 2.0) but the running NumPy has …".
+_TARGET = b"module was compiled against NumPy C-API version 0x%x (NumPy "
+_TARGET_RELEASE = re.compile(rb"(\d{1,2})\.(\d{1,3})\) but the running NumPy")
 _VERSION = re.compile(r"^(?:__)?version(?:__)?\s*(?::\s*str\s*)?=\s*['\"]([^'\"]+)['\"]", re.M)
 
 
 class NumpyBuild:
     """The NumPy C API a module was compiled against."""
 
-    __slots__ = ("evidence", "major")
+    __slots__ = ("evidence", "major", "target")
 
-    def __init__(self, major: int, evidence: str) -> None:
+    def __init__(self, major: int, evidence: str,
+                 target: tuple[int, int] | None = None) -> None:
         self.major = major  # 1 or 2: the NumPy major whose headers built it
         self.evidence = evidence  # the strings that say so
+        # NumPy 2's headers: the oldest NumPy whose C API the module accepts (None: unread)
+        self.target = target
 
 
 def numpy_build(img: ElfImage) -> NumpyBuild | None:
@@ -51,7 +59,14 @@ def numpy_build(img: ElfImage) -> NumpyBuild | None:
     if buf.find(_IMPORT_ARRAY, start, end) < 0:
         return None
     if buf.find(_NUMPY2_CORE, start, end) >= 0:
-        return NumpyBuild(2, "imports numpy._core._multiarray_umath: NumPy 2 headers")
+        at = buf.find(_TARGET, start, end)
+        m = _TARGET_RELEASE.match(bytes(buf[at + len(_TARGET):at + len(_TARGET) + 40])) \
+            if at >= 0 else None
+        if m is None:
+            return NumpyBuild(2, "imports numpy._core._multiarray_umath: NumPy 2 headers")
+        target = (int(m.group(1)), int(m.group(2)))
+        return NumpyBuild(2, "imports numpy._core._multiarray_umath: NumPy 2 headers, for "
+                          f"NumPy {target[0]}.{target[1]}'s C API and later", target)
     for core in _NUMPY1_CORES:
         if buf.find(core, start, end) >= 0:
             name = core[:-1].decode()
@@ -83,10 +98,11 @@ def release(version: str) -> tuple[int, int]:
 
 # What NumPy (or Cython's type import) says when a module built against another NumPy is
 # initialised: the text of an import that failed on the NumPy C-API pairing.
-NUMPY_REFUSAL = re.compile(r"numpy\.core\.multiarray failed to import|compiled using NumPy 1\.x "
+NUMPY_REFUSAL = re.compile(r"numpy\._?core\.multiarray failed to import|compiled using NumPy 1\.x "
                            r"cannot be run in|numpy\.dtype size changed, may indicate binary "
                            r"incompatibility|_ARRAY_API not found|module compiled against "
-                           r"ABI version 0x[0-9a-f]+ but this version of numpy is")
+                           r"ABI version 0x[0-9a-f]+ but this version of numpy is|"
+                           r"compiled against NumPy C-API version 0x[0-9a-f]+ \(NumPy ")
 MAX_SCANNED = 600  # compiled files of one package read for their NumPy headers
 
 
@@ -105,4 +121,19 @@ def numpy1_modules(files: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-commandcache.register(numpy1_modules.cache_clear)
+@lru_cache(maxsize=16)
+def newer_c_api_modules(files: tuple[str, ...], have: tuple[int, int]
+                        ) -> tuple[tuple[str, tuple[int, int]], ...]:
+    """(file, C-API target) of those of ``files`` built with NumPy 2's headers for a C API
+    newer than NumPy ``have`` (the first :data:`MAX_SCANNED`)."""
+    from opdoctor.facts.core import read_elf
+
+    out = []
+    for f in files[:MAX_SCANNED]:
+        build = read_elf(f, numpy_build, None)
+        if build is not None and build.target is not None and have < build.target:
+            out.append((f, build.target))
+    return tuple(out)
+
+
+commandcache.register(numpy1_modules.cache_clear, newer_c_api_modules.cache_clear)

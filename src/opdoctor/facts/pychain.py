@@ -1118,8 +1118,15 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                             lk.file == file):
                         # the condition asks whether the module (or the file) is there
                         lk.checked = f"if {ast.unparse(node.test)[:80]}"
+                    elif func is None and not lk.checked:
+                        # a condition with strings that asks about something else (`if
+                        # numpy.__version__ >= "2":`) is undecided, as below
+                        lk.branch = lk.branch or f"if {ast.unparse(node.test)[:80]}"
+                start = len(links)
                 for n in node.orelse:
                     visit(n, handlers, in_except, func)
+                for lk in links[start:] if func is None else []:
+                    lk.branch = lk.branch or f"if {ast.unparse(node.test)[:80]}"
                 return
             if func is None:
                 visit(node.test, handlers, in_except, func)
@@ -1967,6 +1974,24 @@ def _reached_unconditionally(chain: ImportChain, pkg: str) -> list[str]:
                         grown = True
     return list(reached)
 
+
+def extensions_at_import(chain: ImportChain) -> list[str]:
+    """The compiled modules ``import <package>`` imports whatever happens: the files of the
+    unconditional imports (no ``try``, ``if``, function body or fallback around them) in the
+    package's modules that its import reaches unconditionally. ml_dtypes' ``_finfo.py`` runs
+    ``from ml_dtypes._ml_dtypes_ext import bcomplex32``; h5py imports ``_npystrings`` only
+    under NumPy 2 (an ``if``), so it is not one of h5py's."""
+    pkg = chain.package_dir
+    if not pkg:
+        return []
+    reached = set(_reached_unconditionally(chain, pkg))
+    out: list[str] = []
+    for lk in chain.links:
+        if lk.kind != "submodule" or lk.file not in reached or lk.function or lk.lazy or \
+                lk.fallback or lk.swallowed or lk.checked or lk.problem or lk.branch:
+            continue
+        out += [f for f in lk.resolved if not f.endswith(".py") and f not in out]
+    return out
 
 def _parent_inits(path: str, pkg: str) -> list[str]:
     """The ``__init__.py`` files of the packages between ``pkg`` and the module ``path``,
