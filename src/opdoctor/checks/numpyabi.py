@@ -23,12 +23,15 @@ OD328 = CodeDoc(
     "OD328", "built against another NumPy's C API", Severity.ERROR,
     what="A compiled module that calls NumPy's C API was built with headers the installed "
     "NumPy accepts: under NumPy 2, NumPy 2's headers (their modules also run on the NumPy 1.x "
-    "releases they target).",
+    "releases they target); under NumPy 1.x, headers whose C-API target is not newer than "
+    "it.",
     why="NumPy checks the ABI and C-API version compiled into a module when the module "
     "initialises NumPy: a NumPy 1.x build under NumPy 2 fails ('A module that was compiled "
     "using NumPy 1.x cannot be run in NumPy 2.x', 'numpy.core.multiarray failed to import', "
-    "'_ARRAY_API not found'). The message speaks of NumPy while the fault is the pairing "
-    "with the package.",
+    "'_ARRAY_API not found'); a module built for NumPy 2.0's C API under NumPy 1.26 fails "
+    "too ('module was compiled against NumPy C-API version 0x12 (NumPy 2.0) but the running "
+    "NumPy has C-API version 0x11'). The message speaks of NumPy while the fault is the "
+    "pairing with the package.",
     example="numexpr 2.8.7's interpreter.so imports numpy.core._multiarray_umath (NumPy 1.x "
     "headers); numpy 2.4.6 is installed",
     fix="Install the package's release built for the installed NumPy (NumPy 2 builds run on "
