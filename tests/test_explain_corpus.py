@@ -1899,3 +1899,15 @@ def test_a_compiler_killed_by_the_oom_killer_is_a_build_that_did_not_happen(
     assert "MAX_JOBS" in e.explanation + " ".join(e.next_steps)
     e = explain_text("[3/12] c++ -MMD -MF x.o.d -c x.cpp -o x.o\n" + _shell_words("KILL"))
     assert e.subcause == "process.killed" and e.cause == 4 and "MAX_JOBS" in e.decides
+
+
+@pytest.mark.parametrize("sig,subcause", [
+    ("SEGV", "crash.segfault"), ("BUS", "loader.bus-error"),
+    ("ILL", "cpu.illegal-instruction"), ("ABRT", "crash.abort"),
+])
+def test_core_dumped_never_outranks_the_signal_it_follows(sig: str, subcause: str) -> None:
+    """"(core dumped)", which the shell adds where core files are on, is the catch-all's
+    word: the named signal on the same line decides ("Bus error (core dumped)" is a truncated
+    library, cause 4 — `make realworld`'s truncated cases said cause 3 when it outranked)."""
+    e = explain_text(_shell_words(sig) + " (core dumped)")
+    assert e.subcause == subcause, e.subcause
