@@ -143,7 +143,9 @@ def test_record_mismatch_inside_the_package_still_fires(capsys: pytest.CaptureFi
     assert "missing: myop/libmyop.so" in od508[0]["evidence"]
     dist = next(site.glob("*.dist-info")).name[:-len(".dist-info")].rpartition("-")
     # the fix reinstalls that distribution by name, not "<distribution>"
-    assert f"--force-reinstall --no-deps '{dist[0]}=={dist[2]}'" in od508[0]["fix"]
+    # (into the --target directory the copy is in: survey 21's S1)
+    assert f"--force-reinstall --no-deps --upgrade --target {site} '{dist[0]}=={dist[2]}'" \
+        in od508[0]["fix"], od508[0]["fix"]
 
 
 _NEW_OPS = ("import torch, sys\n"
@@ -653,7 +655,8 @@ def test_single_module_distribution_missing_its_library_is_a_partial_install(
     assert res.code == 1
     od508 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD508"]
     assert od508 and "missing: _soundfile_data/libsndfile_x86_64.so" in od508[0]["evidence"]
-    assert "--force-reinstall --no-deps 'soundfile==0.14.0'" in od508[0]["fix"]
+    assert f"--force-reinstall --no-deps --upgrade --target {site} 'soundfile==0.14.0'" in \
+        od508[0]["fix"], od508[0]["fix"]
 
 
 def test_bytecode_caches_removed_are_no_partial_install(

@@ -3480,3 +3480,61 @@ def test_a_load_five_modules_below_the_package_is_followed(
     assert [os.path.basename(r["target"]["path"]) for r in res.json()["reports"]] == \
         ["_deep_op.so"]
     assert res.code == 1
+
+
+@pytest.mark.probe
+def test_a_requirements_library_its_record_lists_and_the_disk_lacks_is_a_partial_install(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W3: numba's import runs llvmlite's ctypes load of its own
+    llvmlite/binding/libllvmlite.so, which llvmlite's RECORD lists and the disk lacked. The
+    check crashed (exit 4: the variant check read the build of a file that is not there), and
+    the verdict was "libllvmlite.so was not found by the real loader" with an RPATH fix. Here
+    a package ``aa`` loads ``bb/libbb.so`` by its path the same way; bb's RECORD lists it, the
+    file is gone: OD508 for bb is the root, with its reinstall into the --target directory
+    the copy is in, and the real loader's miss confirms it."""
+    from tests.helpers import dist_info
+
+    site = tmp_path / "site"
+    (site / "aa").mkdir(parents=True)
+    (site / "bb").mkdir()
+    (site / "aa" / "__init__.py").write_text(
+        "import ctypes, os\nimport bb\n"
+        "ctypes.CDLL(os.path.join(os.path.dirname(bb.__file__), 'libbb.so'))\n")
+    (site / "bb" / "__init__.py").write_text("")
+    dist_info(site, "aa", "1.0", ["aa/__init__.py"], requires=("bb",))
+    dist_info(site, "bb", "2.0", ["bb/__init__.py", "bb/libbb.so"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import aa"], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(site)}, timeout=60)
+    assert real.returncode != 0 and "libbb.so: cannot open shared object file" in real.stderr
+    res = cli(capsys, "check", "-f", "json", "--package", "aa", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path))
+    assert res.code == 1 and "internal error" not in res.err, res.err
+    rep = res.json()["reports"][0]
+    assert rep["diagnosis"]["root_findings"] == ["OD508"], rep["diagnosis"]
+    od508 = next(f for f in rep["findings"] if f["code"] == "OD508")
+    assert od508["subject"] == "bb 2.0" and "bb/libbb.so is missing" in od508["message"]
+    assert od508["fix"].startswith(
+        f"pip install --force-reinstall --no-deps --upgrade --target {site} 'bb==2.0'"), \
+        od508["fix"]
+    assert "OD220" in rep["diagnosis"]["consequences"]["OD508"], rep["diagnosis"]
+
+
+def test_a_partial_install_on_pythonpath_is_reinstalled_where_it_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's S1: a distribution installed with `pip install --target DIR` and found on
+    PYTHONPATH, whose RECORD lists a file the disk lacks: OD508's `pip install
+    --force-reinstall --no-deps 'x==v'` repaired the interpreter's own copy and left the
+    broken one first on sys.path; the reinstall goes to DIR now (and stays plain for the
+    interpreter's own site-packages)."""
+    from tests.helpers import dist_info
+
+    site = tmp_path / "site"
+    (site / "cc").mkdir(parents=True)
+    (site / "cc" / "__init__.py").write_text("from . import helper\n")
+    dist_info(site, "cc", "3.0", ["cc/__init__.py", "cc/helper.py"])
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "cc", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    od508 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD508"]
+    assert od508 and od508[0]["fix"].startswith(
+        f"pip install --force-reinstall --no-deps --upgrade --target {site} 'cc==3.0'"), od508

@@ -1154,7 +1154,8 @@ def test_a_partial_install_of_a_requirement_is_named(
     od508 = next(f for f in rep["findings"] if f["code"] == "OD508")
     assert od508["subject"] == "urllib3 2.2.3" and "missing: urllib3/util/retry.py" in \
         od508["evidence"]
-    assert od508["fix"].startswith("pip install --force-reinstall --no-deps 'urllib3==2.2.3'")
+    assert od508["fix"].startswith("pip install --force-reinstall --no-deps --upgrade --target "
+                                   f"{site} 'urllib3==2.2.3'"), od508["fix"]
 
 
 @pytest.mark.probe

@@ -134,6 +134,21 @@ def install_command(facts: Facts, requirement: str, where: str, upgrade: bool = 
     return f"pip install --no-deps --upgrade --target {where} {requirement}"
 
 
+def reinstall_command(facts: Facts, pin: str, info: str) -> str:
+    """``pip install --force-reinstall --no-deps <pin>`` for the distribution whose
+    ``.dist-info`` is ``info`` — into that directory (``--upgrade --target``) when it is not
+    one of the interpreter's own site directories: a plain reinstall repairs the
+    environment's copy and leaves the broken one first on sys.path (survey 21's S1)."""
+    import os
+
+    where = os.path.dirname(info.rstrip(os.sep)) if info else ""
+    sites = site_dirs(facts)
+    if not where or where in sites or \
+            os.path.realpath(where) in {os.path.realpath(d) for d in sites}:
+        return f"pip install --force-reinstall --no-deps {pin}"
+    return f"pip install --force-reinstall --no-deps --upgrade --target {where} {pin}"
+
+
 def upgrade_command(facts: Facts, name: str, info: str = "") -> str:
     """``pip install --upgrade <name>`` for the copy of a distribution the target's import
     runs (``install_command``). ``info``: that distribution's ``.dist-info`` (default: the

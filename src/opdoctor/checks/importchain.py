@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, package_applies
+from opdoctor.checks.base import Check, package_applies, reinstall_command
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts, commandcache
 from opdoctor.facts.pkgdir import (
@@ -1095,7 +1095,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                     ("; the import works with them" if imported else
                                      "; nothing the import runs needs them")
                                     if harmless else ""), ev,
-                                fix=f"pip install --force-reinstall --no-deps {pin}; never "
+                                fix=f"{reinstall_command(facts, pin, chain.dist)}; never "
                                 "rebuild into site-packages by hand.",
                                 severity=Severity.WARNING if harmless else None)
     yield from _legacy_keras_missing(facts, chain)
@@ -1499,7 +1499,8 @@ def _name_words(name: str, message: str = "") -> list[str]:
     return [w for w in dict.fromkeys(out) if len(w) >= 3 and w not in _GENERIC]
 
 
-def _partial_requirement(chain: ImportChain, kind: str, message: str) -> Finding | None:
+def _partial_requirement(facts: Facts, chain: ImportChain, kind: str, message: str
+                         ) -> Finding | None:
     """OD508 for another distribution's partial install that the import failed on: "No
     module named 'urllib3.util.retry'" under requests, where urllib3's RECORD lists
     urllib3/util/retry.py and the disk lacks it (survey 11's P9: only `--package urllib3`
@@ -1528,10 +1529,39 @@ def _partial_requirement(chain: ImportChain, kind: str, message: str) -> Finding
                     f"differ from its RECORD: {row} is missing, and import {chain.name} needs "
                     f"it (No module named '{m.group(1)}')",
                     (f"RECORD: {info}/RECORD", f"missing: {row}"),
-                    fix=f"pip install --force-reinstall --no-deps {pin}; never rebuild into "
+                    fix=f"{reinstall_command(facts, pin, info)}; never rebuild into "
                     "site-packages by hand.")
         return None  # the first directory with that package is the one import uses
     return None
+
+
+def _partial_requirement_library(facts: Facts, chain: ImportChain,
+                                 loads: tuple[tuple[str, str, str], ...]) -> Iterator[Finding]:
+    """OD508 for another distribution's partial install whose library a load during the
+    failed import asked for by its path: numba's import runs llvmlite's ctypes load of
+    llvmlite/binding/libllvmlite.so, which llvmlite's RECORD lists and the disk lacks — it was
+    "libllvmlite.so was not found by the real loader" with an RPATH fix (survey 21's W3)."""
+    from opdoctor.facts.requires import owning_dist
+
+    told: set[str] = set()
+    own = os.path.realpath(chain.dist) if chain.dist else ""
+    for path, _where, _error in loads:
+        if not os.path.isabs(path) or os.path.exists(path):
+            continue
+        owner = owning_dist(path)
+        if owner is None or os.path.realpath(owner[0]) in (own, *told):
+            continue  # the package's own RECORD check says it for its own files
+        info, _site, row = owner
+        told.add(os.path.realpath(info))
+        dist, ver = distribution(info)
+        pin = f"'{dist}=={ver}'" if dist and ver else dist
+        yield OD508.finding(
+            f"{dist} {ver}".strip(), f"the installed files of {os.path.basename(info)} differ "
+            f"from its RECORD: {row} is missing, and import {chain.name} loads it",
+            (f"RECORD: {info}/RECORD", f"missing: {row}",
+             f"the load that failed during the import: {path}"),
+            fix=f"{reinstall_command(facts, pin, info)}; never rebuild into site-packages "
+            "by hand.")
 
 
 def _pip_arg(name: str, spec: str) -> str:
@@ -1571,9 +1601,12 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     if res is None or not facts.options.package:
         return
     err = res.load_error
-    partial = _partial_requirement(chain, err.type, err.message) if err is not None else None
+    partial = _partial_requirement(facts, chain, err.type, err.message) \
+        if err is not None else None
     if partial is not None:
         yield partial
+    if err is not None:
+        yield from _partial_requirement_library(facts, chain, res.failed_loads)
     if err is not None:
         env = _ENV_FIX.search(err.message)
         install = _requirement_for(chain, err.type, err.message)

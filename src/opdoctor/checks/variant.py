@@ -198,7 +198,9 @@ def _requirement(facts: Facts) -> Iterator[Finding]:
     own = os.path.realpath(chain.package_dir) if chain.package_dir else ""
     for path, _where, error in res.failed_loads:
         got = package_of(path)  # (top-level package, the directory it is imported from)
-        if got is None:
+        # (a load that failed because its file is gone — llvmlite's libllvmlite.so deleted
+        # under numba, survey 21 — has no build to read: the check crashed on it)
+        if got is None or not os.path.isfile(path):
             continue
         top = os.path.realpath(os.path.join(got[1], got[0]))
         if top == own or top in seen or not re.search(rf"\b{re.escape(got[0])}\b", said):
