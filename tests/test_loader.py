@@ -172,6 +172,33 @@ def test_an_opencl_device_plugin_on_a_machine_without_that_gpu(
     assert "apt-get install ocl-icd-libopencl1" in od201["fix"]
 
 
+def test_an_intel_xpu_plugin_of_a_real_wheel_is_a_device_plugin(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's F3: bitsandbytes 0.50.2 ships libbitsandbytes_xpu2025.so, which NEEDs
+    Intel's SYCL runtime (libsycl.so.8) and the oneAPI compiler runtime (libsvml, libimf,
+    libintlc, libirng); the package loads it only beside an XPU build of torch. Checked on
+    its own it was five OD201 errors with patchelf fixes (exit 1) where its CUDA and ROCm
+    libraries get the device-plugin warning: Intel oneAPI is a device toolkit too."""
+    import glob
+
+    if glob.glob("/dev/dri/renderD*"):
+        pytest.skip("this machine has a GPU render node: the plugin could be loaded here")
+    from tests.test_pyreg import site
+
+    lib = site("bitsandbytes-0.50.2") / "bitsandbytes" / "libbitsandbytes_xpu2025.so"
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(lib)], capture_output=True, text=True, timeout=60)
+    if real.returncode == 0:
+        pytest.skip("Intel's oneAPI runtime is installed here")
+    assert "cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    od201 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD201"]
+    assert res.code == 0 and len(od201) == 5, [(f["subject"], f["severity"]) for f in od201]
+    assert all(f["severity"] == "warning" and "is an Intel oneAPI device plugin of its package"
+               in f["message"] for f in od201), od201
+    assert {f["subject"].split()[0] for f in od201} == {
+        "libsycl.so.8", "libsvml.so", "libimf.so", "libintlc.so.5", "libirng.so"}
+
 def test_runpath_is_not_inherited() -> None:
     report = run_check(str(fixture("loader/chain_a_runpath.so")), NO_ENV)
     assert codes(report) == ["OD203"]

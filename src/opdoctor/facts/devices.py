@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 
 from opdoctor.facts.backends import cann_library
 from opdoctor.facts.variant import DRIVER_LIB, ROCM_LIB, cuda_library, variant_library
 
-CUDA, CANN, ROCM, OPENCL = "CUDA", "Ascend CANN", "ROCm", "OpenCL"
+CUDA, CANN, ROCM, OPENCL, ONEAPI = "CUDA", "Ascend CANN", "ROCm", "OpenCL", "Intel oneAPI"
+# Intel's SYCL runtime and Level Zero loader (an XPU build: bitsandbytes 0.50's
+# libbitsandbytes_xpu2025.so NEEDs libsycl.so.8), and the oneAPI compiler runtime those builds
+# need beside it (libsvml, libimf, libintlc, libirng): the latter count only beside a SYCL
+# library, since a CPU build of Intel's compiler needs them too (survey 21's F3).
+_SYCL_LIB = re.compile(r"lib(?:sycl|ze_loader|ur_loader|ur_adapter_\w+|pi_level_zero)\.so")
+_ONEAPI_RUNTIME = re.compile(r"lib(?:svml|imf|intlc|irng)\.so")
 
 # The device nodes each kind of accelerator's driver creates (what a container that is given
 # the device sees too): NVIDIA's control node, Huawei's Ascend NPUs, AMD's kernel fusion driver.
@@ -24,14 +31,16 @@ CUDA, CANN, ROCM, OPENCL = "CUDA", "Ascend CANN", "ROCm", "OpenCL"
 # libOpenCL.so.1; survey 18) shows as a DRM render node.
 _DEVICE_NODES = {CUDA: ("/dev/nvidiactl", "/dev/nvidia[0-9]*"),
                  CANN: ("/dev/davinci_manager", "/dev/davinci[0-9]*"),
-                 ROCM: ("/dev/kfd",), OPENCL: ("/dev/dri/renderD*",)}
+                 ROCM: ("/dev/kfd",), OPENCL: ("/dev/dri/renderD*",),
+                ONEAPI: ("/dev/dri/renderD*",)}
 DEVICE_NAMES = {CUDA: "NVIDIA GPU", CANN: "Ascend NPU", ROCM: "AMD GPU",
-                OPENCL: "OpenCL GPU"}
+                OPENCL: "OpenCL GPU", ONEAPI: "Intel GPU"}
 
 
 def toolkit_of(name: str, missing: list[str]) -> str:
     """The device toolkit or driver library ``name`` belongs to (CUDA — the NVIDIA driver and
-    NVIDIA's CUDA libraries —, Ascend CANN, ROCm), "" for any other library. ``missing``: the
+    NVIDIA's CUDA libraries —, Ascend CANN, ROCm, OpenCL, Intel oneAPI's SYCL), "" for any
+    other library. ``missing``: the
     other names not found for the same library (a generic CANN name counts beside a sure one)."""
     base = os.path.basename(name)
     if cann_library(base, missing):
@@ -42,6 +51,9 @@ def toolkit_of(name: str, missing: list[str]) -> str:
         return ROCM
     if base.startswith("libOpenCL.so"):
         return OPENCL
+    if _SYCL_LIB.match(base) or (_ONEAPI_RUNTIME.match(base) and any(
+            _SYCL_LIB.match(os.path.basename(m)) for m in missing)):
+        return ONEAPI
     return ""
 
 
