@@ -3538,3 +3538,38 @@ def test_a_partial_install_on_pythonpath_is_reinstalled_where_it_is(
     od508 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD508"]
     assert od508 and od508[0]["fix"].startswith(
         f"pip install --force-reinstall --no-deps --upgrade --target {site} 'cc==3.0'"), od508
+
+
+def test_a_load_of_what_find_library_finds_is_no_swallowed_extension(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's F2: pyerfa 2.0.1.5's version check runs `CDLL(util.find_library('erfa'))`
+    inside `try … except Exception: pass` (only to word a better error about a system
+    liberfa); its extension is bundled. OD509 warned that the load's error is discarded: a
+    name ctypes.util.find_library looks up in the system (or None) is the package probing for
+    a system library, as a bare name is — not a file of its own whose failure it hides."""
+    site = tmp_path / "site"
+    pkg = site / "erfalike"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import core\nfrom .version import v\n")
+    (pkg / "core.py").write_text("x = 1\n")
+    (pkg / "version.py").write_text(
+        "try:\n    from . import core\nexcept ImportError:\n    try:\n"
+        "        from ctypes import CDLL, util\n        lib = CDLL(util.find_library('erfa'))\n"
+        "    except Exception:\n        pass\n    raise\nv = '1.0'\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import erfalike; print(erfalike.v)"],
+                          capture_output=True, text=True, env={**env, "PYTHONPATH": str(site)},
+                          timeout=60)
+    assert real.returncode == 0 and real.stdout.strip() == "1.0", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "erfalike", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    codes = [f["code"] for f in res.json()["reports"][0]["findings"]]
+    assert res.code == 0 and "OD509" not in codes, codes
+    # the package's own file loaded the same way still is one
+    (pkg / "version.py").write_text(
+        "try:\n    from ctypes import CDLL\n    import os\n"
+        "    lib = CDLL(os.path.join(os.path.dirname(__file__), 'libown.so'))\n"
+        "except Exception:\n    pass\nv = '1.0'\n")
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "erfalike", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    assert "OD509" in [f["code"] for f in res.json()["reports"][0]["findings"]]

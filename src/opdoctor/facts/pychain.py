@@ -1234,6 +1234,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     link.function = func.name
                     pending.append((link, func, node))
                     load_handlers[id(link)] = handlers
+                elif _system_lookup(node.args[0]):
+                    link.problem = ""  # a system library's name, not a file it ships
                 else:
                     _resolve_link(link, ev.value(node.args[0]))
                 links.append(link)
@@ -1253,7 +1255,10 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     for link, fdef, call in pending:
         value, link.lazy = _through_calls(tree, fdef, call, file, names, known, at_import)
         # No call site to compute it from: every assignment of the module, in order.
-        _resolve_link(link, value if value is not None else ev_flat.value(call.args[0]))
+        if _system_lookup(call.args[0]):
+            link.problem = ""
+        else:
+            _resolve_link(link, value if value is not None else ev_flat.value(call.args[0]))
         if not link.swallowed and not link.fallback:
             if calls is None:
                 calls = _calls_with_handlers(tree)  # one walk of the module, however many loads
@@ -1316,6 +1321,14 @@ def _swallowed_by_callers(inside: list[ast.ExceptHandler],
         break
     clauses = [_swallow(h, module, raised) for h in sites]
     return clauses[0] if all(clauses) else ""
+
+
+def _system_lookup(arg: ast.expr) -> bool:
+    """Whether a load's argument is ``ctypes.util.find_library(…)``: the name (or None) of a
+    library the system's search finds — the package probing for a system library, never a
+    file it ships (pyerfa's version check: ``CDLL(util.find_library('erfa'))``; survey 21's
+    F2), like a bare name (:func:`_not_a_path`)."""
+    return isinstance(arg, ast.Call) and _dotted(arg.func).rsplit(".", 1)[-1] == "find_library"
 
 
 def _resolve_link(link: Link, value: object) -> None:
