@@ -199,6 +199,46 @@ def test_an_intel_xpu_plugin_of_a_real_wheel_is_a_device_plugin(
     assert {f["subject"].split()[0] for f in od201} == {
         "libsycl.so.8", "libsvml.so", "libimf.so", "libintlc.so.5", "libirng.so"}
 
+def test_a_vendored_librarys_neighbour_its_loader_needs_too_is_already_loaded(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's F1: imagecodecs' liblzokay-c (in imagecodecs.libs/, with a stale RUNPATH of
+    its build tree) NEEDs liblzokay beside it, and only _lzo.abi3.so (RPATH
+    $ORIGIN/../imagecodecs.libs) loads it — NEEDing liblzokay itself. glibc maps the
+    extension's dependencies breadth first, so liblzokay is in the process before
+    liblzokay-c's are searched for: the real load works. It was OD201 and OD220, exit 1.
+    Here the same layout, built: the extension loads; the library alone does not (what the
+    old verdict described); the check of the library is clean."""
+    site = tmp_path / "site"
+    libs, pkg = site / "pkg.libs", site / "pkg"
+    libs.mkdir(parents=True)
+    pkg.mkdir()
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "b.c").write_text("int b_fn(void) { return 2; }\n")
+    (src / "a.c").write_text("int b_fn(void);\nint a_fn(void) { return b_fn() + 1; }\n")
+    (src / "e.c").write_text("int a_fn(void);\nint b_fn(void);\n"
+                             "int ext_fn(void) { return a_fn() + b_fn(); }\n")
+    cc = ["gcc", "-shared", "-fPIC"]
+    subprocess.run([*cc, "-Wl,-soname,libb.so", "-o", str(libs / "libb.so"), str(src / "b.c")],
+                   check=True, timeout=60)
+    subprocess.run([*cc, "-Wl,-soname,liba.so", "-Wl,--enable-new-dtags,-rpath,/nonexistent/build",
+                    "-o", str(libs / "liba.so"), str(src / "a.c"), "-L", str(libs), "-lb"],
+                   check=True, timeout=60)
+    subprocess.run([*cc, "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../pkg.libs", "-o",
+                    str(pkg / "_ext.so"), str(src / "e.c"), "-L", str(libs), "-la", "-lb"],
+                   check=True, timeout=60)
+    load = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).{}())"
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    real = subprocess.run([sys.executable, "-c", load.format("ext_fn"), str(pkg / "_ext.so")],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert real.returncode == 0 and real.stdout.strip() == "5", real.stderr
+    alone = subprocess.run([sys.executable, "-c", load.format("a_fn"), str(libs / "liba.so")],
+                           capture_output=True, text=True, timeout=60, env=env)
+    assert "libb.so: cannot open shared object file" in alone.stderr, alone.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(libs / "liba.so"))
+    codes = {f["code"]: f["severity"] for f in res.json()["reports"][0]["findings"]}
+    assert res.code == 0 and "OD201" not in codes and codes.get("OD204") == "info", codes
+
 def test_runpath_is_not_inherited() -> None:
     report = run_check(str(fixture("loader/chain_a_runpath.so")), NO_ENV)
     assert codes(report) == ["OD203"]

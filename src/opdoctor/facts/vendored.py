@@ -158,10 +158,17 @@ def vendored_loaders(resolver: Resolver, target: str) -> list[RpathLoader]:
     if not here.endswith(".libs"):
         return []  # auditwheel's <dist>.libs/: nothing else is worth walking the install for
     lib = resolver.describe(Library(target, target, ""))
+    beside = {n for n in lib.needed if "/" not in n and os.path.isfile(os.path.join(here, n))}
+    if not beside:
+        return []
     if lib.rpath or lib.runpath:
-        return []
-    if not any("/" not in n and os.path.isfile(os.path.join(here, n)) for n in lib.needed):
-        return []
+        # Its own search path finds its dependencies (the loaders' DT_RPATH is not searched
+        # for them) — but the extension that loads it may NEED the same neighbours itself:
+        # glibc maps those first, breadth first, and the target's NEEDED names are then
+        # already in the process (imagecodecs' liblzokay-c, whose stale RUNPATH finds nothing,
+        # beside liblzokay, which _lzo.abi3.so NEEDs too; survey 21's F1).
+        return [ld for ld in rpath_loaders(resolver, target)
+                if beside & set(resolver.describe(Library(ld.path, ld.path, "")).needed)]
     return rpath_loaders(resolver, target)
 
 

@@ -189,6 +189,22 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
         preloaded += new
         global_scope += new
         context += f" + {os.path.basename(path)} (ONNX Runtime loads it before a provider)"
+    if via:
+        # glibc maps a library's dependencies breadth first: every DT_NEEDED of the extension
+        # that loads the target is in the process before the target's own are searched for,
+        # and a name one of them has as its SONAME is that library. imagecodecs' _lzo.abi3.so
+        # NEEDs liblzokay-c and liblzokay (both by its RPATH); liblzokay-c's RUNPATH does not
+        # find liblzokay, and never has to (survey 21's F1: OD201 on a working package).
+        consumer = resolver.load(via[0], preloaded)
+        seen = {lib.path for lib in preloaded}
+        me = os.path.realpath(target)
+        for _name, dep in consumer.edges.get(consumer.root.path, []):
+            if isinstance(dep, Library) and dep.path not in seen and \
+                    os.path.realpath(dep.path) != me:
+                dep.preloaded_by = dep.preloaded_by or \
+                    f"{os.path.basename(via[0])}, which NEEDs it too"
+                preloaded.append(dep)
+                seen.add(dep.path)
     for lib in preloaded:
         lib.rule = RULE_PRELOADED
     loaders = [resolver.describe(Library(p, p, RULE_PATH)) for p in via]
