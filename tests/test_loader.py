@@ -901,3 +901,65 @@ def test_a_long_demangled_name_is_brief_in_a_headline() -> None:
     long_op = "ns::x<std::pair<int, int> >::operator()(" + "int, " * 60 + "int) const"
     assert brief(long_op) == "ns::x<std::pair<int, int> >::operator()(…) const"
     assert len(brief("a" * 400)) == 160
+
+
+def _vendored_pair(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """An installed package as auditwheel lays it out: pkg/_ext.so (RPATH
+    $ORIGIN/../pkg.libs) NEEDs pkg.libs/libvend.so; both in pkg's RECORD."""
+    from tests.helpers import dist_info
+
+    site = tmp_path / "site"
+    libs, pkg = site / "pkg.libs", site / "pkg"
+    libs.mkdir(parents=True)
+    pkg.mkdir()
+    (tmp_path / "v.c").write_text("int vend_fn(void) { return 7; }\n" * 1 +
+                                  "static char big[65536] = {1};\n"
+                                  "char *vend_data(void) { return big; }\n")
+    (tmp_path / "e.c").write_text("int vend_fn(void);\nint ext_fn(void) { return vend_fn(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libvend.so", "-o",
+                    str(libs / "libvend.so"), str(tmp_path / "v.c")], check=True, timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../pkg.libs",
+                    "-o", str(pkg / "_ext.so"), str(tmp_path / "e.c"), "-L", str(libs),
+                    "-lvend"], check=True, timeout=60)
+    (pkg / "__init__.py").write_text("")
+    dist_info(site, "pkg", "1.0", ["pkg/__init__.py", "pkg/_ext.so", "pkg.libs/libvend.so"])
+    return site, pkg / "_ext.so", libs / "libvend.so"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "aarch64"])
+def test_a_vendored_dependency_that_is_cut_short_or_foreign_is_that_files_fault(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    """Survey 21's W4, W5: faiss-cpu's vendored libgomp cut short by a copy (its import dies
+    with SIGBUS) was five OD302 "version GOMP_x not found" errors with a toolchain fix and
+    "✓ Cause 4"; the aarch64 copy in its place ("cannot open shared object file": the loader
+    skips a foreign ELF) was OD201 with a patchelf fix. Now the dependency's own fault, on
+    that file — OD406 / OD408, cause 4 — with the distribution's reinstall into the directory
+    it is in; the rest folds under it."""
+    site, ext, vend = _vendored_pair(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    load = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).ext_fn())"
+    ok = subprocess.run([sys.executable, "-c", load, str(ext)], capture_output=True, text=True,
+                        timeout=60, env=env)
+    assert ok.returncode == 0 and ok.stdout.strip() == "7", ok.stderr
+    if damage == "truncated":
+        with open(vend, "r+b") as fh:
+            fh.truncate(vend.stat().st_size // 3)
+    else:
+        shutil.copy(fixture("integrity/aarch64.so"), vend)
+    real = subprocess.run([sys.executable, "-c", load, str(ext)], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert real.returncode != 0, real.stdout
+    if damage == "aarch64":
+        assert "libvend.so: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              str(ext))
+    rep = res.json()["reports"][0]
+    code = {"truncated": "OD406", "aarch64": "OD408"}[damage]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == [code], rep["diagnosis"]
+    assert rep["diagnosis"]["cause"] == 4
+    root = next(f for f in rep["findings"] if f["code"] == code)
+    assert root["subject"] == str(vend) and "which _ext.so needs" in root["message"], root
+    assert root["fix"].startswith(
+        f"pip install --force-reinstall --no-deps --upgrade --target {site} 'pkg==1.0'")
+    others = {f["code"] for f in rep["findings"] if f["severity"] == "error"} - {code}
+    assert others <= set(rep["diagnosis"]["consequences"].get(code, [])), rep["diagnosis"]

@@ -51,7 +51,12 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD502": ("OD510", "OD511", "OD220"),
     "OD503": ("OD511", "OD301"),
     "OD418": ("OD511", "OD301"),
-    "OD406": ("OD508", "OD511", "OD420"),
+    # A dependency cut short, another machine's or no ELF file (integrity's
+    # _broken_dependencies): its unreadable versions, its "not found", the crash loading it.
+    "OD406": ("OD508", "OD511", "OD420", "OD302", "OD301", "OD124", "OD220", "OD201"),
+    "OD408": ("OD508", "OD511", "OD201", "OD301", "OD220"),
+    "OD407": ("OD508", "OD511", "OD201", "OD301", "OD220"),
+    "OD405": ("OD508", "OD511", "OD201", "OD301", "OD220"),
     "OD416": ("OD511",),
     "OD324": ("OD511", "OD512", "OD505"),
     "OD323": ("OD511", "OD512", "OD505"),

@@ -476,6 +476,53 @@ def run(facts: Facts) -> Iterator[Finding]:
                 ("PT_GNU_STACK flags: RWE", f"host glibc: {glibc}"),
                 severity=Severity.ERROR if refused else None,
             )
+    yield from _broken_dependencies(facts)
+
+
+def _broken_dependencies(facts: Facts) -> Iterator[Finding]:
+    """A dependency the loader meets and cannot use — cut short, another machine's, no ELF
+    file — is the same fault as the target's own would be, on that file: a vendored libgomp
+    truncated by a copy was five "version GOMP_x not found" errors with a toolchain fix, its
+    aarch64 copy "not found" with a patchelf fix (survey 21's W4, W5)."""
+    from opdoctor.checks.base import reinstall_command
+    from opdoctor.facts.pkgdir import distribution
+    from opdoctor.facts.requires import owning_dist
+
+    from opdoctor.facts.budget import BudgetExceeded
+
+    try:
+        broken = facts.broken_dependencies
+    except BudgetExceeded:
+        return  # the loader's emulation ran out of its time: the dependencies stage says so
+    host = facts.host
+    for path, name, requester, wrong in broken:
+        base = os.path.basename(path)
+        who = os.path.basename(requester) if requester else os.path.basename(facts.path)
+        owner = owning_dist(path)
+        if owner is not None:
+            dist, ver = distribution(owner[0])
+            pin = f"'{dist}=={ver}'" if dist and ver else dist
+            fix = (f"{reinstall_command(facts, pin, owner[0])} ({dist} {ver} installed it; its "
+                   "RECORD says what the file should be)")
+        else:
+            fix = (f"copy {base} again from where it was built or installed from, for "
+                   f"{host.machine}")
+        ev = (f"{name} (DT_NEEDED of {who}) → {path}", wrong)
+        if wrong.startswith("truncated"):
+            yield OD406.finding(path, f"{base}, which {who} needs, is {wrong}: loading it "
+                                "fails (\"file too short\") or dies with SIGBUS", ev, fix=fix)
+        elif "wrong machine" in wrong:
+            yield OD408.finding(path, f"{base}, which {who} needs, is built for "
+                                f"{wrong.split('(', 1)[-1].rstrip(')')}, this host is "
+                                f"{host.machine}: the loader skips it and reports it "
+                                "not found", ev, fix=fix)
+        elif "wrong ELF class" in wrong:
+            yield OD407.finding(path, f"{base}, which {who} needs, is "
+                                f"{wrong.split('(', 1)[-1].rstrip(')')}: the loader skips it "
+                                "and reports it not found", ev, fix=fix)
+        else:
+            yield OD405.finding(path, f"{base}, which {who} needs, is not an ELF file: the "
+                                "loader skips it and reports it not found", ev, fix=fix)
 
 
 CHECK = Check(

@@ -180,6 +180,47 @@ class Facts:
         return st
 
     @cached_property
+    def broken_dependencies(self) -> list[tuple[str, str, str, str]]:
+        """(file, the DT_NEEDED name, the library that needs it, what is wrong) for each
+        dependency whose file the loader meets and cannot use: cut short (its headers describe
+        bytes past the end: dlopen dies with SIGBUS or "file too short", and its version
+        definitions are unreadable), or skipped as another machine's or class's ELF file, or
+        no ELF file at all, where its RPATH/RUNPATH points — then the loader goes on and
+        says "cannot open shared object file: No such file or directory". A wheel's vendored
+        libgomp cut short or replaced by the aarch64 copy (survey 21's W4, W5) read as five
+        missing symbol versions, or as a path to patchelf."""
+        from opdoctor.facts.elf.image import ElfFormatError, header_extents, parse_header
+        from opdoctor.facts.inputfile import InputError, open_input
+        if self.structure.image is None:
+            return []
+        out: list[tuple[str, str, str, str]] = []
+        tree = self.process.tree
+        for lib in tree.order[1:]:
+            if lib.preloaded_by:
+                continue
+            try:
+                data = open_input(lib.path)
+                extents, _problems = header_extents(parse_header(data.buf), data.buf)
+            except (InputError, ElfFormatError, OSError, ValueError):
+                continue
+            beyond = [e for e in extents if e.end > data.size]
+            # (a lost section-table tail only: the loader never reads it)
+            if beyond and [e.what for e in beyond] != ["section header table"]:
+                need = max(e.end for e in beyond)
+                out.append((os.path.normpath(lib.path), lib.name, lib.requested_by,
+                            f"truncated: its headers need at least {need} bytes, it has "
+                            f"{data.size}"))
+        skipped = ("wrong machine", "wrong ELF class", "not an ELF file")
+        for miss in tree.missing:
+            for att in miss.attempts:
+                if att.outcome.startswith(skipped) and \
+                        att.rule.split(" ")[0] in ("rpath", "runpath") and \
+                        all(os.path.normpath(att.path) != o[0] for o in out):
+                    out.append((os.path.normpath(att.path), miss.name, miss.requested_by,
+                                f"skipped by the loader: {att.outcome}"))
+        return out
+
+    @cached_property
     def blocker(self) -> str:
         """Why checks that need a loadable ELF shared object cannot run ("" when they can)."""
         st = self.structure

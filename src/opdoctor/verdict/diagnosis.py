@@ -174,6 +174,20 @@ def _explains(root: Finding, f: Finding) -> bool:
         if f.code == "OD201":
             return f.subject.split()[0] in gone
         return "(inconclusive" in f.message and any(g in f.message for g in gone)
+    if root.code in ("OD405", "OD406", "OD407", "OD408") and ", which " in root.message \
+            and " needs, is " in root.message:
+        # a dependency the loader cannot use (integrity's _broken_dependencies): what names
+        # that file — its versions, its "not found", the symbols it would define, the RECORD
+        # line of the changed file, the import or probe that died loading it
+        dep = os.path.basename(root.subject)
+        if f.code == "OD508":
+            return any(line.startswith("changed since install") and line.endswith(dep)
+                       for line in f.evidence)
+        if f.code == "OD124":
+            return "SIGBUS" in f.message or "Bus error" in f.message
+        return dep in f"{f.subject} {f.message} {' '.join(f.evidence)}"
+    if root.code in ("OD405", "OD407", "OD408"):
+        return f.code in ("OD508", "OD511") and root.code != "OD508"  # the file itself
     if root.code == "OD406" and f.code == "OD508":
         # the truncated library is the file whose hash no longer matches the RECORD
         return any(line.startswith("changed since install") and line.endswith(
