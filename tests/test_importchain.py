@@ -3573,3 +3573,75 @@ def test_a_load_of_what_find_library_finds_is_no_swallowed_extension(
     res = cli(capsys, "check", "-f", "json", "--static", "--package", "erfalike", "--env",
               f"PYTHONPATH={site}", "--cwd", str(tmp_path))
     assert "OD509" in [f["code"] for f in res.json()["reports"][0]["findings"]]
+
+
+@pytest.mark.probe
+def test_a_framework_shadowed_by_a_module_file_is_the_root_not_its_libraries(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W1: a `torch.py` experiment first on PYTHONPATH, beside fbgemm-gpu-cpu: the
+    package's `import torch` picks the file, torch's libraries are never loaded, and the check
+    said "libtorch_cpu.so is not found" with patchelf in every report. The reference op's
+    package (import torch; torch.ops.load_library of libmyop.so) under such a file: OD502 for
+    torch — the file, the installed torch it hides — is the root, and the libraries of torch
+    not found are its consequences."""
+    from tests.conftest import reference
+
+    site = tmp_path / "site"
+    site.mkdir()
+    make_package(site, "refop", {"libmyop.so": reference()},
+                 "import os, torch\ntorch.ops.load_library(os.path.join("
+                 "os.path.dirname(__file__), 'libmyop.so'))\n")
+    shadow = tmp_path / "work"
+    shadow.mkdir()
+    (shadow / "torch.py").write_text("print('my torch experiment')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    path = os.pathsep.join([str(shadow), str(site)])
+    real = subprocess.run([sys.executable, "-c", "import refop"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": path}, timeout=120)
+    assert real.returncode != 0 and "my torch experiment" in real.stdout, real.stderr[-1500:]
+    assert "has no attribute 'ops'" in real.stderr, real.stderr[-1500:]
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "refop", "--env",
+              f"PYTHONPATH={path}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD502"], rep["diagnosis"]
+    od502 = next(f for f in rep["findings"] if f["code"] == "OD502")
+    assert od502["subject"] == "torch" and str(shadow / "torch.py") in od502["message"]
+    assert f"rename {shadow / 'torch.py'}" in od502["fix"]
+    missing = [f["subject"] for f in rep["findings"] if f["code"] == "OD201"]
+    assert missing and all(m.startswith(("libtorch", "libc10")) for m in missing), missing
+    assert "OD201" in rep["diagnosis"]["consequences"]["OD502"], rep["diagnosis"]
+
+
+def test_a_requirement_shadowed_by_its_source_tree_is_named_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W2: NumPy's Python files (a source tree without its build) first on
+    PYTHONPATH: a package whose import runs `import numpy` dies in NumPy's own "Importing the
+    numpy C-extensions failed"; `--static` said nothing (exit 0). OD502 names the tree and the
+    installed NumPy it hides. A copy that is itself installed (a --target site) is no such
+    tree: nothing is said of it here."""
+    import numpy
+
+    tree = tmp_path / "src"
+    shutil.copytree(Path(numpy.__file__).parent, tree / "numpy",
+                    ignore=lambda d, names: [n for n in names if not (
+                        n.endswith(".py") or os.path.isdir(os.path.join(d, n)))])
+    site = tmp_path / "site"
+    site.mkdir()
+    make_package(site, "usesnp", {}, "import numpy\nVALUE = numpy.__name__\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    path = os.pathsep.join([str(tree), str(site)])
+    real = subprocess.run([sys.executable, "-c", "import usesnp"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": path}, timeout=120)
+    assert real.returncode != 0 and "numpy C-extensions failed" in real.stderr, \
+        real.stderr[-1500:]
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "usesnp", "--env",
+              f"PYTHONPATH={path}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD502"], rep["findings"]
+    od502 = next(f for f in rep["findings"] if f["code"] == "OD502")
+    assert od502["subject"] == "numpy" and "a directory without its compiled modules" in \
+        od502["message"] and f"({Path(numpy.__file__).parent})" in od502["message"]
+    # the same package without the tree: clean
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "usesnp", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    assert res.code == 0 and "OD502" not in res.out

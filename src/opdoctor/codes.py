@@ -48,7 +48,9 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD105": ("OD106",),
     "OD106": ("OD122",),
     "OD313": ("OD310", "OD311"),
-    "OD502": ("OD510", "OD511", "OD220"),
+    # (and, for a requirement shadowed by a tree without its build — a torch.py —, the
+    # framework libraries no `import torch` put in the process, and "torch fails to import")
+    "OD502": ("OD510", "OD511", "OD220", "OD201", "OD301", "OD320"),
     "OD503": ("OD511", "OD301"),
     "OD418": ("OD511", "OD301"),
     # A dependency cut short, another machine's or no ELF file (integrity's

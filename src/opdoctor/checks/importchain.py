@@ -11,6 +11,7 @@ import ast
 import dataclasses
 import os
 import re
+import sys
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check, package_applies, reinstall_command
@@ -300,18 +301,31 @@ def _shadowed_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     runs the first (a ``--target`` site on PYTHONPATH that brought its own torch hides the
     environment's), and a check of the package analyses that one — worth knowing which, not
     a fault. Copies of one release, or copies no RECORD lists, are not reported here."""
-    from opdoctor.facts.pychain import import_suffixes, installed_release, locate
+    from opdoctor.facts.pychain import (
+        import_suffixes,
+        installed_release,
+        locate,
+        unconditional_imports,
+    )
 
     interp = facts.interpreter
     suffixes = import_suffixes(interp.ext_suffix if interp else ".so")
     cwd = facts.options.cwd or os.getcwd()
-    for dep in chain.imports_packages[:12]:
+    own = chain.name.split(".")[0]
+    deps = [d for d in dict.fromkeys([*chain.imports_packages, *unconditional_imports(chain)])
+            if d != own and d not in sys.stdlib_module_names]
+    for dep in deps[:24]:
         cands = [c for c in locate(dep, list(chain.sys_path), suffixes, cwd)
                  if c.kind != "namespace"]
         if len(cands) < 2:
             continue
         releases = [installed_release(c) for c in cands]
         mine = releases[0]
+        if not mine:
+            shadow = _shadowing_tree(facts, chain, dep, cands, releases)
+            if shadow is not None:
+                yield shadow
+            continue
         hidden = [(c, rel) for c, rel in zip(cands[1:], releases[1:], strict=True)
                   if rel and rel != mine]
         if not mine or not hidden:
@@ -328,6 +342,34 @@ def _shadowed_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                             f"{', '.join(other)}: put {dirs} first on sys.path (PYTHONPATH), "
                             "or uninstall the copy the job should not use (`python -m pip "
                             "list --path DIR` reports each).")
+
+
+def _shadowing_tree(facts: Facts, chain: ImportChain, dep: str, cands: list[Candidate],
+                    releases: list[str]) -> Finding | None:
+    """OD502 for a requirement the package's import runs, when ``import <dep>`` picks a copy
+    no distribution installed and without compiled code (a ``torch.py`` experiment, a NumPy
+    source tree on PYTHONPATH) while an installed release is hidden behind it. fbgemm-gpu
+    under a ``torch.py`` was "libtorch_cpu.so is not found" with patchelf in 19 reports;
+    faiss under a NumPy checkout "torch itself fails to import" (survey 21's W1, W2)."""
+    first = cands[0]
+    installed = [(c, rel) for c, rel in zip(cands[1:], releases[1:], strict=True) if rel]
+    if not installed or (first.kind == "package" and facts.shared_libraries_under(first.path)):
+        return None
+    if first.kind == "extension":
+        return None
+    hidden, rel = installed[0]
+    what = "a module file" if first.kind == "module" else "a directory without its compiled " \
+        "modules (a source tree)"
+    works = _imported_fine(facts)
+    return OD502.finding(
+        dep, f"import {dep} (from {chain.name}) picks {first.path}, {what}; the installed {rel} "
+        f"({hidden.path}) is hidden" + ("; the import works with it" if works else ""),
+        [f"import {dep} → {first.path} ({first.kind}, from sys.path entry "
+         f"{first.entry or '(cwd)'!r}); no distribution installed it",
+         f"hidden: {hidden.path}, installed by {rel}"],
+        fix=f"rename {first.path} or remove {os.path.dirname(first.path)} from sys.path "
+        "(PYTHONPATH, the working directory, the script's directory): the job must import the "
+        f"installed {dep}", severity=Severity.WARNING if works else None)
 
 
 def _first_party_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:

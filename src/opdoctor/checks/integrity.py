@@ -485,10 +485,9 @@ def _broken_dependencies(facts: Facts) -> Iterator[Finding]:
     truncated by a copy was five "version GOMP_x not found" errors with a toolchain fix, its
     aarch64 copy "not found" with a patchelf fix (survey 21's W4, W5)."""
     from opdoctor.checks.base import reinstall_command
+    from opdoctor.facts.budget import BudgetExceeded
     from opdoctor.facts.pkgdir import distribution
     from opdoctor.facts.requires import owning_dist
-
-    from opdoctor.facts.budget import BudgetExceeded
 
     try:
         broken = facts.broken_dependencies

@@ -1849,6 +1849,21 @@ def _unguarded_imports(body: list[ast.stmt]) -> list[tuple[int, str]]:
     return out
 
 
+def unconditional_imports(chain: ImportChain) -> list[str]:
+    """The top-level names the package's import imports whatever happens: the unguarded
+    absolute imports of its modules that the import reaches unconditionally (fbgemm_gpu's
+    ``import torch``, faiss's loader.py ``import numpy``)."""
+    pkg = chain.package_dir
+    if not pkg:
+        return []
+    out: dict[str, None] = {}
+    for file in _reached_unconditionally(chain, pkg):
+        parsed = _source(file)
+        for _line, name in _unguarded_imports(parsed.tree.body) if parsed else []:
+            out[name] = None
+    return list(out)
+
+
 def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple[str, int, str]]:
     """(file, line, top-level name) of the unconditional imports of other distributions
     that the package's import runs — in ``__init__.py`` and in each of its own modules that

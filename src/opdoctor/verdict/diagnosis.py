@@ -174,6 +174,22 @@ def _explains(root: Finding, f: Finding) -> bool:
         if f.code == "OD201":
             return f.subject.split()[0] in gone
         return "(inconclusive" in f.message and any(g in f.message for g in gone)
+    if root.code == "OD502" and f.code in ("OD201", "OD301", "OD320"):
+        # a requirement shadowed by a copy no distribution installed (importchain's
+        # _shadowing_tree): the framework's own libraries its import never loaded, the symbols
+        # they define, the framework's failed import (survey 21's W1, W2)
+        if not any(e.endswith("no distribution installed it") for e in root.evidence):
+            return False
+        if f.code == "OD320":
+            return True
+        from opdoctor.facts.frameworks import FRAMEWORKS
+        fw = next((x for x in FRAMEWORKS if x.name == root.subject), None)
+        if fw is None:
+            return False
+        if f.code == "OD201":
+            return fw.linked_by([f.subject.split()[0]])
+        return "(inconclusive" in f.message and any(
+            fw.linked_by([w.strip(",;()")]) for w in f.message.split())
     if root.code in ("OD405", "OD406", "OD407", "OD408") and ", which " in root.message \
             and " needs, is " in root.message:
         # a dependency the loader cannot use (integrity's _broken_dependencies): what names
