@@ -1272,3 +1272,35 @@ def test_a_wheel_for_another_platform_or_python_says_which(
     static = cli(capsys, "check", "-f", "json", "--static", "--package", package,
                  "--env", f"PYTHONPATH={site}", "--cwd", str(site.parent))
     assert code in {f["code"] for f in static.json()["reports"][0]["findings"]}
+
+
+@pytest.mark.probe
+def test_a_truncated_library_of_a_package_keeps_its_report_in_package_mode(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W7: fbgemm-gpu-cpu 1.8.0 with fbgemm_gpu_py.so cut to 60 %: its import dies
+    of SIGBUS. `--package fbgemm_gpu` gave 18 reports — none for the cut file (its dynamic
+    section unreadable, it did not count as a library that links torch) — and in each an
+    OD124 "SIGBUS while loading the library" under registration. Now the cut file has its
+    report, OD406, and the other reports' SIGBUS folds under their OD508 (the changed file)."""
+    from tests.test_pyreg import site as pyreg_site
+
+    site = tmp_path / "site"
+    shutil.copytree(pyreg_site("fbgemm-gpu-cpu-1.8.0"), site, symlinks=True)
+    cut = site / "fbgemm_gpu" / "fbgemm_gpu_py.so"
+    with open(cut, "r+b") as fh:
+        fh.truncate(cut.stat().st_size * 6 // 10)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import torch, fbgemm_gpu", env={**env, "PYTHONPATH": str(site)},
+                      timeout=180)
+    assert real.returncode == -7, (real.returncode, real.stderr[-1500:])  # SIGBUS
+    res = cli(capsys, "check", "-f", "json", "--package", "fbgemm_gpu", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    reps = res.json()["reports"]
+    mine = [r for r in reps if r["target"]["path"] == str(cut)]
+    assert res.code == 1 and len(mine) == 1, [r["target"]["path"] for r in reps]
+    assert mine[0]["diagnosis"]["root_findings"] == ["OD406"], mine[0]["diagnosis"]
+    for rep in reps:
+        od124 = [f for f in rep["findings"] if f["code"] == "OD124"]
+        if od124 and rep is not mine[0]:
+            assert "OD124" in rep["diagnosis"]["consequences"].get("OD508", []), \
+                rep["diagnosis"]

@@ -66,7 +66,7 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD327": ("OD511", "OD512", "OD505", "OD201", "OD220"),
     "OD328": ("OD511", "OD512", "OD420", "OD327"),
     "OD506": ("OD505", "OD511"),
-    "OD508": ("OD510", "OD511", "OD220", "OD201", "OD301"),
+    "OD508": ("OD510", "OD511", "OD220", "OD201", "OD301", "OD124"),
     "OD514": ("OD511",),
     "OD510": ("OD511", "OD220"),
     # The real loader's miss that stopped the package's import (at another library).

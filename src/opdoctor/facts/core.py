@@ -1473,6 +1473,23 @@ def _needed_names(path: str, _mtime_ns: int, _size: int) -> tuple[str, ...]:
 commandcache.register(_needed_names.cache_clear)
 
 
+def damaged_elf(path: str) -> bool:
+    """True when the file is empty, or an ELF file whose headers describe what the loader
+    reads (segments, program headers) past its end: cut short. A lost section-table tail
+    (the loader never reads it) and a file that cannot be opened are not."""
+    from opdoctor.facts.elf.image import ElfFormatError, header_extents, parse_header
+    from opdoctor.facts.inputfile import InputError, open_input
+    try:
+        data = open_input(path)
+        if data.size == 0:
+            return True
+        extents, _problems = header_extents(parse_header(data.buf), data.buf)
+    except (InputError, ElfFormatError, OSError, ValueError):
+        return False
+    beyond = [e.what for e in extents if e.end > data.size]
+    return bool(beyond) and beyond != ["section header table"]
+
+
 def links_framework(path: str) -> bool:
     """True when the library needs a framework library (read from DT_NEEDED, nothing loaded;
     TensorFlow's own Python extension counts: ITEX's libitex_common.so links it)."""

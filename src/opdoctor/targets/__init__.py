@@ -193,9 +193,11 @@ def _op_libraries_on_disk(files: list[str]) -> list[str]:
     (tensorflow-io), or never (OD505). Each is checked as a library of the package, so that
     its static checks run — the package directory alone let "✓ version mismatch: no problem
     found" stand over op libraries built for another TensorFlow. None when no library links
-    one (a package of plain extensions)."""
-    from opdoctor.facts.core import links_framework
-    return [f for f in files if links_framework(f)]
+    one (a package of plain extensions). A library whose dynamic section cannot be read (cut
+    short, overwritten) is kept too: what links it is unknown, and it is what is wrong
+    (fbgemm-gpu's fbgemm_gpu_py.so truncated had no report in the package's 18; survey 21)."""
+    from opdoctor.facts.core import damaged_elf, links_framework
+    return [f for f in files if links_framework(f) or damaged_elf(f)]
 
 
 def _loaded_from_the_package_above(chain: ImportChain, package: str,

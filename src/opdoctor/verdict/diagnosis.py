@@ -165,6 +165,12 @@ def _explains(root: Finding, f: Finding) -> bool:
     if root.code == "OD328" and f.code == "OD327":
         # a NumPy-1 build that requires numpy<2: the same pairing, said twice (pandas 2.1.4)
         return f.subject.lower() == "numpy"
+    if root.code == "OD508" and f.code == "OD124":
+        # a library of the package changed since install (cut short) and the package's import
+        # died of SIGBUS: the changed file, not this library's initialiser (fbgemm-gpu's
+        # truncated fbgemm_gpu_py.so, in the reports of its 18 other libraries; survey 21)
+        return ("SIGBUS" in f.message or "Bus error" in f.message) and any(
+            line.startswith("changed since install") and ".so" in line for line in root.evidence)
     if root.code == "OD508" and f.code in ("OD201", "OD301"):
         # a library the RECORD lists and the files lack (pillow's wheel without its vendored
         # libjpeg): its "not found" — and the symbols it would define — are that miss, whose
