@@ -3645,3 +3645,32 @@ def test_a_requirement_shadowed_by_its_source_tree_is_named_statically(
     res = cli(capsys, "check", "-f", "json", "--static", "--package", "usesnp", "--env",
               f"PYTHONPATH={site}", "--cwd", str(tmp_path))
     assert res.code == 0 and "OD502" not in res.out
+
+
+def test_a_requirement_imported_deeper_than_the_link_walk_is_still_reached(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W9: kornia 0.8.1's `import kornia_rs` sits seven modules deep (__init__ →
+    filters → bilateral → kernels → utils → image_print → io → io.py), each import
+    unconditional; without kornia_rs `import kornia` fails. `--static` said "its import does not
+    reach it" (a warning, exit 0): the walk that follows imports for compiled code stops five
+    levels down. The package's own unconditional imports are followed by module name further."""
+    from tests.helpers import dist_info
+
+    site = tmp_path / "site"
+    pkg = site / "deeppkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import m0\n")
+    for i in range(7):
+        (pkg / f"m{i}.py").write_text(f"from deeppkg.m{i + 1} import thing\n")
+    (pkg / "m7.py").write_text("import absent_dep_xyz\nthing = 1\n")
+    dist_info(site, "deeppkg", "1.0", ["deeppkg/__init__.py"] +
+              [f"deeppkg/m{i}.py" for i in range(8)], requires=("absent-dep-xyz>=1",))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import deeppkg"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(site)}, timeout=60)
+    assert "No module named 'absent_dep_xyz'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "deeppkg", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    od514 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD514"]
+    assert res.code == 1 and od514 and od514[0]["severity"] == "error", od514
+    assert "deeppkg/m7.py:1" in od514[0]["message"], od514[0]["message"]

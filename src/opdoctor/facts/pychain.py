@@ -2000,7 +2000,67 @@ def _reached_unconditionally(chain: ImportChain, pkg: str) -> list[str]:
                     if g not in reached:
                         reached[g] = None
                         grown = True
+    # The link walk stops MAX_DEPTH modules deep; the package's own unguarded module-level
+    # imports go on below that (kornia 0.8.1: __init__ → filters → bilateral → kernels →
+    # utils → image_print → io → io.py, whose `import kornia_rs` is what `import kornia`
+    # fails on; survey 21's W9). Followed here by module name alone, to MAX_REACHED files.
+    queue = list(reached)
+    top = chain.name.split(".")[0]
+    root = pkg
+    for _part in chain.name.split(".")[1:]:
+        root = os.path.dirname(root)
+    while queue and len(reached) < MAX_REACHED:
+        file = queue.pop(0)
+        parsed = _source(file)
+        for g in _own_imports(parsed.tree.body, file, root, top) if parsed else []:
+            for h in [*_parent_inits(g, pkg), g]:
+                if h not in reached and h.startswith(pkg):
+                    reached[h] = None
+                    queue.append(h)
     return list(reached)
+
+
+MAX_REACHED = 250  # modules of the package its import is followed through, by module name
+
+
+def _own_imports(body: list[ast.stmt], file: str, root: str, top: str) -> list[str]:
+    """The files of the package's own modules that a module's body imports unconditionally
+    (module level, outside ``try``, ``if``, functions): ``import top.a.b``, ``from top.a
+    import b`` (``b`` a module or a name of ``a``), ``from .x import y``. ``root``: the
+    top-level package's directory."""
+    out: list[str] = []
+
+    def module(parts: list[str]) -> None:
+        base = os.path.join(os.path.dirname(root), *parts)
+        for f in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(f):
+                out.append(f)
+                return
+
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                parts = a.name.split(".")
+                if parts[0] == top:
+                    module(parts)
+        elif isinstance(stmt, ast.ImportFrom):
+            if stmt.level:
+                here = os.path.dirname(file)
+                for _ in range(stmt.level - 1):
+                    here = os.path.dirname(here)
+                rel = os.path.relpath(here, os.path.dirname(root))
+                if rel.startswith(".."):
+                    continue
+                parts = rel.split(os.sep) + (stmt.module.split(".") if stmt.module else [])
+            elif stmt.module and stmt.module.split(".")[0] == top:
+                parts = stmt.module.split(".")
+            else:
+                continue
+            module(parts)
+            for a in stmt.names:
+                if a.name != "*":
+                    module([*parts, a.name])
+    return out
 
 
 def extensions_at_import(chain: ImportChain) -> list[str]:
