@@ -1911,3 +1911,22 @@ def test_core_dumped_never_outranks_the_signal_it_follows(sig: str, subcause: st
     library, cause 4 — `make realworld`'s truncated cases said cause 3 when it outranked)."""
     e = explain_text(_shell_words(sig) + " (core dumped)")
     assert e.subcause == subcause, e.subcause
+
+
+def test_a_core_name_missing_from_the_framework_is_a_shadowing_copy(tmp_path: Any) -> None:
+    """Survey 21's W1: with a `torch.py` first on the path, `torch.cuda` fails with "module
+    'torch' has no attribute 'cuda'" (the real interpreter's words, from a script that imports
+    the shadow); explain said "the code expects another torch release". Every torch release
+    has torch.cuda: the module imported is not the installed one — cause 5 first. A name a
+    release may really lack (torch.compile before 2.0, numpy.float since 1.24) stays cause 3."""
+    (tmp_path / "torch.py").write_text("VERSION = 'mine'\n")
+    (tmp_path / "run.py").write_text("import torch\nprint(torch.cuda.is_available())\n")
+    out = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True,
+                         text=True, timeout=60, cwd=str(tmp_path))
+    assert "AttributeError: module 'torch' has no attribute 'cuda'" in out.stderr, out.stderr
+    e = explain_text(out.stderr.strip().splitlines()[-1])
+    assert [a.cause for a in e.ranked][:2] == [5, 3] and "every torch release has torch.cuda" \
+        in e.why, e.why
+    for text in ("AttributeError: module 'torch' has no attribute 'compile'",
+                 "AttributeError: module 'numpy' has no attribute 'float'"):
+        assert explain_text(text).cause == 3, text

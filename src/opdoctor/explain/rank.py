@@ -1236,6 +1236,21 @@ def _windows(ctx: Context) -> Refinement | None:
 
 
 # ------------------------------------------------------------------ framework modules
+# Names every release of the framework has at its top level: their absence is no release
+# pairing (numpy's removed aliases — np.float, np.int, np.bool — are not among them).
+_CORE_NAMES = {
+    "torch": frozenset({"__version__", "cuda", "Tensor", "tensor", "nn", "ops", "float32",
+                        "device", "no_grad", "zeros", "ones", "from_numpy", "load", "save",
+                        "version", "utils", "autograd", "optim", "jit", "Size", "dtype",
+                        "manual_seed", "cat", "stack", "randn", "library", "distributed"}),
+    "numpy": frozenset({"__version__", "array", "ndarray", "float32", "float64", "int64",
+                        "zeros", "ones", "dtype", "random", "linalg", "asarray", "arange"}),
+    "tensorflow": frozenset({"__version__", "constant", "Variable", "float32", "Tensor",
+                             "function", "data", "nn", "math", "io", "random", "zeros",
+                             "GradientTape", "load_op_library"}),
+}
+
+
 @refiner("framework-module")
 def _framework_module(ctx: Context) -> Refinement | None:
     module = ctx.group("module")
@@ -1249,15 +1264,24 @@ def _framework_module(ctx: Context) -> Refinement | None:
              if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
              and "installed" not in path_kind(p)]
     local += shadowing_files(ctx.text)
+    attr = ctx.group("attr")
+    core = attr in _CORE_NAMES.get(top, ()) and module == top
     if re.search(r"partially initialized module|circular import|'" + re.escape(top)
-                 + r"' is not a package", ctx.line) or local:
+                 + r"' is not a package", ctx.line) or local or core:
         # "'torch' is not a package": the name resolved to a module file (a torch.py), not to
         # the installed package directory — a local file shadows it
+        why = (f"{local[0]} shadows it" if local else "a local file or directory named "
+               f"{top} (or the script's own name) is imported instead, half-initialised")
+        if core and not local:
+            # every release has it (torch.cuda, numpy.array): no release pairing explains its
+            # absence — a torch.py on the path, or an import of the module that has not
+            # finished (a local module named like one torch imports: dis.py, inspect.py)
+            why = (f"every {top} release has {top}.{attr}: the '{top}' imported is not the "
+                   f"installed package (a {top}.py or {top}/ directory first on sys.path) or "
+                   "its import has not finished (a local module named like one it imports)")
         return Refinement((5, 3), f"the '{top}' that was imported is not the installed package: "
-                          + (f"{local[0]} shadows it" if local else "a local file or directory "
-                             f"named {top} (or the script's own name) is imported instead, "
-                             "half-initialised"), ("OD502",),
-                          f"a local {top} shadows the installed package", "high")
+                          + why, ("OD502",), f"a local {top} shadows the installed package",
+                          "medium" if core and not local else "high")
     return Refinement((3, 5), f"{module}{'.' + name if name else ''} is part of {top}'s Python "
                       f"API, not a compiled part: the code was written for another {top} "
                       "release (it was removed, renamed or not yet added)", ("OD304",),
