@@ -1023,3 +1023,31 @@ def test_a_package_with_nothing_of_tensorflow_is_probed_as_its_import_runs(
     assert report.sections["probe"]["outcome"] == "loaded"
     assert (pkg / "seen.txt").read_text() == "False"  # the probe's import: the same
     assert not [f for f in report.findings if f.severity.value == "error"]
+
+
+@pytest.mark.probe
+def test_a_package_that_never_imports_tensorflow_is_not_probed_through_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W10: jax 0.10.2 with a too-old jaxlib in a TensorFlow venv without torch:
+    the probe imported tensorflow first (every pure-Python package there got the TensorFlow
+    probe), TensorFlow's own import died on the same jaxlib, and the report said "torch import
+    failed", exit 0 — jax never imported, its failure unseen. A package whose import does not
+    run `import tensorflow` gets the plain probe: its own failure is what is reported."""
+    py = tf_python()
+    site = tmp_path / "site"
+    pkg = site / "nottf"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise RuntimeError('nottf refuses this environment')\n")
+    real = subprocess.run([py, "-c", "import nottf"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(site)}, timeout=120)
+    assert "nottf refuses this environment" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--python", py, "--package", "nottf", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    probe = rep["sections"]["probe"]
+    # no framework imported first ("torch" holds the framework's version: TensorFlow's was
+    # 2.21.0 here), and the TensorFlow check does not run for it
+    assert probe["outcome"] == "load failed" and probe["torch"] is None, probe
+    assert "tensorflow" not in [c["name"] for c in rep["checks"] if c["status"] == "ran"]
+    od511 = [f for f in rep["findings"] if f["code"] == "OD511"]
+    assert res.code == 1 and od511 and "nottf refuses this environment" in od511[0]["message"]

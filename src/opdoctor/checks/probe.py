@@ -923,6 +923,8 @@ def section(facts: Facts) -> dict[str, Any]:
         # to retry): the probe's own time is the difference.
         "waited_for_opdoctor": round(res.waited_seconds, 3),
         "outcome": (res.signal_name if res.state is ProbeState.CRASHED and res.signal_name
+                    else f"{res.failed_framework} import failed"
+                    if res.state is ProbeState.FRAMEWORK_IMPORT_FAILED and res.failed_framework
                     else res.state.value),
         "torch": res.framework_version,
         "new_ops": list(res.new_ops),

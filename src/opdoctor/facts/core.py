@@ -1287,8 +1287,21 @@ class Facts:
             # in a TensorFlow venv, survey 17): the import of tensorflow first put a process
             # together that no user's `import paddle` makes, and it crashed there.
             return bool(self.tf_expected_ops) or (not (interp and interp.torch) and (
-                self.is_package_dir or self.structure.image is None or self.tf_op_library))
+                self.tf_op_library or ((self.is_package_dir or self.structure.image is None)
+                                       and self._imports_tensorflow())))
         return self.tf_op_library
+
+    def _imports_tensorflow(self) -> bool:
+        """Whether the package's import runs ``import tensorflow`` (or Keras) unconditionally —
+        else the TensorFlow probe's ``import tensorflow`` first is nothing the job does: jax
+        0.10.2 in a TensorFlow venv, whose jaxlib 0.9.2 broke TensorFlow's own import, was
+        "torch import failed" and never imported jax (survey 21's W10)."""
+        from opdoctor.facts.pychain import unconditional_imports
+        chain = self.chain
+        if chain is None:
+            return True  # unknown: as before
+        names = {*chain.imports_packages, *unconditional_imports(chain)}
+        return bool(names & {"tensorflow", "keras", "tf_keras", "tensorflow_text"})
 
     @cached_property
     def tf_expected_ops(self) -> tuple[ExpectedOp, ...]:

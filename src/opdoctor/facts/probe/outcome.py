@@ -184,6 +184,8 @@ class ProbeOutcome:
     load_error: Failure | None = None
     load_cause: Failure | None = None  # __cause__/__context__ of the load error
     framework_error: Failure | None = None
+    # the framework whose import failed (FRAMEWORK_IMPORT_FAILED): "torch", "tensorflow" …
+    failed_framework: str = ""
     framework_cause: Failure | None = None  # its __cause__ (a backend torch auto-loads)
     preload_path: str = ""
     preload_error: Failure | None = None
@@ -379,6 +381,8 @@ def build_outcome(events: list[dict[str, Any]], returncode: int | None, signal_n
         framework_version=fw.get("version"), framework_cuda=fw.get("cuda"),
         load_error=Failure.of(failed.get("error")), load_cause=Failure.of(failed.get("cause")),
         framework_error=Failure.of(last.get(P.FRAMEWORK_IMPORT_FAILED, {}).get("error")),
+        failed_framework=str(last[P.FRAMEWORK_IMPORT_FAILED].get("framework") or "torch")
+        if P.FRAMEWORK_IMPORT_FAILED in last else "",
         framework_cause=Failure.of(last.get(P.FRAMEWORK_IMPORT_FAILED, {}).get("cause")),
         preload_path=str(pre.get("path", "")), preload_error=Failure.of(pre.get("error")),
         probe_error=probe_error,
