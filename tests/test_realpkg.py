@@ -1304,3 +1304,30 @@ def test_a_truncated_library_of_a_package_keeps_its_report_in_package_mode(
         if od124 and rep is not mine[0]:
             assert "OD124" in rep["diagnosis"]["consequences"].get("OD508", []), \
                 rep["diagnosis"]
+
+
+def test_a_module_of_another_python_renamed_for_this_one_is_that_pythons_build(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W6: a CPython 3.12 module renamed to this interpreter's suffix (ctranslate2
+    4.8.5's _ext) was only "RECORD: 1 missing". regex 2026.12.2's cp312 build renamed so: the
+    real interpreter imports it and it is silently wrong (`regex.match('a+', 'aaa')` is None).
+    The distribution's WHEEL tags (cp312-cp312-…) say whose build it is: OD503, with the
+    reinstall of the cp311 wheel into the directory it is in; the RECORD line folds under it."""
+    site = tmp_path / "site"
+    shutil.copytree(_pip_site("regex-py312", "regex"), site, symlinks=True)
+    (old,) = site.glob("regex/_regex.cpython-312-*.so")
+    old.rename(site / "regex" / old.name.replace("cpython-312", "cpython-311"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import re, regex; print(repr(regex.match('a+', 'aaa')), "
+                      "re.match('a+', 'aaa').span())", env={**env, "PYTHONPATH": str(site)},
+                      timeout=120)
+    assert real.returncode != 0 or real.stdout.split()[0] == "None", (real.stdout, real.stderr)
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "regex", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD503"], rep["diagnosis"]
+    od503 = next(f for f in rep["findings"] if f["code"] == "OD503")
+    assert "installed from a wheel for CPython 3.12" in od503["message"], od503["message"]
+    assert od503["fix"].startswith(f"pip install --force-reinstall --no-deps --upgrade "
+                                   f"--target {site} 'regex==2026.12.2'"), od503["fix"]
+    assert "OD508" in rep["diagnosis"]["consequences"]["OD503"]

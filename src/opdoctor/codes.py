@@ -51,7 +51,7 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     # (and, for a requirement shadowed by a tree without its build — a torch.py —, the
     # framework libraries no `import torch` put in the process, and "torch fails to import")
     "OD502": ("OD510", "OD511", "OD220", "OD201", "OD301", "OD320"),
-    "OD503": ("OD511", "OD301"),
+    "OD503": ("OD511", "OD301", "OD508"),
     "OD418": ("OD511", "OD301"),
     # A dependency cut short, another machine's or no ELF file (integrity's
     # _broken_dependencies): its unreadable versions, its "not found", the crash loading it.

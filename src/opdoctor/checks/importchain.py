@@ -1141,6 +1141,9 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 "rebuild into site-packages by hand.",
                                 severity=Severity.WARNING if harmless else None)
     yield from _legacy_keras_missing(facts, chain)
+    another = _installed_for_another_python(facts, chain)
+    if another is not None:
+        yield another
     for req in _requirements_not_installed(facts, chain):
         # A wheel file's requirements missing where it is checked are the environment's, not
         # the wheel's (installing it brings them): a warning in both modes (survey 20).
@@ -1211,6 +1214,47 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
            "--force-reinstall .)") + ", or run the Python the files were built for."
     return OD503.finding(target, f"{target}: {links[0].problem}{tail}", evidence, fix=fix,
                          severity=severity)
+
+
+def _installed_for_another_python(facts: Facts, chain: ImportChain) -> Finding | None:
+    """OD503 for an installed distribution with compiled modules whose WHEEL tags name
+    another CPython only (cp312-cp312-…, none fitting this interpreter): its modules are that
+    Python's builds whatever their file names say. ctranslate2 4.8.5's cp312 module renamed
+    to the cpython-311 name was only "RECORD: 1 missing" — pybind11's "module was compiled for
+    Python 3.12" said what it is (survey 21's W6). A wheel file being checked is the other
+    check's (``_renamed_wheel``); tags of another platform are OD418's."""
+    if not chain.dist or facts.options.wheel or not chain.extensions_on_disk:
+        return None
+    interp = facts.interpreter
+    suffix = interp.ext_suffix if interp else ""
+    here = interpreter_tag(suffix) if suffix else None
+    # (modules named for another Python are the import chain's OD503 already: only files
+    # that carry this interpreter's own suffix — renamed — are read here)
+    if here is None or not any(f.endswith(suffix) for f in chain.extensions_on_disk):
+        return None
+    tags = wheel_tags(chain.dist)
+    if not tags or any(_tag_fits(t, suffix) for t in tags):
+        return None
+    minor, machine = here
+    others = sorted({p for t in tags for p in t.split("-")[0].split(".")
+                     if re.fullmatch(r"cp3\d+t?", p) and p != f"cp3{minor}"})
+    plats = [p for t in tags for p in t.split("-")[-1].split(".")]
+    if not others or not any(p == "any" or p.endswith(machine) for p in plats):
+        return None
+    dist, version = distribution(chain.dist)
+    pin = f"'{dist}=={version}'" if dist and version else dist
+    pythons = " / ".join(f"CPython 3.{o[3:].rstrip('t')}" + (" (free-threaded)" if
+                                                               o.endswith("t") else "")
+                         for o in others)
+    return OD503.finding(
+        chain.name, f"{dist} {version} was installed from a wheel for {pythons} "
+        f"({tags[0]}); this interpreter is CPython 3.{minor}: its compiled modules are "
+        f"{pythons}'s builds, whatever their file names say",
+        (f"{os.path.basename(chain.dist)}/WHEEL: Tag: {', '.join(tags[:3])}",
+         f"this interpreter's extension suffix: {suffix}",
+         *[f"compiled module: {_rel(f, chain)}" for f in chain.extensions_on_disk[:3]]),
+        fix=f"{reinstall_command(facts, pin, chain.dist)} with this interpreter's pip (it "
+        f"picks the cp3{minor} wheel); never rename a module to another Python's suffix.")
 
 
 def _renamed_wheel(facts: Facts, chain: ImportChain) -> tuple[str, str] | None:
@@ -1284,8 +1328,11 @@ def _tag_fits(tag: str, ext_suffix: str) -> bool:
         return False
     minor, machine = here
     pys, abis, plats = (p.split(".") for p in parts)
+    # (a stable-ABI wheel, cp39-abi3, fits every CPython from 3.9 on)
     py_ok = any(p in ("py3", f"cp3{minor}") or
-                (re.fullmatch(r"py3(\d+)", p) is not None and int(p[3:]) <= minor) for p in pys)
+                (re.fullmatch(r"py3(\d+)", p) is not None and int(p[3:]) <= minor) or
+                ("abi3" in abis and re.fullmatch(r"cp3(\d+)", p) is not None
+                 and int(p[3:]) <= minor) for p in pys)
     abi_ok = any(a in ("none", "abi3", f"cp3{minor}") for a in abis)
     plat_ok = any(p == "any" or (re.fullmatch(r"(many)?linux[\w]*_" + re.escape(machine), p)
                                  is not None) for p in plats)
