@@ -9,6 +9,7 @@ still fires on a package that really has the fault (Python itself fails on it).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -975,3 +976,26 @@ def test_a_requirement_only_first_use_needs_is_a_warning(
                                        "reach it (its first use may)"), od514[0]
         assert od514[0]["fix"].startswith("pip install 'huggingface-hub>=0.16.4,<3.0'")
         assert res.code == 0 and not [f for f in findings if f["severity"] == "error"]
+
+
+def test_an_emptied_module_of_an_installed_wheel_is_reinstalled_not_rebuilt(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W11: tokenizers 0.23.3's extension emptied (a full disk, an interrupted
+    copy): the import fails ("file too short") and OD404's fix was "make clean && make" —
+    there is no build: the file is the wheel's. The fix reinstalls the distribution, into the
+    --target directory the copy is in; a file no distribution lists keeps the rebuild fix."""
+    site = tmp_path / "site"
+    shutil.copytree(_site("tokenizers-0.23.3"), site, symlinks=True)
+    (ext,) = site.glob("tokenizers/tokenizers*.so")
+    ext.write_bytes(b"")
+    real = _run(site, "import tokenizers")
+    assert real.returncode != 0 and "file too short" in real.stderr, real.stderr[-1500:]
+    res = _check_package(capsys, site, "tokenizers", "--static")
+    od404 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD404"]
+    assert res.code == 1 and od404, res.json()["reports"][0]["findings"]
+    assert od404[0]["fix"].startswith(f"pip install --force-reinstall --no-deps --upgrade "
+                                      f"--target {site} 'tokenizers==0.23.3'"), od404[0]["fix"]
+    loose = tmp_path / "loose.so"
+    loose.write_bytes(b"")
+    res = cli(capsys, "check", "-f", "json", "--static", str(loose))
+    assert "make clean" in res.json()["reports"][0]["findings"][0]["fix"]

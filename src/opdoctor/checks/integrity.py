@@ -397,7 +397,8 @@ def run(facts: Facts) -> Iterator[Finding]:
     path, size = facts.path, facts.file.size
     st = facts.structure
     if st.empty:
-        yield OD404.finding(path, "the file is empty (0 bytes)", ("size: 0 bytes",))
+        yield OD404.finding(path, "the file is empty (0 bytes)", ("size: 0 bytes",),
+                            fix=_installed_fix(facts))
         return
     if st.header is None:
         head = bytes(facts.file.buf[:512])
@@ -417,7 +418,8 @@ def run(facts: Facts) -> Iterator[Finding]:
             ev.append(f"… and {len(st.beyond_eof) - 5} more")
         if not st.tail_only:
             yield OD406.finding(path, f"the file is truncated: the headers need at least "
-                                f"{worst.end} bytes, it has {size}", ev)
+                                f"{worst.end} bytes, it has {size}", ev,
+                                fix=_installed_fix(facts))
             return
         # xxhash's extension cut in half: Python imports it and it works.
         yield OD406.finding(
@@ -477,6 +479,22 @@ def run(facts: Facts) -> Iterator[Finding]:
                 severity=Severity.ERROR if refused else None,
             )
     yield from _broken_dependencies(facts)
+
+
+def _installed_fix(facts: Facts) -> str | None:
+    """For a file an installed distribution's RECORD lists (a wheel's module emptied or cut
+    short), its reinstall — there is no build to `make` (tokenizers' extension emptied got
+    "make clean && make"; survey 21's W11); None (the code's own fix) otherwise."""
+    from opdoctor.checks.base import reinstall_command
+    from opdoctor.facts.pkgdir import distribution
+
+    owner = facts.installed_by
+    if owner is None or facts.options.wheel:
+        return None
+    dist, ver = distribution(owner[0])
+    pin = f"'{dist}=={ver}'" if dist and ver else dist
+    return (f"{reinstall_command(facts, pin, owner[0])} ({dist} {ver} installed it: its RECORD "
+            "lists this file); if the disk is full, free space first")
 
 
 def _broken_dependencies(facts: Facts) -> Iterator[Finding]:
