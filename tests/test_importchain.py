@@ -3674,3 +3674,42 @@ def test_a_requirement_imported_deeper_than_the_link_walk_is_still_reached(
     od514 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD514"]
     assert res.code == 1 and od514 and od514[0]["severity"] == "error", od514
     assert "deeppkg/m7.py:1" in od514[0]["message"], od514[0]["message"]
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("needed", [False, True])
+def test_a_missing_library_nothing_needs_is_a_warning_when_the_import_works(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], needed: bool) -> None:
+    """Survey 21's W13: onnxruntime without libonnxruntime_providers_shared.so (its runtime
+    dlopens it for GPU providers only): import and CPU inference work, and OD508 was an error
+    (exit 1). A library the RECORD lists and the disk lacks, which no library of the package
+    NEEDs, is a warning once the probe's import worked; one that a library of the package
+    NEEDs stays an error (that library cannot load)."""
+    from tests.helpers import dist_info
+
+    site = tmp_path / "site"
+    pkg = site / "rtpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("VALUE = 1\n")
+    files = ["rtpkg/__init__.py", "rtpkg/libplugin.so"]
+    if needed:
+        (tmp_path / "p.c").write_text("int plugin_fn(void) { return 1; }\n")
+        (tmp_path / "u.c").write_text("int plugin_fn(void);\nint user_fn(void) "
+                                      "{ return plugin_fn(); }\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libplugin.so", "-o",
+                        str(tmp_path / "libplugin.so"), str(tmp_path / "p.c")], check=True,
+                       timeout=60)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "libuser.so"),
+                        str(tmp_path / "u.c"), "-L", str(tmp_path), "-lplugin"], check=True,
+                       timeout=60)
+        files.append("rtpkg/libuser.so")
+    dist_info(site, "rtpkg", "1.0", files)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import rtpkg; print(rtpkg.VALUE)"],
+                          capture_output=True, text=True, env={**env, "PYTHONPATH": str(site)},
+                          timeout=60)
+    assert real.returncode == 0 and real.stdout.strip() == "1", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--package", "rtpkg", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    od508 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD508"]
+    assert od508 and od508[0]["severity"] == ("error" if needed else "warning"), od508

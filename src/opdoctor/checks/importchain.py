@@ -1357,11 +1357,16 @@ def _missing_on_the_path(facts: Facts, chain: ImportChain, missing: list[str]) -
     res = facts.probe_result() if facts.options.probe else None
     if res is not None and res.load_error is not None:
         return True
-    if any(is_shared_library(os.path.basename(p)) or p.endswith("__init__.py")
-           for p in missing):
+    if any(p.endswith("__init__.py") for p in missing):
+        return True
+    libs = [p for p in missing if is_shared_library(os.path.basename(p))]
+    if libs and (res is None or _needed_in_package(chain, libs)):
         return True
     if res is not None:
-        return False  # the real import worked without them
+        # the real import worked without them — a library no library of the package NEEDs is
+        # one its runtime dlopens on demand (onnxruntime's libonnxruntime_providers_shared.so,
+        # for GPU providers only: CPU inference works; survey 21's W13)
+        return False
     # Static: a missing module matters when any module of the package names it in an import
     # (read as text: the walk stops at its bounds, and a lazy import counts too).
     names = {os.path.basename(p)[:-3] for p in missing if p.endswith(".py")}
@@ -1377,6 +1382,14 @@ def _missing_on_the_path(facts: Facts, chain: ImportChain, missing: list[str]) -
         except OSError:
             continue
     return False
+
+
+def _needed_in_package(chain: ImportChain, libs: list[str]) -> bool:
+    """Whether a compiled file of the package NEEDs (DT_NEEDED) one of ``libs`` by name."""
+    from opdoctor.facts.core import needed_names
+
+    names = {os.path.basename(p) for p in libs}
+    return any(names & set(needed_names(f)) for f in chain.extensions_on_disk[:600])
 
 
 # TensorFlow's lazy loader of tf.keras (tensorflow/python/util/lazy_loader.py) reads the
