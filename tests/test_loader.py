@@ -963,3 +963,22 @@ def test_a_vendored_dependency_that_is_cut_short_or_foreign_is_that_files_fault(
         f"pip install --force-reinstall --no-deps --upgrade --target {site} 'pkg==1.0'")
     others = {f["code"] for f in rep["findings"] if f["severity"] == "error"} - {code}
     assert others <= set(rep["diagnosis"]["consequences"].get(code, [])), rep["diagnosis"]
+
+
+def test_a_vendored_libraries_directory_copied_away_is_no_rpath_to_edit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W12: cv2/ copied without opencv_python_headless.libs/ beside it: seven of
+    its fifteen libraries are nowhere, and OD201's fix was "find it … patchelf --set-rpath".
+    The directory its RPATH names (auditwheel's <dist>.libs) does not exist: the fix says so —
+    install the package, or copy that directory — and no patchelf."""
+    _site, ext, vend = _vendored_pair(tmp_path)
+    shutil.rmtree(vend.parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(ext)], capture_output=True, text=True, timeout=60, env=env)
+    assert "libvend.so: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(ext))
+    (od201,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD201"]
+    assert od201["fix"].startswith("pkg.libs, the directory of vendored libraries its RPATH "
+                                   "names"), od201["fix"]
+    assert "patchelf" not in od201["fix"]

@@ -159,6 +159,17 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
                 "first (ctypes / torch.ops.load_library) never meets this; to load this file "
                 f"on its own, load {beside} first or `patchelf --set-rpath '$ORIGIN' {req}`"
                 + order)
+    libs = next((os.path.normpath(os.path.dirname(a.path)) for a in miss.attempts
+                 if a.rule in (RULE_RPATH, RULE_RUNPATH) and a.outcome ==
+                 "directory does not exist" and os.path.dirname(a.path).endswith(".libs")), "")
+    if libs:
+        # auditwheel's <dist>.libs/ beside the package, named by the extension's RPATH, is
+        # gone: the package was copied (or deleted) without it — cv2/ copied alone, 7 of its
+        # 15 libraries nowhere (survey 21's W12); no patchelf brings them
+        return (f"{os.path.basename(libs)}, the directory of vendored libraries its RPATH names "
+                f"({libs}), does not exist: the package was copied or installed without it. "
+                "Install the package with pip (or copy that directory beside it); no RPATH "
+                "edit or LD_LIBRARY_PATH brings the libraries it held")
     return (f"find it (`find / -name '{miss.name}*' 2>/dev/null`), then either "
             f"`patchelf --set-rpath '$ORIGIN/<dir relative to {os.path.basename(req)}>' {req}`, "
             f"link with -Wl,-rpath,'$ORIGIN/...', or `export LD_LIBRARY_PATH=<its dir>`")
