@@ -127,7 +127,7 @@ def _numpy_fix(facts: Facts, numpy: tuple[str, str], target: tuple[int, int]) ->
 
 def _too_new(facts: Facts, numpy: tuple[str, str], evidence: str, target: tuple[int, int],
              chain: object, at_import: set[str]) -> Finding:
-    version, where = numpy
+    version = numpy[0]
     name = getattr(chain, "name", "")
     imported = os.path.realpath(facts.path) in at_import
     if chain is not None and not imported and not facts.options.probe:
@@ -135,11 +135,18 @@ def _too_new(facts: Facts, numpy: tuple[str, str], evidence: str, target: tuple[
                                           "it may import only under NumPy 2, or on first use)")
     else:
         severity, later = _outcome(facts)
-    return OD328.finding(
-        facts.path, f"built for {_api(target)}'s C API and later; numpy {version} is installed, "
-        f"which is older: NumPy refuses it{later}",
-        (f"{facts.path}: {evidence}", f"import numpy → numpy {version} ({where})"),
-        fix=_numpy_fix(facts, numpy, target), severity=severity)
+    return _library_finding(facts, numpy, f"built for {_api(target)}'s C API and later; numpy "
+                            f"{version} is installed, which is older: NumPy refuses it{later}",
+                            evidence, _numpy_fix(facts, numpy, target), severity)
+
+
+def _library_finding(facts: Facts, numpy: tuple[str, str], message: str, evidence: str,
+                     fix: str, severity: Severity) -> Finding:
+    """OD328 on the target library: what it was built for, and the NumPy the import runs."""
+    version, where = numpy
+    return OD328.finding(facts.path, message, (f"{facts.path}: {evidence}",
+                                               f"import numpy → numpy {version} ({where})"),
+                         fix=fix, severity=severity)
 
 
 def _package_too_new(facts: Facts, numpy: tuple[str, str],
@@ -189,14 +196,11 @@ def _owner(facts: Facts) -> tuple[str, str, str]:
 
 
 def _this_library(facts: Facts, numpy: tuple[str, str], evidence: str) -> Finding:
-    version, where = numpy
     name, dist, upgrade = _owner(facts)
     severity, later = _outcome(facts)
-    return OD328.finding(
-        facts.path, f"built against NumPy 1.x's C API; numpy {version} is installed, which "
-        f"refuses it{later}",
-        (f"{facts.path}: {evidence}", f"import numpy → numpy {version} ({where})"),
-        fix=_fix(name, dist, upgrade), severity=severity)
+    return _library_finding(facts, numpy, f"built against NumPy 1.x's C API; numpy {numpy[0]} "
+                            f"is installed, which refuses it{later}", evidence,
+                            _fix(name, dist, upgrade), severity)
 
 
 def _the_package(facts: Facts, numpy: tuple[str, str]) -> Iterator[Finding]:
