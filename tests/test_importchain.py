@@ -3713,3 +3713,24 @@ def test_a_missing_library_nothing_needs_is_a_warning_when_the_import_works(
               f"PYTHONPATH={site}", "--cwd", str(tmp_path))
     od508 = [f for rep in res.json()["reports"] for f in rep["findings"] if f["code"] == "OD508"]
     assert od508 and od508[0]["severity"] == ("error" if needed else "warning"), od508
+
+
+def test_an_import_after_a_semicolon_is_still_read(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The walk reads a module's import lines as text first and parses only a module that
+    names something not installed: `import os; import absent_mod_abc` — two statements on
+    one line, the second the one that fails — is parsed and reported (the real import fails
+    on it)."""
+    site = tmp_path / "site"
+    make_package(site.mkdir() or site, "semipkg", {}, "from . import inner\n")
+    (site / "semipkg" / "inner.py").write_text("import os; import absent_mod_abc\n")
+    from tests.helpers import dist_info
+    dist_info(site, "semipkg", "1.0", ["semipkg/__init__.py", "semipkg/inner.py"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import semipkg"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(site)}, timeout=60)
+    assert "No module named 'absent_mod_abc'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "semipkg", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    msgs = [f["message"] for f in res.json()["reports"][0]["findings"] if f["code"] == "OD514"]
+    assert any("absent_mod_abc" in m for m in msgs), msgs

@@ -431,11 +431,14 @@ class Facts:
         """(file, line, module) of the unconditional imports of other distributions that the
         package's import runs and nothing on sys.path provides (package mode; [] else)."""
         from opdoctor.facts.pychain import missing_imports
+        from opdoctor.facts.requires import uninstalled_requirements
         chain, interp = self.chain, self.interpreter
         if chain is None:
             return []
+        # below the link walk's depth only when a requirement is missing (kornia_rs)
+        deep = bool(chain.dist) and bool(uninstalled_requirements(chain.dist, chain.sys_path))
         return missing_imports(chain, self.options.cwd or os.getcwd(),
-                               interp.ext_suffix if interp else ".so")
+                               interp.ext_suffix if interp else ".so", deep)
 
     @cached_property
     def maybe_missing_imports(self) -> list[tuple[str, int, str, str]]:

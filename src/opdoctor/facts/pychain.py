@@ -1864,7 +1864,8 @@ def unconditional_imports(chain: ImportChain) -> list[str]:
     return list(out)
 
 
-def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple[str, int, str]]:
+def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str, deep: bool = False
+                    ) -> list[tuple[str, int, str]]:
     """(file, line, top-level name) of the unconditional imports of other distributions
     that the package's import runs — in ``__init__.py`` and in each of its own modules that
     the import reaches unconditionally — and that nothing on ``sys.path`` provides (pyproj
@@ -1873,17 +1874,59 @@ def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str) -> list[tuple
     if not pkg:
         return []
     suffixes = [".py", ext_suffix, ".abi3.so", ".so"]
-    files = _reached_unconditionally(chain, pkg)
+    files = _reached_unconditionally(chain, pkg, deep)
     top = chain.name.split(".")[0]
     found: dict[str, bool] = {top: True, "__future__": True}  # each name looked up once
     out: list[tuple[str, int, str]] = []
     for file in files:
+        # A module whose top-level import lines all name importable modules needs no parse
+        # (the deep walk reaches hundreds: torchvision's took 0.25 s of parsing otherwise).
+        lines = _top_import_lines(file)
+        names = {n for _mod, n in lines if n}
+        for name in names - set(found):
+            found[name] = importable(name, chain.sys_path, suffixes, cwd)
+        if all(found[n] for n in names) and ("", "?") not in lines:
+            continue
         parsed = _source(file)
         for line, name in _unguarded_imports(parsed.tree.body) if parsed else []:
             if name not in found:
                 found[name] = importable(name, chain.sys_path, suffixes, cwd)
             if not found[name]:
                 out.append((file, line, name))
+    return out
+
+
+# An import statement at the start of a line: module level (a `try`, `if` or function body
+# is indented). A line of a multi-line string may look like one too: what this finds is
+# confirmed by a parse before it is reported.
+_TOP_IMPORT = re.compile(rb"^(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w., \t]*)|"
+                         rb"import[ \t]+([\w., \t]+))", re.M)
+
+
+def _top_import_lines(file: str) -> list[tuple[str, str]]:
+    """(module as written, top-level name of another package or "") of each import line at
+    column 0 of ``file``: ``from .x import y`` → (".x", ""), ``import a.b, c`` → ("a.b", "a"),
+    ("c", "c"); read as text, not parsed. ("", "?") for a line with more statements on it (a
+    ``;``, a backslash continuation) than this reading splits."""
+    try:
+        with open(file, "rb") as fh:
+            raw = fh.read(MAX_SOURCE_BYTES)
+    except OSError:
+        return []
+    out: list[tuple[str, str]] = []
+    for m in _TOP_IMPORT.finditer(raw):
+        end = raw.find(b"\n", m.end())
+        rest = raw[m.end():end if end >= 0 else len(raw)]
+        if b";" in rest or rest.rstrip().endswith(b"\\"):
+            out.append(("", "?"))  # more on the line than this reading splits: parse it
+        if m.group(3) is not None:
+            for part in m.group(3).decode("utf-8", "replace").split(","):
+                mod = part.strip().split(" ")[0]
+                if mod:
+                    out.append((mod, mod.split(".")[0]))
+        else:
+            mod = m.group(1).decode("utf-8", "replace")
+            out.append((mod, "" if mod.startswith(".") or not mod else mod.split(".")[0]))
     return out
 
 
@@ -1973,7 +2016,22 @@ def _conditional_imports(tree: ast.Module, file: str) -> list[tuple[int, str, st
     return out
 
 
-def _reached_unconditionally(chain: ImportChain, pkg: str) -> list[str]:
+_REACHED: dict[tuple[int, bool], tuple[ImportChain, list[str]]] = {}
+commandcache.register(_REACHED.clear)
+
+
+def _reached_unconditionally(chain: ImportChain, pkg: str, deep: bool = False) -> list[str]:
+    """:func:`_reach` of the chain, once per command (four readers ask)."""
+    key = (id(chain), deep)
+    hit = _REACHED.get(key)
+    if hit is not None and hit[0] is chain:
+        return hit[1]
+    out = _reach(chain, pkg, deep)
+    _REACHED[key] = (chain, out)
+    return out
+
+
+def _reach(chain: ImportChain, pkg: str, deep: bool) -> list[str]:
     """The package's own source files that ``import <package>`` runs whatever happens: its
     ``__init__.py``, and each module an unconditional import *in a file already reached*
     names, with the ``__init__.py`` of every package between (Python runs those first).
@@ -2003,16 +2061,16 @@ def _reached_unconditionally(chain: ImportChain, pkg: str) -> list[str]:
     # The link walk stops MAX_DEPTH modules deep; the package's own unguarded module-level
     # imports go on below that (kornia 0.8.1: __init__ → filters → bilateral → kernels →
     # utils → image_print → io → io.py, whose `import kornia_rs` is what `import kornia`
-    # fails on; survey 21's W9). Followed here by module name alone, to MAX_REACHED files.
-    queue = list(reached)
+    # fails on; survey 21's W9). Followed here by module name alone, to MAX_REACHED files —
+    # when ``deep`` (a requirement is not installed: where the import meets it matters).
+    queue = list(reached) if deep else []
     top = chain.name.split(".")[0]
     root = pkg
     for _part in chain.name.split(".")[1:]:
         root = os.path.dirname(root)
     while queue and len(reached) < MAX_REACHED:
         file = queue.pop(0)
-        parsed = _source(file)
-        for g in _own_imports(parsed.tree.body, file, root, top) if parsed else []:
+        for g in _own_imports(file, root, top):
             for h in [*_parent_inits(g, pkg), g]:
                 if h not in reached and h.startswith(pkg):
                     reached[h] = None
@@ -2023,11 +2081,12 @@ def _reached_unconditionally(chain: ImportChain, pkg: str) -> list[str]:
 MAX_REACHED = 250  # modules of the package its import is followed through, by module name
 
 
-def _own_imports(body: list[ast.stmt], file: str, root: str, top: str) -> list[str]:
-    """The files of the package's own modules that a module's body imports unconditionally
-    (module level, outside ``try``, ``if``, functions): ``import top.a.b``, ``from top.a
-    import b`` (``b`` a module or a name of ``a``), ``from .x import y``. ``root``: the
-    top-level package's directory."""
+def _own_imports(file: str, root: str, top: str) -> list[str]:
+    """The files of the package's own modules that a module imports at module level (its
+    import lines at column 0, read as text): ``import top.a.b``, ``from top.a import b``
+    (``b`` a module or a name of ``a``), ``from .x import y``. ``root``: the top-level
+    package's directory. (Only where the import walk goes: a line of a docstring that looks
+    like an import adds a module to follow, never a finding by itself.)"""
     out: list[str] = []
 
     def module(parts: list[str]) -> None:
@@ -2037,29 +2096,37 @@ def _own_imports(body: list[ast.stmt], file: str, root: str, top: str) -> list[s
                 out.append(f)
                 return
 
-    for stmt in body:
-        if isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                parts = a.name.split(".")
+    try:
+        with open(file, "rb") as fh:
+            raw = fh.read(MAX_SOURCE_BYTES)
+    except OSError:
+        return out
+    for m in _TOP_IMPORT.finditer(raw):
+        if m.group(3) is not None:  # import a.b, c
+            for part in m.group(3).decode("utf-8", "replace").split(","):
+                parts = part.strip().split(" ")[0].split(".")
                 if parts[0] == top:
                     module(parts)
-        elif isinstance(stmt, ast.ImportFrom):
-            if stmt.level:
-                here = os.path.dirname(file)
-                for _ in range(stmt.level - 1):
-                    here = os.path.dirname(here)
-                rel = os.path.relpath(here, os.path.dirname(root))
-                if rel.startswith(".."):
-                    continue
-                parts = rel.split(os.sep) + (stmt.module.split(".") if stmt.module else [])
-            elif stmt.module and stmt.module.split(".")[0] == top:
-                parts = stmt.module.split(".")
-            else:
+            continue
+        mod = m.group(1).decode("utf-8", "replace")
+        level = len(mod) - len(mod.lstrip("."))
+        if level:
+            here = os.path.dirname(file)
+            for _ in range(level - 1):
+                here = os.path.dirname(here)
+            rel = os.path.relpath(here, os.path.dirname(root))
+            if rel.startswith(".."):
                 continue
-            module(parts)
-            for a in stmt.names:
-                if a.name != "*":
-                    module([*parts, a.name])
+            parts = rel.split(os.sep) + ([p for p in mod[level:].split(".") if p])
+        elif mod.split(".")[0] == top:
+            parts = mod.split(".")
+        else:
+            continue
+        module(parts)
+        for name in m.group(2).decode("utf-8", "replace").split(","):
+            name = name.strip().split(" ")[0]
+            if name.isidentifier():
+                module([*parts, name])
     return out
 
 
