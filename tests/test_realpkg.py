@@ -1331,3 +1331,30 @@ def test_a_module_of_another_python_renamed_for_this_one_is_that_pythons_build(
     assert od503["fix"].startswith(f"pip install --force-reinstall --no-deps --upgrade "
                                    f"--target {site} 'regex==2026.12.2'"), od503["fix"]
     assert "OD508" in rep["diagnosis"]["consequences"]["OD503"]
+
+
+@pytest.mark.probe
+def test_own_symbols_of_an_overwritten_sibling_are_that_files_fault(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W8: fbgemm-gpu-cpu 1.8.0 with fbgemm_gpu_config.so overwritten by another
+    of its libraries: fbgemm_gpu_tbe_inference.so NEEDs it, and its import fails on
+    fbgemm_gpu::config::is_feature_enabled. OD430's fix was "add the source file that defines
+    it to the extension's sources" — the library is linked to its definer, whose file is not
+    what the distribution installed: the fix reinstalls it."""
+    from tests.test_pyreg import site as pyreg_site
+
+    site = tmp_path / "site"
+    shutil.copytree(pyreg_site("fbgemm-gpu-cpu-1.8.0"), site, symlinks=True)
+    pkg = site / "fbgemm_gpu"
+    shutil.copy(pkg / "fbgemm_gpu_sparse_async_cumsum.so", pkg / "fbgemm_gpu_config.so")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = run_python("import torch, fbgemm_gpu", env={**env, "PYTHONPATH": str(site)},
+                      timeout=180)
+    assert "is_feature_enabled" in real.stderr, real.stderr[-1500:]
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              str(pkg / "fbgemm_gpu_tbe_inference.so"))
+    od430 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD430"]
+    assert od430 and "fbgemm_gpu_config.so, which it NEEDs, is not the file" in \
+        od430[0]["message"], od430
+    assert od430[0]["fix"].startswith(f"pip install --force-reinstall --no-deps --upgrade "
+                                      f"--target {site} 'fbgemm_gpu_cpu==1.8.0'"), od430[0]["fix"]

@@ -221,6 +221,28 @@ class Facts:
         return out
 
     @cached_property
+    def changed_siblings(self) -> list[tuple[str, str]]:
+        """(library, "name version") for each library the target NEEDs directly that the
+        target's own distribution installed and whose bytes differ from its RECORD since
+        (overwritten, rebuilt in place): what the target was linked against is no longer
+        there. fbgemm_gpu_config.so overwritten by a sibling left its own symbols undefined
+        in fbgemm_gpu_tbe_inference.so, read as "never linked in" (survey 21's W8)."""
+        from opdoctor.facts.pkgdir import distribution
+        from opdoctor.facts.requires import owning_dist, record_changed
+        mine = self.installed_by
+        if mine is None or self.structure.image is None:
+            return []
+        out: list[tuple[str, str]] = []
+        for _name, dep in self.process.tree.edges.get(self.process.tree.root.path, []):
+            path = getattr(dep, "path", "")
+            owner = owning_dist(path) if path else None
+            if owner is None or owner[0] != mine[0]:
+                continue
+            if record_changed(owner[0], owner[2], path):
+                out.append((path, " ".join(distribution(owner[0])).strip()))
+        return out
+
+    @cached_property
     def blocker(self) -> str:
         """Why checks that need a loadable ELF shared object cannot run ("" when they can)."""
         st = self.structure

@@ -79,6 +79,28 @@ def _record_paths(info: str) -> list[str]:
         return []
 
 
+def record_changed(info: str, rel: str, path: str) -> bool:
+    """Whether ``path`` (``rel`` in the RECORD of the ``.dist-info`` ``info``) differs from
+    the sha256 its RECORD lists (False when the RECORD gives no hash or cannot be read)."""
+    import base64
+    import csv
+
+    from opdoctor.facts.hashcache import HashCache
+
+    try:
+        with open(os.path.join(info, "RECORD"), encoding="utf-8") as fh:
+            row = next((r for r in csv.reader(fh) if r and r[0] == rel), None)
+    except OSError:
+        return False
+    if row is None or len(row) < 2 or not row[1].startswith("sha256="):
+        return False
+    hexdigest = HashCache().many([path]).get(path)
+    if hexdigest is None:
+        return False
+    digest = base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
+    return digest != row[1][len("sha256="):]
+
+
 def record_directories(info: str) -> set[str]:
     """The top-level directories a distribution installed files into (its RECORD), its
     ``*.dist-info`` and ``*.libs`` directories left out."""
