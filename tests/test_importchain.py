@@ -3647,6 +3647,20 @@ def test_a_requirement_shadowed_by_its_source_tree_is_named_statically(
     assert res.code == 0 and "OD502" not in res.out
 
 
+def _static_od514_where_the_import_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                         site: Path, package: str, missing: str
+                                         ) -> tuple[Result, list[dict[str, str]]]:
+    """The real import of ``package`` (``site`` on PYTHONPATH) fails on ``missing``; then the
+    static check of the package and its OD514 findings."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", f"import {package}"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(site)}, timeout=60)
+    assert f"No module named '{missing}'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", package, "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    return res, [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD514"]
+
+
 def test_a_requirement_imported_deeper_than_the_link_walk_is_still_reached(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Survey 21's W9: kornia 0.8.1's `import kornia_rs` sits seven modules deep (__init__ →
@@ -3665,13 +3679,8 @@ def test_a_requirement_imported_deeper_than_the_link_walk_is_still_reached(
     (pkg / "m7.py").write_text("import absent_dep_xyz\nthing = 1\n")
     dist_info(site, "deeppkg", "1.0", ["deeppkg/__init__.py"] +
               [f"deeppkg/m{i}.py" for i in range(8)], requires=("absent-dep-xyz>=1",))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    real = subprocess.run([sys.executable, "-c", "import deeppkg"], capture_output=True,
-                          text=True, env={**env, "PYTHONPATH": str(site)}, timeout=60)
-    assert "No module named 'absent_dep_xyz'" in real.stderr, real.stderr
-    res = cli(capsys, "check", "-f", "json", "--static", "--package", "deeppkg", "--env",
-              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
-    od514 = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD514"]
+    res, od514 = _static_od514_where_the_import_fails(capsys, tmp_path, site, "deeppkg",
+                                                      "absent_dep_xyz")
     assert res.code == 1 and od514 and od514[0]["severity"] == "error", od514
     assert "deeppkg/m7.py:1" in od514[0]["message"], od514[0]["message"]
 
@@ -3726,11 +3735,6 @@ def test_an_import_after_a_semicolon_is_still_read(tmp_path: Path,
     (site / "semipkg" / "inner.py").write_text("import os; import absent_mod_abc\n")
     from tests.helpers import dist_info
     dist_info(site, "semipkg", "1.0", ["semipkg/__init__.py", "semipkg/inner.py"])
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    real = subprocess.run([sys.executable, "-c", "import semipkg"], capture_output=True,
-                          text=True, env={**env, "PYTHONPATH": str(site)}, timeout=60)
-    assert "No module named 'absent_mod_abc'" in real.stderr, real.stderr
-    res = cli(capsys, "check", "-f", "json", "--static", "--package", "semipkg", "--env",
-              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
-    msgs = [f["message"] for f in res.json()["reports"][0]["findings"] if f["code"] == "OD514"]
-    assert any("absent_mod_abc" in m for m in msgs), msgs
+    _res, od514 = _static_od514_where_the_import_fails(capsys, tmp_path, site, "semipkg",
+                                                       "absent_mod_abc")
+    assert any("absent_mod_abc" in f["message"] for f in od514), od514
