@@ -149,6 +149,15 @@ def reinstall_command(facts: Facts, pin: str, info: str) -> str:
     return f"pip install --force-reinstall --no-deps --upgrade --target {where} {pin}"
 
 
+def distribution_reinstall(facts: Facts, info: str) -> str:
+    """:func:`reinstall_command` for the distribution of the ``.dist-info`` ``info``, pinned
+    to its installed release (``pip install --force-reinstall --no-deps 'x==1.2'``)."""
+    from opdoctor.facts.pkgdir import distribution
+
+    dist, ver = distribution(info)
+    return reinstall_command(facts, f"'{dist}=={ver}'" if dist and ver else dist, info)
+
+
 def upgrade_command(facts: Facts, name: str, info: str = "") -> str:
     """``pip install --upgrade <name>`` for the copy of a distribution the target's import
     runs (``install_command``). ``info``: that distribution's ``.dist-info`` (default: the

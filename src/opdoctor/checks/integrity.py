@@ -485,15 +485,14 @@ def _installed_fix(facts: Facts) -> str | None:
     """For a file an installed distribution's RECORD lists (a wheel's module emptied or cut
     short), its reinstall — there is no build to `make` (tokenizers' extension emptied got
     "make clean && make"; survey 21's W11); None (the code's own fix) otherwise."""
-    from opdoctor.checks.base import reinstall_command
+    from opdoctor.checks.base import distribution_reinstall
     from opdoctor.facts.pkgdir import distribution
 
     owner = facts.installed_by
     if owner is None or facts.options.wheel:
         return None
     dist, ver = distribution(owner[0])
-    pin = f"'{dist}=={ver}'" if dist and ver else dist
-    return (f"{reinstall_command(facts, pin, owner[0])} ({dist} {ver} installed it: its RECORD "
+    return (f"{distribution_reinstall(facts, owner[0])} ({dist} {ver} installed it: its RECORD "
             "lists this file); if the disk is full, free space first")
 
 
@@ -502,7 +501,7 @@ def _broken_dependencies(facts: Facts) -> Iterator[Finding]:
     file — is the same fault as the target's own would be, on that file: a vendored libgomp
     truncated by a copy was five "version GOMP_x not found" errors with a toolchain fix, its
     aarch64 copy "not found" with a patchelf fix (survey 21's W4, W5)."""
-    from opdoctor.checks.base import reinstall_command
+    from opdoctor.checks.base import distribution_reinstall
     from opdoctor.facts.budget import BudgetExceeded
     from opdoctor.facts.pkgdir import distribution
     from opdoctor.facts.requires import owning_dist
@@ -518,8 +517,7 @@ def _broken_dependencies(facts: Facts) -> Iterator[Finding]:
         owner = owning_dist(path)
         if owner is not None:
             dist, ver = distribution(owner[0])
-            pin = f"'{dist}=={ver}'" if dist and ver else dist
-            fix = (f"{reinstall_command(facts, pin, owner[0])} ({dist} {ver} installed it; its "
+            fix = (f"{distribution_reinstall(facts, owner[0])} ({dist} {ver} installed it; its "
                    "RECORD says what the file should be)")
         else:
             fix = (f"copy {base} again from where it was built or installed from, for "

@@ -341,17 +341,16 @@ def _target(facts: Facts) -> Iterator[Finding]:
         if changed:
             # linked against a library of its own distribution that is no longer what was
             # installed (overwritten, rebuilt in place): that file is the fault (survey 21's W8)
-            lib, dist = changed[0]
+            from opdoctor.checks.base import distribution_reinstall
+            from opdoctor.facts.pkgdir import distribution
+
+            lib, info = changed[0]
+            dist = " ".join(distribution(info)).strip()
             note = (f" (inconclusive: {os.path.basename(lib)}, which it NEEDs, is not the file "
                     f"{dist} installed — its RECORD hash differs — and may have defined them)")
             ev.append(f"{lib}: changed since {dist} installed it (RECORD hash differs)")
-            from opdoctor.checks.base import reinstall_command
-
-            owner = facts.installed_by
-            name, _, version = dist.partition(" ")
-            pin = f"'{name}=={version}'" if version else name
-            fix = (f"{reinstall_command(facts, pin, owner[0] if owner else '')} "
-                   f"({os.path.basename(lib)} is the changed file); nothing to add to the build")
+            fix = (f"{distribution_reinstall(facts, info)} ({os.path.basename(lib)} is the "
+                   "changed file); nothing to add to the build")
         yield OD430.finding(
             path, f"{len(own)} symbol(s) of the library's own code are declared but never "
             f"linked in{note}; the load fails with \"undefined symbol: {first_failing}\"", ev,

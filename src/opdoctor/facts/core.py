@@ -189,27 +189,16 @@ class Facts:
         says "cannot open shared object file: No such file or directory". A wheel's vendored
         libgomp cut short or replaced by the aarch64 copy (survey 21's W4, W5) read as five
         missing symbol versions, or as a path to patchelf."""
-        from opdoctor.facts.elf.image import ElfFormatError, header_extents, parse_header
-        from opdoctor.facts.inputfile import InputError, open_input
         if self.structure.image is None:
             return []
         out: list[tuple[str, str, str, str]] = []
         tree = self.process.tree
         for lib in tree.order[1:]:
-            if lib.preloaded_by:
-                continue
-            try:
-                data = open_input(lib.path)
-                extents, _problems = header_extents(parse_header(data.buf), data.buf)
-            except (InputError, ElfFormatError, OSError, ValueError):
-                continue
-            beyond = [e for e in extents if e.end > data.size]
-            # (a lost section-table tail only: the loader never reads it)
-            if beyond and [e.what for e in beyond] != ["section header table"]:
-                need = max(e.end for e in beyond)
+            cut = None if lib.preloaded_by else cut_short(lib.path)
+            if cut is not None and cut[1]:
                 out.append((os.path.normpath(lib.path), lib.name, lib.requested_by,
-                            f"truncated: its headers need at least {need} bytes, it has "
-                            f"{data.size}"))
+                            f"truncated: its headers need at least {cut[0]} bytes, it has "
+                            f"{cut[1]}"))
         skipped = ("wrong machine", "wrong ELF class", "not an ELF file")
         for miss in tree.missing:
             for att in miss.attempts:
@@ -222,12 +211,11 @@ class Facts:
 
     @cached_property
     def changed_siblings(self) -> list[tuple[str, str]]:
-        """(library, "name version") for each library the target NEEDs directly that the
-        target's own distribution installed and whose bytes differ from its RECORD since
-        (overwritten, rebuilt in place): what the target was linked against is no longer
-        there. fbgemm_gpu_config.so overwritten by a sibling left its own symbols undefined
-        in fbgemm_gpu_tbe_inference.so, read as "never linked in" (survey 21's W8)."""
-        from opdoctor.facts.pkgdir import distribution
+        """(library, its distribution's ``.dist-info``) for each library the target NEEDs
+        directly that the target's own distribution installed and whose bytes differ from its
+        RECORD since (overwritten, rebuilt in place): what the target was linked against is
+        no longer there. fbgemm_gpu_config.so overwritten by a sibling left its own symbols
+        undefined in fbgemm_gpu_tbe_inference.so, read as "never linked in" (survey 21's W8)."""
         from opdoctor.facts.requires import owning_dist, record_changed
         mine = self.installed_by
         if mine is None or self.structure.image is None:
@@ -239,7 +227,7 @@ class Facts:
             if owner is None or owner[0] != mine[0]:
                 continue
             if record_changed(owner[0], owner[2], path):
-                out.append((path, " ".join(distribution(owner[0])).strip()))
+                out.append((path, owner[0]))
         return out
 
     @cached_property
@@ -1511,21 +1499,29 @@ def _needed_names(path: str, _mtime_ns: int, _size: int) -> tuple[str, ...]:
 commandcache.register(_needed_names.cache_clear)
 
 
-def damaged_elf(path: str) -> bool:
-    """True when the file is empty, or an ELF file whose headers describe what the loader
-    reads (segments, program headers) past its end: cut short. A lost section-table tail
-    (the loader never reads it) and a file that cannot be opened are not."""
+def cut_short(path: str) -> tuple[int, int] | None:
+    """(bytes its headers need, bytes it has) when the file is empty — (0, 0) — or an ELF
+    file whose headers describe what the loader reads (segments, program headers) past its
+    end; None otherwise: whole, a lost section-table tail only (the loader never reads it,
+    as ``Facts.structure``'s ``tail_only``), or not readable as ELF."""
     from opdoctor.facts.elf.image import ElfFormatError, header_extents, parse_header
     from opdoctor.facts.inputfile import InputError, open_input
     try:
         data = open_input(path)
         if data.size == 0:
-            return True
+            return (0, 0)
         extents, _problems = header_extents(parse_header(data.buf), data.buf)
     except (InputError, ElfFormatError, OSError, ValueError):
-        return False
-    beyond = [e.what for e in extents if e.end > data.size]
-    return bool(beyond) and beyond != ["section header table"]
+        return None
+    beyond = [e for e in extents if e.end > data.size]
+    if not beyond or [e.what for e in beyond] == ["section header table"]:
+        return None
+    return (max(e.end for e in beyond), data.size)
+
+
+def damaged_elf(path: str) -> bool:
+    """True when the file is empty or cut short where the loader reads (:func:`cut_short`)."""
+    return cut_short(path) is not None
 
 
 def links_framework(path: str) -> bool:

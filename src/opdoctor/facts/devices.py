@@ -31,8 +31,8 @@ _ONEAPI_RUNTIME = re.compile(r"lib(?:svml|imf|intlc|irng)\.so")
 # libOpenCL.so.1; survey 18) shows as a DRM render node.
 _DEVICE_NODES = {CUDA: ("/dev/nvidiactl", "/dev/nvidia[0-9]*"),
                  CANN: ("/dev/davinci_manager", "/dev/davinci[0-9]*"),
-                 ROCM: ("/dev/kfd",), OPENCL: ("/dev/dri/renderD*",),
-                ONEAPI: ("/dev/dri/renderD*",)}
+                  ROCM: ("/dev/kfd",), OPENCL: ("/dev/dri/renderD*",),
+                 ONEAPI: ("/dev/dri/renderD*",)}
 DEVICE_NAMES = {CUDA: "NVIDIA GPU", CANN: "Ascend NPU", ROCM: "AMD GPU",
                 OPENCL: "OpenCL GPU", ONEAPI: "Intel GPU"}
 

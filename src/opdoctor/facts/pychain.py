@@ -1647,10 +1647,10 @@ def installed_release(cand: Candidate) -> str:
 def _record_check(chain: ImportChain, site: str) -> None:
     """Files a dist-info RECORD lists that are missing or whose hash differs."""
     # Imported here: only a package analysis reads RECORD files (not a check of a library).
-    import base64
     import csv
 
     from opdoctor.facts.hashcache import HashCache
+    from opdoctor.facts.requires import record_digest
 
     for dist in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
         record = os.path.join(dist, "RECORD")
@@ -1706,8 +1706,7 @@ def _record_check(chain: ImportChain, site: str) -> None:
             hexdigest = digests.get(path)
             if hexdigest is None:
                 continue  # unreadable: the import's own checks say what that breaks
-            digest = base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
-            if digest != recorded:
+            if record_digest(hexdigest) != recorded:
                 chain.record_changed.append(name)
         cache.save()
         return

@@ -82,7 +82,6 @@ def _record_paths(info: str) -> list[str]:
 def record_changed(info: str, rel: str, path: str) -> bool:
     """Whether ``path`` (``rel`` in the RECORD of the ``.dist-info`` ``info``) differs from
     the sha256 its RECORD lists (False when the RECORD gives no hash or cannot be read)."""
-    import base64
     import csv
 
     from opdoctor.facts.hashcache import HashCache
@@ -95,10 +94,14 @@ def record_changed(info: str, rel: str, path: str) -> bool:
     if row is None or len(row) < 2 or not row[1].startswith("sha256="):
         return False
     hexdigest = HashCache().many([path]).get(path)
-    if hexdigest is None:
-        return False
-    digest = base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
-    return digest != row[1][len("sha256="):]
+    return hexdigest is not None and record_digest(hexdigest) != row[1][len("sha256="):]
+
+
+def record_digest(hexdigest: str) -> str:
+    """A sha256 hex digest in RECORD's form (urlsafe base64, no padding)."""
+    import base64
+
+    return base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
 
 
 def record_directories(info: str) -> set[str]:

@@ -209,7 +209,7 @@ def _explains(root: Finding, f: Finding) -> bool:
             return "SIGBUS" in f.message or "Bus error" in f.message
         return dep in f"{f.subject} {f.message} {' '.join(f.evidence)}"
     if root.code in ("OD405", "OD407", "OD408"):
-        return f.code in ("OD508", "OD511") and root.code != "OD508"  # the file itself
+        return f.code in ("OD508", "OD511")  # the file itself
     if root.code == "OD406" and f.code == "OD508":
         # the truncated library is the file whose hash no longer matches the RECORD
         return any(line.startswith("changed since install") and line.endswith(
