@@ -587,6 +587,29 @@ def test_own_symbols_a_sibling_library_defines_are_not_an_incomplete_build(
     assert [f["code"] for f in found if f["code"] == "OD430"] == ["OD430"], found
 
 
+def test_a_name_reserved_to_the_implementation_is_no_own_code(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bitsandbytes 0.50.2's libbitsandbytes_xpu2025.so calls `__spirv_ControlBarrier`, a
+    SPIR-V builtin that Intel's SYCL runtime provides: OD430 read it as "the project's own
+    code, declared but never linked in". A name that starts with two underscores (or one and
+    a capital) is reserved to the compiler and its runtime; a plain global function is still
+    the project's own. Both really leave the library unloadable."""
+    codes = {}
+    for name, decl in (("reserved", "__rt_barrier"), ("own", "helper_barrier")):
+        src = tmp_path / f"{name}.cpp"
+        src.write_text(f"void {decl}(unsigned);\nvoid sync(unsigned x) {{ {decl}(x); }}\n")
+        lib = tmp_path / f"lib{name}.so"
+        subprocess.run(["g++", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True,
+                       timeout=60)
+        real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                               str(lib)], capture_output=True, text=True, timeout=60)
+        assert f"undefined symbol: _Z{len(decl)}{decl}j" in real.stderr, real.stderr
+        found = cli(capsys, "check", "-f", "json", "--static", str(lib)).json()["reports"][0][
+            "findings"]
+        codes[name] = sorted(f["code"] for f in found if f["severity"] == "error")
+    assert codes == {"reserved": ["OD301"], "own": ["OD430"]}
+
+
 def test_own_namespace_symbols_of_a_missing_dependency_are_its_consequence(
         tmp_path: Path) -> None:
     """numba's tbbpool extension without the optional libtbb.so.12 (survey 10): the tbb::

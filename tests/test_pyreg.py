@@ -21,7 +21,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import BUILD, FIX
-from tests.helpers import dist_info
+from tests.helpers import cli, dist_info
 from tests.torchfork import run_python
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
@@ -116,6 +116,68 @@ print(json.dumps([name in torch._C._dispatch_get_all_op_names(), shape,
                   torch._C._dispatch_has_kernel_for_dispatch_key(q, "CompositeExplicitAutograd")]))
 """)
     assert truth == [True, [4, 16], True, True]
+
+
+def _od116(capsys: pytest.CaptureFixture[str], target: Path) -> tuple[list[Any], list[str]]:
+    """The findings of ``opdoctor check --static TARGET`` (as a user runs it) and OD116's
+    severities."""
+    findings = cli(capsys, "check", "-f", "json", "--static", str(target)).json()[
+        "reports"][0]["findings"]
+    return findings, [f["severity"] for f in findings if f["code"] == "OD116"]
+
+
+@pytest.mark.probe
+def test_a_ctypes_library_of_a_package_that_defines_its_ops_in_python_is_a_note(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21: `opdoctor check libbitsandbytes_cpu.so` warned OD116 ("loading it cannot make
+    an operator exist") on bitsandbytes' healthy native library. bitsandbytes defines all its
+    ops in Python and calls the library through ctypes: torch has none of its ops after loading
+    the library alone, all of them after `import bitsandbytes`, which maps that very file. A
+    library of a package whose Python defines every op it registers anything for is a note."""
+    s = site("bitsandbytes-0.50.2")
+    lib = s / "bitsandbytes" / "libbitsandbytes_cpu.so"
+    truth = torch_truth(s, f"""
+import ctypes
+ctypes.CDLL({str(lib)!r})
+ops = lambda: [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("bitsandbytes::")]
+alone = ops()
+import bitsandbytes
+print(json.dumps([len(alone), len(ops()), {str(lib)!r} in open("/proc/self/maps").read()]))
+""")
+    assert truth[0] == 0 and truth[1] >= 19 and truth[2], truth
+    findings, od116 = _od116(capsys, lib)
+    assert od116 == ["info"], findings
+    assert any("a native library of bitsandbytes, whose 19 operator(s) are defined in its "
+               "Python" in f["message"] for f in findings)
+    assert [f for f in findings if f["severity"] != "info"] == []
+
+
+@pytest.mark.probe
+def test_a_library_a_packages_python_expects_ops_from_keeps_its_warning(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The same plain library in two packages: one defines its op in Python
+    (torch.library.define) and registers a fake for it — its import works, the library is a
+    note; the other only registers a fake for an op it expects the library to define — torch
+    refuses ("operator mypkg::scale does not exist") and OD116 stays a warning."""
+    src = tmp_path / "helper.c"
+    src.write_text("int helper(int x) { return x + 1; }\n")
+    load = ("import os, torch\n"
+            "torch.ops.load_library(os.path.join(os.path.dirname(__file__), 'libhelper.so'))\n")
+    fake = ("@torch.library.register_fake('mypkg::scale')\n"
+            "def _(x):\n    return torch.empty_like(x)\n")
+    outcomes = {}
+    for name, init in (("defines", "import torch\ntorch.library.define('mypkg::scale', "
+                        "'(Tensor x) -> Tensor')\n" + load + fake), ("expects", load + fake)):
+        site = tmp_path / name / "site-packages"
+        (site / "mypkg").mkdir(parents=True)
+        (site / "mypkg" / "__init__.py").write_text(init)
+        lib = site / "mypkg" / "libhelper.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+        real = run_python("import mypkg", env=dict(NO_ENV, PYTHONPATH=str(site)), timeout=240)
+        outcomes[name] = (real.returncode, _od116(capsys, lib)[1])
+        if name == "expects":
+            assert "operator mypkg::scale does not exist" in real.stderr, real.stderr
+    assert outcomes == {"defines": (0, ["info"]), "expects": (1, ["warning"])}
 
 
 @pytest.mark.probe

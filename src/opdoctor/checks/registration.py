@@ -474,8 +474,35 @@ def _not_an_op_library(facts: Facts, inv: Inventory) -> Iterator[Finding]:
                             severity=Severity.INFO,
                             fix="nothing to fix; check the libraries that load it")
         return
+    if inside and (py_ops := _ops_defined_in_python(facts)):
+        # bitsandbytes' libbitsandbytes_cpu.so & co. (survey 21): the package defines every op
+        # it registers in Python (torch.library) and calls its native library through ctypes;
+        # nothing is expected from the library's own registration.
+        name = facts.options.package or "its package"
+        yield OD116.finding(facts.path, "this library registers no operator and links no "
+                            f"framework: a native library of {name}, whose {len(py_ops)} "
+                            "operator(s) are defined in its Python (torch.library)",
+                            [*ev, f"{name} defines in Python, on import: "
+                             f"{', '.join(py_ops[:5])}"
+                             + (f" … {len(py_ops) - 5} more" if len(py_ops) > 5 else ""),
+                             f"every op {name}'s Python registers a kernel or fake for is one "
+                             "it defines there: none is expected from a compiled library"],
+                            severity=Severity.INFO,
+                            fix=f"nothing to fix; check the package: opdoctor check --package "
+                            f"{name}")
+        return
     yield OD116.finding(facts.path, "this library registers no operator and links no "
                         "framework: loading it cannot make an operator exist", ev)
+
+
+def _ops_defined_in_python(facts: Facts) -> list[str]:
+    """The ops the target's package defines in Python on import, when every op its Python
+    registers anything for is one of them ([] otherwise: a kernel or fake for an op nobody
+    defines in Python expects a compiled library to define it)."""
+    regs = facts.compile_python
+    defined = {r.op for r in regs if r.kind == "define" and r.op and r.imported}
+    referred = {r.op for r in regs if r.op and r.kind != "library"}
+    return sorted(defined) if defined and referred <= defined else []
 
 
 # Code of the C runtime's start files alone (frame_dummy, register_tm_clones …): ~150 bytes.

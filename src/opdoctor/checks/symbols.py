@@ -391,7 +391,9 @@ def _target(facts: Facts) -> Iterator[Finding]:
 
 
 # A mangled C++ function outside any namespace: _Z<length><name><parameters>
-_GLOBAL_CXX_FUNCTION = re.compile(r"_Z\d+[A-Za-z_]")
+# A name reserved to the implementation (two underscores, or one and a capital: SYCL's
+# `__spirv_ControlBarrier`, the compiler's own builtins) is no project's own function.
+_GLOBAL_CXX_FUNCTION = re.compile(r"_Z\d+(?!__|_[A-Z])[A-Za-z_]")
 
 
 def _top_namespace(mangled: str) -> str:
