@@ -1005,3 +1005,29 @@ def test_a_vendored_libraries_directory_copied_away_is_no_rpath_to_edit(
     assert od201["fix"].startswith("pkg.libs, the directory of vendored libraries its RPATH "
                                    "names"), od201["fix"]
     assert "patchelf" not in od201["fix"]
+
+
+@pytest.mark.probe
+def test_a_package_copied_without_its_vendored_directory_gets_that_fix_from_the_probe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W12 with the probe: `--package cv2` of cv2/ copied alone led with the real
+    loader's miss (OD220) and its generic fix ("RPATH/RUNPATH ($ORIGIN), LD_LIBRARY_PATH"):
+    the directory the RPATH named, where the loader really searched, is the vendored one that
+    was left behind."""
+    site, _ext, vend = _vendored_pair(tmp_path)
+    shutil.rmtree(vend.parent)
+    shutil.rmtree(next(site.glob("*.dist-info")))  # copied alone: no metadata either
+    (site / "pkg" / "__init__.py").write_text(
+        "import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), '_ext.so'))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    real = subprocess.run([sys.executable, "-c", "import pkg"], capture_output=True, text=True,
+                          timeout=60, env=dict(env, PYTHONPATH=str(site)), cwd=tmp_path)
+    assert "libvend.so: cannot open shared object file" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--package", "pkg", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path)).json()["reports"][0]
+    (od220,) = [f for f in rep["findings"] if f["code"] == "OD220"]
+    assert od220["fix"].startswith("pkg.libs, the directory of vendored libraries its RPATH "
+                                   "names"), od220["fix"]
+    # whichever leads (here the static reading reaches the load too; cv2's bootstrap import
+    # it does not), the verdict's fix is that one
+    assert "pkg.libs, the directory of vendored libraries" in rep["diagnosis"]["summary"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -195,6 +196,15 @@ _FFMPEG = re.compile(r"^lib(avutil|avcodec|avformat|avdevice|avfilter|swscale|sw
                      r"postproc)\.so\.(\d+)")
 
 
+
+def vendored_directory_gone(libs: str) -> str:
+    """The fix for libraries missing because auditwheel's ``<dist>.libs/`` directory, which the
+    extension's RPATH names, is gone (``libs``: its path): the package was copied or installed
+    without it — ``cv2/`` copied alone (survey 21's W12); no patchelf brings them back."""
+    return (f"{os.path.basename(libs)}, the directory of vendored libraries its RPATH names "
+            f"({libs}), does not exist: the package was copied or installed without it. "
+            "Install the package with pip (or copy that directory beside it); no RPATH "
+            "edit or LD_LIBRARY_PATH brings the libraries it held")
 
 def runtime_library_fix(name: str, missing: list[str]) -> str:
     """The fix for a missing library that a toolkit or driver brings, not a search path

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, runtime_library_fix
+from opdoctor.checks.base import Check, runtime_library_fix, vendored_directory_gone
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.devices import device_plugin, toolkit_of
@@ -166,10 +166,7 @@ def _fix_for(miss: Missing, facts: Facts) -> str:
         # auditwheel's <dist>.libs/ beside the package, named by the extension's RPATH, is
         # gone: the package was copied (or deleted) without it — cv2/ copied alone, 7 of its
         # 15 libraries nowhere (survey 21's W12); no patchelf brings them
-        return (f"{os.path.basename(libs)}, the directory of vendored libraries its RPATH names "
-                f"({libs}), does not exist: the package was copied or installed without it. "
-                "Install the package with pip (or copy that directory beside it); no RPATH "
-                "edit or LD_LIBRARY_PATH brings the libraries it held")
+        return vendored_directory_gone(libs)
     return (f"find it (`find / -name '{miss.name}*' 2>/dev/null`), then either "
             f"`patchelf --set-rpath '$ORIGIN/<dir relative to {os.path.basename(req)}>' {req}`, "
             f"link with -Wl,-rpath,'$ORIGIN/...', or `export LD_LIBRARY_PATH=<its dir>`")

@@ -12,7 +12,12 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, installed_release_fix, runtime_library_fix
+from opdoctor.checks.base import (
+    Check,
+    installed_release_fix,
+    runtime_library_fix,
+    vendored_directory_gone,
+)
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.elf.demangle import brief, demangle
@@ -621,6 +626,21 @@ def _links_torch(facts: Facts, name: str, loads: tuple[tuple[str, str, str], ...
     return None
 
 
+def _vendored_directory_searched(facts: Facts, name: str) -> str:
+    """An auditwheel ``<dist>.libs`` directory that an RPATH or RUNPATH told the real loader
+    to search for ``name`` and that does not exist (the package copied without it: survey
+    21's ``cv2/`` alone, whose probe gave the generic search-path fix); "" otherwise."""
+    res = facts.probe_result()
+    search = res.trace.search_for(name) if res is not None else None
+    for dirs, why in search.paths if search is not None else ():
+        if "RPATH" not in why and "RUNPATH" not in why:
+            continue
+        for d in dirs.split(":"):
+            d = os.path.normpath(d)
+            if d.endswith(".libs") and not os.path.exists(d):
+                return d
+    return ""
+
 def _not_found(facts: Facts, name: str, hidden: str, ev: list[str],
                loads: tuple[tuple[str, str, str], ...] = ()) -> Finding:
     """A library the real loader did not find: OD220 (a search-path problem), or OD315 when
@@ -641,8 +661,10 @@ def _not_found(facts: Facts, name: str, hidden: str, ev: list[str],
     if tv is None or not other_build:
         # a toolkit's or the driver's library (libnvrtc.so.12 of bitblas's libtvm.so): the
         # static check's fix for it, not "RPATH or LD_LIBRARY_PATH"
+        gone = _vendored_directory_searched(facts, name)
         return OD220.finding(name, f"{name} was not found by the real loader{hidden}", ev,
-                             fix=runtime_library_fix(name, [name]) or None)
+                             fix=vendored_directory_gone(gone) if gone else
+                             runtime_library_fix(name, [name]) or None)
     have = {"cpu": "a CPU-only build", "rocm": "a ROCm build"}.get(
         tv.variant, f"a CUDA {tv.cuda or ''} build".replace(" build", " build").strip())
     want = "CUDA" if variant == "cuda" else "ROCm"
