@@ -3738,3 +3738,76 @@ def test_an_import_after_a_semicolon_is_still_read(tmp_path: Path,
     _res, od514 = _static_od514_where_the_import_fails(capsys, tmp_path, site, "semipkg",
                                                        "absent_mod_abc")
     assert any("absent_mod_abc" in f["message"] for f in od514), od514
+
+
+def _clean_static_package(capsys: pytest.CaptureFixture[str], tmp_path: Path, site: Path,
+                          package: str, proof: str) -> list[tuple[str, str]]:
+    """The package's real import (``proof`` prints "ok") works; the errors and warnings of
+    ``check --static --package`` on it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", proof], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(site)}, timeout=60, cwd=tmp_path)
+    assert real.returncode == 0 and real.stdout.strip() == "ok", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", package, "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    return [(f["code"], f["message"]) for f in res.json()["reports"][0]["findings"]
+            if f["severity"] in ("error", "warning")]
+
+
+def test_a_module_attribute_the_import_system_sets_is_no_missing_submodule(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22: oracledb 26.1.0's base.py says ``from . import __name__ as MODULE_NAME`` —
+    the package's name, which the import system sets on every module. OD510 "no module
+    __name__" was an error (exit 1) on a working package."""
+    pkg = tmp_path / "site" / "oralike"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import base\n")
+    (pkg / "base.py").write_text("from . import __name__ as MODULE_NAME\n")
+    assert _clean_static_package(capsys, tmp_path, pkg.parent, "oralike",
+                                 "import oralike.base as b; print('ok' if b.MODULE_NAME == "
+                                 "'oralike' else b.MODULE_NAME)") == []
+
+
+def test_what_a_fallback_module_imports_is_part_of_the_fallback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22: pyppmd 1.3.1 imports its C implementation, and only when that fails its
+    CFFI one, whose module imports the CFFI build the wheel does not ship. The fallback import
+    was not reported, but what the fallback's module imports was: OD510, exit 1, on a working
+    package."""
+    pkg = tmp_path / "site" / "ppmdlike"
+    (pkg / "c").mkdir(parents=True)
+    (pkg / "cffi").mkdir()
+    (pkg / "__init__.py").write_text(
+        "try:\n    from .c.c_impl import encode\nexcept ImportError:\n"
+        "    from .cffi.cffi_impl import encode\n")
+    (pkg / "c" / "c_impl.py").write_text("def encode(x):\n    return x\n")
+    (pkg / "cffi" / "cffi_impl.py").write_text("from ._cffi_build import lib\nencode = lib.encode\n")
+    assert _clean_static_package(capsys, tmp_path, pkg.parent, "ppmdlike",
+                                 "import sys, ppmdlike; print('ok' if ppmdlike.encode(1) == 1 "
+                                 "and 'ppmdlike.cffi' not in sys.modules else 'cffi')") == []
+
+
+def test_the_else_of_a_try_that_imports_a_module_runs_only_where_it_imports(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22: healpy 1.20.1 imports its plotting module in the ``else`` of ``try: import
+    matplotlib / except ImportError: pass``; that module imports matplotlib unconditionally.
+    Without matplotlib the else never runs and ``import healpy`` works; OD514 warned "import
+    healpy runs import matplotlib". The same module imported outside such a try still gets
+    it."""
+    pkg = tmp_path / "site" / "healike"
+    pkg.mkdir(parents=True)
+    absent = "plotlib_not_installed_anywhere"
+    (pkg / "visu.py").write_text(f"import {absent}\ndef plot():\n    pass\n")
+    from tests.helpers import dist_info
+    dist_info(pkg.parent, "healike", "1.0", ["healike/__init__.py", "healike/visu.py"],
+              requires=(f"{absent}; extra == 'all'",))  # healpy's matplotlib: an extra
+    (pkg / "__init__.py").write_text(
+        f"try:\n    import {absent}\nexcept ImportError:\n    pass\n"
+        "else:\n    from .visu import plot\n")
+    assert _clean_static_package(capsys, tmp_path, pkg.parent, "healike",
+                                 "import healike; print('ok')") == []
+    (pkg / "__init__.py").write_text("from .visu import plot\n")
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "healike", "--env",
+              f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path))
+    assert any(f["code"] == "OD514" and absent in f["message"]
+               for f in res.json()["reports"][0]["findings"]), res.out

@@ -1072,14 +1072,27 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             # import of another distribution's module leaves no link: not known to resolve.
             own = [lk for lk in links[start:] if lk.file == file and lk.kind == "submodule"]
             primary_resolves = bool(own) and not any(lk.problem for lk in own)
-            for n in [*node.orelse, *node.finalbody]:
+            tested = before if any(_caught(h) & (_LOAD_ERRORS | _CATCH_ALL)
+                                   for h in node.handlers) else []
+            for n in node.orelse:
+                first = len(links)
+                visit(n, handlers, in_except, func)
+                # `try: import matplotlib except ImportError: … else: from .visufunc import …`
+                # (healpy): the else runs only where the body's imports worked — an existence
+                # test of those modules, as an `if importlib.util.find_spec(…)` is (survey 22)
+                for lk in links[first:] if tested else []:
+                    if lk.file == file and lk.kind == "submodule" and not lk.checked:
+                        lk.checked = f"else of `try: import {', '.join(tested[:3])}`"
+            for n in node.finalbody:
                 visit(n, handlers, in_except, func)
             for h in node.handlers:
                 start = len(links)
                 for n in h.body:
                     visit(n, handlers, True, func)
+                # and so is what that module imports in turn (pyppmd's cffi/cffi_ppmd.py
+                # imports its absent `_cffi_ppmd`: survey 22)
                 for lk in links[start:] if primary_resolves else []:
-                    if lk.file == file and lk.kind == "submodule":
+                    if lk.kind == "submodule":
                         lk.fallback = True
             return
         if isinstance(node, (ast.With, ast.AsyncWith)):

@@ -33,7 +33,15 @@ class Bindings:
 
     def has(self, name: str) -> bool:
         """Whether ``name`` is (or may be) an attribute of the module after it ran."""
-        return self.open or name in self.names
+        return self.open or name in self.names or name in MODULE_ATTRIBUTES
+
+
+# What the import system sets on every module (and ``__path__`` on a package) before its code
+# runs: oracledb's ``from . import __name__ as MODULE_NAME`` takes the package's name, no
+# submodule ``__name__`` (survey 22).
+MODULE_ATTRIBUTES = frozenset(("__name__", "__doc__", "__package__", "__loader__", "__spec__",
+                               "__file__", "__cached__", "__builtins__", "__path__",
+                               "__dict__"))
 
 
 def _targets(node: ast.AST) -> list[str]:
