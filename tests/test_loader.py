@@ -1031,3 +1031,37 @@ def test_a_package_copied_without_its_vendored_directory_gets_that_fix_from_the_
     # whichever leads (here the static reading reaches the load too; cv2's bootstrap import
     # it does not), the verdict's fix is that one
     assert "pkg.libs, the directory of vendored libraries" in rep["diagnosis"]["summary"]
+
+
+def test_what_a_preloaded_dependency_needs_is_in_the_targets_search_list(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's K7: torch 2.14.1's CUDA libtorch.so uses std:: symbols and NEEDs no
+    libstdc++.so.6 — libtorch_cpu.so, which it NEEDs and `import torch` has loaded, does. glibc's
+    search list for a new library is its whole NEEDED closure, already-loaded libraries' own
+    dependencies included; the emulated tree stopped at the preloaded library, and `scan` of a
+    healthy CUDA torch exited 1 on OD301. Here the same shape: a C++ library linked without
+    libstdc++, NEEDing only libtorch_cpu.so."""
+    lib_dir = torch_lib_dir()
+    src = tmp_path / "user.cpp"
+    src.write_text("#include <string>\nextern \"C\" int user_len(const char *s) "
+                   "{ return (int)std::string(s).size(); }\n")
+    obj = tmp_path / "user.o"
+    lib = tmp_path / "libuser.so"
+    subprocess.run(["g++", "-c", "-fPIC", "-O1", "-o", str(obj), str(src)], check=True,
+                   timeout=60)
+    subprocess.run(["gcc", "-shared", "-o", str(lib), str(obj), f"-L{lib_dir}",
+                    "-Wl,--no-as-needed", "-ltorch_cpu",
+                    f"-Wl,-rpath,{lib_dir}"], check=True, timeout=60)
+    needed = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True,
+                            check=True).stdout
+    assert "libstdc++" not in needed and "libtorch_cpu.so" in needed, needed
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True,
+                               text=True, check=True).stdout
+    assert "_ZNSt7__cxx1112basic_string" in undefined, undefined
+    real = run_python("import ctypes, sys\nlib = ctypes.CDLL(sys.argv[1])\n"
+                      "print(lib.user_len(b'four'))", str(lib))
+    assert real.returncode == 0 and real.stdout.strip() == "4", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    found = res.json()["reports"][0]["findings"]
+    # (it links torch and registers nothing: OD101, true of this fixture, is not the point)
+    assert not [f for f in found if f["code"] in ("OD301", "OD432")], found

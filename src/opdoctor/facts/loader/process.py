@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from opdoctor.facts.elf.image import ElfImage
 from opdoctor.facts.frameworks import TENSORFLOW, TORCH
 from opdoctor.facts.interp import Interpreter
-from opdoctor.facts.loader.search import RULE_PATH, RULE_PRELOADED, DepTree, Library, Resolver
+from opdoctor.facts.loader.search import (
+    RULE_PATH,
+    RULE_PRELOADED,
+    DepTree,
+    Library,
+    Missing,
+    Resolver,
+)
 
 
 @dataclass
@@ -29,6 +36,10 @@ class Process:
     # The dependency closure of each library the package's import loaded first (``first``):
     # when the target NEEDs one, glibc searches that library's dependencies too.
     closures: dict[str, list[Library]] = field(default_factory=dict)
+    # The DT_NEEDED edges of the libraries already in the process (each load that put them
+    # there): the target's tree stops at a preloaded library, glibc's search list does not.
+    preload_edges: dict[str, list[tuple[str, Library | Missing]]] = field(
+        default_factory=dict)
 
 
 # Runtimes torch's wheel carries in torch/lib for its own use that any OpenMP/C++ program
@@ -136,9 +147,16 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
     ``_torchtext.so`` then finds by its SONAME already in the process)."""
     preloaded: list[Library] = []
     global_scope: list[Library] = []
+    edges: dict[str, list[tuple[str, Library | Missing]]] = {}
     context = "a bare process (no interpreter found)"
+
+    def load(path: str) -> DepTree:
+        loaded = resolver.load(path, preloaded)
+        for k, v in loaded.edges.items():
+            edges.setdefault(k, v)
+        return loaded
     if interp is not None:
-        exe = resolver.load(interp.executable)
+        exe = load(interp.executable)
         preloaded = _mark(exe, "python", set())
         global_scope = list(preloaded)
         context = f"python {interp.version}"
@@ -146,13 +164,13 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             torch = interp.torch
             seen = {lib.path for lib in preloaded}
             if torch.global_deps:  # torch/__init__.py loads it with RTLD_GLOBAL
-                gd = resolver.load(torch.global_deps, preloaded)
+                gd = load(torch.global_deps)
                 new = _mark(gd, "import torch", seen)
                 preloaded += new
                 global_scope += new
                 seen |= {lib.path for lib in new}
             if torch.c_extension:
-                c = resolver.load(torch.c_extension, preloaded)
+                c = load(torch.c_extension)
                 preloaded += _mark(c, "import torch", seen)
             context += f" + import torch {torch.version}"
         framework = interp.tensorflow_framework
@@ -163,7 +181,7 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             # RTLD_GLOBAL: its closure (libtensorflow_framework, libtensorflow_cc …) binds the
             # op library's symbols even when the op library does not link them itself.
             pywrap = _tf_pywrap(framework)
-            tf = resolver.load(pywrap or framework, preloaded)
+            tf = load(pywrap or framework)
             new = _mark(tf, "import tensorflow", {lib.path for lib in preloaded})
             preloaded += new
             if pywrap:
@@ -173,7 +191,7 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
     if first:
         seen = {lib.path for lib in preloaded}
         for path in first:
-            loaded = resolver.load(path, preloaded)
+            loaded = load(path)
             new = _mark(loaded, "the package's import", seen)
             closures[loaded.root.path] = [lib for lib in loaded.order if lib.image is not None]
             preloaded += new
@@ -184,7 +202,7 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
     # providers) with RTLD_GLOBAL before any execution provider: the provider's Provider_GetHost
     # is the bridge's to define.
     for path in bridge:
-        loaded = resolver.load(path, preloaded)
+        loaded = load(path)
         new = _mark(loaded, "ONNX Runtime's provider bridge", {lib.path for lib in preloaded})
         preloaded += new
         global_scope += new
@@ -195,7 +213,7 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
         # and a name one of them has as its SONAME is that library. imagecodecs' _lzo.abi3.so
         # NEEDs liblzokay-c and liblzokay (both by its RPATH); liblzokay-c's RUNPATH does not
         # find liblzokay, and never has to (survey 21's F1: OD201 on a working package).
-        consumer = resolver.load(via[0], preloaded)
+        consumer = load(via[0])
         seen = {lib.path for lib in preloaded}
         me = os.path.realpath(target)
         for _name, dep in consumer.edges.get(consumer.root.path, []):
@@ -211,4 +229,4 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
     if loaders:
         context += f" + loaded by {os.path.basename(loaders[0].path)}"
     tree = resolver.load(target, preloaded, via=loaders)
-    return Process(context, preloaded, global_scope, tree, closures)
+    return Process(context, preloaded, global_scope, tree, closures, edges)

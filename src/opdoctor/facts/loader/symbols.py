@@ -9,6 +9,8 @@ first — that is the check behind "version `GLIBCXX_3.4.32' not found".
 
 from __future__ import annotations
 
+import os
+
 import re
 from dataclasses import dataclass, field
 
@@ -89,6 +91,23 @@ def bind(target: ElfImage, process: Process, tables: SymbolTables) -> Binding:
         if lib.path not in seen and lib.image is not None:
             seen.add(lib.path)
             scope.append(lib)
+    # A target the framework's import has loaded already (torch 2.14.1's libtorch_nvshmem.so,
+    # which libtorch_cuda.so NEEDs beside libc10_cuda.so): a load of it returns that object,
+    # bound when the import loaded it, against that load's group (survey 22's K7: OD432).
+    me = os.path.realpath(tree.root.path)
+    if any(os.path.realpath(lib.path) == me for lib in process.preloaded):
+        for lib in process.preloaded:
+            if lib.path not in seen and lib.image is not None:
+                seen.add(lib.path)
+                scope.append(lib)
+    # The target's NEEDED closure includes what its preloaded dependencies NEED in turn:
+    # torch 2.14.1's CUDA libtorch.so uses std:: symbols that only libtorch_cpu.so's
+    # libstdc++.so.6 defines (survey 22's K7: OD301 on a healthy torch).
+    for lib in scope:  # grows while it is walked: breadth first
+        for _name, dep in process.preload_edges.get(lib.path, []):
+            if isinstance(dep, Library) and dep.path not in seen and dep.image is not None:
+                seen.add(dep.path)
+                scope.append(dep)
     out.scope = [lib.path for lib in scope]
     mine = tables.of_image(target)
 
