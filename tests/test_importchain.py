@@ -3781,7 +3781,8 @@ def test_what_a_fallback_module_imports_is_part_of_the_fallback(
         "try:\n    from .c.c_impl import encode\nexcept ImportError:\n"
         "    from .cffi.cffi_impl import encode\n")
     (pkg / "c" / "c_impl.py").write_text("def encode(x):\n    return x\n")
-    (pkg / "cffi" / "cffi_impl.py").write_text("from ._cffi_build import lib\nencode = lib.encode\n")
+    (pkg / "cffi" / "cffi_impl.py").write_text(
+        "from ._cffi_build import lib\nencode = lib.encode\n")
     assert _clean_static_package(capsys, tmp_path, pkg.parent, "ppmdlike",
                                  "import sys, ppmdlike; print('ok' if ppmdlike.encode(1) == 1 "
                                  "and 'ppmdlike.cffi' not in sys.modules else 'cffi')") == []

@@ -10,7 +10,6 @@ first — that is the check behind "version `GLIBCXX_3.4.32' not found".
 from __future__ import annotations
 
 import os
-
 import re
 from dataclasses import dataclass, field
 
