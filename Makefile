@@ -229,7 +229,7 @@ FLAGS_extension_name := -DMYOP_EXTENSION_NAME_NS
 FLAGS_def_only := -DMYOP_DEF_ONLY
 FLAGS_impl_only := -DMYOP_IMPL_ONLY
 REGISTRATION_SO := $(patsubst %,$(RFX)/%.so,$(REG_VARIANTS) cpu_only stripped entry_ok \
-                     entry_hidden entry_mangled)
+                     entry_hidden entry_mangled legacy legacy_stripped)
 
 $(OBJ)/ws_%.o: $(SRC)/weighted_sum.cpp $(BUILD)/config.mk | $(PCH_STAMP)
 	@mkdir -p $(@D)
@@ -243,6 +243,15 @@ $(RFX)/cpu_only.so: $(OBJ)/weighted_sum.o
 	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
 $(RFX)/stripped.so: $(BUILD)/myop/libmyop.so
 	@mkdir -p $(@D)
+	strip --strip-all -o $@ $<
+# The legacy registrar (torch::RegisterOperators), as torch_scatter registers: survey 22.
+$(OBJ)/reg_legacy.o: $(RSRC)/legacy.cpp $(BUILD)/config.mk | $(PCH_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_TORCH) -c $< -o $@
+$(RFX)/legacy.so: $(OBJ)/reg_legacy.o
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $^ $(LDFLAGS_TORCH)
+$(RFX)/legacy_stripped.so: $(RFX)/legacy.so
 	strip --strip-all -o $@ $<
 $(RFX)/entry_ok.so: $(RSRC)/entry.cpp
 	@mkdir -p $(@D)

@@ -754,3 +754,22 @@ def test_an_op_whose_registrar_symbols_are_gone_is_still_defined(
     res = cli(capsys, "check", "--static", "--expect-op", "myop::weighted_sum[CPU]",
               str(text_only))
     assert res.code == 1 and "is not defined by this library" in res.out, res.out
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize("name", ["legacy.so", "legacy_stripped.so"])
+def test_the_legacy_registrar_class_is_a_registration(
+        name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22: torch_scatter 2.1.2 and torch_spline_conv 1.2.2 (built from their sdists)
+    register every op with `torch::RegisterOperators().op("torch_scatter::scatter_sum", …)`,
+    an alias of c10::RegisterOperators whose members mangle as c10's: `check --static` and
+    `scan` said OD101 "links torch but contains no operator registration" on each library, exit
+    1. The fixture registers the same way; torch really gets the op from it."""
+    lib = fixture(f"registration/{name}")
+    real = run_python("import sys, torch\ntorch.ops.load_library(sys.argv[1])\n"
+                      "print(torch.ops.legacyop.twice(torch.ones(2)).tolist())", str(lib))
+    assert real.returncode == 0 and real.stdout.strip() == "[2.0, 2.0]", real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(lib))
+    rep = res.json()["reports"][0]
+    assert res.code == 0 and "OD101" not in [f["code"] for f in rep["findings"]], rep["findings"]
+    assert rep["sections"]["registration"]["legacy_register_operators"] is True

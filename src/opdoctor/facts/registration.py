@@ -82,6 +82,10 @@ def _unnamed_args(args: str) -> bool:
                if p.strip())
 
 
+# A reference to the legacy registrar class (any member: its constructor, op<>, the schema
+# check it calls), in .dynstr.
+_LEGACY_REGISTRAR = re.compile(rb"_ZNO?(?:5torch(?:3jit)?|3c10)17RegisterOperators")
+
 @dataclass
 class Namespace:
     """What one namespace gets from this library."""
@@ -620,7 +624,12 @@ def read_inventory(img: ElfImage, dynstr_names: list[str],
     dynstr = _section_range(img, ".dynstr")
     if dynstr:
         buf = img.data.buf
-        inv.legacy_register_operators = buf.find(b"_ZN5torch17RegisterOperators", *dynstr) >= 0
+        # torch::RegisterOperators is an alias of c10::RegisterOperators (its members mangle
+        # as c10's, `op<…>() &&` with the rvalue qualifier: `_ZNO3c10…`): torch_scatter 2.1.2
+        # and torch_spline_conv register every op through it (survey 22: OD101 on each).
+        # torch::jit::RegisterOperators registers TorchScript operators the same way.
+        inv.legacy_register_operators = _LEGACY_REGISTRAR.search(
+            bytes(buf[dynstr[0]:dynstr[1]])) is not None
         inv.constructs_library = any(buf.find(ctor, *dynstr) >= 0 for ctor in (
             b"_ZN5torch7LibraryC1ENS0_4Kind", b"_ZN5torch7LibraryC2ENS0_4Kind"))
         # torch::Library::_def(schema, CppFunction&&, ...) means m.def binds a function.
