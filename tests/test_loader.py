@@ -1065,3 +1065,31 @@ def test_what_a_preloaded_dependency_needs_is_in_the_targets_search_list(
     found = res.json()["reports"][0]["findings"]
     # (it links torch and registers nothing: OD101, true of this fixture, is not the point)
     assert not [f for f in found if f["code"] in ("OD301", "OD432")], found
+
+
+@pytest.mark.probe
+def test_another_torchs_libraries_on_ld_library_path_are_the_root(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's E2: LD_LIBRARY_PATH at another environment's torch/lib (searched before
+    torch's RUNPATH): `import torch` loads that torch's libtorch_python.so and fails, and
+    `check --package torch` said "No problem found" (an extension built for this torch got
+    "rebuild it against this torch"). Here the other torch is one stand-in libtorch_python.so;
+    the real import fails on it. torch's own lib directory on LD_LIBRARY_PATH is no finding."""
+    other = tmp_path / "other-torch" / "lib"
+    other.mkdir(parents=True)
+    (tmp_path / "stub.c").write_text("int stub_fn(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libtorch_python.so", "-o",
+                    str(other / "libtorch_python.so"), str(tmp_path / "stub.c")], check=True,
+                   timeout=60)
+    real = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "LD_LIBRARY_PATH": str(other)})
+    assert real.returncode != 0 and "undefined symbol" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
+              f"LD_LIBRARY_PATH={other}")
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD205"], rep["diagnosis"]
+    (od205,) = [f for f in rep["findings"] if f["code"] == "OD205"]
+    assert "libtorch_python.so" in od205["message"] and f"remove {other}" in od205["fix"]
+    own = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
+              f"LD_LIBRARY_PATH={torch_lib_dir()}")
+    assert "OD205" not in [f["code"] for f in own.json()["reports"][0]["findings"]]

@@ -35,6 +35,10 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420",
               "OD430"),
     "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
+    # Another torch's libraries loaded by `import torch` (LD_LIBRARY_PATH): torch's import
+    # fails, an extension built for this torch meets that release's symbols.
+    "OD205": ("OD301", "OD304", "OD303", "OD306", "OD321", "OD320", "OD432", "OD511", "OD420",
+              "OD512"),
     "OD302": ("OD301", "OD322", "OD321", "OD511", "OD420"),
     # Built for another torch release: the pybind11 that release bundled (its internals
     # version) is part of what differs — xformers 0.0.26 and torchvision 0.23 (survey 9).

@@ -8,6 +8,7 @@ import torch" — never the false "not found" that ``ldd`` prints.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 
 from opdoctor.checks.base import Check, runtime_library_fix, vendored_directory_gone
@@ -83,8 +84,59 @@ OD204 = CodeDoc(
     "CMake set INSTALL_RPATH to $ORIGIN-relative paths and BUILD_WITH_INSTALL_RPATH.",
     references=(_DLOPEN,),
 )
+OD205 = CodeDoc(
+    "OD205", "framework libraries taken from another installation", Severity.ERROR,
+    what="The libraries `import torch` loads are torch's own, from its torch/lib directory.",
+    why="LD_LIBRARY_PATH is searched before a library's DT_RUNPATH: a directory holding another "
+    "torch's libraries (another environment's torch/lib, a libtorch download) makes `import "
+    "torch` load that torch's libtorch_python.so, libtorch_cpu.so, libc10.so … under this "
+    "torch's Python code. The import fails on names of torch's own modules, or an extension "
+    "built for this torch meets another release's symbols — and rebuilding it changes nothing.",
+    example="import torch: ModuleNotFoundError: No module named 'torch._custom_class_base' "
+    "(LD_LIBRARY_PATH=/other/venv/lib/python3.11/site-packages/torch/lib)",
+    fix="Remove that directory from LD_LIBRARY_PATH, or unset it for the job: torch finds its "
+    "own libraries through its RUNPATH.",
+    references=(_DLOPEN,),
+)
 
-CODES = (OD201, OD202, OD203, OD204)
+CODES = (OD201, OD202, OD203, OD204, OD205)
+
+
+_TORCH_OWN = re.compile(r"lib(?:torch|c10|caffe2|shm)\w*\.so")
+
+
+def _framework_from_elsewhere(facts: Facts) -> Iterator[Finding]:
+    """OD205: libraries the emulated `import torch` loads from an LD_LIBRARY_PATH directory
+    although torch's own lib directory holds a file of that name (survey 22's E2: another
+    venv's torch/lib on LD_LIBRARY_PATH — `check --package torch` said "No problem found"
+    while `import torch` failed, and an extension built for this torch got "rebuild it
+    against this torch")."""
+    interp = facts.interpreter
+    torch = interp.torch if interp is not None else None
+    entries = [e for e in facts.environ.get("LD_LIBRARY_PATH", "").split(":") if e]
+    if torch is None or not torch.c_extension or not entries:
+        return
+    own = os.path.realpath(os.path.join(os.path.dirname(torch.c_extension), "lib"))
+    on_path = {os.path.realpath(e) for e in entries}
+    # torch's own build products only: a system libgomp.so.1 on LD_LIBRARY_PATH (a Docker
+    # image's /usr/lib/x86_64-linux-gnu) in place of the copy torch bundles is no other torch
+    taken = [lib for lib in facts.process.preloaded if lib.preloaded_by == "import torch"
+             and _TORCH_OWN.match(lib.name)
+             and os.path.realpath(os.path.dirname(lib.path)) in on_path - {own}
+             and os.path.exists(os.path.join(own, lib.name))]
+    if not taken:
+        return
+    where = os.path.dirname(taken[0].path)
+    names = [lib.name for lib in taken]
+    yield OD205.finding(
+        where, f"LD_LIBRARY_PATH makes `import torch` load another torch's libraries: "
+        f"{', '.join(names[:4])}{' …' if len(names) > 4 else ''} from {where}, not torch "
+        f"{torch.version}'s own ({own})",
+        [*(f"{lib.name} => {lib.path} [LD_LIBRARY_PATH]; torch's own: "
+           f"{os.path.join(own, lib.name)}" for lib in taken[:6]),
+         "LD_LIBRARY_PATH is searched before torch's RUNPATH ($ORIGIN)"],
+        fix=f"remove {where} from LD_LIBRARY_PATH (or unset it for the job): torch "
+        f"{torch.version} finds its own libraries through its RUNPATH; nothing to rebuild")
 
 
 def _attempt_lines(miss: Missing) -> list[str]:
@@ -335,6 +387,7 @@ def run(facts: Facts) -> Iterator[Finding]:
         yield OD201.finding(miss.name, f"{miss.name} (needed by "
                             f"{', '.join(os.path.basename(u) for u in users)}) is not found",
                             ev, fix=_fix_for(miss, facts))
+    yield from _framework_from_elsewhere(facts)
     for lib in tree.order[1:]:
         if lib.rule == RULE_LD_LIBRARY_PATH:
             yield OD202.finding(lib.name, f"{lib.name} is found only through LD_LIBRARY_PATH",
