@@ -994,8 +994,11 @@ def test_a_vendored_libraries_directory_copied_away_is_no_rpath_to_edit(
     its fifteen libraries are nowhere, and OD201's fix was "find it … patchelf --set-rpath".
     The directory its RPATH names (auditwheel's <dist>.libs) does not exist: the fix says so —
     install the package, or copy that directory — and no patchelf."""
-    _site, ext, vend = _vendored_pair(tmp_path)
+    site, ext, vend = _vendored_pair(tmp_path)
     shutil.rmtree(vend.parent)
+    # copied alone, as cv2/ was: no metadata either (with its RECORD there, the fix is the
+    # distribution's reinstall: test_a_library_missing_from_torchs_own_install_is_torchs_…)
+    shutil.rmtree(next(site.glob("*.dist-info")))
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
     real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
                            str(ext)], capture_output=True, text=True, timeout=60, env=env)
@@ -1093,3 +1096,47 @@ def test_another_torchs_libraries_on_ld_library_path_are_the_root(
     own = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
               f"LD_LIBRARY_PATH={torch_lib_dir()}")
     assert "OD205" not in [f["code"] for f in own.json()["reports"][0]["findings"]]
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system: a copy (slower, the same files)
+        shutil.copy2(src, dst)
+
+
+@pytest.mark.probe
+def test_a_library_missing_from_torchs_own_install_is_torchs_to_reinstall(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's A2 and F4: an interrupted `pip install --force-reinstall torch` left
+    torch/lib without libtorch_cuda.so (and pip's stash ~orch/ beside it); uninstalling
+    nvidia-cudnn-cu13 took torch's libcudnn.so.9. `import torch` fails; `check --package torch`
+    said "No problem found" and torchvision's check "find it, then patchelf" (`find` found the
+    stash). What torch's own import cannot find is reported, and a file torch's RECORD lists
+    gets torch's reinstall. Here: a copy of this torch (hard links) without libshm.so, which
+    libtorch_python.so NEEDs, and the stash an interrupted pip leaves."""
+    src_site = torch_lib_dir().parent.parent
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copytree(src_site / "torch", site / "torch", copy_function=_link_or_copy)
+    info = next(src_site.glob("torch-*.dist-info"))
+    shutil.copytree(info, site / info.name)
+    (site / "~orch").mkdir()  # pip's stash of the torch it was replacing
+    (site / "torch" / "lib" / "libshm.so").unlink()
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH")}
+    real = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
+                          text=True, timeout=120, env={**env, "PYTHONPATH": str(site)})
+    assert "libshm.so: cannot open shared object file" in real.stderr, real.stderr
+    for args in (["--package", "torch"], [str(reference())]):
+        rep = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+                  "--cwd", str(tmp_path), *args).json()["reports"][0]
+        (root,) = [f for f in rep["findings"]
+                   if f["code"] in rep["diagnosis"]["root_findings"]]
+        assert root["code"] == "OD201" and root["subject"] == "libshm.so", rep["diagnosis"]
+        assert "which `import torch` loads" in root["message"]
+        assert f"{info.name}'s RECORD lists torch/lib/libshm.so" in root["fix"], root["fix"]
+        assert "--force-reinstall" in root["fix"] and f"rm -rf {site / '~orch'}" in root["fix"]
+    # with the probe, its "torch itself fails to import" is that miss's consequence
+    diag = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--cwd",
+               str(tmp_path), str(reference())).json()["reports"][0]["diagnosis"]
+    assert diag["root_findings"] == ["OD201"] and "OD320" in diag["consequences"]["OD201"], diag

@@ -33,7 +33,7 @@ SECTION_TITLES = {
 # load (OD511) and a failed import (OD420) are consequences of whatever stopped the load.
 EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD201": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321", "OD511", "OD420",
-              "OD430"),
+              "OD430", "OD320"),
     "OD203": ("OD301", "OD304", "OD101", "OD106", "OD220", "OD321"),
     # Another torch's libraries loaded by `import torch` (LD_LIBRARY_PATH): torch's import
     # fails, an extension built for this torch meets that release's symbols.

@@ -347,9 +347,9 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'ld_library_path\',\'cache_path\',\'lib\',\'platform_name\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'ld_library_path\',\'cache_path\',\'lib\',\'platform_name\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.ld_library_path,self.cache_path,self.lib,self.platform_name,))\n return __hash__',
-    'def __create_fn__(_type_context, _type_preloaded, _type_global_scope, _type_tree, _type_closures, _type_preload_edges, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_closures, _dflt_preload_edges, _return_type):\n def __init__(self,context:_type_context,preloaded:_type_preloaded,global_scope:_type_global_scope,tree:_type_tree,closures:_type_closures=_HAS_DEFAULT_FACTORY,preload_edges:_type_preload_edges=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.context=context\n  self.preloaded=preloaded\n  self.global_scope=global_scope\n  self.tree=tree\n  self.closures=_dflt_closures() if closures is _HAS_DEFAULT_FACTORY else closures\n  self.preload_edges=_dflt_preload_edges() if preload_edges is _HAS_DEFAULT_FACTORY else preload_edges\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(context={self.context!r}, preloaded={self.preloaded!r}, global_scope={self.global_scope!r}, tree={self.tree!r}, closures={self.closures!r}, preload_edges={self.preload_edges!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.context,self.preloaded,self.global_scope,self.tree,self.closures,self.preload_edges,)==(other.context,other.preloaded,other.global_scope,other.tree,other.closures,other.preload_edges,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_context, _type_preloaded, _type_global_scope, _type_tree, _type_closures, _type_preload_edges, _type_framework_missing, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_closures, _dflt_preload_edges, _dflt_framework_missing, _return_type):\n def __init__(self,context:_type_context,preloaded:_type_preloaded,global_scope:_type_global_scope,tree:_type_tree,closures:_type_closures=_HAS_DEFAULT_FACTORY,preload_edges:_type_preload_edges=_HAS_DEFAULT_FACTORY,framework_missing:_type_framework_missing=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.context=context\n  self.preloaded=preloaded\n  self.global_scope=global_scope\n  self.tree=tree\n  self.closures=_dflt_closures() if closures is _HAS_DEFAULT_FACTORY else closures\n  self.preload_edges=_dflt_preload_edges() if preload_edges is _HAS_DEFAULT_FACTORY else preload_edges\n  self.framework_missing=_dflt_framework_missing() if framework_missing is _HAS_DEFAULT_FACTORY else framework_missing\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(context={self.context!r}, preloaded={self.preloaded!r}, global_scope={self.global_scope!r}, tree={self.tree!r}, closures={self.closures!r}, preload_edges={self.preload_edges!r}, framework_missing={self.framework_missing!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.context,self.preloaded,self.global_scope,self.tree,self.closures,self.preload_edges,self.framework_missing,)==(other.context,other.preloaded,other.global_scope,other.tree,other.closures,other.preload_edges,other.framework_missing,)\n  return NotImplemented\n return __eq__',
     "def __create_fn__(_type_version, _type_file, _type_provider, _type_provider_versions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,version:_type_version,file:_type_file,provider:_type_provider,provider_versions:_type_provider_versions)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'file',file)\n  __dataclass_builtins_object__.__setattr__(self,'provider',provider)\n  __dataclass_builtins_object__.__setattr__(self,'provider_versions',provider_versions)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(version={self.version!r}, file={self.file!r}, provider={self.provider!r}, provider_versions={self.provider_versions!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.version,self.file,self.provider,self.provider_versions,)==(other.version,other.file,other.provider,other.provider_versions,)\n  return NotImplemented\n return __eq__',
@@ -3236,27 +3236,28 @@ def __create_fn__():
  return __hash__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_context, _type_preloaded, _type_global_scope, _type_tree, _type_closures, _type_preload_edges, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_closures, _dflt_preload_edges, _return_type):
- def __init__(self,context:_type_context,preloaded:_type_preloaded,global_scope:_type_global_scope,tree:_type_tree,closures:_type_closures=_HAS_DEFAULT_FACTORY,preload_edges:_type_preload_edges=_HAS_DEFAULT_FACTORY)->_return_type:
+def __create_fn__(_type_context, _type_preloaded, _type_global_scope, _type_tree, _type_closures, _type_preload_edges, _type_framework_missing, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_closures, _dflt_preload_edges, _dflt_framework_missing, _return_type):
+ def __init__(self,context:_type_context,preloaded:_type_preloaded,global_scope:_type_global_scope,tree:_type_tree,closures:_type_closures=_HAS_DEFAULT_FACTORY,preload_edges:_type_preload_edges=_HAS_DEFAULT_FACTORY,framework_missing:_type_framework_missing=_HAS_DEFAULT_FACTORY)->_return_type:
   self.context=context
   self.preloaded=preloaded
   self.global_scope=global_scope
   self.tree=tree
   self.closures=_dflt_closures() if closures is _HAS_DEFAULT_FACTORY else closures
   self.preload_edges=_dflt_preload_edges() if preload_edges is _HAS_DEFAULT_FACTORY else preload_edges
+  self.framework_missing=_dflt_framework_missing() if framework_missing is _HAS_DEFAULT_FACTORY else framework_missing
  return __init__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(context={self.context!r}, preloaded={self.preloaded!r}, global_scope={self.global_scope!r}, tree={self.tree!r}, closures={self.closures!r}, preload_edges={self.preload_edges!r})"
+  return self.__class__.__qualname__ + f"(context={self.context!r}, preloaded={self.preloaded!r}, global_scope={self.global_scope!r}, tree={self.tree!r}, closures={self.closures!r}, preload_edges={self.preload_edges!r}, framework_missing={self.framework_missing!r})"
  return __repr__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.context,self.preloaded,self.global_scope,self.tree,self.closures,self.preload_edges,)==(other.context,other.preloaded,other.global_scope,other.tree,other.closures,other.preload_edges,)
+   return (self.context,self.preloaded,self.global_scope,self.tree,self.closures,self.preload_edges,self.framework_missing,)==(other.context,other.preloaded,other.global_scope,other.tree,other.closures,other.preload_edges,other.framework_missing,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)

@@ -11,7 +11,12 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, runtime_library_fix, vendored_directory_gone
+from opdoctor.checks.base import (
+    Check,
+    distribution_reinstall,
+    runtime_library_fix,
+    vendored_directory_gone,
+)
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.devices import device_plugin, toolkit_of
@@ -25,7 +30,7 @@ from opdoctor.facts.loader.search import (
     Missing,
 )
 from opdoctor.facts.pkgdir import package_root
-from opdoctor.facts.requires import requirement_shipping
+from opdoctor.facts.requires import owning_dist, requirement_shipping
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -154,9 +159,60 @@ def _other_package_of(miss: Missing, facts: Facts) -> str:
     return next((package for package, _rest in facts.imported_package_dirs), "")
 
 
+def _recorded_but_missing(miss: Missing, facts: Facts) -> tuple[str, str, str] | None:
+    """(dist-info, site, RECORD row) when a file the loader tried for ``miss`` by an RPATH or
+    RUNPATH directory is listed by an installed distribution's RECORD and is not on disk:
+    that distribution's install is incomplete (survey 22's A2: an interrupted `pip install
+    --force-reinstall torch` left torch/lib without libtorch_cuda.so — the fix was "find it,
+    then patchelf torchvision", and `find` found the copy in pip's stash ~orch/)."""
+    tried = [a.path for a in miss.attempts
+             if a.rule in (RULE_RPATH, RULE_RUNPATH) and os.path.isabs(a.path)]
+    # torch's own libraries are found because `import torch` loaded them from torch/lib
+    # (torchvision's _C_stable.so has no RPATH there): that is where one is missing from
+    interp = facts.interpreter
+    if interp is not None and interp.torch is not None and interp.torch.c_extension and \
+            _TORCH_OWN.match(miss.name):
+        tried.append(os.path.join(os.path.dirname(interp.torch.c_extension), "lib", miss.name))
+    for path in tried:
+        if not os.path.exists(path):
+            owner = owning_dist(path)
+            if owner is not None:
+                return owner
+    return None
+
+
+def _pip_stash(site: str, row: str) -> list[str]:
+    """The directories an interrupted pip left in ``site`` for the top-level directory of
+    ``row`` (pip renames `torch/` to `~orch/` while it replaces it)."""
+    top = row.split("/", 1)[0]
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return []
+    return sorted(os.path.join(site, n) for n in names
+                  if n.startswith("~") and len(top) > 1 and n[1:].startswith(top[1:]))
+
+
+def _incomplete_install_fix(miss: Missing, facts: Facts) -> str:
+    """The fix for a library missing from its own distribution's install ("" otherwise)."""
+    owner = _recorded_but_missing(miss, facts)
+    if owner is None:
+        return ""
+    info, site, row = owner
+    stash = _pip_stash(site, row)
+    return (f"{os.path.basename(info)}'s RECORD lists {row} and the file is missing: the "
+            f"install is incomplete (an interrupted or failed pip run); "
+            f"{distribution_reinstall(facts, info)}"
+            + (f", then delete what the interrupted pip left: rm -rf {' '.join(stash)}"
+               if stash else "") + "; no RPATH edit or copy of the file repairs it")
+
+
 def _fix_for(miss: Missing, facts: Facts) -> str:
     req = miss.requested_by
     interp = facts.interpreter
+    incomplete = _incomplete_install_fix(miss, facts)
+    if incomplete:
+        return incomplete
     shipped = _requirement_shipping(miss, facts)  # named by the library's own distribution
     if shipped:
         return shipped
@@ -388,6 +444,16 @@ def run(facts: Facts) -> Iterator[Finding]:
                             f"{', '.join(os.path.basename(u) for u in users)}) is not found",
                             ev, fix=_fix_for(miss, facts))
     yield from _framework_from_elsewhere(facts)
+    for miss in proc.framework_missing:
+        if miss.name in told or miss.name in others:
+            continue
+        told.add(miss.name)
+        yield OD201.finding(
+            miss.name, f"{miss.name} (needed by {os.path.basename(miss.requested_by)}, which "
+            "`import torch` loads) is not found: torch itself cannot be imported",
+            [*_attempt_lines(miss), "the emulated `import torch` (torch's _C extension and "
+             "what it NEEDs) stops there, before any extension is loaded"],
+            fix=_fix_for(miss, facts))
     for lib in tree.order[1:]:
         if lib.rule == RULE_LD_LIBRARY_PATH:
             yield OD202.finding(lib.name, f"{lib.name} is found only through LD_LIBRARY_PATH",

@@ -40,6 +40,10 @@ class Process:
     # there): the target's tree stops at a preloaded library, glibc's search list does not.
     preload_edges: dict[str, list[tuple[str, Library | Missing]]] = field(
         default_factory=dict)
+    # What the framework's own import (`import torch`, `import tensorflow`) failed to find:
+    # that import fails before any extension is loaded (survey 22: a torch whose
+    # libtorch_cuda.so or whose nvidia-cudnn requirement is gone).
+    framework_missing: list[Missing] = field(default_factory=list)
 
 
 # Runtimes torch's wheel carries in torch/lib for its own use that any OpenMP/C++ program
@@ -148,6 +152,7 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
     preloaded: list[Library] = []
     global_scope: list[Library] = []
     edges: dict[str, list[tuple[str, Library | Missing]]] = {}
+    framework_missing: list[Missing] = []
     context = "a bare process (no interpreter found)"
 
     def load(path: str) -> DepTree:
@@ -172,6 +177,7 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             if torch.c_extension:
                 c = load(torch.c_extension)
                 preloaded += _mark(c, "import torch", seen)
+                framework_missing += c.missing
             context += f" + import torch {torch.version}"
         framework = interp.tensorflow_framework
         if with_tensorflow and framework:
@@ -229,4 +235,4 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
     if loaders:
         context += f" + loaded by {os.path.basename(loaders[0].path)}"
     tree = resolver.load(target, preloaded, via=loaders)
-    return Process(context, preloaded, global_scope, tree, closures, edges)
+    return Process(context, preloaded, global_scope, tree, closures, edges, framework_missing)
