@@ -3812,3 +3812,25 @@ def test_the_else_of_a_try_that_imports_a_module_runs_only_where_it_imports(
               f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path))
     assert any(f["code"] == "OD514" and absent in f["message"]
                for f in res.json()["reports"][0]["findings"]), res.out
+
+
+def test_a_distribution_whose_files_are_gone_gets_a_forced_reinstall(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's A8: torchvision/ deleted from site-packages, its dist-info left. OD501's fix
+    was `python -m pip install .`; pip answers "Requirement already satisfied" for a plain
+    install, since the metadata says it is there. The distribution is named and forced."""
+    from tests.helpers import dist_info
+
+    site = tmp_path / "site"
+    site.mkdir()
+    dist_info(site, "gonepkg", "1.2", ["gonepkg/__init__.py", "gonepkg/_ext.so"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import gonepkg"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(site)}, timeout=60,
+                          cwd=tmp_path)
+    assert "No module named 'gonepkg'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "gonepkg", "--env",
+              f"PYTHONPATH={site}", "--cwd", str(tmp_path))
+    (od501,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD501"]
+    assert "gonepkg-1.2.dist-info says it is installed" in od501["message"], od501
+    assert "--force-reinstall --no-deps" in od501["fix"] and "'gonepkg==1.2'" in od501["fix"]

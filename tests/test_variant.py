@@ -270,3 +270,35 @@ def test_the_cuda_index_is_one_the_release_was_published_on() -> None:
     assert cuda_index("torch==2.6.0", 12) == "cu126"
     assert cuda_index("torch==2.9.*", 13) == "cu130"
     assert cuda_index("", 12) == "cu126" and cuda_index("torch>=2.13.0", 13) == "cu130"
+
+
+@pytest.mark.probe
+def test_a_cpu_torchs_version_decides_over_a_cuda_library_left_in_its_lib(
+        tmp_path: Path) -> None:
+    """Survey 22's A6: torch 2.13.0+cpu copied over a CUDA torch 2.14.1 kept that torch's
+    libc10_cuda.so in torch/lib; the installed torch was read as a CUDA build, and torchvision's
+    CUDA build beside it got "libc10_cuda.so is not found … patchelf" instead of OD307. The
+    import runs version.py: a `+cpu` release is a CPU build (torch.version.cuda is None)."""
+    import shutil
+
+    from opdoctor.facts import CheckOptions, Facts
+    from tests.test_loader import _link_or_copy, torch_lib_dir
+
+    src_site = torch_lib_dir().parent.parent
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copytree(src_site / "torch", site / "torch", copy_function=_link_or_copy)
+    (tmp_path / "stub.c").write_text("int stub(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(site / "torch" / "lib" /
+                                                         "libc10_cuda.so"),
+                    str(tmp_path / "stub.c")], check=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    real = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, "
+                           "torch.version.cuda)"], capture_output=True, text=True, timeout=120,
+                          env={**env, "PYTHONPATH": str(site)})
+    version = real.stdout.split()[0] if real.returncode == 0 else ""
+    assert real.stdout.split()[1:] == ["None"] and version.endswith("+cpu"), real.stderr
+    facts = Facts(str(reference()), CheckOptions(env=(("PYTHONPATH", str(site)),),
+                                                 probe=False))
+    tv = facts.torch_variant
+    assert tv is not None and tv.variant == "cpu" and tv.version == version, tv

@@ -14,7 +14,12 @@ import re
 import sys
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, package_applies, reinstall_command
+from opdoctor.checks.base import (
+    Check,
+    distribution_reinstall,
+    package_applies,
+    reinstall_command,
+)
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts, commandcache
 from opdoctor.facts.pkgdir import (
@@ -411,8 +416,9 @@ def _first_party_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                             **({"fix": rebuild} if rebuild else {}))
 
 
-def _not_found(name: str, order: list[str], chain: ImportChain) -> Finding:
-    """OD501; an editable install whose source tree is gone (moved, deleted) says so."""
+def _not_found(name: str, order: list[str], chain: ImportChain, facts: Facts) -> Finding:
+    """OD501; an editable install whose source tree is gone (moved, deleted) says so, and so
+    does a distribution whose metadata is installed and whose files are not."""
     from opdoctor.facts.pkgdir import editable_mapping, editable_project
 
     top = name.split(".")[0]
@@ -431,8 +437,35 @@ def _not_found(name: str, order: list[str], chain: ImportChain) -> Finding:
                                f"puts {d} on sys.path, which does not exist",
                                [f"{pth}: {d} (Python skips a directory that does not exist)"],
                                project)
+    recorded = _recorded_without_files(top, chain)
+    if recorded is not None:
+        # survey 22's A8: torchvision/ deleted, its dist-info left: `pip install torchvision`
+        # answers "Requirement already satisfied", the old fix `pip install .` did nothing
+        info, row = recorded
+        return OD501.finding(name, f"no package {name} on the target interpreter's sys.path: "
+                             f"{os.path.basename(info)} says it is installed, and its files "
+                             "are gone", [*order[:12], f"{info}/RECORD lists {row}, which "
+                                          "does not exist"],
+                             fix=f"{distribution_reinstall(facts, info)} (a plain `pip install` "
+                             "answers \"Requirement already satisfied\": the metadata is there)")
     return OD501.finding(name, f"no package {name} on the target interpreter's sys.path",
                          order[:12])
+
+
+def _recorded_without_files(top: str, chain: ImportChain) -> tuple[str, str] | None:
+    """(dist-info, RECORD row) of a distribution in a sys.path directory whose RECORD lists
+    the package's ``__init__.py`` (or a module file of that name) while it is not on disk."""
+    from opdoctor.facts.requires import owning_dist
+
+    for entry in chain.sys_path:
+        for rel in (os.path.join(top, "__init__.py"), f"{top}.py"):
+            path = os.path.join(entry, rel)
+            if os.path.exists(path):
+                continue
+            owner = owning_dist(path)
+            if owner is not None:
+                return owner[0], owner[2]
+    return None
 
 
 def _stale_editable(name: str, order: list[str], what: str, ev: list[str],
@@ -882,7 +915,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     order = [f"sys.path[{i}] = {e or '(cwd) ' + facts.options.cwd}" for i, e in
              enumerate(facts.interpreter.sys_path if facts.interpreter else [])]
     if not chain.candidates:
-        yield _not_found(name, order, chain)
+        yield _not_found(name, order, chain, facts)
         return
     win = chain.winner
     assert win is not None

@@ -52,6 +52,10 @@ class TorchVariant:
 
 def torch_variant(version: str, cuda: str | None, lib_dir: str) -> TorchVariant:
     """The build of an installed torch, from version.py's fields and its lib directory."""
+    if not cuda and version.endswith("+cpu"):
+        # version.py is what the import runs: torch 2.13.0+cpu copied over a CUDA torch keeps
+        # that torch's libc10_cuda.so in lib/, which no CPU build loads (survey 22's A6)
+        return TorchVariant(version, "cpu", None)
     if glob.glob(os.path.join(lib_dir, "libc10_hip.so*")):
         return TorchVariant(version, "rocm", cuda)
     if cuda or glob.glob(os.path.join(lib_dir, "libc10_cuda.so*")):
