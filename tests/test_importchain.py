@@ -3834,3 +3834,41 @@ def test_a_distribution_whose_files_are_gone_gets_a_forced_reinstall(
     (od501,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD501"]
     assert "gonepkg-1.2.dist-info says it is installed" in od501["message"], od501
     assert "--force-reinstall --no-deps" in od501["fix"] and "'gonepkg==1.2'" in od501["fix"]
+
+
+def test_another_copy_of_a_module_the_distribution_installs_first_on_sys_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's E5: Debian's dist-packages on PYTHONPATH holds its own _cffi_backend
+    (1.15.1), which comes before the one cffi 2.1.1 installed: `import cffi` works and
+    `cffi.FFI()` raises "Version mismatch"; the check (which read cffi's own copy) said "No
+    problem found". The same shape: a distribution that installs a package and a top-level
+    backend module, and a stray older backend earlier on sys.path."""
+    from tests.helpers import dist_info
+
+    site, system = tmp_path / "site", tmp_path / "dist-packages"
+    (site / "ffilike").mkdir(parents=True)
+    system.mkdir()
+    (site / "ffilike" / "__init__.py").write_text(
+        "__version__ = '2.0'\n"
+        "def FFI():\n    import _ffilike_backend as b\n"
+        "    if b.__version__ != __version__:\n"
+        "        raise Exception(f'Version mismatch: {__version__} vs {b.__version__} in '\n"
+        "                        f'{b.__file__}')\n    return b\n")
+    (site / "_ffilike_backend.py").write_text("__version__ = '2.0'\n")
+    (system / "_ffilike_backend.py").write_text("__version__ = '1.0'\n")
+    dist_info(site, "ffilike", "2.0", ["ffilike/__init__.py", "_ffilike_backend.py"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    path = f"{system}:{site}"
+    real = subprocess.run([sys.executable, "-c", "import ffilike; ffilike.FFI()"],
+                          capture_output=True, text=True, env={**env, "PYTHONPATH": path},
+                          timeout=60, cwd=tmp_path)
+    assert "Version mismatch: 2.0 vs 1.0" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "ffilike", "--env",
+              f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+    od502 = [f for f in rep["findings"] if f["code"] == "OD502"]
+    assert [f["severity"] for f in od502] == ["error"], rep["findings"]
+    assert f"picks {system / '_ffilike_backend.py'}" in od502[0]["message"]
+    # its own copy first: nothing
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "ffilike", "--env",
+              f"PYTHONPATH={site}:{system}", "--cwd", str(tmp_path)).json()["reports"][0]
+    assert "OD502" not in [f["code"] for f in rep["findings"]], rep["findings"]

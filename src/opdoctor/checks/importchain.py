@@ -349,6 +349,42 @@ def _shadowed_imports(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                             "list --path DIR` reports each).")
 
 
+def _own_modules_shadowed(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD502 for another top-level module the package's own distribution installs (its
+    RECORD) of which an earlier sys.path entry holds a copy no release of that distribution
+    installed: survey 22's E5 — Debian's dist-packages on PYTHONPATH puts its
+    _cffi_backend 1.15.1 before the one cffi 2.1.1 installed; `import cffi` works, `cffi.FFI()`
+    raises "Version mismatch", and the check (which read cffi's own copy) said nothing."""
+    from opdoctor.facts.pychain import import_suffixes, installed_release, locate
+    from opdoctor.facts.requires import record_top_names
+
+    if not chain.dist or chain.winner is None:
+        return
+    site = os.path.realpath(os.path.dirname(chain.dist))
+    dist, version = distribution(chain.dist)
+    interp = facts.interpreter
+    suffixes = import_suffixes(interp.ext_suffix if interp else ".so")
+    cwd = facts.options.cwd or os.getcwd()
+    for name in sorted(record_top_names(chain.dist) - {chain.name.split(".")[0]})[:24]:
+        cands = [c for c in locate(name, list(chain.sys_path), suffixes, cwd)
+                 if c.kind != "namespace"]
+        own = [c for c in cands if os.path.realpath(os.path.dirname(c.path)) == site]
+        if not cands or not own or cands[0] is own[0]:
+            continue
+        first = cands[0]
+        other = installed_release(first)
+        if other.split(" ")[0].lower().replace("_", "-") == dist.lower().replace("_", "-"):
+            continue  # another release of the same distribution: _shadowed_imports' note
+        yield OD502.finding(
+            name, f"{dist} {version} installs {name} ({own[0].path}), but import {name} picks "
+            f"{first.path}, earlier on sys.path" + (f" (installed by {other})" if other else
+                                                   ", which no distribution here installed"),
+            [f"import {name} → {first.path}", f"{dist} {version}'s own: {own[0].path}",
+             f"sys.path entry of the copy that wins: {os.path.dirname(first.path)}"],
+            fix=f"take {os.path.dirname(first.path)} off sys.path for this job (PYTHONPATH), or "
+            f"remove that copy of {name}: {dist} uses the {name} of its own release")
+
+
 def _shadowing_tree(facts: Facts, chain: ImportChain, dep: str, cands: list[Candidate],
                     releases: list[str]) -> Finding | None:
     """OD502 for a requirement the package's import runs, when ``import <dep>`` picks a copy
@@ -975,6 +1011,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                             fix=f"Add {os.path.basename(win.path)}/__init__.py (and make sure "
                             "the build includes it in the wheel).")
     yield from _shadowed_imports(facts, chain)
+    yield from _own_modules_shadowed(facts, chain)
     yield from _first_party_imports(facts, chain)
     retried_fine = _retried_fine(facts, chain)
     other_python: dict[str, list[str]] = {}  # one OD503 per module, however many import it

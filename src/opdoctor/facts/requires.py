@@ -112,6 +112,18 @@ def record_directories(info: str) -> set[str]:
             and t not in ("..", ".")}
 
 
+def record_top_names(info: str) -> set[str]:
+    """The top-level import names a distribution installed (its RECORD): its top-level
+    directories and the modules at the site's root (``_cffi_backend.cpython-311-….so`` →
+    ``_cffi_backend``)."""
+    names = set(record_directories(info))
+    for path in _record_paths(info):
+        if "/" not in path and path.endswith((".py", ".so")) and (path[0].isalpha() or \
+                                                                  path.startswith("_")):
+            names.add(path.split(".", 1)[0])
+    return {n for n in names if n.isidentifier()}
+
+
 def unconditional_requirements(info: str) -> list[tuple[str, str]]:
     """(name, version specifier) of each Requires-Dist of a distribution that applies here
     (no marker, or a marker about this machine that holds; never an extra's)."""
