@@ -194,8 +194,9 @@ def _pip_stash(site: str, row: str) -> list[str]:
 
 
 def _incomplete_install_fix(miss: Missing, facts: Facts) -> str:
-    """The fix for a library missing from its own distribution's install ("" otherwise)."""
-    owner = _recorded_but_missing(miss, facts)
+    """The fix for a library missing from its own distribution's install ("" otherwise; a
+    wheel's temporary copy is no install: the wheel's own RECORD check names the file)."""
+    owner = None if facts.options.wheel else _recorded_but_missing(miss, facts)
     if owner is None:
         return ""
     info, site, row = owner
