@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -1930,3 +1931,44 @@ def test_a_core_name_missing_from_the_framework_is_a_shadowing_copy(tmp_path: An
     for text in ("AttributeError: module 'torch' has no attribute 'compile'",
                  "AttributeError: module 'numpy' has no attribute 'float'"):
         assert explain_text(text).cause == 3, text
+
+
+def test_pips_leftover_of_an_interrupted_install_is_named_and_outranked(tmp_path: Any) -> None:
+    """Survey 22's A1x: pip's warning about the `~orch` directories an interrupted
+    uninstall or upgrade of torch leaves was "an error opdoctor has no specific pattern for"
+    (cause 3). It is pip's leftover (5): named, muted — the error after it decides. The
+    warning as this pip prints it, and in the older wording users paste."""
+    site = tmp_path / "site"
+    (site / "~orch").mkdir(parents=True)
+    (site / "~orch-2.14.1.dist-info").mkdir()
+    (site / "~orch-2.14.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.14.1\n")
+    pip = subprocess.run([sys.executable, "-m", "pip", "list", "--path", str(site)],
+                         capture_output=True, text=True, timeout=120)
+    warning = next((line for line in pip.stderr.splitlines() if "distribution ~orch" in line),
+                   "")
+    assert warning.startswith("WARNING: Ignoring"), pip.stderr
+    for text in (warning, f"WARNING: Ignoring invalid distribution ~orch ({site})"):
+        e = explain_text(text)
+        assert (e.cause, e.subcause) == (5, "pip.interrupted-leftover"), (text, e.subcause)
+        assert str(site) in e.title
+    later = explain_text(warning + "\nImportError: libtorch_cuda.so: cannot open shared object "
+                         "file: No such file or directory")
+    assert later.subcause.startswith("loader."), later.subcause
+
+
+def test_a_preload_the_loader_skipped_is_not_the_failure(tmp_path: Any) -> None:
+    """Survey 22's E7x: glibc's "ld.so: object … from LD_PRELOAD cannot be preloaded …:
+    ignored." read as the job's failure ("a shared library was not found", 69 %) although the
+    program ran. Alone it is a low-confidence note on the variable; the error after it wins."""
+    real = subprocess.run([sys.executable, "-c", "print('ran')"], capture_output=True,
+                          text=True, timeout=60,
+                          env={**os.environ, "LD_PRELOAD": str(tmp_path / "libgone.so")})
+    assert real.returncode == 0 and real.stdout.strip() == "ran", real.stderr
+    line = real.stderr.strip().splitlines()[0]
+    assert "cannot be preloaded" in line and line.endswith("ignored."), real.stderr
+    alone = explain_text(line)
+    assert (alone.subcause, alone.confidence) == ("loader.preload-ignored", "low")
+    after = explain_text(line + "\nImportError: libfoo.so.1: cannot open shared object file: "
+                         "No such file or directory")
+    assert after.subcause == "loader.cannot-open" and "libfoo.so.1" in str(after.entities), after
