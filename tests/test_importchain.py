@@ -3872,3 +3872,41 @@ def test_another_copy_of_a_module_the_distribution_installs_first_on_sys_path(
     rep = cli(capsys, "check", "-f", "json", "--static", "--package", "ffilike", "--env",
               f"PYTHONPATH={site}:{system}", "--cwd", str(tmp_path)).json()["reports"][0]
     assert "OD502" not in [f["code"] for f in rep["findings"]], rep["findings"]
+
+
+def test_another_pythons_build_on_pythonpath_before_an_install_for_this_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's E1: numpy 2.5.5 for CPython 3.12 unpacked with `pip install --target
+    --python-version 3.12` onto PYTHONPATH, numpy 2.4.6 installed for this Python behind it.
+    OD503's fix "pip install --force-reinstall --no-deps 'numpy==2.5.5'" named a release with
+    no wheel for this Python, into a site the PYTHONPATH copy still beats. The copy on
+    PYTHONPATH is what to take away."""
+    from tests.helpers import dist_info
+
+    other = tmp_path / "py312"
+    (other / "twopy").mkdir(parents=True)
+    (other / "twopy" / "__init__.py").write_text("from . import _core\n")
+    (tmp_path / "c.c").write_text("int x;\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o",
+                    str(other / "twopy" / "_core.cpython-312-x86_64-linux-gnu.so"),
+                    str(tmp_path / "c.c")], check=True, timeout=60)
+    dist_info(other, "twopy", "2.5", ["twopy/__init__.py",
+                                      "twopy/_core.cpython-312-x86_64-linux-gnu.so"],
+              wheel_tag="cp312-cp312-manylinux_2_28_x86_64")
+    site = tmp_path / "venv" / "site-packages"
+    (site / "twopy").mkdir(parents=True)
+    (site / "twopy" / "__init__.py").write_text("from . import _core\n")
+    (site / "twopy" / "_core.py").write_text("x = 1\n")
+    dist_info(site, "twopy", "2.4", ["twopy/__init__.py", "twopy/_core.py"])
+    path = f"{other}:{site}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import twopy"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": path}, timeout=60, cwd=tmp_path)
+    assert "cannot import name '_core'" in real.stderr, real.stderr
+    assert subprocess.run([sys.executable, "-c", "import twopy"], env={
+        **env, "PYTHONPATH": str(site)}, timeout=60, cwd=tmp_path).returncode == 0
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "twopy", "--env",
+              f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+    (od503,) = [f for f in rep["findings"] if f["code"] == "OD503"]
+    assert od503["fix"].startswith(f"take {other} off sys.path for this job (PYTHONPATH): "
+                                   f"twopy 2.4, installed for this Python"), od503["fix"]

@@ -1282,8 +1282,36 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
            "picks the wheel for this Python)" if chain.dist else
            "Rebuild/reinstall the package with this interpreter (python -m pip install "
            "--force-reinstall .)") + ", or run the Python the files were built for."
+    hidden = _hidden_install_for_this_python(chain)
+    if hidden:
+        # survey 22's E1: numpy 2.5.5 for CPython 3.12 unpacked with --target onto PYTHONPATH,
+        # numpy 2.4.6 installed for this Python behind it; "reinstall numpy==2.5.5" named a
+        # release with no wheel for this Python, into a place the PYTHONPATH copy still beats
+        entry, release = hidden
+        where = os.path.dirname(chain.winner.path) if chain.winner else ""
+        fix = (f"take {where} off sys.path for this job (PYTHONPATH): {release}, installed "
+               f"for this Python at {entry}, is behind it; or replace the copy there with a "
+               f"build for this Python (pip install --upgrade --force-reinstall --no-deps "
+               f"--target {where} {dist or chain.name}, without the pin: {dist} {version} may "
+               "publish no wheel for this Python).")
     return OD503.finding(target, f"{target}: {links[0].problem}{tail}", evidence, fix=fix,
                          severity=severity)
+
+
+def _hidden_install_for_this_python(chain: ImportChain) -> tuple[str, str] | None:
+    """(path, "name version") of an installed copy of the package later on sys.path than the
+    one imported, when the imported one sits outside the interpreter's own site directories
+    (a --target directory on PYTHONPATH); None otherwise."""
+    from opdoctor.facts.pychain import installed_release
+
+    cands = [c for c in chain.candidates if c.kind != "namespace"]
+    if len(cands) < 2 or "site-packages" in os.path.basename(os.path.dirname(cands[0].path)):
+        return None
+    for c in cands[1:]:
+        release = installed_release(c)
+        if release and "site-packages" in c.path:
+            return c.path, release
+    return None
 
 
 def _installed_for_another_python(facts: Facts, chain: ImportChain) -> Finding | None:
