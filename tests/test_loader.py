@@ -1140,3 +1140,45 @@ def test_a_library_missing_from_torchs_own_install_is_torchs_to_reinstall(
     diag = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={site}", "--cwd",
                str(tmp_path), str(reference())).json()["reports"][0]["diagnosis"]
     assert diag["root_findings"] == ["OD201"] and "OD320" in diag["consequences"]["OD201"], diag
+
+
+@pytest.mark.probe
+def test_the_torch_an_extension_was_built_for_behind_pythonpath_is_found(
+        tmp_path: Path) -> None:
+    """Survey 22's E6: PYTHONPATH at another environment's site-packages puts its torch
+    first; torch_scatter, built for the torch installed here, got "rebuild it for torch
+    2.14.1" (OD304/OD321) — which would bake the pollution in. The torch behind that entry
+    that exports every symbol the extension needs is the one it was built for. Here: a stand-in
+    torch first on PYTHONPATH (its libraries define none of them), this venv's torch behind it,
+    which really defines all of the reference operator's."""
+    other = tmp_path / "other-site"
+    lib = other / "torch" / "lib"
+    lib.mkdir(parents=True)
+    (other / "torch" / "__init__.py").write_text("")
+    (other / "torch" / "version.py").write_text("__version__ = '9.9.9'\ncuda = None\n")
+    (tmp_path / "stub.c").write_text("int stub(void) { return 0; }\n")
+    for name in ("libtorch_cpu.so", "libc10.so", "libtorch.so", "libtorch_python.so"):
+        subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{name}", "-o", str(lib / name),
+                        str(tmp_path / "stub.c")], check=True, timeout=60)
+    ref = reference()
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(ref)], capture_output=True,
+                               text=True, check=True).stdout.split()
+    wanted = tuple(n for n in undefined if n.startswith(("_ZN3c10", "_ZN2at")))[:20]
+    assert wanted
+    real = torch_lib_dir()
+    defined = subprocess.run(["nm", "-D", "--defined-only", str(real / "libc10.so"),
+                              str(real / "libtorch_cpu.so")], capture_output=True, text=True,
+                             check=True).stdout
+    assert all(n in defined for n in wanted)
+    facts = Facts(str(ref), CheckOptions(env=(("PYTHONPATH", str(other)),), probe=False))
+    assert facts.interpreter is not None and facts.interpreter.torch is not None
+    found = facts.hidden_torch_defining(wanted)
+    assert found is not None, facts.interpreter.sys_path[:3]
+    where, version, entry = found
+    assert Path(where) == real.parent and entry == str(other)
+    assert version == subprocess.run([sys.executable, "-c", "import torch; print(torch."
+                                      "__version__)"], capture_output=True, text=True,
+                                     timeout=120, env={k: v for k, v in os.environ.items()
+                                                       if k != "PYTHONPATH"}).stdout.strip()
+    # with no other torch first, nothing is hidden
+    assert Facts(str(ref), CheckOptions(env=(), probe=False)).hidden_torch_defining(wanted) is None

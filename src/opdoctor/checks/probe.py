@@ -600,6 +600,15 @@ def _framework_symbol_note(facts: Facts, symbol: str, own: bool = False) -> str:
 def _symbol_fix(facts: Facts, symbol: str, own: bool = False) -> str | None:
     """OD321's fix for a framework symbol: install the matching pair (None: the generic fix)."""
     note = _framework_symbol_note(facts, symbol, own)
+    hidden = facts.hidden_torch_defining((symbol,)) if "torch" in note else None
+    if hidden:
+        # the torch it was built for is installed, behind another environment's site on
+        # PYTHONPATH (survey 22's E6): the rebuild the fix offered bakes the pollution in
+        where, hver, entry = hidden
+        return (f"take {entry} off sys.path for this job (PYTHONPATH): it puts another torch "
+                f"first, and torch {hver} — installed at {where}, exporting "
+                f"{brief(demangle(symbol))} — is the torch the extension was built for; nothing "
+                "to rebuild")
     if "TensorFlow" in note:
         return ("install the release of the package built for the installed TensorFlow (each "
                 "release pairs with one TensorFlow minor), or the TensorFlow it was built for")

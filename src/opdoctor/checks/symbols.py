@@ -467,6 +467,14 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
         want=f" (its metadata requires {ext.requires_torch})" if ext.requires_torch else "") \
         or (f"rebuild the extension against torch {version} (in this environment: pip "
             "install --no-build-isolation .), or install the torch it was built with")
+    hidden = facts.hidden_torch_defining(tuple(s.name for s in syms))
+    if hidden:
+        # the torch it was built for is installed, behind another environment's site
+        where, hver, entry = hidden
+        ev.append(f"torch {hver} at {where}, later on sys.path, exports all {len(syms)}")
+        fix = (f"take {entry} off sys.path for this job (PYTHONPATH): it puts torch {version} "
+               f"first, and torch {hver} — installed at {where} and exporting every one of "
+               "these symbols — is the torch the extension was built for; nothing to rebuild")
     if dependency:
         dep, target = os.path.basename(dependency), os.path.basename(facts.path)
         return OD304.finding(

@@ -1039,6 +1039,41 @@ class Facts:
                     break
         return out
 
+    def hidden_torch_defining(self, names: tuple[str, ...]) -> tuple[str, str, str] | None:
+        """(torch package directory, its version, the sys.path entry that hides it) of a torch
+        installed later on the interpreter's sys.path than the one it imports, whose own
+        libraries define every one of ``names`` — the torch an extension was built for, hidden
+        by another environment's site on PYTHONPATH (survey 22's E6: "rebuild it for torch
+        2.14.1" where the torch 2.13.0+cpu it was built for sat behind that entry)."""
+        from opdoctor.facts.elf.dynsym import DynSymbols
+        from opdoctor.facts.pychain import import_suffixes, locate
+
+        interp = self.interpreter
+        if interp is None or interp.torch is None or not names:
+            return None
+        cands = [c for c in locate("torch", list(interp.sys_path),
+                                   import_suffixes(interp.ext_suffix), self.options.cwd or
+                                   os.getcwd()) if c.kind == "package"]
+        for cand in cands[1:3]:
+            lib = os.path.join(cand.path, "lib")
+            left = set(names)
+            for name in ("libtorch_cpu.so", "libc10.so", "libtorch.so", "libtorch_python.so",
+                         "libtorch_cuda.so", "libc10_cuda.so"):
+                path = os.path.join(lib, name)
+                if not os.path.isfile(path):
+                    continue
+                # looked up while the file is open (read_elf closes it after)
+                wanted = frozenset(left)
+                left -= read_elf(path, lambda img, w=wanted: {  # type: ignore[misc]
+                    n for n in w if DynSymbols(img).lookup(n)}, set())
+                if not left:
+                    break
+            if not left:
+                m = re.search(r"__version__\s*=\s*'([^']+)'", _read_text(
+                    os.path.join(cand.path, "version.py")))
+                return cand.path, m.group(1) if m else "", cands[0].entry
+        return None
+
     def load_problem(self, path: str) -> str | None:
         """What reading ``path`` says would stop the loader here ("" when nothing does: its
         file is whole and for this machine, every library it needs is found, every symbol it
@@ -1624,3 +1659,12 @@ def _host_facts(ext: str, options: CheckOptions) -> Facts:
 
 _HOSTS: dict[tuple[str, CheckOptions], Facts] = {}
 commandcache.register(_HOSTS.clear)
+
+
+def _read_text(path: str, limit: int = 1 << 16) -> str:
+    """The start of a text file ("" when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return ""
