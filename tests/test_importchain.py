@@ -3910,3 +3910,32 @@ def test_another_pythons_build_on_pythonpath_before_an_install_for_this_one(
     (od503,) = [f for f in rep["findings"] if f["code"] == "OD503"]
     assert od503["fix"].startswith(f"take {other} off sys.path for this job (PYTHONPATH): "
                                    f"twopy 2.4, installed for this Python"), od503["fix"]
+
+
+def test_two_releases_installed_over_each_other_are_named_with_a_clean_reinstall(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's A3, A5: `pip install --target T` of torchvision 0.29.1 into a T that held
+    0.28.0 (no --upgrade) keeps 0.28.0's files and adds 0.29.1's metadata; a wheel unpacked
+    over an install does the same the other way. The fix "install the torchvision release
+    built for torch 2.14.1" got "Requirement already satisfied". Here the files say 0.28 and
+    Python's metadata lists both releases installed."""
+    from tests.helpers import dist_info
+
+    target = tmp_path / "target"
+    (target / "mixpkg").mkdir(parents=True)
+    (target / "mixpkg" / "__init__.py").write_text("__version__ = '0.28.0'\n")
+    for release in ("0.28.0", "0.29.1"):
+        dist_info(target, "mixpkg", release, ["mixpkg/__init__.py"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import mixpkg, importlib.metadata as m; "
+                           "print(mixpkg.__version__, *sorted(d.version for d in "
+                           "m.distributions(name='mixpkg')))"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(target)}, timeout=60,
+                          cwd=tmp_path)
+    assert real.stdout.split() == ["0.28.0", "0.28.0", "0.29.1"], real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "mixpkg", "--env",
+              f"PYTHONPATH={target}", "--cwd", str(tmp_path)).json()["reports"][0]
+    (od508,) = [f for f in rep["findings"] if f["code"] == "OD508"]
+    assert "2 releases of mixpkg are recorded" in od508["message"], od508
+    assert f"--target {target} 'mixpkg==<the release you want: 0.28.0 or 0.29.1>'" in \
+        od508["fix"] and "mixpkg-0.28.0.dist-info" in od508["fix"], od508["fix"]

@@ -50,7 +50,11 @@ from opdoctor.facts.pynames import (
     one_line,
 )
 from opdoctor.facts.pyreg import describe
-from opdoctor.facts.requires import distributions_of, uninstalled_requirements
+from opdoctor.facts.requires import (
+    distributions_of,
+    record_directories,
+    uninstalled_requirements,
+)
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -486,6 +490,33 @@ def _not_found(name: str, order: list[str], chain: ImportChain, facts: Facts) ->
                              "answers \"Requirement already satisfied\": the metadata is there)")
     return OD501.finding(name, f"no package {name} on the target interpreter's sys.path",
                          order[:12])
+
+
+def _releases_over_each_other(facts: Facts, chain: ImportChain) -> Finding | None:
+    """OD508 for two releases of one distribution recorded in one site directory, both owning
+    the package (survey 22's A3, A5: `pip install --target T` of torchvision 0.29.1 into a T
+    that held 0.28.0 keeps 0.28.0's files and adds 0.29.1's metadata; the fix "install the
+    release built for torch 2.14.1" got "Requirement already satisfied")."""
+    if not chain.dist or facts.options.wheel:
+        return None
+    dist, ver = distribution(chain.dist)
+    same = [o for o in chain.other_dists
+            if normalized(distribution(o)[0]) == normalized(dist) and dist]
+    if not same:
+        return None
+    site = os.path.dirname(chain.dist)
+    releases = [ver, *(distribution(o)[1] for o in same)]
+    infos = [os.path.basename(i) for i in (chain.dist, *same)]
+    tops = sorted({t for i in (chain.dist, *same) for t in record_directories(i)})
+    target = f" --target {site}" if "site-packages" not in site else ""
+    return OD508.finding(
+        dist, f"{len(infos)} releases of {dist} are recorded in {site}: "
+        f"{' and '.join(releases)}, installed over each other — the files on disk are a mix, "
+        "and pip trusts the metadata", [f"{i}/RECORD lists {chain.name}/" for i in infos],
+        fix=f"remove both and install one: rm -rf "
+        f"{' '.join(os.path.join(site, t) for t in [*tops, *infos])}; then pip install "
+        f"--no-deps{target} '{dist}==<the release you want: {' or '.join(releases)}>' (a plain "
+        "pip install answers \"Requirement already satisfied\" while both are recorded)")
 
 
 def _recorded_without_files(top: str, chain: ImportChain) -> tuple[str, str] | None:
@@ -1168,6 +1199,10 @@ def run(facts: Facts) -> Iterator[Finding]:
                             severity=Severity.INFO if chain.dist else None)
     missing = [p for p in chain.record_missing if _in_site(p)]
     changed = [p for p in chain.record_changed if _in_site(p)]
+    mixed = _releases_over_each_other(facts, chain)
+    if mixed is not None:
+        yield mixed
+        missing = changed = []  # each RECORD disagrees with the mix: the same story
     if missing or changed:
         ev = [f"RECORD: {chain.dist}/RECORD"]
         ev += [f"missing: {p}" for p in missing[:6]]

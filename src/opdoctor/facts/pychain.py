@@ -155,6 +155,10 @@ class ImportChain:
     python_files: list[str] = field(default_factory=list)
     script_relative: list[tuple[str, int]] = field(default_factory=list)
     record_missing: list[str] = field(default_factory=list)
+    # Other dist-info directories of the same site whose RECORD lists the package too (a
+    # second release installed over the first: `pip install --target` reused without
+    # --upgrade, a wheel unpacked over an install; survey 22's A3, A5).
+    other_dists: list[str] = field(default_factory=list)
     record_changed: list[str] = field(default_factory=list)
     # The distribution's RECORD lists the package's __init__.py (None: no RECORD read); a
     # RECORD without it ships a namespace package on purpose (executorch).
@@ -1665,7 +1669,9 @@ def _record_check(chain: ImportChain, site: str) -> None:
     from opdoctor.facts.hashcache import HashCache
     from opdoctor.facts.requires import record_digest
 
-    for dist in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
+    owners = _owning_dist_infos(site, chain.name)
+    chain.other_dists = owners[1:]
+    for dist in owners[:1]:
         record = os.path.join(dist, "RECORD")
         try:
             with open(record, encoding="utf-8") as fh:
@@ -1674,10 +1680,6 @@ def _record_check(chain: ImportChain, site: str) -> None:
             continue
         # A dotted package's files are listed under its path (google._upb: google/_upb/…).
         rel = chain.name.replace(".", "/")
-        owns = any(r and (r[0].startswith(rel + "/") or r[0].startswith(chain.name + "."))
-                   for r in rows)
-        if not owns:
-            continue
         chain.dist = dist
         chain.record_has_init = any(r and r[0] == f"{rel}/__init__.py" for r in rows)
         if not chain.extensions_on_disk:
@@ -1723,6 +1725,25 @@ def _record_check(chain: ImportChain, site: str) -> None:
                 chain.record_changed.append(name)
         cache.save()
         return
+
+
+def _owning_dist_infos(site: str, name: str) -> list[str]:
+    """The ``*.dist-info`` directories of ``site`` whose RECORD lists files of the package
+    ``name`` (dotted: its path), in name order."""
+    import csv
+
+    rel = name.replace(".", "/")
+    out = []
+    for dist in sorted(glob.glob(os.path.join(site, "*.dist-info"))):
+        try:
+            with open(os.path.join(dist, "RECORD"), encoding="utf-8") as fh:
+                rows = list(csv.reader(fh))
+        except OSError:
+            continue
+        if any(r and (r[0].startswith(rel + "/") or r[0].startswith(name + "."))
+               for r in rows):
+            out.append(dist)
+    return out
 
 
 _TORCH_FIELD = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(None|['\"]([^'\"]*)['\"])", re.M)
