@@ -3939,3 +3939,31 @@ def test_two_releases_installed_over_each_other_are_named_with_a_clean_reinstall
     assert "2 releases of mixpkg are recorded" in od508["message"], od508
     assert f"--target {target} 'mixpkg==<the release you want: 0.28.0 or 0.29.1>'" in \
         od508["fix"] and "mixpkg-0.28.0.dist-info" in od508["fix"], od508["fix"]
+
+
+def test_a_package_in_the_user_site_the_job_turns_off_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's B5: torch_scatter installed with `pip install --user`, the job run with
+    PYTHONNOUSERSITE=1: "No module named 'torch_scatter'", and OD501 said `pip install .`
+    without why. The user site holds it and the variable keeps it off sys.path."""
+    base = tmp_path / "userbase"
+    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
+    pkg = base / "lib" / f"python{ver}" / "site-packages" / "userpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("x = 1\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
+    env["PYTHONUSERBASE"] = str(base)
+    # the interpreter the venv was made from: a venv turns the user site off by itself
+    python = os.path.join(sys.base_prefix, "bin", f"python{ver}")
+    on = subprocess.run([python, "-c", "import userpkg"], env=env, timeout=60,
+                        cwd=tmp_path, capture_output=True, text=True)
+    off = subprocess.run([python, "-c", "import userpkg"], timeout=60, cwd=tmp_path,
+                         env={**env, "PYTHONNOUSERSITE": "1"}, capture_output=True, text=True)
+    assert on.returncode == 0, on.stderr
+    assert "No module named 'userpkg'" in off.stderr, off.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "userpkg", "--python",
+              python, "--env", f"PYTHONUSERBASE={base}", "--env", "PYTHONNOUSERSITE=1", "--cwd",
+              str(tmp_path)).json()["reports"][0]
+    (od501,) = [f for f in rep["findings"] if f["code"] == "OD501"]
+    assert "which PYTHONNOUSERSITE turns off" in od501["message"], od501
+    assert od501["fix"].startswith("unset PYTHONNOUSERSITE")

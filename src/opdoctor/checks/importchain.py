@@ -477,6 +477,20 @@ def _not_found(name: str, order: list[str], chain: ImportChain, facts: Facts) ->
                                f"puts {d} on sys.path, which does not exist",
                                [f"{pth}: {d} (Python skips a directory that does not exist)"],
                                project)
+    user_site = _user_site_turned_off(facts, top)
+    if user_site:
+        # survey 22's B5: `pip install --user` put it there; the job runs with
+        # PYTHONNOUSERSITE=1, and OD501's "pip install ." did not say why it is not found
+        return OD501.finding(name, f"no package {name} on the target interpreter's sys.path: "
+                             f"it is installed in the user site ({user_site}), which "
+                             "PYTHONNOUSERSITE turns off", [*order[:12],
+                                                            f"{os.path.join(user_site, top)} "
+                                                            "exists",
+                                                            "PYTHONNOUSERSITE is set in the "
+                                                            "job's environment"],
+                             fix="unset PYTHONNOUSERSITE for this job, or install the package "
+                             "into the environment itself (python -m pip install <it>, "
+                             "without --user)")
     recorded = _recorded_without_files(top, chain)
     if recorded is not None:
         # survey 22's A8: torchvision/ deleted, its dist-info left: `pip install torchvision`
@@ -517,6 +531,21 @@ def _releases_over_each_other(facts: Facts, chain: ImportChain) -> Finding | Non
         f"{' '.join(os.path.join(site, t) for t in [*tops, *infos])}; then pip install "
         f"--no-deps{target} '{dist}==<the release you want: {' or '.join(releases)}>' (a plain "
         "pip install answers \"Requirement already satisfied\" while both are recorded)")
+
+
+def _user_site_turned_off(facts: Facts, top: str) -> str:
+    """The user site directory holding ``top`` when the job's PYTHONNOUSERSITE keeps it off
+    sys.path ("" otherwise): PYTHONUSERBASE, or ~/.local, + lib/pythonX.Y/site-packages."""
+    env = facts.environ
+    interp = facts.interpreter
+    if not env.get("PYTHONNOUSERSITE") or interp is None:
+        return ""
+    major_minor = ".".join(interp.version.split(".")[:2])
+    base = env.get("PYTHONUSERBASE") or os.path.join(env.get("HOME") or
+                                                     os.path.expanduser("~"), ".local")
+    site = os.path.join(base, "lib", f"python{major_minor}", "site-packages")
+    return site if os.path.isdir(os.path.join(site, top)) or os.path.isfile(
+        os.path.join(site, f"{top}.py")) else ""
 
 
 def _recorded_without_files(top: str, chain: ImportChain) -> tuple[str, str] | None:
