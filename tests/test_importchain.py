@@ -3967,3 +3967,37 @@ def test_a_package_in_the_user_site_the_job_turns_off_says_so(
     (od501,) = [f for f in rep["findings"] if f["code"] == "OD501"]
     assert "which PYTHONNOUSERSITE turns off" in od501["message"], od501
     assert od501["fix"].startswith("unset PYTHONNOUSERSITE")
+
+
+def test_a_requirement_release_without_a_submodule_the_import_needs_is_an_error_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's B3: numpy 1.23.5 in a user site hides numpy 2.4.6, and scipy 1.17.1's
+    import runs `from numpy.exceptions import …` unconditionally: it fails whatever happens,
+    and `--static` said only OD327 "a warning" (exit 0). An unconditional import of a
+    submodule the installed release lacks makes it an error; a release that has it stays a
+    warning (the range alone does not say the import fails)."""
+    from tests.helpers import dist_info
+
+    site, old = tmp_path / "site", tmp_path / "old"
+    (site / "needsub").mkdir(parents=True)
+    (site / "needsub" / "__init__.py").write_text("from subreq.exceptions import Oops\n")
+    dist_info(site, "needsub", "1.0", ["needsub/__init__.py"], requires=("subreq>=2",))
+    (old / "subreq").mkdir(parents=True)
+    (old / "subreq" / "__init__.py").write_text("")
+    dist_info(old, "subreq", "1.0", ["subreq/__init__.py"])
+    path = f"{old}:{site}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import needsub"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": path}, timeout=60, cwd=tmp_path)
+    assert "No module named 'subreq.exceptions'" in real.stderr, real.stderr
+
+    def od327() -> dict[str, Any]:
+        rep = cli(capsys, "check", "-f", "json", "--static", "--package", "needsub", "--env",
+                  f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+        (f,) = [f for f in rep["findings"] if f["code"] == "OD327"]
+        return f
+
+    f = od327()
+    assert f["severity"] == "error" and "which has no subreq.exceptions" in f["message"], f
+    (old / "subreq" / "exceptions.py").write_text("class Oops(Exception):\n    pass\n")
+    assert od327()["severity"] == "warning"

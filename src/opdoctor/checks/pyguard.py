@@ -20,6 +20,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pep440 import below
 from opdoctor.facts.pkgdir import normalized
+from opdoctor.facts.pychain import absent_submodules
 from opdoctor.facts.pyguard import (
     Guard,
     find_guards,
@@ -331,12 +332,21 @@ def _pins(facts: Facts) -> Iterator[Finding]:
         named = failed and (bool(pin) or _error_names(facts, name) or misses or (
             is_framework(name) and not _missing_module(facts)))
         libs = libs if pin or misses else []
+        # Without the probe: an unconditional import of a submodule the installed release
+        # lacks fails whatever happens (scipy's `from numpy.exceptions import …` under numpy
+        # 1.23.5 in a user site: survey 22's B3 was a warning, exit 0)
+        interp = facts.interpreter
+        absent = [] if failed else absent_submodules(
+            chain, name.lower().replace("-", "_"), where, interp.ext_suffix if interp else ".so")
         yield OD327.finding(
-            name, f"{pkg} requires {want}; {name} {have} is installed ({where})",
+            name, f"{pkg} requires {want}; {name} {have} is installed ({where})"
+            + (f", which has no {absent[0][2]}: the import fails" if absent else ""),
             (f"{os.path.basename(chain.dist)}/METADATA: Requires-Dist: {name}{spec}",
              f"first on sys.path: {name} {have} in {where}",
-             *([f"{name} {have} installs: {', '.join(libs[:8])}"] if libs else [])),
-            fix=fix, severity=Severity.ERROR if named else Severity.WARNING)
+             *([f"{name} {have} installs: {', '.join(libs[:8])}"] if libs else []),
+             *(f"{os.path.relpath(f, os.path.dirname(chain.package_dir))}:{line} imports {mod} "
+               "unconditionally" for f, line, mod in absent[:3])),
+            fix=fix, severity=Severity.ERROR if named or absent else Severity.WARNING)
 
 
 _FRAME = re.compile(r'^\s*File "([^"\n]{1,1000})", line \d+', re.M)

@@ -1897,6 +1897,41 @@ def unconditional_imports(chain: ImportChain) -> list[str]:
     return list(out)
 
 
+def absent_submodules(chain: ImportChain, name: str, where: str, ext_suffix: str
+                      ) -> list[tuple[str, int, str]]:
+    """(file, line, dotted module) of the unconditional imports the package's import runs of
+    a submodule of the top-level package ``name`` (``from numpy.exceptions import …``,
+    ``import numpy.exceptions``) that the copy of ``name`` in the directory ``where`` does not
+    have: that import fails whatever happens (survey 22's B3 — a user-site numpy 1.23.5
+    before numpy 2.4.6, and scipy's ``from numpy.exceptions import …``)."""
+    pkg = chain.package_dir
+    base = os.path.join(where, name)
+    if not pkg or not os.path.isdir(base):
+        return []
+    suffixes = [".py", ext_suffix, ".abi3.so", ".so"]
+    out: list[tuple[str, int, str]] = []
+    for file in _reached_unconditionally(chain, pkg):
+        parsed = _source(file)
+        if parsed is None:
+            continue
+        for stmt in parsed.tree.body:
+            mods = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else \
+                [stmt.module] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and \
+                stmt.module else []
+            for mod in mods:
+                parts = mod.split(".")
+                if parts[0] != name or len(parts) < 2:
+                    continue
+                d = os.path.join(base, *parts[1:-1])
+                if not os.path.isdir(d) and len(parts) > 2:
+                    out.append((file, stmt.lineno, ".".join(parts[:2])))
+                    continue
+                if not os.path.isdir(os.path.join(d, parts[-1])) and not any(
+                        os.path.isfile(os.path.join(d, parts[-1] + s)) for s in suffixes):
+                    out.append((file, stmt.lineno, mod))
+    return out
+
+
 def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str, deep: bool = False
                     ) -> list[tuple[str, int, str]]:
     """(file, line, top-level name) of the unconditional imports of other distributions
