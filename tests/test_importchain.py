@@ -3991,7 +3991,7 @@ def test_a_requirement_release_without_a_submodule_the_import_needs_is_an_error_
                           text=True, env={**env, "PYTHONPATH": path}, timeout=60, cwd=tmp_path)
     assert "No module named 'subreq.exceptions'" in real.stderr, real.stderr
 
-    def od327() -> dict[str, Any]:
+    def od327() -> dict[str, object]:
         rep = cli(capsys, "check", "-f", "json", "--static", "--package", "needsub", "--env",
                   f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
         (f,) = [f for f in rep["findings"] if f["code"] == "OD327"]
