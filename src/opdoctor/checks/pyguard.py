@@ -20,7 +20,6 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.pep440 import below
 from opdoctor.facts.pkgdir import normalized
-from opdoctor.facts.pychain import absent_submodules
 from opdoctor.facts.pyguard import (
     Guard,
     find_guards,
@@ -335,6 +334,7 @@ def _pins(facts: Facts) -> Iterator[Finding]:
         # Without the probe: an unconditional import of a submodule the installed release
         # lacks fails whatever happens (scipy's `from numpy.exceptions import …` under numpy
         # 1.23.5 in a user site: survey 22's B3 was a warning, exit 0)
+        from opdoctor.facts.pychain import absent_submodules  # here: it imports ast
         interp = facts.interpreter
         absent = [] if failed else absent_submodules(
             chain, name.lower().replace("-", "_"), where, interp.ext_suffix if interp else ".so")
