@@ -336,14 +336,18 @@ $(EDITABLE): $(YSRC)/editable/setup.py $(YSRC)/editable/edpkg/__init__.py \
   $(YSRC)/editable/edpkg/_fast.c | $(VENV)/.installed
 	rm -rf $(@D) && mkdir -p $(@D) $(SKIP)
 	ok=1; for v in ok:lenient unbuilt:lenient moved:lenient strict-unbuilt:strict \
-	    compat-unbuilt:compat compat-moved:compat; do name=$${v%%:*}; mode=$${v##*:}; \
+	    compat-unbuilt:compat compat-moved:compat dynamic-unbuilt:lenient; do \
+	  name=$${v%%:*}; mode=$${v##*:}; \
 	  cp -r $(YSRC)/editable $(@D)/$$name-src && $(PY) -m venv --without-pip $(@D)/$$name && \
 	  $(PY) -m pip install -q --no-deps --prefix $(@D)/$$name \
 	    --config-settings editable_mode=$$mode -e $(@D)/$$name-src > $(@D)/$$name.log 2>&1 \
 	    || { tail -3 $(@D)/$$name.log > $(SKIP)/editable.txt; ok=0; break; }; \
 	done; if [ $$ok = 1 ]; then rm -f $(SKIP)/editable.txt; fi
 	rm -f $(@D)/unbuilt-src/edpkg/_fast*.so $(@D)/strict-unbuilt-src/edpkg/_fast*.so \
-	  $(@D)/compat-unbuilt-src/edpkg/_fast*.so
+	  $(@D)/compat-unbuilt-src/edpkg/_fast*.so $(@D)/dynamic-unbuilt-src/edpkg/_fast*.so
+	# a package that finds its compiled module at run time, as torch_scatter does (survey 22)
+	printf 'import importlib\n_fast = importlib.import_module(__name__ + "._" + "fast")\n' \
+	  > $(@D)/dynamic-unbuilt-src/edpkg/__init__.py
 	rm -rf $(@D)/moved-src $(@D)/compat-moved-src
 	touch $@
 # A scikit-build-core editable install (its own import hook: skpkg's sources from the tree,

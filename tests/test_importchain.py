@@ -4001,3 +4001,25 @@ def test_a_requirement_release_without_a_submodule_the_import_needs_is_an_error_
     assert f["severity"] == "error" and "which has no subreq.exceptions" in f["message"], f
     (old / "subreq" / "exceptions.py").write_text("class Oops(Exception):\n    pass\n")
     assert od327()["severity"] == "warning"
+
+
+def test_an_editable_install_that_finds_its_module_at_run_time_without_its_build(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's D2: torch_scatter installed with `pip install -e .`, its in-place build
+    then cleaned (`git clean -xdf`); its __init__ finds its compiled modules at run time, so
+    no import line points at a missing file, and `--static` said "No problem found" (OD415,
+    a note) while the import fails. The editable install's project declares compiled
+    extensions (setup.py's ext_modules) and none is built: OD415 says so, as an error, with
+    the rebuild."""
+    venv = _editable("dynamic-unbuilt")
+    real = _editable_run(venv, tmp_path, "import edpkg")
+    assert "No module named 'edpkg._fast'" in real.stderr, real.stderr
+    rep = _editable_check(capsys, venv, tmp_path, "--static").json()["reports"][0]
+    (od415,) = [f for f in rep["findings"] if f["code"] == "OD415"]
+    project = venv.parent / "dynamic-unbuilt-src"
+    assert od415["severity"] == "error" and f"editable install of {project}" in od415[
+        "message"], od415
+    assert f"pip install -e {project} --no-build-isolation" in od415["fix"]
+    # built, the same install is clean
+    ok = _editable_check(capsys, _editable("ok"), tmp_path, "--static").json()["reports"][0]
+    assert not [f for f in ok["findings"] if f["severity"] == "error"], ok["findings"]

@@ -612,31 +612,11 @@ def _may_be_built(link: Link) -> bool:
 
 
 def _editable_origin(chain: ImportChain) -> tuple[str, str]:
-    """(how an editable install provides the package, the project it was installed from)
-    for a package that is one ("", "" otherwise): setuptools' finder, or a ``.pth`` line that
-    puts the tree on sys.path (setuptools' src layout, compat and strict modes;
-    scikit-build-core)."""
-    from opdoctor.facts.pkgdir import (
-        direct_url_project,
-        editable_paths,
-        editable_project,
-        pth_distribution,
-        site_dirs,
-    )
+    """:func:`opdoctor.facts.pkgdir.editable_origin` of the chain's winning copy."""
+    from opdoctor.facts.pkgdir import editable_origin
 
     win = chain.winner
-    if win is None:
-        return "", ""
-    if win.via:
-        return (f"setuptools' finder {os.path.basename(win.via)} maps it to {win.path}",
-                editable_project(win.via) or os.path.dirname(win.path))
-    sites = site_dirs(chain.sys_path)
-    for d, pth, exists in editable_paths(sites):
-        if exists and (win.path == d or win.path.startswith(d + os.sep)):
-            info = pth_distribution(pth)
-            return (f"{os.path.basename(pth)} puts {d} on sys.path",
-                    (direct_url_project(info) if info else "") or d)
-    return "", ""
+    return editable_origin(win.path, win.via, chain.sys_path) if win else ("", "")
 
 
 def _editable_rebuild(chain: ImportChain) -> str:

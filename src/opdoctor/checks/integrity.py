@@ -373,10 +373,39 @@ def _pure_python_finding(facts: Facts, kind: str) -> Finding:
                 fix = ("Nothing to fix: its import chain, requirements and pinned releases were "
                        "checked (the causes below), and its compiled code is installed by its "
                        f"requirement {parts[0][0]}: opdoctor check {parts[0][2]}")
+    unbuilt = _editable_without_its_build(facts) if kind == "Python package" else None
+    if unbuilt is not None:
+        # survey 22's D2: an editable torch_scatter whose in-place build was cleaned (`git
+        # clean -xdf`): its import fails ("Could not find module '_version_cpu'") and the
+        # static check said "No problem found"
+        how, project, script = unbuilt
+        return OD415.finding(
+            chain.winner.path, f"{kind} {name} has no compiled library: it is an editable "
+            f"install of {project}, whose {os.path.basename(script)} builds compiled "
+            "extensions, and none is built in the source tree (a clean removed them, or the "
+            "build failed)", [*evidence, f"editable install: {how}",
+                              f"{script} declares compiled extensions"],
+            fix=f"build them again: `python -m pip install -e {project} --no-build-isolation` "
+            "(with the options it was installed with; for torch extensions in the environment "
+            "that has torch), and read that build's log for the error that left them out")
     return OD415.finding(chain.winner.path, f"{kind} {name} has no compiled library and "
                          "defines no operator: what was checked is its import (causes 1–4 "
                          "of a library do not apply)", evidence, fix=fix,
                          severity=Severity.INFO)
+
+
+def _editable_without_its_build(facts: Facts) -> tuple[str, str, str] | None:
+    """(how, project, build script) for a package that an editable install provides from a
+    project whose build script declares compiled extensions (the package holds none)."""
+    from opdoctor.facts.pkgdir import declares_extensions, editable_origin
+
+    chain = facts.chain
+    win = chain.winner if chain is not None else None
+    if chain is None or win is None:
+        return None
+    how, project = editable_origin(win.path, win.via, chain.sys_path)
+    script = declares_extensions(project) if how and project else ""
+    return (how, project, script) if script else None
 
 
 def _applies(facts: Facts) -> str:

@@ -390,3 +390,39 @@ def _finder_mapping(finder: str) -> dict[str, str]:
                         isinstance(v, str)}
     return {}
 
+
+
+def editable_origin(path: str, via: str, sys_path: Iterable[str]) -> tuple[str, str]:
+    """(how an editable install provides the package at ``path``, the project it was
+    installed from) — ("", "") when it is not one: setuptools' finder ``via``, or a ``.pth``
+    line that puts the tree on sys.path (setuptools' src layout, compat and strict modes;
+    scikit-build-core)."""
+    if via:
+        return (f"setuptools' finder {os.path.basename(via)} maps it to {path}",
+                editable_project(via) or os.path.dirname(path))
+    for d, pth, exists in editable_paths(site_dirs(sys_path)):
+        if exists and (path == d or path.startswith(d + os.sep)):
+            info = pth_distribution(pth)
+            return (f"{os.path.basename(pth)} puts {d} on sys.path",
+                    (direct_url_project(info) if info else "") or d)
+    return "", ""
+
+
+# A project's build script that compiles extensions: setuptools' ext_modules, torch's
+# CppExtension/CUDAExtension, pybind11's and Cython's helpers, CMake-driven builds.
+_BUILDS_EXTENSIONS = re.compile(rb"\bext_modules\b|\b(?:Cpp|CUDA|Pybind11)Extension\b|"
+                                rb"\bcythonize\(|scikit[-_]build|\bBuildExtension\b")
+
+
+def declares_extensions(project: str) -> str:
+    """The build file of the project directory that declares compiled extensions ("" when
+    none does, or it cannot be read): setup.py, or pyproject.toml naming a compiled backend."""
+    for name in ("setup.py", "pyproject.toml"):
+        try:
+            with open(os.path.join(project, name), "rb") as fh:
+                text = fh.read(1 << 20)
+        except OSError:
+            continue
+        if _BUILDS_EXTENSIONS.search(text):
+            return os.path.join(project, name)
+    return ""
