@@ -4023,3 +4023,39 @@ def test_an_editable_install_that_finds_its_module_at_run_time_without_its_build
     # built, the same install is clean
     ok = _editable_check(capsys, _editable("ok"), tmp_path, "--static").json()["reports"][0]
     assert not [f for f in ok["findings"] if f["severity"] == "error"], ok["findings"]
+
+
+def test_a_library_named_at_the_call_of_a_loader_that_finds_its_callers_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22: tensorflow-io-gcs-filesystem 0.37.1's `_load_library(filename)` joins the
+    name to the directory of its caller's file, found with `inspect.getfile(sys._getframe(1))`
+    — no static reading evaluates that — and is called as
+    `_load_library("libtensorflow_io_gcs_filesystem.so")`. `check --static` of the package
+    directory said its library "was not analysed" (exit 0) while the import fails (built for
+    TensorFlow 2.16). A call-site name of a library that sits beside the module is that load.
+    Here the library misses a dependency; the real import fails on it."""
+    pkg = tmp_path / "site" / "callerpkg"
+    pkg.mkdir(parents=True)
+    (tmp_path / "dep.c").write_text("int dep(void) { return 1; }\n")
+    (tmp_path / "p.c").write_text("int dep(void);\nint plug(void) { return dep(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcallerdep.so", "-o",
+                    str(tmp_path / "libcallerdep.so"), str(tmp_path / "dep.c")], check=True,
+                   timeout=60)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "libplug.so"),
+                    str(tmp_path / "p.c"), str(tmp_path / "libcallerdep.so")], check=True,
+                   timeout=60)
+    (tmp_path / "libcallerdep.so").unlink()
+    (pkg / "__init__.py").write_text(
+        "import ctypes, inspect, os, sys\n\n\ndef _load_library(filename):\n"
+        "    f = inspect.getfile(sys._getframe(1))\n"
+        "    return ctypes.CDLL(os.path.join(os.path.dirname(f), filename))\n\n\n"
+        "plug = _load_library('libplug.so')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    real = subprocess.run([sys.executable, "-c", "import callerpkg"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(pkg.parent)}, timeout=60,
+                          cwd=tmp_path)
+    assert "libcallerdep.so: cannot open shared object file" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={pkg.parent}",
+              "--cwd", str(tmp_path), str(pkg)).json()["reports"][0]
+    assert "loads libplug.so" in rep["target"]["kind"], rep["target"]
+    assert rep["diagnosis"]["root_findings"] == ["OD201"], rep["diagnosis"]

@@ -405,7 +405,22 @@ def _editable_without_its_build(facts: Facts) -> tuple[str, str, str] | None:
         return None
     how, project = editable_origin(win.path, win.via, chain.sys_path)
     script = declares_extensions(project) if how and project else ""
-    return (how, project, script) if script else None
+    # a compiled module built anywhere in the project's packages (a sibling package of the
+    # same project holds it: edpkg_extra beside edpkg) means the build is there
+    return (how, project, script) if script and not _built_in(project) else None
+
+
+def _built_in(project: str, limit: int = 20000) -> bool:
+    """Whether the project's source tree holds a compiled module outside its build
+    directories (or is too large to tell: then assumed built)."""
+    seen = 0
+    for _root, dirs, files in os.walk(project):
+        dirs[:] = [d for d in dirs if d not in ("build", "dist", ".git", "node_modules") and
+                   not d.startswith((".", "venv"))]
+        seen += len(files)
+        if seen > limit or any(is_shared_library(f) for f in files):
+            return True
+    return False
 
 
 def _applies(facts: Facts) -> str:

@@ -1271,6 +1271,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     calls: dict[str, list[tuple[int, list[ast.ExceptHandler]]]] | None = None
     for link, fdef, call in pending:
         value, link.lazy = _through_calls(tree, fdef, call, file, names, known, at_import)
+        if value is None:
+            value = _literal_libraries_beside(tree, fdef, file)
         # No call site to compute it from: every assignment of the module, in order.
         if _system_lookup(call.args[0]):
             link.problem = ""
@@ -1394,6 +1396,26 @@ def _module_level_calls(tree: ast.Module) -> set[int]:
         entered.update(fresh)
         todo = [stmt for n in fresh for stmt in funcs[n].body]
     return out
+
+
+def _literal_libraries_beside(tree: ast.Module, func: ast.FunctionDef, file: str
+                              ) -> list[str] | None:
+    """The libraries a function that loads one is called with as a string constant, when a
+    file of that name sits beside the module (tensorflow-io-gcs-filesystem's
+    ``_load_library("libtensorflow_io_gcs_filesystem.so")``, whose path is joined to the
+    caller's file found through ``inspect.getfile(sys._getframe(1))``; survey 22): the load
+    reads that file. None when no call site names one."""
+    here = os.path.dirname(file)
+    found: list[str] = []
+    for node in all_nodes(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == func.name:
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and \
+                        is_shared_library(arg.value) and "/" not in arg.value and \
+                        os.path.isfile(os.path.join(here, arg.value)):
+                    found.append(os.path.join(here, arg.value))
+    return found or None
 
 
 def _through_calls(tree: ast.Module, func: ast.FunctionDef, call: ast.Call, file: str,
