@@ -714,6 +714,23 @@ def test_a_library_an_uninstalled_requirement_ships_gets_that_requirement(
     assert not [x for x in run_check(str(lib), CheckOptions()).findings if x.code == "OD201"]
 
 
+def test_many_uninstalled_requirements_get_one_install_of_their_distribution(
+        tmp_path: Path) -> None:
+    """Survey 22's F6: a CUDA torch installed with `--no-deps` lacks eleven nvidia-* wheels,
+    one OD201 each, each fix installing one of them. The requirement that ships the missing
+    library is still named first; with three or more of the distribution's requirements
+    absent, the fix adds the one install that brings them all."""
+    site = _split_wheel_site(tmp_path, ["shpkg-core==1.0", "shpkg-extra>=1", "shpkg-more>=1"])
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH")}
+    real = subprocess.run([sys.executable, "-c", "import shpkg"], cwd=site, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert "libshcore.so: cannot open shared object file" in real.stderr
+    lib = site / "shpkg" / "lib" / "libshpkg_ext.so"
+    f = next(f for f in run_check(str(lib), CheckOptions()).findings if f.code == "OD201")
+    assert f.fix is not None and f.fix.startswith("pip install 'shpkg-core==1.0'"), f.fix
+    assert "shpkg 1.0 lacks 3 of its requirements" in f.fix and \
+        "`pip install 'shpkg==1.0'` without --no-deps installs them all" in f.fix, f.fix
+
 def test_a_requirement_that_says_nothing_of_the_library_is_not_named(tmp_path: Path) -> None:
     site = _split_wheel_site(tmp_path, ["zzz-unrelated-helper>=2"])
     lib = site / "shpkg" / "lib" / "libshpkg_ext.so"

@@ -30,7 +30,11 @@ from opdoctor.facts.loader.search import (
     Missing,
 )
 from opdoctor.facts.pkgdir import package_root
-from opdoctor.facts.requires import owning_dist, requirement_shipping
+from opdoctor.facts.requires import (
+    owning_dist,
+    requirement_shipping,
+    uninstalled_requirements,
+)
 from opdoctor.model import Cause, Finding, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -294,10 +298,23 @@ def _requirement_shipping(miss: Missing, facts: Facts) -> str:
     if found is None:
         return ""
     req, dist, where = found
-    return (f"pip install '{req}': {dist} requires it and it is not installed (installed with "
-            f"--no-deps, or copied without it); {os.path.basename(miss.requested_by)} looks "
-            f"for {miss.name} in {where}, inside the site-packages where that distribution "
-            "installs its files — no RPATH edit brings it")
+    fix = (f"pip install '{req}': {dist} requires it and it is not installed (installed with "
+           f"--no-deps, or copied without it); {os.path.basename(miss.requested_by)} looks "
+           f"for {miss.name} in {where}, inside the site-packages where that distribution "
+           "installs its files — no RPATH edit brings it")
+    # many of them absent (survey 22's F6: a CUDA torch installed with --no-deps lacks eleven
+    # nvidia-* wheels, one OD201 each): one install of the distribution brings them all
+    owner = owning_dist(miss.requested_by)
+    absent = uninstalled_requirements(owner[0], interp.sys_path if interp else ()) \
+        if owner is not None else []
+    if owner is not None and len(absent) >= 3:
+        from opdoctor.facts.pkgdir import distribution
+
+        name, version = distribution(owner[0])
+        shown = ", ".join(a for a, _spec in absent[:4]) + (" …" if len(absent) > 4 else "")
+        fix += (f". {name} {version} lacks {len(absent)} of its requirements ({shown}): `pip "
+                f"install '{name}=={version}'` without --no-deps installs them all")
+    return fix
 
 
 def _loaded_first_by_the_package(name: str, facts: Facts) -> tuple[str, str] | None:
