@@ -1972,3 +1972,36 @@ def test_a_preload_the_loader_skipped_is_not_the_failure(tmp_path: Any) -> None:
     after = explain_text(line + "\nImportError: libfoo.so.1: cannot open shared object file: "
                          "No such file or directory")
     assert after.subcause == "loader.cannot-open" and "libfoo.so.1" in str(after.entities), after
+
+
+def test_numpys_own_message_about_another_pythons_core_is_that_build(tmp_path: Any) -> None:
+    """Survey 22's E1: numpy 2.5.5 for CPython 3.12 first on a 3.11 PYTHONPATH; NumPy's own
+    import check says "The following compiled module files exist, but seem incompatible with
+    with either python 'cpython-311' or the platform 'linux'". explain read the missing
+    `numpy._core._multiarray_umath` as a NumPy release's API change (cause 3). It is another
+    Python's build (5, OD503). The text is NumPy's, from a copy of this NumPy whose core is
+    renamed to CPython 3.12's name."""
+    import shutil
+    import sysconfig
+
+    src = Path(importlib.util.find_spec("numpy").origin).parent  # type: ignore[arg-type,union-attr]
+    dst = tmp_path / "np312" / "numpy"
+
+    def link(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    shutil.copytree(src, dst, copy_function=link)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    core = next(dst.glob(f"_core/_multiarray_umath{suffix}"))
+    core.rename(core.with_name(f"_multiarray_umath{suffix.replace('-311-', '-312-')}"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import numpy"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(dst.parent)})
+    assert "seem incompatible" in real.stderr and "cpython-311" in real.stderr, real.stderr[-800:]
+    e = explain_text(real.stderr)
+    assert (e.cause, e.subcause) == (5, "python.numpy-core-other-python"), (e.cause, e.subcause)
+    assert "cpython-311" in e.title
