@@ -20,6 +20,7 @@ from opdoctor.checks.base import (
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.devices import device_plugin, toolkit_of
+from opdoctor.facts.frameworks import TORCH
 from opdoctor.facts.loader.search import (
     RULE_LD_LIBRARY_PATH,
     RULE_PRELOADED,
@@ -111,7 +112,10 @@ OD205 = CodeDoc(
 CODES = (OD201, OD202, OD203, OD204, OD205)
 
 
-_TORCH_OWN = re.compile(r"lib(?:torch|c10|caffe2|shm)\w*\.so")
+# torch's own build products (the framework table's library names, and the two helper
+# libraries torch/lib ships besides): not the runtimes it bundles (libgomp, libcudart)
+_TORCH_OWN = re.compile("(?:" + "|".join((*TORCH.needed_prefixes, "libshm", "libcaffe2"))
+                        + r")\w*\.so")
 
 
 def _framework_from_elsewhere(facts: Facts) -> Iterator[Finding]:

@@ -377,7 +377,7 @@ def _own_modules_shadowed(facts: Facts, chain: ImportChain) -> Iterator[Finding]
             continue
         first = cands[0]
         other = installed_release(first)
-        if other.split(" ")[0].lower().replace("_", "-") == dist.lower().replace("_", "-"):
+        if normalized(other.split(" ")[0]) == normalized(dist):
             continue  # another release of the same distribution: _shadowed_imports' note
         yield OD502.finding(
             name, f"{dist} {version} installs {name} ({own[0].path}), but import {name} picks "

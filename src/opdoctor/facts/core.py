@@ -1046,6 +1046,7 @@ class Facts:
         by another environment's site on PYTHONPATH (survey 22's E6: "rebuild it for torch
         2.14.1" where the torch 2.13.0+cpu it was built for sat behind that entry)."""
         from opdoctor.facts.elf.dynsym import DynSymbols
+        from opdoctor.facts.interp import read_torch
         from opdoctor.facts.pychain import import_suffixes, locate
 
         interp = self.interpreter
@@ -1069,9 +1070,8 @@ class Facts:
                 if not left:
                     break
             if not left:
-                m = re.search(r"__version__\s*=\s*'([^']+)'", _read_text(
-                    os.path.join(cand.path, "version.py")))
-                return cand.path, m.group(1) if m else "", cands[0].entry
+                hidden = read_torch(cand.path, interp.ext_suffix)
+                return cand.path, hidden.version if hidden else "", cands[0].entry
         return None
 
     def load_problem(self, path: str) -> str | None:
@@ -1659,12 +1659,3 @@ def _host_facts(ext: str, options: CheckOptions) -> Facts:
 
 _HOSTS: dict[tuple[str, CheckOptions], Facts] = {}
 commandcache.register(_HOSTS.clear)
-
-
-def _read_text(path: str, limit: int = 1 << 16) -> str:
-    """The start of a text file ("" when it cannot be read)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return ""

@@ -88,7 +88,9 @@ class Interpreter:
         return found[0] if found else None
 
 
-def _read_torch(directory: str, ext_suffix: str) -> TorchInstall | None:
+def read_torch(directory: str, ext_suffix: str) -> TorchInstall | None:
+    """The torch installed in ``directory`` (its package directory), read from disk:
+    ``version.py``'s release and CUDA version, its lib directory and _C extension."""
     text = ""
     try:
         with open(os.path.join(directory, "version.py"), encoding="utf-8") as fh:
@@ -214,7 +216,7 @@ def inspect_interpreter(python: str | None = None, timeout: float = 30.0,
     if info["ldlibrary"].endswith(".so") or ".so." in info["ldlibrary"]:
         cand = os.path.join(info["libdir"], info["ldlibrary"])
         libpython = cand if os.path.exists(cand) else None
-    torch = _read_torch(info["torch_dir"], info["ext_suffix"]) if info["torch_dir"] else None
+    torch = read_torch(info["torch_dir"], info["ext_suffix"]) if info["torch_dir"] else None
     return Interpreter(os.path.abspath(exe), info["executable"], info["version"],
                        info["ext_suffix"], info["soabi"],
                        libpython, tuple(info["sys_path"]), torch,
