@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1199,3 +1200,73 @@ def test_the_torch_an_extension_was_built_for_behind_pythonpath_is_found(
                                                        if k != "PYTHONPATH"}).stdout.strip()
     # with no other torch first, nothing is hidden
     assert Facts(str(ref), CheckOptions(env=(), probe=False)).hidden_torch_defining(wanted) is None
+
+
+@pytest.mark.probe
+def test_a_torch_installed_without_its_requirements_is_one_install(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 22's F6: a CUDA torch installed with `pip install --no-deps` lacks its nvidia-*
+    requirement wheels; `import torch` fails on the first library they ship. The check listed
+    eleven OD201s, each fix one wheel (one said "looks for libnccl.so.2 in nvidia/cudnn/lib",
+    others "find it, then patchelf"). One finding: torch's own install with its requirements.
+    Here: a copy of this torch (hard links) whose libtorch_python.so NEEDs three libraries
+    found, as a CUDA wheel's are, through RUNPATH entries under site-packages/nvidia/<name>/lib,
+    and whose metadata requires the three wheels that install them — none installed."""
+    src_site = torch_lib_dir().parent.parent
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copytree(src_site / "torch", site / "torch", copy_function=_link_or_copy)
+    info = next(src_site.glob("torch-*.dist-info"))
+    shutil.copytree(info, site / info.name)
+    python_lib = site / "torch" / "lib" / "libtorch_python.so"
+    python_lib.unlink()  # a copy of its own: patchelf must not write through the hard link
+    shutil.copy2(src_site / "torch" / "lib" / python_lib.name, python_lib)
+    wheels = {"cudnn": ("libcudnn.so.9", "9.24.0.43"), "nccl": ("libnccl.so.2", "2.30.7"),
+              "cusparselt": ("libcusparseLt.so.0", "0.8.1")}
+    # (two runs: patchelf 0.14 garbles the string table when one run does both)
+    subprocess.run(["patchelf", *[a for lib, _v in wheels.values() for a in ("--add-needed", lib)],
+                    str(python_lib)], check=True, timeout=60)
+    subprocess.run(["patchelf", "--set-rpath", ":".join(
+        ["$ORIGIN", *(f"$ORIGIN/../../nvidia/{d}/lib" for d in wheels)]), str(python_lib)],
+        check=True, timeout=60)
+    meta = site / info.name / "METADATA"
+    head, _, body = meta.read_text().partition("\n\n")
+    meta.write_text(head + "".join(f"\nRequires-Dist: nvidia-{d}-cu13=={v}"
+                                   for d, (_lib, v) in wheels.items()) + "\n\n" + body)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH")}
+    real = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
+                          text=True, timeout=120, env={**env, "PYTHONPATH": str(site)})
+    assert re.search(r"lib(cudnn|nccl|cusparseLt)\.so\.\d: cannot open shared object file",
+                     real.stderr), real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), "--package", "torch").json()["reports"][0]
+    od201 = [f for f in rep["findings"] if f["code"] == "OD201"]
+    assert len(od201) == 1 and od201[0]["code"] in rep["diagnosis"]["root_findings"], od201
+    (f,) = od201
+    assert all(lib in f["message"] for lib, _v in wheels.values()), f["message"]
+    version = info.name[len("torch-"):-len(".dist-info")]
+    assert f"torch {version} is installed without 3 of its requirements" in f["message"]
+    assert f"`pip install 'torch=={version}'` without --no-deps" in f["fix"], f["fix"]
+    assert "patchelf" not in f["fix"]
+    # each library named with the wheel that installs it, in that wheel's own directory
+    for d, (lib, v) in wheels.items():
+        assert f"{lib} (needed by libtorch_python.so): the nvidia-{d}-cu13=={v} wheel " \
+            f"installs it in nvidia/{d}/lib" in f["evidence"], f["evidence"]
+    # with two of the three installed, one is missing: its own finding, its own wheel
+    for d in ("cudnn", "nccl"):
+        lib_dir = site / "nvidia" / d / "lib"
+        lib_dir.mkdir(parents=True)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-x", "c", "-", "-o",
+                        str(lib_dir / wheels[d][0]), f"-Wl,-soname,{wheels[d][0]}"],
+                       input="int stub(void) { return 0; }\n", text=True, check=True,
+                       timeout=60)
+        (site / f"nvidia_{d}_cu13-{wheels[d][1]}.dist-info").mkdir()
+    real = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
+                          text=True, timeout=120, env={**env, "PYTHONPATH": str(site)})
+    assert "libcusparseLt.so.0: cannot open shared object file" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), "--package", "torch").json()["reports"][0]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD201"]
+    assert f["subject"] == "libcusparseLt.so.0" and f["fix"].startswith(
+        "pip install 'nvidia-cusparselt-cu13==0.8.1'") and "in nvidia/cusparselt/lib" in \
+        f["fix"], f["fix"]

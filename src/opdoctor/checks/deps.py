@@ -294,13 +294,10 @@ def _requirement_shipping(miss: Missing, facts: Facts) -> str:
     library looks for the missing one inside site-packages, where that requirement installs
     its files (sherpa-onnx without sherpa-onnx-core, a torch CUDA wheel without nvidia-*);
     "" otherwise."""
-    looked = [os.path.dirname(a.path) for a in miss.attempts
-              if a.rule in (RULE_RPATH, RULE_RUNPATH) and os.path.isabs(a.path)]
-    interp = facts.interpreter
-    found = requirement_shipping(miss.requested_by, miss.name, looked,
-                                 interp.sys_path if interp else ())
+    found = _shipping(miss, facts)
     if found is None:
         return ""
+    interp = facts.interpreter
     req, dist, where = found
     fix = (f"pip install '{req}': {dist} requires it and it is not installed (installed with "
            f"--no-deps, or copied without it); {os.path.basename(miss.requested_by)} looks "
@@ -319,6 +316,58 @@ def _requirement_shipping(miss: Missing, facts: Facts) -> str:
         fix += (f". {name} {version} lacks {len(absent)} of its requirements ({shown}): `pip "
                 f"install '{name}=={version}'` without --no-deps installs them all")
     return fix
+
+
+def _without_its_requirements(misses: list[Missing], facts: Facts) -> Finding | None:
+    """One OD201 for what `import torch` cannot find when torch's distribution lacks three or
+    more of its requirements and they ship what is missing (survey 22's F6: a CUDA torch
+    installed with `pip install --no-deps` — eleven OD201s, each fix one nvidia-* wheel, one
+    of them "find it, then patchelf"; one install of torch with its requirements is the fix).
+    None when that is not the case (each miss is then reported by itself)."""
+    if len(misses) < 2:
+        return None
+    interp = facts.interpreter
+    dirs = interp.sys_path if interp else ()
+    owner = owning_dist(misses[0].requested_by)
+    absent = uninstalled_requirements(owner[0], dirs) if owner is not None else []
+    if owner is None or len(absent) < 3:
+        return None
+    lines, shipped = [], 0
+    for m in misses:
+        found = _shipping(m, facts)
+        shipped += found is not None
+        lines.append(f"{m.name} (needed by {os.path.basename(m.requested_by)}): " + (
+            f"the {found[0]} wheel installs it in {found[2]}" if found else
+            "not found by its search path"))
+    if not shipped:
+        return None  # the requirements absent say nothing of these libraries
+    from opdoctor.facts.pkgdir import distribution
+
+    name, version = distribution(owner[0])
+    names = [m.name for m in misses]
+    shown = ", ".join(names[:4]) + (" …" if len(names) > 4 else "")
+    return OD201.finding(
+        names[0], f"{len(names)} libraries that `import torch` loads are not found ({shown}): "
+        f"{name} {version} is installed without {len(absent)} of its requirements, and torch "
+        "itself cannot be imported",
+        [*lines,
+         f"not installed: {', '.join(a + spec for a, spec in absent)} (Requires-Dist of "
+         f"{os.path.basename(owner[0])})",
+         "the emulated `import torch` (torch's _C extension and what it NEEDs) stops there, "
+         "before any extension is loaded"],
+        fix=f"`pip install '{name}=={version}'` without --no-deps installs its "
+        f"{len(absent)} missing requirements (installed with --no-deps, or copied without "
+        "them); no RPATH edit or LD_LIBRARY_PATH brings them")
+
+
+def _shipping(miss: Missing, facts: Facts) -> tuple[str, str, str] | None:
+    """:func:`requirement_shipping` of ``miss``: (requirement, its distribution, the directory
+    inside site-packages it installs the file in), or None."""
+    looked = [os.path.dirname(a.path) for a in miss.attempts
+              if a.rule in (RULE_RPATH, RULE_RUNPATH) and os.path.isabs(a.path)]
+    interp = facts.interpreter
+    return requirement_shipping(miss.requested_by, miss.name, looked,
+                                interp.sys_path if interp else ())
 
 
 def _loaded_first_by_the_package(name: str, facts: Facts) -> tuple[str, str] | None:
@@ -466,10 +515,15 @@ def run(facts: Facts) -> Iterator[Finding]:
                             f"{', '.join(os.path.basename(u) for u in users)}) is not found",
                             ev, fix=_fix_for(miss, facts))
     yield from _framework_from_elsewhere(facts)
+    unfound: dict[str, Missing] = {}
     for miss in proc.framework_missing:
-        if miss.name in told or miss.name in others:
-            continue
-        told.add(miss.name)
+        if miss.name not in told and miss.name not in others:
+            unfound.setdefault(miss.name, miss)
+    bundle = _without_its_requirements(list(unfound.values()), facts)
+    if bundle is not None:
+        yield bundle
+        unfound.clear()
+    for miss in unfound.values():
         yield OD201.finding(
             miss.name, f"{miss.name} (needed by {os.path.basename(miss.requested_by)}, which "
             "`import torch` loads) is not found: torch itself cannot be imported",

@@ -218,12 +218,14 @@ def requirement_shipping(requester: str, needed: str, looked_in: Iterable[str],
     if not absent:
         return None
     dist = distribution(info)[0]
-    where = os.path.relpath(inside[0], site)
+
+    def words(dirs: Iterable[str]) -> set[str]:
+        parts = {p for d in dirs for p in re.split(r"[/\\]", os.path.relpath(d, site).lower())}
+        return {w for part in parts for w in re.split(r"[-_.]+", part)}
+
+    path_words = words(inside)
 
     def score(name: str) -> int:
-        words = set(re.split(r"[/\\]", "/".join(os.path.relpath(d, site).lower()
-                                                 for d in inside)))
-        path_words = {w for part in words for w in re.split(r"[-_.]+", part)}
         lib = re.sub(r"^lib|\.so.*$", "", needed.lower())
         return 2 * len(_tokens(name) & path_words) + \
             2 * sum(1 for t in _tokens(name) if len(t) > 3 and t in lib) + \
@@ -234,7 +236,10 @@ def requirement_shipping(requester: str, needed: str, looked_in: Iterable[str],
     if score(best[0]) == 0 or (len(ranked) > 1 and score(best[0]) == score(ranked[1][0])):
         return None
     req = best[0] + (best[1] if best[1] and best[1][0] in "=<>!~" else "")
-    return req, dist, where
+    # the directory of the requirement named (a CUDA torch's RPATH lists nvidia/cudnn/lib
+    # first: libnccl.so.2's fix said it looks "in nvidia/cudnn/lib"; it is nvidia/nccl/lib)
+    own = max(inside, key=lambda d: len(_tokens(best[0]) & words([d])))
+    return req, dist, os.path.relpath(own, site)
 
 
 def pin_holds(pin: str, version: str) -> bool | None:

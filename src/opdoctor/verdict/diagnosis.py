@@ -132,7 +132,7 @@ def _explains(root: Finding, f: Finding) -> bool:
     if root.code == "OD201" and f.code == "OD320":
         # torch's own import missing a library (checks/deps.py's framework misses) is why
         # torch fails to import; an extension's own missing dependency is not
-        return "which `import torch` loads" in root.message
+        return "`import torch` loads" in root.message
     if root.code in ("OD201", "OD203", "OD220") and f.code == "OD511":
         # an import that failed on a library not found is this miss's consequence only when
         # its error names this library: torchcodec's custom_ops4 misses FFmpeg 4's
