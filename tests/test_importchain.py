@@ -4059,3 +4059,43 @@ def test_a_library_named_at_the_call_of_a_loader_that_finds_its_callers_director
               "--cwd", str(tmp_path), str(pkg)).json()["reports"][0]
     assert "loads libplug.so" in rep["target"]["kind"], rep["target"]
     assert rep["diagnosis"]["root_findings"] == ["OD201"], rep["diagnosis"]
+
+
+def test_a_library_checked_by_path_sees_the_copy_pythonpath_puts_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Survey 22's E6: a library of an installed package checked by its path was analysed
+    with the package's parent directory as the working directory — whose '' sys.path entry
+    precedes PYTHONPATH — so another copy of the package PYTHONPATH puts first was hidden
+    (the check of the file said "1 other copy … the checked one wins", a warning; `--package`
+    and the job get the other copy). A directory on the job's sys.path is the job's own; a
+    package outside it (a build tree) is still imported from its parent."""
+    installed, stale, work = tmp_path / "installed", tmp_path / "stale", tmp_path / "work"
+    for d in (installed / "twinpkg", stale / "twinpkg", work):
+        d.mkdir(parents=True)
+    (tmp_path / "a.c").write_text("int twin_answer(void) { return 42; }\n")
+    lib = installed / "twinpkg" / "_ext.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", str(tmp_path / "a.c"), "-o", str(lib)],
+                   check=True, timeout=60)
+    (installed / "twinpkg" / "__init__.py").write_text(
+        "import ctypes, os\n_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), "
+        "'_ext.so'))\n")
+    (stale / "twinpkg" / "__init__.py").write_text("raise ImportError('the stale copy')\n")
+    path = f"{stale}{os.pathsep}{installed}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import twinpkg"], cwd=work, timeout=60,
+                          env={**env, "PYTHONPATH": path}, capture_output=True, text=True)
+    assert "ImportError: the stale copy" in real.stderr, real.stderr
+
+    def od502(pythonpath: str) -> list[dict[str, str]]:
+        rep = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={pythonpath}",
+                  str(lib)).json()["reports"][0]
+        return [f for f in rep["findings"] if f["code"] == "OD502"]
+
+    monkeypatch.chdir(work)  # the job's working directory: no --cwd given
+    (f,) = od502(path)
+    assert f["severity"] == "error" and f"picks {stale / 'twinpkg'}" in f["message"], f
+    # installed alone: the installed copy is what the job imports — nothing to report
+    assert not od502(str(installed))
+    # not on sys.path (a build tree): imported from its parent, found, nothing to report
+    assert not od502("")

@@ -988,7 +988,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     if chain is None:
         return
     name = chain.name
-    order = [f"sys.path[{i}] = {e or '(cwd) ' + facts.options.cwd}" for i, e in
+    order = [f"sys.path[{i}] = {e or '(cwd) ' + (facts.options.cwd or os.getcwd())}" for i, e in
              enumerate(facts.interpreter.sys_path if facts.interpreter else [])]
     if not chain.candidates:
         yield _not_found(name, order, chain, facts)

@@ -294,7 +294,7 @@ def _pins(facts: Facts) -> Iterator[Finding]:
         return
     dist, version = _dist(facts)
     pkg = f"{dist or chain.name} {version}".strip()
-    dirs = [e or facts.options.cwd for e in chain.sys_path]
+    dirs = [e or facts.options.cwd or os.getcwd() for e in chain.sys_path]
     failed = _import_failed(facts)
     # A package without compiled code of its own: its framework pin is the only word on the
     # release it was written for (mindnlp 0.5.1 requires mindspore<=2.7.0 and its import
@@ -368,7 +368,7 @@ def _requirements_pins(facts: Facts, told: set[str]) -> Iterator[Finding]:
     err = res.load_error if res is not None else None
     if chain is None or err is None:
         return
-    dirs = [e or facts.options.cwd for e in chain.sys_path]
+    dirs = [e or facts.options.cwd or os.getcwd() for e in chain.sys_path]
     own = os.path.realpath(chain.dist) if chain.dist else ""
     seen: set[str] = set()
     # From the innermost frame out, the installed distributions the failure went through

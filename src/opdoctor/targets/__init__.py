@@ -88,13 +88,35 @@ def split_aot_target(path: str) -> tuple[str, str]:
     return path, ""
 
 
+def import_cwd(parent: str, options: CheckOptions) -> str:
+    """The working directory the check of a package imported from ``parent`` models the job
+    in: the one given (``--cwd``); else ``parent`` only where the job's interpreter does not
+    find packages there by itself (a build tree, a wheel's unpacked copy); "" (this process's
+    working directory, as for ``--package``) where it does. An installed
+    package's directory is on its sys.path already: run from there, its '' entry came before
+    PYTHONPATH, and a copy PYTHONPATH puts first (survey 22's E6: another venv's
+    site-packages) was hidden from a check of the file, which `--package` and the job see."""
+    if options.cwd:
+        return options.cwd
+    from opdoctor.facts.interp import InterpreterError, inspect_interpreter
+
+    try:
+        interp = inspect_interpreter(options.python, env=dict(options.env)
+                                     if options.env is not None else None)
+    except InterpreterError:
+        return parent
+    real = os.path.realpath(parent)
+    on_path = any(e and os.path.realpath(e) == real for e in interp.sys_path)
+    return "" if on_path else parent
+
+
 def _with_package(path: str, options: CheckOptions, display: str) -> Target:
     ctx = package_of(path)
     if ctx is None:
         return Target(path, options, display)
     name, parent = ctx
-    return Target(path, dataclasses.replace(options, package=name, cwd=options.cwd or parent),
-                  display)
+    return Target(path, dataclasses.replace(options, package=name,
+                                            cwd=import_cwd(parent, options)), display)
 
 
 # Another platform's library file names: in a wheel, what they are is the finding (a
@@ -436,7 +458,7 @@ def expand(paths: list[str], options: CheckOptions,
                 # its top-level package (`import triton.backends`), never as a top level.
                 name, parent = package_of(path, dotted=True) or (
                     os.path.basename(os.path.abspath(path)), os.path.dirname(os.path.abspath(path)))
-                opts = dataclasses.replace(options, package=name, cwd=options.cwd or parent)
+                opts = dataclasses.replace(options, package=name, cwd=import_cwd(parent, options))
                 facts = Facts(path, opts)
                 facts.prestart_probe()
                 chain = facts.chain
@@ -455,7 +477,7 @@ def expand(paths: list[str], options: CheckOptions,
                     (stem, os.path.dirname(os.path.abspath(path)))
                 if any(t.options.package == name for t in targets):
                     continue
-                opts = dataclasses.replace(options, package=name, cwd=options.cwd or parent)
+                opts = dataclasses.replace(options, package=name, cwd=import_cwd(parent, options))
                 # as `--package NAME` checks a module: from the directory it is looked up in;
                 # a package's __init__.py is its package directory
                 where = os.path.dirname(os.path.abspath(path)) if stem == "__init__" else parent

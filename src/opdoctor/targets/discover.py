@@ -114,10 +114,11 @@ def _check_one(path: str, options: CheckOptions) -> Report:
     import dataclasses
 
     from opdoctor.pipeline import run_check
+    from opdoctor.targets import import_cwd
 
     ctx = package_of(path)
     if ctx is not None:
-        options = dataclasses.replace(options, package=ctx[0], cwd=options.cwd or ctx[1])
+        options = dataclasses.replace(options, package=ctx[0], cwd=import_cwd(ctx[1], options))
     return run_check(path, options)
 
 
