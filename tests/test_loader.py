@@ -1270,3 +1270,85 @@ def test_a_torch_installed_without_its_requirements_is_one_install(
     assert f["subject"] == "libcusparseLt.so.0" and f["fix"].startswith(
         "pip install 'nvidia-cusparselt-cu13==0.8.1'") and "in nvidia/cusparselt/lib" in \
         f["fix"], f["fix"]
+
+
+_SELF_IMPORT = '''import importlib, os, sys
+
+
+def bootstrap():
+    # opencv's way: its own directory first on sys.path, itself out of sys.modules, and the
+    # extension module of the same name imported in its place
+    here = sys.modules.pop("selfpkg")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        native = importlib.import_module("selfpkg")
+    finally:
+        del sys.path[0]
+        sys.modules["selfpkg"] = here
+    for name, value in native.__dict__.items():
+        if not name.startswith("__"):
+            globals()[name] = value
+
+
+bootstrap()
+'''
+
+
+def test_a_package_that_reimports_itself_as_its_extension_has_that_library_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 21's W12 with --static: cv2's bootstrap() puts cv2/ first on sys.path and
+    re-imports `cv2`, which then is cv2/cv2.abi3.so — no static reading follows that, and
+    `check --static --package cv2` of a copy without opencv_python_headless.libs said "its
+    compiled library was not analysed", exit 0. The extension in the package's own directory
+    named as the package is what its import loads: it is checked. Here a package laid out
+    and bootstrapped as cv2 is, its extension NEEDing a library of <dist>.libs."""
+    import sysconfig
+
+    site, _ext, vend = _vendored_pair(tmp_path)
+    pkg = site / "selfpkg"
+    (site / "pkg").rename(pkg)
+    (site / "pkg.libs").rename(site / "selfpkg.libs")
+    (pkg / "_ext.so").unlink()
+    (tmp_path / "m.c").write_text(
+        "#include <Python.h>\nint vend_fn(void);\n"
+        "static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \"selfpkg\", NULL, -1, NULL};\n"
+        "PyMODINIT_FUNC PyInit_selfpkg(void) {\n"
+        "  PyObject *m = PyModule_Create(&def);\n"
+        "  if (m) PyModule_AddIntConstant(m, \"answer\", vend_fn());\n  return m;\n}\n")
+    ext = pkg / ("selfpkg" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", sysconfig.get_paths()["include"],
+                    "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../selfpkg.libs", "-o", str(ext),
+                    str(tmp_path / "m.c"), "-L", str(site / "selfpkg.libs"), "-lvend"],
+                   check=True, timeout=60)
+    (pkg / "__init__.py").write_text(_SELF_IMPORT)
+    shutil.rmtree(next(site.glob("*.dist-info")))  # copied alone, as cv2/ was
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    env["PYTHONPATH"] = str(site)
+
+    def truth() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", "import selfpkg; print(selfpkg.answer)"],
+                              capture_output=True, text=True, timeout=60, env=env,
+                              cwd=tmp_path)
+
+    def check(*target: str) -> dict:  # type: ignore[type-arg]
+        return cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+                   "--cwd", str(tmp_path), *target).json()["reports"][0]
+
+    healthy = truth()
+    assert healthy.returncode == 0 and healthy.stdout.strip() == "7", healthy.stderr
+    for target in (["--package", "selfpkg"], [str(pkg)]):
+        rep = check(*target)
+        # the library itself, or the package directory that "loads" it
+        assert rep["target"]["path"] == str(ext) or f"loads {ext.name}:" in \
+            rep["target"]["kind"], rep["target"]
+        assert not [f for f in rep["findings"] if f["severity"] in ("error", "warning")], \
+            rep["findings"]
+    shutil.rmtree(vend.parent.parent / "selfpkg.libs")
+    broken = truth()
+    assert "libvend.so: cannot open shared object file" in broken.stderr, broken.stderr
+    for target in (["--package", "selfpkg"], [str(pkg)]):
+        rep = check(*target)
+        (od201,) = [f for f in rep["findings"] if f["code"] == "OD201"]
+        assert od201["subject"] == "libvend.so" and od201["fix"].startswith(
+            "selfpkg.libs, the directory of vendored libraries its RPATH names"), od201
+        assert "OD201" in rep["diagnosis"]["root_findings"]

@@ -250,6 +250,20 @@ def _loaded_from_the_package_above(chain: ImportChain, package: str,
     return found
 
 
+def _self_named_extension(chain: ImportChain, package: str) -> list[str]:
+    """The extension module in the package's own directory named as the package
+    (``cv2/cv2.abi3.so``), for a package whose import chain reaches no compiled library:
+    opencv's ``bootstrap()`` puts its own directory first on sys.path, drops ``cv2`` from
+    sys.modules and re-imports ``cv2`` — that file, which no static reading follows (`check
+    --static --package cv2` of a copy without its vendored libraries said "its compiled
+    library was not analysed", exit 0; survey 21's W12)."""
+    name = package.rsplit(".", 1)[-1]
+    home = os.path.realpath(chain.package_dir) if chain.package_dir else ""
+    return [f for f in chain.extensions_on_disk
+            if os.path.realpath(os.path.dirname(f)) == home
+            and os.path.basename(f).split(".", 1)[0] == name]
+
+
 def _distinct(libs: list[str]) -> list[str]:
     """``libs`` without the files identical to one listed before (same size, same bytes),
     in their order; of identical files the one named as their SONAME is kept (the name a
@@ -346,6 +360,8 @@ def expand(paths: list[str], options: CheckOptions,
                 if not libs and chain.computed_loads and "." in options.package:
                     libs = _for_this_torch(_loaded_from_the_package_above(
                         chain, options.package, facts), facts)
+                if not libs:
+                    libs = _self_named_extension(chain, options.package)
             if not libs:
                 where = chain.package_dir if chain and chain.package_dir \
                     else os.path.abspath(options.cwd or ".")
@@ -463,7 +479,8 @@ def expand(paths: list[str], options: CheckOptions,
                 facts.prestart_probe()
                 chain = facts.chain
                 libs = [lib for lib in (chain.libraries if chain else [])
-                        if os.path.abspath(lib).startswith(os.path.abspath(path))]
+                        if os.path.abspath(lib).startswith(os.path.abspath(path))] or (
+                    _self_named_extension(chain, name) if chain else [])
                 targets.append(Target(libs[0] if libs else path, opts, path))
             elif path.endswith(".py") and os.path.isfile(path) and \
                     os.path.basename(path)[:-3].isidentifier():
