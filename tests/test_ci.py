@@ -256,6 +256,37 @@ def test_scan_reads_the_pythonpath_a_job_imports_from(tmp_path: Path) -> None:
     assert js.code == 1  # it links torch and registers nothing (OD101): the scan says so
 
 
+def test_scan_reads_what_a_start_up_hook_puts_on_sys_path(tmp_path: Path) -> None:
+    """Survey 23's S2: a cluster's sitecustomize.py inserts a shared directory first on
+    sys.path; every job imports the older torchvision there. `scan` read site-packages and
+    PYTHONPATH only: it checked the venv's own, hidden copy and exited 0. The directories the
+    job's sys.path holds besides them are scanned too."""
+    import subprocess
+
+    hook, shared = tmp_path / "hook", tmp_path / "shared"
+    pkg = shared / "hookpkg"
+    for d in (hook, pkg):
+        d.mkdir(parents=True)
+    (hook / "sitecustomize.py").write_text(f"import sys\nsys.path.insert(0, {str(shared)!r})\n")
+    (pkg / "__init__.py").write_text("")
+    (tmp_path / "op.c").write_text("int op_fn(void) { return 1; }\n")
+    torch_lib = next(Path(sys.prefix).glob("lib/python3*/site-packages/torch/lib"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(pkg / "_ops.so"), str(tmp_path / "op.c"),
+                    f"-L{torch_lib}", "-Wl,--no-as-needed", "-lc10"], check=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import hookpkg; print(hookpkg.__file__)"],
+                          env={**env, "PYTHONPATH": str(hook)}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == str(pkg / "__init__.py"), real.stderr
+    # (opdoctor's own process runs the hook too: `src` after it on PYTHONPATH)
+    js = cli_proc("scan", "-f", "json", env={"PYTHONPATH": f"{hook}{os.pathsep}{ROOT / 'src'}"},
+                  timeout=600)
+    reports = json.loads(js.out)["reports"]
+    mine = [r for r in reports if r["target"]["path"] == str(pkg / "_ops.so")]
+    assert len(mine) == 1, [r["target"]["path"] for r in reports]
+    assert js.code == 1  # it links torch and registers nothing (OD101): the scan says so
+
+
 @pytest.mark.probe
 def test_scan_checks_the_source_trees_of_editable_installs(tmp_path: Path) -> None:
     """A developer's own operator package installed with `pip install -e .` lives outside

@@ -4099,3 +4099,39 @@ def test_a_library_checked_by_path_sees_the_copy_pythonpath_puts_first(
     assert not od502(str(installed))
     # not on sys.path (a build tree): imported from its parent, found, nothing to report
     assert not od502("")
+
+
+def test_a_copy_a_start_up_hook_puts_first_names_the_hook(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's P2: a sitecustomize.py inserts a shared directory at the head of sys.path,
+    whose older release of a package hides the one installed; OD502 said "put the wanted
+    directory first on sys.path (PYTHONPATH)" — the directory is on no PYTHONPATH, and the
+    file that adds it was not named. The entry's origin is named in the evidence and the fix."""
+    from tests.helpers import dist_info
+
+    hook, shared, installed = tmp_path / "hook", tmp_path / "shared", tmp_path / "installed"
+    for site, version in ((shared, "1.0"), (installed, "2.0")):
+        (site / "twinrel").mkdir(parents=True)
+        (site / "twinrel" / "__init__.py").write_text(f"__version__ = {version!r}\n")
+        dist_info(site, "twinrel", version, ["twinrel/__init__.py"])
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(f"import sys\nsys.path.insert(0, {str(shared)!r})\n")
+    path = f"{hook}{os.pathsep}{installed}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import twinrel; print(twinrel.__version__)"],
+                          env={**env, "PYTHONPATH": path}, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert real.stdout.strip() == "1.0", real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "twinrel", "--env",
+              f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD502"]
+    assert "runs twinrel 1.0" in f["message"] and "2.0 installed later" in f["message"], f
+    origin = hook / "sitecustomize.py"
+    assert f"which {origin} puts there" in f["evidence"][0], f["evidence"]
+    assert f"take {shared} off sys.path ({origin} puts it there)" in f["fix"], f["fix"]
+    # the same copies with the shared directory on PYTHONPATH: that is where it comes from
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "twinrel", "--env",
+              f"PYTHONPATH={shared}{os.pathsep}{installed}", "--cwd", str(tmp_path)
+              ).json()["reports"][0]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD502"]
+    assert f"take {shared} off sys.path (it is on PYTHONPATH)" in f["fix"], f["fix"]

@@ -24,6 +24,7 @@ from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts, commandcache
 from opdoctor.facts.pkgdir import (
     distribution,
+    entry_origin,
     importable,
     normalized,
     requirement_rows,
@@ -930,8 +931,16 @@ def _dotted_module(file: str, chain: ImportChain, name: str) -> str:
     return rel[:-3].replace(os.sep, ".")
 
 
+def _entry_source(origin: str) -> str:
+    """Where to take a sys.path entry away, for a fix: the file or variable that adds it
+    (:func:`entry_origin`), else the usual places."""
+    if origin == "PYTHONPATH":
+        return "it is on PYTHONPATH"
+    return f"{origin} puts it there" if origin else "PYTHONPATH, cwd"
+
+
 def _installed_copies(name: str, win: Candidate, others: list[Candidate],
-                      releases: dict[str, str], ev: list[str]) -> Finding:
+                      releases: dict[str, str], ev: list[str], origin: str = "") -> Finding:
     """OD502 for several copies of a package whose winner has what it needs. Copies that pip
     installed (each one's RECORD lists it) are no stale checkout: the same release twice is
     harmless (a note), another release hidden is a warning that names both — `pip list
@@ -957,7 +966,10 @@ def _installed_copies(name: str, win: Candidate, others: list[Candidate],
                          f"installed later on sys.path is hidden", ev, severity=Severity.WARNING,
                          fix=f"`python -m pip list --path DIR` reports {', '.join(other)} for "
                          f"{dirs}, which import never runs: uninstall the copy this job should "
-                         "not use, or put the wanted directory first on sys.path (PYTHONPATH).")
+                         "not use, or " + (f"take {os.path.dirname(win.path)} off sys.path "
+                                           f"({_entry_source(origin)})." if origin else
+                                           "put the wanted directory first on sys.path "
+                                           "(PYTHONPATH)."))
 
 
 def _same_distribution(mine: str, theirs: list[str]) -> bool:
@@ -1005,8 +1017,10 @@ def run(facts: Facts) -> Iterator[Finding]:
     others = [c for c in chain.candidates if c is not win and
               (win.kind == "namespace" or c.kind != "namespace")]
     if others:
+        origin = entry_origin(win.entry, chain.sys_path, facts.environ)
         ev = [f"import {name} → {win.path} ({win.kind}, from sys.path entry "
-              f"{win.entry or '(cwd)'!r})"]
+              f"{win.entry or '(cwd)'!r}" + (f", which {origin} puts there" if origin else "")
+              + ")"]
         ev += [f"hidden: {c.path} ({c.kind}, later on sys.path)" for c in others]
         win_so = facts.shared_libraries_under(win.path)
         other_so = [f for c in others for f in facts.shared_libraries_under(c.path)]
@@ -1026,7 +1040,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 f"installed copy with {hidden_so} is hidden"
                                 + ("; the import works without it" if works else ""), ev,
                                 fix=f"run from outside {os.path.dirname(win.path)} or remove it "
-                                f"from sys.path (PYTHONPATH, cwd); or {there}",
+                                f"from sys.path ({_entry_source(origin)}); or {there}",
                                 severity=Severity.WARNING if works else None)
         elif facts.options.wheel and win.kind != "namespace" and _same_distribution(
                 chain.releases.get(win.path, ""), [chain.releases.get(c.path, "")
@@ -1041,7 +1055,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 "as `pip install` of the wheel would replace it", ev,
                                 severity=Severity.INFO, fix="nothing to do for the wheel")
         elif win.kind != "namespace":
-            yield _installed_copies(name, win, others, chain.releases, ev)
+            yield _installed_copies(name, win, others, chain.releases, ev, origin)
     if win.kind == "namespace" and _lost_its_init(win.path) and not _namespace_by_design(chain):
         inside = facts.shared_libraries_under(win.path)[:3]
         yield OD506.finding(name, f"{win.path} has no __init__.py: it imports as a namespace "

@@ -282,6 +282,34 @@ def _pth_lines(sites: Iterable[str], prefixes: tuple[str, ...]) -> list[tuple[st
     return out
 
 
+def entry_origin(entry: str, sys_path: Iterable[str], environ: dict[str, str]) -> str:
+    """What puts ``entry`` on a job's sys.path, when it is not the interpreter's own: "PYTHONPATH",
+    the ``.pth`` file of a site directory that lists it, or the ``sitecustomize.py`` /
+    ``usercustomize.py`` that names it (a cluster's start-up hook inserting a shared directory
+    first: survey 23's P2 said "put the wanted directory first (PYTHONPATH)" and never named
+    the file); "" when none of them does."""
+    if not entry:
+        return ""
+    real = os.path.realpath(entry)
+    if any(p and os.path.realpath(p) == real
+           for p in environ.get("PYTHONPATH", "").split(os.pathsep)):
+        return "PYTHONPATH"
+    entries = [e for e in sys_path if e]
+    for d, pth, _exists in _pth_lines(site_dirs(entries), ("",)):
+        if os.path.realpath(d) == real:
+            return pth
+    for d in entries:
+        for hook in ("sitecustomize.py", "usercustomize.py"):
+            path = os.path.join(d, hook)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if entry in fh.read(1 << 20):
+                        return path
+            except OSError:
+                continue
+    return ""
+
+
 def pth_distribution(pth: str) -> str:
     """The dist-info directory of the distribution an editable install's ``.pth`` belongs to
     (setuptools' ``__editable__.<dist>-<version>.pth``, scikit-build-core's

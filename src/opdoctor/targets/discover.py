@@ -9,6 +9,7 @@ the framework itself (torch/lib). Static checks only by default (``--probe`` to 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -30,16 +31,25 @@ class ScanItem:
     name: str = ""  # the path below the scanned directory (site-packages or a PYTHONPATH entry)
 
 
+# The standard library's own entries of sys.path (…/lib/python3.11, its lib-dynload): no
+# package a user installs lives there.
+_STDLIB_ENTRY = re.compile(r"[/\\]lib(?:64)?[/\\]python\d\.\d+(?:[/\\]lib-dynload)?[/\\]?$")
+
+
 def scan_dirs(interp: Interpreter) -> list[str]:
     """The interpreter's site-packages, then the ``PYTHONPATH`` directories of the
     environment (Python puts them on ``sys.path`` ahead of site-packages: a package there is
-    the one a job imports)."""
+    the one a job imports), then the other directories the job's sys.path holds — what a
+    ``.pth`` file or a ``sitecustomize.py`` adds (survey 23's S2: a cluster hook inserting a
+    shared directory whose older torchvision every job imports; the scan read only the
+    venv's own copy, exit 0)."""
     out = list(interp.site_dirs)
     seen = {os.path.realpath(p) for p in out}
-    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    cwd = os.path.realpath(os.getcwd())
+    extra = [p for p in interp.sys_path if p and not _STDLIB_ENTRY.search(p)]
+    for p in [*os.environ.get("PYTHONPATH", "").split(os.pathsep), *extra]:
         real = os.path.realpath(p) if p else ""
-        if real and os.path.isdir(real) and real not in seen and real != os.path.realpath(
-                os.getcwd()):
+        if real and os.path.isdir(real) and real not in seen and real != cwd:
             seen.add(real)
             out.append(p)
     return out
