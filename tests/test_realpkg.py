@@ -1245,7 +1245,7 @@ def test_a_wheel_for_another_platform_or_python_says_which(
     extension's file names say what they were built for. Another CPU, OS or C library is
     OD418 (cause 4), another Python OD503; the fix reinstalls the distribution's release with
     this machine's pip (it was "rebuild with `pip install --force-reinstall .`" for all of
-    them). A package that catches the failed import and runs its pure-Python fallback
+    them), into the directory the copy is in. A package that catches the failed import and runs its pure-Python fallback
     (msgpack) works: a warning, not an error beside a note saying nothing is lost, and no
     "no compiled library" note for a package whose .pyd is right there."""
     site = _pip_site(site_name, package)
@@ -1259,8 +1259,10 @@ def test_a_wheel_for_another_platform_or_python_says_which(
     found = [f for f in rep["findings"] if f["code"] == code]
     assert len(found) == 1, rep["findings"]
     assert f", built for {built} (this interpreter imports" in found[0]["message"]
-    assert found[0]["fix"].startswith(f"pip install --force-reinstall --no-deps "
-                                      f"'{package}=={version}'")
+    # into the --target directory the copy is in (a plain reinstall lands in the venv,
+    # behind it on sys.path: survey 23's V3)
+    assert found[0]["fix"].startswith(f"pip install --force-reinstall --no-deps --upgrade "
+                                      f"--target {site} '{package}=={version}'"), found[0]["fix"]
     assert found[0]["severity"] == ("warning" if works else "error")
     codes = {f["code"] for f in rep["findings"]}
     assert "OD415" not in codes and "OD512" not in codes, rep["findings"]

@@ -1303,8 +1303,12 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
     severity = Severity.WARNING if caught else None
     tail = "; the package catches the failed import and runs without it" if caught else ""
     if platform:
+        # into the directory the copy is in (a `--target … --platform` copy on PYTHONPATH:
+        # a plain reinstall lands in the venv, behind it; survey 23's V3)
+        how = reinstall_command(facts, pin, chain.dist) if chain.dist else \
+            f"pip install --force-reinstall --no-deps {pin}"
         return OD418.finding(target, f"{target}: {links[0].problem}{tail}", evidence,
-                             fix=f"pip install --force-reinstall --no-deps {pin} with this "
+                             fix=f"{how} with this "
                              "machine's pip, without --platform or --python-version (it picks "
                              f"the wheel for this machine), or build it here; the files here are "
                              f"for {' / '.join(platform)}.", severity=severity)
@@ -1336,7 +1340,7 @@ def _other_builds(facts: Facts, chain: ImportChain, target: str, sites: list[str
             f"installs a wheel by its file name, so this {tags} build installs here and its "
             "import fails — and fix whatever renamed it (a CI step, an upload script).",
             severity=severity)
-    fix = (f"pip install --force-reinstall --no-deps {pin} with this interpreter (its pip "
+    fix = (f"{reinstall_command(facts, pin, chain.dist)} with this interpreter (its pip "
            "picks the wheel for this Python)" if chain.dist else
            "Rebuild/reinstall the package with this interpreter (python -m pip install "
            "--force-reinstall .)") + ", or run the Python the files were built for."

@@ -250,18 +250,23 @@ def _loaded_from_the_package_above(chain: ImportChain, package: str,
     return found
 
 
-def _self_named_extension(chain: ImportChain, package: str) -> list[str]:
+def _self_named_extension(chain: ImportChain, package: str, facts: Facts) -> list[str]:
     """The extension module in the package's own directory named as the package
     (``cv2/cv2.abi3.so``), for a package whose import chain reaches no compiled library:
     opencv's ``bootstrap()`` puts its own directory first on sys.path, drops ``cv2`` from
     sys.modules and re-imports ``cv2`` — that file, which no static reading follows (`check
     --static --package cv2` of a copy without its vendored libraries said "its compiled
     library was not analysed", exit 0; survey 21's W12)."""
+    interp = facts.interpreter
+    if interp is None or not chain.package_dir:
+        return []
+    # a file this interpreter's import takes for that name (orjson/orjson.cpython-311-aarch64-
+    # linux-gnu.so is no import of `orjson` here: OD418 is the package's finding)
     name = package.rsplit(".", 1)[-1]
-    home = os.path.realpath(chain.package_dir) if chain.package_dir else ""
+    wanted = {name + suffix for suffix in (interp.ext_suffix, ".abi3.so", ".so")}
+    home = os.path.realpath(chain.package_dir)
     return [f for f in chain.extensions_on_disk
-            if os.path.realpath(os.path.dirname(f)) == home
-            and os.path.basename(f).split(".", 1)[0] == name]
+            if os.path.realpath(os.path.dirname(f)) == home and os.path.basename(f) in wanted]
 
 
 def _distinct(libs: list[str]) -> list[str]:
@@ -361,7 +366,7 @@ def expand(paths: list[str], options: CheckOptions,
                     libs = _for_this_torch(_loaded_from_the_package_above(
                         chain, options.package, facts), facts)
                 if not libs:
-                    libs = _self_named_extension(chain, options.package)
+                    libs = _self_named_extension(chain, options.package, facts)
             if not libs:
                 where = chain.package_dir if chain and chain.package_dir \
                     else os.path.abspath(options.cwd or ".")
@@ -480,7 +485,7 @@ def expand(paths: list[str], options: CheckOptions,
                 chain = facts.chain
                 libs = [lib for lib in (chain.libraries if chain else [])
                         if os.path.abspath(lib).startswith(os.path.abspath(path))] or (
-                    _self_named_extension(chain, name) if chain else [])
+                    _self_named_extension(chain, name, facts) if chain else [])
                 targets.append(Target(libs[0] if libs else path, opts, path))
             elif path.endswith(".py") and os.path.isfile(path) and \
                     os.path.basename(path)[:-3].isidentifier():
