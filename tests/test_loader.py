@@ -271,6 +271,33 @@ def test_built_against_another_torch() -> None:
     assert "installed torch exports instead: c10::alloc_cpu(unsigned long)" in ev
 
 
+@pytest.mark.probe
+def test_a_stale_jit_build_is_deleted_not_rebuilt_with_pip(tmp_path: Path) -> None:
+    """Survey 23's F3: torch.utils.cpp_extension.load() built jitop under torch 2.13; torch was
+    upgraded, load() ran again, ninja found "no work to do" (the sources had not changed) and
+    the old jitop.so failed on a symbol the new torch lacks. OD304's fix said "pip install
+    --no-build-isolation ." — there is no project in a JIT build directory. Its build.ninja
+    beside <name>/<name>.so says what it is: deleting the directory makes load() compile it
+    again. Here: a library built against another torch, in load()'s layout."""
+    build = tmp_path / "torch_extensions" / "jitop"
+    build.mkdir(parents=True)
+    lib = build / "jitop.so"
+    shutil.copy(fixture("loader/other_torch.so"), lib)
+    (build / "build.ninja").write_text("ninja_required_version = 1.3\ncxx = c++\n"
+                                       "build jitop.o: compile jitop.cpp\n"
+                                       "build jitop.so: link jitop.o\ndefault jitop.so\n")
+    real = run_python("import sys, torch; torch.ops.load_library(sys.argv[1])", str(lib))
+    assert "undefined symbol" in real.stderr, real.stderr[-600:]
+    (f,) = [f for f in run_check(str(lib), NO_ENV).findings if f.code == "OD304"]
+    assert f.fix is not None and f.fix.startswith(f"delete the JIT build directory {build} ")
+    assert "pip install" not in f.fix
+    # the same file outside such a directory keeps the project rebuild
+    plain = tmp_path / "jitop.so"
+    shutil.copy(lib, plain)
+    (f,) = [f for f in run_check(str(plain), NO_ENV).findings if f.code == "OD304"]
+    assert f.fix is not None and "pip install --no-build-isolation ." in f.fix
+
+
 def test_pybind11_internals_mismatch() -> None:
     report = run_check(str(fixture("loader/pybind_mismatch.so")), NO_ENV)
     assert codes(report) == ["OD306"]

@@ -428,6 +428,16 @@ def own_namespaces(facts: Facts, undefined: list[str]) -> set[str]:
     return out
 
 
+def _jit_build_dir(path: str) -> str:
+    """The directory of a ``torch.utils.cpp_extension.load()`` build the library is the product
+    of (``<extensions dir>/<name>/<name>.so`` beside its ``build.ninja``); "" otherwise."""
+    d = os.path.dirname(os.path.abspath(path))
+    stem = os.path.basename(path).split(".", 1)[0]
+    if os.path.isfile(os.path.join(d, "build.ninja")) and stem == os.path.basename(d):
+        return d
+    return ""
+
+
 def _sym_line(s: Sym, names: dict[str, str]) -> str:
     ver = f"@{s.version}" if s.version else ""
     d = names[s.name]
@@ -467,6 +477,15 @@ def _torch_finding(facts: Facts, syms: list[Sym], names: dict[str, str], sev: Se
         want=f" (its metadata requires {ext.requires_torch})" if ext.requires_torch else "") \
         or (f"rebuild the extension against torch {version} (in this environment: pip "
             "install --no-build-isolation .), or install the torch it was built with")
+    jit = _jit_build_dir(facts.path)
+    if jit and not installed_release_fix(facts, version):
+        # torch.utils.cpp_extension.load()'s build directory, kept across a torch upgrade:
+        # its sources did not change, so ninja says "no work to do" and load() reloads the
+        # stale file ("pip install ." names no project there; survey 23's F3)
+        fix = (f"delete the JIT build directory {jit} (torch.utils.cpp_extension.load() "
+               f"builds there; TORCH_EXTENSIONS_DIR moves it) so that the next load() compiles "
+               f"it against torch {version}: its sources did not change, so ninja rebuilds "
+               "nothing and the old file is loaded again")
     hidden = facts.hidden_torch_defining(tuple(s.name for s in syms))
     if hidden:
         # the torch it was built for is installed, behind another environment's site
