@@ -1379,3 +1379,40 @@ def test_a_package_that_reimports_itself_as_its_extension_has_that_library_check
         assert od201["subject"] == "libvend.so" and od201["fix"].startswith(
             "selfpkg.libs, the directory of vendored libraries its RPATH names"), od201
         assert "OD201" in rep["diagnosis"]["root_findings"]
+
+
+@pytest.mark.probe
+def test_an_openmp5_library_after_torchs_libgomp_and_the_preload_that_fixes_it(
+        tmp_path: Path) -> None:
+    """Survey 23's G1, G1c: an op library compiled with this system's GCC and its OpenMP 5
+    allocator (omp_aligned_alloc: OMP_5.0.1) loads after `import torch`, whose bundled
+    libgomp.so.1 (up to OMP_5.0) is the process's: "version `OMP_5.0.1' not found". OD302's
+    fix spoke of libstdc++ and conda's libstdcxx-ng; the system's libgomp defines the version:
+    the fix preloads it. And with LD_PRELOAD of it the load works — the check said OD302
+    still (exit 1): LD_PRELOAD is in the emulated process now."""
+    src = tmp_path / "omp5.c"
+    src.write_text("#include <omp.h>\n"
+                   "void *omp5_buffer(void) { return omp_aligned_alloc(64, 256, "
+                   "omp_default_mem_alloc); }\n")
+    lib = tmp_path / "libomp5op.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-fopenmp", str(src), "-o", str(lib),
+                    f"-L{torch_lib_dir()}", "-Wl,--no-as-needed", "-lc10"],
+                   check=True, timeout=60)
+    gomp = os.path.realpath(subprocess.run(["gcc", "-print-file-name=libgomp.so.1"],
+                                           capture_output=True, text=True, check=True,
+                                           timeout=60).stdout.strip())
+    load = "import ctypes, sys, torch; ctypes.CDLL(sys.argv[1]); print('loaded')"
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    real = run_python(load, str(lib), env=env)
+    assert re.search(r"version `OMP_5\.0\.\d' not found", real.stderr), real.stderr[-600:]
+    (f,) = [f for f in run_check(str(lib), CheckOptions(env=tuple(env.items()))).findings
+            if f.code == "OD302"][:1]
+    named = re.search(r"`LD_PRELOAD=(\S+)`", f.fix or "")
+    assert named and os.path.realpath(named[1]) == gomp, f.fix  # the system's, by its name
+    assert "libstdc" not in (f.fix or "")
+    # the fix, applied: a fresh interpreter (the preload is read at its start)
+    fixed = subprocess.run([sys.executable, "-c", load, str(lib)], capture_output=True,
+                           text=True, timeout=120, env={**env, "LD_PRELOAD": gomp})
+    assert fixed.stdout.strip() == "loaded", fixed.stderr[-600:]
+    report = run_check(str(lib), CheckOptions(env=tuple({**env, "LD_PRELOAD": gomp}.items())))
+    assert not [x for x in report.findings if x.code in ("OD302", "OD301")], report.findings

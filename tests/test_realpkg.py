@@ -1245,9 +1245,10 @@ def test_a_wheel_for_another_platform_or_python_says_which(
     extension's file names say what they were built for. Another CPU, OS or C library is
     OD418 (cause 4), another Python OD503; the fix reinstalls the distribution's release with
     this machine's pip (it was "rebuild with `pip install --force-reinstall .`" for all of
-    them), into the directory the copy is in. A package that catches the failed import and runs its pure-Python fallback
-    (msgpack) works: a warning, not an error beside a note saying nothing is lost, and no
-    "no compiled library" note for a package whose .pyd is right there."""
+    them), into the directory the copy is in. A package that catches the failed import and
+    runs its pure-Python fallback (msgpack) works: a warning, not an error beside a note
+    saying nothing is lost, and no "no compiled library" note for a package whose .pyd is
+    right there."""
     site = _pip_site(site_name, package)
     real = run_python(f"import {package}", env={"PYTHONPATH": str(site)}, timeout=120)
     assert (real.returncode == 0) is works, real.stderr[-600:]

@@ -341,12 +341,12 @@ TEXTS = (
     'def __create_fn__(_type_root, _type_order, _type_edges, _type_missing, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,root:_type_root,order:_type_order,edges:_type_edges,missing:_type_missing)->_return_type:\n  self.root=root\n  self.order=order\n  self.edges=edges\n  self.missing=missing\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(root={self.root!r}, order={self.order!r}, edges={self.edges!r}, missing={self.missing!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.root,self.order,self.edges,self.missing,)==(other.root,other.order,other.edges,other.missing,)\n  return NotImplemented\n return __eq__',
-    "def __create_fn__(_type_ld_library_path, _type_cache_path, _type_lib, _type_platform_name, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ld_library_path, _dflt_cache_path, _dflt_lib, _dflt_platform_name, _return_type):\n def __init__(self,ld_library_path:_type_ld_library_path=_dflt_ld_library_path,cache_path:_type_cache_path=_dflt_cache_path,lib:_type_lib=_dflt_lib,platform_name:_type_platform_name=_dflt_platform_name)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'ld_library_path',ld_library_path)\n  __dataclass_builtins_object__.__setattr__(self,'cache_path',cache_path)\n  __dataclass_builtins_object__.__setattr__(self,'lib',lib)\n  __dataclass_builtins_object__.__setattr__(self,'platform_name',platform_name)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(ld_library_path={self.ld_library_path!r}, cache_path={self.cache_path!r}, lib={self.lib!r}, platform_name={self.platform_name!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.ld_library_path,self.cache_path,self.lib,self.platform_name,)==(other.ld_library_path,other.cache_path,other.lib,other.platform_name,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'ld_library_path\',\'cache_path\',\'lib\',\'platform_name\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'ld_library_path\',\'cache_path\',\'lib\',\'platform_name\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.ld_library_path,self.cache_path,self.lib,self.platform_name,))\n return __hash__',
+    "def __create_fn__(_type_ld_library_path, _type_cache_path, _type_lib, _type_platform_name, _type_preload, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ld_library_path, _dflt_cache_path, _dflt_lib, _dflt_platform_name, _dflt_preload, _return_type):\n def __init__(self,ld_library_path:_type_ld_library_path=_dflt_ld_library_path,cache_path:_type_cache_path=_dflt_cache_path,lib:_type_lib=_dflt_lib,platform_name:_type_platform_name=_dflt_platform_name,preload:_type_preload=_dflt_preload)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'ld_library_path',ld_library_path)\n  __dataclass_builtins_object__.__setattr__(self,'cache_path',cache_path)\n  __dataclass_builtins_object__.__setattr__(self,'lib',lib)\n  __dataclass_builtins_object__.__setattr__(self,'platform_name',platform_name)\n  __dataclass_builtins_object__.__setattr__(self,'preload',preload)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(ld_library_path={self.ld_library_path!r}, cache_path={self.cache_path!r}, lib={self.lib!r}, platform_name={self.platform_name!r}, preload={self.preload!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.ld_library_path,self.cache_path,self.lib,self.platform_name,self.preload,)==(other.ld_library_path,other.cache_path,other.lib,other.platform_name,other.preload,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'ld_library_path\',\'cache_path\',\'lib\',\'platform_name\',\'preload\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'ld_library_path\',\'cache_path\',\'lib\',\'platform_name\',\'preload\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.ld_library_path,self.cache_path,self.lib,self.platform_name,self.preload,))\n return __hash__',
     'def __create_fn__(_type_context, _type_preloaded, _type_global_scope, _type_tree, _type_closures, _type_preload_edges, _type_framework_missing, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_closures, _dflt_preload_edges, _dflt_framework_missing, _return_type):\n def __init__(self,context:_type_context,preloaded:_type_preloaded,global_scope:_type_global_scope,tree:_type_tree,closures:_type_closures=_HAS_DEFAULT_FACTORY,preload_edges:_type_preload_edges=_HAS_DEFAULT_FACTORY,framework_missing:_type_framework_missing=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.context=context\n  self.preloaded=preloaded\n  self.global_scope=global_scope\n  self.tree=tree\n  self.closures=_dflt_closures() if closures is _HAS_DEFAULT_FACTORY else closures\n  self.preload_edges=_dflt_preload_edges() if preload_edges is _HAS_DEFAULT_FACTORY else preload_edges\n  self.framework_missing=_dflt_framework_missing() if framework_missing is _HAS_DEFAULT_FACTORY else framework_missing\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(context={self.context!r}, preloaded={self.preloaded!r}, global_scope={self.global_scope!r}, tree={self.tree!r}, closures={self.closures!r}, preload_edges={self.preload_edges!r}, framework_missing={self.framework_missing!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.context,self.preloaded,self.global_scope,self.tree,self.closures,self.preload_edges,self.framework_missing,)==(other.context,other.preloaded,other.global_scope,other.tree,other.closures,other.preload_edges,other.framework_missing,)\n  return NotImplemented\n return __eq__',
@@ -3192,32 +3192,33 @@ def __create_fn__():
  return __eq__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_ld_library_path, _type_cache_path, _type_lib, _type_platform_name, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ld_library_path, _dflt_cache_path, _dflt_lib, _dflt_platform_name, _return_type):
- def __init__(self,ld_library_path:_type_ld_library_path=_dflt_ld_library_path,cache_path:_type_cache_path=_dflt_cache_path,lib:_type_lib=_dflt_lib,platform_name:_type_platform_name=_dflt_platform_name)->_return_type:
+def __create_fn__(_type_ld_library_path, _type_cache_path, _type_lib, _type_platform_name, _type_preload, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ld_library_path, _dflt_cache_path, _dflt_lib, _dflt_platform_name, _dflt_preload, _return_type):
+ def __init__(self,ld_library_path:_type_ld_library_path=_dflt_ld_library_path,cache_path:_type_cache_path=_dflt_cache_path,lib:_type_lib=_dflt_lib,platform_name:_type_platform_name=_dflt_platform_name,preload:_type_preload=_dflt_preload)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'ld_library_path',ld_library_path)
   __dataclass_builtins_object__.__setattr__(self,'cache_path',cache_path)
   __dataclass_builtins_object__.__setattr__(self,'lib',lib)
   __dataclass_builtins_object__.__setattr__(self,'platform_name',platform_name)
+  __dataclass_builtins_object__.__setattr__(self,'preload',preload)
  return __init__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(ld_library_path={self.ld_library_path!r}, cache_path={self.cache_path!r}, lib={self.lib!r}, platform_name={self.platform_name!r})"
+  return self.__class__.__qualname__ + f"(ld_library_path={self.ld_library_path!r}, cache_path={self.cache_path!r}, lib={self.lib!r}, platform_name={self.platform_name!r}, preload={self.preload!r})"
  return __repr__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.ld_library_path,self.cache_path,self.lib,self.platform_name,)==(other.ld_library_path,other.cache_path,other.lib,other.platform_name,)
+   return (self.ld_library_path,self.cache_path,self.lib,self.platform_name,self.preload,)==(other.ld_library_path,other.cache_path,other.lib,other.platform_name,other.preload,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('ld_library_path','cache_path','lib','platform_name',):
+  if type(self) is cls or name in ('ld_library_path','cache_path','lib','platform_name','preload',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
@@ -3225,7 +3226,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('ld_library_path','cache_path','lib','platform_name',):
+  if type(self) is cls or name in ('ld_library_path','cache_path','lib','platform_name','preload',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
@@ -3233,7 +3234,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.ld_library_path,self.cache_path,self.lib,self.platform_name,))
+  return hash((self.ld_library_path,self.cache_path,self.lib,self.platform_name,self.preload,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

@@ -256,6 +256,25 @@ def _wheel_glibc(owner: tuple[str, str, str] | None) -> tuple[str, str, str] | N
     return f"{name} {version}".strip() or os.path.basename(info), best[0], best[1]
 
 
+def _newer_runtime(facts: Facts, name: str, version: str, provider: str) -> str:
+    """Another file named ``name`` that the system's search would find (ld.so.cache, the
+    default directories) and that defines ``version``, when the process's own copy
+    (``provider``, loaded first by the framework) does not; "" when there is none."""
+    from opdoctor.facts.core import read_elf
+    from opdoctor.facts.elf.dynsym import DynSymbols
+
+    resolver = facts.resolver
+    cands = [*resolver.cache.get(name, []),
+             *(os.path.join(d, name) for d in resolver.default_dirs)]
+    mine = os.path.realpath(provider)
+    for cand in dict.fromkeys(cands):
+        if not os.path.isfile(cand) or os.path.realpath(cand) == mine:
+            continue
+        if read_elf(cand, lambda img: version in DynSymbols(img).defined_versions, False):
+            return cand
+    return ""
+
+
 def _target(facts: Facts) -> Iterator[Finding]:
     """The target's own version needs and undefined symbols."""
     binding = facts.binding
@@ -274,6 +293,18 @@ def _target(facts: Facts) -> Iterator[Finding]:
                           f"{promised[1]}; the library needs {mv.version[6:]} (a mis-tagged "
                           "wheel)")
             fix = _glibc_fix(mv.version[6:], have[-1][6:] if have else "")
+        else:
+            newer = _newer_runtime(facts, mv.file, mv.version, mv.provider)
+            if newer:
+                # torch's bundled libgomp.so.1 (up to OMP_5.0) is the process's when an
+                # OpenMP-5 op library loads after `import torch`; the system's defines
+                # OMP_5.0.2 (the fix said "conda's libstdcxx-ng", survey 23's G1)
+                ev.append(f"{newer} defines {mv.version}")
+                fix = (f"{mv.provider} is the {mv.file} this process loads first, and it "
+                       f"predates {mv.version}; {newer} defines it: preload that one for the "
+                       f"job (`LD_PRELOAD={newer}`: it is then the process's {mv.file}, and "
+                       "what needs the older versions is served by it too), or build without "
+                       f"the API that needs {mv.version}")
         yield OD302.finding(mv.file, f"version {mv.version} not found in {mv.file}{newest}",
                             tuple(ev), fix=fix)
     if not binding.unresolved:

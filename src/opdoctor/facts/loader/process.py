@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from opdoctor.facts.elf.image import ElfImage
@@ -140,6 +141,25 @@ def _tf_pywrap(framework: str) -> str | None:
     return path if os.path.exists(path) else None
 
 
+def _ld_preload(resolver: Resolver, preloaded: list[Library],
+                load: Callable[[str], DepTree]) -> list[Library]:
+    """The libraries LD_PRELOAD maps into the program ``preloaded`` holds (its executable
+    first), with what they need; an entry ld.so cannot find is skipped, as ld.so skips it
+    ("cannot be preloaded … ignored")."""
+    if not resolver.env.preload or not preloaded:
+        return []
+    seen = {lib.path for lib in preloaded}
+    out: list[Library] = []
+    for entry in resolver.env.preload:
+        path, _rule, _attempts = resolver.search(entry, preloaded[0], [])
+        if not path or os.path.realpath(path) in {os.path.realpath(p) for p in seen}:
+            continue
+        new = _mark(load(path), "LD_PRELOAD", seen)
+        seen |= {lib.path for lib in new}
+        out += new
+    return out
+
+
 def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             with_torch: bool, with_tensorflow: bool = False,
             via: tuple[str, ...] = (), first: tuple[str, ...] = (),
@@ -165,6 +185,16 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
         preloaded = _mark(exe, "python", set())
         global_scope = list(preloaded)
         context = f"python {interp.version}"
+        pre = _ld_preload(resolver, preloaded, load)
+        if pre:
+            # ld.so maps LD_PRELOAD's objects after the program and before its dependencies:
+            # first in the global scope after it, and a later DT_NEEDED of the same SONAME
+            # is that object (an OpenMP-5 op library after `import torch` with the system's
+            # libgomp preloaded in place of torch's older copy; survey 23's G1c)
+            preloaded[1:1] = pre
+            global_scope[1:1] = pre
+            context += " + LD_PRELOAD " + ", ".join(os.path.basename(p)
+                                                    for p in resolver.env.preload)
         if with_torch and interp.torch is not None:
             torch = interp.torch
             seen = {lib.path for lib in preloaded}

@@ -100,13 +100,16 @@ class Environment:
     cache_path: str = "/etc/ld.so.cache"
     lib: str = ""  # $LIB; computed from the machine when empty
     platform_name: str = ""  # $PLATFORM
+    preload: tuple[str, ...] = ()  # LD_PRELOAD: loaded after the program, before its needs
 
     @classmethod
     def from_env(cls, env: dict[str, str]) -> Environment:
-        """Read LD_LIBRARY_PATH; an empty element means the current directory, as in glibc."""
+        """Read LD_LIBRARY_PATH (an empty element means the current directory, as in glibc)
+        and LD_PRELOAD (separated by spaces or colons, as ld.so reads it)."""
         raw = env.get("LD_LIBRARY_PATH")
         parts = tuple((p or ".") for p in raw.replace(";", ":").split(":")) if raw else ()
-        return cls(ld_library_path=parts)
+        pre = tuple(p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p)
+        return cls(ld_library_path=parts, preload=pre)
 
 
 def _expand(entry: str, origin: str, env: Environment) -> str:
