@@ -1623,7 +1623,9 @@ def test_a_mis_tagged_wheel_gets_no_reinstall_fix(
                                        "this Python (py38-none-any)"), od503["fix"]
     else:
         assert "mis-tagged" not in od503["message"], od503
-        assert od503["fix"].startswith("pip install --force-reinstall --no-deps 'mtpkg==1.4'")
+        # (into the PYTHONPATH directory it is in: survey 23's V3)
+        assert od503["fix"].startswith("pip install --force-reinstall --no-deps --upgrade "
+                                       f"--target {site} 'mtpkg==1.4'"), od503["fix"]
 
 
 @pytest.mark.parametrize("required", [True, False])

@@ -252,8 +252,29 @@ def test_undefined_symbol_and_version_agree_with_static() -> None:
 
 @pytest.mark.probe
 def test_disagreement_is_reported(tmp_path: Path) -> None:
-    """LD_PRELOAD is not part of the static emulation: the real load finds the dependency."""
-    env = dict(NO_ENV, LD_PRELOAD=str(fixture("loader/depdir/libmyop_dep.so")))
+    """A loader mechanism the static emulation does not model — an LD_AUDIT library whose
+    la_objsearch hands ld.so another path for a name — makes the real load find the dependency
+    the emulation does not (LD_PRELOAD was this test's mechanism until the emulation learnt
+    it: survey 23's G1c)."""
+    dep = fixture("loader/depdir/libmyop_dep.so")
+    (tmp_path / "audit.c").write_text(
+        "#define _GNU_SOURCE\n#include <link.h>\n#include <string.h>\n"
+        "unsigned int la_version(unsigned int v) { return LAV_CURRENT; }\n"
+        "char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag) {\n"
+        f"  if (flag == LA_SER_ORIG && strcmp(name, \"{dep.name}\") == 0) return \"{dep}\";\n"
+        "  return (char *)name;\n}\n")
+    audit = tmp_path / "audit.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(audit), str(tmp_path / "audit.c")],
+                   check=True, timeout=60)
+    lib = fixture("loader/uses_dep.so")
+    load = "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('loaded')"
+    plain = subprocess.run([sys.executable, "-c", load, str(lib)], capture_output=True,
+                           text=True, timeout=60, env=dict(NO_ENV))
+    assert f"{dep.name}: cannot open shared object file" in plain.stderr, plain.stderr
+    audited = subprocess.run([sys.executable, "-c", load, str(lib)], capture_output=True,
+                             text=True, timeout=60, env=dict(NO_ENV, LD_AUDIT=str(audit)))
+    assert audited.stdout.strip() == "loaded", audited.stderr
+    env = dict(NO_ENV, LD_AUDIT=str(audit))
     opts = CheckOptions(probe=True, env=tuple(env.items()))
     report = run_check(str(fixture("loader/uses_dep.so")), opts)
     assert "OD201" in codes(report) and "OD130" in codes(report)
