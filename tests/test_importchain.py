@@ -4137,3 +4137,36 @@ def test_a_copy_a_start_up_hook_puts_first_names_the_hook(
               ).json()["reports"][0]
     (f,) = [f for f in rep["findings"] if f["code"] == "OD502"]
     assert f"take {shared} off sys.path (it is on PYTHONPATH)" in f["fix"], f["fix"]
+
+
+def test_a_load_the_job_environment_never_reaches_is_no_swallowed_load(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's F2: glfw loads a user-named library only `if
+    os.environ.get('PYGLFW_LIBRARY', '')`, inside `except OSError`, and falls back to its own;
+    `--static` warned of a load whose error is discarded (OD509) for a job that never sets the
+    variable. The job's environment decides the branch."""
+    pkg = tmp_path / "envload"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import ctypes, os\n"
+        "if os.environ.get('ENVLOAD_LIBRARY', ''):\n"
+        "    try:\n"
+        "        lib = ctypes.CDLL(os.environ['ENVLOAD_LIBRARY'])\n"
+        "    except OSError:\n"
+        "        lib = None\n"
+        "else:\n"
+        "    lib = None\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVLOAD_LIBRARY")}
+    real = subprocess.run([sys.executable, "-c", "import envload; print(envload.lib)"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "None", real.stderr
+
+    def od509(*extra: str) -> list[dict[str, str]]:
+        rep = cli(capsys, "check", "-f", "json", "--static", "--package", "envload",
+                  "--cwd", str(tmp_path), "--env", "PYTHONPATH=", *extra).json()["reports"][0]
+        return [f for f in rep["findings"] if f["code"] == "OD509"]
+
+    assert not od509()
+    # set for the job: the load runs, and its error would be discarded
+    (f,) = od509("--env", f"ENVLOAD_LIBRARY={tmp_path / 'libabsent.so'}")
+    assert f["severity"] != "info", f

@@ -411,3 +411,75 @@ def test_each_library_of_a_package_that_tries_several_gets_its_own_miss(
         probe_miss = [f["subject"] for f in rep["findings"] if f["code"] == "OD220"]
         assert probe_miss == [f"libmissing_{v}.so"], (v, probe_miss)
         assert "OD220" in rep["diagnosis"]["consequences"].get("OD201", [])
+
+
+@pytest.mark.probe
+def test_symbols_a_package_preloads_by_a_modules_file_are_bound_by_the_real_load(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's F1: usearch's import loads numkong's extension RTLD_GLOBAL by its module's
+    `__file__`, then its own extension, which uses nk_* symbols without NEEDing numkong.
+    OD301 "the load fails with undefined symbol", an error, exit 1, on a package that works.
+    The probe's process mapped the extension — a load that succeeded binds every symbol
+    (RTLD_NOW) —, so a static OD301 is a note there; and statically, the imported module's
+    `__file__` is its file, loaded RTLD_GLOBAL before the extension: its symbols bind the
+    extension's. Here: the same layout, built from two C files."""
+    import sysconfig
+
+    from tests.helpers import cli
+
+    pkg, provider = tmp_path / "site" / "upkg", tmp_path / "site" / "nkpkg"
+    for d in (pkg, provider):
+        d.mkdir(parents=True)
+    (provider / "__init__.py").write_text("")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    inc = sysconfig.get_paths()["include"]
+    module = ("#include <Python.h>\n{extra}\n"
+              "static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, \"{name}\", NULL, -1, "
+              "NULL}};\nPyMODINIT_FUNC PyInit_{name}(void) {{ PyObject *m = "
+              "PyModule_Create(&def); if (m) PyModule_AddIntConstant(m, \"answer\", {value}); "
+              "return m; }}\n")
+    for name, extra, value in (("_provider", "int nk_fn(void) { return 41; }", "0"),
+                               ("_user", "int nk_fn(void);", "nk_fn() + 1")):
+        (tmp_path / f"{name}.c").write_text(module.format(name=name, extra=extra, value=value))
+        where = provider if name == "_provider" else pkg
+        subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", inc, str(tmp_path / f"{name}.c"),
+                        "-o", str(where / f"{name}{suffix}")], check=True, timeout=60)
+    init = ("import ctypes\n"
+            "try:\n"
+            "    from nkpkg import _provider as _ext\n"
+            "    _path = {path}\n"
+            "    _lib = ctypes.CDLL(_path, mode=ctypes.RTLD_GLOBAL)\n"
+            "except ImportError:\n"
+            "    pass\n"
+            "from upkg import _user\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def check(*mode: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+        res = cli(capsys, "check", "-f", "json", *mode, "--package", "upkg", "--env",
+                  f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path))
+        rep = res.json()["reports"][0]
+        assert rep["target"]["path"].endswith(f"_user{suffix}"), rep["target"]
+        return res.code, rep
+
+    for path in ("_ext.__file__", "getattr(_ext, '__fi' + 'le__')"):
+        (pkg / "__init__.py").write_text(init.format(path=path))
+        real = subprocess.run([sys.executable, "-c", "import upkg; print(upkg._user.answer)"],
+                              env={**env, "PYTHONPATH": str(pkg.parent)}, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert real.stdout.strip() == "42", real.stderr
+        code, rep = check()
+        assert code == 0 and not [f for f in rep["findings"] if f["severity"] != "info"], \
+            rep["findings"]
+        static_code, static = check("--static")
+        od301 = [f for f in static["findings"] if f["code"] == "OD301"]
+        if path == "_ext.__file__":
+            # statically: the imported module's file, loaded RTLD_GLOBAL before the
+            # extension; the handler around it hides nothing that reading shows
+            assert static_code == 0 and not [f for f in static["findings"]
+                                             if f["severity"] != "info"], static["findings"]
+        else:
+            # a path no reading computes: the static view misses the symbols, the probe's
+            # process bound them — its OD301 is a note saying so
+            assert static_code == 1 and od301 and od301[0]["severity"] == "error"
+            (note,) = [f for f in rep["findings"] if f["code"] == "OD301"]
+            assert "were bound by the real load" in note["message"], note

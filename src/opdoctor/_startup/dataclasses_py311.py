@@ -152,6 +152,12 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'origin\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'origin\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.origin,))\n return __hash__',
+    "def __create_fn__(_type_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,path:_type_path)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(path={self.path!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.path,)==(other.path,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'path\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'path\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.path,))\n return __hash__',
     "def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _return_type):\n def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)\n  __dataclass_builtins_object__.__setattr__(self,'torch_hip',torch_hip)\n  __dataclass_builtins_object__.__setattr__(self,'torch_cuda',torch_cuda)\n  __dataclass_builtins_object__.__setattr__(self,'torch_known',torch_known)\n  __dataclass_builtins_object__.__setattr__(self,'env',env)\n  __dataclass_builtins_object__.__setattr__(self,'redirects',redirects)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,)\n  return NotImplemented\n return __eq__',
@@ -1695,6 +1701,48 @@ CODES.append(__create_fn__.__code__)
 def __create_fn__():
  def __hash__(self):
   return hash((self.origin,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,path:_type_path)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'path',path)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(path={self.path!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.path,)==(other.path,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('path',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('path',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.path,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

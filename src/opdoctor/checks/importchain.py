@@ -287,17 +287,19 @@ _ENV_FIX = re.compile(r"\bset (?:the )?(?:environment variable |env(?:ironment)?
 
 
 def _read_load(link: Link, facts: Facts) -> tuple[bool, str]:
-    """A swallowed import's compiled module, read without loading it: (True, its file name)
-    when it looks loadable here — an extension file of this interpreter that exports its
-    ``PyInit_`` and whose load the loader's rules would complete; (False, what would stop the
-    load) when reading it tells; (False, "") when it cannot be told."""
-    if link.kind != "submodule" or link.problem or not link.resolved:
+    """A swallowed import's compiled module (or a swallowed load's library), read without
+    loading it: (True, its file name) when it looks loadable here — an extension file of this
+    interpreter that exports its ``PyInit_`` (a library loaded by path: any) and whose load the
+    loader's rules would complete; (False, what would stop the load) when reading it tells;
+    (False, "") when it cannot be told."""
+    loads = link.kind in ("cdll", "load_library")
+    if (link.kind != "submodule" and not loads) or link.problem or not link.resolved:
         return False, ""
     mod = link.target.rsplit(".", 1)[-1]
     for f in link.resolved:
         if not (f.endswith(".so") or ".so." in f):
             return False, ""
-        if not facts.pyinit_exports(f, mod)[0]:
+        if not loads and not facts.pyinit_exports(f, mod)[0]:
             return False, f"{os.path.basename(f)} does not export PyInit_{mod}"
         problem = facts.load_problem(f)
         if problem != "":

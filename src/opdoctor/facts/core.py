@@ -319,8 +319,9 @@ class Facts:
         via = tuple(v.path for v in self.vendored_loaders[:1])
         first = self._loaded_first_by_package()
         bridge = self._onnxruntime_bridge()
+        shared = self._global_first_loads(first)
         proc = emulate(self.path, self.resolver, interp, with_torch, with_tf, via, first,
-                       bridge)
+                       bridge, shared)
         missing = [m.name for m in proc.tree.missing]
         # A dependency of the library needs the framework's own library (tensorflow-text's pybind
         # modules need libpybinds_library_common.so, which needs libtensorflow_framework.so.2):
@@ -332,7 +333,7 @@ class Facts:
             TORCH.linked_by(missing)
         if more_tf or more_torch:
             proc = emulate(self.path, self.resolver, interp, with_torch or more_torch,
-                           with_tf or more_tf, via, first, bridge)
+                           with_tf or more_tf, via, first, bridge, shared)
         return proc
 
     def _onnxruntime_bridge(self) -> tuple[str, ...]:
@@ -349,6 +350,15 @@ class Facts:
                 not os.path.isfile(bridge):
             return ()
         return (bridge,)
+
+    def _global_first_loads(self, first: tuple[str, ...]) -> tuple[str, ...]:
+        """The libraries of ``first`` the package's import loads with RTLD_GLOBAL."""
+        chain = self.chain if first else None
+        if chain is None:
+            return ()
+        return tuple(f for link in chain.links if link.kind in ("load_library", "cdll")
+                     and not link.fallback and _global_load(link.text)
+                     for f in link.resolved if f in first)
 
     def _loaded_first_by_package(self) -> tuple[str, ...]:
         """Libraries the package's import loads by path (its chain's load_library/CDLL calls,
@@ -367,8 +377,10 @@ class Facts:
             if link.kind not in ("load_library", "cdll") or link.fallback:
                 continue
             for f in link.resolved:
-                if os.path.basename(f) in needed and os.path.realpath(f) != me and \
-                        os.path.isfile(f) and f not in out:
+                # by SONAME when the target NEEDs it; RTLD_GLOBAL: its symbols bind the
+                # target's whether it NEEDs it or not (usearch preloads numkong's extension)
+                wanted = os.path.basename(f) in needed or _global_load(link.text)
+                if wanted and os.path.realpath(f) != me and os.path.isfile(f) and f not in out:
                     out.append(f)
         # Libraries of another installed package the package imports first, where the target's
         # RUNPATH names that package's directory (paddle2onnx: …/site-packages/paddle/base,
@@ -1488,6 +1500,11 @@ class Facts:
 
 ONNXRUNTIME_ENTRY_POINTS = ("OrtGetApiBase", "GetProvider", "CreateEpFactories",
                             "RegisterCustomOps")
+
+
+def _global_load(text: str) -> bool:
+    """Whether a load call's text asks for RTLD_GLOBAL (``mode=ctypes.RTLD_GLOBAL``, …)."""
+    return "RTLD_GLOBAL" in text
 
 
 def read_elf(path: str, read: Callable[[ElfImage], _T], unreadable: _T) -> _T:

@@ -326,6 +326,24 @@ class _Spec:
 
 
 @dataclass(frozen=True)
+class _ModuleFile:
+    """A name an import binds to a module whose file is known: its ``__file__``."""
+
+    path: str
+
+
+def _imported_file(site: str, parts: list[str], suffixes: tuple[str, ...]) -> str:
+    """The file the import of ``parts`` (``a.b.c``) finds in ``site``: an extension of one of
+    ``suffixes``, a ``.py`` module or a package's ``__init__.py``; "" when none is there."""
+    base = os.path.join(site, *parts)
+    for suf in (*suffixes, ".py"):
+        if os.path.isfile(base + suf):
+            return base + suf
+    init = os.path.join(base, "__init__.py")
+    return init if os.path.isfile(init) else ""
+
+
+@dataclass(frozen=True)
 class Known:
     """Facts of this install that decide conditions statically: the target interpreter's
     extension suffixes (``importlib.machinery.EXTENSION_SUFFIXES``) and its torch build
@@ -457,6 +475,14 @@ class _Eval(ast.NodeVisitor):
             if isinstance(v, str) and os.path.isabs(v):
                 return {"isfile": os.path.isfile, "isdir": os.path.isdir}.get(
                     path[1], os.path.exists)(v)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "get":
+            # `if os.environ.get('PYGLFW_LIBRARY', ''):` — the job's environment decides it
+            # (glfw's load of a user-named library runs only when the variable is set;
+            # survey 23's F2)
+            v = self.value(node)
+            if isinstance(v, str):
+                return bool(v)
         return None
 
     # ---------------------------------------------------------------- values
@@ -528,6 +554,9 @@ class _Eval(ast.NodeVisitor):
         if node.attr == "origin":
             v = self.value(node.value)
             return v.origin if isinstance(v, _Spec) else None
+        if node.attr == "__file__":
+            v = self.value(node.value)
+            return v.path if isinstance(v, _ModuleFile) else None
         return None
 
     def _call(self, node: ast.Call) -> object:
@@ -1205,6 +1234,15 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                     sib = _sibling_import(parts, None, seg)
                     links.extend(sib if sib is not None else _top_level_extension(
                         file, node.lineno, seg, parts[0], top_dir, suffixes, handlers))
+        if func is None and isinstance(node, ast.ImportFrom) and node.level == 0 and \
+                node.module and node.module.split(".")[0] != package:
+            # `from numkong import _numkong as ext` then `CDLL(ext.__file__, RTLD_GLOBAL)`
+            # (usearch: the other distribution's extension, preloaded for its symbols)
+            for a in node.names:
+                found = _imported_file(os.path.dirname(top_dir), [*node.module.split("."),
+                                                                  a.name], known.suffixes)
+                if found and (a.asname or a.name) not in names:
+                    names[a.asname or a.name] = _ModuleFile(found)
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
                 node.module.split(".")[0] != package:
             sib = _sibling_import(node.module.split("."), node, seg)

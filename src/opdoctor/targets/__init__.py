@@ -358,6 +358,10 @@ def expand(paths: list[str], options: CheckOptions,
             libs = chain.libraries if chain else []
             package_dir = os.path.realpath(chain.package_dir) if chain and \
                 chain.package_dir else ""
+            # the package's own libraries before what it loads of another's (usearch's import
+            # preloads numkong's extension by its __file__: the report is on usearch's)
+            libs = sorted(libs, key=lambda f: not os.path.realpath(f).startswith(
+                package_dir + os.sep)) if package_dir else libs
             if not libs and chain and chain.winner and chain.winner.kind == "extension":
                 libs = [chain.winner.path]  # a top-level extension module (awq_v2_ext.so)
             elif not libs and chain and chain.package_dir:

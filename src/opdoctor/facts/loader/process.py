@@ -163,12 +163,13 @@ def _ld_preload(resolver: Resolver, preloaded: list[Library],
 def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             with_torch: bool, with_tensorflow: bool = False,
             via: tuple[str, ...] = (), first: tuple[str, ...] = (),
-            bridge: tuple[str, ...] = ()) -> Process:
+            bridge: tuple[str, ...] = (), shared: tuple[str, ...] = ()) -> Process:
     """Load the interpreter (and torch) first, then ``target``, as the real process would;
     ``via``: the library that loads ``target`` (a wheel's vendored library is loaded by its
     extension, never on its own: see :mod:`opdoctor.facts.vendored`); ``first``: libraries
     the package's import loads by path before it (torchtext's lib/libtorchtext.so, which
-    ``_torchtext.so`` then finds by its SONAME already in the process)."""
+    ``_torchtext.so`` then finds by its SONAME already in the process); ``shared``: those of
+    them it loads RTLD_GLOBAL (their symbols bind the target's too)."""
     preloaded: list[Library] = []
     global_scope: list[Library] = []
     edges: dict[str, list[tuple[str, Library | Missing]]] = {}
@@ -231,6 +232,8 @@ def emulate(target: str, resolver: Resolver, interp: Interpreter | None,
             new = _mark(loaded, "the package's import", seen)
             closures[loaded.root.path] = [lib for lib in loaded.order if lib.image is not None]
             preloaded += new
+            if path in shared:
+                global_scope += new
             seen |= {lib.path for lib in new}
         context += " + " + ", ".join(os.path.basename(p) for p in first) + \
             " (loaded by the package's import)"
