@@ -575,12 +575,13 @@ def test_a_rank_lost_after_its_check_is_still_reported(tmp_path: Path, cache: st
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     # Rank 0's probe hangs in a library constructor until its --timeout: rank 1 is ready
-    # long before the roster closes.
+    # long before the roster closes. (At 8 s, rank 0 had finished once by the time a loaded
+    # machine's watcher saw rank 1 ready — 9.3 s —, before rank 1 could be lost: 25 s.)
     # A copy under another name: test_probe looks for any process left with ctor_hang.so in
     # its command line, and this rank runs for seconds beside it.
     slow = tmp_path / "slow_start.so"
     shutil.copy(fixture("probe/ctor_hang.so"), slow)
-    zero = rank(0, ["--timeout", "8", str(slow)])
+    zero = rank(0, ["--timeout", "25", str(slow)])
     one = rank(1, ["--static", str(fixture("loader/depdir/libmyop_dep.so"))])
     try:
         # A child reads the store (torch is not imported into the test worker: its objects
