@@ -4170,3 +4170,35 @@ def test_a_load_the_job_environment_never_reaches_is_no_swallowed_load(
     # set for the job: the load runs, and its error would be discarded
     (f,) = od509("--env", f"ENVLOAD_LIBRARY={tmp_path / 'libabsent.so'}")
     assert f["severity"] != "info", f
+
+
+def test_an_import_of_pkg_resources_beside_a_setuptools_without_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's F5: pyworld 0.3.5 and pytorch-wavelets 1.3.0 `import pkg_resources`, which
+    setuptools 82 and later no longer ship (setuptools 84 here). `--static` warned "install the
+    distribution that provides pkg_resources" (exit 0); the probe's fix spoke of a shadowing
+    directory and an extension never built. The import certainly fails: an error, with the
+    setuptools that brings the module back; explain's read of the error says the same."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    have = subprocess.run([sys.executable, "-c", "import pkg_resources"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    if have.returncode == 0:
+        pytest.skip("this environment's setuptools still ships pkg_resources (before 82)")
+    pkg = tmp_path / "site" / "prpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("import pkg_resources\nVERSION = '1.0'\n")
+    from tests.helpers import dist_info
+
+    dist_info(pkg.parent, "prpkg", "1.0", ["prpkg/__init__.py"])
+    real = subprocess.run([sys.executable, "-c", "import prpkg"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(pkg.parent)}, capture_output=True,
+                          text=True, timeout=60)
+    assert "No module named 'pkg_resources'" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "prpkg", "--env",
+              f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path)).json()["reports"][0]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD514"]
+    assert f["severity"] == "error" and "setuptools 82 and later no longer ship" in \
+        f["message"], f
+    assert f["fix"].startswith("pip install 'setuptools<82'"), f["fix"]
+    read = cli(capsys, "explain", "-f", "json", real.stderr).json()
+    assert read["cause"] == 5 and "setuptools 82" in read["title"], read

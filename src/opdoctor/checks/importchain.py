@@ -881,6 +881,22 @@ def _named_requirement(chain: ImportChain, kind: str, message: str) -> list[str]
             if normalized(name) in words]
 
 
+def _setuptools_without_pkg_resources(chain: ImportChain) -> str:
+    """The release of the setuptools first on sys.path when it is 82 or later (those ship no
+    pkg_resources); "" otherwise."""
+    for entry in chain.sys_path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith(".dist-info") and normalized(distribution(n)[0]) == "setuptools":
+                version = distribution(n)[1]
+                major = re.match(r"\d+", version)
+                return version if major and int(major.group(0)) >= 82 else ""
+    return ""
+
+
 def _uninstalled_requirements(chain: ImportChain) -> list[str]:
     """The unconditional Requires-Dist of the package's distribution that no sys.path
     directory has a ``*.dist-info`` of (polars without polars-runtime-32)."""
@@ -1605,6 +1621,23 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
         missing = []  # the real import worked: something the static reading does not see
     for file, line, module in missing:
         req = next((absent[d] for d in sorted(distributions_of(module)) if d in absent), None)
+        if req is None and module.split(".")[0] == "pkg_resources" and \
+                module not in reported and not facts.options.probe:
+            gone = _setuptools_without_pkg_resources(chain)
+            if gone:
+                # pytorch-wavelets 1.3.0, pyworld 0.3.5 beside setuptools 84 (survey 23's F5):
+                # a warning "install the distribution that provides it", exit 0, for an
+                # import that certainly fails
+                reported.add(module)
+                yield OD514.finding(
+                    module, f"import {chain.name} runs `import {module}` "
+                    f"({_rel(file, chain)}:{line}): setuptools {gone} is installed, and "
+                    "setuptools 82 and later no longer ship pkg_resources",
+                    (f"{_rel(file, chain)}:{line}: import {module} (module level, not in a "
+                     "try)", f"setuptools {gone}: no pkg_resources on sys.path"),
+                    fix="pip install 'setuptools<82' (the last releases with pkg_resources), "
+                    f"or a release of {distribution(chain.dist)[0]} that no longer imports it")
+                continue
         if req is None and not facts.options.probe and module not in reported:
             # sageattention 1.0.6's core.py: `import triton`, which its METADATA never
             # requires; `--static` said nothing and the import fails (survey 19)
