@@ -4202,3 +4202,26 @@ def test_an_import_of_pkg_resources_beside_a_setuptools_without_it(
     assert f["fix"].startswith("pip install 'setuptools<82'"), f["fix"]
     read = cli(capsys, "explain", "-f", "json", real.stderr).json()
     assert read["cause"] == 5 and "setuptools 82" in read["title"], read
+
+
+def test_a_package_in_the_working_directory_under_pythonsafepath(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's P1: a package importable only from the job's working directory, and the job
+    runs with PYTHONSAFEPATH=1 (`python -P`), which keeps that directory off sys.path. OD501
+    said "pip install ." (there is no project there) and not why."""
+    (tmp_path / "safepkg").mkdir()
+    (tmp_path / "safepkg" / "__init__.py").write_text("VALUE = 1\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    ok = subprocess.run([sys.executable, "-c", "import safepkg"], cwd=tmp_path, env=env,
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    real = subprocess.run([sys.executable, "-c", "import safepkg"], cwd=tmp_path,
+                          env={**env, "PYTHONSAFEPATH": "1"}, capture_output=True, text=True,
+                          timeout=60)
+    assert "No module named 'safepkg'" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "safepkg", "--cwd",
+              str(tmp_path), "--env", "PYTHONPATH=", "--env", "PYTHONSAFEPATH=1"
+              ).json()["reports"][0]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD501"]
+    assert "which PYTHONSAFEPATH keeps off sys.path" in f["message"], f
+    assert f["fix"].startswith("unset PYTHONSAFEPATH"), f["fix"]

@@ -494,6 +494,17 @@ def _not_found(name: str, order: list[str], chain: ImportChain, facts: Facts) ->
                              fix="unset PYTHONNOUSERSITE for this job, or install the package "
                              "into the environment itself (python -m pip install <it>, "
                              "without --user)")
+    cwd = _safe_path_hides(facts, top)
+    if cwd:
+        # survey 23's P1: the job runs with PYTHONSAFEPATH=1 (`python -P`), the package is in
+        # its working directory; "pip install ." named no project there and not the variable
+        return OD501.finding(name, f"no package {name} on the target interpreter's sys.path: "
+                             f"it is in the working directory ({cwd}), which PYTHONSAFEPATH "
+                             "keeps off sys.path (as `python -P` does)",
+                             [*order[:12], f"{os.path.join(cwd, top)} exists",
+                              "PYTHONSAFEPATH is set in the job's environment"],
+                             fix=f"unset PYTHONSAFEPATH for this job (or drop -P), put {cwd} on "
+                             "PYTHONPATH, or install the package into the environment")
     recorded = _recorded_without_files(top, chain)
     if recorded is not None:
         # survey 22's A8: torchvision/ deleted, its dist-info left: `pip install torchvision`
@@ -549,6 +560,20 @@ def _user_site_turned_off(facts: Facts, top: str) -> str:
     site = os.path.join(base, "lib", f"python{major_minor}", "site-packages")
     return site if os.path.isdir(os.path.join(site, top)) or os.path.isfile(
         os.path.join(site, f"{top}.py")) else ""
+
+
+def _safe_path_hides(facts: Facts, top: str) -> str:
+    """The job's working directory when it holds ``top`` (a package or module) and the job's
+    PYTHONSAFEPATH keeps it off sys.path; "" otherwise."""
+    if not facts.environ.get("PYTHONSAFEPATH"):
+        return ""
+    cwd = facts.options.cwd or os.getcwd()
+    interp = facts.interpreter
+    suffixes = (".py", interp.ext_suffix if interp else ".so", ".abi3.so", ".so")
+    if os.path.isfile(os.path.join(cwd, top, "__init__.py")) or any(
+            os.path.isfile(os.path.join(cwd, top + suf)) for suf in suffixes):
+        return cwd
+    return ""
 
 
 def _recorded_without_files(top: str, chain: ImportChain) -> tuple[str, str] | None:

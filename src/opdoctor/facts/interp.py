@@ -208,8 +208,11 @@ def inspect_interpreter(python: str | None = None, timeout: float = 30.0,
         exec(_SCRIPT, ns)  # same interpreter: no need to pay for a subprocess
         info = ns["info"]
         # The job is modelled as `python -c`: sys.path[0] is '' (its cwd), not opdoctor's
-        # own script directory.
-        info["sys_path"] = ["", *info["sys_path"][1:]]
+        # own script directory — none with PYTHONSAFEPATH (`python -P`), which leaves it out.
+        safe = (env if env is not None else os.environ).get("PYTHONSAFEPATH")
+        # (this process's own first entry is its script's directory, unless it runs -P too)
+        own = info["sys_path"][0 if getattr(sys.flags, "safe_path", False) else 1:]
+        info["sys_path"] = [*([] if safe else [""]), *own]
     else:
         info = _cached_answer(exe, timeout, env)
     libpython = None
