@@ -4225,3 +4225,34 @@ def test_a_package_in_the_working_directory_under_pythonsafepath(
     (f,) = [f for f in rep["findings"] if f["code"] == "OD501"]
     assert "which PYTHONSAFEPATH keeps off sys.path" in f["message"], f
     assert f["fix"].startswith("unset PYTHONSAFEPATH"), f["fix"]
+
+
+def test_an_extension_whose_pyinit_a_version_script_hides(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's F2: an extension linked with a version script `{ local: *; }` defines
+    PyInit__C but does not export it: "dynamic module does not define module export function
+    (PyInit__C)". OD416 said to rename the file or compile it under another module name — the
+    name was right. The local symbol in .symtab says what happened."""
+    import sysconfig
+
+    pkg = tmp_path / "site" / "hidmod"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import _C\n")
+    (tmp_path / "m.c").write_text(
+        "#include <Python.h>\nstatic struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \"_C\", "
+        "NULL, -1, NULL};\nPyMODINIT_FUNC PyInit__C(void) { return PyModule_Create(&def); }\n")
+    (tmp_path / "hide.map").write_text("{ local: *; };\n")
+    ext = pkg / ("_C" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", sysconfig.get_paths()["include"],
+                    f"-Wl,--version-script={tmp_path / 'hide.map'}", str(tmp_path / "m.c"),
+                    "-o", str(ext)], check=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import hidmod"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(pkg.parent)}, capture_output=True,
+                          text=True, timeout=60)
+    assert "does not define module export function (PyInit__C)" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "hidmod", "--env",
+              f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path)).json()["reports"][0]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD416"]
+    assert "defines PyInit__C but does not export it" in f["message"], f
+    assert f["fix"].startswith("export PyInit__C") and "rename" not in f["fix"], f["fix"]

@@ -62,6 +62,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from typing import Any
 
+    from opdoctor.facts.elf.image import ElfImage
+
 _IMPORT = "https://docs.python.org/3/reference/import.html"
 
 OD501 = CodeDoc(
@@ -906,6 +908,19 @@ def _named_requirement(chain: ImportChain, kind: str, message: str) -> list[str]
             if normalized(name) in words]
 
 
+def _defines_hidden(path: str, name: str) -> bool:
+    """Whether ``path``'s ``.symtab`` defines ``name`` as a local or hidden symbol (a stripped
+    file: no)."""
+    from opdoctor.facts.core import read_elf
+
+    def read(img: ElfImage) -> bool:
+        for sym in img.symtab():
+            if sym.shndx and img.cstring(sym.strtab, sym.st_name) == name:
+                return sym.binding == 0 or sym.other & 3 in (1, 2)  # STB_LOCAL / hidden
+        return False
+    return read_elf(path, read, False)
+
+
 def _setuptools_without_pkg_resources(chain: ImportChain) -> str:
     """The release of the setuptools first on sys.path when it is 82 or later (those ship no
     pkg_resources); "" otherwise."""
@@ -1208,6 +1223,20 @@ def run(facts: Facts) -> Iterator[Finding]:
                 ok, have = facts.pyinit_exports(f, mod)
                 if not ok:
                     exports = ", ".join(have) or "no PyInit_"
+                    if _defines_hidden(f, f"PyInit_{mod}"):
+                        # survey 23's F2: linked with a version script `{ local: *; }`: the
+                        # name is right, the symbol is there, only not exported
+                        yield OD416.finding(
+                            link.target, f"{os.path.basename(f)} defines PyInit_{mod} but "
+                            "does not export it (a local symbol: hidden by a linker version "
+                            "script or by -fvisibility=hidden)",
+                            (f"exports: {exports}", f".symtab: PyInit_{mod} (local or hidden)",
+                             where),
+                            fix=f"export PyInit_{mod}: declare it with PyMODINIT_FUNC (which "
+                            "gives it default visibility) and list it under `global:` in the "
+                            "linker version script (or drop the script); the file's name is "
+                            "right")
+                        continue
                     yield OD416.finding(link.target, f"{os.path.basename(f)} does not export "
                                         f"PyInit_{mod}", (f"exports: {exports}", where))
     for target, sites in other_python.items():
