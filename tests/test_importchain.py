@@ -4256,3 +4256,35 @@ def test_an_extension_whose_pyinit_a_version_script_hides(
     (f,) = [f for f in rep["findings"] if f["code"] == "OD416"]
     assert "defines PyInit__C but does not export it" in f["message"], f
     assert f["fix"].startswith("export PyInit__C") and "rename" not in f["fix"], f["fix"]
+
+
+@pytest.mark.parametrize("stray_first", [True, False])
+def test_a_stray_init_hides_the_namespace_package_that_holds_the_module(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], stray_first: bool) -> None:
+    """Survey 23's P3b: protobuf is a portion of the namespace package `google`; a stray
+    google/__init__.py in another sys.path entry makes `google` a regular package, which
+    wins wherever it stands, and `import google.protobuf` fails. OD501 said "pip install ."
+    (protobuf is installed). It names the stray file now."""
+    stray, good = tmp_path / "stray", tmp_path / "good"
+    (stray / "nsx").mkdir(parents=True)
+    (stray / "nsx" / "__init__.py").write_text("")
+    (good / "nsx" / "payload").mkdir(parents=True)
+    (good / "nsx" / "payload" / "__init__.py").write_text("VALUE = 1\n")
+    order = [stray, good] if stray_first else [good, stray]
+    path = os.pathsep.join(str(d) for d in order)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import nsx.payload"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": path}, capture_output=True, text=True,
+                          timeout=60)
+    assert "No module named 'nsx.payload'" in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "nsx.payload", "--env",
+              f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+    (f,) = [f for f in rep["findings"] if f["code"] in ("OD501", "OD502")]
+    assert f["code"] == "OD502" and f"{stray / 'nsx' / '__init__.py'} makes `nsx` a regular " \
+        "package" in f["message"], f
+    assert f["fix"].startswith(f"delete {stray / 'nsx' / '__init__.py'}"), f["fix"]
+    # without the stray file Python imports the namespace portion, and nothing is reported
+    (stray / "nsx" / "__init__.py").unlink()
+    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "nsx.payload", "--env",
+              f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+    assert not [f for f in rep["findings"] if f["code"] in ("OD501", "OD502")], rep["findings"]

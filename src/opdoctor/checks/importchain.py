@@ -496,6 +496,9 @@ def _not_found(name: str, order: list[str], chain: ImportChain, facts: Facts) ->
                              fix="unset PYTHONNOUSERSITE for this job, or install the package "
                              "into the environment itself (python -m pip install <it>, "
                              "without --user)")
+    hidden = _namespace_hidden(name, chain, facts)
+    if hidden is not None:
+        return hidden
     cwd = _safe_path_hides(facts, top)
     if cwd:
         # survey 23's P1: the job runs with PYTHONSAFEPATH=1 (`python -P`), the package is in
@@ -562,6 +565,48 @@ def _user_site_turned_off(facts: Facts, top: str) -> str:
     site = os.path.join(base, "lib", f"python{major_minor}", "site-packages")
     return site if os.path.isdir(os.path.join(site, top)) or os.path.isfile(
         os.path.join(site, f"{top}.py")) else ""
+
+
+def _namespace_hidden(name: str, chain: ImportChain, facts: Facts) -> Finding | None:
+    """OD502 when ``a.b`` is not found because a regular package ``a`` (a directory with an
+    ``__init__.py``, anywhere on sys.path) wins over the namespace package ``a`` whose portion
+    in another entry holds ``b``: Python prefers a regular package wherever it stands
+    (survey 23's P3b: a stray google/__init__.py hid protobuf; OD501 said "pip install .")."""
+    parts = name.split(".")
+    if len(parts) < 2:
+        return None
+    top, sub = parts[0], parts[1]
+    cwd = facts.options.cwd or os.getcwd()
+    dirs = [e or cwd for e in chain.sys_path]
+    regular = next((d for d in dirs if os.path.isfile(os.path.join(d, top, "__init__.py"))),
+                   None)
+    if regular is None or any(f.split(".", 1)[0] == sub
+                              for f in _listing(os.path.join(regular, top))):
+        return None  # the regular package has it: not this
+    portions = [d for d in dirs if d != regular and os.path.isdir(os.path.join(d, top))
+                and not os.path.isfile(os.path.join(d, top, "__init__.py"))
+                and (os.path.isdir(os.path.join(d, top, sub)) or any(
+                    f.split(".", 1)[0] == sub for f in _listing(os.path.join(d, top))))]
+    if not portions:
+        return None
+    stray = os.path.join(regular, top, "__init__.py")
+    origin = entry_origin(regular, chain.sys_path, facts.environ)
+    return OD502.finding(
+        name, f"no package {name}: {stray} makes `{top}` a regular package, which hides the "
+        f"namespace package `{top}` whose portion in {portions[0]} holds {sub}",
+        (f"{stray}: a regular package wins over namespace portions wherever it is on sys.path",
+         *[f"namespace portion: {os.path.join(d, top)} (holds {sub})" for d in portions[:3]]),
+        fix=f"delete {stray} (a namespace package has no __init__.py: something wrote one "
+        f"there), or take {regular} off sys.path" + (f" ({_entry_source(origin)})"
+                                                   if origin else ""))
+
+
+def _listing(d: str) -> list[str]:
+    """The names in ``d`` ([] when it cannot be listed)."""
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []
 
 
 def _safe_path_hides(facts: Facts, top: str) -> str:
