@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -483,3 +484,46 @@ def test_symbols_a_package_preloads_by_a_modules_file_are_bound_by_the_real_load
             assert static_code == 1 and od301 and od301[0]["severity"] == "error"
             (note,) = [f for f in rep["findings"] if f["code"] == "OD301"]
             assert "were bound by the real load" in note["message"], note
+
+
+@pytest.mark.probe
+def test_a_guess_list_for_a_library_ctypes_finds_is_not_retried(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's F3 (Wand 0.7.2 without ImageMagick): its import runs `libc_path =
+    ctypes.util.find_library('c')`, and `if libc_path:` loads it, else tries a list of guesses
+    ending with macOS's /usr/lib/libc.dylib inside `except OSError`. The probe retried that
+    last guess and led with "libc.dylib was not found" (OD220), the real MagickWand error
+    "a consequence" of it. ctypes finds libc through ld.so.cache here: the guesses never run."""
+    from tests.helpers import cli
+
+    pkg = tmp_path / "site" / "guesspkg"
+    pkg.mkdir(parents=True)
+    # as Wand's version.py does: the package's import catches its api module's ImportError
+    (pkg / "__init__.py").write_text("try:\n    from . import api\nexcept ImportError:\n"
+                                     "    api = None\n")
+    (pkg / "api.py").write_text(
+        "import ctypes, ctypes.util\n"
+        "libc_path = ctypes.util.find_library('c')\n"
+        "if libc_path:\n"
+        "    libc = ctypes.cdll.LoadLibrary(libc_path)\n"
+        "else:\n"
+        "    for libc_path in ('libc.so.6', '/usr/lib/libc.dylib'):\n"
+        "        try:\n"
+        "            libc = ctypes.cdll.LoadLibrary(libc_path)\n"
+        "            break\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "try:\n"
+        "    lib = ctypes.CDLL('libguessmagick-absent.so.9')\n"
+        "except OSError:\n"
+        "    raise ImportError('GuessMagick shared library not found.')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import guesspkg.api"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(pkg.parent)}, capture_output=True,
+                          text=True, timeout=60)
+    assert "ImportError: GuessMagick shared library not found." in real.stderr, real.stderr
+    rep = cli(capsys, "check", "-f", "json", "--package", "guesspkg", "--env",
+              f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path)).json()["reports"][0]
+    assert "libc.dylib" not in json.dumps(rep["findings"]), rep["findings"]
+    roots = [f for f in rep["findings"] if f["code"] in rep["diagnosis"]["root_findings"]]
+    assert roots and all("guessmagick" in json.dumps(f).lower() for f in roots), roots

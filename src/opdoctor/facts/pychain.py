@@ -325,6 +325,17 @@ class _Spec:
     origin: str
 
 
+def _find_library(name: str) -> str | None:
+    """``ctypes.util.find_library(name)`` as Linux answers it from ld.so.cache: the SONAME
+    of a ``lib<name>.so[.N…]`` it lists; None when it lists none (ctypes may still find one
+    through the compiler: undecided here)."""
+    from opdoctor.facts.loader.ldcache import load_ld_cache
+
+    want = re.compile(rf"lib{re.escape(name)}\.so(?:\.\d+)*$")
+    found = sorted(k for k in load_ld_cache("/etc/ld.so.cache") if want.match(k))
+    return found[0] if found else None
+
+
 @dataclass(frozen=True)
 class _ModuleFile:
     """A name an import binds to a module whose file is known: its ``__file__``."""
@@ -442,9 +453,11 @@ class _Eval(ast.NodeVisitor):
             return False
         if isinstance(node, ast.Name):
             # A flag computed once (psutil's `LINUX = sys.platform.startswith("linux")`,
-            # imported from its _common module): `if LINUX: … elif WINDOWS: …`.
+            # imported from its _common module): `if LINUX: … elif WINDOWS: …`; a string
+            # known here is true when not empty (`if libc_path:`)
             flag = self.value(node)
-            return flag if isinstance(flag, bool) else None
+            return flag if isinstance(flag, bool) else bool(flag) if isinstance(flag, str) \
+                else None
         if dotted in ("torch.version.hip", "torch.version.cuda") and self.known.torch_known:
             return bool(self.known.torch_hip if dotted.endswith("hip") else
                         self.known.torch_cuda)
@@ -563,6 +576,13 @@ class _Eval(ast.NodeVisitor):
         fn = _dotted(node.func)
         last = fn.rsplit(".", 1)[-1] if fn else (
             node.func.attr if isinstance(node.func, ast.Attribute) else "")
+        if fn in ("ctypes.util.find_library", "util.find_library", "find_library") and \
+                len(node.args) == 1:
+            # what ctypes finds through the system's ld.so.cache (wand: `libc_path =
+            # ctypes.util.find_library('c')`, then `if libc_path:` — the other branch's guesses
+            # end with macOS's /usr/lib/libc.dylib; survey 23's F3); not found: undecided
+            name = self.value(node.args[0])
+            return _find_library(name) if isinstance(name, str) else None
         if fn == "platform.system" and not node.args:
             return platform.system()
         if fn == "platform.python_implementation" and not node.args:
