@@ -339,6 +339,40 @@ def test_same_namespace_in_site_packages(tmp_path: Path) -> None:
 
 
 @pytest.mark.probe
+def test_the_same_operators_in_a_stripped_copy_in_site_packages(tmp_path: Path) -> None:
+    """Survey 23's X2, X3: a second copy of torchvision (its ops in STABLE_TORCH_LIBRARY
+    fragments) or of fbgemm-gpu-cpu (stripped: no registrar symbol left) loaded beside the
+    installed one aborts with "registered … multiple times"; `--against-site-packages`, whose
+    purpose that is, found nothing — it searched for registrar symbols only. The same complete
+    schema strings in another installed library are the same operators. Here: fbgemm-gpu-cpu
+    1.8.0's sparse_async_cumsum library (a real wheel's, stripped), and a copy of it."""
+    import venv
+
+    from opdoctor.pipeline import Selection
+    from tests.test_pyreg import site as pyreg_site
+    from tests.torchfork import run_python
+
+    lib = pyreg_site("fbgemm-gpu-cpu-1.8.0") / "fbgemm_gpu" / \
+        "fbgemm_gpu_sparse_async_cumsum.so"
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
+    site = next((tmp_path / "v" / "lib").glob("python3*/site-packages"))
+    (site / "oldcopy").mkdir()
+    shutil.copy(lib, site / "oldcopy" / "libcumsum.so")
+    real = run_python("import sys, torch\nfor p in sys.argv[1:]: torch.ops.load_library(p)",
+                      str(site / "oldcopy" / "libcumsum.so"), str(lib))
+    assert real.returncode != 0 and "with the same name and overload name multiple times" \
+        in real.stderr, real.stderr[-800:]
+    opts = CheckOptions(python=str(tmp_path / "v" / "bin" / "python"),
+                        against_site_packages=True)
+    report = run_check(str(lib), opts, Selection(("OD128",)))
+    assert codes(report) == ["OD128"], report.findings
+    assert "oldcopy/libcumsum.so also defines this library's operators (asynchronous_" in \
+        report.findings[0].message, report.findings[0].message
+    clean = run_check(str(reference()), opts, Selection(("OD128",)))
+    assert clean.findings == []
+
+
+@pytest.mark.probe
 def test_probe_script_error_is_opdoctors_fault(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in the probe script (forced through its self-test hook) is a finding that blames
     opdoctor, keeps the traceback, and is never the verdict on the library."""

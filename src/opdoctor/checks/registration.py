@@ -659,13 +659,27 @@ def _static(facts: Facts) -> Iterator[Finding]:
 
 def _same_namespace_elsewhere(facts: Facts) -> Iterator[Finding]:
     """Other installed shared libraries that define one of this library's namespaces."""
+    from opdoctor.facts.core import SAME_SCHEMAS
+
+    inv = facts.registration
+    defined = {ns.name for ns in inv.namespaces.values() if ns.defines}
+    ops = ", ".join(s.name for s in inv.schemas[:3]) + (" …" if len(inv.schemas) > 3 else "")
     for ns, where in facts.namespace_definers.items():
         for path, site in where:
+            if ns in defined:
+                yield OD128.finding(
+                    f"{ns}::*", f"{path} also defines TORCH_LIBRARY({ns}): whichever loads "
+                    "second fails",
+                    (f"registrar TORCH_LIBRARY_init_{ns} in {os.path.realpath(path)}",
+                     f"scanned: {site}"))
+                continue
+            # fragments or a stripped library: the same operator schemas (a second copy)
+            what = f"{ns}'s operators" if ns != SAME_SCHEMAS else "this library's operators"
             yield OD128.finding(
-                f"{ns}::*", f"{path} also defines TORCH_LIBRARY({ns}): whichever loads "
-                "second fails",
-                (f"registrar TORCH_LIBRARY_init_{ns} in {os.path.realpath(path)}",
-                 f"scanned: {site}"))
+                f"{ns}::*" if ns != SAME_SCHEMAS else path,
+                f"{path} also defines {what} ({ops}): loaded beside this library, whichever "
+                "registers them second aborts (\"registered … multiple times\")",
+                (f"the same schema strings in {os.path.realpath(path)}", f"scanned: {site}"))
 
 
 def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:

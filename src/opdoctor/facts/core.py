@@ -67,6 +67,9 @@ if TYPE_CHECKING:
 # A package with more extension modules than this is not searched for the one whose load
 # group brings a library in (load_group_host): the search emulates each one's load.
 MAX_GROUP_HOSTS = 64
+# namespace_definers' key for a stripped library's schema strings whose namespace it cannot
+# tell (no registrar symbol left, no "ns::" in the string)
+SAME_SCHEMAS = "(same schemas)"
 
 
 @dataclass(frozen=True)
@@ -974,12 +977,25 @@ class Facts:
         """Other installed libraries defining one of this library's TORCH_LIBRARY namespaces:
         namespace → [(library path, site-packages dir)] (byte search, nothing loaded)."""
         from opdoctor.facts.budget import checkpoint
-        names = [ns.name for ns in self.registration.namespaces.values() if ns.defines]
+        inv = self.registration
+        names = [ns.name for ns in inv.namespaces.values() if ns.defines]
         found: dict[str, list[tuple[str, str]]] = {}
-        if not names:
+        needles: dict[str, tuple[bytes, ...]] = {
+            ns: (f"TORCH_LIBRARY_init_{ns}RN5torch".encode(),
+                 f"TORCH_LIBRARY_static_init_{ns}\0".encode()) for ns in names}
+        # Fragments (torchvision's STABLE_TORCH_LIBRARY_FRAGMENT) and stripped libraries
+        # (fbgemm's) define their ops without a registrar to search for: another library
+        # holding the same complete schema strings defines those ops too — a second copy of
+        # the package loaded beside it aborts with "registered … multiple times" (survey 23's
+        # X2, X3; the option found nothing). Keyed by namespace when the library has one.
+        only = [ns.name for ns in inv.namespaces.values()]
+        for sch in [x for x in inv.schemas if not x.partial and len(x.text) >= 24][:8]:
+            key = sch.name.split("::", 1)[0] if "::" in sch.name else \
+                (only[0] if len(only) == 1 else SAME_SCHEMAS)
+            if key not in names:
+                needles[key] = (*needles.get(key, ()), b"\0" + sch.text.encode() + b"\0")
+        if not needles:
             return found
-        needles = {ns: (f"TORCH_LIBRARY_init_{ns}RN5torch".encode(),
-                        f"TORCH_LIBRARY_static_init_{ns}\0".encode()) for ns in names}
         me = os.path.realpath(self.path)
         seen: set[str] = set()
         for site in self.site_dirs:
