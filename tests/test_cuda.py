@@ -193,3 +193,45 @@ def test_the_inventory_is_one_row_per_kind_of_image() -> None:
     assert fb is not None
     assert sum(r["count"] for r in rows) == len(fb.entries)
     assert sum(r["size"] for r in rows) == sum(e.size for e in fb.entries)
+
+
+def test_a_build_for_a_cuda_major_this_torch_does_not_bring(tmp_path: Path) -> None:
+    """Survey 23's V1: torchaudio 2.9.0 (CUDA 12) beside torch 2.14.1+cu130, `--static` led
+    with "libcudart.so.12 is not found: install CUDA 12" — a runtime beside this torch that
+    only reaches the next mismatch; OD312 (another CUDA major) was a warning below it. With
+    that major's runtime not installed, OD312 is the error and the missing runtime its
+    consequence. Here: a library that NEEDs libcudart.so.11 (a stub at link time, gone after),
+    beside a torch package layout of CUDA 12.8."""
+    import subprocess
+    import sys
+    import venv
+
+    (tmp_path / "rt.c").write_text("int cudaGetDeviceCount(int *n) { *n = 0; return 0; }\n")
+    stub = tmp_path / "libcudart.so.11"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcudart.so.11", "-o", str(stub),
+                    str(tmp_path / "rt.c")], check=True, timeout=60)
+    (tmp_path / "op.c").write_text("int cudaGetDeviceCount(int *n);\n"
+                                   "int op_devices(void) { int n; cudaGetDeviceCount(&n); "
+                                   "return n; }\n")
+    lib = tmp_path / "libcu11op.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "op.c"),
+                    str(stub)], check=True, timeout=60)
+    stub.unlink()
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(lib)], capture_output=True, text=True, timeout=60, env={})
+    assert "libcudart.so.11: cannot open shared object file" in real.stderr, real.stderr
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
+    site = next((tmp_path / "v" / "lib").glob("python3*/site-packages"))
+    torch = site / "torch"
+    (torch / "lib").mkdir(parents=True)
+    (torch / "__init__.py").write_text("")
+    (torch / "version.py").write_text("__version__ = '2.7.0+cu128'\ncuda = '12.8'\n")
+    py = str(tmp_path / "v" / "bin" / "python")
+    report = run_check(str(lib), CheckOptions(python=py, env=()))
+    od312 = next(f for f in report.findings if f.code == "OD312")
+    assert od312.severity.value == "error" and "CUDA 11's runtime is not installed" in \
+        od312.message, od312
+    assert report.diagnosis is not None
+    assert "OD312" in [f.code for f in report.diagnosis.root_findings]
+    assert "OD201" in [f.code for f in report.diagnosis.consequences.get("OD312", [])], \
+        report.diagnosis

@@ -103,6 +103,11 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
               "OD505", "OD509", "OD510", "OD511", "OD512", "OD101", "OD121", "OD313", "OD312",
               "OD306"),
 }
+# Built for another CUDA major than torch's (checks/cuda.py): that major's runtime libraries
+# are not installed beside a torch of another one (verdict/diagnosis.py: those libraries only)
+# — torchaudio 2.9.0 (CUDA 12) beside torch 2.14.1+cu130 led with "install CUDA 12"
+# (survey 23's V1).
+EXPLAINS["OD312"] = ("OD201", "OD301", "OD321", "OD220", "OD511", "OD420")
 # Stable-ABI extensions (checks/stable.py): the missing shim function is why the load fails.
 EXPLAINS["OD316"] = ("OD301", "OD321", "OD511", "OD420", "OD101", "OD121")
 EXPLAINS["OD317"] = ("OD301", "OD321", "OD511", "OD420", "OD101", "OD121")

@@ -131,10 +131,24 @@ def run(facts: Facts) -> Iterator[Finding]:
                                  f"GPU code in the library: {inventory}"))
         return
     if cudart is not None and str(cudart) != torch.cuda.split(".")[0]:
+        ev = (f"DT_NEEDED libcudart.so.{cudart}", f"torch.version.cuda = {torch.cuda}")
+        if any(m.name == f"libcudart.so.{cudart}" for m in facts.process.tree.missing):
+            # CUDA 12's runtime is not installed beside a CUDA 13 torch: the library is a
+            # build for a torch of another CUDA major, not a search-path problem (torchaudio
+            # 2.9.0 beside torch 2.14.1+cu130 led with "install CUDA 12"; survey 23's V1)
+            major = torch.cuda.split(".")[0]
+            yield OD312.finding(
+                facts.path, f"the library uses CUDA runtime {cudart}, torch {torch.version} "
+                f"uses CUDA {torch.cuda}, and CUDA {cudart}'s runtime is not installed: it is a "
+                f"build for a torch of CUDA {cudart}", (*ev, f"libcudart.so.{cudart}: not found"),
+                severity=Severity.ERROR,
+                fix=f"install the package's build for torch {torch.version} (CUDA {major}: "
+                "from the index torch came from), or run it with a torch built for CUDA "
+                f"{cudart}; installing CUDA {cudart}'s runtime beside this torch only reaches "
+                "the next mismatch")
+            return
         yield OD312.finding(facts.path, f"the library uses CUDA runtime {cudart}, torch "
-                            f"{torch.version} uses CUDA {torch.cuda}",
-                            (f"DT_NEEDED libcudart.so.{cudart}", f"torch.version.cuda = "
-                             f"{torch.cuda}"))
+                            f"{torch.version} uses CUDA {torch.cuda}", ev)
 
 
 def section(facts: Facts) -> dict[str, Any]:

@@ -129,6 +129,18 @@ def _explains(root: Finding, f: Finding) -> bool:
         # file the package's import names ("only _regex.cpython-312-…so")
         return f.subject == root.subject or (
             bool(f.subject) and os.path.basename(f.subject) in root.message)
+    if root.code == "OD312" and f.code in ("OD201", "OD220", "OD301"):
+        # the CUDA libraries of the library's own CUDA major, which a torch of another major
+        # does not bring (libcudart.so.12 beside torch+cu130), and the symbols they define
+        m = re.search(r"uses CUDA runtime (\d+)", root.message)
+        if m is None:
+            return False
+        from opdoctor.facts.variant import variant_library
+
+        if f.code == "OD301":
+            return "(inconclusive" in f.message and f".so.{m.group(1)}" in f.message
+        missing = f.subject.split()[0] if f.code == "OD201" else (_missing_library(f) or "")
+        return variant_library(missing) == ("cuda", int(m.group(1)))
     if root.code == "OD201" and f.code == "OD320":
         # torch's own import missing a library (checks/deps.py's framework misses) is why
         # torch fails to import; an extension's own missing dependency is not
