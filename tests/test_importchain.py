@@ -4288,3 +4288,46 @@ def test_a_stray_init_hides_the_namespace_package_that_holds_the_module(
     rep = cli(capsys, "check", "-f", "json", "--static", "--package", "nsx.payload", "--env",
               f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
     assert not [f for f in rep["findings"] if f["code"] in ("OD501", "OD502")], rep["findings"]
+
+
+def test_a_package_directory_whose_import_loads_its_sibling_packages_library(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's F6: tflite-support installs `tflite_support` (Python only) and
+    `tensorflow_lite_support` (its compiled modules); `import tflite_support` loads the
+    latter's _pywrap_*.so, which needs libusb-1.0.so.0 — absent. `check --static
+    site/tflite_support` said "No error" (the libraries its import loads lie outside the
+    directory); `--package` saw it. The directory check takes them too."""
+    import sysconfig
+
+    from tests.helpers import dist_info
+
+    site = tmp_path / "site"
+    top, native = site / "twotop", site / "lowerlib"
+    for d in (top, native):
+        d.mkdir(parents=True)
+    (top / "__init__.py").write_text("from lowerlib import _ext\n")
+    (native / "__init__.py").write_text("")
+    (tmp_path / "dep.c").write_text("int usbish(void) { return 3; }\n")
+    dep = tmp_path / "libusbish.so.0"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libusbish.so.0", "-o", str(dep),
+                    str(tmp_path / "dep.c")], check=True, timeout=60)
+    (tmp_path / "m.c").write_text(
+        "#include <Python.h>\nint usbish(void);\n"
+        "static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \"_ext\", NULL, -1, NULL};\n"
+        "PyMODINIT_FUNC PyInit__ext(void) { usbish(); return PyModule_Create(&def); }\n")
+    ext = native / ("_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", sysconfig.get_paths()["include"],
+                    str(tmp_path / "m.c"), "-o", str(ext), str(dep)], check=True, timeout=60)
+    dep.unlink()
+    dist_info(site, "twotop", "1.0", ["twotop/__init__.py", "lowerlib/__init__.py",
+                                      f"lowerlib/{ext.name}"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import twotop"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True,
+                          timeout=60)
+    assert "libusbish.so.0: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--cwd", str(tmp_path), str(top))
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and [f["subject"] for f in rep["findings"] if f["code"] == "OD201"] \
+        == ["libusbish.so.0"], rep["findings"]

@@ -488,8 +488,13 @@ def expand(paths: list[str], options: CheckOptions,
                 facts.prestart_probe()
                 chain = facts.chain
                 libs = [lib for lib in (chain.libraries if chain else [])
-                        if os.path.abspath(lib).startswith(os.path.abspath(path))] or (
-                    _self_named_extension(chain, name, facts) if chain else [])
+                        if os.path.abspath(lib).startswith(os.path.abspath(path) + os.sep)] or (
+                    _self_named_extension(chain, name, facts) if chain else []) or (
+                    # a top-level package whose import loads only another top-level
+                    # package's libraries, which its distribution installs beside it
+                    # (tflite_support → tensorflow_lite_support's _pywrap_*.so: the directory
+                    # check said "No error" on an import that fails; survey 23's F6)
+                    chain.libraries if chain and "." not in name else [])
                 targets.append(Target(libs[0] if libs else path, opts, path))
             elif path.endswith(".py") and os.path.isfile(path) and \
                     os.path.basename(path)[:-3].isidentifier():
