@@ -4331,3 +4331,40 @@ def test_a_package_directory_whose_import_loads_its_sibling_packages_library(
     rep = res.json()["reports"][0]
     assert res.code == 1 and [f["subject"] for f in rep["findings"] if f["code"] == "OD201"] \
         == ["libusbish.so.0"], rep["findings"]
+
+
+def test_a_module_of_a_package_is_followed_to_the_extension_it_imports(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 23's L1: `from PIL import Image` fails (a vendored library of _imaging replaced
+    by an older one); `check --static --package PIL.Image` said "no compiled library", exit 0:
+    a module of a package was not read at all. It is read as the package's modules are, and
+    the extension its `from . import _imaging` loads is checked."""
+    import sysconfig
+
+    pkg = tmp_path / "site" / "modpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core.py").write_text("from . import _native as native\n")
+    (tmp_path / "dep.c").write_text("int gone_fn(void) { return 1; }\n")
+    dep = tmp_path / "libgonedep.so.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libgonedep.so.1", "-o", str(dep),
+                    str(tmp_path / "dep.c")], check=True, timeout=60)
+    (tmp_path / "m.c").write_text(
+        "#include <Python.h>\nint gone_fn(void);\n"
+        "static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \"_native\", NULL, -1, NULL};\n"
+        "PyMODINIT_FUNC PyInit__native(void) { gone_fn(); return PyModule_Create(&def); }\n")
+    ext = pkg / ("_native" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", sysconfig.get_paths()["include"],
+                    str(tmp_path / "m.c"), "-o", str(ext), str(dep)], check=True, timeout=60)
+    dep.unlink()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import modpkg.core"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(pkg.parent)}, capture_output=True,
+                          text=True, timeout=60)
+    assert "libgonedep.so.1: cannot open shared object file" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "modpkg.core", "--env",
+              f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path))
+    rep = res.json()["reports"][0]
+    assert rep["target"]["path"] == str(ext), rep["target"]
+    assert res.code == 1 and [f["subject"] for f in rep["findings"] if f["code"] == "OD201"] \
+        == ["libgonedep.so.1"], rep["findings"]

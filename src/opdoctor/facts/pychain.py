@@ -1898,6 +1898,14 @@ def _analyse(name: str, sys_path: tuple[str, ...], ext_suffix: str, cwd: str,
             chain.links = _without_superseded(parse_links(
                 win.path, name, suffixes, top_dir=os.path.join(os.path.dirname(win.path), name),
                 known=known_here(list(sys_path), suffixes, env)))
+        elif win is not None and win.kind == "module":
+            # A module of a package (`--package PIL.Image`): read as its package's modules
+            # are, relative imports from its directory — Image.py's `from . import _imaging`
+            # is the extension its import loads (the check said "no compiled library" over a
+            # _imaging whose vendored libtiff was replaced; survey 23's L1)
+            chain.links = _without_superseded(parse_links(
+                win.path, name.rsplit(".", 1)[0], suffixes,
+                known=known_here(list(sys_path), suffixes, env)))
         return chain
     init = os.path.join(pkg, "__init__.py")
     if os.path.isfile(init):
