@@ -160,10 +160,9 @@ def test_text_rows(capsys: pytest.CaptureFixture[str]) -> None:
     assert "✓ sm_80: runs natively (sm_80)" in res.out
 
 
-def test_cuda_runtime_differs_from_torch(tmp_path: Path) -> None:
-    """An interpreter whose torch was built for CUDA 12 (a torch package layout on disk with
-    that version.py — no CUDA torch wheel can be installed on this CPU-only machine), checking
-    the reference, which links libcudart.so.13."""
+def _cuda12_torch_venv(tmp_path: Path) -> str:
+    """The python of a venv whose torch is a package layout on disk of a CUDA 12.8 build (its
+    version.py; no CUDA torch wheel can be installed on this CPU-only machine)."""
     import venv
 
     venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
@@ -172,7 +171,14 @@ def test_cuda_runtime_differs_from_torch(tmp_path: Path) -> None:
     (torch / "lib").mkdir(parents=True)
     (torch / "__init__.py").write_text("")
     (torch / "version.py").write_text("__version__ = '2.7.0+cu128'\ncuda = '12.8'\n")
-    py = str(tmp_path / "v" / "bin" / "python")
+    return str(tmp_path / "v" / "bin" / "python")
+
+
+def test_cuda_runtime_differs_from_torch(tmp_path: Path) -> None:
+    """An interpreter whose torch was built for CUDA 12 (a torch package layout on disk with
+    that version.py — no CUDA torch wheel can be installed on this CPU-only machine), checking
+    the reference, which links libcudart.so.13."""
+    py = _cuda12_torch_venv(tmp_path)
     report = run_check(str(reference()), CheckOptions(python=py, env=()), Selection(("OD312",)))
     assert codes(report) == ["OD312"]
     assert "CUDA runtime 13, torch 2.7.0+cu128 uses CUDA 12.8" in report.findings[0].message
@@ -204,7 +210,6 @@ def test_a_build_for_a_cuda_major_this_torch_does_not_bring(tmp_path: Path) -> N
     beside a torch package layout of CUDA 12.8."""
     import subprocess
     import sys
-    import venv
 
     (tmp_path / "rt.c").write_text("int cudaGetDeviceCount(int *n) { *n = 0; return 0; }\n")
     stub = tmp_path / "libcudart.so.11"
@@ -220,13 +225,7 @@ def test_a_build_for_a_cuda_major_this_torch_does_not_bring(tmp_path: Path) -> N
     real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
                            str(lib)], capture_output=True, text=True, timeout=60, env={})
     assert "libcudart.so.11: cannot open shared object file" in real.stderr, real.stderr
-    venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
-    site = next((tmp_path / "v" / "lib").glob("python3*/site-packages"))
-    torch = site / "torch"
-    (torch / "lib").mkdir(parents=True)
-    (torch / "__init__.py").write_text("")
-    (torch / "version.py").write_text("__version__ = '2.7.0+cu128'\ncuda = '12.8'\n")
-    py = str(tmp_path / "v" / "bin" / "python")
+    py = _cuda12_torch_venv(tmp_path)
     report = run_check(str(lib), CheckOptions(python=py, env=()))
     od312 = next(f for f in report.findings if f.code == "OD312")
     assert od312.severity.value == "error" and "CUDA 11's runtime is not installed" in \

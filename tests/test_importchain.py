@@ -3865,8 +3865,7 @@ def test_another_copy_of_a_module_the_distribution_installs_first_on_sys_path(
                           capture_output=True, text=True, env={**env, "PYTHONPATH": path},
                           timeout=60, cwd=tmp_path)
     assert "Version mismatch: 2.0 vs 1.0" in real.stderr, real.stderr
-    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "ffilike", "--env",
-              f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+    rep = _static_package_report(capsys, tmp_path, path, "ffilike")
     od502 = [f for f in rep["findings"] if f["code"] == "OD502"]
     assert [f["severity"] for f in od502] == ["error"], rep["findings"]
     assert f"picks {system / '_ffilike_backend.py'}" in od502[0]["message"]
@@ -3907,8 +3906,7 @@ def test_another_pythons_build_on_pythonpath_before_an_install_for_this_one(
     assert "cannot import name '_core'" in real.stderr, real.stderr
     assert subprocess.run([sys.executable, "-c", "import twopy"], env={
         **env, "PYTHONPATH": str(site)}, timeout=60, cwd=tmp_path).returncode == 0
-    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "twopy", "--env",
-              f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+    rep = _static_package_report(capsys, tmp_path, path, "twopy")
     (od503,) = [f for f in rep["findings"] if f["code"] == "OD503"]
     assert od503["fix"].startswith(f"take {other} off sys.path for this job (PYTHONPATH): "
                                    f"twopy 2.4, installed for this Python"), od503["fix"]
@@ -3935,8 +3933,7 @@ def test_two_releases_installed_over_each_other_are_named_with_a_clean_reinstall
                           text=True, env={**env, "PYTHONPATH": str(target)}, timeout=60,
                           cwd=tmp_path)
     assert real.stdout.split() == ["0.28.0", "0.28.0", "0.29.1"], real.stderr
-    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "mixpkg", "--env",
-              f"PYTHONPATH={target}", "--cwd", str(tmp_path)).json()["reports"][0]
+    rep = _static_package_report(capsys, tmp_path, target, "mixpkg")
     (od508,) = [f for f in rep["findings"] if f["code"] == "OD508"]
     assert "2 releases of mixpkg are recorded" in od508["message"], od508
     assert f"--target {target} 'mixpkg==<the release you want: 0.28.0 or 0.29.1>'" in \
@@ -4124,8 +4121,7 @@ def test_a_copy_a_start_up_hook_puts_first_names_the_hook(
                           env={**env, "PYTHONPATH": path}, cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert real.stdout.strip() == "1.0", real.stderr
-    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "twinrel", "--env",
-              f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+    rep = _static_package_report(capsys, tmp_path, path, "twinrel")
     (f,) = [f for f in rep["findings"] if f["code"] == "OD502"]
     assert "runs twinrel 1.0" in f["message"] and "2.0 installed later" in f["message"], f
     origin = hook / "sitecustomize.py"
@@ -4194,8 +4190,7 @@ def test_an_import_of_pkg_resources_beside_a_setuptools_without_it(
                           env={**env, "PYTHONPATH": str(pkg.parent)}, capture_output=True,
                           text=True, timeout=60)
     assert "No module named 'pkg_resources'" in real.stderr, real.stderr
-    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "prpkg", "--env",
-              f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path)).json()["reports"][0]
+    rep = _static_package_report(capsys, tmp_path, pkg.parent, "prpkg")
     (f,) = [f for f in rep["findings"] if f["code"] == "OD514"]
     assert f["severity"] == "error" and "setuptools 82 and later no longer ship" in \
         f["message"], f
@@ -4246,13 +4241,9 @@ def test_an_extension_whose_pyinit_a_version_script_hides(
     subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", sysconfig.get_paths()["include"],
                     f"-Wl,--version-script={tmp_path / 'hide.map'}", str(tmp_path / "m.c"),
                     "-o", str(ext)], check=True, timeout=60)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    real = subprocess.run([sys.executable, "-c", "import hidmod"], cwd=tmp_path,
-                          env={**env, "PYTHONPATH": str(pkg.parent)}, capture_output=True,
-                          text=True, timeout=60)
+    real = _job_imports(tmp_path, pkg.parent, "import hidmod")
     assert "does not define module export function (PyInit__C)" in real.stderr, real.stderr
-    rep = cli(capsys, "check", "-f", "json", "--static", "--package", "hidmod", "--env",
-              f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path)).json()["reports"][0]
+    rep = _static_package_report(capsys, tmp_path, pkg.parent, "hidmod")
     (f,) = [f for f in rep["findings"] if f["code"] == "OD416"]
     assert "defines PyInit__C but does not export it" in f["message"], f
     assert f["fix"].startswith("export PyInit__C") and "rename" not in f["fix"], f["fix"]
@@ -4290,6 +4281,44 @@ def test_a_stray_init_hides_the_namespace_package_that_holds_the_module(
     assert not [f for f in rep["findings"] if f["code"] in ("OD501", "OD502")], rep["findings"]
 
 
+def _job_imports(tmp_path: Path, site: Path, statement: str) -> subprocess.CompletedProcess[str]:
+    """What Python itself does with ``statement`` run from ``tmp_path`` with ``site`` on
+    PYTHONPATH (the job's truth)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", statement], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True,
+                          timeout=60)
+
+
+def _static_package_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, site: Path,
+                           name: str) -> dict:  # type: ignore[type-arg]
+    """The first report of `check --static --package NAME` for that job."""
+    return cli(capsys, "check", "-f", "json", "--static", "--package", name, "--env",
+               f"PYTHONPATH={site}", "--cwd", str(tmp_path)).json()["reports"][0]
+
+
+def _extension_needing_a_gone_library(tmp_path: Path, where: Path, module: str,
+                                      soname: str) -> Path:
+    """A Python extension ``module`` in ``where`` that NEEDs ``soname`` — a library built for
+    the link and removed after it: its import fails with "cannot open shared object file"."""
+    import sysconfig
+
+    (tmp_path / "dep.c").write_text("int gone_fn(void) { return 1; }\n")
+    dep = tmp_path / soname
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(dep),
+                    str(tmp_path / "dep.c")], check=True, timeout=60)
+    (tmp_path / "m.c").write_text(
+        "#include <Python.h>\nint gone_fn(void);\n"
+        f"static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, \"{module}\", NULL, -1, "
+        f"NULL}};\nPyMODINIT_FUNC PyInit_{module}(void) {{ gone_fn(); return "
+        "PyModule_Create(&def); }\n")
+    ext = where / (module + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", sysconfig.get_paths()["include"],
+                    str(tmp_path / "m.c"), "-o", str(ext), str(dep)], check=True, timeout=60)
+    dep.unlink()
+    return ext
+
+
 def test_a_package_directory_whose_import_loads_its_sibling_packages_library(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Survey 23's F6: tflite-support installs `tflite_support` (Python only) and
@@ -4297,7 +4326,6 @@ def test_a_package_directory_whose_import_loads_its_sibling_packages_library(
     latter's _pywrap_*.so, which needs libusb-1.0.so.0 — absent. `check --static
     site/tflite_support` said "No error" (the libraries its import loads lie outside the
     directory); `--package` saw it. The directory check takes them too."""
-    import sysconfig
 
     from tests.helpers import dist_info
 
@@ -4307,18 +4335,7 @@ def test_a_package_directory_whose_import_loads_its_sibling_packages_library(
         d.mkdir(parents=True)
     (top / "__init__.py").write_text("from lowerlib import _ext\n")
     (native / "__init__.py").write_text("")
-    (tmp_path / "dep.c").write_text("int usbish(void) { return 3; }\n")
-    dep = tmp_path / "libusbish.so.0"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libusbish.so.0", "-o", str(dep),
-                    str(tmp_path / "dep.c")], check=True, timeout=60)
-    (tmp_path / "m.c").write_text(
-        "#include <Python.h>\nint usbish(void);\n"
-        "static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \"_ext\", NULL, -1, NULL};\n"
-        "PyMODINIT_FUNC PyInit__ext(void) { usbish(); return PyModule_Create(&def); }\n")
-    ext = native / ("_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", sysconfig.get_paths()["include"],
-                    str(tmp_path / "m.c"), "-o", str(ext), str(dep)], check=True, timeout=60)
-    dep.unlink()
+    ext = _extension_needing_a_gone_library(tmp_path, native, "_ext", "libusbish.so.0")
     dist_info(site, "twotop", "1.0", ["twotop/__init__.py", "lowerlib/__init__.py",
                                       f"lowerlib/{ext.name}"])
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -4339,28 +4356,13 @@ def test_a_module_of_a_package_is_followed_to_the_extension_it_imports(
     by an older one); `check --static --package PIL.Image` said "no compiled library", exit 0:
     a module of a package was not read at all. It is read as the package's modules are, and
     the extension its `from . import _imaging` loads is checked."""
-    import sysconfig
 
     pkg = tmp_path / "site" / "modpkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "core.py").write_text("from . import _native as native\n")
-    (tmp_path / "dep.c").write_text("int gone_fn(void) { return 1; }\n")
-    dep = tmp_path / "libgonedep.so.1"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libgonedep.so.1", "-o", str(dep),
-                    str(tmp_path / "dep.c")], check=True, timeout=60)
-    (tmp_path / "m.c").write_text(
-        "#include <Python.h>\nint gone_fn(void);\n"
-        "static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \"_native\", NULL, -1, NULL};\n"
-        "PyMODINIT_FUNC PyInit__native(void) { gone_fn(); return PyModule_Create(&def); }\n")
-    ext = pkg / ("_native" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run(["gcc", "-shared", "-fPIC", "-isystem", sysconfig.get_paths()["include"],
-                    str(tmp_path / "m.c"), "-o", str(ext), str(dep)], check=True, timeout=60)
-    dep.unlink()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    real = subprocess.run([sys.executable, "-c", "import modpkg.core"], cwd=tmp_path,
-                          env={**env, "PYTHONPATH": str(pkg.parent)}, capture_output=True,
-                          text=True, timeout=60)
+    ext = _extension_needing_a_gone_library(tmp_path, pkg, "_native", "libgonedep.so.1")
+    real = _job_imports(tmp_path, pkg.parent, "import modpkg.core")
     assert "libgonedep.so.1: cannot open shared object file" in real.stderr, real.stderr
     res = cli(capsys, "check", "-f", "json", "--static", "--package", "modpkg.core", "--env",
               f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path))

@@ -1143,6 +1143,18 @@ def test_another_torchs_libraries_on_ld_library_path_are_the_root(
     assert "OD205" not in [f["code"] for f in own.json()["reports"][0]["findings"]]
 
 
+def _torch_copy(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(this torch's site-packages, a site under ``tmp_path`` holding a copy of its torch —
+    hard links — and its dist-info, that dist-info in this torch's site)."""
+    src_site = torch_lib_dir().parent.parent
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copytree(src_site / "torch", site / "torch", copy_function=_link_or_copy)
+    info = next(src_site.glob("torch-*.dist-info"))
+    shutil.copytree(info, site / info.name)
+    return src_site, site, info
+
+
 def _link_or_copy(src: str, dst: str) -> None:
     try:
         os.link(src, dst)
@@ -1160,12 +1172,7 @@ def test_a_library_missing_from_torchs_own_install_is_torchs_to_reinstall(
     stash). What torch's own import cannot find is reported, and a file torch's RECORD lists
     gets torch's reinstall. Here: a copy of this torch (hard links) without libshm.so, which
     libtorch_python.so NEEDs, and the stash an interrupted pip leaves."""
-    src_site = torch_lib_dir().parent.parent
-    site = tmp_path / "site"
-    site.mkdir()
-    shutil.copytree(src_site / "torch", site / "torch", copy_function=_link_or_copy)
-    info = next(src_site.glob("torch-*.dist-info"))
-    shutil.copytree(info, site / info.name)
+    _src_site, site, info = _torch_copy(tmp_path)
     (site / "~orch").mkdir()  # pip's stash of the torch it was replacing
     (site / "torch" / "lib" / "libshm.so").unlink()
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH")}
@@ -1239,12 +1246,7 @@ def test_a_torch_installed_without_its_requirements_is_one_install(
     Here: a copy of this torch (hard links) whose libtorch_python.so NEEDs three libraries
     found, as a CUDA wheel's are, through RUNPATH entries under site-packages/nvidia/<name>/lib,
     and whose metadata requires the three wheels that install them — none installed."""
-    src_site = torch_lib_dir().parent.parent
-    site = tmp_path / "site"
-    site.mkdir()
-    shutil.copytree(src_site / "torch", site / "torch", copy_function=_link_or_copy)
-    info = next(src_site.glob("torch-*.dist-info"))
-    shutil.copytree(info, site / info.name)
+    src_site, site, info = _torch_copy(tmp_path)
     python_lib = site / "torch" / "lib" / "libtorch_python.so"
     python_lib.unlink()  # a copy of its own: patchelf must not write through the hard link
     shutil.copy2(src_site / "torch" / "lib" / python_lib.name, python_lib)
