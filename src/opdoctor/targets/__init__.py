@@ -98,16 +98,22 @@ def import_cwd(parent: str, options: CheckOptions) -> str:
     site-packages) was hidden from a check of the file, which `--package` and the job see."""
     if options.cwd:
         return options.cwd
-    from opdoctor.facts.interp import InterpreterError, inspect_interpreter
+    key = (parent, options.python, options.env)
+    if key not in _IMPORT_CWD:  # once per directory and job (a walk asks for each library)
+        from opdoctor.facts.interp import InterpreterError, inspect_interpreter
 
-    try:
-        interp = inspect_interpreter(options.python, env=dict(options.env)
-                                     if options.env is not None else None)
-    except InterpreterError:
-        return parent
-    real = os.path.realpath(parent)
-    on_path = any(e and os.path.realpath(e) == real for e in interp.sys_path)
-    return "" if on_path else parent
+        try:
+            interp = inspect_interpreter(options.python, env=dict(options.env)
+                                         if options.env is not None else None)
+        except InterpreterError:
+            return parent
+        real = os.path.realpath(parent)
+        on_path = any(e and os.path.realpath(e) == real for e in interp.sys_path)
+        _IMPORT_CWD[key] = "" if on_path else parent
+    return _IMPORT_CWD[key]
+
+
+_IMPORT_CWD: dict[tuple[str, str | None, tuple[tuple[str, str], ...] | None], str] = {}
 
 
 def _with_package(path: str, options: CheckOptions, display: str) -> Target:
