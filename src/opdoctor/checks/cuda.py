@@ -48,7 +48,9 @@ OD312 = CodeDoc(
     "OD312", "CUDA runtime differs from torch's", Severity.WARNING,
     what="The major version of the extension's libcudart.so.N matches torch.version.cuda.",
     why="Two CUDA runtimes in one process: the extension's runtime may be missing on the job's "
-    "machine (torch wheels ship their own), and streams/allocations do not interoperate.",
+    "machine (torch wheels ship their own), and streams/allocations do not interoperate. When "
+    "that major's runtime is not installed, it is an error: the extension is a build for a "
+    "torch of another CUDA major, and its missing CUDA libraries are the consequence.",
     example="libmyop.so needs libcudart.so.12, torch 2.x+cu130 ships libcudart.so.13",
     fix="Build the extension with the CUDA toolkit of torch's CUDA version (torch.version.cuda).",
     references=("https://pytorch.org/get-started/locally/",),

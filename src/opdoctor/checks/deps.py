@@ -297,7 +297,6 @@ def _requirement_shipping(miss: Missing, facts: Facts) -> str:
     found = _shipping(miss, facts)
     if found is None:
         return ""
-    interp = facts.interpreter
     req, dist, where = found
     fix = (f"pip install '{req}': {dist} requires it and it is not installed (installed with "
            f"--no-deps, or copied without it); {os.path.basename(miss.requested_by)} looks "
@@ -305,17 +304,31 @@ def _requirement_shipping(miss: Missing, facts: Facts) -> str:
            "installs its files — no RPATH edit brings it")
     # many of them absent (survey 22's F6: a CUDA torch installed with --no-deps lacks eleven
     # nvidia-* wheels, one OD201 each): one install of the distribution brings them all
-    owner = owning_dist(miss.requested_by)
-    absent = uninstalled_requirements(owner[0], interp.sys_path if interp else ()) \
-        if owner is not None else []
-    if owner is not None and len(absent) >= 3:
-        from opdoctor.facts.pkgdir import distribution
-
-        name, version = distribution(owner[0])
+    lacking = _lacking_requirements(miss.requested_by, facts)
+    if lacking is not None:
+        name, version, absent, _info = lacking
         shown = ", ".join(a for a, _spec in absent[:4]) + (" …" if len(absent) > 4 else "")
         fix += (f". {name} {version} lacks {len(absent)} of its requirements ({shown}): `pip "
                 f"install '{name}=={version}'` without --no-deps installs them all")
     return fix
+
+
+def _lacking_requirements(path: str, facts: Facts
+                          ) -> tuple[str, str, list[tuple[str, str]], str] | None:
+    """(distribution, release, its uninstalled requirements, its dist-info) when the
+    distribution that installed ``path`` lacks three or more of its requirements; None
+    otherwise."""
+    from opdoctor.facts.pkgdir import distribution
+
+    owner = owning_dist(path)
+    if owner is None:
+        return None
+    interp = facts.interpreter
+    absent = uninstalled_requirements(owner[0], interp.sys_path if interp else ())
+    if len(absent) < 3:
+        return None
+    name, version = distribution(owner[0])
+    return name, version, absent, owner[0]
 
 
 def _without_its_requirements(misses: list[Missing], facts: Facts) -> Finding | None:
@@ -324,14 +337,11 @@ def _without_its_requirements(misses: list[Missing], facts: Facts) -> Finding | 
     installed with `pip install --no-deps` — eleven OD201s, each fix one nvidia-* wheel, one
     of them "find it, then patchelf"; one install of torch with its requirements is the fix).
     None when that is not the case (each miss is then reported by itself)."""
-    if len(misses) < 2:
+    lacking = _lacking_requirements(misses[0].requested_by, facts) if len(misses) >= 2 \
+        else None
+    if lacking is None:
         return None
-    interp = facts.interpreter
-    dirs = interp.sys_path if interp else ()
-    owner = owning_dist(misses[0].requested_by)
-    absent = uninstalled_requirements(owner[0], dirs) if owner is not None else []
-    if owner is None or len(absent) < 3:
-        return None
+    name, version, absent, info = lacking
     lines, shipped = [], 0
     for m in misses:
         found = _shipping(m, facts)
@@ -341,9 +351,6 @@ def _without_its_requirements(misses: list[Missing], facts: Facts) -> Finding | 
             "not found by its search path"))
     if not shipped:
         return None  # the requirements absent say nothing of these libraries
-    from opdoctor.facts.pkgdir import distribution
-
-    name, version = distribution(owner[0])
     names = [m.name for m in misses]
     shown = ", ".join(names[:4]) + (" …" if len(names) > 4 else "")
     return OD201.finding(
@@ -352,7 +359,7 @@ def _without_its_requirements(misses: list[Missing], facts: Facts) -> Finding | 
         "itself cannot be imported",
         [*lines,
          f"not installed: {', '.join(a + spec for a, spec in absent)} (Requires-Dist of "
-         f"{os.path.basename(owner[0])})",
+         f"{os.path.basename(info)})",
          "the emulated `import torch` (torch's _C extension and what it NEEDs) stops there, "
          "before any extension is loaded"],
         fix=f"`pip install '{name}=={version}'` without --no-deps installs its "

@@ -343,15 +343,14 @@ class _ModuleFile:
     path: str
 
 
-def _imported_file(site: str, parts: list[str], suffixes: tuple[str, ...]) -> str:
-    """The file the import of ``parts`` (``a.b.c``) finds in ``site``: an extension of one of
-    ``suffixes``, a ``.py`` module or a package's ``__init__.py``; "" when none is there."""
-    base = os.path.join(site, *parts)
-    for suf in (*suffixes, ".py"):
-        if os.path.isfile(base + suf):
-            return base + suf
-    init = os.path.join(base, "__init__.py")
-    return init if os.path.isfile(init) else ""
+def _imported_file(site: str, name: str, suffixes: tuple[str, ...]) -> str:
+    """The ``__file__`` of the module the import of ``name`` (``a.b.c``) finds in ``site``
+    (:func:`locate`): an extension, a ``.py`` module or a package's ``__init__.py``; "" when
+    none is there (or it is a namespace package, which has none)."""
+    win = winner_of(locate(name, [site], [*suffixes, ".py"], site))
+    if win is None or win.kind == "namespace":
+        return ""
+    return os.path.join(win.path, "__init__.py") if win.kind == "package" else win.path
 
 
 @dataclass(frozen=True)
@@ -1259,8 +1258,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             # `from numkong import _numkong as ext` then `CDLL(ext.__file__, RTLD_GLOBAL)`
             # (usearch: the other distribution's extension, preloaded for its symbols)
             for a in node.names:
-                found = _imported_file(os.path.dirname(top_dir), [*node.module.split("."),
-                                                                  a.name], known.suffixes)
+                found = _imported_file(os.path.dirname(top_dir), f"{node.module}.{a.name}",
+                                       known.suffixes)
                 if found and (a.asname or a.name) not in names:
                     names[a.asname or a.name] = _ModuleFile(found)
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
