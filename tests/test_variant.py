@@ -302,3 +302,26 @@ def test_a_cpu_torchs_version_decides_over_a_cuda_library_left_in_its_lib(
                                                  probe=False))
     tv = facts.torch_variant
     assert tv is not None and tv.variant == "cpu" and tv.version == version, tv
+
+
+@pytest.mark.probe
+def test_a_stable_abi_build_asks_for_the_release_range_its_package_declares(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """torchaudio 2.11.1+cu132 (stable ABI, `Requires-Dist: torch>=2.11`) beside torch
+    2.13.0+cpu: its libraries were compiled with torch 2.15.0 headers, and OD307's fix asked
+    for `torch>=2.15.0` — no minimum for a stable-ABI build (torch 2.14.1+cu130 runs it, survey
+    23's F8), and no such release on the index. The package's own range is the command."""
+    from tests.test_pyreg import site
+
+    lib = site("torchaudio-2.11.1") / "torchaudio" / "lib" / "_torchaudio.so"
+    truth = run_python("import sys, torch; torch.ops.load_library(sys.argv[1])", str(lib),
+                       timeout=300)
+    assert truth.returncode != 0 and "libc10_cuda.so" in truth.stderr, truth.stderr[-2000:]
+    rep = cli(capsys, "check", "--static", "-f", "json", str(lib)).json()["reports"][0]
+    od307 = next(f for f in rep["findings"] if f["code"] == "OD307")
+    od318 = next(f for f in rep["findings"] if f["code"] == "OD318")
+    assert "built with torch 2.15.0 headers" in od318["message"]  # what the fix had used
+    assert "(requires torch>=2.11)" in "\n".join(od307["evidence"])
+    assert "pip install 'torch>=2.11' --index-url https://download.pytorch.org/whl/cu132" in \
+        od307["fix"], od307["fix"]
+    assert "2.15" not in od307["fix"]

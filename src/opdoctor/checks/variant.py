@@ -150,6 +150,11 @@ def _fix(facts: Facts) -> str:
         # pins the release; ">=" its stable-ABI headers would install one its guard rejects.
         table = _supported_by_guard(facts, ext.package_version)
         want = f"torch=={table[0]}" if table else ""
+    if not want and loose and not facts.is_package_dir and facts.torch_build_version:
+        # A stable-ABI build loads in every torch from its minimum on: the range its package
+        # declares is the command (torchaudio 2.11.1+cu132: `torch>=2.11`; the 2.15.0 headers
+        # it was compiled with are no minimum — torch 2.14.1+cu130 runs it, survey 23's F8).
+        want = loose
     if not want and not facts.is_package_dir:
         # A stable-ABI build records the torch headers it was compiled with (torchao 0.18:
         # TORCH_ABI_VERSION 2.13.0): the CUDA build of that release (or later) loads it.
