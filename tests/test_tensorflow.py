@@ -983,6 +983,37 @@ def test_a_sibling_the_import_fails_at_is_named_not_blamed_on_the_library(
                         for f in mine), mine
 
 
+
+@pytest.mark.probe
+def test_the_named_librarys_own_release_leads_over_its_packages_missing_requirement(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tensorflow-decision-forests 1.10.0 (TF 2.17) installed without tf_keras beside TF 2.21
+    (survey 23's T3): `import tensorflow_decision_forests` dies on `No module named
+    'tf_keras'` before it loads inference.so, and `tf.load_op_library(inference.so)` fails on
+    the abseil of another TensorFlow. A check of the library named by its path led with
+    "install tf-keras", which changes nothing for that load; the library's own build leads
+    there, and the package's check still leads with the requirement its import fails on."""
+    pkg = make_package(
+        tmp_path, "dfish", {"_ops.so": fixture("tensorflow/zero_out_oldabsl.so")},
+        "import dfish_keras_absent\nimport os\nimport tensorflow as tf\n"
+        "ops = tf.load_op_library(os.path.join(os.path.dirname(__file__), '_ops.so'))\n")
+    dist_info(tmp_path, "dfish", "1.1", ["dfish/__init__.py", "dfish/_ops.so"],
+              requires=("dfish-keras-absent", "tensorflow==2.17.0"))
+    lib = str(pkg / "_ops.so")
+    real = run_python("import dfish", python=tf_python(), cwd=tmp_path, timeout=300)
+    assert "No module named 'dfish_keras_absent'" in real.stderr, real.stderr[-1500:]
+    real = run_python("import sys, tensorflow as tf; tf.load_op_library(sys.argv[1])", lib,
+                      python=tf_python(), timeout=300)
+    assert "undefined symbol: _ZN4absl12lts_20230802" in real.stderr, real.stderr[-1500:]
+    env = ("--python", tf_python(), "--cwd", str(tmp_path))
+    named = cli(capsys, "check", "-f", "json", *env, lib).json()["reports"][0]
+    assert named["diagnosis"]["cause"] == 3, named["diagnosis"]
+    assert named["diagnosis"]["root_findings"] == ["OD341"], named["diagnosis"]
+    assert any(f["code"] == "OD514" and f["severity"] == "error" for f in named["findings"])
+    package = cli(capsys, "check", "-f", "json", *env, "--package", "dfish").json()
+    diag = package["reports"][0]["diagnosis"]
+    assert diag["cause"] == 5 and diag["root_findings"][0] == "OD514", diag
+
 _PLAIN_EXT = r'''
 #include <Python.h>
 static PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_ext", NULL, -1, NULL};

@@ -186,7 +186,7 @@ def run_check(
             data.close()
     findings = with_failed_first_loads(facts, disproved_by_the_load(facts, findings))
     findings = apply_overrides(findings, overrides or {})
-    diagnosis = diagnose(findings)
+    diagnosis = diagnose(findings, facts.path if facts.options.named else "")
     unread = _unread_libraries(facts) if diagnosis.cause == 0 else ""
     crashed = [c.name for c in checks if c.status is CheckStatus.FAILED]
     if diagnosis.cause == 0 and crashed:

@@ -27,8 +27,9 @@ FAIL_ORDER = (Cause.BUILD, Cause.IMPORT_CHAIN, Cause.LIBRARY_PATH, Cause.VERSION
 NOT_A_VERDICT = RUN_NOTES
 
 
-def diagnose(findings: Sequence[Finding]) -> Diagnosis:
-    """Rank the causes of a report's findings and name the root."""
+def diagnose(findings: Sequence[Finding], named: str = "") -> Diagnosis:
+    """Rank the causes of a report's findings and name the root. ``named``: the library the
+    user named (its path as the findings give it; "" for a package, a walk, a wheel)."""
     serious = [f for f in findings if f.severity is not Severity.INFO
                and f.code not in NOT_A_VERDICT]
     if not serious:
@@ -54,6 +55,14 @@ def diagnose(findings: Sequence[Finding]) -> Diagnosis:
     # tensorrt-cu13-libs, beside its CUDA build): that story is the build's (OD307).
     seen = [f for f in top if f.code in AFTER_THE_LIBRARY and not _names_device_side(f)
             and any(g.code == "OD511" and _explains(f, g) for g in findings)]
+    if named and any(f.subject == named and f.cause in (Cause.BUILD, Cause.VERSION)
+                     for f in top):
+        # …but not over the build of the library the user named, which cannot load whatever
+        # the import does first: tensorflow-decision-forests 1.10's inference.so (TF 2.17)
+        # under TF 2.21 — its package's missing tf_keras is true and comes first in `import
+        # tensorflow_decision_forests`, but `tf.load_op_library` of the file fails on the
+        # release, and installing tf-keras changes nothing for it (survey 23's T3).
+        seen = []
     top = [f for f in top if f.code not in AFTER_THE_LIBRARY or f in seen] or top
     # A finding another top finding explains is a consequence, whatever its cause number:
     # a framework-variant mismatch (cause 3) explains the missing libc10_cuda.so (cause 2).
