@@ -1361,3 +1361,32 @@ def test_own_symbols_of_an_overwritten_sibling_are_that_files_fault(
         od430[0]["message"], od430
     assert od430[0]["fix"].startswith(f"pip install --force-reinstall --no-deps --upgrade "
                                       f"--target {site} 'fbgemm_gpu_cpu==1.8.0'"), od430[0]["fix"]
+
+
+@pytest.mark.probe
+def test_a_system_library_the_package_looks_up_by_name_is_the_cause(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """sounddevice 0.5.6 on a machine without libportaudio2 (survey 23's F7): the module asks
+    ctypes.util.find_library for PortAudio and raises its own `OSError: PortAudio library not
+    found`. The verdict was its import (cause 5) with a fix that read "the exception reads as
+    cause 2": it is the missing library of the operating system (cause 2), the import's
+    failure its consequence."""
+    from opdoctor.facts.loader.ldcache import load_ld_cache
+
+    if "libportaudio.so.2" in load_ld_cache("/etc/ld.so.cache"):
+        pytest.skip("this machine has PortAudio: sounddevice imports")
+    path = f"{_rp_site('sounddevice-0.5.6')}{os.pathsep}{_rp_site('cffi-2.1.1')}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import sounddevice"], capture_output=True,
+                          text=True, timeout=60, env={**env, "PYTHONPATH": path}, cwd="/")
+    assert real.stderr.strip().splitlines()[-1] == "OSError: PortAudio library not found", \
+        real.stderr
+    res = cli(capsys, "check", "-f", "json", "--env", f"PYTHONPATH={path}", "--package",
+              "sounddevice")
+    rep = res.json()["reports"][0]
+    diag = rep["diagnosis"]
+    assert res.code == 1 and diag["cause"] == 2 and diag["root_findings"] == ["OD220"], diag
+    assert diag["consequences"]["OD220"] == ["OD511"], diag
+    od220 = next(f for f in rep["findings"] if f["code"] == "OD220")
+    assert od220["subject"] == "libportaudio.so.2"
+    assert "apt-get install libportaudio2" in od220["fix"], od220["fix"]

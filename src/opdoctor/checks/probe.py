@@ -161,7 +161,9 @@ OD220 = CodeDoc(
     "OD220", "load failed: a library was not found", Severity.ERROR,
     what="The real load finds every dependency (glibc's own trace, LD_DEBUG=libs).",
     why="dlopen fails with 'cannot open shared object file'; the trace shows every directory "
-    "glibc searched and why.",
+    "glibc searched and why. A package that looks a library of the operating system up by "
+    "name first (ctypes.util.find_library) raises its own error instead — sounddevice's "
+    "'PortAudio library not found' — when the loader's cache has none: the same miss.",
     example="OSError: libmyop_dep.so: cannot open shared object file: No such file or directory",
     fix="See OD201: RPATH/RUNPATH ($ORIGIN), LD_LIBRARY_PATH, or install the dependency. A "
     "toolkit's or the driver's library (CUDA, cuDNN, TensorRT, ROCm, CANN, libcuda.so.1) "
@@ -463,9 +465,10 @@ def run(facts: Facts) -> Iterator[Finding]:
         return  # the load succeeded; the op's launch ended it: checks/mindspore.py says why
     if facts.options.package:
         yield from _swallowed_load_errors(facts, res)
-    if facts.is_package_dir:
+    if _import_only(facts):
         # The package's import chain resolved no library (it loads them through paths built at
-        # run time): the real import is still the ground truth — classify why it failed.
+        # run time), or the target is a module: the real import is still the ground truth —
+        # classify why it failed.
         if res.state is ProbeState.LOAD_FAILED:
             yield from (f for f in _classify_load_error(facts, res, res.load_message)
                         if f.code != "OD420")
@@ -796,6 +799,43 @@ def _in_requirement(facts: Facts, text: str, sym: str) -> Finding | None:
         fix=fix)
 
 
+def _looked_up_by_name(text: str) -> Finding | None:
+    """OD220 for a library of the operating system that the package looks up by name before
+    loading it (``ctypes.util.find_library``) and, not finding it, raises its own error:
+    sounddevice's "OSError: PortAudio library not found" without libportaudio2. No dlopen
+    ran, so nothing else names the library; the import's failure (OD511) was the verdict —
+    cause 5, with a fix that said "reads as cause 2" (survey 23's F7). Only where the
+    loader's cache really lacks the library."""
+    from opdoctor.facts.exceptionreading import read_exception
+    from opdoctor.facts.loader.ldcache import load_ld_cache
+    from opdoctor.facts.syslibs import by_project, system_library_fix
+
+    m = _OWN_LOOKUP.search(text)
+    if m is None:
+        return None
+    said = m.group(0).split(": ", 1)[-1]
+    reading = read_exception("OSError", said)
+    if reading is None or reading.cause != 2:
+        return None
+    project = m.group("project") or m.group("project2")
+    lib = by_project(project)
+    if not lib or lib in load_ld_cache("/etc/ld.so.cache"):
+        return None
+    return OD220.finding(
+        lib, f"{lib} ({project}) was not found: the package looks it up by name at import "
+        f"and raised \"{said}\"",
+        (f"raised: {said}", f"{lib}: not in the loader's cache (/etc/ld.so.cache), "
+         "where ctypes.util.find_library looks"),
+        fix=system_library_fix(lib) or None)
+
+
+# A package's own words when ctypes.util.find_library found no library of that name (the
+# forms explain's python.ctypes-library-not-found reads).
+_OWN_LOOKUP = re.compile(r"(?:(?:OSError|ImportError|RuntimeError): )?(?:(?P<project>[A-Za-z][\w+-]"
+                         r"{1,30}) library not found|Unable to find (?P<project2>[\w+-]{1,30}) "
+                         r"shared library)")
+
+
 def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator[Finding]:
     if "Only a single TORCH_LIBRARY" in text or "Tried to register an operator" in text:
         yield from _duplicate(facts, text)
@@ -809,6 +849,9 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
                             (text.strip().splitlines()[0][:400], *[
                                 f"ld.so checked {v} in {f}" for v, f, _r in res.trace.versions
                                 if v == m.group(1)][:3]))
+        return
+    if looked_up := _looked_up_by_name(text):
+        yield looked_up
         return
     if m := _NOT_FOUND.search(text):
         # A package that tries one library after another (torchcodec: core8 … core4, one per
@@ -978,12 +1021,18 @@ def section(facts: Facts) -> dict[str, Any]:
     }
 
 
+def _import_only(facts: Facts) -> bool:
+    """Package mode with no library to load: a package directory, or a single-file module
+    (sounddevice.py): the probe's import is all there is to classify."""
+    return facts.is_package_dir or (bool(facts.options.package) and facts.path.endswith(".py"))
+
+
 def _applies(facts: Facts) -> str:
     if not facts.options.probe:
         if facts.options.wheel and facts.is_package_dir:
             return "a pure-Python wheel: nothing compiled to execute"
         return "--static: the probe (which executes the library) was not run"
-    if facts.is_package_dir:
+    if _import_only(facts):
         return ""  # package mode: the probe imports the package (see run)
     if facts.blocker:
         return facts.blocker

@@ -160,6 +160,12 @@ def _explains(root: Finding, f: Finding) -> bool:
         # libavutil.so.56, its import fails at libtorchcodec_image.so on libnvrtc.so.13
         # (the real loader's miss, OD220, only then: fairseq2n's import raises its own
         # "requires Intel oneTBB" after its CDLL of libtbb failed — the requirement's error)
+        said = next((e.removeprefix("raised: ") for e in root.evidence
+                     if e.startswith("raised: ")), "")
+        if root.code == "OD220" and said:
+            # a library the package looked up by name, whose absence it raised in its own
+            # words (sounddevice's "PortAudio library not found": checks/probe.py)
+            return said in f.message
         lib = _missing_library(f)
         if lib is not None or root.code == "OD220":
             return lib is not None and \
