@@ -4370,3 +4370,51 @@ def test_a_module_of_a_package_is_followed_to_the_extension_it_imports(
     assert rep["target"]["path"] == str(ext), rep["target"]
     assert res.code == 1 and [f["subject"] for f in rep["findings"] if f["code"] == "OD201"] \
         == ["libgonedep.so.1"], rep["findings"]
+
+
+_PRELOAD_OTHER = '''try:
+    import ctypes as _ctypes
+    import glob as _glob
+    import importlib.util as _ilu
+
+    _pkg_spec = _ilu.find_spec("hisolver")
+    if _pkg_spec is not None and _pkg_spec.submodule_search_locations:
+        for _loc in _pkg_spec.submodule_search_locations:
+            for _so in _glob.glob(_loc + "/_core*.so"):
+                _ctypes.CDLL(_so, _ctypes.RTLD_GLOBAL)
+                break
+    del _ctypes, _glob, _ilu, _pkg_spec
+except Exception:
+    pass
+VALUE = 1
+'''
+
+
+def test_a_swallowed_preload_of_another_installed_packages_library_is_a_note(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pulp 3.3 preloads highspy's `_core*.so` with RTLD_GLOBAL, found through
+    `find_spec("highspy")`, inside `except Exception: pass` (survey 23): `import pulp` works
+    with or without highspy, and with a highspy whose library fails to load — whose own
+    import then raises. `--static` warned (OD509) on every healthy pulp; it is a note."""
+    site = tmp_path / "site"
+    _write(site, {"lpish/__init__.py": _PRELOAD_OTHER, "hisolver/__init__.py":
+                  "from hisolver._core import answer\n"})
+    _c_extension(tmp_path, site / "hisolver", "_core")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = [sys.executable, "-c", "import lpish, hisolver; print(hisolver.answer())"]
+    assert subprocess.run(run, env=env, capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path).stdout.strip() == "42"
+    core = next((site / "hisolver").glob("_core*.so"))
+    core.write_bytes(core.read_bytes()[:200])  # hisolver broken: lpish still imports
+    assert subprocess.run([sys.executable, "-c", "import lpish"], env=env,
+                          capture_output=True, timeout=60, cwd=tmp_path).returncode == 0
+    broken = subprocess.run([sys.executable, "-c", "import hisolver"], env=env,
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert broken.returncode != 0 and "ImportError" in broken.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--env",
+              f"PYTHONPATH={site}", "--package", "lpish")
+    (rep,) = res.json()["reports"]
+    od509 = [f for f in rep["findings"] if f["code"] == "OD509"]
+    assert res.code == 0 and len(od509) == 1 and od509[0]["severity"] == "info", od509
+    assert "an optional preload of hisolver's library" in od509[0]["message"]
+    assert not [f for f in rep["findings"] if f["severity"] != "info"], rep["findings"]

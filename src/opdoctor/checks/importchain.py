@@ -1221,6 +1221,18 @@ def run(facts: Facts) -> Iterator[Finding]:
                                                                   f"{link.swallowed}"),
                                     severity=Severity.INFO)
                 continue
+            other = re.search(r"\(asks whether ([\w.]+) is installed\)", link.checked)
+            if other and link.kind in ("cdll", "load_library"):
+                # pulp 3.3: `if find_spec("highspy") …: CDLL(<highspy's _core*.so>,
+                # RTLD_GLOBAL)` in `except Exception: pass` — a preload of another installed
+                # package's library, whose own import loads it (and raises) again
+                yield OD509.finding(link.target, f"{what} is inside `{link.swallowed}` that "
+                                    f"discards the error, under `{link.checked}`: an optional "
+                                    f"preload of {other.group(1)}'s library, which "
+                                    f"`import {other.group(1)}` loads (and reports) itself",
+                                    (where, f"handler: {link.swallowed}"),
+                                    severity=Severity.INFO)
+                continue
             backup = "" if later or works else _fallback_import(link, chain)
             designed = "" if later or works or backup or link.kind != "submodule" else \
                 designed_fallback(link.file, link.line, chain.name)

@@ -393,6 +393,20 @@ def _foreign_imports(stmt: ast.stmt, package: str) -> list[str]:
     return [n for n in names if n.split(".")[0] != top]
 
 
+def _spec_names(tree: ast.Module) -> dict[str, str]:
+    """Names a module binds to ``importlib.util.find_spec("name")`` (→ that module's name):
+    an ``if`` on one asks whether the module is installed."""
+    out: dict[str, str] = {}
+    for node in all_nodes(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call) and \
+                _dotted(node.value.func).rsplit(".", 1)[-1] == "find_spec" and \
+                node.value.args and isinstance(node.value.args[0], ast.Constant) and \
+                isinstance(node.value.args[0].value, str):
+            out[node.targets[0].id] = node.value.args[0].value
+    return out
+
+
 def _existence_test(node: ast.AST) -> tuple[ast.AST, str] | None:
     """(path expression, "exists"/"isfile"/"isdir") for ``os.path.exists(p)``,
     ``os.path.isfile(p)``, ``Path(p).exists()`` …; None for anything else."""
@@ -1038,6 +1052,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     flat: dict[str, object] = {}
     ev_flat = _Eval(file, flat, known)
     loader_funcs: set[bytes] = set()
+    specs = _spec_names(tree) if b"find_spec" in b"".join(parsed.lines) else {}
     for stmt in tree.body:  # the module's functions, for calls that come before their def
         if isinstance(stmt, ast.FunctionDef):
             names[stmt.name] = _Func(stmt, file, names)
@@ -1167,7 +1182,12 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 return
             probed = {c.value.rsplit(".", 1)[-1] for c in all_nodes(node.test)
                       if isinstance(c, ast.Constant) and isinstance(c.value, str)}
-            asks_file = any(_existence_test(c) for c in all_nodes(node.test))
+            # `spec = find_spec("highspy")` … `if spec is not None:` (pulp 3.3's RTLD_GLOBAL
+            # preload of highspy's _core*.so): asks whether another module is installed
+            spec_of = [specs[c.id] for c in all_nodes(node.test)
+                       if isinstance(c, ast.Name) and c.id in specs]
+            probed.update(m.rsplit(".", 1)[-1] for m in spec_of)
+            asks_file = any(_existence_test(c) for c in all_nodes(node.test)) or bool(spec_of)
             if probed or asks_file:
                 # `if process_initializer_module("_mlirRegisterEverything"): import_module(
                 # "._mlirRegisterEverything")` (jaxlib), `if find_spec("x"): import x`: the
@@ -1182,7 +1202,8 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                             asks_file and lk.kind in ("load_library", "cdll") and
                             lk.file == file):
                         # the condition asks whether the module (or the file) is there
-                        lk.checked = f"if {ast.unparse(node.test)[:80]}"
+                        lk.checked = f"if {ast.unparse(node.test)[:80]}" + (
+                            f" (asks whether {spec_of[0]} is installed)" if spec_of else "")
                     elif func is None and not lk.checked:
                         # a condition with strings that asks about something else (`if
                         # numpy.__version__ >= "2":`) is undecided, as below
