@@ -572,6 +572,51 @@ def test_a_dependency_the_packages_extension_loads_first_is_found_by_its_name(
     assert res.code == 1 and "OD201" in [c for c, _ in _errors(res)]
 
 
+
+@pytest.mark.probe
+def test_a_framework_library_only_a_bare_suffix_extension_needs_loads_in_its_load(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """dm-reverb 0.14's wheel (survey 23's F4): `reverb/libpybind.so` is an extension module
+    with the bare `.so` suffix (`from .libpybind import *`), RUNPATH $ORIGIN, NEEDing
+    libcheckpoint_cc_proto.so (which links TensorFlow, has no RUNPATH to its directory) and
+    libschema_cc_proto.so, which libcheckpoint needs too. Loaded on its own libcheckpoint
+    misses libschema; in the package's load it is mapped first. The wheel check led its report
+    with an OD201 error: neither a bare-suffix extension nor a library that needs a framework
+    was asked whether another extension's load brings it in."""
+    from tests.test_loader import torch_lib_dir
+
+    pkg = tmp_path / "site" / "grppkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("import torch\nfrom grppkg.libhost import *\n")
+    (tmp_path / "leaf.c").write_text("int leaf(void) { return 1; }\n")
+    (tmp_path / "mid.c").write_text("int leaf(void);\nint mid(void) { return leaf(); }\n")
+    (tmp_path / "host.c").write_text(
+        "#include <Python.h>\nint mid(void);\nstatic struct PyModuleDef D = "
+        "{PyModuleDef_HEAD_INIT, \"libhost\", \"\", -1, NULL};\n"
+        "PyMODINIT_FUNC PyInit_libhost(void) { mid(); return PyModule_Create(&D); }\n")
+
+    def cc(src: str, out: Path, *flags: str) -> None:
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(tmp_path / src),
+                        *flags], check=True, timeout=60)
+
+    cc("leaf.c", pkg / "libleaf.so")
+    cc("mid.c", pkg / "libmid.so", f"-L{pkg}", f"-L{torch_lib_dir()}", "-Wl,--no-as-needed",
+       "-lleaf", "-lc10")  # needs torch's libc10.so; no RUNPATH
+    cc("host.c", pkg / "libhost.so", f"-I{sysconfig.get_paths()['include']}", f"-L{pkg}",
+       "-Wl,--no-as-needed", "-lmid", "-lleaf", "-Wl,-rpath,$ORIGIN")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    alone = run_python("import torch, ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                       str(pkg / "libmid.so"), env=env, timeout=300)
+    assert alone.returncode != 0 and "libleaf.so: cannot open" in alone.stderr, alone.stderr
+    grouped = run_python("import grppkg", env=env, timeout=300)
+    assert grouped.returncode == 0, grouped.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", str(pkg / "libmid.so"))
+    rep = res.json()["reports"][0]
+    od201 = [f for f in rep["findings"] if f["code"] == "OD201"]
+    assert [f["severity"] for f in od201] == ["info"], od201
+    assert "loads as part of libhost.so's load" in od201[0]["message"], od201[0]["message"]
+    assert res.code == 0, rep["diagnosis"]["summary"]
+
 def test_a_walk_tells_what_every_library_of_a_package_shares_once(
         capsys: pytest.CaptureFixture[str]) -> None:
     """A static walk of numpy's site: its libraries are checked in package mode, one report

@@ -438,6 +438,14 @@ def tree_section(tree: DepTree, context: str) -> dict[str, Any]:
             "found": sum(1 for lib in tree.order[1:]), "missing": len(tree.missing)}
 
 
+def _a_python_extension(facts: Facts) -> bool:
+    """Whether the target exports a ``PyInit_`` (Python imports it by itself)."""
+    from opdoctor.facts.core import extension_name
+
+    own, others = facts.pyinit_exports(facts.path, extension_name(facts.path))
+    return own or bool(others)
+
+
 def run(facts: Facts) -> Iterator[Finding]:
     """Resolve the dependency tree and report what is missing or fragile."""
     proc = facts.process
@@ -458,6 +466,11 @@ def run(facts: Facts) -> Iterator[Finding]:
     # (read once: code Python imports or loads by itself — an extension module, an op
     # library — is loaded alone, not as part of another extension's load)
     alone = facts.imports_as_code(facts.path) if tree.missing else True
+    if alone and tree.missing and not _a_python_extension(facts):
+        # …but a library that needs a framework and is no extension module may be one that an
+        # extension module of its package NEEDs (dm-reverb's libcheckpoint_cc_proto.so, needed
+        # by libpybind.so): asked below whether that load brings what it misses
+        alone = False
     for miss in order:
         ev = _attempt_lines(miss)
         if miss.exists_in:

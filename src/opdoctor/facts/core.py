@@ -1234,7 +1234,15 @@ class Facts:
         interp = self.interpreter
         suffixes = (interp.ext_suffix if interp else ".so", ".abi3.so")
         candidates = _extension_modules(home, suffixes)
-        return None if candidates is None else self._hosts_among(candidates)
+        if candidates is None:
+            return None
+        # …and the bare-suffix ones that are extension modules (export PyInit_<name>): a
+        # library only they NEED loads as part of their load (dm-reverb's
+        # libcheckpoint_cc_proto.so, whose libschema_cc_proto.so libpybind.so loads first)
+        bare = [p for p in _bare_modules(home, suffixes)
+                if len(candidates) < MAX_GROUP_HOSTS
+                and self.pyinit_exports(p, os.path.basename(p)[:-3]) == (True, [])]
+        return self._hosts_among(candidates + bare[:MAX_GROUP_HOSTS - len(candidates)])
 
     def _hosts_among(self, candidates: list[str]) -> Iterator[tuple[str, Facts]]:
         from opdoctor.facts.budget import checkpoint
@@ -1664,18 +1672,32 @@ def _extension_modules(home: str, suffixes: tuple[str, ...]) -> list[str] | None
     if key in _EXTENSIONS:
         return _EXTENSIONS[key]
     found: list[str] = []
+    bare: list[str] = []
     for root, dirs, files in os.walk(home):
         dirs.sort()
         found += [os.path.join(root, f) for f in sorted(files) if f.endswith(suffixes)]
+        # `libpybind.so`: an extension module with the bare suffix (dm-reverb's `from
+        # .libpybind import *`) — or any plain library; the caller tells them apart
+        bare += [os.path.join(root, f) for f in sorted(files)
+                 if f.endswith(".so") and "." not in f[:-3] and not f.endswith(suffixes)]
         if len(found) > MAX_GROUP_HOSTS:
             break
     candidates = found if len(found) <= MAX_GROUP_HOSTS else None
     _EXTENSIONS[key] = candidates
+    _BARE[key] = bare
     return candidates
 
 
+def _bare_modules(home: str, suffixes: tuple[str, ...]) -> list[str]:
+    """Files under ``home`` named ``<identifier>.so`` (an import finds an extension module
+    there by the bare suffix; most are plain libraries), from the walk above."""
+    _extension_modules(home, suffixes)
+    return _BARE.get((home, suffixes), [])
+
+
 _EXTENSIONS: dict[tuple[str, tuple[str, ...]], list[str] | None] = {}
-commandcache.register(_EXTENSIONS.clear)
+_BARE: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+commandcache.register(_EXTENSIONS.clear, _BARE.clear)
 
 
 def _host_facts(ext: str, options: CheckOptions) -> Facts:
