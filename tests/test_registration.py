@@ -80,6 +80,22 @@ def test_expected_op_absent() -> None:
     assert "defined here: myop::weighted_sum" in report.findings[0].evidence[0]
 
 
+@pytest.mark.probe
+def test_an_expected_op_in_a_namespace_the_library_never_registers_is_absent() -> None:
+    """`--expect-op my_op::weighted_sum` on the reference library, which registers
+    myop::weighted_sum: the schema's bare name matched and the check passed (survey 24's F9),
+    while torch.ops.my_op.weighted_sum does not exist."""
+    real = run_python("import sys, torch; torch.ops.load_library(sys.argv[1]); "
+                      "torch.ops.my_op.weighted_sum", str(reference()), timeout=300)
+    assert "'_OpNamespace' 'my_op' object has no attribute 'weighted_sum'" in real.stderr, \
+        real.stderr[-1500:]
+    for ns in ("my_op", "myopz"):
+        report = check(str(reference()), ops=(f"{ns}::weighted_sum[CPU]",))
+        assert codes(report) == ["OD106"], report.findings
+        assert report.findings[0].message == f"{ns}::weighted_sum is not defined by this " \
+            "library (it defines myop::weighted_sum)", report.findings[0].message
+
+
 def test_def_without_kernel() -> None:
     report = check(str(fixture("registration/def_only.so")))
     assert codes(report) == ["OD103"]

@@ -694,8 +694,13 @@ def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:
         # one that constructs torch::Library objects whose registrar symbols are not there
         # (torchvision 0.28's _C.so lists torchvision::nms: "not defined by this library"
         # was false, survey 20's re-run; torch registers the op all the same)
-        schema = (ns is not None and exp.op in ns.ops) or any(
-            s.name in (exp.op, name) for s in inv.schemas)
+        # …but a schema of that op name that a namespace the library does register holds is
+        # that namespace's: `--expect-op my_ops::scale` on a library of myops::scale passed
+        # (survey 24's F9: torch.ops.my_ops.scale raises AttributeError)
+        homes = [f"{n}::{exp.op}" for n, x in inv.namespaces.items()
+                 if n != exp.namespace and (x.defines or x.fragments) and exp.op in x.ops]
+        schema = (ns is not None and exp.op in ns.ops) or (not homes and any(
+            s.name in (exp.op, name) for s in inv.schemas))
         registrar = ns is not None and bool(ns.defines or ns.fragments)
         unread = not registrar and (inv.stripped or (schema and inv.constructs_library))
         if unread:
@@ -715,7 +720,8 @@ def _expected_ops(facts: Facts, inv: Inventory) -> Iterator[Finding]:
             continue
         if ns is None or not (ns.defines or ns.fragments) or exp.op not in ns.ops:
             have = ", ".join(f"{n}::{o}" for n, x in inv.namespaces.items() for o in x.ops)
-            yield OD106.finding(name, f"{name} is not defined by this library",
+            yield OD106.finding(name, f"{name} is not defined by this library"
+                                + (f" (it defines {', '.join(homes)})" if homes else ""),
                                 (f"defined here: {have or 'nothing'}",))
             continue
         missing = [k for k in exp.keys if k not in ns.impl_keys]
