@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -4418,3 +4419,46 @@ def test_a_swallowed_preload_of_another_installed_packages_library_is_a_note(
     assert res.code == 0 and len(od509) == 1 and od509[0]["severity"] == "info", od509
     assert "an optional preload of hisolver's library" in od509[0]["message"]
     assert not [f for f in rep["findings"] if f["severity"] != "info"], rep["findings"]
+
+
+@pytest.mark.probe
+@pytest.mark.parametrize(("files", "fails"), [
+    # survey 24's F5: the extension first, torch nowhere before it
+    ({"tinyop/__init__.py": "from . import _C\n"}, True),
+    ({"tinyop/__init__.py": "import os\nfrom tinyop import _C\n"}, True),
+    # a module of its own that imports torch runs first
+    ({"tinyop/__init__.py": "from .util import x\nfrom . import _C\n",
+      "tinyop/util.py": "import torch\nx = 1\n"}, False),
+    ({"tinyop/__init__.py": "import torch\nfrom . import _C\n"}, False),
+])
+def test_a_torch_extension_imported_before_torch_fails_on_its_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str],
+        fails: bool) -> None:
+    """A package whose __init__.py imports its torch extension before anything imports torch:
+    the extension (torch.utils.cpp_extension's build, no RUNPATH to torch/lib) finds
+    libc10.so only in a process that imported torch, so `import tinyop` fails on its own. The
+    probe imports torch first and the static view loads torch first: both said "No problem
+    found". A job that imports torch first works (and a package that does, is clean)."""
+    ext = fixture("truth/pkg_ok/tinyop/__init__.py").parent / \
+        ("_C" + sysconfig.get_config_var("EXT_SUFFIX"))
+    _write(tmp_path, files)
+    shutil.copy(ext, tmp_path / "tinyop" / ext.name)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    alone = subprocess.run([sys.executable, "-c", "import tinyop"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert (alone.returncode != 0) == fails, alone.stderr[-1500:]
+    if fails:
+        assert "libc10.so: cannot open shared object file" in alone.stderr, alone.stderr
+    after = subprocess.run([sys.executable, "-c", "import torch, tinyop"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert after.returncode == 0, after.stderr[-1500:]
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--package", "tinyop")
+    (rep,) = res.json()["reports"]
+    od515 = [f for f in rep["findings"] if f["code"] == "OD515"]
+    if not fails:
+        assert od515 == [] and res.code == 0, rep["diagnosis"]["summary"]
+        return
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD515"], rep["diagnosis"]
+    assert "libc10.so" in od515[0]["message"] and "before anything imports torch" in \
+        od515[0]["message"]
+    assert od515[0]["fix"].startswith("put `import torch` before `"), od515[0]["fix"]

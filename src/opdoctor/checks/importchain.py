@@ -243,8 +243,58 @@ OD514 = CodeDoc(
     references=(_IMPORT,),
 )
 
+OD515 = CodeDoc(
+    "OD515", "the package loads its torch extension before importing torch", Severity.ERROR,
+    what="A torch extension that finds torch's libraries (libc10.so, libtorch_cpu.so …) only "
+    "because `import torch` put them in the process is loaded by the package's import after "
+    "something has imported torch.",
+    why="torch.utils.cpp_extension builds set no RUNPATH to torch/lib: the extension relies on "
+    "`import torch` having loaded those libraries. A package whose __init__.py runs `from . "
+    "import _C` before any `import torch` fails on its own — \"ImportError: libc10.so: cannot "
+    "open shared object file\" — and works only in a job that imports torch first (as "
+    "opdoctor's probe does).",
+    example="myext/__init__.py:1: from . import _C (no import torch before it)",
+    fix="Put `import torch` before the extension's import in the package's __init__.py (or "
+    "import torch before the package in the job).",
+    references=(_IMPORT, "https://pytorch.org/tutorials/advanced/cpp_extension.html"),
+)
+
 CODES = (OD501, OD502, OD503, OD416, OD418, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512,
-         OD514)
+         OD514, OD515)
+
+
+def _before_torch(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD515: the target, a torch extension that finds torch's libraries only in a process
+    that imported torch, is loaded by the package's import before anything imports torch
+    (survey 24: `from . import _C` on the first line of __init__.py — `import myext` fails on
+    libc10.so; the probe, which imports torch first, and the static view, which loads torch
+    first, both said "No problem found")."""
+    from opdoctor.facts.pychain import framework_imported_before
+
+    if os.path.isdir(facts.path) or facts.structure.image is None:
+        return
+    me = os.path.realpath(facts.path)
+    link = next((lk for lk in chain.links if not lk.fallback and not lk.function and
+                 any(os.path.realpath(r) == me for r in lk.resolved)), None)
+    if link is None:
+        return
+    brings = facts.torch_libraries_import_torch_brings
+    if not brings or framework_imported_before(chain, link) != "":
+        return
+    where = f"{_rel(link.file, chain)}:{link.line}: {one_line(link.text, 120)}"
+    yield OD515.finding(
+        os.path.basename(facts.path), f"`import {chain.name}` loads {os.path.basename(facts.path)}"
+        f" ({_rel(link.file, chain)}:{link.line}) before anything imports torch, and it finds "
+        f"{', '.join(brings)} only in a process that imported torch: the import fails on its "
+        f"own (\"{brings[0]}: cannot open shared object file\")",
+        (where, "run before it: nothing imports torch (the package's own modules and the "
+         "standard library only)", f"{os.path.basename(facts.path)} NEEDs "
+         f"{', '.join(brings)}; its own search path (no RUNPATH to torch/lib) finds none of "
+         "them", "a job that imports torch first works: opdoctor's probe does, so its load "
+         "succeeds"),
+        fix=f"put `import torch` before `{one_line(link.text, 80)}` in "
+        f"{_rel(link.file, chain)} (torch's import loads {brings[0]} and the others first), "
+        f"or import torch before {chain.name} in the job")
 
 
 def _optional(link: Link) -> bool:
@@ -1167,6 +1217,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                                             for f in inside]),
                             fix=f"Add {os.path.basename(win.path)}/__init__.py (and make sure "
                             "the build includes it in the wheel).")
+    yield from _before_torch(facts, chain)
     yield from _shadowed_imports(facts, chain)
     yield from _own_modules_shadowed(facts, chain)
     yield from _first_party_imports(facts, chain)

@@ -378,7 +378,7 @@ def _missing_library(ctx: Context) -> Refinement | None:
     if _CORE_TORCH.match(base):
         return Refinement((5, 2), f"{base} is torch's own core library: an extension cannot find "
                           "it when it is imported before `import torch` (which loads it), or "
-                          "outside the Python process that has torch", ("OD201", "OD505"),
+                          "outside the Python process that has torch", ("OD515", "OD201"),
                           f"{base} not found: torch is not loaded in this process yet", "medium",
                           "whether `import torch` ran first in the same interpreter")
     if _VARIANT_TORCH.match(base):

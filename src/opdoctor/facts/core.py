@@ -339,6 +339,24 @@ class Facts:
                            with_tf or more_tf, via, first, bridge, shared)
         return proc
 
+    @cached_property
+    def torch_libraries_import_torch_brings(self) -> list[str]:
+        """The torch libraries the target NEEDs that its load finds only because `import
+        torch` put them in the process (its own search path does not: no RUNPATH to
+        torch/lib, as torch.utils.cpp_extension builds it); [] for a library that needs no
+        torch, or finds them itself. One more emulated load, without torch."""
+        from opdoctor.facts.frameworks import TORCH
+        from opdoctor.facts.loader.process import emulate, needs_tensorflow
+
+        if not self.torch_context or self.structure.image is None:
+            return []
+        first = self._loaded_first_by_package()
+        alone = emulate(self.path, self.resolver, self.interpreter, False,
+                        needs_tensorflow(self.image), tuple(v.path for v in
+                                                            self.vendored_loaders[:1]),
+                        first, self._onnxruntime_bridge(), self._global_first_loads(first))
+        return [m.name for m in alone.tree.missing if TORCH.linked_by([m.name])]
+
     def _onnxruntime_bridge(self) -> tuple[str, ...]:
         """``libonnxruntime_providers_shared.so`` beside an ONNX Runtime execution provider
         (it exports ``GetProvider`` or ``CreateEpFactories``): ONNX Runtime loads that bridge

@@ -2465,3 +2465,96 @@ def loader_calls(chain: ImportChain, libraries: list[str]) -> list[str]:
 commandcache.register(_parse.cache_clear, _globals.cache_clear,
                       _compiled_top_level.cache_clear, _analyse.cache_clear,
                       _shown_names.cache_clear)
+
+
+def framework_imported_before(chain: ImportChain, link: Link, framework: str = "torch"
+                              ) -> str | None:
+    """What the package's import has imported when it runs ``link``, as far as ``framework``
+    goes: "" when certainly not — every statement run before it, through the package's own
+    modules, imports only the standard library and the package itself —; ``framework`` when
+    it has; another top-level name when a module that may import it ran first (a third-party
+    package, a compiled module of the package); None when this reading cannot tell (a load in
+    a function, a dotted package name, a module it cannot read).
+
+    ``myext/__init__.py``: ``from . import _C`` on line 1, and ``_C`` NEEDs libc10.so: `import
+    myext` fails ("libc10.so: cannot open shared object file") unless the job imported torch
+    first — torch.utils.cpp_extension builds set no RUNPATH to torch/lib (survey 24)."""
+    pkg = chain.package_dir
+    if not pkg or "." in chain.name or link.function:
+        return None
+    parents: dict[str, Link] = {}
+    for lk in chain.links:
+        if lk.kind == "submodule" and lk.resolved and lk.resolved[0].endswith(".py"):
+            parents.setdefault(os.path.realpath(lk.resolved[0]), lk)
+    init = os.path.realpath(os.path.join(pkg, "__init__.py"))
+    path: list[tuple[str, int]] = [(link.file, link.line)]
+    while os.path.realpath(path[-1][0]) != init:
+        up = parents.get(os.path.realpath(path[-1][0]))
+        if up is None or up.function or len(path) > MAX_DEPTH + 1:
+            return None
+        path.append((up.file, up.line))
+    seen = {os.path.realpath(f) for f, _line in path}  # being imported: not again
+    for file, line in reversed(path):  # __init__.py first, the link's module last
+        found = _imports_in(file, line, pkg, framework, seen)
+        if found != "":
+            return found
+    return ""
+
+
+def _imports_in(file: str, before: int, pkg: str, framework: str, seen: set[str]
+                ) -> str | None:
+    """:func:`framework_imported_before` for the module-level statements of ``file`` that
+    end before line ``before`` (all of them when ``before`` is 0)."""
+    real = os.path.realpath(file)
+    if before == 0:
+        if real in seen:
+            return ""
+        seen.add(real)
+    parsed = _source(file)
+    if parsed is None:
+        return None
+    top = os.path.basename(pkg)
+    for stmt in parsed.tree.body:
+        if before and (getattr(stmt, "end_lineno", None) or stmt.lineno) >= before:
+            break
+        for node in all_nodes(stmt):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+                level = 0
+            elif isinstance(node, ast.ImportFrom):
+                level = node.level
+                base = node.module or ""
+                names = [f"{base}.{a.name}".lstrip(".") for a in node.names] \
+                    if level or not base else [base]
+            else:
+                continue
+            for name in names:
+                found = _one_import(file, name, level, pkg, top, framework, seen)
+                if found != "":
+                    return found
+    return ""
+
+
+def _one_import(file: str, name: str, level: int, pkg: str, top: str, framework: str,
+                seen: set[str]) -> str | None:
+    """One imported name's answer (see :func:`_imports_in`)."""
+    first = name.split(".")[0]
+    if not level:
+        if first == framework:
+            return framework
+        if first != top:
+            return "" if first in sys.stdlib_module_names else first
+        parts, base = name.split(".")[1:], pkg
+    else:
+        base = os.path.dirname(file)
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        parts = [p for p in name.split(".") if p]
+    for i in range(len(parts), 0, -1):  # `from .a import b`: b a module, or a name of a
+        here = os.path.join(base, *parts[:i])
+        for cand in (here + ".py", os.path.join(here, "__init__.py")):
+            if os.path.isfile(cand):
+                return _imports_in(cand, 0, pkg, framework, seen)
+        if glob.glob(glob.escape(here) + ".*.so") or os.path.isfile(here + ".so"):
+            return parts[i - 1]  # a compiled module of the package: it may import anything
+    return ""  # a name the package's module defines, not a module
