@@ -107,6 +107,27 @@ def test_impl_without_def() -> None:
     assert "(CPU)" in report.findings[0].message
 
 
+@pytest.mark.probe
+def test_a_kernel_library_loaded_after_its_schema_library_registers_what_it_should(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """impl_only.so holds only TORCH_LIBRARY_IMPL(myop, CPU); def_only.so defines myop's op.
+    Loaded in that order (`--preload` of the schema library, as OD126 advises), the op works;
+    the probe saw no new operator name and said OD121 "registered no operator", an error
+    (survey 24's H8). Alone, the kernel is left dangling: OD126 still says so."""
+    impl, schema = fixture("registration/impl_only.so"), fixture("registration/def_only.so")
+    real = run_python("import sys, torch; torch.ops.load_library(sys.argv[1]); "
+                      "torch.ops.load_library(sys.argv[2]); "
+                      "print(torch.ops.myop.weighted_sum(torch.ones(2), torch.ones(2), 2.0))",
+                      str(schema), str(impl), timeout=300)
+    assert real.returncode == 0 and real.stdout.startswith("tensor(["), real.stderr[-1500:]
+    res = cli(capsys, "check", "-f", "json", "--preload", str(schema), str(impl))
+    rep = res.json()["reports"][0]
+    assert res.code == 0 and not [f for f in rep["findings"] if f["severity"] == "error"], \
+        rep["diagnosis"]
+    alone = cli(capsys, "check", "-f", "json", str(impl)).json()["reports"][0]
+    assert "OD126" in [f["code"] for f in alone["findings"]], alone["findings"]
+
+
 def test_torch_extension_name_namespace() -> None:
     report = check(str(fixture("registration/extension_name.so")))
     assert codes(report) == ["OD105"]

@@ -928,12 +928,24 @@ def _python_module_only(facts: Facts) -> bool:
                                      inv.stable_abi)
 
 
+def _kernels_for_defined_ops(facts: Facts, res: ProbeOutcome) -> bool:
+    """A library that only adds kernels (TORCH_LIBRARY_IMPL) to a namespace another library
+    defined, loaded after that one (`--preload` of the schema library, as OD126 advises):
+    no new operator name is what it does, and no registration was left dangling (survey 24's
+    H8: "registered no operator", an error, for a kernel library that works)."""
+    if facts.is_package_dir or res.dangling:
+        return False
+    spaces = facts.registration.namespaces.values()
+    impl = [ns for ns in spaces if ns.impl_keys]
+    return bool(impl) and not any(ns.defines or ns.fragments for ns in spaces)
+
+
 def _registered(facts: Facts, res: ProbeOutcome) -> Iterator[Finding]:
     ops = {o.name: o for o in res.ops}
     # A TorchBind class is a registration too (vesin-torch registers only
     # torch.classes.vesin._NeighborList and works: survey 18).
     if not res.new_ops and not res.new_classes and _target_was_loaded(facts, res) and \
-            not _python_module_only(facts):
+            not _python_module_only(facts) and not _kernels_for_defined_ops(facts, res):
         yield OD121.finding(facts.path, "the library loaded but registered no operator",
                             ("torch._C._dispatch_get_all_op_names(): no new entry after the "
                              "load",))
