@@ -16,7 +16,7 @@ from opdoctor.facts import CheckOptions
 from opdoctor.model import Report, Severity
 from opdoctor.pipeline import run_check
 from tests.conftest import FIX, PKG_DIR, fixture
-from tests.helpers import Result, cli, cli_text_and_json, make_package
+from tests.helpers import Result, cli, cli_text_and_json, dist_info, make_package
 
 # Probes fork from one import of their framework per module (conftest.shared_zygotes).
 pytestmark = pytest.mark.usefixtures("shared_zygotes")
@@ -4462,3 +4462,34 @@ def test_a_torch_extension_imported_before_torch_fails_on_its_own(
     assert "libc10.so" in od515[0]["message"] and "before anything imports torch" in \
         od515[0]["message"]
     assert od515[0]["fix"].startswith("put `import torch` before `"), od515[0]["fix"]
+
+
+@pytest.mark.parametrize("uses", [False, True])
+def test_a_top_level_module_named_like_the_standard_librarys_is_hidden_by_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], uses: bool) -> None:
+    """torchao 0.18.0's wheel installs its test suite as a top-level `test` (survey 24): the
+    standard library's `test` always wins. OD502 was the verdict, an error, with the fix
+    "take …/lib/python3.11 off sys.path". Nothing imports it: a note. A package whose import
+    does use its `test` really fails: an error, whose fix is no sys.path order."""
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
+    site = next((tmp_path / "v" / "lib").glob("python3*/site-packages"))
+    init = "from test.helpers import VALUE\n" if uses else "VALUE = 1\n"
+    _write(site, {"clashpkg/__init__.py": init, "test/__init__.py": "",
+                  "test/helpers.py": "VALUE = 2\n"})
+    dist_info(site, "clashpkg", "0.4", ["clashpkg/__init__.py", "test/__init__.py",
+                                        "test/helpers.py"])
+    py = str(tmp_path / "v" / "bin" / "python")
+    real = subprocess.run([py, "-c", "import test, clashpkg; print(test.__file__)"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    if uses:
+        assert "No module named 'test.helpers'" in real.stderr, real.stderr
+    else:
+        assert real.returncode == 0 and str(site) not in real.stdout, real.stdout
+    res = cli(capsys, "check", "--static", "-f", "json", "--python", py, "--cwd", str(tmp_path),
+              "--package", "clashpkg")
+    od502 = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD502"]
+    assert len(od502) == 1 and "a name of the standard library" in od502[0]["message"], od502
+    assert od502[0]["severity"] == ("error" if uses else "info"), od502
+    assert "off sys.path" not in od502[0]["fix"], od502[0]["fix"]

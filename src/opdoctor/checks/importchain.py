@@ -434,6 +434,9 @@ def _own_modules_shadowed(facts: Facts, chain: ImportChain) -> Iterator[Finding]
         other = installed_release(first)
         if normalized(other.split(" ")[0]) == normalized(dist):
             continue  # another release of the same distribution: _shadowed_imports' note
+        if os.path.isfile(os.path.join(os.path.dirname(first.path), "os.py")):
+            yield _stdlib_clash(chain, name, own[0].path, first.path, f"{dist} {version}")
+            continue
         yield OD502.finding(
             name, f"{dist} {version} installs {name} ({own[0].path}), but import {name} picks "
             f"{first.path}, earlier on sys.path" + (f" (installed by {other})" if other else
@@ -442,6 +445,26 @@ def _own_modules_shadowed(facts: Facts, chain: ImportChain) -> Iterator[Finding]
              f"sys.path entry of the copy that wins: {os.path.dirname(first.path)}"],
             fix=f"take {os.path.dirname(first.path)} off sys.path for this job (PYTHONPATH), or "
             f"remove that copy of {name}: {dist} uses the {name} of its own release")
+
+
+def _stdlib_clash(chain: ImportChain, name: str, own: str, first: str, dist: str) -> Finding:
+    """OD502 for a top-level module a distribution installs under a name of the standard
+    library, which always comes first: torchao 0.18.0's wheel ships its test suite as `test`
+    (survey 24). An error whose fix was "take …/lib/python3.11 off sys.path" — for a module
+    nothing imports; a note unless the package's own import imports it."""
+    from opdoctor.facts.pychain import unconditional_imports
+
+    used = name in unconditional_imports(chain)
+    return OD502.finding(
+        name, f"{dist} installs {name} ({own}), a name of the standard library, whose {first} "
+        "always comes first" + ("" if used else f"; the package's import does not import "
+                                f"{name}: nothing of it is lost"),
+        [f"import {name} → {first} (the standard library)", f"{dist}'s own: {own}"],
+        fix=(f"nothing to do for the job ({dist}'s wheel ships a top-level {name} it never "
+             "imports)") if not used else (f"no sys.path order fixes a clash with the standard "
+                                            f"library: a release of {dist.split(' ')[0]} that "
+                                            f"renames its {name}"),
+        severity=None if used else Severity.INFO)
 
 
 def _shadowing_tree(facts: Facts, chain: ImportChain, dep: str, cands: list[Candidate],
@@ -455,8 +478,9 @@ def _shadowing_tree(facts: Facts, chain: ImportChain, dep: str, cands: list[Cand
     installed = [(c, rel) for c, rel in zip(cands[1:], releases[1:], strict=True) if rel]
     if not installed or (first.kind == "package" and facts.shared_libraries_under(first.path)):
         return None
-    if first.kind == "extension":
-        return None
+    if first.kind == "extension" or os.path.isfile(os.path.join(os.path.dirname(first.path),
+                                                                 "os.py")):
+        return None  # (the standard library's own module: _stdlib_clash says it)
     hidden, rel = installed[0]
     what = "a module file" if first.kind == "module" else "a directory without its compiled " \
         "modules (a source tree)"
