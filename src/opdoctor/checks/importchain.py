@@ -276,8 +276,8 @@ def _before_torch(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     me = os.path.realpath(facts.path)
     link = next((lk for lk in chain.links if not lk.fallback and not lk.function and
                  any(os.path.realpath(r) == me for r in lk.resolved)), None)
-    if link is None:
-        return
+    if link is None or link.swallowed or link.caught_by_caller:
+        return  # (a load whose failure the package catches does not fail its import)
     brings = facts.torch_libraries_import_torch_brings
     if not brings or framework_imported_before(chain, link) != "":
         return
