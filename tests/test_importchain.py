@@ -4493,3 +4493,56 @@ def test_a_top_level_module_named_like_the_standard_librarys_is_hidden_by_it(
     assert len(od502) == 1 and "a name of the standard library" in od502[0]["message"], od502
     assert od502[0]["severity"] == ("error" if uses else "info"), od502
     assert "off sys.path" not in od502[0]["fix"], od502[0]["fix"]
+
+
+_PLATFORM_BRANCHES = '''import ctypes
+import os
+import platform
+
+lib_dir = os.path.dirname(__file__)
+sys_name = platform.system() or 'Unknown'
+if sys_name == 'Linux':
+    ctypes.CDLL(os.path.join(lib_dir, 'libcore.so'))
+    from . import _api
+elif sys_name == 'Darwin':
+    ctypes.CDLL(os.path.join(lib_dir, 'libcore.dylib'))
+    from . import _api
+else:
+    ctypes.CDLL(os.path.join(lib_dir, 'core.dll'))
+    from . import _api
+'''
+
+
+@pytest.mark.probe
+def test_a_library_preloaded_by_its_file_name_is_found_by_its_soname(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pyexiv2 2.16 (survey 24): `sys_name = platform.system() or 'Unknown'`, then on Linux
+    `ctypes.CDLL(lib/libexiv2.so)` — SONAME libexiv2.so.28, which exiv2api.so NEEDs — before
+    `from . import exiv2api`. The import works; the check said OD201 "libexiv2.so.28 is not
+    found" (the preload was matched by file name, not SONAME) and OD510 for the Darwin and
+    Windows branches' files (the variable's `or` was not evaluated): errors, exit 1."""
+    pkg = tmp_path / "exivish"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(_PLATFORM_BRANCHES)
+    (tmp_path / "core.c").write_text("int core(void) { return 7; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcore.so.28", "-o",
+                    str(pkg / "libcore.so"), str(tmp_path / "core.c")], check=True, timeout=60)
+    api = _c_extension(tmp_path, pkg, "_api")
+    (tmp_path / "libcore.so.28").symlink_to(pkg / "libcore.so")  # to link against, then gone
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o",
+                    str(api), str(tmp_path / "_api.c"), f"-L{tmp_path}", "-Wl,--no-as-needed",
+                    "-l:libcore.so.28"],
+                   check=True, timeout=60)
+    (tmp_path / "libcore.so.28").unlink()
+    real = subprocess.run([sys.executable, "-c", "import exivish; print(exivish._api.answer())"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert real.stdout.strip() == "42", real.stderr
+    alone = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                            str(api)], capture_output=True, text=True, timeout=60)
+    assert "libcore.so.28: cannot open shared object file" in alone.stderr, alone.stderr
+    for mode in ((), ("--static",)):
+        res = cli(capsys, "check", *mode, "-f", "json", "--cwd", str(tmp_path), "--package",
+                  "exivish")
+        found = [(f["code"], f["severity"]) for r in res.json()["reports"]
+                 for f in r["findings"]]
+        assert res.code == 0 and not [c for c, s in found if s != "info"], (mode, found)

@@ -399,8 +399,11 @@ class Facts:
                 continue
             for f in link.resolved:
                 # by SONAME when the target NEEDs it; RTLD_GLOBAL: its symbols bind the
-                # target's whether it NEEDs it or not (usearch preloads numkong's extension)
-                wanted = os.path.basename(f) in needed or _global_load(link.text)
+                # target's whether it NEEDs it or not (usearch preloads numkong's extension);
+                # glibc matches the loaded file's SONAME, not its file name (pyexiv2 loads
+                # lib/libexiv2.so, SONAME libexiv2.so.28, which exiv2api.so NEEDs)
+                wanted = os.path.basename(f) in needed or _global_load(link.text) or \
+                    soname_of(f) in needed
                 if wanted and os.path.realpath(f) != me and os.path.isfile(f) and f not in out:
                     out.append(f)
         # Libraries of another installed package the package imports first, where the target's
@@ -1573,6 +1576,20 @@ def extension_name(path: str) -> str:
     return os.path.basename(path).split(".", 1)[0]
 
 
+def soname_of(path: str) -> str:
+    """A file's DT_SONAME ("" when it has none or cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return _soname_of(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _soname_of(path: str, _mtime_ns: int, _size: int) -> str:
+    return str(read_elf(path, lambda img: (img.tags.get("DT_SONAME") or [""])[0], ""))
+
+
 def needed_names(path: str) -> list[str]:
     """DT_NEEDED names of a file (empty when unreadable or not ELF); read once per command
     for the same file (each report of a wheel's or package's libraries asks about all of
@@ -1590,7 +1607,7 @@ def _needed_names(path: str, _mtime_ns: int, _size: int) -> tuple[str, ...]:
                           []))
 
 
-commandcache.register(_needed_names.cache_clear)
+commandcache.register(_needed_names.cache_clear, _soname_of.cache_clear)
 
 
 def cut_short(path: str) -> tuple[int, int] | None:

@@ -515,6 +515,14 @@ class _Eval(ast.NodeVisitor):
     def value(self, node: ast.AST) -> object:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            # `sys_name = platform.system() or 'Unknown'` (pyexiv2): the first true value
+            vals = [self.value(v) for v in node.values]
+            if any(isinstance(v, str) for v in vals):
+                for v in vals:
+                    if v is None or v:
+                        return v
+                return vals[-1]
         if isinstance(node, (ast.Compare, ast.BoolOp)) or (
                 isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)) or (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
