@@ -493,8 +493,9 @@ def test_a_stripped_wheels_expected_cuda_kernel_needs_a_cuda_build(
     wheel = tmp_path / "strippkg-1.0-cp311-cp311-linux_x86_64.whl"
     info = "strippkg-1.0.dist-info"
     with zipfile.ZipFile(wheel, "w") as zf:
-        zf.writestr("strippkg/__init__.py", "import ctypes, os\nctypes.CDLL(os.path.join("
-                    "os.path.dirname(__file__), 'libstrip.so'))\n")
+        # (torch first: libstrip.so finds libc10.so only in a process that imported it)
+        zf.writestr("strippkg/__init__.py", "import ctypes, os\nimport torch\nctypes.CDLL("
+                    "os.path.join(os.path.dirname(__file__), 'libstrip.so'))\n")
         zf.write(lib, "strippkg/libstrip.so")
         zf.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: strippkg\nVersion: 1.0\n")
         zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n")
