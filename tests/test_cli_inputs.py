@@ -549,3 +549,38 @@ def test_a_wheel_checked_without_its_requirements_is_the_environments_warning(
             (od511,) = [f for f in findings if f["code"] == "OD511"]
             assert od511["severity"] == "warning" and "the environment checking the wheel " \
                 "lacks its requirement(s) absentreq" in od511["message"], od511
+
+
+def test_a_wheel_whose_record_quotes_its_paths_is_the_installed_distributions_release(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tensordict 0.14.3's wheel quotes RECORD's path fields (`"tensordict/_C.so",sha256=…`,
+    valid CSV; pip installs it and rewrites them unquoted). Checked beside the installed
+    tensordict, the wheel's copy was owned by no distribution: a warning "1 other copy … run
+    from another directory" instead of the note every other wheel gets (survey 24's F8)."""
+    init = b"VALUE = 1\n"
+    import base64
+    import hashlib
+
+    digest = base64.urlsafe_b64encode(hashlib.sha256(init).digest()).rstrip(b"=").decode()
+    whl = tmp_path / "quotedpkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        zf.writestr("quotedpkg/__init__.py", init)
+        zf.writestr("quotedpkg-1.0.dist-info/METADATA",
+                    "Metadata-Version: 2.1\nName: quotedpkg\nVersion: 1.0\n")
+        zf.writestr("quotedpkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: "
+                    "true\nTag: py3-none-any\n")
+        zf.writestr("quotedpkg-1.0.dist-info/RECORD",
+                    f'"quotedpkg/__init__.py",sha256={digest},{len(init)}\n'
+                    '"quotedpkg-1.0.dist-info/METADATA",,\n"quotedpkg-1.0.dist-info/WHEEL",,\n'
+                    '"quotedpkg-1.0.dist-info/RECORD",,\n')
+    site = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                          "--no-index", "--target", str(site), str(whl)],
+                         capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr  # pip takes it (and writes its own RECORD)
+    assert (site / "quotedpkg" / "__init__.py").is_file()
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--env",
+              f"PYTHONPATH={site}", str(whl))
+    od502 = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD502"]
+    assert [f["severity"] for f in od502] == ["info"], od502
+    assert od502[0]["message"].startswith("the environment also has quotedpkg 1.0"), od502

@@ -176,8 +176,11 @@ def top_levels(info: str, record: bool = True) -> set[str]:
     except OSError:
         return set()
     # "pkg/__init__.py,sha256=…,123": a regular package the wheel installs at the top level.
-    return {row.split("/", 1)[0] for row in rows
-            if row.count("/") == 1 and row.split(",", 1)[0].endswith("/__init__.py")}
+    from opdoctor.facts.requires import record_path
+
+    paths = [record_path(row) for row in rows]
+    return {p.split("/", 1)[0] for p in paths if p.count("/") == 1 and
+            p.endswith("/__init__.py")}
 
 
 # Keyed on directories alone: what they hold is read again by the next command.

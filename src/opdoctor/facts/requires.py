@@ -32,6 +32,17 @@ _FRAMEWORK_IMPORT = re.compile(rb"^\s*(?:import|from)\s+(?:torch|tensorflow|mind
                                rb"paddle)\b", re.M)
 
 
+def record_path(row: str) -> str:
+    """The path field of a RECORD row. Build backends quote it (tensordict 0.14.3's wheel:
+    `"tensordict/_C.so",sha256=…`): its files were owned by no distribution, and the wheel's
+    copy of the package read as a stranger beside the installed one (survey 24)."""
+    if row.startswith('"'):
+        import csv
+
+        return next(csv.reader([row]), [""])[0]
+    return row.split(",", 1)[0]
+
+
 def owning_dist(path: str) -> tuple[str, str, str] | None:
     """(dist-info dir, site dir, path relative to it) of the distribution whose RECORD lists
     ``path`` (walking up from the file to the first directory with ``*.dist-info``)."""
@@ -61,7 +72,7 @@ def _record_owners(site: str) -> dict[str, str] | None:
         try:
             with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
                 for line in fh:
-                    owners.setdefault(line.split(",", 1)[0], info)
+                    owners.setdefault(record_path(line), info)
         except OSError:
             continue
     return owners
@@ -74,7 +85,7 @@ def _record_paths(info: str) -> list[str]:
     """The paths a distribution's RECORD lists (its first column); [] when unreadable."""
     try:
         with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
-            return [row.split(",", 1)[0] for row in fh.read(4 << 20).splitlines()]
+            return [record_path(row) for row in fh.read(4 << 20).splitlines()]
     except OSError:
         return []
 
