@@ -4546,3 +4546,121 @@ def test_a_library_preloaded_by_its_file_name_is_found_by_its_soname(
         found = [(f["code"], f["severity"]) for r in res.json()["reports"]
                  for f in r["findings"]]
         assert res.code == 0 and not [c for c, s in found if s != "info"], (mode, found)
+
+
+@pytest.mark.parametrize("damage", ["strip", "cut"])
+def test_a_stripped_library_is_a_changed_file_that_still_loads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    """`strip --strip-all` of an installed extension (what slim Docker images do to every
+    .so: survey 24's H15, tokenizers) changes its RECORD hash and nothing else: the import
+    works. `--static` said OD508, an error. A changed library that still reads as loadable is
+    a warning; one cut short stays the error."""
+    from tests.test_realpkg import _rp_site
+
+    site = tmp_path / "site"
+    shutil.copytree(_rp_site("cffi-2.1.1"), site)
+    lib = next(site.glob("_cffi_backend*.so"))
+    if damage == "strip":
+        subprocess.run(["strip", "--strip-all", str(lib)], check=True, timeout=60)
+    else:
+        lib.write_bytes(lib.read_bytes()[:4096])
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import cffi, _cffi_backend as b; "
+                           "b.new_primitive_type('int')"], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert (real.returncode == 0) == (damage == "strip"), real.stderr[-1500:]
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--env",
+              f"PYTHONPATH={site}", "--package", "cffi")
+    od508 = [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD508"]
+    assert od508, res.out[-2000:]
+    if damage == "strip":
+        assert {f["severity"] for f in od508} == {"warning"} and res.code == 0, od508
+        assert "still reads as loadable here" in od508[0]["message"]
+    else:
+        assert res.code == 1 and "error" in {f["severity"] for f in od508}, od508
+
+
+@pytest.mark.parametrize(("name", "code", "what"), [
+    ("ujsonish.cp311-win_amd64.pyd", "OD418", "Windows"),
+    ("ujsonish.cpython-310-x86_64-linux-gnu.so", "OD503", "CPython 3.10"),
+])
+def test_a_single_module_built_for_another_platform_is_said_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, code: str,
+        what: str) -> None:
+    """ujson's win_amd64 wheel installed with `pip install --target T --platform win_amd64`
+    (survey 24's F8): T holds ujson.cp311-win_amd64.pyd, which Python never imports here —
+    "No module named 'ujson'". The verdict was OD501 "no package ujson … pip install .", a
+    command that installs nothing of it; it is the build for another platform (or Python)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / name).write_bytes(b"MZ" + bytes(200))
+    dist_info(site, "ujsonish", "5.11.0", [name])
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    real = subprocess.run([sys.executable, "-c", "import ujsonish"], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert "No module named 'ujsonish'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--env",
+              f"PYTHONPATH={site}", "--package", "ujsonish")
+    (rep,) = res.json()["reports"]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == [code], rep["diagnosis"]
+    f = next(f for f in rep["findings"] if f["code"] == code)
+    assert f"built for {what}" in f["message"], f["message"]
+    assert f["fix"].startswith("pip install --force-reinstall --no-deps --upgrade --target "
+                               f"{site} 'ujsonish==5.11.0'"), f["fix"]
+
+
+@pytest.mark.probe
+def test_a_submodule_that_needs_an_undeclared_framework_is_an_optional_part(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """openvino 2026.4's wheel (survey 24's F7): its PyTorch frontend's extension lives in
+    openvino/frontend/pytorch/, whose __init__.py imports torch — not a requirement of
+    openvino, which works without it. The wheel's check probed that module and reported its
+    `No module named 'torch'` as an error. Walking the package it is a note; the library named
+    by its path stays an error (its import does fail)."""
+    root, run = tmp_path / "build", tmp_path / "run"
+    run.mkdir()
+    pkg = root / "ovish"
+    _write(root, {
+        "ovish/__init__.py": "VALUE = 1\n",
+        "ovish/front/__init__.py": "",
+        "ovish/front/tf/__init__.py": "try:\n    import tensorflow\n"
+                                      "    from ovish.front.tf._ext import answer\n"
+                                      "except ImportError as err:\n"
+                                      "    raise ImportError(f'TF frontend is not available. "
+                                      "{err}')\n"})
+    # an extension whose helper TensorFlow's libraries would define (undefined here, as the
+    # frontend's are without torch's): what makes the probe import its module
+    src = root / "_ext.c"
+    src.write_text('#include <Python.h>\nextern int tf_helper(void);\nstatic PyObject *answer('
+                   'PyObject *s, PyObject *a) { return PyLong_FromLong(tf_helper()); }\n'
+                   'static PyMethodDef M[] = {{"answer", answer, METH_NOARGS, ""}, {0}};\n'
+                   'static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "_ext", "", -1, M};\n'
+                   'PyMODINIT_FUNC PyInit__ext(void) { return PyModule_Create(&D); }\n')
+    ext = pkg / "front" / "tf" / ("_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o",
+                    str(ext), str(src)], check=True, timeout=60)
+    dist_info(root, "ovish", "1.0", ["ovish/__init__.py"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if importlib.util.find_spec("tensorflow") is not None:
+        pytest.skip("tensorflow is importable here")
+    for module, fails in (("ovish", False), ("ovish.front.tf._ext", True)):
+        real = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=root,
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert (real.returncode != 0) == fails, real.stderr
+    import zipfile
+
+    wheel = tmp_path / "ovish-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for f in sorted(root.rglob("*")):
+            if f.is_file() and f.relative_to(root).parts[0] in ("ovish", "ovish-1.0.dist-info"):
+                zf.write(f, str(f.relative_to(root)))
+    monkeypatch.chdir(run)  # (the job runs where the wheel's own copy is the one imported)
+    walk = cli(capsys, "check", "-f", "json", str(wheel))
+    od511 = [f for r in walk.json()["reports"] for f in r["findings"] if f["code"] == "OD511"]
+    assert [f["severity"] for f in od511] == ["info"], od511
+    assert "an optional part of ovish: tensorflow is not one of its requirements" in \
+        od511[0]["message"], od511[0]["message"]
+    named = cli(capsys, "check", "-f", "json", "--cwd", str(root), str(ext))
+    assert named.code == 1 and "OD511" in [f["code"] for r in named.json()["reports"]
+                                           for f in r["findings"] if f["severity"] == "error"]

@@ -338,6 +338,21 @@ _ENV_FIX = re.compile(r"\bset (?:the )?(?:environment variable |env(?:ironment)?
                       r"`?([A-Z][A-Z0-9_]{3,})`?\s*=\s*`?([\w.-]+)`?")
 
 
+def _still_loadable(facts: Facts, paths: list[str]) -> bool:
+    """Whether every one of ``paths`` is a shared library whose load the loader's rules would
+    complete here, an extension module of this interpreter exporting its ``PyInit_``."""
+    from opdoctor.facts.core import extension_name
+
+    interp = facts.interpreter
+    suffixes = (interp.ext_suffix if interp else ".so", ".abi3.so")
+    for p in paths:
+        if not (p.endswith(".so") or ".so." in p) or facts.load_problem(p) != "":
+            return False
+        if p.endswith(suffixes) and not facts.pyinit_exports(p, extension_name(p))[0]:
+            return False
+    return True
+
+
 def _read_load(link: Link, facts: Facts) -> tuple[bool, str]:
     """A swallowed import's compiled module (or a swallowed load's library), read without
     loading it: (True, its file name) when it looks loadable here — an extension file of this
@@ -584,6 +599,9 @@ def _not_found(name: str, order: list[str], chain: ImportChain, facts: Facts) ->
                               "PYTHONSAFEPATH is set in the job's environment"],
                              fix=f"unset PYTHONSAFEPATH for this job (or drop -P), put {cwd} on "
                              "PYTHONPATH, or install the package into the environment")
+    foreign = _foreign_module_only(top, chain, facts)
+    if foreign is not None:
+        return foreign
     recorded = _recorded_without_files(top, chain)
     if recorded is not None:
         # survey 22's A8: torchvision/ deleted, its dist-info left: `pip install torchvision`
@@ -597,6 +615,46 @@ def _not_found(name: str, order: list[str], chain: ImportChain, facts: Facts) ->
                              "answers \"Requirement already satisfied\": the metadata is there)")
     return OD501.finding(name, f"no package {name} on the target interpreter's sys.path",
                          order[:12])
+
+
+def _foreign_module_only(top: str, chain: ImportChain, facts: Facts) -> Finding | None:
+    """OD418 (or OD503) when no ``top`` is found because a sys.path directory holds only builds
+    of that single-module extension for another platform or Python: ujson's
+    ``ujson.cp311-win_amd64.pyd`` put there by `pip install --target … --platform win_amd64`
+    (survey 24's F8: "no package ujson … pip install ." — a command that installs nothing of
+    it). A package directory's builds are the import chain's (``_other_builds``)."""
+    from opdoctor.facts.pychain import built_for
+    from opdoctor.facts.requires import owning_dist
+
+    interp = facts.interpreter
+    suffix = interp.ext_suffix if interp else ".so"
+    for entry in chain.sys_path:
+        d = entry or facts.options.cwd or os.getcwd()
+        try:
+            names = sorted(n for n in os.listdir(d) if n.startswith(f"{top}.") and
+                           n.endswith((".so", ".pyd", ".dylib")))
+        except OSError:
+            continue
+        what = sorted({w for n in names for w in built_for(n, suffix)})
+        if not names or not what:
+            continue
+        files = [os.path.join(d, n) for n in names]
+        owner = owning_dist(files[0])
+        dist, version = distribution(owner[0]) if owner else ("", "")
+        pin = f"'{dist}=={version}'" if dist and version else top
+        how = reinstall_command(facts, pin, owner[0]) if owner else \
+            f"pip install --force-reinstall --no-deps {pin}"
+        other_python = all(w.startswith(("CPython ", "free-threaded ", "PyPy")) for w in what)
+        code = OD503 if other_python else OD418
+        return code.finding(
+            top, f"no module {top} this interpreter imports: {d} holds only "
+            f"{', '.join(names[:3])}, built for {' / '.join(what)}",
+            [*(f"{f}: built for {' / '.join(built_for(os.path.basename(f), suffix))}"
+               for f in files[:3]), *([f"installed by {dist} {version} ({owner[0]})"]
+                                      if owner else [])],
+            fix=f"{how} with this machine's pip, without --platform or --python-version (it "
+            "picks the build for this machine and Python)")
+    return None
 
 
 def _releases_over_each_other(facts: Facts, chain: ImportChain) -> Finding | None:
@@ -1440,7 +1498,14 @@ def run(facts: Facts) -> Iterator[Finding]:
         # A changed file the real import loaded and ran with (xxhash's extension cut after
         # its segments) breaks nothing now: worth knowing, not the verdict.
         imported = changed and _imported_fine(facts)
-        harmless = (not changed or imported) and not _missing_on_the_path(facts, chain, missing)
+        # --static: a changed library that still reads as loadable for this machine (a
+        # `strip --strip-all`, as slim images do to every .so: survey 24's H15) is worth a
+        # warning; one of another release that needs what is not here stays the error
+        loadable = bool(changed) and not imported and not facts.options.probe and \
+            _still_loadable(facts, [os.path.join(os.path.dirname(chain.dist), p)
+                                    for p in changed])
+        harmless = (not changed or imported or loadable) and \
+            not (missing and _missing_on_the_path(facts, chain, missing))
         if facts.options.wheel:
             # A wheel file edited after it was built: pip installs it (it does not verify
             # RECORD), stricter installers refuse it. Not "installed files", no reinstall from
@@ -1467,6 +1532,8 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 f"differ from its RECORD ({len(missing)} missing, "
                                 f"{len(changed)} changed)" + (
                                     ("; the import works with them" if imported else
+                                     "; each changed library still reads as loadable here "
+                                     "(a `strip` changes the hash only)" if loadable else
                                      "; nothing the import runs needs them")
                                     if harmless else ""), ev,
                                 fix=f"{reinstall_command(facts, pin, chain.dist)}; never "
@@ -2100,10 +2167,19 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
             fix = (f"pip install {' '.join(install)} ({'-'.join(distribution(chain.dist))} "
                    "requires it; a --no-deps or partial install left it out)")
         framework = _undeclared_framework(chain, err.message) if not fix else ""
+        # A walk or a wheel probing a submodule for its library (openvino's PyTorch frontend,
+        # whose import needs torch, which openvino does not require: survey 24's F7): an
+        # optional part of the package, not its failure — the package's own import is
+        # another report's
+        optional_part = bool(framework) and not facts.options.named and \
+            facts.probed_import != (facts.options.package or "") and \
+            "." in facts.probed_import
         if framework:
             fix = (f"pip install {framework} (the import needs it; "
                    f"{'-'.join(distribution(chain.dist))} does not declare it as a "
                    "requirement, so pip never installs it for you)")
+            if optional_part:
+                fix = (f"nothing, unless the job uses {facts.probed_import}: then {fix}")
         extra = _extra_providing(chain, err.type, err.message) if not fix else ""
         if extra:
             fix = extra
@@ -2134,7 +2210,9 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                                cause.message not in err.message else "")
                             + (" — the environment checking the wheel lacks its "
                                f"requirement(s) {', '.join(install)}, which installing the "
-                               "wheel brings" if wheel_env else ""),
+                               "wheel brings" if wheel_env else "")
+                            + (f" — an optional part of {chain.name}: {framework} is not one "
+                               f"of its requirements" if optional_part else ""),
                             [*err.tail(5), *([f"{os.path.basename(chain.dist)}/METADATA: "
                                               f"Requires-Dist: {', '.join(install)}, not "
                                               "installed"] if install else [])],
@@ -2142,7 +2220,8 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
                                  "checks the wheel (or install the wheel itself with its "
                                  "requirements first): the probe imports the wheel's package "
                                  "there" if wheel_env else fix),
-                            severity=Severity.WARNING if wheel_env else None)
+                            severity=Severity.WARNING if wheel_env else
+                            Severity.INFO if optional_part else None)
     told: set[tuple[str, str]] = set()  # polars: one failure, caught at 23 import sites
     for hidden in facts.swallowed(res):
         if _hidden_optional(chain, hidden.target, hidden.error.message) or \
