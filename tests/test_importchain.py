@@ -4664,3 +4664,76 @@ def test_a_submodule_that_needs_an_undeclared_framework_is_an_optional_part(
     named = cli(capsys, "check", "-f", "json", "--cwd", str(root), str(ext))
     assert named.code == 1 and "OD511" in [f["code"] for r in named.json()["reports"]
                                            for f in r["findings"] if f["severity"] == "error"]
+
+
+def test_a_leftover_extension_picked_before_the_installed_one_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tokenizers 0.23.3 installs tokenizers.abi3.so; a 0.15.2 tokenizers.cpython-311-…so left
+    beside it (survey 24's B04) is what `import` picks — the version-specific suffix comes
+    first — and the old module breaks the new Python code. The probe said "read the
+    exception", --static nothing. The file no RECORD lists, imported instead of the one the
+    distribution installed, is the fault; deleting it is the fix."""
+    pkg = tmp_path / "site" / "fastpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .fastmod import answer\n")
+    built = _c_extension(tmp_path, pkg, "fastmod")
+    recorded = pkg / "fastmod.abi3.so"
+    built.rename(recorded)
+    (tmp_path / "old.c").write_text(
+        '#include <Python.h>\nstatic struct PyModuleDef D = {PyModuleDef_HEAD_INIT, '
+        '"fastmod", "", -1, NULL};\nPyMODINIT_FUNC PyInit_fastmod(void) '
+        '{ return PyModule_Create(&D); }\n')
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o",
+                    str(built), str(tmp_path / "old.c")], check=True, timeout=60)
+    dist_info(tmp_path / "site", "fastpkg", "2.0", ["fastpkg/__init__.py",
+                                                    "fastpkg/fastmod.abi3.so"])
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    real = subprocess.run([sys.executable, "-c", "import fastpkg"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert "cannot import name 'answer'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--env",
+              f"PYTHONPATH={tmp_path / 'site'}", "--package", "fastpkg")
+    (rep,) = res.json()["reports"]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD508"], rep["diagnosis"]
+    od508 = next(f for f in rep["findings"] if f["code"] == "OD508")
+    assert od508["message"].startswith(f"{built.name} is in no distribution's RECORD and is "
+                                       "imported instead of fastmod.abi3.so"), od508
+    assert od508["fix"].startswith(f"delete {built}"), od508["fix"]
+    built.unlink()  # the fix: the installed module imports, and the check is clean
+    fixed = subprocess.run([sys.executable, "-c", "import fastpkg; print(fastpkg.answer())"],
+                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert fixed.stdout.strip() == "42", fixed.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(tmp_path), "--env",
+              f"PYTHONPATH={tmp_path / 'site'}", "--package", "fastpkg")
+    assert not [f for r in res.json()["reports"] for f in r["findings"]
+                if f["code"] == "OD508"], res.out[-1500:]
+
+
+@pytest.mark.probe
+def test_a_module_gone_from_a_requirements_installed_release_is_no_failed_load(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchtune 0.6.1 beside torchao 0.18.0 on a CPU torch (survey 24's F5): `import
+    torchtune` dies on `No module named 'torchao.dtypes.nf4tensor'` (gone from that release),
+    while torchao's optional CUDA kernels also failed to load, caught. The verdict blamed
+    torchao's CUDA build (OD307), whose fix changes nothing; the fix now names the release
+    pairing."""
+    from tests.test_pyreg import site as pyreg_site
+    from tests.torchfork import run_python
+
+    ao = pyreg_site("torchao-0.18.0-cuda-ext-on-cpu")
+    mine = tmp_path / "mine"
+    _write(mine, {"tunish/__init__.py": "import torchao\nfrom torchao.dtypes.nf4gone import "
+                                        "NF4Tensor\n"})
+    dist_info(mine, "tunish", "0.6.1", ["tunish/__init__.py"])
+    path = f"{mine}{os.pathsep}{ao}"
+    real = run_python("import tunish", env={**os.environ, "PYTHONPATH": path}, cwd=tmp_path,
+                      timeout=300)
+    assert "No module named 'torchao.dtypes.nf4gone'" in real.stderr, real.stderr[-1500:]
+    res = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), "--env",
+              f"PYTHONPATH={path}", "--package", "tunish")
+    rep = res.json()["reports"][0]
+    assert rep["diagnosis"]["root_findings"] == ["OD511"], rep["diagnosis"]
+    od511 = next(f for f in rep["findings"] if f["code"] == "OD511")
+    assert od511["fix"].startswith("torchao 0.18.0 is installed and has no "
+                                   "torchao.dtypes.nf4gone: tunish 0.6.1 was written for "
+                                   "another release of torchao"), od511["fix"]

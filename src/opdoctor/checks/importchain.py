@@ -338,6 +338,77 @@ _ENV_FIX = re.compile(r"\bset (?:the )?(?:environment variable |env(?:ironment)?
                       r"`?([A-Z][A-Z0-9_]{3,})`?\s*=\s*`?([\w.-]+)`?")
 
 
+def _stale_extensions(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD508 for an extension module the import picks that no RECORD lists, while a file of
+    the same module that the distribution did install comes later in the import system's
+    suffix order: a leftover of another release (survey 24's B04: tokenizers 0.15.2's
+    ``tokenizers.cpython-311-…so`` beside 0.23.3's ``tokenizers.abi3.so`` — the
+    version-specific suffix wins, the old module runs under new Python code, "module
+    'decoders' has no attribute 'DecodeStream'"; the probe said "read the exception", the
+    static check nothing)."""
+    from opdoctor.facts.pychain import import_suffixes
+    from opdoctor.facts.requires import owning_dist
+
+    interp = facts.interpreter
+    suffixes = [x for x in import_suffixes(interp.ext_suffix if interp else ".so")
+                if x != ".py"]
+    told: set[str] = set()
+    for link in chain.links:
+        if link.kind != "submodule" or not link.resolved or link.resolved[0] in told:
+            continue
+        picked = link.resolved[0]
+        suffix = next((x for x in suffixes if picked.endswith(x)), "")
+        if not suffix or owning_dist(picked) is not None:
+            continue
+        stem = picked[:-len(suffix)]
+        later = [stem + x for x in suffixes[suffixes.index(suffix) + 1:]
+                 if os.path.isfile(stem + x)]
+        owner = next(((f, o) for f in later if (o := owning_dist(f)) is not None), None)
+        if owner is None:
+            continue
+        told.add(picked)
+        shadowed, (info, _site, _row) = owner
+        dist, version = distribution(info)
+        yield OD508.finding(
+            link.target, f"{os.path.basename(picked)} is in no distribution's RECORD and is "
+            f"imported instead of {os.path.basename(shadowed)}, which {dist} {version} "
+            "installed: a leftover of another install, picked first by its version-specific "
+            "suffix", (f"import {link.target} → {picked} (no RECORD lists it)",
+                       f"{info}/RECORD lists {os.path.relpath(shadowed, _site)}",
+                       f"the import system tries {' before '.join(suffixes)}"),
+            fix=f"delete {picked} (or reinstall {dist} into a clean directory: pip removes "
+            "only the files its RECORD lists)")
+
+
+def _gone_from_the_installed_release(facts: Facts, chain: ImportChain, message: str) -> str:
+    """The fix for ``No module named 'a.b.c'`` where another distribution's package ``a`` is
+    installed and has no ``a.b.c``: the package was written for another release of it
+    (torchtune 0.6.1's `torchao.dtypes.nf4tensor`, gone from torchao 0.18: survey 24's F5 —
+    the fix spoke of a source checkout and an extension never built); "" otherwise."""
+    from opdoctor.facts.pychain import import_suffixes, installed_release, locate
+
+    m = _NO_MODULE.search(f"raised ModuleNotFoundError: {message}")
+    if m is None or "." not in m.group(1):
+        return ""
+    missing = m.group(1)
+    top = missing.split(".")[0]
+    if top == chain.name.split(".")[0]:
+        return ""
+    interp = facts.interpreter
+    suffixes = import_suffixes(interp.ext_suffix if interp else ".so")
+    cands = [c for c in locate(top, list(chain.sys_path), suffixes, facts.options.cwd or
+                               os.getcwd()) if c.kind == "package"]
+    release = installed_release(cands[0]) if cands else ""
+    if not release:
+        return ""
+    dist = release.split(" ")[0]
+    mine = " ".join(distribution(chain.dist)) if chain.dist else chain.name
+    return (f"{release} is installed and has no {missing}: {mine} was written for another "
+            f"release of {dist}, one that has it — install the {dist} release {mine}'s "
+            f"requirements or release notes pair with it (`pip index versions {dist}` lists "
+            f"them), or a {chain.name.split('.')[0]} release written for {release}")
+
+
 def _still_loadable(facts: Facts, paths: list[str]) -> bool:
     """Whether every one of ``paths`` is a shared library whose load the loader's rules would
     complete here, an extension module of this interpreter exporting its ``PyInit_``."""
@@ -1539,6 +1610,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                                 fix=f"{reinstall_command(facts, pin, chain.dist)}; never "
                                 "rebuild into site-packages by hand.",
                                 severity=Severity.WARNING if harmless else None)
+    yield from _stale_extensions(facts, chain)
     yield from _legacy_keras_missing(facts, chain)
     another = _installed_for_another_python(facts, chain)
     if another is not None:
@@ -2183,6 +2255,8 @@ def _dynamic(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
         extra = _extra_providing(chain, err.type, err.message) if not fix else ""
         if extra:
             fix = extra
+        if not fix and err.type == "ModuleNotFoundError":
+            fix = _gone_from_the_installed_release(facts, chain, err.message)
         cause = res.load_cause
         if not fix and cause is not None:
             # the chain's first error says what broke: TensorFlow 2.21's import under NumPy

@@ -196,6 +196,12 @@ def _requirement(facts: Facts) -> Iterator[Finding]:
     res = facts.probe_result()
     if res is None or res.load_error is None or not res.failed_loads:
         return
+    if res.load_error.type == "ModuleNotFoundError":
+        # a module that is not there is no failed load's doing (a failed load raises
+        # ImportError or OSError): torchtune 0.6.1's `torchao.dtypes.nf4tensor`, gone from
+        # torchao 0.18, whose optional CUDA kernels also failed to load — the verdict was
+        # that CUDA build (survey 24's F5)
+        return
 
     chain = facts.chain
     said = f"{res.load_message}\n{res.load_error.traceback}"
