@@ -3012,6 +3012,11 @@ def test_an_editable_install_without_its_build_or_its_source_tree_says_so(
     assert f"an editable install maps it to {gone}, which does not exist" in od501["message"]
     assert any("__editable___edpkg_0_1_finder.py" in e for e in od501["evidence"])
     assert "pip install -e DIR" in od501["fix"] and "pip uninstall edpkg" in od501["fix"]
+    # a module of it asked for: the uninstall names the distribution (the finder's), not the
+    # module — `pip uninstall lz4.frame` answered "not installed" (survey 24's F10)
+    res = _editable_check(capsys, moved, tmp_path, "--static", "--package", "edpkg._fast")
+    (od501,) = [f for f in res.json()["reports"][0]["findings"] if f["code"] == "OD501"]
+    assert "`python -m pip uninstall edpkg`" in od501["fix"], od501["fix"]
 
 
 @pytest.mark.probe

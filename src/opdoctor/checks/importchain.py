@@ -634,14 +634,15 @@ def _not_found(name: str, order: list[str], chain: ImportChain, facts: Facts) ->
         return _stale_editable(name, order, f"an editable install maps it to {path}, which "
                                + ("is no package" if os.path.exists(path) else
                                   "does not exist"),
-                               [f"editable finder: {finder} ({name} → {path})"], project)
+                               [f"editable finder: {finder} ({name} → {path})"], project,
+                               _editable_distribution(finder) or top)
     stale = _stale_editable_path(top, chain)
     if stale is not None:
         d, pth, project = stale
         return _stale_editable(name, order, f"an editable install ({os.path.basename(pth)}) "
                                f"puts {d} on sys.path, which does not exist",
                                [f"{pth}: {d} (Python skips a directory that does not exist)"],
-                               project)
+                               project, _editable_distribution(pth) or top)
     user_site = _user_site_turned_off(facts, top)
     if user_site:
         # survey 22's B5: `pip install --user` put it there; the job runs with
@@ -842,15 +843,26 @@ def _recorded_without_files(top: str, chain: ImportChain) -> tuple[str, str] | N
     return None
 
 
+_EDITABLE_FILE = re.compile(r"__editable__(?:_|\.)(?P<dist>[A-Za-z0-9][\w.]*?)[-_]\d[\w.]*?"
+                            r"(?:_finder\.py|\.pth)$")
+
+
+def _editable_distribution(path: str) -> str:
+    """The distribution an editable install's finder or .pth file is named for
+    (``__editable___lz4_4_4_5_finder.py``, ``__editable__.lz4-4.4.5.pth`` → lz4); ""."""
+    m = _EDITABLE_FILE.match(os.path.basename(path))
+    return m.group("dist") if m else ""
+
+
 def _stale_editable(name: str, order: list[str], what: str, ev: list[str],
-                    project: str) -> Finding:
+                    project: str, dist: str) -> Finding:
     return OD501.finding(name, f"no package {name} on the target interpreter's sys.path: "
                          f"{what} (the checkout was moved or deleted)",
                          [*order[:12], *ev,
                           *([f"installed from: {project}"] if project else [])],
                          fix="Install it again from where the project is now "
                          "(`python -m pip install -e DIR`), or uninstall the stale editable "
-                         f"install (`python -m pip uninstall {name}`).")
+                         f"install (`python -m pip uninstall {dist}`).")
 
 
 def _stale_editable_path(top: str, chain: ImportChain) -> tuple[str, str, str] | None:
