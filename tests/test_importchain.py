@@ -4666,6 +4666,10 @@ def test_a_submodule_that_needs_an_undeclared_framework_is_an_optional_part(
     assert [f["severity"] for f in od511] == ["info"], od511
     assert "an optional part of ovish: tensorflow is not one of its requirements" in \
         od511[0]["message"], od511[0]["message"]
+    # the wheel's copy is the one imported whatever --cwd says (it said "no package ovish")
+    moved = cli(capsys, "check", "-f", "json", "--cwd", str(tmp_path), str(wheel))
+    assert [f["code"] for r in moved.json()["reports"] for f in r["findings"]
+            if f["code"].startswith("OD5")] == ["OD511"], moved.out[-1500:]
     named = cli(capsys, "check", "-f", "json", "--cwd", str(root), str(ext))
     assert named.code == 1 and "OD511" in [f["code"] for r in named.json()["reports"]
                                            for f in r["findings"] if f["severity"] == "error"]

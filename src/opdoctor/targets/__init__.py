@@ -433,7 +433,9 @@ def expand(paths: list[str], options: CheckOptions,
                 # another platform's libraries too (a win_amd64 wheel's .pyd, a macOS .dylib):
                 # what they are is the finding, not "only Python files in it" (survey 20)
                 libs = _walk(tmp, foreign=True)
-                from_wheel = dataclasses.replace(options, wheel=os.path.abspath(path))
+                # (the wheel's copy is the one imported, as installing it makes it: a --cwd
+                # given for the job would put another directory's copy, or none, first)
+                from_wheel = dataclasses.replace(options, wheel=os.path.abspath(path), cwd="")
                 if not libs:
                     # A pure-Python wheel is checked as the installed package would be: its
                     # import chain statically, OD415 a note — one in `dist/*.whl` beside
