@@ -4746,3 +4746,31 @@ def test_a_module_gone_from_a_requirements_installed_release_is_no_failed_load(
     assert od511["fix"].startswith("torchao 0.18.0 is installed and has no "
                                    "torchao.dtypes.nf4gone: tunish 0.6.1 was written for "
                                    "another release of torchao"), od511["fix"]
+
+
+def test_a_dotted_module_under_a_source_tree_that_hides_the_installed_package(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--package lz4.frame` run from lz4's unpacked sdist (survey 24's F4): Python imports
+    `lz4` from the working directory — the source tree, without compiled modules — and the
+    installed wheel's is hidden. The check of the dotted module said "build the extension into
+    the package directory" (OD510) while `--package lz4` said the tree hides the wheel; both
+    say it now."""
+    src, site = tmp_path / "src", tmp_path / "site"
+    files = {"dotpkg/__init__.py": "", "dotpkg/sub/__init__.py": "from . import _fast\n"}
+    _write(src, files)
+    _write(site, files)
+    fast = _c_extension(tmp_path, site / "dotpkg" / "sub", "_fast")
+    dist_info(site, "dotpkg", "1.0", [*files, f"dotpkg/sub/{fast.name}"])
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    for cwd, fails in ((src, True), (tmp_path, False)):
+        real = subprocess.run([sys.executable, "-c", "import dotpkg.sub"], env=env, cwd=cwd,
+                              capture_output=True, text=True, timeout=60)
+        assert (real.returncode != 0) == fails, real.stderr
+    res = cli(capsys, "check", "--static", "-f", "json", "--cwd", str(src), "--env",
+              f"PYTHONPATH={site}", "--package", "dotpkg.sub")
+    (rep,) = res.json()["reports"]
+    assert rep["diagnosis"]["root_findings"] == ["OD502"], rep["diagnosis"]
+    od502 = next(f for f in rep["findings"] if f["code"] == "OD502")
+    assert od502["message"].startswith(f"import dotpkg picks {src / 'dotpkg'}, which has no "
+                                       "compiled extension"), od502["message"]
+    assert od502["fix"].startswith(f"run from outside {src}"), od502["fix"]

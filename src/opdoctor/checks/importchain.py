@@ -409,6 +409,17 @@ def _gone_from_the_installed_release(facts: Facts, chain: ImportChain, message: 
             f"them), or a {chain.name.split('.')[0]} release written for {release}")
 
 
+def _top_level_chain(facts: Facts, top: str) -> ImportChain | None:
+    """The static chain of the top-level package ``top`` in the job's environment."""
+    from opdoctor.facts.pychain import analyse
+
+    interp = facts.interpreter
+    if interp is None:
+        return None
+    return analyse(top, list(interp.sys_path), interp.ext_suffix,
+                   facts.options.cwd or os.getcwd(), facts.environ)
+
+
 def _still_loadable(facts: Facts, paths: list[str]) -> bool:
     """Whether every one of ``paths`` is a shared library whose load the loader's rules would
     complete here, an extension module of this interpreter exporting its ``PyInit_``."""
@@ -1332,48 +1343,57 @@ def run(facts: Facts) -> Iterator[Finding]:
     # wherever it is on sys.path: a data or output directory named like the package in the
     # working directory hides nothing, whatever files lie below it (torchrec run from a
     # directory called torchrec that holds the site-packages).
-    others = [c for c in chain.candidates if c is not win and
-              (win.kind == "namespace" or c.kind != "namespace")]
+    # `--package lz4.frame` run from lz4's source tree: Python imports `lz4` first, and the
+    # tree's copy without compiled modules hides the installed one — the dotted module's own
+    # candidates are all below that copy (survey 24's F4: "build the extension into the
+    # package directory"); the top-level package's copies are what tell it
+    cchain, cname, cwin = chain, name, win
+    if "." in name and len(chain.candidates) < 2:
+        top = _top_level_chain(facts, name.split(".")[0])
+        if top is not None and top.winner is not None and len(top.candidates) > 1:
+            cchain, cname, cwin = top, top.name, top.winner
+    others = [c for c in cchain.candidates if c is not cwin and
+              (cwin.kind == "namespace" or c.kind != "namespace")]
     if others:
-        origin = entry_origin(win.entry, chain.sys_path, facts.environ)
-        ev = [f"import {name} → {win.path} ({win.kind}, from sys.path entry "
-              f"{win.entry or '(cwd)'!r}" + (f", which {origin} puts there" if origin else "")
+        origin = entry_origin(cwin.entry, cchain.sys_path, facts.environ)
+        ev = [f"import {cname} → {cwin.path} ({cwin.kind}, from sys.path entry "
+              f"{cwin.entry or '(cwd)'!r}" + (f", which {origin} puts there" if origin else "")
               + ")"]
         ev += [f"hidden: {c.path} ({c.kind}, later on sys.path)" for c in others]
-        win_so = facts.shared_libraries_under(win.path)
+        win_so = facts.shared_libraries_under(cwin.path)
         other_so = [f for c in others for f in facts.shared_libraries_under(c.path)]
         if not win_so and other_so:
             hidden_so = os.path.basename(other_so[0])
-            foreign = sorted({b for lk in chain.links for b in lk.other_builds})
+            foreign = sorted({b for lk in cchain.links for b in lk.other_builds})
             has = (f"no extension for this machine (only {', '.join(foreign[:2])})" if foreign
                    else "no compiled extension")
-            dist, version = distribution(chain.dist) if chain.dist else ("", "")
+            dist, version = distribution(cchain.dist) if cchain.dist else ("", "")
             there = (f"`pip install --force-reinstall --no-deps --target "
-                     f"{os.path.dirname(win.path)} '{dist}=={version}'` with this machine's pip"
+                     f"{os.path.dirname(cwin.path)} '{dist}=={version}'` with this machine's pip"
                      if foreign and dist and version else "`pip install -e .` there")
             # The import works (markupsafe runs its pure-Python fallback): worth knowing, not
             # the verdict.
             works = _imported_fine(facts)
-            yield OD502.finding(name, f"import {name} picks {win.path}, which has {has}; the "
+            yield OD502.finding(cname, f"import {cname} picks {cwin.path}, which has {has}; the "
                                 f"installed copy with {hidden_so} is hidden"
                                 + ("; the import works without it" if works else ""), ev,
-                                fix=f"run from outside {os.path.dirname(win.path)} or remove it "
+                                fix=f"run from outside {os.path.dirname(cwin.path)} or remove it "
                                 f"from sys.path ({_entry_source(origin)}); or {there}",
                                 severity=Severity.WARNING if works else None)
-        elif facts.options.wheel and win.kind != "namespace" and _same_distribution(
-                chain.releases.get(win.path, ""), [chain.releases.get(c.path, "")
+        elif facts.options.wheel and cwin.kind != "namespace" and _same_distribution(
+                cchain.releases.get(cwin.path, ""), [cchain.releases.get(c.path, "")
                                                    for c in others]):
             # The wheel being checked is unpacked ahead of the environment's copy on purpose:
             # that copy hides nothing a `pip install` of the wheel would keep (it replaces
             # it). A note: pyyaml's 6.0.2 wheel beside an installed 6.0.4 failed every
             # `--fail-on warning` gate with opdoctor's own temporary directory (survey 20).
-            installed = [f"{chain.releases.get(c.path) or c.path}" for c in others]
-            yield OD502.finding(name, f"the environment also has {', '.join(installed)}; the "
-                                f"wheel's {chain.releases.get(win.path) or name} was checked, "
+            installed = [f"{cchain.releases.get(c.path) or c.path}" for c in others]
+            yield OD502.finding(cname, f"the environment also has {', '.join(installed)}; the "
+                                f"wheel's {cchain.releases.get(cwin.path) or cname} was checked, "
                                 "as `pip install` of the wheel would replace it", ev,
                                 severity=Severity.INFO, fix="nothing to do for the wheel")
-        elif win.kind != "namespace":
-            yield _installed_copies(name, win, others, chain.releases, ev, origin)
+        elif cwin.kind != "namespace":
+            yield _installed_copies(cname, cwin, others, cchain.releases, ev, origin)
     if win.kind == "namespace" and _lost_its_init(win.path) and not _namespace_by_design(chain):
         inside = facts.shared_libraries_under(win.path)[:3]
         yield OD506.finding(name, f"{win.path} has no __init__.py: it imports as a namespace "
