@@ -1143,6 +1143,36 @@ def test_another_torchs_libraries_on_ld_library_path_are_the_root(
     assert "OD205" not in [f["code"] for f in own.json()["reports"][0]["findings"]]
 
 
+@pytest.mark.probe
+def test_another_torchs_library_in_ld_preload_is_the_root(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 24's F2: LD_PRELOAD with another torch's libtorch_cpu.so (torch 2.14.1's into a
+    torch 2.13 job): `import torch` fails on an undefined symbol, and `check --package torch`
+    said "No problem found". Here the other torch is one stand-in libtorch_python.so, which
+    the real import binds by name and fails on; torch's own libc10.so preloaded is no
+    finding."""
+    other = tmp_path / "other-torch" / "lib"
+    other.mkdir(parents=True)
+    (tmp_path / "stub.c").write_text("int stub_fn(void) { return 0; }\n")
+    stub = other / "libtorch_python.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libtorch_python.so", "-o",
+                    str(stub), str(tmp_path / "stub.c")], check=True, timeout=60)
+    real = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "LD_PRELOAD": str(stub)})
+    assert real.returncode != 0 and "undefined symbol" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
+              f"LD_PRELOAD={stub}")
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD205"], rep["diagnosis"]
+    (od205,) = [f for f in rep["findings"] if f["code"] == "OD205"]
+    assert od205["message"].startswith("LD_PRELOAD loads another torch's libraries into every "
+                                       "process: libtorch_python.so"), od205["message"]
+    assert od205["fix"].startswith(f"remove {stub} from LD_PRELOAD"), od205["fix"]
+    own = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
+              f"LD_PRELOAD={torch_lib_dir() / 'libc10.so'}")
+    assert "OD205" not in [f["code"] for f in own.json()["reports"][0]["findings"]]
+
+
 def _torch_copy(tmp_path: Path) -> tuple[Path, Path, Path]:
     """(this torch's site-packages, a site under ``tmp_path`` holding a copy of its torch —
     hard links — and its dist-info, that dist-info in this torch's site)."""

@@ -101,11 +101,13 @@ OD205 = CodeDoc(
     "torch's libraries (another environment's torch/lib, a libtorch download) makes `import "
     "torch` load that torch's libtorch_python.so, libtorch_cpu.so, libc10.so … under this "
     "torch's Python code. The import fails on names of torch's own modules, or an extension "
-    "built for this torch meets another release's symbols — and rebuilding it changes nothing.",
+    "built for this torch meets another release's symbols — and rebuilding it changes nothing. "
+    "LD_PRELOAD does the same earlier still: its objects are mapped before the program's "
+    "dependencies, and torch's own libraries then bind the preloaded one of the same name.",
     example="import torch: ModuleNotFoundError: No module named 'torch._custom_class_base' "
     "(LD_LIBRARY_PATH=/other/venv/lib/python3.11/site-packages/torch/lib)",
-    fix="Remove that directory from LD_LIBRARY_PATH, or unset it for the job: torch finds its "
-    "own libraries through its RUNPATH.",
+    fix="Remove that directory from LD_LIBRARY_PATH (that library from LD_PRELOAD), or unset "
+    "it for the job: torch finds its own libraries through its RUNPATH.",
     references=(_DLOPEN,),
 )
 
@@ -126,10 +128,37 @@ def _framework_from_elsewhere(facts: Facts) -> Iterator[Finding]:
     against this torch")."""
     interp = facts.interpreter
     torch = interp.torch if interp is not None else None
-    entries = [e for e in facts.environ.get("LD_LIBRARY_PATH", "").split(":") if e]
-    if torch is None or not torch.c_extension or not entries:
+    if torch is None or not torch.c_extension:
         return
     own = os.path.realpath(os.path.join(os.path.dirname(torch.c_extension), "lib"))
+    # LD_PRELOAD: another torch's library mapped before the program, which torch's own
+    # libraries then bind by name (survey 24's F2: torch 2.14.1's libtorch_cpu.so preloaded
+    # into torch 2.13 — `import torch` fails on an undefined symbol, the check was clean)
+    pre = [lib for lib in facts.process.preloaded if lib.preloaded_by == "LD_PRELOAD"
+           and _TORCH_OWN.match(os.path.basename(lib.path))
+           and os.path.realpath(os.path.dirname(lib.path)) != own
+           and os.path.exists(os.path.join(own, os.path.basename(lib.path)))]
+    if pre:
+        where = os.path.dirname(pre[0].path)
+        names = [os.path.basename(lib.path) for lib in pre]
+        given = [e for e in re.split(r"[:\s]+", facts.environ.get("LD_PRELOAD", "")) if e]
+        mine = [e for e in given if os.path.realpath(os.path.dirname(e)) in
+                {os.path.realpath(os.path.dirname(lib.path)) for lib in pre}] or \
+            [lib.path for lib in pre[:1]]
+        yield OD205.finding(
+            where, f"LD_PRELOAD loads another torch's libraries into every process: "
+            f"{', '.join(names[:4])}{' …' if len(names) > 4 else ''} from {where}, before "
+            f"torch {torch.version}'s own ({own}), which then bind to them by name",
+            [*(f"{os.path.basename(lib.path)} => {lib.path} [LD_PRELOAD]; torch's own: "
+               f"{os.path.join(own, os.path.basename(lib.path))}" for lib in pre[:6]),
+             "LD_PRELOAD's objects are mapped before the program's dependencies: a later "
+             "DT_NEEDED of the same name is that object"],
+            fix=f"remove {', '.join(mine[:3])} from LD_PRELOAD (or unset it for the job): "
+            f"torch {torch.version} loads its own libraries; nothing to rebuild")
+        return
+    entries = [e for e in facts.environ.get("LD_LIBRARY_PATH", "").split(":") if e]
+    if not entries:
+        return
     on_path = {os.path.realpath(e) for e in entries}
     # torch's own build products only: a system libgomp.so.1 on LD_LIBRARY_PATH (a Docker
     # image's /usr/lib/x86_64-linux-gnu) in place of the copy torch bundles is no other torch
