@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -1115,6 +1116,33 @@ def test_what_a_preloaded_dependency_needs_is_in_the_targets_search_list(
     assert not [f for f in found if f["code"] in ("OD301", "OD432")], found
 
 
+def _stand_in_torch_python(tmp_path: Path) -> Path:
+    """Another torch's libtorch_python.so, as far as the loader goes: a library of that SONAME
+    in ``tmp_path/other-torch/lib`` defining none of its symbols."""
+    other = tmp_path / "other-torch" / "lib"
+    other.mkdir(parents=True)
+    (tmp_path / "stub.c").write_text("int stub_fn(void) { return 0; }\n")
+    stub = other / "libtorch_python.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libtorch_python.so", "-o",
+                    str(stub), str(tmp_path / "stub.c")], check=True, timeout=60)
+    return stub
+
+
+def _torch_import_fails_and_is_od205(capsys: pytest.CaptureFixture[str], var: str,
+                                     value: str) -> dict[str, Any]:
+    """`import torch` fails with ``var=value`` in its environment (the real import), and
+    `check --static --package torch` with it has OD205 as its root: that finding."""
+    real = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, var: value})
+    assert real.returncode != 0 and "undefined symbol" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
+              f"{var}={value}")
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD205"], rep["diagnosis"]
+    (od205,) = [f for f in rep["findings"] if f["code"] == "OD205"]
+    return od205
+
+
 @pytest.mark.probe
 def test_another_torchs_libraries_on_ld_library_path_are_the_root(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1123,20 +1151,8 @@ def test_another_torchs_libraries_on_ld_library_path_are_the_root(
     `check --package torch` said "No problem found" (an extension built for this torch got
     "rebuild it against this torch"). Here the other torch is one stand-in libtorch_python.so;
     the real import fails on it. torch's own lib directory on LD_LIBRARY_PATH is no finding."""
-    other = tmp_path / "other-torch" / "lib"
-    other.mkdir(parents=True)
-    (tmp_path / "stub.c").write_text("int stub_fn(void) { return 0; }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libtorch_python.so", "-o",
-                    str(other / "libtorch_python.so"), str(tmp_path / "stub.c")], check=True,
-                   timeout=60)
-    real = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "LD_LIBRARY_PATH": str(other)})
-    assert real.returncode != 0 and "undefined symbol" in real.stderr, real.stderr
-    res = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
-              f"LD_LIBRARY_PATH={other}")
-    rep = res.json()["reports"][0]
-    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD205"], rep["diagnosis"]
-    (od205,) = [f for f in rep["findings"] if f["code"] == "OD205"]
+    other = _stand_in_torch_python(tmp_path).parent
+    od205 = _torch_import_fails_and_is_od205(capsys, "LD_LIBRARY_PATH", str(other))
     assert "libtorch_python.so" in od205["message"] and f"remove {other}" in od205["fix"]
     own = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
               f"LD_LIBRARY_PATH={torch_lib_dir()}")
@@ -1151,20 +1167,8 @@ def test_another_torchs_library_in_ld_preload_is_the_root(
     said "No problem found". Here the other torch is one stand-in libtorch_python.so, which
     the real import binds by name and fails on; torch's own libc10.so preloaded is no
     finding."""
-    other = tmp_path / "other-torch" / "lib"
-    other.mkdir(parents=True)
-    (tmp_path / "stub.c").write_text("int stub_fn(void) { return 0; }\n")
-    stub = other / "libtorch_python.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libtorch_python.so", "-o",
-                    str(stub), str(tmp_path / "stub.c")], check=True, timeout=60)
-    real = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "LD_PRELOAD": str(stub)})
-    assert real.returncode != 0 and "undefined symbol" in real.stderr, real.stderr
-    res = cli(capsys, "check", "-f", "json", "--static", "--package", "torch", "--env",
-              f"LD_PRELOAD={stub}")
-    rep = res.json()["reports"][0]
-    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD205"], rep["diagnosis"]
-    (od205,) = [f for f in rep["findings"] if f["code"] == "OD205"]
+    stub = _stand_in_torch_python(tmp_path)
+    od205 = _torch_import_fails_and_is_od205(capsys, "LD_PRELOAD", str(stub))
     assert od205["message"].startswith("LD_PRELOAD loads another torch's libraries into every "
                                        "process: libtorch_python.so"), od205["message"]
     assert od205["fix"].startswith(f"remove {stub} from LD_PRELOAD"), od205["fix"]

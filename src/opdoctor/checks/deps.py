@@ -121,64 +121,66 @@ _TORCH_OWN = re.compile("(?:" + "|".join((*TORCH.needed_prefixes, "libshm", "lib
 
 
 def _framework_from_elsewhere(facts: Facts) -> Iterator[Finding]:
-    """OD205: libraries the emulated `import torch` loads from an LD_LIBRARY_PATH directory
-    although torch's own lib directory holds a file of that name (survey 22's E2: another
-    venv's torch/lib on LD_LIBRARY_PATH — `check --package torch` said "No problem found"
-    while `import torch` failed, and an extension built for this torch got "rebuild it
-    against this torch")."""
+    """OD205: libraries the emulated `import torch` takes from another torch although torch's
+    own lib directory holds a file of that name — from an LD_LIBRARY_PATH directory (survey
+    22's E2: another venv's torch/lib — `check --package torch` said "No problem found" while
+    `import torch` failed, and an extension built for this torch got "rebuild it against this
+    torch"), or preloaded by LD_PRELOAD, which torch's own libraries then bind by name (survey
+    24's F2: torch 2.14.1's libtorch_cpu.so in a torch 2.13 job)."""
     interp = facts.interpreter
     torch = interp.torch if interp is not None else None
     if torch is None or not torch.c_extension:
         return
     own = os.path.realpath(os.path.join(os.path.dirname(torch.c_extension), "lib"))
-    # LD_PRELOAD: another torch's library mapped before the program, which torch's own
-    # libraries then bind by name (survey 24's F2: torch 2.14.1's libtorch_cpu.so preloaded
-    # into torch 2.13 — `import torch` fails on an undefined symbol, the check was clean)
-    pre = [lib for lib in facts.process.preloaded if lib.preloaded_by == "LD_PRELOAD"
-           and _TORCH_OWN.match(os.path.basename(lib.path))
-           and os.path.realpath(os.path.dirname(lib.path)) != own
-           and os.path.exists(os.path.join(own, os.path.basename(lib.path)))]
+
+    def others(by: str, dirs: set[str] | None) -> list[Library]:
+        # torch's own build products only: a system libgomp.so.1 on LD_LIBRARY_PATH (a Docker
+        # image's /usr/lib/x86_64-linux-gnu) in place of the copy torch bundles is no other
+        # torch
+        return [lib for lib in facts.process.preloaded if lib.preloaded_by == by
+                and _TORCH_OWN.match(os.path.basename(lib.path))
+                and (os.path.realpath(os.path.dirname(lib.path)) in dirs - {own} if dirs
+                     is not None else os.path.realpath(os.path.dirname(lib.path)) != own)
+                and os.path.exists(os.path.join(own, os.path.basename(lib.path)))]
+
+    pre = others("LD_PRELOAD", None)
     if pre:
-        where = os.path.dirname(pre[0].path)
-        names = [os.path.basename(lib.path) for lib in pre]
         given = [e for e in re.split(r"[:\s]+", facts.environ.get("LD_PRELOAD", "")) if e]
         mine = [e for e in given if os.path.realpath(os.path.dirname(e)) in
                 {os.path.realpath(os.path.dirname(lib.path)) for lib in pre}] or \
             [lib.path for lib in pre[:1]]
-        yield OD205.finding(
-            where, f"LD_PRELOAD loads another torch's libraries into every process: "
-            f"{', '.join(names[:4])}{' …' if len(names) > 4 else ''} from {where}, before "
-            f"torch {torch.version}'s own ({own}), which then bind to them by name",
-            [*(f"{os.path.basename(lib.path)} => {lib.path} [LD_PRELOAD]; torch's own: "
-               f"{os.path.join(own, os.path.basename(lib.path))}" for lib in pre[:6]),
-             "LD_PRELOAD's objects are mapped before the program's dependencies: a later "
-             "DT_NEEDED of the same name is that object"],
-            fix=f"remove {', '.join(mine[:3])} from LD_PRELOAD (or unset it for the job): "
-            f"torch {torch.version} loads its own libraries; nothing to rebuild")
+        yield _other_torch(pre, own, torch.version, "LD_PRELOAD loads another torch's "
+                           "libraries into every process", "before torch {v}'s own ({own}), "
+                           "which then bind to them by name", "LD_PRELOAD's objects are mapped "
+                           "before the program's dependencies: a later DT_NEEDED of the same "
+                           "name is that object", f"remove {', '.join(mine[:3])} from "
+                           "LD_PRELOAD (or unset it for the job): torch {v} loads its own "
+                           "libraries; nothing to rebuild")
         return
     entries = [e for e in facts.environ.get("LD_LIBRARY_PATH", "").split(":") if e]
-    if not entries:
-        return
-    on_path = {os.path.realpath(e) for e in entries}
-    # torch's own build products only: a system libgomp.so.1 on LD_LIBRARY_PATH (a Docker
-    # image's /usr/lib/x86_64-linux-gnu) in place of the copy torch bundles is no other torch
-    taken = [lib for lib in facts.process.preloaded if lib.preloaded_by == "import torch"
-             and _TORCH_OWN.match(lib.name)
-             and os.path.realpath(os.path.dirname(lib.path)) in on_path - {own}
-             and os.path.exists(os.path.join(own, lib.name))]
-    if not taken:
-        return
-    where = os.path.dirname(taken[0].path)
-    names = [lib.name for lib in taken]
-    yield OD205.finding(
-        where, f"LD_LIBRARY_PATH makes `import torch` load another torch's libraries: "
-        f"{', '.join(names[:4])}{' …' if len(names) > 4 else ''} from {where}, not torch "
-        f"{torch.version}'s own ({own})",
-        [*(f"{lib.name} => {lib.path} [LD_LIBRARY_PATH]; torch's own: "
-           f"{os.path.join(own, lib.name)}" for lib in taken[:6]),
-         "LD_LIBRARY_PATH is searched before torch's RUNPATH ($ORIGIN)"],
-        fix=f"remove {where} from LD_LIBRARY_PATH (or unset it for the job): torch "
-        f"{torch.version} finds its own libraries through its RUNPATH; nothing to rebuild")
+    taken = others("import torch", {os.path.realpath(e) for e in entries}) if entries else []
+    if taken:
+        yield _other_torch(taken, own, torch.version, "LD_LIBRARY_PATH makes `import torch` "
+                           "load another torch's libraries", "not torch {v}'s own ({own})",
+                           "LD_LIBRARY_PATH is searched before torch's RUNPATH ($ORIGIN)",
+                           f"remove {os.path.dirname(taken[0].path)} from LD_LIBRARY_PATH (or "
+                           "unset it for the job): torch {v} finds its own libraries through "
+                           "its RUNPATH; nothing to rebuild")
+
+
+def _other_torch(libs: list[Library], own: str, version: str, what: str, whose: str,
+                 why: str, fix: str) -> Finding:
+    """The OD205 finding for ``libs`` of another torch (``whose`` and ``fix`` may name ``{v}``,
+    this torch's version, and ``{own}``, its lib directory); ``why``: how they got in."""
+    where = os.path.dirname(libs[0].path)
+    rule = "LD_PRELOAD" if what.startswith("LD_PRELOAD") else "LD_LIBRARY_PATH"
+    names = [os.path.basename(lib.path) for lib in libs]
+    return OD205.finding(
+        where, f"{what}: {', '.join(names[:4])}{' …' if len(names) > 4 else ''} from {where}, "
+        + whose.replace("{v}", version).replace("{own}", own),
+        [*(f"{n} => {lib.path} [{rule}]; torch's own: {os.path.join(own, n)}"
+           for n, lib in zip(names[:6], libs, strict=False)), why],
+        fix=fix.replace("{v}", version).replace("{own}", own))
 
 
 def _attempt_lines(miss: Missing) -> list[str]:
