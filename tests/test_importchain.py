@@ -4435,6 +4435,9 @@ def test_a_swallowed_preload_of_another_installed_packages_library_is_a_note(
     ({"tinyop/__init__.py": "from .util import x\nfrom . import _C\n",
       "tinyop/util.py": "import torch\nx = 1\n"}, False),
     ({"tinyop/__init__.py": "import torch\nfrom . import _C\n"}, False),
+    # both inside one statement: the earlier line still runs first
+    ({"tinyop/__init__.py": "import warnings\nwith warnings.catch_warnings():\n"
+                            "    import torch\n    from . import _C\n"}, False),
 ])
 def test_a_torch_extension_imported_before_torch_fails_on_its_own(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str],

@@ -2523,9 +2523,14 @@ def _imports_in(file: str, before: int, pkg: str, framework: str, seen: set[str]
         return None
     top = os.path.basename(pkg)
     for stmt in parsed.tree.body:
-        if before and (getattr(stmt, "end_lineno", None) or stmt.lineno) >= before:
+        if before and stmt.lineno >= before:
             break
+        # the statement that holds the load (a `with warnings.catch_warnings():` around
+        # `import torch` and `from . import _C`): its imports on earlier lines ran first
+        inner = before and (getattr(stmt, "end_lineno", None) or stmt.lineno) >= before
         for node in all_nodes(stmt):
+            if inner and getattr(node, "lineno", before) >= before:
+                continue
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
                 level = 0
