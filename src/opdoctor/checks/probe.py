@@ -804,20 +804,19 @@ def _looked_up_by_name(text: str) -> Finding | None:
     loading it (``ctypes.util.find_library``) and, not finding it, raises its own error:
     sounddevice's "OSError: PortAudio library not found" without libportaudio2. No dlopen
     ran, so nothing else names the library; the import's failure (OD511) was the verdict —
-    cause 5, with a fix that said "reads as cause 2" (survey 23's F7). Only where the
-    loader's cache really lacks the library."""
+    cause 5, with a fix that said "reads as cause 2" (survey 23's F7). The message form is
+    explain's (python.ctypes-library-not-found), and only where the loader's cache really
+    lacks the library."""
     from opdoctor.facts.exceptionreading import read_exception
     from opdoctor.facts.loader.ldcache import load_ld_cache
     from opdoctor.facts.syslibs import by_project, system_library_fix
 
-    m = _OWN_LOOKUP.search(text)
-    if m is None:
+    lines = text.strip().splitlines()
+    said = re.sub(r"^\w+(?:Error|Exception): ", "", lines[0]) if lines else ""
+    reading = read_exception("OSError", said) if said else None
+    if reading is None or reading.subcause != "python.ctypes-library-not-found":
         return None
-    said = m.group(0).split(": ", 1)[-1]
-    reading = read_exception("OSError", said)
-    if reading is None or reading.cause != 2:
-        return None
-    project = m.group("project") or m.group("project2")
+    project = reading.entities.get("project", "")
     lib = by_project(project)
     if not lib or lib in load_ld_cache("/etc/ld.so.cache"):
         return None
@@ -827,13 +826,6 @@ def _looked_up_by_name(text: str) -> Finding | None:
         (f"raised: {said}", f"{lib}: not in the loader's cache (/etc/ld.so.cache), "
          "where ctypes.util.find_library looks"),
         fix=system_library_fix(lib) or None)
-
-
-# A package's own words when ctypes.util.find_library found no library of that name (the
-# forms explain's python.ctypes-library-not-found reads).
-_OWN_LOOKUP = re.compile(r"(?:(?:OSError|ImportError|RuntimeError): )?(?:(?P<project>[A-Za-z][\w+-]"
-                         r"{1,30}) library not found|Unable to find (?P<project2>[\w+-]{1,30}) "
-                         r"shared library)")
 
 
 def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator[Finding]:

@@ -12,15 +12,19 @@ class Reading:
     """One reading of an exception's text: the cause, its name, the message form's title and
     explanation, and the next steps the form suggests."""
 
-    __slots__ = ("cause", "cause_name", "explanation", "next_steps", "title")
+    __slots__ = ("cause", "cause_name", "entities", "explanation", "next_steps", "subcause",
+                 "title")
 
     def __init__(self, cause: int, cause_name: str, title: str, explanation: str,
-                 next_steps: tuple[str, ...]) -> None:
+                 next_steps: tuple[str, ...], subcause: str = "",
+                 entities: dict[str, str] | None = None) -> None:
         self.cause = cause
         self.cause_name = cause_name
         self.title = title
         self.explanation = explanation
         self.next_steps = next_steps
+        self.subcause = subcause  # the message form's id (python.ctypes-library-not-found)
+        self.entities = entities or {}  # what the form read from the text (project: zbar)
 
 
 def read_exception(kind: str, message: str) -> Reading | None:
@@ -33,4 +37,5 @@ def read_exception(kind: str, message: str) -> Reading | None:
     if not e.cause or not e.subcause or e.subcause.startswith("generic."):
         return None
     return Reading(e.cause, CAUSE_NAMES[e.cause], e.title, e.explanation,
-                   tuple(e.next_steps))
+                   tuple(e.next_steps), e.subcause,
+                   {k: str(v) for k, v in e.entities.items()})
