@@ -20,7 +20,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 _SCRIPT = r"""
-import importlib.util, json, os, sys, sysconfig
+import sys
+# what start-up imported (site, .pth lines, sitecustomize): a PYTHONPATH entry holding one of
+# these could change sys.path itself, so no answer is derived for it (see _with_pythonpath)
+_boot = sorted({m.partition(".")[0] for m in sys.modules})
+import importlib.util, json, os, sysconfig
 def _where(name):
     try:
         spec = importlib.util.find_spec(name)
@@ -37,6 +41,7 @@ info = {
     "sys_path": sys.path,
     "torch_dir": _where("torch"),
     "tensorflow_dir": _where("tensorflow"),
+    "startup_modules": _boot,
 }
 """
 
@@ -129,8 +134,10 @@ _EXPECTED = frozenset(("executable", "version", "ext_suffix", "soabi", "ldlibrar
                        "sys_path", "torch_dir"))
 
 
-def _run_script(exe: str, timeout: float, env: dict[str, str] | None) -> dict[str, Any]:
+def _run_script(exe: str, timeout: float, env: dict[str, str] | None,
+                neutral: bool = False) -> dict[str, Any]:
     """Run the inspection script in ``exe``; its answer travels between two random delimiters.
+    ``neutral``: in an empty directory, so that its '' entry finds nothing.
 
     An interpreter may print anything around it — a banner from a ``.pth`` file or
     ``sitecustomize``, warnings, text at exit — so stdout is never parsed whole. Something that
@@ -144,14 +151,18 @@ def _run_script(exe: str, timeout: float, env: dict[str, str] | None) -> dict[st
         "sys.stdout.flush()\n"
     import subprocess  # here: a cached or in-process answer needs no child
 
+    empty = _empty_directory() if neutral else None
     try:
         proc = subprocess.run([exe, "-c", code], capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, env=env)
+                              stdin=subprocess.DEVNULL, env=env, cwd=empty)
     except subprocess.TimeoutExpired:
         raise InterpreterError(f"{exe} is not a usable Python: no answer within "
                                f"{timeout:g} s") from None
     except OSError as exc:
         raise InterpreterError(f"cannot run {exe}: {exc.strerror or exc}") from None
+    finally:
+        if empty:
+            os.rmdir(empty)
     stdout = proc.stdout.decode("utf-8", "replace")
     info = _answer(stdout, token)
     if info is not None:
@@ -169,20 +180,111 @@ def _run_script(exe: str, timeout: float, env: dict[str, str] | None) -> dict[st
 _ANSWERS: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
+def _empty_directory() -> str:
+    """A new empty directory (the caller removes it)."""
+    import tempfile  # here: only a child's start needs it
+
+    return tempfile.mkdtemp(prefix="opdoctor-cwd-")
+
+
 def _cached_answer(exe: str, timeout: float, env: dict[str, str] | None) -> dict[str, Any]:
     """:func:`_run_script`, once per interpreter file and environment (``check`` validates
-    ``--python`` up front and then inspects it again for the checks)."""
+    ``--python`` up front and then inspects it again for the checks).
+
+    The answer depends on the environment it runs in (PYTHONPATH shapes sys.path; without an
+    explicit one, that is opdoctor's own, as it is now) and on the working directory (its ''
+    entry, relative PYTHONPATH entries). One child without PYTHONPATH, in an empty directory,
+    answers for every PYTHONPATH and directory that :func:`_with_pythonpath` can derive: jobs,
+    fleet ranks and packages under test differ mostly in those, and each child is ~25 ms.
+    That child is asked again only when what shapes an interpreter's start differs (see
+    :func:`_start_variables`) — as the in-process answer for opdoctor's own interpreter."""
+    environ = dict(env if env is not None else os.environ)
     try:
         st = os.stat(exe)
-        # The answer depends on the environment it runs in (PYTHONPATH shapes sys.path):
-        # without an explicit one, that is opdoctor's own, as it is now.
-        key: tuple[Any, ...] = (os.path.abspath(exe), st.st_mtime_ns, st.st_size,
-                                tuple(sorted((env if env is not None else os.environ).items())))
+        stamp = (os.path.abspath(exe), st.st_mtime_ns, st.st_size)
     except OSError:
         return _run_script(exe, timeout, env)
+    base_env = {k: v for k, v in environ.items() if k != "PYTHONPATH"}
+    base_key = (*stamp, "base", _start_variables(base_env))
+    if base_key not in _ANSWERS:
+        _ANSWERS[base_key] = _run_script(exe, timeout, base_env, neutral=True)
+    derived = _with_pythonpath(_ANSWERS[base_key], environ.get("PYTHONPATH", ""))
+    if derived is not None:
+        return derived
+    key = (*stamp, os.getcwd(), tuple(sorted(environ.items())))
     if key not in _ANSWERS:
         _ANSWERS[key] = _run_script(exe, timeout, env)
     return dict(_ANSWERS[key])
+
+
+def _start_variables(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The variables of ``env`` that shape what an interpreter's start puts on ``sys.path``
+    and finds: its own (PYTHONHOME, PYTHONNOUSERSITE, PYTHONSAFEPATH, PYTHONUSERBASE …),
+    HOME (where the user site is) and the loader's (whether it starts at all)."""
+    return tuple(sorted((k, v) for k, v in env.items()
+                        if k.startswith("PYTHON") or k in _START_OTHERS))
+
+
+_START_OTHERS = frozenset(("HOME", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT"))
+
+
+def _with_pythonpath(base: dict[str, Any], pythonpath: str) -> dict[str, Any] | None:
+    """``base`` (an answer without PYTHONPATH) as the interpreter answers with ``pythonpath``;
+    None where the entries could change more than their own place on ``sys.path``.
+
+    What CPython does (3.8–3.13, checked against a real child in the tests): each entry, made
+    absolute against the working directory ("" is the directory itself), goes right after
+    ``sys.path[0]`` in order, and ``site`` drops repeats. Running the interpreter is left to
+    tell when an entry repeats one of the base path (``site`` would move that one), or holds a
+    module start-up imports (a ``.pth`` line's, ``sitecustomize``, ``usercustomize``) — the
+    code would run from there and could change the path; or is a file (a zip archive)."""
+    startup = base.get("startup_modules")
+    if not isinstance(startup, list):
+        return None  # an answer from before the field (a cache of an older opdoctor)
+    entries: list[str] = []
+    for p in pythonpath.split(os.pathsep) if pythonpath else ():
+        full = os.path.abspath(p) if p else os.getcwd()
+        if full not in entries:
+            entries.append(full)
+    old = list(base["sys_path"])
+    head = old[:1] if old[:1] == [""] else []
+    if {os.path.abspath(e) for e in old[len(head):] if e} & set(entries):
+        return None
+    hooks = {*startup, "sitecustomize", "usercustomize"}
+    for entry in entries:
+        if os.path.isfile(entry) or _provides(entry, hooks):
+            return None
+    info = dict(base)
+    info["sys_path"] = [*head, *entries, *old[len(head):]]
+    for key, name in (("torch_dir", "torch"), ("tensorflow_dir", "tensorflow")):
+        found = _found_in(name, [*head, *entries])
+        if found is not None:
+            info[key] = found
+    return info
+
+
+def _provides(directory: str, names: set[str]) -> bool:
+    """Whether ``directory`` holds a module or package of one of ``names`` (any suffix)."""
+    try:
+        listing = os.listdir(directory)
+    except OSError:
+        return False
+    return any(n.partition(".")[0] in names for n in listing)
+
+
+def _found_in(name: str, path: list[str]) -> str | None:
+    """The directory of ``name``'s module found on ``path`` alone (by the path finder, which
+    runs nothing), as the script's ``_where`` reports it; None for none or a namespace portion
+    (a regular package later on the path wins over one: the base answer has that)."""
+    from importlib.machinery import PathFinder
+
+    try:
+        spec = PathFinder.find_spec(name, path)
+    except (ImportError, OSError, ValueError):
+        return None
+    if spec is None or spec.loader is None or not spec.origin:
+        return None
+    return os.path.dirname(spec.origin)
 
 
 def usable_python(python: str, env: dict[str, str] | None = None) -> str:
