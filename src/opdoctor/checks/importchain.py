@@ -271,8 +271,8 @@ def _before_torch(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
     first, both said "No problem found")."""
     from opdoctor.facts.pychain import framework_imported_before
 
-    if os.path.isdir(facts.path) or facts.structure.image is None:
-        return
+    if os.path.isdir(facts.path) or facts.structure.image is None or not facts.torch_context:
+        return  # (first: the link search below resolves every path the import loads)
     me = os.path.realpath(facts.path)
     link = next((lk for lk in chain.links if not lk.fallback and not lk.function and
                  any(os.path.realpath(r) == me for r in lk.resolved)), None)

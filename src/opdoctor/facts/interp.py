@@ -178,6 +178,14 @@ def _run_script(exe: str, timeout: float, env: dict[str, str] | None,
 
 
 _ANSWERS: dict[tuple[Any, ...], dict[str, Any]] = {}
+_CODE: list[Any] = []
+
+
+def _compiled() -> Any:
+    """The script compiled, once per process (a test or a fleet asks for every command)."""
+    if not _CODE:
+        _CODE.append(compile(_SCRIPT, "<opdoctor interpreter facts>", "exec"))
+    return _CODE[0]
 
 
 def _empty_directory() -> str:
@@ -307,7 +315,7 @@ def inspect_interpreter(python: str | None = None, timeout: float = 30.0,
     # but has its own site-packages.
     if os.path.abspath(exe) == os.path.abspath(sys.executable) and same_path:
         ns: dict[str, Any] = {}
-        exec(_SCRIPT, ns)  # same interpreter: no need to pay for a subprocess
+        exec(_compiled(), ns)  # same interpreter: no need to pay for a subprocess
         info = ns["info"]
         # The job is modelled as `python -c`: sys.path[0] is '' (its cwd), not opdoctor's
         # own script directory — none with PYTHONSAFEPATH (`python -P`), which leaves it out.
