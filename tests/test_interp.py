@@ -119,3 +119,16 @@ def test_inspecting_with_a_pythonpath_runs_no_interpreter_per_job(
     assert found[0].torch is not None and found[0].torch.directory == str(tmp_path / "a" / "torch")
     assert found[0].sys_path[1] == str(tmp_path / "a")
     assert found[1].sys_path[1] == str(tmp_path / "b")
+
+
+def test_an_interpreter_named_by_a_relative_path_is_run_from_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--python venv/bin/python`: the base answer's child runs in an empty directory, and the
+    relative path still names the interpreter (it said "cannot run …: No such file")."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(interp, "_ANSWERS", {})
+    found = interp.inspect_interpreter(os.path.join("bin", "python"),
+                                       env={**BASE_ENV, "PYTHONPATH": str(tmp_path)})
+    assert found.sys_path[1] == str(tmp_path)

@@ -153,7 +153,9 @@ def _run_script(exe: str, timeout: float, env: dict[str, str] | None,
 
     empty = _empty_directory() if neutral else None
     try:
-        proc = subprocess.run([exe, "-c", code], capture_output=True, timeout=timeout,
+        # (a relative path names the file from here, not from the empty directory)
+        run = os.path.abspath(exe) if empty and os.sep in exe else exe
+        proc = subprocess.run([run, "-c", code], capture_output=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env, cwd=empty)
     except subprocess.TimeoutExpired:
         raise InterpreterError(f"{exe} is not a usable Python: no answer within "
