@@ -638,3 +638,28 @@ def test_a_requirement_is_named_by_an_error_only_as_a_word(tmp_path: object) -> 
                                               package="pinuser", cwd="/"))
     (od327,) = [f for f in report.findings if f.code == "OD327"]
     assert od327.subject == "filelock" and od327.severity.value == "warning", od327
+
+
+@pytest.mark.probe
+def test_a_package_directory_whose_import_reaches_no_library_checks_its_libraries(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 24's F6: fbgemm_gpu loads its 19 op libraries with
+    ``torch.ops.load_library(os.path.join(dirname, f"{library}.so"))`` in a loop, which no
+    static reading follows; `check --static --package fbgemm_gpu` checked each (built against
+    torch 2.14: OD304), while `check --static <its directory>` read none of them — "No problem
+    found", exit 0, over an import that fails. The directory is checked as the package is."""
+    text = imported("fbgemm-gpu-cpu-1.9.0", "import torch, fbgemm_gpu")
+    assert "undefined symbol" in text, text[-2000:]
+    s = site("fbgemm-gpu-cpu-1.9.0")
+    args = ("check", "--static", "-f", "json", "--env", f"PYTHONPATH={s}", "--cwd", "/")
+
+    def errors(doc: dict[str, object]) -> list[tuple[str, str]]:
+        return sorted({(r["target"]["path"], f["code"])  # type: ignore[index]
+                       for r in doc["reports"] for f in r["findings"]  # type: ignore[attr-defined]
+                       if f["severity"] == "error"})
+
+    by_dir = cli(capsys, *args, str(s / "fbgemm_gpu"))
+    by_package = cli(capsys, *args, "--package", "fbgemm_gpu")
+    assert by_dir.code == by_package.code == 1
+    assert errors(by_dir.json()) == errors(by_package.json())
+    assert "OD304" in {code for _, code in errors(by_dir.json())}

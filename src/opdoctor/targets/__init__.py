@@ -228,6 +228,16 @@ def _op_libraries_on_disk(files: list[str]) -> list[str]:
     return [f for f in files if links_framework(f) or damaged_elf(f)]
 
 
+def _unreached_libraries(chain: ImportChain, package: str, facts: Facts) -> list[str]:
+    """The package's framework libraries to check when its import chain reaches none of its
+    compiled libraries: those on disk that link a framework (for this torch's release), else
+    — a subpackage that loads one by a path computed at run time — the package above's."""
+    libs = _for_this_torch(_op_libraries_on_disk(chain.extensions_on_disk), facts)
+    if not libs and chain.computed_loads and "." in package:
+        libs = _for_this_torch(_loaded_from_the_package_above(chain, package, facts), facts)
+    return libs
+
+
 def _loaded_from_the_package_above(chain: ImportChain, package: str,
                                    facts: Facts) -> list[str]:
     """The framework op libraries of the top-level package, for a subpackage that loads one
@@ -371,12 +381,8 @@ def expand(paths: list[str], options: CheckOptions,
             if not libs and chain and chain.winner and chain.winner.kind == "extension":
                 libs = [chain.winner.path]  # a top-level extension module (awq_v2_ext.so)
             elif not libs and chain and chain.package_dir:
-                libs = _for_this_torch(_op_libraries_on_disk(chain.extensions_on_disk), facts)
-                if not libs and chain.computed_loads and "." in options.package:
-                    libs = _for_this_torch(_loaded_from_the_package_above(
-                        chain, options.package, facts), facts)
-                if not libs:
-                    libs = _self_named_extension(chain, options.package, facts)
+                libs = _unreached_libraries(chain, options.package, facts) or \
+                    _self_named_extension(chain, options.package, facts)
             if not libs:
                 where = chain.package_dir if chain and chain.package_dir \
                     else os.path.abspath(options.cwd or ".")
@@ -503,6 +509,14 @@ def expand(paths: list[str], options: CheckOptions,
                     # (tflite_support → tensorflow_lite_support's _pywrap_*.so: the directory
                     # check said "No error" on an import that fails; survey 23's F6)
                     chain.libraries if chain and "." not in name else [])
+                if not libs and chain and chain.package_dir:
+                    # what `--package` checks of a package whose import reaches none of its
+                    # libraries (torchrl's _torchrl.so, fbgemm_gpu's 19 op libraries, built
+                    # for another torch: the directory said "No problem found"; survey 24's F6)
+                    libs = _unreached_libraries(chain, name, facts)
+                    if len(libs) > 1:
+                        targets += [Target(lib, opts, lib) for lib in _distinct(libs)]
+                        continue
                 targets.append(Target(libs[0] if libs else path, opts, path))
             elif path.endswith(".py") and os.path.isfile(path) and \
                     os.path.basename(path)[:-3].isidentifier():
