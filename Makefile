@@ -575,9 +575,11 @@ RPFX := $(FIX)/realpkg
 # torchvision 0.21.0 (7 MB) is a CUDA 12.4 build for torch 2.6, with the old ABI too.
 # sounddevice 0.5.6 (and the cffi 2.1.1 its module imports) looks PortAudio up by name with
 # ctypes.util.find_library and raises its own OSError where the system has none (this one).
+# protobuf 4.25.8 (0.3 MB) is below what TensorFlow 2.21 and MindSpore 2.10 require: their
+# generated _pb2 modules' `from google.protobuf import runtime_version` (5.26+) fails on it.
 REALPKG_SO := $(RPFX)/alloc.so $(patsubst %,$(RPFX)/wheels/%/.ready,xformers-0.0.35 \
   fbgemm-gpu-cpu-1.8.0 fbgemm-gpu-cpu-1.9.0 torchtext-0.18.0 torchvision-0.21.0 \
-  sounddevice-0.5.6 cffi-2.1.1)
+  sounddevice-0.5.6 cffi-2.1.1 protobuf-4.25.8)
 # dgl 2.1.0 with its Python dependencies (about 60 MB, scipy and pandas the bulk), so that
 # `import dgl` gets as far as the real failure: it ships its torch-facing libraries once per
 # torch release (2.0.0 ... 2.2.1) and loads libdgl.so itself (ctypes) before the Cython module

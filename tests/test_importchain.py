@@ -4008,6 +4008,58 @@ def test_a_requirement_release_without_a_submodule_the_import_needs_is_an_error_
     assert od327()["severity"] == "warning"
 
 
+def test_a_name_a_requirement_release_lacks_in_its_namespace_package_is_an_error_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 24's F6: the real protobuf 4.25.8 first on PYTHONPATH of TensorFlow 2.21
+    (requires protobuf>=6.31.1): the generated ``_pb2`` modules run ``from google.protobuf
+    import runtime_version`` (protobuf 5.26+) and the import fails, while `--static` said
+    OD327 "a warning", exit 0. protobuf's package is ``google.protobuf`` (``google`` is a
+    namespace), and ``runtime_version`` a module it lacks: an error. A name the old release
+    has (a module, or one its ``__init__`` binds) leaves the range a warning."""
+    from tests.helpers import dist_info
+    from tests.test_realpkg import _rp_site
+
+    pb = _rp_site("protobuf-4.25.8")
+    site = tmp_path / "site"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    path = f"{pb}:{site}"
+
+    def user(imports: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+        pkg = site / "pbuser"
+        if site.exists():
+            import shutil
+
+            shutil.rmtree(site)
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text(imports)
+        (pkg / "ops_pb2.py").write_text("from google.protobuf import descriptor as _d\n")
+        dist_info(site, "pbuser", "1.0", ["pbuser/__init__.py", "pbuser/ops_pb2.py"],
+                  requires=("protobuf>=6.31.1",))
+        real = subprocess.run([sys.executable, "-c", "import pbuser"], capture_output=True,
+                              text=True, env={**env, "PYTHONPATH": path}, timeout=60,
+                              cwd=tmp_path)
+        rep = cli(capsys, "check", "-f", "json", "--static", "--package", "pbuser", "--env",
+                  f"PYTHONPATH={path}", "--cwd", str(tmp_path)).json()["reports"][0]
+        (f,) = [f for f in rep["findings"] if f["code"] == "OD327"]
+        return real, f
+
+    real, f = user("from . import ops_pb2\nfrom google.protobuf import runtime_version\n")
+    assert "cannot import name 'runtime_version' from 'google.protobuf'" in real.stderr, \
+        real.stderr
+    assert f["severity"] == "error", f
+    assert "which has no google.protobuf.runtime_version: the import fails" in f["message"], f
+    assert "pbuser/__init__.py:2 imports google.protobuf.runtime_version unconditionally" in \
+        f["evidence"], f["evidence"]
+    # names protobuf 4.25.8 has: a module, and a name its __init__ binds; `import google.x`
+    # of another distribution's namespace part is not protobuf's to lack
+    for ok in ("from google.protobuf import descriptor, __version__\n",
+               "try:\n    import google.rpc\nexcept ImportError:\n    pass\n"
+               "from google.protobuf import message\n"):
+        real, f = user(ok)
+        assert real.returncode == 0, real.stderr
+        assert f["severity"] == "warning", (ok, f)
+
+
 def test_an_editable_install_that_finds_its_module_at_run_time_without_its_build(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Survey 22's D2: torch_scatter installed with `pip install -e .`, its in-place build

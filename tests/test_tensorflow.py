@@ -1084,3 +1084,26 @@ def test_a_package_that_never_imports_tensorflow_is_not_probed_through_it(
     assert "tensorflow" not in [c["name"] for c in rep["checks"] if c["status"] == "ran"]
     od511 = [f for f in rep["findings"] if f["code"] == "OD511"]
     assert res.code == 1 and od511 and "nottf refuses this environment" in od511[0]["message"]
+
+
+@pytest.mark.probe
+def test_tensorflow_with_a_protobuf_below_its_range_fails_statically_too(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 24's B10: the real protobuf 4.25.8 first on PYTHONPATH of TensorFlow 2.21
+    (requires protobuf>=6.31.1): its import fails in the generated ``_pb2`` modules' ``from
+    google.protobuf import runtime_version``, and `--static` said OD327 "a warning", exit 0.
+    The static check's OD327 is the error that says why, leading the report."""
+    from tests.test_realpkg import _rp_site
+
+    python = tf_python()
+    pb = _rp_site("protobuf-4.25.8")
+    real = subprocess.run([python, "-c", "import tensorflow"], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(pb)}, timeout=240)
+    assert "cannot import name 'runtime_version' from 'google.protobuf'" in real.stderr, \
+        real.stderr[-2000:]
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "tensorflow", "--python",
+              python, "--env", f"PYTHONPATH={pb}")
+    rep = res.json()["reports"][0]
+    assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD327"], rep["diagnosis"]
+    (f,) = [f for f in rep["findings"] if f["code"] == "OD327"]
+    assert "which has no google.protobuf.runtime_version" in f["message"], f

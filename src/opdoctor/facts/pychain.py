@@ -2016,36 +2016,101 @@ def unconditional_imports(chain: ImportChain) -> list[str]:
 def absent_submodules(chain: ImportChain, name: str, where: str, ext_suffix: str
                       ) -> list[tuple[str, int, str]]:
     """(file, line, dotted module) of the unconditional imports the package's import runs of
-    a submodule of the top-level package ``name`` (``from numpy.exceptions import …``,
-    ``import numpy.exceptions``) that the copy of ``name`` in the directory ``where`` does not
-    have: that import fails whatever happens (survey 22's B3 — a user-site numpy 1.23.5
-    before numpy 2.4.6, and scipy's ``from numpy.exceptions import …``)."""
+    a module of the distribution ``name`` (``from numpy.exceptions import …``, ``import
+    numpy.exceptions``, ``from google.protobuf import runtime_version``) that its copy in the
+    directory ``where`` does not have: that import fails whatever happens (survey 22's B3 — a
+    user-site numpy 1.23.5 before numpy 2.4.6, and scipy's ``from numpy.exceptions import
+    …``; survey 24's F6 — protobuf 4.25.8 before TensorFlow 2.21's generated ``_pb2``
+    modules, whose ``runtime_version`` arrived in protobuf 5.26).
+
+    The distribution's own packages are what its RECORD installed (protobuf's is
+    ``google.protobuf``: ``google`` is a namespace other distributions share), and a name
+    imported from one of them is missing only when it is neither a module there nor a name
+    its ``__init__.py`` binds."""
+    from opdoctor.facts.requires import dist_info_in, record_packages
+
     pkg = chain.package_dir
-    base = os.path.join(where, name)
-    if not pkg or not os.path.isdir(base):
+    info = dist_info_in(name, where)
+    roots = record_packages(info) if info else set()
+    if not roots and os.path.isdir(os.path.join(where, name)):
+        roots = {name}  # no RECORD (a copied or egg install): the import name as the dist's
+    if not pkg or not roots:
         return []
     suffixes = [".py", ext_suffix, ".abi3.so", ".so"]
     out: list[tuple[str, int, str]] = []
-    for file in _reached_unconditionally(chain, pkg):
+    for file in _reached_unconditionally(chain, pkg, deep=True):
         parsed = _source(file)
         if parsed is None:
             continue
         for stmt in parsed.tree.body:
-            mods = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else \
-                [stmt.module] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and \
-                stmt.module else []
-            for mod in mods:
-                parts = mod.split(".")
-                if parts[0] != name or len(parts) < 2:
+            wanted: list[tuple[str, str]] = []
+            if isinstance(stmt, ast.Import):
+                wanted = [(a.name, "") for a in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+                wanted = [(stmt.module, a.name) for a in stmt.names if a.name != "*"] or \
+                    [(stmt.module, "")]
+            for mod, attr in wanted:
+                if not any(mod == r or mod.startswith(r + ".") for r in roots):
                     continue
-                d = os.path.join(base, *parts[1:-1])
-                if not os.path.isdir(d) and len(parts) > 2:
-                    out.append((file, stmt.lineno, ".".join(parts[:2])))
-                    continue
-                if not os.path.isdir(os.path.join(d, parts[-1])) and not any(
-                        os.path.isfile(os.path.join(d, parts[-1] + s)) for s in suffixes):
-                    out.append((file, stmt.lineno, mod))
+                missing = _missing_in(where, mod, attr, suffixes)
+                if missing:
+                    out.append((file, stmt.lineno, missing))
+                    break
     return out
+
+
+def _missing_in(where: str, mod: str, attr: str, suffixes: list[str]) -> str:
+    """The first part of ``mod`` (then ``mod.attr``, a name ``from mod import attr`` takes)
+    that the copy under the directory ``where`` lacks; "" when all are there or cannot be
+    told apart from a name set at run time."""
+    parts = mod.split(".")
+    here = where
+    for i, part in enumerate(parts):
+        below = os.path.join(here, part)
+        if os.path.isdir(below):
+            here = below
+            continue
+        if i == len(parts) - 1 and any(os.path.isfile(below + s) for s in suffixes):
+            return ""  # a module: the names it defines are not read
+        return ".".join(parts[:i + 1])
+    init = os.path.join(here, "__init__.py")
+    if not attr or not os.path.isfile(init):
+        return ""
+    if os.path.isdir(os.path.join(here, attr)) or any(
+            os.path.isfile(os.path.join(here, attr + s)) for s in suffixes):
+        return ""
+    return "" if _may_bind(init, attr) else f"{mod}.{attr}"
+
+
+_DYNAMIC_NAMES = re.compile(rb"\b(?:globals|setattr|exec|vars)\s*\(|sys\.modules|__getattr__")
+
+
+def _may_bind(init: str, name: str) -> bool:
+    """Whether the module ``init`` binds ``name`` at its top level (in any branch of an
+    ``if`` or ``try``), or may at run time (a star import, ``globals()``, ``__getattr__`` …)."""
+    parsed = _source(init)
+    if parsed is None or _DYNAMIC_NAMES.search(b"\n".join(parsed.lines)):
+        return True
+    todo: list[ast.stmt] = list(parsed.tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                return True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*" or (alias.asname or alias.name.split(".")[0]) == name:
+                    return True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == name
+                   for t in targets for n in ast.walk(t)):
+                return True
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            todo += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+            for handler in getattr(node, "handlers", []):
+                todo += handler.body
+    return False
 
 
 def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str, deep: bool = False

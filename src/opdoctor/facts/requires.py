@@ -405,3 +405,26 @@ def record_libraries(info: str) -> list[str]:
     from opdoctor.facts.inputfile import is_shared_library
 
     return [p for p in _record_paths(info) if is_shared_library(os.path.basename(p))]
+
+
+def dist_info_in(name: str, where: str) -> str | None:
+    """The ``.dist-info`` directory of the distribution ``name`` in the directory ``where``."""
+    want = normalized(name)
+    try:
+        entries = os.listdir(where)
+    except OSError:
+        return None
+    for entry in sorted(entries):
+        if entry.endswith(".dist-info") and normalized(distribution(entry)[0]) == want:
+            return os.path.join(where, entry)
+    return None
+
+
+def record_packages(info: str) -> set[str]:
+    """The outermost regular packages a distribution installed (dotted, from its RECORD's
+    ``…/__init__.py`` rows): ``numpy``; ``google.protobuf`` for protobuf, whose ``google`` is a
+    namespace package other distributions install into too."""
+    found = {path[:-len("/__init__.py")].replace("/", ".") for path in _record_paths(info)
+             if path.endswith("/__init__.py") and not path.startswith("..")}
+    return {p for p in found if p.replace(".", "").isidentifier() and not any(
+        p.startswith(q + ".") for q in found)}
