@@ -660,6 +660,12 @@ $(RPFX)/msgpack-musl/.ready: | $(VENV)/.installed
 REALPKG_SO += $(RPFX)/sounddevice-0.5.1/.ready
 $(RPFX)/sounddevice-0.5.1/.ready: | $(VENV)/.installed
 	$(call pip_site,sounddevice-0.5.1,sounddevice==0.5.1 cffi==2.1.1 pycparser==3.12)
+# pyvips 2.1.0 (pure Python, cffi's ABI mode; its last wheel) with cffi 2.1.1 and pycparser:
+# without its compiled _libvips its import runs ffi.dlopen('libvips.so.42'), which fails where
+# the system has no libvips (this one).
+REALPKG_SO += $(RPFX)/pyvips-2.1.0/.ready
+$(RPFX)/pyvips-2.1.0/.ready: | $(VENV)/.installed
+	$(call pip_site,pyvips-2.1.0,pyvips==2.1.0 cffi==2.1.1 pycparser==3.12)
 # pandas 2.1.4 (12 MB, built against NumPy 1.x) with its pure-Python requirements, beside the
 # venv's NumPy 2: `import pandas` fails in Cython's check of numpy.dtype's size (OD328 read
 # over the package's compiled modules).

@@ -4060,6 +4060,38 @@ def test_a_name_a_requirement_release_lacks_in_its_namespace_package_is_an_error
         assert f["severity"] == "warning", (ok, f)
 
 
+def test_a_name_bound_in_a_condition_is_the_one_the_load_asks_for(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """psycopg 3.3's ``if not (libcname := ctypes.util.find_library("c")): libcname =
+    "libc.so"`` then ``LoadLibrary(libcname)`` (survey 24's re-check): the walrus binds
+    libc.so.6 and the musl fallback never runs — read as "libc.so", the load looked like a
+    missing system library (OD221, an error, on a package that imports). A name the system
+    lacks, bound the same way, is one."""
+    site = tmp_path / "site"
+    for name, lib in (("wlok", "c"), ("wlbad", "no_such_lib_opdoctor")):
+        _write(site, {f"{name}/__init__.py": (
+            "import ctypes, ctypes.util\n"
+            f"if not (libname := ctypes.util.find_library({lib!r})):\n"
+            f"    libname = 'lib{lib}.so'\n"
+            "lib = ctypes.cdll.LoadLibrary(libname)\n")})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def run(name: str) -> tuple[subprocess.CompletedProcess[str], list[dict[str, object]]]:
+        real = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True,
+                              text=True, env={**env, "PYTHONPATH": str(site)}, timeout=60,
+                              cwd=tmp_path)
+        rep = cli(capsys, "check", "-f", "json", "--static", "--package", name, "--env",
+                  f"PYTHONPATH={site}", "--cwd", str(tmp_path)).json()["reports"][0]
+        return real, [f for f in rep["findings"] if f["code"] == "OD221"]
+
+    real, found = run("wlok")
+    assert real.returncode == 0 and found == [], (real.stderr, found)
+    real, found = run("wlbad")
+    assert "libno_such_lib_opdoctor.so: cannot open shared object file" in real.stderr, \
+        real.stderr
+    assert [f["subject"] for f in found] == ["libno_such_lib_opdoctor.so"], found
+
+
 def test_an_editable_install_that_finds_its_module_at_run_time_without_its_build(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Survey 22's D2: torch_scatter installed with `pip install -e .`, its in-place build

@@ -1390,3 +1390,61 @@ def test_a_system_library_the_package_looks_up_by_name_is_the_cause(
     od220 = next(f for f in rep["findings"] if f["code"] == "OD220")
     assert od220["subject"] == "libportaudio.so.2"
     assert "apt-get install libportaudio2" in od220["fix"], od220["fix"]
+
+
+def test_a_system_library_the_import_loads_by_name_is_read_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pyvips 2.1.0 on a machine without libvips (survey 24's F1): its import tries the
+    compiled `_libvips`, and in that try's handler runs cffi's `ffi.dlopen('libvips.so.42')`
+    — which fails. `check --static` said "No problem found". Read statically: the name, the
+    handler that runs (no module `_libvips` anywhere), the loader's search that finds nothing
+    → OD221, cause 2, the system package to install. A load by name that the loader finds, and
+    one in a handler whose try's import works, are no finding."""
+    from opdoctor.facts.loader.ldcache import load_ld_cache
+
+    if "libvips.so.42" in load_ld_cache("/etc/ld.so.cache"):
+        pytest.skip("this machine has libvips: pyvips imports")
+    site = FIX / "realpkg" / "pyvips-2.1.0" / "site"
+    reason = SKIP / "pyvips-2.1.0.txt"
+    if reason.exists():
+        pytest.skip(f"pyvips 2.1.0 not fetched: {reason.read_text().strip()[:200]}")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def imported(path: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", "import pyvips"], capture_output=True,
+                              text=True, timeout=60, env={**env, "PYTHONPATH": path}, cwd="/")
+
+    def od221(path: str) -> tuple[int, list[dict[str, object]]]:
+        res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={path}",
+                  "--package", "pyvips", "--cwd", "/")
+        return res.code, [f for f in res.json()["reports"][0]["findings"]
+                          if f["code"] == "OD221"]
+
+    real = imported(str(site))
+    assert "cannot load library 'libvips.so.42'" in real.stderr, real.stderr
+    code, (f,) = od221(str(site))
+    assert code == 1 and f["severity"] == "error" and f["subject"] == "libvips.so.42", f
+    assert "when `import _libvips` fails — no module _libvips here" in f["message"], f
+    assert "apt-get install libvips42" in f["fix"], f["fix"]
+    # the same package where the names it loads are this system's (zlib, libm): it imports
+    # (and fails later, on what the stand-ins lack), and nothing is reported
+    import shutil
+
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy, symlinks=True)
+    init = copy / "pyvips" / "__init__.py"
+    text = init.read_text()
+    assert "_vips_libname = 'libvips.so.42'" in text
+    init.write_text(text.replace("'libvips.so.42'", "'libz.so.1'").replace(
+        "'libgobject-2.0.so.0'", "'libm.so.6'"))
+    real = imported(str(copy))
+    assert "cannot load library" not in real.stderr, real.stderr
+    assert od221(str(copy))[1] == []
+    # a `_libvips` that imports (pyvips-binary's, API mode): the handler does not run (the
+    # import goes on past it, to what this stand-in lacks), and nothing is reported
+    (copy / "_libvips.py").write_text("ffi = lib = None\n")
+    init.write_text(text)
+    real = imported(str(copy))
+    assert "cannot load library" not in real.stderr and "vips_init" in real.stderr, \
+        real.stderr
+    assert od221(str(copy))[1] == []

@@ -45,6 +45,8 @@ SYSTEM_LIBS: dict[str, tuple[str, str, str]] = {
                        "ocl-icd"),
     "libodbc.so.2": ("unixODBC's driver manager", "libodbc2 (libodbc1 before Debian 12 and "
                      "Ubuntu 23.04)", "unixODBC"),
+    "libvips.so.42": ("libvips, the image processing library", "libvips42 (libvips42t64 on "
+                      "Ubuntu 24.04 and Debian 13)", "vips"),
     "libmagic.so.1": ("libmagic, file type detection", "libmagic1 (libmagic1t64 on Ubuntu "
                       "24.04 and Debian 13)", "file-libs"),
 }

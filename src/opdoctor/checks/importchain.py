@@ -259,8 +259,80 @@ OD515 = CodeDoc(
     references=(_IMPORT, "https://pytorch.org/tutorials/advanced/cpp_extension.html"),
 )
 
+OD221 = CodeDoc(
+    "OD221", "the package's import loads a library of the system by name, and none is installed",
+    Severity.ERROR,
+    what="A library the package's import loads by its bare file name (cffi's ffi.dlopen, "
+    "ctypes.CDLL: `libvips.so.42`) is found by the loader's search: LD_LIBRARY_PATH, "
+    "/etc/ld.so.cache, the default directories.",
+    why="A Python package that binds a system library through cffi or ctypes ships none: "
+    "`import pyvips` without libvips raises \"OSError: cannot load library 'libvips.so.42': "
+    "… cannot open shared object file\" (the package's code is fine, the system lacks the "
+    "library). Read statically, with no probe; where the load sits in an except handler its "
+    "try decides whether it runs (a warning when that is not known).",
+    example="pyvips/__init__.py:62 loads libvips.so.42 by name: not in the loader's cache",
+    fix="Install the system package that provides the library (apt-get install libvips42, "
+    "dnf install vips …), or point LD_LIBRARY_PATH at a directory holding it.",
+    references=(_IMPORT, "https://man7.org/linux/man-pages/man3/dlopen.3.html"),
+)
+
 CODES = (OD501, OD502, OD503, OD416, OD418, OD505, OD506, OD507, OD508, OD509, OD510, OD511, OD512,
-         OD514, OD515)
+         OD514, OD515, OD221)
+
+
+def _system_library_by_name(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD221: the import loads a library by its bare name (``ffi.dlopen("libvips.so.42")``)
+    that the loader's search does not find — statically only (the probe sees the load fail
+    itself: OD220). Survey 24's F1: pyvips without libvips, "No problem found"."""
+    from opdoctor.facts.loader.search import dlopen_by_name, searched
+    from opdoctor.facts.pychain import runs_at_import
+    from opdoctor.facts.syslibs import system_library_fix
+
+    if facts.options.probe or facts.interpreter is None or \
+            not any(link.by_name for link in chain.links):
+        return
+    # only in a module the import runs whatever happens (psycopg's _pq_ctypes.py is one of
+    # three implementations its pq package chooses among at run time)
+    runs_here = runs_at_import(chain)
+    interp = facts.interpreter
+    program = interp.executable
+    cwd = facts.options.cwd or os.getcwd()
+    suffixes = [interp.ext_suffix, ".abi3.so", ".so", ".py"]
+    for link in chain.links:
+        if not link.by_name or link.function or link.lazy or link.swallowed or link.checked \
+                or link.branch or link.caught_by_caller or link.file not in runs_here:
+            continue
+        tried: list[str] = []
+        for name in link.by_name:
+            path, attempts = dlopen_by_name(name, facts.environ, program)
+            if path or not attempts:
+                break  # found (or no way to tell): the load may well work
+            tried.append(searched(attempts))
+        else:
+            # in an except handler: it runs where the try's import fails — known when that
+            # import is of a module no entry of sys.path provides; where all resolve, the
+            # handler is not what the import runs (pyvips-binary's _libvips: API mode)
+            missing = [m for m in link.handles
+                       if not importable(m, chain.sys_path, suffixes, cwd)]
+            if link.fallback and link.handles and not missing:
+                continue
+            runs = not link.fallback or bool(missing)
+            name = link.by_name[0]
+            where = f"{_rel(link.file, chain)}:{link.line}"
+            why = (f", in the handler that runs when `import {missing[0]}` fails — no "
+                   f"module {missing[0]} here" if link.fallback and runs else "")
+            yield OD221.finding(
+                name, f"`import {chain.name}` loads {name} by name ({where}{why}), and the "
+                "loader finds none: the import fails with \"cannot open shared object file\""
+                if runs else f"`import {chain.name}` loads {name} by name ({where}) where "
+                f"{'its try fails' if link.fallback else 'it runs'}, and the loader finds none",
+                (f"{where}: {one_line(link.text, 120)}",
+                 *([f"handler of a try that imports {', '.join(link.handles[:3])}"]
+                   if link.fallback else []),
+                 f"{name}: not found (searched {tried[0]})"),
+                fix=system_library_fix(name) or f"install the system package that provides "
+                f"{name}, or put its directory on LD_LIBRARY_PATH",
+                severity=None if runs else Severity.WARNING)
 
 
 def _before_torch(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
@@ -1403,6 +1475,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                             fix=f"Add {os.path.basename(win.path)}/__init__.py (and make sure "
                             "the build includes it in the wheel).")
     yield from _before_torch(facts, chain)
+    yield from _system_library_by_name(facts, chain)
     yield from _shadowed_imports(facts, chain)
     yield from _own_modules_shadowed(facts, chain)
     yield from _first_party_imports(facts, chain)

@@ -31,7 +31,7 @@ from opdoctor.facts.pyast import all_nodes
 # Calls that load a compiled library (TensorFlow filesystem plugins load theirs through
 # tf.experimental.register_filesystem_plugin).
 _LOADERS = {"load_library", "CDLL", "PyDLL", "LoadLibrary", "load_op_library", "cdll",
-            "register_filesystem_plugin"}
+            "register_filesystem_plugin", "dlopen"}  # (dlopen: cffi's ``ffi.dlopen``)
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,13 @@ class Link:
     # torch: ``try: import metatensor_learn; from . import learn … except ImportError: pass``):
     # the import reaches it only where they import; absent, the body stops before it.
     after: list[str] = field(default_factory=list)
+    # The bare library names a load asks the system's search for (``ffi.dlopen(
+    # "libvips.so.42")``): no file of the install, the loader's search path decides.
+    by_name: list[str] = field(default_factory=list)
+    # For a load in an ``except`` handler: the other distributions' modules its ``try`` body
+    # imports (pyvips: ``try: import _libvips … except Exception: … ffi.dlopen(…)``): where
+    # none of them is installed, the handler is what the import runs.
+    handles: list[str] = field(default_factory=list)
 
 
 _BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?P<ft>t?)(?:-(?P<plat>[\w-]+))?|cp(?P<cp>\d+)-"
@@ -464,7 +471,7 @@ class _Eval(ast.NodeVisitor):
             # False whenever the code runs (True only for a static type checker): the
             # imports under it never execute (nvidia-cudnn-frontend's engines/base.py).
             return False
-        if isinstance(node, ast.Name):
+        if isinstance(node, (ast.Name, ast.NamedExpr)):
             # A flag computed once (psutil's `LINUX = sys.platform.startswith("linux")`,
             # imported from its _common module): `if LINUX: … elif WINDOWS: …`; a string
             # known here is true when not empty (`if libc_path:`)
@@ -515,6 +522,12 @@ class _Eval(ast.NodeVisitor):
     def value(self, node: ast.AST) -> object:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
+        if isinstance(node, ast.NamedExpr):
+            # `if not (libcname := ctypes.util.find_library("c")):` (psycopg): the name is
+            # bound where the condition is read, as Python binds it
+            v = self.value(node.value)
+            (self.local if self.depth else self.names)[node.target.id] = v
+            return v
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
             # `sys_name = platform.system() or 'Unknown'` (pyexiv2): the first true value
             vals = [self.value(v) for v in node.values]
@@ -614,7 +627,11 @@ class _Eval(ast.NodeVisitor):
             return dict(self.known.env).get(key, default) if isinstance(key, str) else None
         callee = self.value(node.func) if isinstance(node.func, ast.Name) else None
         if isinstance(callee, _Func):
-            return self.call_function(callee, [self.value(a) for a in node.args])
+            # (a number as its text: what an f-string of it gives — pyvips'
+            # `library_name('vips', 42)` → f'{lib_prefix}{name}.so.{abi_number}')
+            return self.call_function(callee, [self._argument(a) for a in node.args],
+                                      {k.arg: self._argument(k.value) for k in node.keywords
+                                       if k.arg})
         if isinstance(node.func, ast.Attribute):
             owner = self.value(node.func.value)
             method = node.func.attr
@@ -682,14 +699,23 @@ class _Eval(ast.NodeVisitor):
         return None
 
     # ---------------------------------------------------------------- functions
+    def _argument(self, node: ast.expr) -> object:
+        """An argument's value; an integer constant as its decimal text."""
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return str(node.value)
+        return self.value(node)
+
     def call_function(self, func: _Func, args: list[object],
+                      keywords: dict[str, object] | None = None,
                       stop_at: ast.AST | None = None) -> object:
-        """Run ``func``'s body with ``args`` bound: its return value, or — with ``stop_at`` —
-        the locals when the statement holding ``stop_at`` is reached (a ``_Locals``)."""
+        """Run ``func``'s body with ``args`` (and ``keywords``) bound: its return value, or —
+        with ``stop_at`` — the locals when the statement holding ``stop_at`` is reached (a
+        ``_Locals``)."""
         if self.depth >= 3:
             return None
         params = [a.arg for a in func.node.args.args]
         local: dict[str, object] = dict(zip(params, args, strict=False))
+        local.update((k, v) for k, v in (keywords or {}).items() if k in params)
         defaults = func.node.args.defaults
         for name, default in zip(params[len(params) - len(defaults):], defaults, strict=False):
             local.setdefault(name, None)
@@ -981,7 +1007,7 @@ _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 _HOT = re.compile(rb"load_library|load_op_library|CDLL|PyDLL|LoadLibrary|cdll|import_module|"
-                  rb"register_filesystem_plugin")
+                  rb"register_filesystem_plugin|dlopen")
 
 
 @lru_cache(maxsize=256)
@@ -1164,6 +1190,10 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
                 start = len(links)
                 for n in h.body:
                     visit(n, handlers, True, func)
+                for lk in links[start:] if tested and _caught(h) & (_LOAD_ERRORS | _CATCH_ALL) \
+                        else []:
+                    if lk.kind in ("cdll", "load_library") and not lk.handles:
+                        lk.handles = list(tested)
                 # and so is what that module imports in turn (pyppmd's cffi/cffi_ppmd.py
                 # imports its absent `_cffi_ppmd`: survey 22)
                 for lk in links[start:] if primary_resolves else []:
@@ -1428,6 +1458,15 @@ def _swallowed_by_callers(inside: list[ast.ExceptHandler],
     return clauses[0] if all(clauses) else ""
 
 
+_LIBRARY_NAME = re.compile(r"^[\w.+-]+\.so(?:\.\d+)*$")
+
+
+def _library_name(value: str) -> bool:
+    """A shared library's file name with no directory (``libvips.so.42``), as dlopen takes
+    one to search for."""
+    return bool(_LIBRARY_NAME.match(value))
+
+
 def _system_lookup(arg: ast.expr) -> bool:
     """Whether a load's argument is ``ctypes.util.find_library(…)``: the name (or None) of a
     library the system's search finds — the package probing for a system library, never a
@@ -1441,6 +1480,7 @@ def _resolve_link(link: Link, value: object) -> None:
     resolved = value if isinstance(value, list) else [value] if isinstance(value, str) else []
     targets = [r for r in resolved if isinstance(r, str) and not _not_a_path(r)]
     not_paths = len(targets) < len(resolved)
+    link.by_name = [r for r in resolved if isinstance(r, str) and _library_name(r)]
     link.resolved = [os.path.abspath(r) for r in targets]
     if not targets and not_paths:
         link.problem = ""  # a build target, URL or bare name: not a file this install ships
@@ -2267,6 +2307,14 @@ def _conditional_imports(tree: ast.Module, file: str) -> list[tuple[int, str, st
 
 _REACHED: dict[tuple[int, bool], tuple[ImportChain, list[str]]] = {}
 commandcache.register(_REACHED.clear)
+
+
+def runs_at_import(chain: ImportChain) -> set[str]:
+    """The files of the package that ``import <package>`` runs whatever happens (a module
+    target: its own file) — see :func:`_reach`."""
+    if chain.package_dir:
+        return set(_reached_unconditionally(chain, chain.package_dir))
+    return {chain.winner.path} if chain.winner is not None else set()
 
 
 def _reached_unconditionally(chain: ImportChain, pkg: str, deep: bool = False) -> list[str]:
