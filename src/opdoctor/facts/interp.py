@@ -242,7 +242,8 @@ def _with_pythonpath(base: dict[str, Any], pythonpath: str) -> dict[str, Any] | 
     """``base`` (an answer without PYTHONPATH) as the interpreter answers with ``pythonpath``;
     None where the entries could change more than their own place on ``sys.path``.
 
-    What CPython does (3.8–3.13, checked against a real child in the tests): each entry, made
+    What CPython does (checked against a real child of this interpreter in the tests, whose
+    cases each rule below comes from): each entry, made
     absolute against the working directory ("" is the directory itself), goes right after
     ``sys.path[0]`` in order, and ``site`` drops repeats. Running the interpreter is left to
     tell when an entry repeats one of the base path (``site`` would move that one), or holds a
