@@ -4092,6 +4092,67 @@ def test_a_name_bound_in_a_condition_is_the_one_the_load_asks_for(
     assert [f["subject"] for f in found] == ["libno_such_lib_opdoctor.so"], found
 
 
+def test_a_module_the_installed_release_of_another_package_lacks_is_an_error_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 24's F5: torchtune 0.6.1's common_utils.py runs `from torchao.dtypes.nf4tensor
+    import NF4Tensor`, and torchao 0.18 has no such module — `import torchtune` fails, and
+    `--static` said "No problem found". An unconditional import of a module, or a name, that
+    the installed release of another package lacks is OD514, an error, with the release
+    pairing; the same import where the release has it (a module, or a name its package binds)
+    is clean, and so is one of a package that reshapes its ``__path__``."""
+    from tests.helpers import dist_info
+
+    site = tmp_path / "site"
+    _write(site, {"tunepkg/__init__.py": "from . import common\n",
+                  "tunepkg/common.py": "import os\nfrom aopkg.dtypes.nf4 import NF4\n",
+                  "aopkg/__init__.py": "", "aopkg/dtypes/__init__.py": "X = 1\n"})
+    dist_info(site, "tunepkg", "0.6.1", ["tunepkg/__init__.py", "tunepkg/common.py"])
+    dist_info(site, "aopkg", "0.18.0", ["aopkg/__init__.py", "aopkg/dtypes/__init__.py"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def run() -> tuple[subprocess.CompletedProcess[str], list[dict[str, object]]]:
+        real = subprocess.run([sys.executable, "-c", "import tunepkg"], capture_output=True,
+                              text=True, env={**env, "PYTHONPATH": str(site)}, timeout=60,
+                              cwd=tmp_path)
+        rep = cli(capsys, "check", "-f", "json", "--static", "--package", "tunepkg", "--env",
+                  f"PYTHONPATH={site}", "--cwd", str(tmp_path)).json()["reports"][0]
+        return real, [f for f in rep["findings"] if f["code"] == "OD514"]
+
+    real, found = run()
+    assert "No module named 'aopkg.dtypes.nf4'" in real.stderr, real.stderr
+    (f,) = found
+    assert f["severity"] == "error" and "aopkg 0.18.0 is installed and has no " \
+        "aopkg.dtypes.nf4: the import fails" in f["message"], f
+    assert "tunepkg 0.6.1 was written for another release of aopkg" in f["fix"], f["fix"]
+    # a name the package does not bind: the same
+    (site / "tunepkg" / "common.py").write_text("from aopkg.dtypes import NF4\n")
+    real, found = run()
+    assert "cannot import name 'NF4'" in real.stderr and len(found) == 1, (real.stderr, found)
+    # the release that has it: a name its __init__ binds, or the module
+    (site / "aopkg" / "dtypes" / "__init__.py").write_text("NF4 = 1\n")
+    real, found = run()
+    assert real.returncode == 0 and found == [], (real.stderr, found)
+    (site / "tunepkg" / "common.py").write_text("from aopkg.dtypes.nf4 import NF4\n")
+    (site / "aopkg" / "dtypes" / "nf4.py").write_text("NF4 = 1\n")
+    real, found = run()
+    assert real.returncode == 0 and found == [], (real.stderr, found)
+    # a package that reshapes its __path__ may have its modules elsewhere: not told
+    (site / "aopkg" / "dtypes" / "nf4.py").unlink()
+    (site / "aopkg" / "__init__.py").write_text(
+        "import pkgutil\n__path__ = pkgutil.extend_path(__path__, __name__)\n")
+    assert run()[1] == []
+    # nor one that registers its modules (opacus beside torch 2.13: torch.distributed._tensor
+    # aliases torch.distributed.tensor's modules in sys.modules), nor the standard library's
+    # (kivy: `from re import MULTILINE`, which enum.global_enum binds) — both import fine
+    (site / "aopkg" / "__init__.py").write_text("")
+    (site / "aopkg" / "dtypes" / "__init__.py").write_text(
+        "import sys, types\nsys.modules[__name__ + '.nf4'] = types.SimpleNamespace(NF4=1)\n")
+    (site / "tunepkg" / "common.py").write_text(
+        "from re import MULTILINE\nimport aopkg.dtypes\nfrom aopkg.dtypes.nf4 import NF4\n")
+    real, found = run()
+    assert real.returncode == 0 and found == [], (real.stderr, found)
+
+
 def test_an_editable_install_that_finds_its_module_at_run_time_without_its_build(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Survey 22's D2: torch_scatter installed with `pip install -e .`, its in-place build

@@ -473,12 +473,18 @@ def _gone_from_the_installed_release(facts: Facts, chain: ImportChain, message: 
     release = installed_release(cands[0]) if cands else ""
     if not release:
         return ""
+    return f"{release} is installed and has no {missing}: " + _pairing_fix(chain, release)
+
+
+def _pairing_fix(chain: ImportChain, release: str) -> str:
+    """The fix for a package written for another release of an installed distribution
+    (``release``: "torchao 0.18.0"): the release pairing, either way."""
     dist = release.split(" ")[0]
     mine = " ".join(distribution(chain.dist)) if chain.dist else chain.name
-    return (f"{release} is installed and has no {missing}: {mine} was written for another "
-            f"release of {dist}, one that has it — install the {dist} release {mine}'s "
-            f"requirements or release notes pair with it (`pip index versions {dist}` lists "
-            f"them), or a {chain.name.split('.')[0]} release written for {release}")
+    return (f"{mine} was written for another release of {dist}, one that has it — install "
+            f"the {dist} release {mine}'s requirements or release notes pair with it (`pip "
+            f"index versions {dist}` lists them), or a {chain.name.split('.')[0]} release "
+            f"written for {release}")
 
 
 def _top_level_chain(facts: Facts, top: str) -> ImportChain | None:
@@ -2117,6 +2123,30 @@ def _requirements_not_installed(facts: Facts, chain: ImportChain) -> Iterator[Fi
                             "--no-deps or partial install left it out)",
                             severity=Severity.WARNING if earlier else None)
     yield from _requirements_for_later(facts, chain, absent, reported)
+    yield from _gone_from_installed(facts, chain)
+
+
+def _gone_from_installed(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD514, with ``--static``: an unconditional import of a module (or a name) of another
+    installed distribution's package that its installed release lacks — the import fails
+    whatever happens (torchtune 0.6.1's ``from torchao.dtypes.nf4tensor import NF4Tensor``
+    beside torchao 0.18: survey 24's F5, "No problem found"). The probe sees the real error
+    (OD511, with the same fix)."""
+    from opdoctor.facts.pychain import gone_from_installed
+
+    interp = facts.interpreter
+    if facts.options.probe or interp is None:
+        return
+    for file, line, missing, release in gone_from_installed(
+            chain, facts.options.cwd or os.getcwd(), interp.ext_suffix)[:1]:
+        have = release or missing.split(".")[0]
+        yield OD514.finding(
+            missing, f"import {chain.name} runs an import of {missing} "
+            f"({_rel(file, chain)}:{line}); {have} is installed and has no {missing}: the "
+            "import fails", (f"{_rel(file, chain)}:{line}: module level, not in a try",
+                             f"{have}: no {missing} (neither a module nor a name its package "
+                             "defines)"),
+            fix=_pairing_fix(chain, have))
 
 
 def _requirements_for_later(facts: Facts, chain: ImportChain,

@@ -2099,6 +2099,69 @@ def absent_submodules(chain: ImportChain, name: str, where: str, ext_suffix: str
     return out
 
 
+def gone_from_installed(chain: ImportChain, cwd: str, ext_suffix: str
+                        ) -> list[tuple[str, int, str, str]]:
+    """(file, line, dotted name, release) of the unconditional imports the package's import
+    runs of a module — or a name ``from a.b import name`` takes — of another distribution's
+    package that is installed and lacks it: ``from torchao.dtypes.nf4tensor import …`` in
+    torchtune 0.6.1 beside torchao 0.18, which has no such module (survey 24's F5, "No
+    problem found" with ``--static``). Only a regular package found first on sys.path whose
+    ``__init__.py`` does not reshape its ``__path__`` (pkgutil.extend_path: submodules can
+    live elsewhere); a namespace package is not one distribution's."""
+    pkg = chain.package_dir
+    if not pkg:
+        return []
+    suffixes = import_suffixes(ext_suffix)
+    top_own = chain.name.split(".")[0]
+    homes: dict[str, Candidate | None] = {}
+    out: list[tuple[str, int, str, str]] = []
+    for file in _reached_unconditionally(chain, pkg):
+        parsed = _source(file)
+        if parsed is None:
+            continue
+        for stmt in parsed.tree.body:
+            wanted: list[tuple[str, str]] = []
+            if isinstance(stmt, ast.Import):
+                wanted = [(a.name, "") for a in stmt.names if "." in a.name]
+            elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+                wanted = [(stmt.module, a.name) for a in stmt.names if a.name != "*"]
+            for mod, attr in wanted:
+                top = mod.split(".")[0]
+                if top == top_own or (top == mod and not attr):
+                    continue
+                if top not in homes:
+                    first = winner_of(locate(top, list(chain.sys_path), suffixes, cwd))
+                    homes[top] = first if first is not None and first.kind == "package" \
+                        and not _reshapes_path(os.path.join(first.path, "__init__.py")) \
+                        else None
+                home = homes[top]
+                if home is None:
+                    continue
+                release = installed_release(home)
+                if not release:
+                    continue  # the standard library's (kivy: `from re import MULTILINE`,
+                    # which enum.global_enum binds), or a copy no distribution installed
+                missing = _missing_in(os.path.dirname(home.path), mod, attr, suffixes)
+                if missing:
+                    out.append((file, stmt.lineno, missing, release))
+                    break
+    return out
+
+
+_RESHAPES = re.compile(rb"__path__|sys\.modules|def __getattr__")
+
+
+def _reshapes_path(init: str) -> bool:
+    """Whether a package's ``__init__.py`` may provide submodules that are not files below
+    it: it changes its ``__path__`` (extend_path, a plugin directory), registers modules in
+    ``sys.modules`` (torch.distributed._tensor's aliases of torch.distributed.tensor), or
+    makes them on access (a module ``__getattr__``). A missing ``__init__.py`` is none."""
+    if not os.path.isfile(init):
+        return False
+    parsed = _source(init)
+    return parsed is None or any(_RESHAPES.search(line) for line in parsed.lines)
+
+
 def _missing_in(where: str, mod: str, attr: str, suffixes: list[str]) -> str:
     """The first part of ``mod`` (then ``mod.attr``, a name ``from mod import attr`` takes)
     that the copy under the directory ``where`` lacks; "" when all are there or cannot be
@@ -2106,6 +2169,8 @@ def _missing_in(where: str, mod: str, attr: str, suffixes: list[str]) -> str:
     parts = mod.split(".")
     here = where
     for i, part in enumerate(parts):
+        if i and _reshapes_path(os.path.join(here, "__init__.py")):
+            return ""  # its modules may live elsewhere, or be aliases it registers
         below = os.path.join(here, part)
         if os.path.isdir(below):
             here = below
@@ -2114,7 +2179,7 @@ def _missing_in(where: str, mod: str, attr: str, suffixes: list[str]) -> str:
             return ""  # a module: the names it defines are not read
         return ".".join(parts[:i + 1])
     init = os.path.join(here, "__init__.py")
-    if not attr or not os.path.isfile(init):
+    if not attr or not os.path.isfile(init) or _reshapes_path(init):
         return ""
     if os.path.isdir(os.path.join(here, attr)) or any(
             os.path.isfile(os.path.join(here, attr + s)) for s in suffixes):
