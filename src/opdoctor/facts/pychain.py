@@ -2083,13 +2083,7 @@ def absent_submodules(chain: ImportChain, name: str, where: str, ext_suffix: str
         if parsed is None:
             continue
         for stmt in parsed.tree.body:
-            wanted: list[tuple[str, str]] = []
-            if isinstance(stmt, ast.Import):
-                wanted = [(a.name, "") for a in stmt.names]
-            elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
-                wanted = [(stmt.module, a.name) for a in stmt.names if a.name != "*"] or \
-                    [(stmt.module, "")]
-            for mod, attr in wanted:
+            for mod, attr in _absolute_imports(stmt):
                 if not any(mod == r or mod.startswith(r + ".") for r in roots):
                     continue
                 missing = _missing_in(where, mod, attr, suffixes)
@@ -2097,6 +2091,17 @@ def absent_submodules(chain: ImportChain, name: str, where: str, ext_suffix: str
                     out.append((file, stmt.lineno, missing))
                     break
     return out
+
+
+def _absolute_imports(stmt: ast.stmt) -> list[tuple[str, str]]:
+    """(module, name) of what an absolute import statement imports: ``import a.b`` → (a.b, ""),
+    ``from a.b import c, d`` → (a.b, c), (a.b, d); a star import → (a.b, "")."""
+    if isinstance(stmt, ast.Import):
+        return [(a.name, "") for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+        return [(stmt.module, a.name) for a in stmt.names if a.name != "*"] or \
+            [(stmt.module, "")]
+    return []
 
 
 def gone_from_installed(chain: ImportChain, cwd: str, ext_suffix: str
@@ -2120,12 +2125,7 @@ def gone_from_installed(chain: ImportChain, cwd: str, ext_suffix: str
         if parsed is None:
             continue
         for stmt in parsed.tree.body:
-            wanted: list[tuple[str, str]] = []
-            if isinstance(stmt, ast.Import):
-                wanted = [(a.name, "") for a in stmt.names if "." in a.name]
-            elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
-                wanted = [(stmt.module, a.name) for a in stmt.names if a.name != "*"]
-            for mod, attr in wanted:
+            for mod, attr in _absolute_imports(stmt):
                 top = mod.split(".")[0]
                 if top == top_own or (top == mod and not attr):
                     continue
