@@ -2187,35 +2187,20 @@ def _missing_in(where: str, mod: str, attr: str, suffixes: list[str]) -> str:
     return "" if _may_bind(init, attr) else f"{mod}.{attr}"
 
 
-_DYNAMIC_NAMES = re.compile(rb"\b(?:globals|setattr|exec|vars)\s*\(|sys\.modules|__getattr__")
+# Names a module can bind that no statement lists (``globals().update(…)``, ``setattr(…)``);
+# a module ``__getattr__`` and ``sys.modules`` entries are :func:`_reshapes_path`'s.
+_RUNTIME_BINDERS = re.compile(rb"\b(?:globals|setattr|exec|vars)\s*\(")
 
 
 def _may_bind(init: str, name: str) -> bool:
     """Whether the module ``init`` binds ``name`` at its top level (in any branch of an
-    ``if`` or ``try``), or may at run time (a star import, ``globals()``, ``__getattr__`` …)."""
+    ``if`` or ``try``: :func:`opdoctor.facts.pynames.module_bindings`), or may at run time."""
+    from opdoctor.facts.pynames import module_bindings
+
     parsed = _source(init)
-    if parsed is None or _DYNAMIC_NAMES.search(b"\n".join(parsed.lines)):
+    if parsed is None or any(_RUNTIME_BINDERS.search(line) for line in parsed.lines):
         return True
-    todo: list[ast.stmt] = list(parsed.tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name == name:
-                return True
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name == "*" or (alias.asname or alias.name.split(".")[0]) == name:
-                    return True
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(n, ast.Name) and n.id == name
-                   for t in targets for n in ast.walk(t)):
-                return True
-        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-            todo += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
-            for handler in getattr(node, "handlers", []):
-                todo += handler.body
-    return False
+    return module_bindings(init).has(name)
 
 
 def missing_imports(chain: ImportChain, cwd: str, ext_suffix: str, deep: bool = False
