@@ -914,6 +914,7 @@ bench: venv
 	$(PY) benchmarks/bench_elf.py
 	$(PY) benchmarks/bench_explain.py
 	$(PY) benchmarks/bench_packages.py
+	$(PY) benchmarks/bench_internals.py
 
 # Real PyPI wheels that fail (or work) beside the venv's torch / a TensorFlow venv; downloads
 # (see benchmarks/realworld/README.md). RW_ARGS=--quick or RW_ARGS='--case NAME'.
