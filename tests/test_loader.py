@@ -201,6 +201,58 @@ def test_an_intel_xpu_plugin_of_a_real_wheel_is_a_device_plugin(
     assert {f["subject"].split()[0] for f in od201} == {
         "libsycl.so.8", "libsvml.so", "libimf.so", "libintlc.so.5", "libirng.so"}
 
+
+def test_device_plugins_a_wheel_walk_finds_are_info_and_warnings_where_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Survey 24b's F9: the bitsandbytes 0.50.2 wheel gave 58 warnings (OD201, OD301) for its
+    CUDA, ROCm and XPU libraries, which the package loads only beside such a device, where
+    `--package bitsandbytes` is clean: `--fail-on warning` on a CPU CI runner failed a wheel
+    that installs and works. Found by the walk they are info; named by the user, still a
+    warning (the MindSpore and XPU tests above)."""
+    import glob
+    import zipfile
+
+    from opdoctor.facts.devices import CUDA, host_has
+    from tests.test_pyreg import site
+
+    if host_has(CUDA) or glob.glob("/dev/dri/renderD*") or glob.glob("/dev/kfd"):
+        pytest.skip("this machine has a GPU: the plugins could be loaded here")
+    root = site("bitsandbytes-0.50.2")
+    pkg = root / "bitsandbytes"
+    plugins = ["libbitsandbytes_cuda130.so", "libbitsandbytes_rocm64.so"]
+    for name in plugins:  # what the loader does with each here
+        real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                               str(pkg / name)], capture_output=True, text=True, timeout=60)
+        assert "cannot open shared object file" in real.stderr, (name, real.stderr)
+    # The wheel, rebuilt from its install: the Python modules, the CPU library the package
+    # loads here, and two of its device plugins (stored: 5 MB, not the 125 MB of all).
+    members = [p for p in pkg.rglob("*.py")] + [pkg / "libbitsandbytes_cpu.so"] + \
+        [pkg / n for n in plugins]
+    info = "bitsandbytes-0.50.2.dist-info"
+    whl = tmp_path / "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_STORED) as zf:
+        names = [str(m.relative_to(root)) for m in members]
+        for m, n in zip(members, names, strict=True):
+            zf.write(m, n)
+        for meta in ("METADATA", "WHEEL"):
+            zf.write(root / info / meta, f"{info}/{meta}")
+        zf.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in [
+            *names, f"{info}/METADATA", f"{info}/WHEEL", f"{info}/RECORD"]))
+    res = cli(capsys, "check", "--static", "--fail-on", "warning", "-f", "json", str(whl))
+    reports = {Path(r["target"]["path"]).name: r for r in res.json()["reports"]}
+    assert res.code == 0, {n: [(f["code"], f["severity"]) for f in r["findings"]]
+                           for n, r in reports.items()}
+    for name in plugins:
+        found = reports[name]["findings"]
+        od201 = [f for f in found if f["code"] == "OD201"]
+        assert od201 and all("device plugin of its package" in f["message"] for f in od201)
+        assert {f["severity"] for f in found} == {"info"}, [(f["code"], f["severity"])
+                                                           for f in found]
+    # The same library named: the user asked about it, and it cannot load here.
+    named = cli(capsys, "check", "--static", "-f", "json", str(pkg / plugins[0]))
+    sev = {(f["code"], f["severity"]) for f in named.json()["reports"][0]["findings"]}
+    assert named.code == 0 and ("OD201", "warning") in sev and ("OD301", "warning") in sev, sev
+
 def test_a_vendored_librarys_neighbour_its_loader_needs_too_is_already_loaded(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Survey 21's F1: imagecodecs' liblzokay-c (in imagecodecs.libs/, with a stale RUNPATH of

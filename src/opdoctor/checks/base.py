@@ -114,6 +114,15 @@ def package_applies(facts: Facts) -> str:
     return f"part of the {facts.framework_library} install" if facts.framework_library else ""
 
 
+def device_plugin_severity(facts: Facts) -> Severity:
+    """How much a device plugin's unloadable dependencies matter on a machine without its
+    device: a warning where the user named the library (asked about it), info where a walk
+    found it — a wheel, a directory, ``scan`` —, since its package loads it only on such a
+    device and the package modes, which follow the import, never reach it (survey 24b's F9:
+    a bitsandbytes wheel gave 58 warnings where ``--package bitsandbytes`` is clean)."""
+    return Severity.WARNING if facts.options.named else Severity.INFO
+
+
 def site_dirs(facts: Facts) -> list[str]:
     """The target interpreter's own site directories (pip installs there without --target)."""
     interp = facts.interpreter

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from opdoctor.checks.base import (
     Check,
+    device_plugin_severity,
     distribution_reinstall,
     runtime_library_fix,
     vendored_directory_gone,
@@ -558,7 +559,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                 f"{os.path.basename(facts.path)} is {'an' if toolkit[0] in 'AEIOU' else 'a'} "
                 f"{toolkit} device plugin of its package, "
                 f"loaded only on a machine with an {device} (this one has none)",
-                [*ev, *evidence], severity=Severity.WARNING,
+                [*ev, *evidence], severity=device_plugin_severity(facts),
                 fix=f"nothing to fix on this machine, which never loads it; where the "
                 f"package runs on an {device}: " + (_fix_for(miss, facts)))
             continue

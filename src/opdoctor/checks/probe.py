@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from opdoctor.checks.base import (
     Check,
+    device_plugin_severity,
     installed_release_fix,
     runtime_library_fix,
     vendored_directory_gone,
@@ -862,7 +863,7 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
             # static check's reading, which the probe's error overrode: survey 20)
             toolkit, device, why = plugin
             yield dataclasses.replace(
-                found, severity=Severity.WARNING, message=f"{found.message}: "
+                found, severity=device_plugin_severity(facts), message=f"{found.message}: "
                 f"{os.path.basename(facts.path)} is {'an' if toolkit[0] in 'AEIOU' else 'a'} "
                 f"{toolkit} device plugin of its package, loaded only on a machine with an "
                 f"{device} (this one has none)", evidence=(*found.evidence, *why),

@@ -11,10 +11,11 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, installed_release_fix
+from opdoctor.checks.base import Check, device_plugin_severity, installed_release_fix
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.budget import checkpoint
+from opdoctor.facts.devices import device_plugin
 from opdoctor.facts.elf.demangle import demangle_all
 from opdoctor.facts.elf.dynsym import Sym
 from opdoctor.facts.elf.image import ElfImage
@@ -341,9 +342,13 @@ def _target(facts: Facts) -> Iterator[Finding]:
         return
     names = demangle_all(s.name for s in unresolved)
     if facts.process.tree.missing:
-        sev = Severity.WARNING  # the missing library may define them: OD201 is the root
+        # the missing library may define them: OD201 is the root — for a device plugin this
+        # machine never loads, as much as its OD201 (info where a walk found it)
+        absent = list(dict.fromkeys(m.name for m in facts.process.tree.missing))
+        sev = device_plugin_severity(facts) \
+            if device_plugin(facts.loaded_on_demand, absent) else Severity.WARNING
         note = (" (inconclusive: a dependency is missing and may define them, see "
-                f"{', '.join(dict.fromkeys(m.name for m in facts.process.tree.missing))})")
+                f"{', '.join(absent)})")
     else:
         sev, note = Severity.ERROR, ""
     torch_syms = [s for s in unresolved if _is_torch(names[s.name])]
