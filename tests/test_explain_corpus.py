@@ -2005,3 +2005,21 @@ def test_numpys_own_message_about_another_pythons_core_is_that_build(tmp_path: A
     e = explain_text(real.stderr)
     assert (e.cause, e.subcause) == (5, "python.numpy-core-other-python"), (e.cause, e.subcause)
     assert "cpython-311" in e.title
+
+
+@pytest.mark.parametrize(("thread", "order"), [
+    # pre-CUDA-11 sonames carry the toolkit's minor: another CUDA release first
+    ("pytorch/pytorch#10910", [3, 2]),  # libcudart.so.9.0 after conda moved to 9.2
+    ("pytorch/pytorch#41975", [3, 2]),  # libcufft.so.10.0 on JetPack's CUDA 10.2
+    ("isarsoft/yolov4-triton-tensorrt#16", [3, 2]),  # a plugin built with CUDA 10.1
+    ("casper-hansen/AutoAWQ#164", [2, 3]),  # libcudart.so.12: a major-only soname stays 2 first
+    # torch's own namespace in TorchScript: a static link or an older torch, not an import
+    ("https://blog.gitcode.com/c45565b2b3ba5dfb512fb30c584ade4b.html", [1, 3]),
+    ("pytorch/pytorch#111654", [1, 3]),
+    # cuDNN 8's own loader on Windows names its sub-library: the search path
+    ("ILikeAI/AlwaysReddy#40", [2, 3]),
+])
+def test_the_twelfth_rounds_entities(thread: str, order: list[int]) -> None:
+    """Rules written from the twelfth collection round's dev threads (README_e12.md)."""
+    e = explain_text(str(DEV_BY_THREAD[thread]["text"]))
+    assert [a.cause for a in e.ranked][:2] == order, (e.subcause, e.why)

@@ -743,7 +743,7 @@ PRIOR_ORDER: dict[str, tuple[int, ...]] = {
     "pytorch": (3, 4, 1),
     "tensorflow": (3, 1, 4),
     "onnxruntime": (3, 2, 1),
-    "paddle": (2, 3, 4),
+    "paddle": (3, 2, 4),
     "loader": (2, 4, 3),
     "python": (5, 4),  # a label of the corpus; no framework word selects it
 }

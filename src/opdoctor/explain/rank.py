@@ -239,6 +239,11 @@ _OS_LIB = re.compile(r"^lib(?:ssl|crypto|ffi|readline|tinfo|ncurses\w{0,3}|gfort
 # not the driver's libcuda)
 _CUDA_TOOLKIT_LIB = re.compile(r"^lib(?:cudart|cublas(?:Lt)?|cudnn\w{0,30}|cufft|curand|cusparse|"
                                r"cusolver|nvrtc|nvJitLink|nccl|cupti)\.so\.\d")
+# A CUDA toolkit library of a release before CUDA 11, whose soname carries the toolkit's minor
+# (libcudart.so.10.1, libcufft.so.10.0, libcublas.so.9.1): from CUDA 11 on the sonames keep only
+# the major (libcudart.so.11.0 serves every 11.x, libcudart.so.12 every 12.x).
+_MINOR_SONAME = re.compile(r"^lib(?:cudart|cublas|cufftw?|curand|cusparse|cusolver|nvrtc|"
+                           r"nvgraph|nvjpeg|npp\w{1,8})\.so\.(?:[1-9]|10)\.\d$")
 # an op library loaded into a running framework: torch.ops.load_library / tf.load_op_library
 _OP_LIBRARY_LOAD = re.compile(r"(?:Could not load this library: |load_op_library\(|"
                               r"ops\.load_library\()[^\s)]{0,300}")
@@ -450,6 +455,20 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           "needs (`python -c 'import torch; print(torch.__version__, "
                           "torch.version.cuda)'`): CPU or another major → cause 3; the same "
                           "major → the CUDA libraries are not on the search path (cause 2)")
+    if _MINOR_SONAME.match(base):
+        # no other 10.x (or 9.x) toolkit provides that name: a machine with CUDA installed but
+        # not this exact release — the binary (or the framework under it) was built for
+        # another CUDA release than the one installed, far more often than a search path
+        return Refinement((3, 2), f"{base} names a CUDA release before 11 down to its minor: a "
+                          "binary built with that toolkit loads only that release's library, "
+                          "and no other CUDA release provides the name — the machine has "
+                          "another CUDA (or the binary was built for another one), or that "
+                          "release's lib64 is not on the search path", ("OD312", "OD201"),
+                          f"{base} not found: built for CUDA {base.split('.so.')[1]}, which "
+                          "this machine does not provide", "medium",
+                          f"whether CUDA {base.split('.so.')[1]} is installed (`ls "
+                          f"/usr/local/cuda*/lib64/{base}`): installed → cause 2 (the search "
+                          "path); absent → a build for the installed CUDA, or that release")
     if _CUDA_LIB.match(base):
         return Refinement((2, 3), f"{base} is a CUDA library: not on the loader's search path "
                           "(LD_LIBRARY_PATH, the pip nvidia-* wheels' directories), or a CUDA "
@@ -606,9 +625,17 @@ def _op_missing(ctx: Context) -> Refinement | None:
     ns = ctx.group("namespace") or (op.split("::")[0] if "::" in op else "")
     text = ctx.text
     if ns in ("aten", "prim", "quantized", "_caffe2"):
-        return Refinement((1, 5), f"{ns}:: is torch's own namespace: torch's operators register "
+        # torch's own ops come with torch, not with a package some import must bring in (no
+        # cause 5): either a static link dropped their registrations, or the model or code
+        # names an op this torch release does not have yet (a model scripted by torch 2.1
+        # with aten::scaled_dot_product_attention, loaded by an older libtorch)
+        return Refinement((1, 3), f"{ns}:: is torch's own namespace: torch's operators register "
                           "from static initialisers, which a static link drops unless it uses "
-                          "--whole-archive", ("OD121",), None, "medium")
+                          "--whole-archive; or the op is newer than the torch (libtorch) that "
+                          "runs the model", ("OD121",), None, "medium",
+                          f"whether {op or ns} exists in the torch that runs the model (a model "
+                          "saved by a newer torch needs that release): if it does, the static "
+                          "link dropped its registration")
     if re.search(r"load_library\(|load_op_library\(|TORCH_LIBRARY|ctypes\.CDLL", text):
         return Refinement((1, 3), "the text shows the library being loaded, so it was loaded: "
                           f"it registers nothing under {op or ns}: another namespace or name, or "
