@@ -8,6 +8,7 @@ still fires on a package that really has the fault (Python itself fails on it).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -618,18 +619,19 @@ def test_a_framework_library_only_a_bare_suffix_extension_needs_loads_in_its_loa
     assert res.code == 0, rep["diagnosis"]["summary"]
 
 def test_a_walk_tells_what_every_library_of_a_package_shares_once(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """A static walk of numpy's site: its libraries are checked in package mode, one report
     each. The package's notes (OD507 for three scripts) and its import chain (297 imports) are
     the same in every such report: the text prints them once and refers to them after; the
-    JSON keeps every finding in every report."""
+    JSON keeps every finding in every report. (One run writes both: --also-write.)"""
     site = _site("numpy-2.4.6")
-    args = ("check", "--static", "--env", f"PYTHONPATH={site}", str(site))
-    doc = cli(capsys, *args, "-f", "json").json()
+    out = tmp_path / "walk.json"
+    text = cli(capsys, "check", "--static", "--env", f"PYTHONPATH={site}", str(site),
+               "-f", "text", "--also-write", f"json={out}").out
+    doc = json.loads(out.read_text())
     in_pkg = [r for r in doc["reports"] if "import-chain" in r["sections"]]
     assert len(in_pkg) > 10
     assert all(sum(f["code"] == "OD507" for f in r["findings"]) == 3 for r in in_pkg)
-    text = cli(capsys, *args, "-f", "text").out
     assert text.count("OD507 numpy/_configtool.py uses a relative import") == 1
     # The venv's own numpy is a second copy on sys.path: the same release is one more note
     # (OD502), another release a warning in every report.
