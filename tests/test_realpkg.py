@@ -1448,3 +1448,60 @@ def test_a_system_library_the_import_loads_by_name_is_read_statically(
     assert "cannot load library" not in real.stderr and "vips_init" in real.stderr, \
         real.stderr
     assert od221(str(copy))[1] == []
+
+
+def test_a_library_a_pure_python_package_loads_by_a_computed_path_is_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """rtree 1.4.1 is pure Python; its finder loads `rtree.libs/libspatialindex-….so`
+    (auditwheel's directory) with `ctypes.cdll.LoadLibrary`, over candidates it reads from
+    `importlib.metadata.files` — a path no static reading computes. `--package rtree` said
+    "has no compiled library" (OD415) and never checked that library (survey 24b). The
+    library its distribution installs beside the package is what such a load finds: it is
+    checked. Healthy, it is clean; built against a library this machine lacks, rtree's import
+    fails (its finder swallows the loader's error into its own) and the check says why."""
+    site = _rp_site("rtree-1.4.1")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = ("import rtree.index as i; ix = i.Index(); ix.insert(0, (0, 0, 1, 1)); "
+             "print(list(ix.intersection((0, 0, 2, 2))))")
+
+    def imported(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              timeout=60, env={**env, "PYTHONPATH": str(path)}, cwd="/")
+
+    def check(path: Path) -> tuple[int, dict[str, object]]:
+        res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={path}",
+                  "--package", "rtree", "--cwd", "/")
+        (rep,) = res.json()["reports"]
+        return res.code, rep
+
+    (lib,) = (site / "rtree.libs").glob("libspatialindex-*.so")
+    real = imported(site)
+    assert real.returncode == 0 and real.stdout.strip() == "[0]", real.stderr
+    code, rep = check(site)
+    assert code == 0 and rep["target"]["path"] == str(lib), rep["target"]  # type: ignore[index]
+    assert [(f["code"], f["severity"]) for f in rep["findings"]  # type: ignore[attr-defined]
+            if f["severity"] != "info" or f["code"] == "OD415"] == []
+    # The same install whose library NEEDs one that is gone (a stand-in under its name).
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy, symlinks=True)
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (tmp_path / "gone.c").write_text("int gone_fn(void) { return 1; }\n")
+    (tmp_path / "lib.c").write_text("int gone_fn(void);\nint Index_Create(void) "
+                                    "{ return gone_fn(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libspatialgone.so.9", "-o",
+                    str(stub / "libspatialgone.so.9"), str(tmp_path / "gone.c")], check=True,
+                   timeout=60)
+    target = copy / "rtree.libs" / lib.name
+    target.unlink()
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{lib.name}", "-o", str(target),
+                    str(tmp_path / "lib.c"), str(stub / "libspatialgone.so.9")], check=True,
+                   timeout=60)
+    shutil.rmtree(stub)
+    real = imported(copy)
+    assert "Could not load libspatialindex_c library" in real.stderr, real.stderr
+    assert "libspatialgone.so.9: cannot open shared object file" in real.stderr, real.stderr
+    code, rep = check(copy)
+    od201 = [f for f in rep["findings"] if f["code"] == "OD201"]  # type: ignore[attr-defined]
+    assert code == 1 and [(f["subject"].split()[0], f["severity"]) for f in od201] == [
+        ("libspatialgone.so.9", "error")], od201

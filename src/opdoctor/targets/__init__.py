@@ -235,7 +235,31 @@ def _unreached_libraries(chain: ImportChain, package: str, facts: Facts) -> list
     libs = _for_this_torch(_op_libraries_on_disk(chain.extensions_on_disk), facts)
     if not libs and chain.computed_loads and "." in package:
         libs = _for_this_torch(_loaded_from_the_package_above(chain, package, facts), facts)
+    if not libs and chain.computed_loads:
+        libs = _installed_beside(chain)
     return libs
+
+
+def _installed_beside(chain: ImportChain) -> list[str]:
+    """The libraries a pure-Python package's distribution installs outside the package, for
+    an import that loads a library by a path computed at run time: what that load finds.
+    rtree 1.4.1's finder loads ``rtree.libs/libspatialindex-….so`` (auditwheel's directory)
+    through ``ctypes.cdll.LoadLibrary`` over candidates from ``importlib.metadata.files``
+    (survey 24b: "has no compiled library", the library never checked). Only the roots:
+    a library another of them NEEDs is loaded, and checked, through it."""
+    from opdoctor.facts.core import read_elf
+    from opdoctor.facts.requires import own_code_first, record_libraries
+
+    if not chain.dist:
+        return []
+    site = os.path.dirname(chain.dist)
+    inside = chain.package_dir.rstrip(os.sep) + os.sep if chain.package_dir else None
+    libs = [p for p in (os.path.join(site, rel) for rel in
+                        own_code_first(record_libraries(chain.dist)))
+            if os.path.isfile(p) and not (inside and p.startswith(inside))]
+    needed = {str(n) for lib in libs
+              for n in read_elf(lib, lambda im: im.tags.get("DT_NEEDED", []), [])}
+    return [lib for lib in libs if os.path.basename(lib) not in needed]
 
 
 def _loaded_from_the_package_above(chain: ImportChain, package: str,
