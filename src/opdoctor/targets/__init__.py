@@ -257,8 +257,10 @@ def _installed_beside(chain: ImportChain) -> list[str]:
     libs = [p for p in (os.path.join(site, rel) for rel in
                         own_code_first(record_libraries(chain.dist)))
             if os.path.isfile(p) and not (inside and p.startswith(inside))]
-    needed = {str(n) for lib in libs
-              for n in read_elf(lib, lambda im: im.tags.get("DT_NEEDED", []), [])}
+    def needs(lib: str) -> list[str]:
+        return read_elf(lib, lambda im: [str(n) for n in im.tags.get("DT_NEEDED", [])], [])
+
+    needed = {n for lib in libs for n in needs(lib)}
     return [lib for lib in libs if os.path.basename(lib) not in needed]
 
 
