@@ -2019,7 +2019,30 @@ def test_numpys_own_message_about_another_pythons_core_is_that_build(tmp_path: A
     # cuDNN 8's own loader on Windows names its sub-library: the search path
     ("ILikeAI/AlwaysReddy#40", [2, 3]),
 ])
-def test_the_twelfth_rounds_entities(thread: str, order: list[int]) -> None:
-    """Rules written from the twelfth collection round's dev threads (README_e12.md)."""
+def test_the_tenth_rounds_entities(thread: str, order: list[int]) -> None:
+    """Rules written from the tenth collection round's dev threads (README_e12.md)."""
+    e = explain_text(str(DEV_BY_THREAD[thread]["text"]))
+    assert [a.cause for a in e.ranked][:2] == order, (e.subcause, e.why)
+
+
+@pytest.mark.parametrize(("thread", "order"), [
+    # TensorRT's plugin registry: the plugin's library was not loaded (registration first)
+    ("open-mmlab/mmdeploy#186", [1, 2]),
+    ("enazoe/yolo-tensorrt#157", [1, 2]),
+    # its loader's entry point not exported by the plugin library: the build
+    ("NVIDIA/TensorRT#4051", [4, 1]),
+    # a TFLite builtin op of a version above 1: a runtime older than the converter
+    ("google/automl#802", [3, 1]),
+    ("tensorflow/tensorflow#40704", [1, 3]),  # version 1 missing: the resolver lacks the op
+    # the Edge TPU delegate cannot prepare its custom op: tflite_runtime vs libedgetpu
+    ("google-coral/edgetpu#259", [3, 1]),
+    # TensorFlow's placer: no kernel for a device type (a custom device here)
+    ("tensorflow/tensorflow#4359", [1, 3]),
+    # "name '_C' is not defined" alone, no frame: an install without its compiled part first
+    ("IDEA-Research/GroundingDINO#377", [4, 5]),
+    ("pytorch/pytorch#1633", [5, 4]),  # run from torch's source tree
+])
+def test_the_eleventh_rounds_entities(thread: str, order: list[int]) -> None:
+    """Rules written from the eleventh collection round's dev threads (README_e13.md)."""
     e = explain_text(str(DEV_BY_THREAD[thread]["text"]))
     assert [a.cause for a in e.ranked][:2] == order, (e.subcause, e.why)

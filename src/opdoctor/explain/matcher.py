@@ -745,7 +745,7 @@ PRIOR_ORDER: dict[str, tuple[int, ...]] = {
     "onnxruntime": (3, 2, 1),
     "paddle": (3, 2, 4),
     "loader": (2, 4, 3),
-    "python": (5, 4),  # a label of the corpus; no framework word selects it
+    "python": (5, 4, 3),  # a label of the corpus; no framework word selects it
 }
 
 

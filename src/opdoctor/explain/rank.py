@@ -1366,6 +1366,18 @@ def _compiled_name(ctx: Context) -> Refinement | None:
                           "torch)", ("OD510", "OD501"), f"{name}: the package's compiled part "
                           "was not built", "medium", f"whether the installed package contains "
                           f"{name} (`opdoctor check --package <the package>`), and its build log")
+    if not kinds:
+        # the line alone, no frame to tell a source tree from an install: in the dev half
+        # a package installed without its compiled part (a build skipped for want of nvcc /
+        # CUDA_HOME) outnumbers a checkout found first, three to one
+        return Refinement((4, 5, 3), f"the package's import of its compiled module {name} "
+                          "failed earlier and was caught: most often the package was installed "
+                          "without building it (no CUDA_HOME or nvcc at install time, a failed "
+                          "build), else a source checkout without the build shadows the "
+                          "install", ("OD510", "OD502"), f"{name}: the package's compiled part "
+                          "is missing", "medium", "where the package is imported from (the "
+                          "traceback's paths; `opdoctor check --package <the package>`): a "
+                          "source tree → cause 5, the installed copy → its build (4)")
     return None
 
 
