@@ -457,7 +457,7 @@ def _gone_from_the_installed_release(facts: Facts, chain: ImportChain, message: 
     installed and has no ``a.b.c``: the package was written for another release of it
     (torchtune 0.6.1's `torchao.dtypes.nf4tensor`, gone from torchao 0.18: survey 24's F5 —
     the fix spoke of a source checkout and an extension never built); "" otherwise."""
-    from opdoctor.facts.pychain import import_suffixes, installed_release, locate
+    from opdoctor.facts.pychain import import_suffixes, installed_release, regular_home
 
     m = _NO_MODULE.search(f"raised ModuleNotFoundError: {message}")
     if m is None or "." not in m.group(1):
@@ -468,9 +468,9 @@ def _gone_from_the_installed_release(facts: Facts, chain: ImportChain, message: 
         return ""
     interp = facts.interpreter
     suffixes = import_suffixes(interp.ext_suffix if interp else ".so")
-    cands = [c for c in locate(top, list(chain.sys_path), suffixes, facts.options.cwd or
-                               os.getcwd()) if c.kind == "package"]
-    release = installed_release(cands[0]) if cands else ""
+    # the copy the import finds, read as the static rule reads it (gone_from_installed)
+    home = regular_home(top, list(chain.sys_path), suffixes, facts.options.cwd or os.getcwd())
+    release = installed_release(home) if home else ""
     if not release:
         return ""
     return f"{release} is installed and has no {missing}: " + _pairing_fix(chain, release)

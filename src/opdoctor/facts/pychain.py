@@ -2130,10 +2130,7 @@ def gone_from_installed(chain: ImportChain, cwd: str, ext_suffix: str
                 if top == top_own or (top == mod and not attr):
                     continue
                 if top not in homes:
-                    first = winner_of(locate(top, list(chain.sys_path), suffixes, cwd))
-                    homes[top] = first if first is not None and first.kind == "package" \
-                        and not _reshapes_path(os.path.join(first.path, "__init__.py")) \
-                        else None
+                    homes[top] = regular_home(top, list(chain.sys_path), suffixes, cwd)
                 home = homes[top]
                 if home is None:
                     continue
@@ -2146,6 +2143,19 @@ def gone_from_installed(chain: ImportChain, cwd: str, ext_suffix: str
                     out.append((file, stmt.lineno, missing, release))
                     break
     return out
+
+
+def regular_home(top: str, sys_path: list[str], suffixes: list[str], cwd: str
+                 ) -> Candidate | None:
+    """The package ``import top`` finds first on ``sys_path`` when it is a regular package
+    whose ``__init__.py`` does not reshape its ``__path__`` — one whose submodules are the
+    files below it, so a missing one is missing; None otherwise (a module, a namespace
+    package, nothing found)."""
+    first = winner_of(locate(top, sys_path, suffixes, cwd))
+    if first is None or first.kind != "package" or \
+            _reshapes_path(os.path.join(first.path, "__init__.py")):
+        return None
+    return first
 
 
 _RESHAPES = re.compile(rb"__path__|sys\.modules|def __getattr__")
