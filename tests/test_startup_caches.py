@@ -134,15 +134,49 @@ def test_a_long_lived_caller_with_a_full_re_cache_does_not_save_again(tmp_path: 
     assert list((tmp_path / "opdoctor").glob("regex-*.marshal"))
 
 
+# Each message in both formats through the CLI's entry point, in one interpreter: "cold" gives
+# every command a cache directory of its own, empty (each compiles its regexes and writes the
+# file), "warm" points every command at the first one's file, loaded into `re` at its start.
+_EXPLAIN_ALL = r"""
+import contextlib, io, json, os, sys
+from opdoctor.cli import main
+mode, base, messages = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+if mode == "warm":  # the file the first cold command wrote is there, and readable
+    from opdoctor.explain import recache
+    os.environ["XDG_CACHE_HOME"] = os.path.join(base, "c0text")
+    assert recache.stored() is not None
+out = []
+for i, msg in enumerate(messages):
+    for fmt in ("text", "json"):
+        here = f"c{i}{fmt}" if mode == "cold" else "c0text"
+        os.environ["XDG_CACHE_HOME"] = os.path.join(base, here)
+        so, se = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(so), contextlib.redirect_stderr(se):
+            rc = main(["explain", msg, "-f", fmt])
+        out.append([msg, fmt, rc, so.getvalue(), se.getvalue()])
+print(json.dumps(out))
+"""
+
+
 def test_explain_answers_the_same_with_and_without_the_caches(tmp_path: Path) -> None:
-    for i, msg in enumerate(MESSAGES):
+    import json
+
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "NO_COLOR": "1",
+           "OPDOCTOR_CACHE_DIR": SCHEMA_CACHE}
+    runs = {}
+    for mode in ("cold", "warm"):  # cold writes the caches, warm reads them
+        p = subprocess.run([sys.executable, "-c", _EXPLAIN_ALL, mode, str(tmp_path),
+                            json.dumps(MESSAGES)], capture_output=True, text=True, env=env,
+                           timeout=120, check=True)
+        runs[mode] = json.loads(p.stdout)
+    for i in range(len(MESSAGES)):
         for fmt in ("text", "json"):
-            cold = _run(["explain", msg, "-f", fmt], tmp_path / f"c{i}{fmt}")  # writes caches
-            warm = _run(["explain", msg, "-f", fmt], tmp_path / f"c{i}{fmt}")  # reads them
             assert any((tmp_path / f"c{i}{fmt}" / "opdoctor").glob("regex-*.marshal"))
-            assert (cold.returncode, cold.stdout, cold.stderr) == (
-                warm.returncode, warm.stdout, warm.stderr), msg
-            assert cold.returncode == (1 if msg.startswith("nothing") else 0)
+    assert len(runs["cold"]) == 2 * len(MESSAGES)
+    for cold, warm in zip(runs["cold"], runs["warm"], strict=True):
+        assert cold == warm, cold[:2]
+        assert cold[2] == (1 if cold[0].startswith("nothing") else 0), cold
+        assert cold[3].strip(), cold  # an answer was printed
 
 
 # ------------------------------------------------------------------ replayed CLI answers
