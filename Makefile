@@ -578,10 +578,11 @@ RPFX := $(FIX)/realpkg
 # protobuf 4.25.8 (0.3 MB) is below what TensorFlow 2.21 and MindSpore 2.10 require: their
 # generated _pb2 modules' `from google.protobuf import runtime_version` (5.26+) fails on it.
 # rtree 1.4.1 (1.5 MB) is pure Python; its finder loads rtree.libs/libspatialindex-….so (auditwheel's
-# directory) with ctypes, over candidates read from importlib.metadata.files.
+# directory) with ctypes, over candidates read from importlib.metadata.files. python-vlc
+# 3.0.21203 (0.1 MB) loads `ctypes.CDLL(find_library("vlc"))`: without libvlc, the program itself.
 REALPKG_SO := $(RPFX)/alloc.so $(patsubst %,$(RPFX)/wheels/%/.ready,xformers-0.0.35 \
   fbgemm-gpu-cpu-1.8.0 fbgemm-gpu-cpu-1.9.0 torchtext-0.18.0 torchvision-0.21.0 \
-  sounddevice-0.5.6 cffi-2.1.1 protobuf-4.25.8 rtree-1.4.1)
+  sounddevice-0.5.6 cffi-2.1.1 protobuf-4.25.8 rtree-1.4.1 python-vlc-3.0.21203)
 # dgl 2.1.0 with its Python dependencies (about 60 MB, scipy and pandas the bulk), so that
 # `import dgl` gets as far as the real failure: it ships its torch-facing libraries once per
 # torch release (2.0.0 ... 2.2.1) and loads libdgl.so itself (ctypes) before the Cython module

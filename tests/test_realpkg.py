@@ -1510,3 +1510,69 @@ def test_a_library_a_pure_python_package_loads_by_a_computed_path_is_checked(
     od201 = [f for f in rep["findings"] if f["code"] == "OD201"]  # type: ignore[attr-defined]
     assert code == 1 and [(f["subject"].split()[0], f["severity"]) for f in od201] == [
         ("libspatialgone.so.9", "error")], od201
+
+
+@pytest.mark.probe
+def test_a_find_library_answer_loaded_unchecked_is_the_program_itself(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """python-vlc 3.0.21203 on a machine without libvlc (survey 24a's F7): `vlc.py` runs
+    `p = find_library("vlc")` then `ctypes.CDLL(p)`; find_library answers None, CDLL(None)
+    opens the program itself, and `import vlc` works — its first call fails ("NameError: no
+    function 'libvlc_new'"). Both modes said "No problem found". Now OD221, a warning, with
+    and without the probe; nothing where a test of the answer comes between, or where the
+    system has the library."""
+    import ctypes.util
+
+    if ctypes.util.find_library("vlc"):
+        pytest.skip("this machine has libvlc")
+    site = _rp_site("python-vlc-3.0.21203")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+
+    def real(path: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", "import vlc; print('imported'); "
+                               "vlc.Instance()"], capture_output=True, text=True, timeout=60,
+                              env={**env, "PYTHONPATH": str(path), **(extra or {})}, cwd="/")
+
+    def od221(path: Path, *extra: str) -> tuple[int, list[dict[str, str]]]:
+        res = cli(capsys, "check", "-f", "json", *extra, "--env", f"PYTHONPATH={path}",
+                  "--package", "vlc", "--cwd", "/")
+        return res.code, [f for r in res.json()["reports"] for f in r["findings"]
+                          if f["code"] == "OD221"]
+
+    got = real(site)
+    assert got.stdout.strip() == "imported", got.stderr
+    assert "NameError: no function 'libvlc_new'" in got.stderr, got.stderr
+    for mode in (["--static"], []):
+        code, found = od221(site, *mode)
+        assert code == 0 and [(f["subject"], f["severity"]) for f in found] == [
+            ("libvlc", "warning")], (mode, found)
+        assert "ctypes.CDLL(None) is the program itself" in found[0]["message"]
+        assert "apt-get install libvlc5" in found[0]["fix"], found[0]["fix"]
+    # The answer tested before the load: the package's own error, no OD221.
+    guarded = tmp_path / "guarded"
+    guarded.mkdir()
+    text = (site / "vlc.py").read_text()
+    unguarded = '        p = find_library("vlc")\n        try:\n            dll = ctypes.CDLL(p)\n'
+    assert unguarded in text
+    (guarded / "vlc.py").write_text(text.replace(unguarded, unguarded.replace(
+        "        try:\n", "        if p is None:\n            raise OSError('no libvlc')\n"
+        "        try:\n")))
+    got = real(guarded)
+    assert "OSError: no libvlc" in got.stderr, got.stderr
+    assert od221(guarded, "--static")[1] == []
+    # The system has it (a stand-in libvlc on LD_LIBRARY_PATH, as find_library's ld probe
+    # finds it): find_library answers, and nothing is said.
+    libdir = tmp_path / "lib"
+    libdir.mkdir()
+    (tmp_path / "v.c").write_text("int libvlc_get_version(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libvlc.so.5", "-o",
+                    str(libdir / "libvlc.so.5"), str(tmp_path / "v.c")], check=True, timeout=60)
+    (libdir / "libvlc.so").symlink_to("libvlc.so.5")
+    found = subprocess.run([sys.executable, "-c", "import ctypes.util; "
+                            "print(ctypes.util.find_library('vlc'))"], capture_output=True,
+                           text=True, timeout=60, env={**env, "LD_LIBRARY_PATH": str(libdir)})
+    assert found.stdout.strip() not in ("", "None"), found.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--env", f"PYTHONPATH={site}",
+              "--env", f"LD_LIBRARY_PATH={libdir}", "--package", "vlc", "--cwd", "/")
+    assert [f for r in res.json()["reports"] for f in r["findings"] if f["code"] == "OD221"] \
+        == []

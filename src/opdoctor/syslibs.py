@@ -49,6 +49,8 @@ SYSTEM_LIBS: dict[str, tuple[str, str, str]] = {
                       "Ubuntu 24.04 and Debian 13)", "vips"),
     "libmagic.so.1": ("libmagic, file type detection", "libmagic1 (libmagic1t64 on Ubuntu "
                       "24.04 and Debian 13)", "file-libs"),
+    "libvlc.so.5": ("VLC's media library, libvlc", "libvlc5 (with vlc-plugin-base for its "
+                    "codecs)", "vlc-libs (RPM Fusion)"),
 }
 
 

@@ -128,9 +128,9 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',\'via\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'entry\',\'path\',\'kind\',\'via\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.entry,self.path,self.kind,self.via,))\n return __hash__',
-    'def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, _type_caught_by_caller, _type_branch, _type_after, _type_by_name, _type_handles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _dflt_caught_by_caller, _dflt_branch, _dflt_after, _dflt_by_name, _dflt_handles, _return_type):\n def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY,caught_by_caller:_type_caught_by_caller=_dflt_caught_by_caller,branch:_type_branch=_dflt_branch,after:_type_after=_HAS_DEFAULT_FACTORY,by_name:_type_by_name=_HAS_DEFAULT_FACTORY,handles:_type_handles=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.file=file\n  self.line=line\n  self.kind=kind\n  self.text=text\n  self.target=target\n  self.resolved=_dflt_resolved() if resolved is _HAS_DEFAULT_FACTORY else resolved\n  self.swallowed=swallowed\n  self.problem=problem\n  self.fallback=fallback\n  self.function=function\n  self.checked=checked\n  self.lazy=lazy\n  self.other_builds=_dflt_other_builds() if other_builds is _HAS_DEFAULT_FACTORY else other_builds\n  self.caught_by_caller=caught_by_caller\n  self.branch=branch\n  self.after=_dflt_after() if after is _HAS_DEFAULT_FACTORY else after\n  self.by_name=_dflt_by_name() if by_name is _HAS_DEFAULT_FACTORY else by_name\n  self.handles=_dflt_handles() if handles is _HAS_DEFAULT_FACTORY else handles\n return __init__',
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r}, caught_by_caller={self.caught_by_caller!r}, branch={self.branch!r}, after={self.after!r}, by_name={self.by_name!r}, handles={self.handles!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,self.caught_by_caller,self.branch,self.after,self.by_name,self.handles,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,other.caught_by_caller,other.branch,other.after,other.by_name,other.handles,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, _type_caught_by_caller, _type_branch, _type_after, _type_by_name, _type_handles, _type_process_handle, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _dflt_caught_by_caller, _dflt_branch, _dflt_after, _dflt_by_name, _dflt_handles, _dflt_process_handle, _return_type):\n def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY,caught_by_caller:_type_caught_by_caller=_dflt_caught_by_caller,branch:_type_branch=_dflt_branch,after:_type_after=_HAS_DEFAULT_FACTORY,by_name:_type_by_name=_HAS_DEFAULT_FACTORY,handles:_type_handles=_HAS_DEFAULT_FACTORY,process_handle:_type_process_handle=_dflt_process_handle)->_return_type:\n  self.file=file\n  self.line=line\n  self.kind=kind\n  self.text=text\n  self.target=target\n  self.resolved=_dflt_resolved() if resolved is _HAS_DEFAULT_FACTORY else resolved\n  self.swallowed=swallowed\n  self.problem=problem\n  self.fallback=fallback\n  self.function=function\n  self.checked=checked\n  self.lazy=lazy\n  self.other_builds=_dflt_other_builds() if other_builds is _HAS_DEFAULT_FACTORY else other_builds\n  self.caught_by_caller=caught_by_caller\n  self.branch=branch\n  self.after=_dflt_after() if after is _HAS_DEFAULT_FACTORY else after\n  self.by_name=_dflt_by_name() if by_name is _HAS_DEFAULT_FACTORY else by_name\n  self.handles=_dflt_handles() if handles is _HAS_DEFAULT_FACTORY else handles\n  self.process_handle=process_handle\n return __init__',
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r}, caught_by_caller={self.caught_by_caller!r}, branch={self.branch!r}, after={self.after!r}, by_name={self.by_name!r}, handles={self.handles!r}, process_handle={self.process_handle!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,self.caught_by_caller,self.branch,self.after,self.by_name,self.handles,self.process_handle,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,other.caught_by_caller,other.branch,other.after,other.by_name,other.handles,other.process_handle,)\n  return NotImplemented\n return __eq__',
     'def __create_fn__(_type_name, _type_candidates, _type_winner, _type_links, _type_extensions_on_disk, _type_python_files, _type_script_relative, _type_record_missing, _type_other_dists, _type_record_changed, _type_record_has_init, _type_dist, _type_releases, _type_sys_path, _type_truncated, _type_imported_first, _type_imports_packages, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_links, _dflt_extensions_on_disk, _dflt_python_files, _dflt_script_relative, _dflt_record_missing, _dflt_other_dists, _dflt_record_changed, _dflt_record_has_init, _dflt_dist, _dflt_releases, _dflt_sys_path, _dflt_truncated, _dflt_imported_first, _dflt_imports_packages, _return_type):\n def __init__(self,name:_type_name,candidates:_type_candidates,winner:_type_winner,links:_type_links=_HAS_DEFAULT_FACTORY,extensions_on_disk:_type_extensions_on_disk=_HAS_DEFAULT_FACTORY,python_files:_type_python_files=_HAS_DEFAULT_FACTORY,script_relative:_type_script_relative=_HAS_DEFAULT_FACTORY,record_missing:_type_record_missing=_HAS_DEFAULT_FACTORY,other_dists:_type_other_dists=_HAS_DEFAULT_FACTORY,record_changed:_type_record_changed=_HAS_DEFAULT_FACTORY,record_has_init:_type_record_has_init=_dflt_record_has_init,dist:_type_dist=_dflt_dist,releases:_type_releases=_HAS_DEFAULT_FACTORY,sys_path:_type_sys_path=_dflt_sys_path,truncated:_type_truncated=_dflt_truncated,imported_first:_type_imported_first=_HAS_DEFAULT_FACTORY,imports_packages:_type_imports_packages=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.name=name\n  self.candidates=candidates\n  self.winner=winner\n  self.links=_dflt_links() if links is _HAS_DEFAULT_FACTORY else links\n  self.extensions_on_disk=_dflt_extensions_on_disk() if extensions_on_disk is _HAS_DEFAULT_FACTORY else extensions_on_disk\n  self.python_files=_dflt_python_files() if python_files is _HAS_DEFAULT_FACTORY else python_files\n  self.script_relative=_dflt_script_relative() if script_relative is _HAS_DEFAULT_FACTORY else script_relative\n  self.record_missing=_dflt_record_missing() if record_missing is _HAS_DEFAULT_FACTORY else record_missing\n  self.other_dists=_dflt_other_dists() if other_dists is _HAS_DEFAULT_FACTORY else other_dists\n  self.record_changed=_dflt_record_changed() if record_changed is _HAS_DEFAULT_FACTORY else record_changed\n  self.record_has_init=record_has_init\n  self.dist=dist\n  self.releases=_dflt_releases() if releases is _HAS_DEFAULT_FACTORY else releases\n  self.sys_path=sys_path\n  self.truncated=truncated\n  self.imported_first=_dflt_imported_first() if imported_first is _HAS_DEFAULT_FACTORY else imported_first\n  self.imports_packages=_dflt_imports_packages() if imports_packages is _HAS_DEFAULT_FACTORY else imports_packages\n return __init__',
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, candidates={self.candidates!r}, winner={self.winner!r}, links={self.links!r}, extensions_on_disk={self.extensions_on_disk!r}, python_files={self.python_files!r}, script_relative={self.script_relative!r}, record_missing={self.record_missing!r}, other_dists={self.other_dists!r}, record_changed={self.record_changed!r}, record_has_init={self.record_has_init!r}, dist={self.dist!r}, releases={self.releases!r}, sys_path={self.sys_path!r}, truncated={self.truncated!r}, imported_first={self.imported_first!r}, imports_packages={self.imports_packages!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.candidates,self.winner,self.links,self.extensions_on_disk,self.python_files,self.script_relative,self.record_missing,self.other_dists,self.record_changed,self.record_has_init,self.dist,self.releases,self.sys_path,self.truncated,self.imported_first,self.imports_packages,)==(other.name,other.candidates,other.winner,other.links,other.extensions_on_disk,other.python_files,other.script_relative,other.record_missing,other.other_dists,other.record_changed,other.record_has_init,other.dist,other.releases,other.sys_path,other.truncated,other.imported_first,other.imports_packages,)\n  return NotImplemented\n return __eq__',
@@ -152,6 +152,12 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'origin\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'origin\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.origin,))\n return __hash__',
+    "def __create_fn__(_type_name, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,)==(other.name,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.name,))\n return __hash__',
     "def __create_fn__(_type_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,path:_type_path)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(path={self.path!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.path,)==(other.path,)\n  return NotImplemented\n return __eq__',
@@ -1504,8 +1510,8 @@ def __create_fn__():
  return __hash__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, _type_caught_by_caller, _type_branch, _type_after, _type_by_name, _type_handles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _dflt_caught_by_caller, _dflt_branch, _dflt_after, _dflt_by_name, _dflt_handles, _return_type):
- def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY,caught_by_caller:_type_caught_by_caller=_dflt_caught_by_caller,branch:_type_branch=_dflt_branch,after:_type_after=_HAS_DEFAULT_FACTORY,by_name:_type_by_name=_HAS_DEFAULT_FACTORY,handles:_type_handles=_HAS_DEFAULT_FACTORY)->_return_type:
+def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, _type_resolved, _type_swallowed, _type_problem, _type_fallback, _type_function, _type_checked, _type_lazy, _type_other_builds, _type_caught_by_caller, _type_branch, _type_after, _type_by_name, _type_handles, _type_process_handle, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resolved, _dflt_swallowed, _dflt_problem, _dflt_fallback, _dflt_function, _dflt_checked, _dflt_lazy, _dflt_other_builds, _dflt_caught_by_caller, _dflt_branch, _dflt_after, _dflt_by_name, _dflt_handles, _dflt_process_handle, _return_type):
+ def __init__(self,file:_type_file,line:_type_line,kind:_type_kind,text:_type_text,target:_type_target,resolved:_type_resolved=_HAS_DEFAULT_FACTORY,swallowed:_type_swallowed=_dflt_swallowed,problem:_type_problem=_dflt_problem,fallback:_type_fallback=_dflt_fallback,function:_type_function=_dflt_function,checked:_type_checked=_dflt_checked,lazy:_type_lazy=_dflt_lazy,other_builds:_type_other_builds=_HAS_DEFAULT_FACTORY,caught_by_caller:_type_caught_by_caller=_dflt_caught_by_caller,branch:_type_branch=_dflt_branch,after:_type_after=_HAS_DEFAULT_FACTORY,by_name:_type_by_name=_HAS_DEFAULT_FACTORY,handles:_type_handles=_HAS_DEFAULT_FACTORY,process_handle:_type_process_handle=_dflt_process_handle)->_return_type:
   self.file=file
   self.line=line
   self.kind=kind
@@ -1524,19 +1530,20 @@ def __create_fn__(_type_file, _type_line, _type_kind, _type_text, _type_target, 
   self.after=_dflt_after() if after is _HAS_DEFAULT_FACTORY else after
   self.by_name=_dflt_by_name() if by_name is _HAS_DEFAULT_FACTORY else by_name
   self.handles=_dflt_handles() if handles is _HAS_DEFAULT_FACTORY else handles
+  self.process_handle=process_handle
  return __init__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r}, caught_by_caller={self.caught_by_caller!r}, branch={self.branch!r}, after={self.after!r}, by_name={self.by_name!r}, handles={self.handles!r})"
+  return self.__class__.__qualname__ + f"(file={self.file!r}, line={self.line!r}, kind={self.kind!r}, text={self.text!r}, target={self.target!r}, resolved={self.resolved!r}, swallowed={self.swallowed!r}, problem={self.problem!r}, fallback={self.fallback!r}, function={self.function!r}, checked={self.checked!r}, lazy={self.lazy!r}, other_builds={self.other_builds!r}, caught_by_caller={self.caught_by_caller!r}, branch={self.branch!r}, after={self.after!r}, by_name={self.by_name!r}, handles={self.handles!r}, process_handle={self.process_handle!r})"
  return __repr__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,self.caught_by_caller,self.branch,self.after,self.by_name,self.handles,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,other.caught_by_caller,other.branch,other.after,other.by_name,other.handles,)
+   return (self.file,self.line,self.kind,self.text,self.target,self.resolved,self.swallowed,self.problem,self.fallback,self.function,self.checked,self.lazy,self.other_builds,self.caught_by_caller,self.branch,self.after,self.by_name,self.handles,self.process_handle,)==(other.file,other.line,other.kind,other.text,other.target,other.resolved,other.swallowed,other.problem,other.fallback,other.function,other.checked,other.lazy,other.other_builds,other.caught_by_caller,other.branch,other.after,other.by_name,other.handles,other.process_handle,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)
@@ -1703,6 +1710,48 @@ CODES.append(__create_fn__.__code__)
 def __create_fn__():
  def __hash__(self):
   return hash((self.origin,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_name, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,name:_type_name)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'name',name)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(name={self.name!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.name,)==(other.name,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('name',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('name',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.name,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

@@ -269,7 +269,11 @@ OD221 = CodeDoc(
     "`import pyvips` without libvips raises \"OSError: cannot load library 'libvips.so.42': "
     "… cannot open shared object file\" (the package's code is fine, the system lacks the "
     "library). Read statically, with no probe; where the load sits in an except handler its "
-    "try decides whether it runs (a warning when that is not known).",
+    "try decides whether it runs (a warning when that is not known). A warning, with or "
+    "without the probe: `ctypes.CDLL(p)` after `p = ctypes.util.find_library(\"vlc\")` with "
+    "nothing testing p — find_library answers None where the system has no libvlc, and "
+    "CDLL(None) opens the program itself: `import vlc` works and its first call fails "
+    "(\"NameError: no function 'libvlc_new'\").",
     example="pyvips/__init__.py:62 loads libvips.so.42 by name: not in the loader's cache",
     fix="Install the system package that provides the library (apt-get install libvips42, "
     "dnf install vips …), or point LD_LIBRARY_PATH at a directory holding it.",
@@ -333,6 +337,37 @@ def _system_library_by_name(facts: Facts, chain: ImportChain) -> Iterator[Findin
                 fix=system_library_fix(name) or f"install the system package that provides "
                 f"{name}, or put its directory on LD_LIBRARY_PATH",
                 severity=None if runs else Severity.WARNING)
+
+
+def _program_as_library(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
+    """OD221 (a warning): the import loads ``ctypes.CDLL(find_library(name))``'s answer with
+    nothing testing it, where this system has no such library — CDLL(None) is the program
+    itself, so the import works and the package's first call into the library fails (survey
+    24a's F7: python-vlc without libvlc, "No problem found" with and without the probe)."""
+    from opdoctor.facts.pychain import runs_at_import, unguarded_process_handle
+    from opdoctor.facts.syslibs import by_project, system_library_fix
+
+    if not any(link.process_handle for link in chain.links):
+        return
+    runs_here = runs_at_import(chain)
+    for link in chain.links:
+        if not link.process_handle or link.lazy or link.branch or link.fallback or \
+                link.file not in runs_here or not unguarded_process_handle(link):
+            continue
+        name = link.process_handle
+        where = f"{_rel(link.file, chain)}:{link.line}"
+        yield OD221.finding(
+            f"lib{name}", f"`import {chain.name}` loads what ctypes.util.find_library(\"{name}\") "
+            f"answers ({where}), and this system has no lib{name}: find_library answers None, "
+            "and ctypes.CDLL(None) is the program itself — the import works, and the "
+            f"package's first call into lib{name} fails", (
+                f"{where}: {one_line(link.text, 120)}",
+                f"find_library(\"{name}\"): no lib{name}.so* in the loader's cache, the "
+                "linker's directories or LD_LIBRARY_PATH",
+                "nothing between the lookup and the load tests its answer"),
+            fix=system_library_fix(by_project(name)) or f"install the system package that "
+            f"provides lib{name} (its development or runtime package), or put its directory "
+            "on LD_LIBRARY_PATH", severity=Severity.WARNING)
 
 
 def _before_torch(facts: Facts, chain: ImportChain) -> Iterator[Finding]:
@@ -1482,6 +1517,7 @@ def run(facts: Facts) -> Iterator[Finding]:
                             "the build includes it in the wheel).")
     yield from _before_torch(facts, chain)
     yield from _system_library_by_name(facts, chain)
+    yield from _program_as_library(facts, chain)
     yield from _shadowed_imports(facts, chain)
     yield from _own_modules_shadowed(facts, chain)
     yield from _first_party_imports(facts, chain)

@@ -104,6 +104,10 @@ class Link:
     # imports (pyvips: ``try: import _libvips … except Exception: … ffi.dlopen(…)``): where
     # none of them is installed, the handler is what the import runs.
     handles: list[str] = field(default_factory=list)
+    # A ctypes load of ``find_library(name)``'s answer where this system has no such library
+    # (python-vlc: ``ctypes.CDLL(find_library("vlc"))``): the name. CDLL(None) loads the
+    # program itself, so the import goes on and the package's first call fails.
+    process_handle: str = ""
 
 
 _BUILD_TAG = re.compile(r"\.(?:cpython-(?P<py>\d+)(?P<ft>t?)(?:-(?P<plat>[\w-]+))?|cp(?P<cp>\d+)-"
@@ -341,6 +345,38 @@ def _find_library(name: str) -> str | None:
     want = re.compile(rf"lib{re.escape(name)}\.so(?:\.\d+)*$")
     found = sorted(k for k in load_ld_cache("/etc/ld.so.cache") if want.match(k))
     return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class NoLibrary:
+    """``ctypes.util.find_library(name)``'s None for a library this system has nowhere that
+    function looks (the ld.so cache, the linker's directories, LD_LIBRARY_PATH): a value
+    known to be None — false, as None is — not an unknown one."""
+
+    name: str
+
+    def __bool__(self) -> bool:
+        return False
+
+
+_LINKER_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib",
+                "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+
+
+def _nowhere(name: str, env: dict[str, str] | None) -> bool:
+    """Whether no ``lib<name>.so*`` is where ``find_library`` looks besides the ld.so cache:
+    the linker's default directories (its gcc probe) and LD_LIBRARY_PATH (its ld probe)."""
+    prefix = f"lib{name}.so"
+    dirs = [*_LINKER_DIRS, *(d for d in ((env or dict(os.environ)).get(
+        "LD_LIBRARY_PATH") or "").split(":") if d)]
+    for d in dirs:
+        try:
+            if any(e.startswith(prefix) for e in os.listdir(d)):
+                return False
+        except OSError:
+            continue
+    return True
 
 
 @dataclass(frozen=True)
@@ -616,7 +652,13 @@ class _Eval(ast.NodeVisitor):
             # ctypes.util.find_library('c')`, then `if libc_path:` — the other branch's guesses
             # end with macOS's /usr/lib/libc.dylib; survey 23's F3); not found: undecided
             name = self.value(node.args[0])
-            return _find_library(name) if isinstance(name, str) else None
+            if not isinstance(name, str):
+                return None
+            found = _find_library(name)
+            if found is None and re.fullmatch(r"[\w.+-]{1,80}", name) and _nowhere(
+                    name, None if self.known.env is None else dict(self.known.env)):
+                return NoLibrary(name)
+            return found
         if fn == "platform.system" and not node.args:
             return platform.system()
         if fn == "platform.python_implementation" and not node.args:
@@ -1477,7 +1519,16 @@ def _system_lookup(arg: ast.expr) -> bool:
 
 def _resolve_link(link: Link, value: object) -> None:
     """Set a loader link's files and problem from the evaluated path argument."""
-    resolved = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    resolved = value if isinstance(value, list) else [value] \
+        if isinstance(value, (str, NoLibrary)) else []
+    # find_library's None where the system has no such library: ctypes.CDLL(None) opens the
+    # program itself — the load works, and every symbol the package then asks for is missing
+    link.process_handle = next((r.name for r in resolved if isinstance(r, NoLibrary)), "") \
+        if link.kind == "cdll" and all(isinstance(r, NoLibrary) for r in resolved) else ""
+    if link.process_handle:
+        link.resolved, link.by_name, link.problem = [], [], ""
+        return
+    resolved = [r for r in resolved if isinstance(r, str)]
     targets = [r for r in resolved if isinstance(r, str) and not _not_a_path(r)]
     not_paths = len(targets) < len(resolved)
     link.by_name = [r for r in resolved if isinstance(r, str) and _library_name(r)]
@@ -1576,7 +1627,7 @@ def _through_calls(tree: ast.Module, func: ast.FunctionDef, call: ast.Call, file
             continue
         value = _Eval(file, names, known, state.values).value(call.args[0])
         for v in value if isinstance(value, list) else [value]:
-            if isinstance(v, str) and v not in found:
+            if isinstance(v, (str, NoLibrary)) and v not in found:
                 found.append(v)
     return (found or None), lazy and bool(found)
 
@@ -2367,6 +2418,71 @@ def _conditional_imports(tree: ast.Module, file: str) -> list[tuple[int, str, st
 
 _REACHED: dict[tuple[int, bool], tuple[ImportChain, list[str]]] = {}
 commandcache.register(_REACHED.clear)
+
+
+def unguarded_process_handle(link: Link) -> bool:
+    """Whether ``link`` — a ``ctypes.CDLL(name)`` whose ``name`` is ``find_library``'s None here
+    (:attr:`Link.process_handle`) — runs at import with nothing testing that name first: its
+    function (if any) is called when the module runs, the argument is a plain name bound by
+    ``name = …find_library(…)`` earlier in the same block, and no statement between the two
+    tests it (sounddevice's ``if _libname is None: raise OSError(…)`` does; python-vlc's
+    Linux branch, ``p = find_library("vlc")`` then ``ctypes.CDLL(p)``, does not)."""
+    parsed = _source(link.file)
+    if parsed is None or not link.process_handle:
+        return False
+    tree = parsed.tree
+    load = next((n for n in all_nodes(tree) if isinstance(n, ast.Call) and
+                 getattr(n, "lineno", 0) == link.line and n.args and
+                 _dotted(n.func).rsplit(".", 1)[-1] in _LOADERS), None)
+    if load is None or not isinstance(load.args[0], ast.Name):
+        return False
+    name = load.args[0].id
+    if link.function:
+        funcs = {f.name for f in tree.body if isinstance(f, (ast.FunctionDef,
+                                                             ast.AsyncFunctionDef))}
+        at_import = _module_level_calls(tree)
+        if link.function not in funcs or not any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and
+                n.func.id == link.function and id(n) in at_import for n in all_nodes(tree)):
+            return False
+    # the statement lists holding the load, innermost first: the assignment is looked for
+    # before the load in each, going out; what runs between the two must not test the name
+    holders = sorted(((b, k) for n in all_nodes(tree) for b in _bodies(n)
+                      for k, st in enumerate(b) if any(x is load for x in all_nodes(st))),
+                     key=lambda h: len(list(all_nodes(h[0][h[1]]))))
+    if not holders or _tests(name, holders[0][0][holders[0][1]], until=load):
+        return False
+    for block, i in holders:
+        for j in range(i - 1, -1, -1):
+            st = block[j]
+            if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                  for t in st.targets):
+                return isinstance(st.value, ast.Call) and \
+                    _dotted(st.value.func).rsplit(".", 1)[-1] == "find_library"
+            if _tests(name, st):
+                return False
+    return False
+
+
+def _bodies(node: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists directly inside ``node`` (a module's, a function's, a branch's)."""
+    return [v for f in ("body", "orelse", "finalbody") if isinstance(
+        v := getattr(node, f, None), list) and v and isinstance(v[0], ast.stmt)]
+
+
+def _tests(name: str, stmt: ast.AST, until: ast.AST | None = None) -> bool:
+    """Whether ``stmt`` tests ``name`` (an ``if``/``while``/``assert`` condition, a comparison,
+    ``not name``, ``name or …``) — before the node ``until`` when given."""
+    for n in all_nodes(stmt):
+        if n is until:
+            return False
+        cond = n.test if isinstance(n, (ast.If, ast.While, ast.Assert, ast.IfExp)) else \
+            n if isinstance(n, (ast.Compare, ast.BoolOp)) or (
+                isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)) else None
+        if cond is not None and any(isinstance(x, ast.Name) and x.id == name
+                                    for x in all_nodes(cond)):
+            return True
+    return False
 
 
 def runs_at_import(chain: ImportChain) -> set[str]:
