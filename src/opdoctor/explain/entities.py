@@ -149,7 +149,8 @@ _TORCH_PYTHON = re.compile(r"^THP[A-Z]|^torch::(?:autograd::)?python::|^torch::u
 # newer torch calls and an older libtorch does not export
 _FRAMEWORK_C = (("torch", re.compile(r"^(?:THN?N?_?|THC|THCuda|THNN_)[A-Z]|^_?aoti_torch_\w|"
                                      r"^_?torch_(?:library_|call_dispatcher|new_list|list_|"
-                                     r"parse_device|get_current_|delete_|from_blob)")),
+                                     r"parse_device|get_current_|delete_|from_blob|"
+                                     r"dtype_)")),
                 ("tensorflow", re.compile(r"^_?TF_[A-Z]")))
 _CUDA_RT_INTERNAL = re.compile(r"^_{1,2}cuda\w|^cudaGetDriverEntryPoint")
 # TensorRT's exported C entry points (libnvinfer, libnvinfer_plugin, libnvonnxparser)

@@ -745,7 +745,8 @@ PRIOR_ORDER: dict[str, tuple[int, ...]] = {
     "onnxruntime": (3, 2, 1),
     "paddle": (3, 2, 4),
     "loader": (2, 4, 3),
-    "python": (5, 4, 3),  # a label of the corpus; no framework word selects it
+    "cuda": (2, 3, 4),
+    "python": (5, 4, 2),  # a label of the corpus; no framework word selects it
 }
 
 

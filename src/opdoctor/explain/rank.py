@@ -400,6 +400,17 @@ def _missing_library(ctx: Context) -> Refinement | None:
         return Refinement((4, 2), f"{base} ships inside the onnxruntime package itself: the "
                           "installed package (or a custom build) is missing its native library",
                           ("OD201",), f"{base} missing from the onnxruntime package", "medium")
+    from opdoctor.syslibs import SYSTEM_LIBS
+
+    if base in SYSTEM_LIBS:
+        # a library wheels may expect the system to provide (manylinux lets them: libgomp,
+        # libGL, glib …), absent from a minimal image: its system package, not the build
+        what, deb, rpm = SYSTEM_LIBS[base]
+        return Refinement((2, 4, 3), f"{base} is {what}, a library of the operating system "
+                          "that the package expects installed (not in its wheel): not "
+                          f"installed here — apt-get install {deb.split(' ')[0]} "
+                          f"(Debian/Ubuntu), dnf install {rpm.split(' ')[0]} (Fedora/RHEL)",
+                          ("OD201",), f"{base} ({what}) is not installed", "medium")
     if _OS_LIB.match(base):
         return Refinement((4, 3, 2), f"{base} is an operating-system library of a specific "
                           "major version: the binary was built on (and linked against) another "
@@ -695,6 +706,49 @@ def _op_missing(ctx: Context) -> Refinement | None:
                       "was never loaded", None, None, "medium",
                       f"whether the library that should define {op or ns} is loaded and "
                       "registers it: `opdoctor check <that .so> --expect-op " + (op or ns) + "`")
+
+
+@refiner("torchbind-host")
+def _torchbind_host(ctx: Context) -> Refinement | None:
+    """A TorchBind class unknown to ``torch::jit::load`` in a C++ program (an uncaught
+    ``torch::jit::ErrorReport`` / ``c10::Error``): no Python import is there to bring it, so
+    its library is not linked into the program or loaded by it (TRTorch's runtime, whose
+    ``tensorrt.Engine`` class a compiled module needs)."""
+    if not re.search(r"terminate called after throwing an instance of '(?:torch::jit::"
+                     r"ErrorReport|c10::Error)'", ctx.text) or re.search(r"Traceback \(most "
+                                                                       r"recent call last\)",
+                                                                       ctx.text):
+        return None
+    cls = f"{ctx.group('namespace')}.{ctx.group('opname')}"
+    return Refinement((1, 3), f"a C++ program loads the model: the TorchBind class {cls} "
+                      "registers only when the library defining it is linked into the program "
+                      "(its static registrations kept: --no-as-needed / --whole-archive) or "
+                      "loaded by it (dlopen) before torch::jit::load", ("OD106", "OD505"),
+                      f"the C++ program has no {cls}", "medium",
+                      f"whether the program links (and keeps) the library that defines {cls}: "
+                      "`ldd <program>` lists it, `opdoctor check <that .so>` reads its "
+                      "registrations")
+
+
+@refiner("paddle-op")
+def _paddle_op(ctx: Context) -> Refinement | None:
+    """Paddle's "Operator (X) is not registered" in a C++ inference program (Paddle
+    Inference's analysis_predictor / naive_executor, an uncaught EnforceNotMet): no Python
+    import registers anything there, so a custom op (Paddle3D's hard_voxelize) is there only
+    when its library is linked into the program or loaded by it — as TensorFlow's serving
+    binaries need their custom ops compiled in."""
+    if not re.search(r"analysis_predictor\.cc|naive_executor\.cc|paddle_inference|"
+                     r"AnalysisConfig|CreatePredictor|terminate called after throwing an "
+                     r"instance of '(?:phi|paddle::platform)::enforce::EnforceNotMet'", ctx.text):
+        return None
+    op = ctx.group("op") or "the op"
+    return Refinement((1, 3), f"{op} is looked up by a C++ inference program (Paddle Inference), "
+                      "where no Python import registers it: a custom op's library must be linked "
+                      "into the program (or loaded by it) — else the model needs a Paddle "
+                      "Inference release that has the op", ("OD106", "OD304"),
+                      f"the inference program has no {op}", "medium",
+                      f"whether {op} is one of Paddle's own ops (then the release the model was "
+                      "exported with) or a custom op (then its library, linked or loaded)")
 
 
 # ------------------------------------------------------------------ TensorFlow op not registered
