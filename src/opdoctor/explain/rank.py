@@ -714,10 +714,9 @@ def _torchbind_host(ctx: Context) -> Refinement | None:
     ``torch::jit::ErrorReport`` / ``c10::Error``): no Python import is there to bring it, so
     its library is not linked into the program or loaded by it (TRTorch's runtime, whose
     ``tensorrt.Engine`` class a compiled module needs)."""
-    if not re.search(r"terminate called after throwing an instance of '(?:torch::jit::"
-                     r"ErrorReport|c10::Error)'", ctx.text) or re.search(r"Traceback \(most "
-                                                                       r"recent call last\)",
-                                                                       ctx.text):
+    cpp = re.search(r"terminate called after throwing an instance of '(?:torch::jit::"
+                    r"ErrorReport|c10::Error)'", ctx.text)
+    if not cpp or "Traceback (most recent call last)" in ctx.text:
         return None
     cls = f"{ctx.group('namespace')}.{ctx.group('opname')}"
     return Refinement((1, 3), f"a C++ program loads the model: the TorchBind class {cls} "
