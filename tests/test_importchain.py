@@ -3820,6 +3820,21 @@ def test_the_else_of_a_try_that_imports_a_module_runs_only_where_it_imports(
               f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path))
     assert any(f["code"] == "OD514" and absent in f["message"]
                for f in res.json()["reports"][0]["findings"]), res.out
+    # Where the try's import works the else runs: a module it imports that is missing fails
+    # the import (it was read as an existence test whatever the try imported: "No problem
+    # found" over `try: import json … else: from . import _ext`).
+    (pkg / "__init__.py").write_text("try:\n    import json\nexcept ImportError:\n    pass\n"
+                                     "else:\n    from . import _ext\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, "-c", "import healike"], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(pkg.parent)}, timeout=60,
+                          cwd=tmp_path)
+    assert "cannot import name '_ext'" in real.stderr, real.stderr
+    res = cli(capsys, "check", "-f", "json", "--static", "--package", "healike", "--env",
+              f"PYTHONPATH={pkg.parent}", "--cwd", str(tmp_path))
+    assert res.code == 1 and any(
+        f["code"] == "OD510" and f["severity"] == "error" and "_ext" in f["message"]
+        for f in res.json()["reports"][0]["findings"]), res.out
 
 
 def test_a_distribution_whose_files_are_gone_gets_a_forced_reinstall(

@@ -164,12 +164,12 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'path\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'path\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.path,))\n return __hash__',
-    "def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _return_type):\n def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)\n  __dataclass_builtins_object__.__setattr__(self,'torch_hip',torch_hip)\n  __dataclass_builtins_object__.__setattr__(self,'torch_cuda',torch_cuda)\n  __dataclass_builtins_object__.__setattr__(self,'torch_known',torch_known)\n  __dataclass_builtins_object__.__setattr__(self,'env',env)\n  __dataclass_builtins_object__.__setattr__(self,'redirects',redirects)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'suffixes\',\'torch_hip\',\'torch_cuda\',\'torch_known\',\'env\',\'redirects\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'suffixes\',\'torch_hip\',\'torch_cuda\',\'torch_known\',\'env\',\'redirects\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,))\n return __hash__',
+    "def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, _type_sys_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _dflt_sys_path, _return_type):\n def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects,sys_path:_type_sys_path=_dflt_sys_path)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)\n  __dataclass_builtins_object__.__setattr__(self,'torch_hip',torch_hip)\n  __dataclass_builtins_object__.__setattr__(self,'torch_cuda',torch_cuda)\n  __dataclass_builtins_object__.__setattr__(self,'torch_known',torch_known)\n  __dataclass_builtins_object__.__setattr__(self,'env',env)\n  __dataclass_builtins_object__.__setattr__(self,'redirects',redirects)\n  __dataclass_builtins_object__.__setattr__(self,'sys_path',sys_path)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r}, sys_path={self.sys_path!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,self.sys_path,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,other.sys_path,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'suffixes\',\'torch_hip\',\'torch_cuda\',\'torch_known\',\'env\',\'redirects\',\'sys_path\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'suffixes\',\'torch_hip\',\'torch_cuda\',\'torch_known\',\'env\',\'redirects\',\'sys_path\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,self.sys_path,))\n return __hash__',
     "def __create_fn__(_type_values, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,values:_type_values)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'values',values)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(values={self.values!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.values,)==(other.values,)\n  return NotImplemented\n return __eq__',
@@ -1797,34 +1797,35 @@ def __create_fn__():
  return __hash__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _return_type):
- def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects)->_return_type:
+def __create_fn__(_type_suffixes, _type_torch_hip, _type_torch_cuda, _type_torch_known, _type_env, _type_redirects, _type_sys_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_suffixes, _dflt_torch_hip, _dflt_torch_cuda, _dflt_torch_known, _dflt_env, _dflt_redirects, _dflt_sys_path, _return_type):
+ def __init__(self,suffixes:_type_suffixes=_dflt_suffixes,torch_hip:_type_torch_hip=_dflt_torch_hip,torch_cuda:_type_torch_cuda=_dflt_torch_cuda,torch_known:_type_torch_known=_dflt_torch_known,env:_type_env=_dflt_env,redirects:_type_redirects=_dflt_redirects,sys_path:_type_sys_path=_dflt_sys_path)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'suffixes',suffixes)
   __dataclass_builtins_object__.__setattr__(self,'torch_hip',torch_hip)
   __dataclass_builtins_object__.__setattr__(self,'torch_cuda',torch_cuda)
   __dataclass_builtins_object__.__setattr__(self,'torch_known',torch_known)
   __dataclass_builtins_object__.__setattr__(self,'env',env)
   __dataclass_builtins_object__.__setattr__(self,'redirects',redirects)
+  __dataclass_builtins_object__.__setattr__(self,'sys_path',sys_path)
  return __init__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r})"
+  return self.__class__.__qualname__ + f"(suffixes={self.suffixes!r}, torch_hip={self.torch_hip!r}, torch_cuda={self.torch_cuda!r}, torch_known={self.torch_known!r}, env={self.env!r}, redirects={self.redirects!r}, sys_path={self.sys_path!r})"
  return __repr__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,)
+   return (self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,self.sys_path,)==(other.suffixes,other.torch_hip,other.torch_cuda,other.torch_known,other.env,other.redirects,other.sys_path,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('suffixes','torch_hip','torch_cuda','torch_known','env','redirects',):
+  if type(self) is cls or name in ('suffixes','torch_hip','torch_cuda','torch_known','env','redirects','sys_path',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
@@ -1832,7 +1833,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('suffixes','torch_hip','torch_cuda','torch_known','env','redirects',):
+  if type(self) is cls or name in ('suffixes','torch_hip','torch_cuda','torch_known','env','redirects','sys_path',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
@@ -1840,7 +1841,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,))
+  return hash((self.suffixes,self.torch_hip,self.torch_cuda,self.torch_known,self.env,self.redirects,self.sys_path,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

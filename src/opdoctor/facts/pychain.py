@@ -412,6 +412,9 @@ class Known:
     # Modules an editable install's import hook maps to a file outside the package directory
     # (scikit-build-core: compiled modules stay in site-packages, the sources in the tree).
     redirects: tuple[tuple[str, str], ...] = ()
+    # The job's sys.path (empty: unknown): whether another distribution's module imports here
+    # decides which part of a `try: import x … else:` runs.
+    sys_path: tuple[str, ...] = ()
 
 
 _NO_KNOWN = Known()
@@ -1217,13 +1220,19 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
             primary_resolves = bool(own) and not any(lk.problem for lk in own)
             tested = before if any(_caught(h) & (_LOAD_ERRORS | _CATCH_ALL)
                                    for h in node.handlers) else []
+            # every module the body imports is here: the else runs, and what it imports is
+            # the package's import path (`try: import json … else: from . import _ext` fails
+            # on a missing _ext); the handlers below still know what their try imports
+            else_runs = bool(tested) and bool(known.sys_path) and all(
+                importable(m.split(".")[0], known.sys_path, [*known.suffixes, ".py"],
+                           os.getcwd()) for m in tested)
             for n in node.orelse:
                 first = len(links)
                 visit(n, handlers, in_except, func)
                 # `try: import matplotlib except ImportError: … else: from .visufunc import …`
                 # (healpy): the else runs only where the body's imports worked — an existence
                 # test of those modules, as an `if importlib.util.find_spec(…)` is (survey 22)
-                for lk in links[first:] if tested else []:
+                for lk in links[first:] if tested and not else_runs else []:
                     if lk.file == file and lk.kind == "submodule" and not lk.checked:
                         lk.checked = f"else of `try: import {', '.join(tested[:3])}`"
             for n in node.finalbody:
@@ -1955,10 +1964,10 @@ def known_here(sys_path: list[str], suffixes: list[str],
     the job's environment (``env``, when known)."""
     exts = tuple(x for x in suffixes if x != ".py")
     redirects = tuple(sorted(skbc_redirects(site_dirs(sys_path)).items()))
-    base = Known(exts, env=env, redirects=redirects)
+    base = Known(exts, env=env, redirects=redirects, sys_path=tuple(sys_path))
     known = _torch_known(sys_path, exts)
-    return dataclasses.replace(known, env=env, redirects=redirects) if known is not None \
-        else base
+    return dataclasses.replace(known, env=env, redirects=redirects,
+                               sys_path=tuple(sys_path)) if known is not None else base
 
 
 def _torch_known(sys_path: list[str], exts: tuple[str, ...]) -> Known | None:
