@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -186,16 +187,37 @@ def test_bad_wheel_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert res.code == 2 and "not a valid wheel" in res.err
 
 
-def test_scan_dev_venv() -> None:
-    res = cli_proc("scan", env={"NO_COLOR": "1"}, timeout=600)
+def test_scan_dev_venv(tmp_path: Path) -> None:
+    """One scan of the dev venv: the table on stdout, the reports as JSON and JUnit from the
+    same run (`--also-write`, as a CI job publishes them)."""
+    js, junit = tmp_path / "scan.json", tmp_path / "scan.xml"
+    res = cli_proc("scan", "--also-write", f"json={js}", "--also-write", f"junit={junit}",
+                   env={"NO_COLOR": "1"}, timeout=600)
     assert res.code == 0, res.out + res.err
     assert "libtorch_cpu.so" in res.out and "clean" in res.out
     last = res.out.strip().splitlines()[-1]
     assert last.endswith("exit 0") and " 0 with errors · 0 with warnings only" in last
-    js = cli_proc("scan", "-f", "json", timeout=600)
-    reports = json.loads(js.out)["reports"]
+    doc = json.loads(js.read_text())
+    reports = doc["reports"]
+    assert doc["exit_code"] == 0 and len(reports) == int(re.search(
+        r"\((\d+) libraries\)", res.out).group(1))  # type: ignore[union-attr]
     assert any(r["target"]["path"].endswith("libtorch_cpu.so") for r in reports)
     assert all(r["findings"] == [] for r in reports)
+    assert len(ET.fromstring(junit.read_text()).findall(".//testcase")) >= len(reports)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--also-write", "yaml=r.yaml"], "unknown format 'yaml'"),
+    (["--also-write", "json"], "expects KEY=VALUE"),
+    (["-o", "r.json", "--also-write", "json=r.json"], "given as the output of two reports"),
+])
+def test_scan_also_write_refuses_before_scanning(tmp_path: Path, extra: list[str],
+                                                 message: str) -> None:
+    args = [e.replace("=r.", f"={tmp_path}/r.") for e in extra]
+    args = [str(tmp_path / a) if a == "r.json" else a for a in args]
+    res = cli_proc("scan", *args, timeout=120)
+    assert res.code == 3 and message in res.err and "Traceback" not in res.err, res.err
+    assert res.out == "" and not any(tmp_path.iterdir())
 
 
 def _venv_over_dev(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -223,6 +223,10 @@ def scan_cmd(
         "core.", show_default=False)] = 0,
     probe: Annotated[bool, typer.Option("--probe", help="Also load each library for real "
                                         "(slow: one interpreter per library).")] = False,
+    also_write: Annotated[list[str] | None, typer.Option(
+        "--also-write", metavar="FORMAT=FILE", help="Also write the scan in this format to "
+        "this file, e.g. sarif=opdoctor.sarif (repeatable): several formats from one scan.",
+        show_default=False)] = None,
 ) -> int:
     """Check every compiled extension of an installed environment that links a framework.
 
@@ -233,7 +237,11 @@ def scan_cmd(
 
     if jobs < 0:
         raise click_exc.UsageError(f"--jobs must be 0 (every core) or more, got {jobs}")
-    return scan_command(python, fmt, output, fail_on, jobs, probe)
+    try:
+        extra = values_mod.pairs(also_write, "--also-write")
+    except values_mod.ArgError as exc:
+        raise click_exc.UsageError(str(exc)) from None
+    return scan_command(python, fmt, output, fail_on, jobs, probe, extra)
 
 
 @app.command("config", cls=PlainCommand)

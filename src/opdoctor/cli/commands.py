@@ -301,26 +301,22 @@ def _color(stream: Any) -> bool:
 
 
 def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str, jobs: int,
-                 probe: bool) -> int:
+                 probe: bool, also_write: dict[str, str] | None = None) -> int:
     """Discover, check in parallel, print a summary table (text) or the reports (other
-    formats)."""
+    formats); each ``also_write`` format to its file from the same scan (a CI job's log,
+    SARIF and JUnit from one run)."""
     from rich.console import Console
-    from rich.markup import escape
     from rich.progress import Progress
-    from rich.table import Table
 
     from opdoctor.checks import load_registry
     from opdoctor.facts import CheckOptions
     from opdoctor.facts.interp import InterpreterError, inspect_interpreter
     from opdoctor.report import Format, RenderContext, renderer
-    from opdoctor.report.text import ops_summary
     from opdoctor.targets.discover import discover, scan
     from opdoctor.verdict.gate import gate_fails
 
-    try:
-        form = Format(fmt)
-    except ValueError:
-        raise UsageProblem(f"unknown format {fmt!r}") from None
+    outputs = report_outputs({"format": fmt, "output": output, "also-write": also_write or {}},
+                             [])
     threshold = _severity(fail_on, "--fail-on")
     if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UsageProblem(f"--python {python}: not an executable file")
@@ -345,50 +341,62 @@ def scan_command(python: str | None, fmt: str, output: str | None, fail_on: str,
     crashed = [(it, r) for it, r in results if isinstance(r, str)]
     code = Exit.FINDINGS if gate_fails(reports, threshold) else (
         Exit.INTERNAL if crashed else Exit.OK)
-    out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
-    try:
-        if form is not Format.TEXT:
-            ctx = RenderContext(load_registry().catalog, threshold, code)
-            renderer(form)(reports, ctx, out)
-            return code
-        from opdoctor.report.layout import wrap_width
-
-        # The table fits the terminal (Rich wraps cells, not lines); 140 columns in a log.
-        con = Console(file=out, no_color=not _color(out), highlight=False,
-                      width=wrap_width(out) or 140)
-        # The title on a line of its own: as a Table title Rich wraps it to the table's width
-        # (a few columns when the names are short), whatever the terminal's width.
-        con.print(escape(f"opdoctor scan — {interp.invoke} ({len(items)} libraries)"),
-                  soft_wrap=True, style="bold")
-        table = Table()
-        for col in ("package", "library", "ops", "verdict"):
-            table.add_column(col)
-        for it, r in results:
-            parts = it.path.split(os.sep)
-            name = it.name or (os.sep.join(parts[parts.index(it.package):])
-                               if it.package in parts else it.path)
-            if isinstance(r, str):
-                table.add_row(it.package, name, "", f"[red]check crashed: {r}[/]")
-                continue
-            d = r.diagnosis
-            codes = _code_counts([f.code for f in d.root_findings])
-            # a warnings-only verdict is not printed as a failure (survey 20: MindSpore's 28
-            # libraries with a load-order warning read as 28 failures)
-            verdict = "[green]clean[/]" if d.cause == 0 else (
-                f"[red]✗ cause {d.cause}: {codes}[/]" if _has_errors(r) else
-                f"[yellow]! cause {d.cause}: {codes} (warning)[/]")
-            table.add_row(it.package, name, escape(_ops_cell(ops_summary(r))), verdict)
-        con.print(table)
-        errs = sum(1 for _it, r in results if isinstance(r, str) or (
-            r.diagnosis.cause > 0 and _has_errors(r)))
-        warns = sum(1 for _it, r in results if not isinstance(r, str) and
-                    r.diagnosis.cause > 0 and not _has_errors(r))
-        con.print(f"{len(items) - errs - warns} clean · {errs} with errors · {warns} with "
-                  f"warnings only · exit {code}")
-    finally:
-        if output:
-            out.close()
+    for form, path in outputs:
+        out = open(path, "w", encoding="utf-8") if path else sys.stdout  # noqa: SIM115
+        try:
+            if form is not Format.TEXT:
+                ctx = RenderContext(load_registry().catalog, threshold, code)
+                renderer(form)(reports, ctx, out)
+            else:
+                _scan_table(out, interp.invoke, items, results, code)
+        finally:
+            if path:
+                out.close()
     return code
+
+
+def _scan_table(out: Any, invoke: str, items: list[Any], results: list[Any], code: int
+                ) -> None:
+    """The scan's text summary: one row per library, its verdict, and the totals."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from opdoctor.report.layout import wrap_width
+    from opdoctor.report.text import ops_summary
+
+    # The table fits the terminal (Rich wraps cells, not lines); 140 columns in a log.
+    con = Console(file=out, no_color=not _color(out), highlight=False,
+                  width=wrap_width(out) or 140)
+    # The title on a line of its own: as a Table title Rich wraps it to the table's width
+    # (a few columns when the names are short), whatever the terminal's width.
+    con.print(escape(f"opdoctor scan — {invoke} ({len(items)} libraries)"),
+              soft_wrap=True, style="bold")
+    table = Table()
+    for col in ("package", "library", "ops", "verdict"):
+        table.add_column(col)
+    for it, r in results:
+        parts = it.path.split(os.sep)
+        name = it.name or (os.sep.join(parts[parts.index(it.package):])
+                           if it.package in parts else it.path)
+        if isinstance(r, str):
+            table.add_row(it.package, name, "", f"[red]check crashed: {r}[/]")
+            continue
+        d = r.diagnosis
+        codes = _code_counts([f.code for f in d.root_findings])
+        # a warnings-only verdict is not printed as a failure (survey 20: MindSpore's 28
+        # libraries with a load-order warning read as 28 failures)
+        verdict = "[green]clean[/]" if d.cause == 0 else (
+            f"[red]✗ cause {d.cause}: {codes}[/]" if _has_errors(r) else
+            f"[yellow]! cause {d.cause}: {codes} (warning)[/]")
+        table.add_row(it.package, name, escape(_ops_cell(ops_summary(r))), verdict)
+    con.print(table)
+    errs = sum(1 for _it, r in results if isinstance(r, str) or (
+        r.diagnosis.cause > 0 and _has_errors(r)))
+    warns = sum(1 for _it, r in results if not isinstance(r, str) and
+                r.diagnosis.cause > 0 and not _has_errors(r))
+    con.print(f"{len(items) - errs - warns} clean · {errs} with errors · {warns} with "
+              f"warnings only · exit {code}")
 
 
 SCAN_OPS_SHOWN = 4
