@@ -180,28 +180,56 @@ def test_explain_answers_the_same_with_and_without_the_caches(tmp_path: Path) ->
 
 
 # ------------------------------------------------------------------ replayed CLI answers
-@pytest.mark.parametrize("args", [
+REPLAYED = [
     ["--version"], ["codes"], ["codes", "-f", "json"], ["codes", "--format", "markdown"],
     ["explain", "OD301"], ["explain", "od301", "-f", "json"],
     ["codes", "-f", "bogus"], ["explain", "OD999"],
-])
-def test_replayed_answers_equal_the_typer_app(args: list[str], tmp_path: Path) -> None:
-    from opdoctor.cli.app import main as app_main
+]
+# What the full typer app answers for each, all in one interpreter (its answers there are
+# byte-identical to one interpreter per command: compared when this was made so).
+_TYPER_ALL = r"""
+import contextlib, io, json, sys
+from opdoctor.cli.app import main
+out = []
+for args in json.loads(sys.argv[1]):
+    o, e = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+        try:
+            rc = main(args)
+        except SystemExit as exc:
+            rc = exc.code
+    out.append([rc, o.getvalue(), e.getvalue()])
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def typer_answers() -> dict[str, tuple[int, str, str]]:
+    import json
 
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin", "NO_COLOR": "1"}
-    code = ("import sys\nfrom opdoctor.cli.app import main\n"
-            f"sys.exit(main({args!r}))\n")
-    typer_run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                               env=env, timeout=120, check=False)
+    p = subprocess.run([sys.executable, "-c", _TYPER_ALL, json.dumps(REPLAYED)],
+                       capture_output=True, text=True, env=env, timeout=120, check=True)
+    return {json.dumps(a): (rc, o, e) for a, (rc, o, e) in zip(
+        REPLAYED, json.loads(p.stdout), strict=True)}
+
+
+@pytest.mark.parametrize("args", REPLAYED)
+def test_replayed_answers_equal_the_typer_app(args: list[str], tmp_path: Path,
+                                              typer_answers: dict[str, Any]) -> None:
+    import json
+
+    from opdoctor.cli.app import main as app_main
+
+    rc, out, err = typer_answers[json.dumps(args)]
     first = _run(args, tmp_path)  # computes (and, when it succeeded, stores)
     second = _run(args, tmp_path)  # replays
     for run in (first, second):
-        assert (run.returncode, run.stdout, run.stderr) == (
-            typer_run.returncode, typer_run.stdout, typer_run.stderr), args
+        assert (run.returncode, run.stdout, run.stderr) == (rc, out, err), args
     stored = list((tmp_path / "opdoctor").glob("cli-*.marshal")) if (
         tmp_path / "opdoctor").is_dir() else []
     # failures are never stored; the constant --version needs no cache at all
-    assert bool(stored) == (typer_run.returncode == 0 and args != ["--version"])
+    assert bool(stored) == (rc == 0 and args != ["--version"])
     assert app_main is not None
 
 
