@@ -114,6 +114,19 @@ def package_applies(facts: Facts) -> str:
     return f"part of the {facts.framework_library} install" if facts.framework_library else ""
 
 
+def device_plugin_here(facts: Facts) -> tuple[str, str, list[str]] | None:
+    """The target read as a device plugin this machine never loads
+    (:func:`opdoctor.facts.devices.device_plugin`, over the names its load misses): (toolkit,
+    device, evidence); None for any other library or a package. One reading for the
+    dependency, symbol and probe checks."""
+    from opdoctor.facts.devices import device_plugin
+
+    if facts.is_package_dir or facts.structure.image is None:
+        return None
+    return device_plugin(facts.loaded_on_demand,
+                         list(dict.fromkeys(m.name for m in facts.process.tree.missing)))
+
+
 def device_plugin_severity(facts: Facts) -> Severity:
     """How much a device plugin's unloadable dependencies matter on a machine without its
     device: a warning where the user named the library (asked about it), info where a walk

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from opdoctor.checks.base import (
     Check,
+    device_plugin_here,
     device_plugin_severity,
     distribution_reinstall,
     runtime_library_fix,
@@ -20,7 +21,7 @@ from opdoctor.checks.base import (
 )
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
-from opdoctor.facts.devices import device_plugin, toolkit_of
+from opdoctor.facts.devices import toolkit_of
 from opdoctor.facts.frameworks import TORCH
 from opdoctor.facts.loader.search import (
     RULE_LD_LIBRARY_PATH,
@@ -488,7 +489,7 @@ def run(facts: Facts) -> Iterator[Finding]:
     for miss in tree.missing:
         others.setdefault(miss.name, []).append(miss.requested_by)
     told: set[str] = set()
-    plugin = device_plugin(facts.loaded_on_demand, list(others))
+    plugin = device_plugin_here(facts)  # (others' names are the tree's misses, in order)
     order = list(tree.missing)
     if plugin:
         # the toolkit's libraries first: the plugin of MindSpore's Ascend backend led with

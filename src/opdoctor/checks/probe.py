@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from opdoctor.checks.base import (
     Check,
+    device_plugin_here,
     device_plugin_severity,
     installed_release_fix,
     runtime_library_fix,
@@ -711,17 +712,6 @@ def _mine(facts: Facts) -> set[str]:
         os.path.realpath(lib.path) for lib in facts.process.tree.order if lib.path}
 
 
-def _device_plugin_here(facts: Facts) -> tuple[str, str, list[str]] | None:
-    """The static reading of the target as a device plugin this machine never loads
-    (``facts.devices.device_plugin``), None for any other library or a package."""
-    from opdoctor.facts.devices import device_plugin
-
-    if facts.is_package_dir or facts.structure.image is None:
-        return None
-    return device_plugin(facts.loaded_on_demand,
-                         list(dict.fromkeys(m.name for m in facts.process.tree.missing)))
-
-
 def _own_not_found(facts: Facts, text: str) -> re.Match[str] | None:
     """The first "cannot open shared object file" of ``text`` whose library the target's own
     dependency tree needs (None: none of them, or the target is a package directory)."""
@@ -856,7 +846,7 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
         name = os.path.basename(m.group(1))
         ev = [f"dlopen: {m.group(0)}", *res.trace.evidence_for(name)]
         found = _not_found(facts, name, "", ev, res.failed_loads)
-        plugin = _device_plugin_here(facts) if found.code == "OD220" else None
+        plugin = device_plugin_here(facts) if found.code == "OD220" else None
         if plugin is not None:
             # MindSpore's lib/plugin/ascend/*: loaded alone its first miss is one of
             # MindSpore's own libraries; on this machine its package never loads it (the

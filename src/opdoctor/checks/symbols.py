@@ -11,11 +11,15 @@ import os
 import re
 from collections.abc import Iterator
 
-from opdoctor.checks.base import Check, device_plugin_severity, installed_release_fix
+from opdoctor.checks.base import (
+    Check,
+    device_plugin_here,
+    device_plugin_severity,
+    installed_release_fix,
+)
 from opdoctor.codes import CodeDoc
 from opdoctor.facts import Facts
 from opdoctor.facts.budget import checkpoint
-from opdoctor.facts.devices import device_plugin
 from opdoctor.facts.elf.demangle import demangle_all
 from opdoctor.facts.elf.dynsym import Sym
 from opdoctor.facts.elf.image import ElfImage
@@ -345,8 +349,7 @@ def _target(facts: Facts) -> Iterator[Finding]:
         # the missing library may define them: OD201 is the root — for a device plugin this
         # machine never loads, as much as its OD201 (info where a walk found it)
         absent = list(dict.fromkeys(m.name for m in facts.process.tree.missing))
-        sev = device_plugin_severity(facts) \
-            if device_plugin(facts.loaded_on_demand, absent) else Severity.WARNING
+        sev = device_plugin_severity(facts) if device_plugin_here(facts) else Severity.WARNING
         note = (" (inconclusive: a dependency is missing and may define them, see "
                 f"{', '.join(absent)})")
     else:

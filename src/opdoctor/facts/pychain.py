@@ -359,16 +359,16 @@ class NoLibrary:
         return False
 
 
-_LINKER_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib",
-                "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
-
-
 def _nowhere(name: str, env: dict[str, str] | None) -> bool:
     """Whether no ``lib<name>.so*`` is where ``find_library`` looks besides the ld.so cache:
-    the linker's default directories (its gcc probe) and LD_LIBRARY_PATH (its ld probe)."""
+    the linker's default directories (its gcc probe: the loader's, and /usr/local/lib) and
+    LD_LIBRARY_PATH (its ld probe)."""
+    from opdoctor.facts.loader.search import DEFAULT_DIRS
+
     prefix = f"lib{name}.so"
-    dirs = [*_LINKER_DIRS, *(d for d in ((env or dict(os.environ)).get(
+    linker = dict.fromkeys([*(d for dirs in DEFAULT_DIRS.values() for d in dirs),
+                            "/usr/local/lib"])
+    dirs = [*linker, *(d for d in ((env or dict(os.environ)).get(
         "LD_LIBRARY_PATH") or "").split(":") if d)]
     for d in dirs:
         try:

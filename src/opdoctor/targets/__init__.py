@@ -247,7 +247,7 @@ def _installed_beside(chain: ImportChain) -> list[str]:
     through ``ctypes.cdll.LoadLibrary`` over candidates from ``importlib.metadata.files``
     (survey 24b: "has no compiled library", the library never checked). Only the roots:
     a library another of them NEEDs is loaded, and checked, through it."""
-    from opdoctor.facts.core import read_elf
+    from opdoctor.facts.core import needed_names
     from opdoctor.facts.requires import own_code_first, record_libraries
 
     if not chain.dist:
@@ -257,10 +257,7 @@ def _installed_beside(chain: ImportChain) -> list[str]:
     libs = [p for p in (os.path.join(site, rel) for rel in
                         own_code_first(record_libraries(chain.dist)))
             if os.path.isfile(p) and not (inside and p.startswith(inside))]
-    def needs(lib: str) -> list[str]:
-        return read_elf(lib, lambda im: [str(n) for n in im.tags.get("DT_NEEDED", [])], [])
-
-    needed = {n for lib in libs for n in needs(lib)}
+    needed = {n for lib in libs for n in needed_names(lib)}
     return [lib for lib in libs if os.path.basename(lib) not in needed]
 
 
