@@ -746,7 +746,7 @@ PRIOR_ORDER: dict[str, tuple[int, ...]] = {
     "paddle": (3, 2, 4),
     "loader": (2, 4, 3),
     "cuda": (2, 3, 4),
-    "python": (5, 4, 2),  # a label of the corpus; no framework word selects it
+    "python": (5, 4, 3),  # a label of the corpus; no framework word selects it
 }
 
 

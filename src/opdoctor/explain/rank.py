@@ -332,6 +332,16 @@ def _missing_library(ctx: Context) -> Refinement | None:
         return Refinement((4, 2), f"{lib} is there but may not be read or mapped (file "
                           "permissions, a noexec mount, SELinux)", ("OD403",),
                           f"{base} cannot be opened: permission denied", "high")
+    bundled = _unbundled_by_wheel(lib, text)
+    if bundled:
+        return Refinement((4, 2), f"{bundled} of an installed package references {lib}, which a "
+                          "macOS wheel carries itself (delocated wheels bundle every library "
+                          "that is not the system's): the wheel was built or repaired without "
+                          "it, so no search path can help", ("OD401", "OD201"),
+                          f"{base}: a library the installed wheel should bundle is not in it",
+                          "medium", f"whether the package's directory has {base} "
+                          "(`opdoctor check --package <the package>`); a fixed release of the "
+                          "package, or its conda build, has it")
     if "windows" in kinds and re.search(r"\.so(?:\.[\d.]{1,20})?$", base):
         return Refinement((4, 2), f"{lib} is a Linux shared object on a Windows path: the package "
                           "ships a binary for another OS", ("OD408",),
@@ -891,6 +901,47 @@ def _where_package(text: str, module: str) -> str:
     return ""
 
 
+# Libraries a macOS wheel expects from the system or another installation (Homebrew's libomp,
+# CUDA, MKL, the interpreter itself): their absence is a search-path or install matter.
+_EXTERNAL_DYLIB = re.compile(r"omp|cuda|cudnn|cublas|nvrtc|mkl|python|ssl|crypto", re.I)
+
+
+def _unbundled_by_wheel(lib: str, text: str) -> str:
+    """The file of an installed package whose macOS dependency ``lib`` ("Library not loaded:
+    @rpath/libc++.1.dylib  Referenced from: …/site-packages/torch/_C….so") is named as one
+    the wheel carries — through @rpath / @loader_path or by bare name, not an absolute path
+    into Homebrew or the system — and is not an external runtime; "" otherwise."""
+    m = re.search(r"Library not loaded: (\S{1,300})\s{1,20}Referenced from: (?:<[^>\n]{1,80}>\s)?"
+                  r"(\S{1,400})", text)
+    if not m or m.group(1) != lib or lib.startswith("/") or _EXTERNAL_DYLIB.search(lib):
+        return ""
+    by = m.group(2)
+    return _basename(by) if "installed" in path_kind(by) else ""
+
+
+# Folders projects keep their own model and op code in (a package vendored into a research
+# repository), as opposed to a checkout of the package's own repository (kaolin/kaolin/).
+_PROJECT_FOLDERS = re.compile(r"^(?:models?|libs?|ops?|modules|third_?party|external|"
+                              r"extensions?|networks?|nets?|utils)$", re.I)
+
+
+def _vendored_in_project(text: str, top: str) -> bool:
+    """Whether the traceback shows the package ``top`` as a folder inside one of a project's
+    code folders (``…/model/pointnet2/pointnet2_utils.py``)."""
+    for p in _traceback_paths(text):
+        m = re.search(r"([^/\\]{1,100})[/\\]" + re.escape(top) + r"[/\\]", p)
+        if m:
+            return _PROJECT_FOLDERS.match(m.group(1)) is not None
+    return False
+
+
+def _imported_by_itself(text: str, top: str) -> bool:
+    """Whether the traceback's last frame (the import statement that failed) is a file of the
+    package ``top`` itself."""
+    frames = re.findall(r"File \"([^\"\n]{1,400})\"", text)
+    return bool(frames) and re.search(r"[/\\]" + re.escape(top) + r"[/\\]", frames[-1]) is not None
+
+
 def _installed_core(text: str, module: str) -> str:
     """The installed package whose compiled core a top-level ``_<package>`` module is (k2's
     ``_k2``), read from the traceback's site-packages frames; "" when none."""
@@ -941,6 +992,20 @@ def _module(ctx: Context) -> Refinement | None:
         # the framework's API of another release (or a local file shadowing it), as for
         # "module 'torch' has no attribute …" — not a compiled extension missing
         return _framework_module(ctx)
+    if name and name.startswith("_") and not name.startswith("__") and not compiled and \
+            where == "installed" and "partially initialized" not in ctx.line and \
+            _imported_by_itself(text, top):
+        # a private name of the package imported by the package's own installed code (Pillow's
+        # Image.py: `from . import _imaging`): one release wrote both sides, so the name is its
+        # compiled module, missing or not loadable here — not code of another release
+        return Refinement((4, 5, 3), f"{name} is a private module of {top}, imported by "
+                          f"{top}'s own installed code: the installed {top} has no loadable "
+                          f"{name} for this interpreter (a wheel for another Python, OS or CPU "
+                          "bitness, or installed without its compiled part), or another "
+                          f"{top} directory shadows it", ("OD510", "OD418"),
+                          f"{top}'s own compiled {name} cannot be imported", "medium",
+                          f"which {name}.* file the installed {top} has and what it is built "
+                          f"for: `opdoctor check --package {top}`")
     if name and not compiled and where == "installed" and "partially initialized" not in ctx.line:
         # a Python-level name missing from an installed package (its file in site-packages is in
         # the message): the code importing it was written for another release of that package
@@ -978,6 +1043,16 @@ def _module(ctx: Context) -> Refinement | None:
                           f"{module}: the installed {core} lacks its compiled core", "medium",
                           f"which {module}.* file the installed {core} has: `opdoctor check "
                           f"--package {core}`")
+    if where == "source-tree" and compiled and _vendored_in_project(text, top):
+        # the package is a folder of a project's own code (model/pointnet2/, lib/dcn/): nothing
+        # was ever installed to shadow — the folder's build step (its setup.py, make.sh) was
+        # not run, so its extension does not exist
+        return Refinement((4, 5), f"{top} is a folder of a project's source (not a checkout of "
+                          f"{top} itself): its extension {full} is built by the folder's own "
+                          "step (its setup.py or make.sh), which was not run or failed",
+                          ("OD510",), f"{full} was never built in the project's {top} folder",
+                          "medium", f"whether the {top} folder holds a built {full}: run its "
+                          "build step, then `opdoctor check --package <the package>`")
     if where == "source-tree" and (compiled or name):
         return Refinement((5, 4), f"the traceback runs {top} from a source tree (not "
                           f"site-packages) that has no built {full}: a checkout that shadows "
