@@ -64,6 +64,8 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "OD407": ("OD508", "OD511", "OD201", "OD301", "OD220"),
     "OD405": ("OD508", "OD511", "OD201", "OD301", "OD220"),
     "OD416": ("OD511",),
+    # A library (or a dependency) on a noexec file system: every load of it fails to map it.
+    "OD419": ("OD420", "OD511", "OD220", "OD124"),
     "OD324": ("OD511", "OD512", "OD505"),
     "OD323": ("OD511", "OD512", "OD505"),
     "OD325": ("OD511",),

@@ -121,6 +121,21 @@ OD417 = CodeDoc(
     "--platform — or build it here from source.",
     references=("https://peps.python.org/pep-0656/", _LDSO),
 )
+OD419 = CodeDoc(
+    "OD419", "on a file system mounted noexec", Severity.ERROR,
+    what="The library (and each dependency the loader maps) is on a file system that allows "
+    "executable mappings.",
+    why="A file system mounted noexec (a hardened /tmp, /var/tmp, /dev/shm or home directory, "
+    "a container volume) lets the loader open the file but not map its code: dlopen fails "
+    "with 'failed to map segment from shared object'. The file is there and intact, so "
+    "neither a search path nor a rebuild helps — and glibc gives the same words for an "
+    "address-space limit (ulimit -v) smaller than the library.",
+    example="OSError: /tmp/build/libmyop.so: failed to map segment from shared object",
+    fix="Put the library where code may run: build or install outside the noexec mount "
+    "(TMPDIR for pip's builds, the environment's own directory), or remount it with exec "
+    "(`mount -o remount,exec <mount point>`) where you administer the machine.",
+    references=("mount(8): noexec", "statvfs(3): ST_NOEXEC", _LDSO),
+)
 OD409 = CodeDoc(
     "OD409", "not a shared object", Severity.ERROR,
     what="The file is a shared library (ET_DYN without the PIE-executable flag).",
@@ -233,7 +248,7 @@ OD415 = CodeDoc(
 )
 
 CODES = (OD401, OD402, OD403, OD404, OD405, OD406, OD407, OD408, OD409, OD410, OD411, OD412,
-         OD413, OD414, OD415, OD417)
+         OD413, OD414, OD415, OD417, OD419)
 
 
 def _hex(n: int) -> str:
@@ -510,6 +525,9 @@ def run(facts: Facts) -> Iterator[Finding]:
         yield OD409.finding(path, "a position-independent executable, not a shared library",
                             ("e_type: ET_DYN", "DT_FLAGS_1: PIE"))
         return
+    noexec = _noexec_finding(facts)
+    if noexec is not None:
+        yield noexec
     if img.has_textrel:
         yield _textrel_finding(facts)
     for seg in img.segments:
@@ -523,6 +541,30 @@ def run(facts: Facts) -> Iterator[Finding]:
                 severity=Severity.ERROR if refused else None,
             )
     yield from _broken_dependencies(facts)
+
+
+def _noexec_finding(facts: Facts) -> Finding | None:
+    """OD419 for a library on a noexec file system. A wheel's files are unpacked by opdoctor
+    where code may run (``mounts.exec_tempdir``); where no such place was found, the copy's
+    mount is the machine's, not the wheel's fault: a warning that the load cannot be tried
+    here."""
+    from opdoctor.facts.mounts import mount_options, noexec_mount
+
+    point = noexec_mount(facts.path)
+    if point is None:
+        return None
+    ev = (f"statvfs({facts.path}): ST_NOEXEC", f"mount point: {point} ({mount_options(point)})")
+    if facts.options.wheel:
+        return OD419.finding(facts.path, f"opdoctor's unpacked copy of the wheel is on {point}, "
+                             "mounted noexec: nothing of it can be loaded here (the probe's "
+                             "failure is this machine's, not the wheel's)", ev,
+                             severity=Severity.WARNING,
+                             fix="set TMPDIR (or XDG_CACHE_HOME) to a directory where code may "
+                             "run, and check the wheel again")
+    return OD419.finding(facts.path, f"the library is on {point}, a file system mounted "
+                         "noexec: the loader opens it but cannot map its code (\"failed to "
+                         "map segment from shared object\")", ev,
+                         fix=OD419.fix.replace("<mount point>", point))
 
 
 def _installed_fix(facts: Facts) -> str | None:
@@ -567,7 +609,13 @@ def _broken_dependencies(facts: Facts) -> Iterator[Finding]:
             fix = (f"copy {base} again from where it was built or installed from, for "
                    f"{host.machine}")
         ev = (f"{name} (DT_NEEDED of {who}) → {path}", wrong)
-        if wrong.startswith("truncated"):
+        if wrong.startswith("on a file system mounted noexec"):
+            point = wrong.rsplit("(", 1)[-1].rstrip(")")
+            yield OD419.finding(path, f"{base}, which {who} needs, is {wrong}: the loader finds "
+                                "it and cannot map its code (\"failed to map segment from "
+                                "shared object\")", ev, fix=OD419.fix.replace("<mount point>",
+                                                                              point))
+        elif wrong.startswith("truncated"):
             yield OD406.finding(path, f"{base}, which {who} needs, is {wrong}: loading it "
                                 "fails (\"file too short\") or dies with SIGBUS", ev, fix=fix)
         elif "wrong machine" in wrong:

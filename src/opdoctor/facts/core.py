@@ -196,12 +196,18 @@ class Facts:
             return []
         out: list[tuple[str, str, str, str]] = []
         tree = self.process.tree
+        from opdoctor.facts.mounts import noexec_mount
+
         for lib in tree.order[1:]:
             cut = None if lib.preloaded_by else cut_short(lib.path)
             if cut is not None and cut[1]:
                 out.append((os.path.normpath(lib.path), lib.name, lib.requested_by,
                             f"truncated: its headers need at least {cut[0]} bytes, it has "
                             f"{cut[1]}"))
+            point = None if lib.preloaded_by else noexec_mount(lib.path)
+            if point is not None:
+                out.append((os.path.normpath(lib.path), lib.name, lib.requested_by,
+                            f"on a file system mounted noexec ({point})"))
         skipped = ("wrong machine", "wrong ELF class", "not an ELF file")
         for miss in tree.missing:
             for att in miss.attempts:

@@ -439,9 +439,9 @@ def expand(paths: list[str], options: CheckOptions,
                                           "opdoctor check dist/*.whl)"))
                 continue
             if path.endswith(".whl") and os.path.isfile(path):
-                import tempfile
+                from opdoctor.facts.mounts import exec_tempdir
 
-                tmp = tempfile.mkdtemp(prefix="opdoctor-wheel-")
+                tmp = exec_tempdir("opdoctor-wheel-")
                 tmpdirs.append(tmp)
                 try:
                     unpack_wheel(path, tmp)
