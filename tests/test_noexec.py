@@ -1,8 +1,9 @@
-"""Libraries on a file system mounted noexec (OD419): a real tmpfs mounted noexec, the real
-loader's failure, and the healthy copy of the same files elsewhere.
+"""Libraries the loader finds and cannot map: on a file system mounted noexec (OD419; a real
+tmpfs mounted noexec, the real loader's failure, and the healthy copy of the same files
+elsewhere), and under an address-space limit below the library's size (OD420 with both).
 
-Mounting needs the privilege to mount (root in the CI container); without it every test here
-is skipped, naming why.
+Mounting needs the privilege to mount (root in the CI container); without it the noexec tests
+are skipped, naming why.
 """
 
 from __future__ import annotations
@@ -137,3 +138,35 @@ def test_a_wheel_is_unpacked_where_its_libraries_can_load(
     assert res.code == 0, [r["diagnosis"]["summary"] for r in reps]
     assert not [f for r in reps for f in r["findings"] if f["severity"] != "info"], reps
     assert not list(noexec.iterdir()) and not list((cache / "unpacked").iterdir())
+
+
+@pytest.mark.probe
+def test_an_address_space_limit_below_the_library_is_said_with_both_sizes(
+        tmp_path: Path) -> None:
+    """The loader's same words on a file system that allows execution: the job's `ulimit -v`
+    (RLIMIT_AS, which the probe inherits) is below what mapping the library takes. The check
+    said "the load failed"; it names the limit and the library's loadable size."""
+    import json
+    import resource
+
+    src = tmp_path / "big.c"
+    src.write_text("char big[400 << 20];\nint get(void) { return big[5]; }\n")
+    lib = tmp_path / "libbig.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True,
+                   timeout=60)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
+
+    real = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                           str(lib)], capture_output=True, text=True, timeout=60,
+                          preexec_fn=limit)
+    assert "libbig.so: failed to map segment from shared object" in real.stderr, real.stderr
+    assert _load(lib).stdout.strip() == "loaded"  # without the limit
+    res = subprocess.run([sys.executable, "-m", "opdoctor", "check", "-f", "json", str(lib)],
+                         capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    rep = json.loads(res.stdout)["reports"][0]
+    f = next(f for f in rep["findings"] if f["code"] == "OD420")
+    assert res.returncode == 1 and "address-space limit (300 MiB)" in f["message"], f
+    assert "libbig.so maps 400 MiB (its PT_LOAD segments)" in " ".join(f["evidence"]), f
+    assert "ulimit -v unlimited" in f["fix"], f

@@ -885,7 +885,45 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
                              *([f"named by the error: {other}"] if other else [])),
                             fix=_symbol_fix(facts, sym, mine))
         return
+    mapped = _map_failure(facts, text)
+    if mapped is not None:
+        yield mapped
+        return
     yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
+
+
+_MAP_SEGMENT = re.compile(r"(?:([^\s:'\"]{1,300}): )?failed to map segment from shared object")
+
+
+def _map_failure(facts: Facts, text: str) -> Finding | None:
+    """The loader's "failed to map segment from shared object" on a file system that allows
+    execution (OD419 covers a noexec one): the process's address-space limit (``ulimit -v``,
+    a job's memory limit), which the probe inherits, is below what mapping the library takes —
+    said with the limit and the file's size, rather than "the load failed"."""
+    import resource
+
+    m = _MAP_SEGMENT.search(text)
+    if m is None:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None  # not the limit: the file's copy or a security policy (the message says)
+    named = m.group(1) or facts.path
+    ev = [f"{m.group(0)}", f"address-space limit of this process and its children: "
+          f"{soft >> 20} MiB (ulimit -v {soft >> 10})"]
+    img = facts.structure.image
+    if img is not None and os.path.basename(named) == os.path.basename(facts.path):
+        # what mapping it takes: its loadable segments' memory sizes (.bss included), not
+        # the file's size
+        span = sum(seg.memsz for seg in img.segments if seg.p_type == 1)
+        ev.append(f"{os.path.basename(named)} maps {span >> 20} MiB (its PT_LOAD segments), "
+                  "beside what the process has mapped already")
+    return OD420.finding(
+        facts.path, f"the load failed: the loader found {os.path.basename(named)} and could not "
+        f"map it within the process's address-space limit ({soft >> 20} MiB)", ev,
+        fix="raise the limit for the job — `ulimit -v unlimited` in its shell, or the "
+        "scheduler's virtual-memory limit (Slurm's VSizeFactor, a container's) — a framework "
+        "process maps gigabytes of address space it never touches")
 
 
 def _target_was_loaded(facts: Facts, res: ProbeOutcome) -> bool:
