@@ -535,6 +535,18 @@ def _missing_library(ctx: Context) -> Refinement | None:
                           f"{base} cannot be opened: built for another CPU/OS, or missing",
                           "medium", f"`opdoctor check {lib}` reads its ELF header (machine, "
                           "class), or says it is not there")
+    if lib.startswith("/") and "cannot open shared object file: No such file" in text and \
+            not re.match(r"/(?:usr|lib|lib64|opt|etc|bin|sbin|snap|nix)/", lib):
+        # dlopen of a full path (a project's own build output) searches nothing: the file is
+        # not at that path — its build step was not run or failed, or wrote it elsewhere
+        return Refinement((4, 2), f"{lib} was loaded by its full path, so no search path is "
+                          "involved: the file is not there (the build that makes it was not "
+                          "run or failed, or put it in another directory), or it is a build "
+                          "for another CPU, which the loader reports the same way", ("OD401",
+                                                                                    "OD408"),
+                          f"{base} is not at the path given: not built there", "medium",
+                          f"whether {lib} exists (`opdoctor check {lib}` says what it is); "
+                          "if not, run the project's build step that makes it")
     if "/" not in lib and not base.startswith("lib") and re.search(r"load_op_library\(\s*['\"]"
                                                                    r"[\w.-]{1,100}\.so", text):
         return Refinement((2,), f"load_op_library('{base}') without a directory searches the "
@@ -1397,7 +1409,10 @@ _CORE_NAMES = {
     "torch": frozenset({"__version__", "cuda", "Tensor", "tensor", "nn", "ops", "float32",
                         "device", "no_grad", "zeros", "ones", "from_numpy", "load", "save",
                         "version", "utils", "autograd", "optim", "jit", "Size", "dtype",
-                        "manual_seed", "cat", "stack", "randn", "library", "distributed"}),
+                        "manual_seed", "cat", "stack", "randn", "library", "distributed",
+                        "rand", "randint", "arange", "float16", "float64", "int64", "long",
+                        "is_tensor", "matmul", "sum", "exp", "sigmoid", "tanh", "backends",
+                        "multiprocessing", "serialization", "storage"}),
     "numpy": frozenset({"__version__", "array", "ndarray", "float32", "float64", "int64",
                         "zeros", "ones", "dtype", "random", "linalg", "asarray", "arange"}),
     "tensorflow": frozenset({"__version__", "constant", "Variable", "float32", "Tensor",
@@ -1419,10 +1434,21 @@ def _framework_module(ctx: Context) -> Refinement | None:
              if re.search(r"(?:^|[/\\])" + re.escape(top) + r"\.py$", p)
              and "installed" not in path_kind(p)]
     local += shadowing_files(ctx.text)
-    attr = ctx.group("attr")
-    core = attr in _CORE_NAMES.get(top, ()) and module == top
+    # a frame in a directory named like the framework, outside site-packages: a folder of
+    # the project (or a source tree) named like it, on sys.path before the installed package
+    local += [re.split(r"[/\\](?=[^/\\]{1,200}$)", p)[0] for p in _traceback_paths(ctx.text)
+              if re.search(r"[/\\]" + re.escape(top) + r"[/\\][^/\\]{1,200}\.py$", p)
+              and not path_kind(p) & {"installed", "system"}][:1]
+    attr = ctx.group("attr", "name")
+    core = (attr in _CORE_NAMES.get(top, ()) and module == top) or (
+        # "No module named 'torch.version'": a submodule every release has
+        not attr and module.count(".") == 1 and leaf in _CORE_NAMES.get(top, ()))
     if re.search(r"partially initialized module|circular import|'" + re.escape(top)
-                 + r"' is not a package", ctx.line) or local or core:
+                 + r"(?:\.[\w.]{1,120})?' is not a package|\(unknown location\)", ctx.line) or \
+            local or core:
+        # "(unknown location)": the module imported has no file — a namespace package, a
+        # directory named like the framework without its __init__.py (a build or source
+        # folder, a leftover of an uninstall), not the installed package
         # "'torch' is not a package": the name resolved to a module file (a torch.py), not to
         # the installed package directory — a local file shadows it
         why = (f"{local[0]} shadows it" if local else "a local file or directory named "
