@@ -182,6 +182,12 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'tree\',\'lines\',\'hot\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'tree\',\'lines\',\'hot\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.tree,self.lines,self.hot,))\n return __hash__',
+    "def __create_fn__(_type_target, _type_name, _type_known, _type_before, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,target:_type_target,name:_type_name,known:_type_known,before:_type_before)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'target',target)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'known',known)\n  __dataclass_builtins_object__.__setattr__(self,'before',before)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(target={self.target!r}, name={self.name!r}, known={self.known!r}, before={self.before!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.target,self.name,self.known,self.before,)==(other.target,other.name,other.known,other.before,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'target\',\'name\',\'known\',\'before\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'target\',\'name\',\'known\',\'before\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.target,self.name,self.known,self.before,))\n return __hash__',
     "def __create_fn__(_type_names, _type_open, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,names:_type_names,open:_type_open)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'names',names)\n  __dataclass_builtins_object__.__setattr__(self,'open',open)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(names={self.names!r}, open={self.open!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.names,self.open,)==(other.names,other.open,)\n  return NotImplemented\n return __eq__',
@@ -1928,6 +1934,51 @@ CODES.append(__create_fn__.__code__)
 def __create_fn__():
  def __hash__(self):
   return hash((self.tree,self.lines,self.hot,))
+ return __hash__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(_type_target, _type_name, _type_known, _type_before, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,target:_type_target,name:_type_name,known:_type_known,before:_type_before)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'target',target)
+  __dataclass_builtins_object__.__setattr__(self,'name',name)
+  __dataclass_builtins_object__.__setattr__(self,'known',known)
+  __dataclass_builtins_object__.__setattr__(self,'before',before)
+ return __init__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(target={self.target!r}, name={self.name!r}, known={self.known!r}, before={self.before!r})"
+ return __repr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.target,self.name,self.known,self.before,)==(other.target,other.name,other.known,other.before,)
+  return NotImplemented
+ return __eq__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('target','name','known','before',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('target','name','known','before',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.target,self.name,self.known,self.before,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

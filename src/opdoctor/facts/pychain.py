@@ -1149,7 +1149,7 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
     tree = parsed.tree
     pkg_dir = os.path.dirname(file)
     top_dir = top_dir or pkg_dir
-    names: dict[str, object] = {}
+    names = _Names()
     links: list[Link] = []
     ev = _Eval(file, names, known)
     flat: dict[str, object] = {}
@@ -1357,8 +1357,9 @@ def parse_links(file: str, package: str, suffixes: list[str], depth: int = 0,
         mark = len(links)
         if isinstance(node, ast.ImportFrom) and node.module and (
                 node.level >= 1 or node.module.split(".")[0] == package):
-            _bind_imported(node, names, pkg_dir, top_dir, known)
-            for a in node.names:  # imported functions that load: their calls are followed
+            bound = _bind_imported(node, names, pkg_dir, top_dir, known)
+            for a in node.names if bound and _names_a_loader(bound) else ():
+                # imported functions that load: their calls are followed
                 f = names.get(a.asname or a.name)
                 if isinstance(f, _Func) and f.file != file and _has_loader(f):
                     loader_funcs.add((a.asname or a.name).encode())
@@ -1725,10 +1726,11 @@ def _module_file(base: str, dotted: str) -> str:
     return ""
 
 
-def _bind_imported(node: ast.ImportFrom, names: dict[str, object], pkg_dir: str, top_dir: str,
-                   known: Known) -> None:
+def _bind_imported(node: ast.ImportFrom, names: _Names, pkg_dir: str, top_dir: str,
+                   known: Known) -> str:
     """``from .consts import PACKAGE_DIR, load`` of a package module: the names' values
-    (constants, path expressions, functions) as that module defines them."""
+    (constants, path expressions, functions) as that module defines them, read when asked
+    for (:class:`_Pending`); the module's file ("" when none is found)."""
     if node.level >= 1:
         base = pkg_dir
         for _ in range(node.level - 1):
@@ -1739,11 +1741,74 @@ def _bind_imported(node: ast.ImportFrom, names: dict[str, object], pkg_dir: str,
         target = _module_file(top_dir, rest[1]) if len(rest) > 1 else \
             os.path.join(top_dir, "__init__.py")
     if not target:
-        return
-    values = _module_globals(target, known)
+        return ""
     for a in node.names:
-        if a.name in values and values[a.name] is not None:
-            names[a.asname or a.name] = values[a.name]
+        key = a.asname or a.name
+        names[key] = _Pending(target, a.name, known, dict.get(names, key, _UNBOUND))
+    return target
+
+
+_UNBOUND = object()  # a name with no binding before an import's
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A name ``from .mod import name`` bound: its value is read from ``mod`` (parsed for its
+    globals) only when the walk asks for it. A package's modules import hundreds of names
+    from each other and the walk reads a handful: parsing every imported module for them was
+    most of the parsing of torch's import chain (1,111 of 1,283 parses in test_loader.py)."""
+
+    target: str
+    name: str
+    known: Known
+    before: object  # the binding the import replaces when the module defines the name
+
+
+class _Names(dict[str, object]):
+    """A module's names, some of them imported and read lazily (:class:`_Pending`): as the
+    eager binding did, a name whose value the module does not define keeps its earlier
+    binding (or none)."""
+
+    def _resolve(self, key: str) -> object:
+        value = dict.__getitem__(self, key)
+        while isinstance(value, _Pending):
+            got = _module_globals(value.target, value.known).get(value.name)
+            value = got if got is not None else value.before
+        if value is _UNBOUND:
+            dict.__delitem__(self, key)
+            raise KeyError(key)
+        dict.__setitem__(self, key, value)
+        return value
+
+    def __getitem__(self, key: str) -> object:
+        return self._resolve(key)
+
+    def get(self, key: str, default: object = None) -> object:
+        try:
+            return self._resolve(key)
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str) or not dict.__contains__(self, key):
+            return False
+        try:
+            self._resolve(key)
+        except KeyError:
+            return False
+        return True
+
+
+@lru_cache(maxsize=1024)
+def _names_a_loader(file: str) -> bool:
+    """Whether a module's text mentions a loader (:data:`_HOT`) at all: no function of one
+    that does not can load a library (``_has_loader``), so importing its names says nothing
+    about loading until a name's value is wanted."""
+    try:
+        with open(file, "rb") as fh:
+            return _HOT.search(fh.read(MAX_SOURCE_BYTES + 1)) is not None
+    except OSError:
+        return False
 
 
 def _module_globals(file: str, known: Known) -> dict[str, object]:
@@ -2792,8 +2857,8 @@ def loader_calls(chain: ImportChain, libraries: list[str]) -> list[str]:
 
 # Per-command memos (opdoctor.facts.commandcache): _analyse is keyed on the package's name
 # and path, _compiled_top_level on a directory, not on what the files hold now.
-commandcache.register(_entries.cache_clear, _parse.cache_clear, _globals.cache_clear,
-                      _compiled_top_level.cache_clear, _analyse.cache_clear,
+commandcache.register(_entries.cache_clear, _names_a_loader.cache_clear, _parse.cache_clear,
+                      _globals.cache_clear, _compiled_top_level.cache_clear, _analyse.cache_clear,
                       _shown_names.cache_clear)
 
 
