@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 
 from opdoctor.facts import commandcache
 
@@ -72,6 +71,8 @@ def exec_tempdir(prefix: str) -> str:
     under opdoctor's cache directory, else under the current directory. Libraries unpacked
     from a wheel are loaded by the probe from there; on a noexec /tmp every one of them
     failed to load, a fault of the machine reported as the wheel's."""
+    import tempfile  # (with shutil under it: not on the check's start-up path)
+
     for base in (None, _cache_base(), os.getcwd()):
         try:
             if base is not None:
