@@ -2149,3 +2149,32 @@ def test_the_fourteenth_rounds_entities(thread: str, order: list[int]) -> None:
     """Rules written from the fourteenth collection round's dev threads (README_e16.md)."""
     e = explain_text(str(DEV_BY_THREAD[thread]["text"]))
     assert [a.cause for a in e.ranked][:len(order)] == order, (e.subcause, e.why)
+
+
+@pytest.mark.parametrize(("thread", "order"), [
+    # TensorFlow's own ops: the binary lacks them or is older, no import registers them
+    ("tensorflow/tensorflow#10254", [1, 3]),
+    ("triton-inference-server/server#47", [1, 3]),
+    ("tensorflow/tensorflow#21470", [1, 3]),
+    ("bytedeco/javacpp-presets#387", [1, 3]),
+    ("tensorflow/addons#1554", [5, 1]),  # unchanged: an add-on's op, its package not imported
+    # an operator-named top-level module: a research repository's ops folder never built
+    ("fundamentalvision/Deformable-DETR#18", [4, 5]),
+    ("OpenGVLab/InternImage#21", [4, 5]),
+])
+def test_the_fifteenth_rounds_entities(thread: str, order: list[int]) -> None:
+    """Rules written from the fifteenth collection round's dev threads (README_e17.md)."""
+    e = explain_text(str(DEV_BY_THREAD[thread]["text"]))
+    assert [a.cause for a in e.ranked][:len(order)] == order, (e.subcause, e.why)
+
+
+def test_tensorflows_own_ops_are_the_pinned_tensorflows() -> None:
+    """tf_core_ops.txt is TensorFlow's registry as written by native/gen_tf_core_ops.py: its
+    own ops are there, the add-ons' ops of the dev half are not."""
+    from opdoctor.explain.rank import tf_core_ops
+
+    core = tf_core_ops()
+    assert len(core) > 1000 and {"VariableV2", "NcclAllReduce", "QuantizedAdd", "PyFunc",
+                                 "MatMul"} <= core
+    assert not core & {"Addons>Mish", "CaseFoldUTF8", "SentencepieceOp", "ZeroOut",
+                       "RegexSplitWithOffsets", "SimpleMLCreateModelResource"}

@@ -740,7 +740,7 @@ def _no_match(text: str) -> Explanation:
 # names only a library; "all" for every case). tests/test_explain_corpus.py recomputes it.
 PRIOR_ORDER: dict[str, tuple[int, ...]] = {
     "all": (3, 4, 5),
-    "pytorch": (3, 4, 5),
+    "pytorch": (3, 4, 1),
     "tensorflow": (3, 1, 5),
     "onnxruntime": (3, 2, 1),
     "paddle": (3, 2, 4),

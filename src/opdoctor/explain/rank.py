@@ -9,6 +9,7 @@ framework import.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -773,10 +774,34 @@ def _paddle_op(ctx: Context) -> Refinement | None:
 
 
 # ------------------------------------------------------------------ TensorFlow op not registered
+@functools.lru_cache(maxsize=1)
+def tf_core_ops() -> frozenset[str]:
+    """The op names TensorFlow itself registers (tf_core_ops.txt, written from the pinned
+    TensorFlow's tf.raw_ops by native/gen_tf_core_ops.py; read only for such a message)."""
+    path = os.path.join(os.path.dirname(__file__), "tf_core_ops.txt")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return frozenset(line.strip() for line in fh if line.strip() and line[0] != "#")
+    except OSError:
+        return frozenset()
+
+
 @refiner("tf-op")
 def _tf_op(ctx: Context) -> Refinement | None:
     text = ctx.text
     op = ctx.group("op")
+    if op in tf_core_ops():
+        # TensorFlow's own op (VariableV2, NcclAllReduce, QuantizedAdd, PyFunc): no package
+        # import registers it — the TensorFlow running was built without it (a Windows or
+        # mobile build, a serving binary, the C API without Python) or is older than the
+        # TensorFlow that wrote the graph
+        return Refinement((1, 3, 5), f"{op} is one of TensorFlow's own ops: the TensorFlow "
+                          "binary running was built without it (another platform's build, a "
+                          "serving or C/Java/mobile binary, a selective build) or is older than "
+                          "the TensorFlow that wrote the model — no import registers it",
+                          ("OD106",), f"{op} (TensorFlow's own op) is not in this binary",
+                          "medium", "the TensorFlow release and platform that wrote the model "
+                          "against the one that loads it")
     if re.search(r"tensorflow_serving|[Ss]ervable|Loading servable|TF_?Serving|tritonserver|"
                  r"inference server|tensorflow/serving|tensorflow_model_server|model_server|"
                  r"tf-serving|external/org_tensorflow/", text):
@@ -788,7 +813,7 @@ def _tf_op(ctx: Context) -> Refinement | None:
     if re.search(r"org\.tensorflow\.|TensorFlowException|tfjs-node|@tensorflow/tfjs|"
                  r"TensorFlowSharp|Tensorflow\.NET|TF_LoadSessionFromSavedModel|"
                  r"TF_GraphImportGraphDef|SavedModelBundle|\.java:\d|\.go:\d|\.cs:line \d|"
-                 r"tensorflow::LoadSavedModel", text):
+                 r"tensorflow::LoadSavedModel|java\.lang\.\w{1,60}Exception", text):
         # not a Python process: no package import can register the op; the host program's
         # TensorFlow library has it only when linked in or loaded explicitly (TF_LoadLibrary)
         return Refinement((1, 5), f"the model is loaded by a non-Python program (Java, C/C++, "
@@ -889,6 +914,12 @@ _COMPILED_NAME = re.compile(r"(?:^|\.)(?:_C|_ext|_swig\w{1,40}|(?:cpu_|gpu_|_)?n
                             r"\w{0,60}_(?:cuda|cpp|cpu|gpu|ext|"
                             r"C|cuda_?\w{0,10}|internal|c_expression|pybind\w{0,10}|ops|kernels?|"
                             r"native|lib|plugin|cc|cxx)|lib\w{1,40})$")
+# A top-level module named as an operator in C++ style (MultiScaleDeformableAttention, DCNv3,
+# RoIAlignRotated): the CUDA/C++ extension a research repository builds from its ops folder
+# (setup.py / make.sh), not a Python package on an index.
+_OP_MODULE = re.compile(r"(?:[A-Z][a-z0-9]{0,20}){0,6}(?:Attention|Deform\w{0,20}|DCN(?:v\d)?|"
+                        r"Conv\d?[dD]?|NMS|Nms|RoI\w{0,20}|ROI\w{0,20}|Pool\w{0,20}|Align\w{0,20}|"
+                        r"Rasteriz\w{0,20})(?:v\d)?$")
 _FRAMEWORK_MODULES = re.compile(r"^(?:torch|tensorflow|onnxruntime|paddle|oneflow|mindspore|"
                                 r"jax|numpy|triton)$")
 
@@ -997,7 +1028,8 @@ def _module(ctx: Context) -> Refinement | None:
         return None
     top = module.split(".")[0]
     where = _where_package(text, module)
-    compiled = bool(_COMPILED_NAME.search(full)) or bool(re.search(r"cuda|_C\b", full))
+    compiled = bool(_COMPILED_NAME.search(full)) or bool(re.search(r"cuda|_C\b", full)) or \
+        bool(_OP_MODULE.match(full))
     if name and not compiled and _FRAMEWORK_MODULES.match(top) and \
             ctx.pattern_id != "python.framework-api-moved":
         # a Python-level name of the framework itself ('container_abcs' from 'torch._six'):
