@@ -368,7 +368,8 @@ def _nowhere(name: str, env: dict[str, str] | None) -> bool:
     prefix = f"lib{name}.so"
     linker = dict.fromkeys([*(d for dirs in DEFAULT_DIRS.values() for d in dirs),
                             "/usr/local/lib"])
-    dirs = [*linker, *(d for d in ((env or dict(os.environ)).get(
+    # the job's environment when known (an empty one included), else this process's
+    dirs = [*linker, *(d for d in ((env if env is not None else os.environ).get(
         "LD_LIBRARY_PATH") or "").split(":") if d)]
     for d in dirs:
         try:
