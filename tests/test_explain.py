@@ -340,3 +340,50 @@ def test_a_moved_framework_module_asks_pip_about_the_distribution() -> None:
     pip = subprocess.run([sys.executable, "-m", "pip", "show", "keras.src.engine"],
                          capture_output=True, text=True, timeout=120)
     assert pip.returncode != 0  # what the old step asked: no such distribution
+
+
+@pytest.mark.parametrize(("signal_code", "subcause"), [
+    ("import os; os.abort()", "crash.abort"),
+    ("import ctypes; ctypes.string_at(0)", "crash.segfault"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGILL)", "cpu.illegal-instruction"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGBUS)", "loader.bus-error"),
+])
+def test_a_shells_exit_status_of_a_crash_is_read_as_its_signal(signal_code: str,
+                                                               subcause: str) -> None:
+    """What a launcher, an IDE or a CI step prints of a crashed Python is often only the
+    shell's exit status (128 + the signal: 134 abort, 139 segmentation fault, 132 illegal
+    instruction, 135 bus error), taken here from a real crash under bash."""
+    import subprocess
+    import sys
+
+    rc = subprocess.run(["bash", "-c", f"{sys.executable} -c '{signal_code}' 2>/dev/null; "
+                         "exit $?"], timeout=60).returncode
+    assert rc > 128, rc
+    for text in (f"python3 exited with code {rc}", f"Process completed with exit code {rc}.",
+                 f"error: exit status {rc}"):
+        e = explain_text(text)
+        assert e.subcause == subcause, (text, e.subcause)
+
+
+def test_a_notebook_kernel_that_died_is_a_native_crash() -> None:
+    """Jupyter's words when the kernel process ends without a Python exception."""
+    for text in ("The kernel appears to have died. It will restart automatically.",
+                 "Kernel Restarting\nThe kernel for train.ipynb appears to have died. It will "
+                 "restart automatically."):
+        e = explain_text(text)
+        assert e.subcause == "crash.kernel-died" and e.cause == 3, (e.subcause, e.cause)
+        assert "faulthandler" in " ".join(e.next_steps)
+
+
+@pytest.mark.parametrize("text", [
+    "ImportError: DLL load failed while importing _C: 指定されたモジュールが見つかりません。",
+    "ImportError: DLL load failed while importing _C: Das angegebene Modul wurde nicht gefunden.",
+    "OSError: [WinError 126] Le module spécifié est introuvable. Error loading \"C:\\x\\c10.dll\"",
+    "ImportError: DLL load failed while importing _C: No se puede encontrar el módulo "
+    "especificado.",
+])
+def test_windows_load_errors_in_other_languages(text: str) -> None:
+    """A localised Windows prints error 126 in its own language: read as the English one."""
+    e = explain_text(text)
+    assert e.cause == 2 and e.subcause in ("loader.dll-load-failed", "windows.load-error"), \
+        (e.subcause, e.why)

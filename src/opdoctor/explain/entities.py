@@ -472,6 +472,20 @@ _LOCALISED = (
                 r"Datei oder Verzeichnis nicht gefunden|Aucun fichier ou dossier de ce type|"
                 r"No existe el archivo o el directorio|Нет такого файла или каталога"),
      "No such file or directory"),
+    # Windows' own text for ERROR_MOD_NOT_FOUND (126) and ERROR_PROC_NOT_FOUND (127), as a
+    # localised Windows prints them (the simplified-Chinese form is matched by the pattern)
+    (re.compile(r"指定されたモジュールが見つかりません|找不到指定的模組|지정된 모듈을 찾을 수 없습니다|"
+                r"Das angegebene Modul wurde nicht gefunden|Le module spécifié est introuvable|"
+                r"No se puede encontrar el módulo especificado|Не найден указанный модуль|"
+                r"Impossibile trovare il modulo specificato|Não foi possível encontrar o módulo "
+                r"especificado"),
+     "The specified module could not be found"),
+    (re.compile(r"指定されたプロシージャが見つかりません|지정된 프로시저를 찾을 수 없습니다|"
+                r"Die angegebene Prozedur wurde nicht gefunden|La procédure spécifiée est "
+                r"introuvable|No se encontró el proceso especificado|Не найдена указанная "
+                r"процедура|Impossibile trovare la procedura specificata|Não foi possível "
+                r"encontrar o procedimento especificado"),
+     "The specified procedure could not be found"),
 )
 
 
