@@ -474,7 +474,8 @@ _LOCALISED = (
      "No such file or directory"),
     # Windows' own text for ERROR_MOD_NOT_FOUND (126) and ERROR_PROC_NOT_FOUND (127), as a
     # localised Windows prints them (the simplified-Chinese form is matched by the pattern)
-    (re.compile(r"指定されたモジュールが見つかりません|找不到指定的模組|지정된 모듈을 찾을 수 없습니다|"
+    (re.compile(r"指定されたモジュールが見つかりません|找不到指定的模組|"
+                r"지정된 모듈을 찾을 수 없습니다|"
                 r"Das angegebene Modul wurde nicht gefunden|Le module spécifié est introuvable|"
                 r"No se puede encontrar el módulo especificado|Не найден указанный модуль|"
                 r"Impossibile trovare il modulo specificato|Não foi possível encontrar o módulo "
