@@ -553,7 +553,9 @@ def _noexec_finding(facts: Facts) -> Finding | None:
     point = noexec_mount(facts.path)
     if point is None:
         return None
-    ev = (f"statvfs({facts.path}): ST_NOEXEC", f"mount point: {point} ({mount_options(point)})")
+    ev = (f"statvfs({facts.path}): ST_NOEXEC",
+          f"mount point: {point} ({mount_options(point)})" if point != "?" else
+          "mount point: not listed in /proc/self/mountinfo")
     if facts.options.wheel:
         return OD419.finding(facts.path, f"opdoctor's unpacked copy of the wheel is on {point}, "
                              "mounted noexec: nothing of it can be loaded here (the probe's "
