@@ -1107,3 +1107,40 @@ def test_tensorflow_with_a_protobuf_below_its_range_fails_statically_too(
     assert res.code == 1 and rep["diagnosis"]["root_findings"] == ["OD327"], rep["diagnosis"]
     (f,) = [f for f in rep["findings"] if f["code"] == "OD327"]
     assert "which has no google.protobuf.runtime_version" in f["message"], f
+
+
+@pytest.mark.probe
+def test_each_library_of_one_package_import_gets_its_own_op_list(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The libraries of one package share one probe of its import (a scan, several libraries
+    of a package in one command); the op list TensorFlow gives for a library
+    (TF_GetOpList on its handle) was the first library's for all of them — tensorflow-text's
+    _mst_ops.so showed "? (TensorFlow op)" in `scan --probe`, and a package whose second
+    library registers an op the first already did was clean. The import now lists each
+    library's ops: TensorFlow itself says b.so registered nothing (a.so's ZeroOut came
+    first), and b.so is OD151 naming a.so."""
+    make_package(tmp_path, "twozero", {"a.so": fixture("tensorflow/zero_out.so"),
+                                       "b.so": fixture("tensorflow/other_zero_out.so")},
+                 "import os\nimport tensorflow as tf\n_here = os.path.dirname(__file__)\n"
+                 "a = tf.load_op_library(os.path.join(_here, 'a.so'))\n"
+                 "b = tf.load_op_library(os.path.join(_here, 'b.so'))\n")
+    real = run_python("import tensorflow as tf, twozero, os\n"
+                      "from tensorflow.core.framework import op_def_pb2\n"
+                      "from tensorflow.python.client import pywrap_tf_session as t\n"
+                      "for n in ('a.so', 'b.so'):\n"
+                      "    ops = op_def_pb2.OpList()\n"
+                      "    ops.ParseFromString(t.TF_GetOpList(t.TF_LoadLibrary("
+                      "os.path.join(os.path.dirname(twozero.__file__), n))))\n"
+                      "    print(n, [o.name for o in ops.op])\n",
+                      python=tf_python(), cwd=tmp_path, timeout=300)
+    assert real.stdout.split("\n")[:2] == ["a.so ['ZeroOut']", "b.so []"], real.stderr[-1500:]
+    lib_a, lib_b = tmp_path / "twozero" / "a.so", tmp_path / "twozero" / "b.so"
+    doc = cli(capsys, "check", "-f", "json", "--python", tf_python(), "--cwd", str(tmp_path),
+              str(lib_a), str(lib_b)).json()
+    reps = {os.path.basename(r["target"]["path"]): r for r in doc["reports"]}
+    assert reps["a.so"]["diagnosis"]["root_findings"] == [], reps["a.so"]["diagnosis"]
+    od151 = [f for f in reps["b.so"]["findings"] if f["code"] == "OD151"]
+    assert len(od151) == 1 and f"already registered by {lib_a}" in od151[0]["message"], \
+        reps["b.so"]["findings"]
+    assert "the package's import loaded a.so first, which lists ZeroOut" in \
+        od151[0]["evidence"], od151[0]["evidence"]

@@ -443,12 +443,12 @@ TEXTS = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'device\',\'label\',\'constraints\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'device\',\'label\',\'constraints\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.device,self.label,self.constraints,))\n return __hash__',
-    "def __create_fn__(_type_ops, _type_kernels, _type_registered_before, _type_registered_after, _type_devices, _type_preloads, _type_mapped_before, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,ops:_type_ops,kernels:_type_kernels,registered_before:_type_registered_before,registered_after:_type_registered_after,devices:_type_devices,preloads:_type_preloads,mapped_before:_type_mapped_before)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'ops',ops)\n  __dataclass_builtins_object__.__setattr__(self,'kernels',kernels)\n  __dataclass_builtins_object__.__setattr__(self,'registered_before',registered_before)\n  __dataclass_builtins_object__.__setattr__(self,'registered_after',registered_after)\n  __dataclass_builtins_object__.__setattr__(self,'devices',devices)\n  __dataclass_builtins_object__.__setattr__(self,'preloads',preloads)\n  __dataclass_builtins_object__.__setattr__(self,'mapped_before',mapped_before)\n return __init__",
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(ops={self.ops!r}, kernels={self.kernels!r}, registered_before={self.registered_before!r}, registered_after={self.registered_after!r}, devices={self.devices!r}, preloads={self.preloads!r}, mapped_before={self.mapped_before!r})"\n return __repr__',
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.ops,self.kernels,self.registered_before,self.registered_after,self.devices,self.preloads,self.mapped_before,)==(other.ops,other.kernels,other.registered_before,other.registered_after,other.devices,other.preloads,other.mapped_before,)\n  return NotImplemented\n return __eq__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'ops\',\'kernels\',\'registered_before\',\'registered_after\',\'devices\',\'preloads\',\'mapped_before\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'ops\',\'kernels\',\'registered_before\',\'registered_after\',\'devices\',\'preloads\',\'mapped_before\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.ops,self.kernels,self.registered_before,self.registered_after,self.devices,self.preloads,self.mapped_before,))\n return __hash__',
+    "def __create_fn__(_type_ops, _type_kernels, _type_registered_before, _type_registered_after, _type_devices, _type_preloads, _type_mapped_before, _type_ops_by_library, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ops_by_library, _return_type):\n def __init__(self,ops:_type_ops,kernels:_type_kernels,registered_before:_type_registered_before,registered_after:_type_registered_after,devices:_type_devices,preloads:_type_preloads,mapped_before:_type_mapped_before,ops_by_library:_type_ops_by_library=_dflt_ops_by_library)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'ops',ops)\n  __dataclass_builtins_object__.__setattr__(self,'kernels',kernels)\n  __dataclass_builtins_object__.__setattr__(self,'registered_before',registered_before)\n  __dataclass_builtins_object__.__setattr__(self,'registered_after',registered_after)\n  __dataclass_builtins_object__.__setattr__(self,'devices',devices)\n  __dataclass_builtins_object__.__setattr__(self,'preloads',preloads)\n  __dataclass_builtins_object__.__setattr__(self,'mapped_before',mapped_before)\n  __dataclass_builtins_object__.__setattr__(self,'ops_by_library',ops_by_library)\n return __init__",
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(ops={self.ops!r}, kernels={self.kernels!r}, registered_before={self.registered_before!r}, registered_after={self.registered_after!r}, devices={self.devices!r}, preloads={self.preloads!r}, mapped_before={self.mapped_before!r}, ops_by_library={self.ops_by_library!r})"\n return __repr__',
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.ops,self.kernels,self.registered_before,self.registered_after,self.devices,self.preloads,self.mapped_before,self.ops_by_library,)==(other.ops,other.kernels,other.registered_before,other.registered_after,other.devices,other.preloads,other.mapped_before,other.ops_by_library,)\n  return NotImplemented\n return __eq__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'ops\',\'kernels\',\'registered_before\',\'registered_after\',\'devices\',\'preloads\',\'mapped_before\',\'ops_by_library\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'ops\',\'kernels\',\'registered_before\',\'registered_after\',\'devices\',\'preloads\',\'mapped_before\',\'ops_by_library\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.ops,self.kernels,self.registered_before,self.registered_after,self.devices,self.preloads,self.mapped_before,self.ops_by_library,))\n return __hash__',
     "def __create_fn__(_type_test, _type_ok, _type_skipped, _type_error_type, _type_message, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_skipped, _dflt_error_type, _dflt_message, _return_type):\n def __init__(self,test:_type_test,ok:_type_ok,skipped:_type_skipped=_dflt_skipped,error_type:_type_error_type=_dflt_error_type,message:_type_message=_dflt_message)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'test',test)\n  __dataclass_builtins_object__.__setattr__(self,'ok',ok)\n  __dataclass_builtins_object__.__setattr__(self,'skipped',skipped)\n  __dataclass_builtins_object__.__setattr__(self,'error_type',error_type)\n  __dataclass_builtins_object__.__setattr__(self,'message',message)\n return __init__",
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(test={self.test!r}, ok={self.ok!r}, skipped={self.skipped!r}, error_type={self.error_type!r}, message={self.message!r})"\n return __repr__',
     'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.test,self.ok,self.skipped,self.error_type,self.message,)==(other.test,other.ok,other.skipped,other.error_type,other.message,)\n  return NotImplemented\n return __eq__',
@@ -3977,8 +3977,8 @@ def __create_fn__():
  return __hash__
 CODES.append(__create_fn__.__code__)
 
-def __create_fn__(_type_ops, _type_kernels, _type_registered_before, _type_registered_after, _type_devices, _type_preloads, _type_mapped_before, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,ops:_type_ops,kernels:_type_kernels,registered_before:_type_registered_before,registered_after:_type_registered_after,devices:_type_devices,preloads:_type_preloads,mapped_before:_type_mapped_before)->_return_type:
+def __create_fn__(_type_ops, _type_kernels, _type_registered_before, _type_registered_after, _type_devices, _type_preloads, _type_mapped_before, _type_ops_by_library, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ops_by_library, _return_type):
+ def __init__(self,ops:_type_ops,kernels:_type_kernels,registered_before:_type_registered_before,registered_after:_type_registered_after,devices:_type_devices,preloads:_type_preloads,mapped_before:_type_mapped_before,ops_by_library:_type_ops_by_library=_dflt_ops_by_library)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'ops',ops)
   __dataclass_builtins_object__.__setattr__(self,'kernels',kernels)
   __dataclass_builtins_object__.__setattr__(self,'registered_before',registered_before)
@@ -3986,26 +3986,27 @@ def __create_fn__(_type_ops, _type_kernels, _type_registered_before, _type_regis
   __dataclass_builtins_object__.__setattr__(self,'devices',devices)
   __dataclass_builtins_object__.__setattr__(self,'preloads',preloads)
   __dataclass_builtins_object__.__setattr__(self,'mapped_before',mapped_before)
+  __dataclass_builtins_object__.__setattr__(self,'ops_by_library',ops_by_library)
  return __init__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(ops={self.ops!r}, kernels={self.kernels!r}, registered_before={self.registered_before!r}, registered_after={self.registered_after!r}, devices={self.devices!r}, preloads={self.preloads!r}, mapped_before={self.mapped_before!r})"
+  return self.__class__.__qualname__ + f"(ops={self.ops!r}, kernels={self.kernels!r}, registered_before={self.registered_before!r}, registered_after={self.registered_after!r}, devices={self.devices!r}, preloads={self.preloads!r}, mapped_before={self.mapped_before!r}, ops_by_library={self.ops_by_library!r})"
  return __repr__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.ops,self.kernels,self.registered_before,self.registered_after,self.devices,self.preloads,self.mapped_before,)==(other.ops,other.kernels,other.registered_before,other.registered_after,other.devices,other.preloads,other.mapped_before,)
+   return (self.ops,self.kernels,self.registered_before,self.registered_after,self.devices,self.preloads,self.mapped_before,self.ops_by_library,)==(other.ops,other.kernels,other.registered_before,other.registered_after,other.devices,other.preloads,other.mapped_before,other.ops_by_library,)
   return NotImplemented
  return __eq__
 CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('ops','kernels','registered_before','registered_after','devices','preloads','mapped_before',):
+  if type(self) is cls or name in ('ops','kernels','registered_before','registered_after','devices','preloads','mapped_before','ops_by_library',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
@@ -4013,7 +4014,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('ops','kernels','registered_before','registered_after','devices','preloads','mapped_before',):
+  if type(self) is cls or name in ('ops','kernels','registered_before','registered_after','devices','preloads','mapped_before','ops_by_library',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
@@ -4021,7 +4022,7 @@ CODES.append(__create_fn__.__code__)
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.ops,self.kernels,self.registered_before,self.registered_after,self.devices,self.preloads,self.mapped_before,))
+  return hash((self.ops,self.kernels,self.registered_before,self.registered_after,self.devices,self.preloads,self.mapped_before,self.ops_by_library,))
  return __hash__
 CODES.append(__create_fn__.__code__)
 

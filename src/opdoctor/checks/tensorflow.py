@@ -385,21 +385,27 @@ def _probe(facts: Facts) -> Iterator[Finding]:
 def _duplicates(facts: Facts, tfp: TfProbe, static_ops: list[str]) -> Iterator[Finding]:
     """Ops this library defines that were registered before it loaded: TF kept the first."""
     tf = facts.tensorflow
+    me = os.path.realpath(facts.path)
     for op in static_ops:
-        if op not in tfp.registered_before or op in tfp.ops:
+        # package mode: another library of the same import whose handle lists the op (the
+        # import loaded it first: both register while the package is imported)
+        sibling = [lib for lib, ops in tfp.ops_by_library if op in ops and lib != me]
+        if op in tfp.ops or not (op in tfp.registered_before or
+                                 (sibling and me in dict(tfp.ops_by_library))):
             continue
-        first = [p for p, ops in tfp.preloads if op in ops]
+        first = [p for p, ops in tfp.preloads if op in ops] or sibling
         if not first:
             exclude = (tf.directory,) if tf else ()
             first = libraries_defining(op, list(tfp.mapped_before), exclude)
-        me = os.path.realpath(facts.path)
         first = [p for p in first if os.path.realpath(p) != me]
         who = first[0] if first else (f"TensorFlow {tf.version} itself (a built-in op)"
                                       if tf else "another library")
         yield OD151.finding(
             op, f"{op} was already registered by {who}; TensorFlow kept that one and this "
             f"library ({facts.path}) registered nothing",
-            (f"before the load the registry already had {op}",
+            (f"before the load the registry already had {op}" if not sibling else
+             f"the package's import loaded {os.path.basename(sibling[0])} first, which lists "
+             f"{op}",
              f"TF_GetOpList on {os.path.basename(facts.path)}'s handle: "
              f"{', '.join(tfp.ops) or 'no op'}",
              *[f"first registered by: {p}" for p in first[:3]],

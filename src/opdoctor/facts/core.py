@@ -700,6 +700,11 @@ class Facts:
         if hit is None:
             return False
         self._probe_outcome, self.autoload_failure = hit
+        tfp = self._probe_outcome.tensorflow
+        if tfp is not None and tfp.ops_by_library:
+            # the ops TensorFlow lists for *this* library, not for the one the import ran for
+            self._probe_outcome = dataclasses.replace(self._probe_outcome,
+                                                      tensorflow=tfp.for_library(self.path))
         return True
 
     def swallowed(self, res: ProbeOutcome) -> tuple[Swallowed, ...]:

@@ -145,6 +145,9 @@ def _clean_detail(report: Report, cause: int) -> str:
     if cause == 1 and package_inventory(report):
         return package_inventory(report)
     reg = report.sections.get("registration")
+    tf = report.sections.get("tensorflow") or {}
+    if cause == 1 and tf.get("probed") and tf.get("ops"):
+        return tf_probe_ops(tf)  # what TensorFlow itself listed for the library
     if cause == 1 and reg is not None:
         return inventory_line(reg) or "no operator registration (not a torch or TensorFlow "\
             "op library)"

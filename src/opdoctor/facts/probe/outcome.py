@@ -8,6 +8,7 @@ own failure, a crash, then what the script reported.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -112,6 +113,16 @@ class TfProbe:
     devices: tuple[str, ...]  # physical device types of the process
     preloads: tuple[tuple[str, tuple[str, ...]], ...]  # (--preload path, ops it registered)
     mapped_before: tuple[str, ...]  # shared objects mapped before the load
+    # Package mode: TF_GetOpList of each of the package's libraries the import mapped (real
+    # path → ops), so that the import, run once for all of them, tells each its own ops.
+    ops_by_library: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def for_library(self, path: str) -> TfProbe:
+        """This outcome as seen for another library of the same package import: its own op
+        list (``ops_by_library``) in place of the library the probe was started for."""
+        real = os.path.realpath(path)
+        own = next((ops for lib, ops in self.ops_by_library if lib == real), None)
+        return self if own is None else dataclasses.replace(self, ops=own)
 
 
 def _tensorflow(raw: Any) -> TfProbe | None:
@@ -131,9 +142,11 @@ def _tensorflow(raw: Any) -> TfProbe | None:
             for k in ks if isinstance(k, dict)) if isinstance(ks, list) else ()
     preloads = tuple((str(p.get("path", "")), tuple(str(o) for o in p.get("ops", []) or []))
                      for p in raw.get("preloads", []) or [] if isinstance(p, dict))
+    by_library = tuple((str(lib), tuple(str(o) for o in ops)) for lib, ops in
+                       (raw.get("ops_by_library") or {}).items() if isinstance(ops, list))
     return TfProbe(names("ops"), kernels, names("registered_before"),
                    names("registered_after"), names("devices"), preloads,
-                   names("mapped_before"))
+                   names("mapped_before"), by_library)
 
 
 @dataclass(frozen=True)

@@ -116,14 +116,31 @@ def after_import(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: 
                     ops = []
                 if ops:
                     break
+    by_library: dict[str, list[str]] = {}
+    if req.get("package"):
+        # The op list of each of the package's libraries the import loaded, so that this one
+        # import answers for all of them (a scan or a directory walk reuses it): TensorFlow
+        # returns a loaded library's list again; dlopen of a mapped library runs nothing.
+        import sys
+
+        mod = sys.modules.get(str(req["package"]).split(".")[0])
+        init = getattr(mod, "__file__", None) or ""
+        root = os.path.realpath(os.path.dirname(init) if init else
+                                os.path.dirname(req["path"]))
+        for lib in dict.fromkeys(os.path.realpath(m) for m in mapped()):
+            if lib.startswith(root + os.sep) and lib.endswith(".so") and lib not in by_library:
+                try:
+                    by_library[lib] = load(lib)
+                except Exception:  # informative only: the import itself succeeded
+                    continue
     emit(P.STAGE, stage="inspect")
     after = _registered(registry, watch)
     try:
         devices = sorted({d.device_type for d in tf.config.list_physical_devices()})
     except Exception:  # device enumeration is informative only
         devices = []
-    names = list(dict.fromkeys(ops + after))
+    names = list(dict.fromkeys(ops + after + [o for v in by_library.values() for o in v]))
     emit(P.TF_OPS, ops=ops, kernels={n: _kernels(kernels, n) for n in names},
          registered_before=before, registered_after=after, devices=devices,
-         preloads=preloads, mapped_before=maps_before)
+         preloads=preloads, mapped_before=maps_before, ops_by_library=by_library)
     emit(P.DONE)
