@@ -133,6 +133,10 @@ def after_import(emit: Emit, err: Callable[[BaseException], dict[str, str]], P: 
                     by_library[lib] = load(lib)
                 except Exception:  # informative only: the import itself succeeded
                     continue
+        if not any(by_library.values()):
+            # TensorFlow keys its list by the path the package loaded a library by: none
+            # answered (a symlinked site, say) — say nothing rather than "no op" for each
+            by_library = {}
     emit(P.STAGE, stage="inspect")
     after = _registered(registry, watch)
     try:
