@@ -143,6 +143,24 @@ def test_stripped_inventory_from_rodata() -> None:
     assert "OD106" in codes(missing)
 
 
+@pytest.mark.probe
+def test_a_stripped_librarys_ops_take_the_namespace_the_real_load_registered() -> None:
+    """A stripped library's schema text has no namespace (the `scan` column said
+    "weighted_sum (namespace unknown: stripped)"); where the probe loaded it, torch's
+    dispatcher names the op — what torch itself says is checked first."""
+    from opdoctor.report.text import ops_summary
+
+    lib = fixture("registration/stripped.so")
+    real = run_python("import sys, torch; torch.ops.load_library(sys.argv[1]); print(torch._C."
+                      "_dispatch_has_kernel_for_dispatch_key('myop::weighted_sum', 'CPU'))",
+                      str(lib), timeout=120)
+    assert real.stdout.strip() == "True", real.stderr[-800:]
+    static = run_check(str(lib), CheckOptions(probe=False))
+    assert ops_summary(static) == "weighted_sum (namespace unknown: stripped)"
+    probed = run_check(str(lib), CheckOptions(probe=True))
+    assert ops_summary(probed) == "myop::weighted_sum"
+
+
 @pytest.mark.parametrize(("name", "code", "words"), [
     ("entry_hidden.so", "OD112", "defined but not exported (LOCAL"),
     ("entry_mangled.so", "OD111", "_Z21register_myop_kernelsv"),

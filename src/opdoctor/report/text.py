@@ -82,16 +82,27 @@ def _consequences(p: Printer, found: tuple[Finding, ...], root: str,
             p.line("    ", f"[dim]{escape(line)}[/]", hang=6)
 
 
-def inventory_line(section: dict[str, Any]) -> str:
-    """``myop::weighted_sum [CPU, CUDA]`` for every op the registration inventory found."""
+def inventory_line(section: dict[str, Any], registered: list[str] | None = None) -> str:
+    """``myop::weighted_sum [CPU, CUDA]`` for every op the registration inventory found.
+    ``registered``: the ``ns::op`` names the probe saw registered — a stripped library's
+    schema, whose namespace the file does not say, is shown under the namespaces the real
+    load registered it in (fbgemm's ``fb::`` and ``fbgemm::``)."""
     parts = []
     for ns, info in section.get("namespaces", {}).items():
         keys = f" [{', '.join(info['kernels'])}]" if info["kernels"] else ""
         for op in info["ops"] or ["*"]:
             parts.append(f"{ns}::{op}{keys}")
     if not parts and section.get("schemas"):
-        parts = [s["schema"].split("(")[0] + " (namespace unknown: stripped)"
-                 for s in section["schemas"]]
+        by_name: dict[str, list[str]] = {}
+        for full in registered or []:
+            ns, _, name = full.partition("::")
+            by_name.setdefault(name.split(".")[0], []).append(ns)
+        for s in section["schemas"]:
+            name = s["schema"].split("(")[0]
+            spaces = by_name.get(name.split(".")[0])
+            parts.append(f"{{{','.join(spaces)}}}::{name}" if spaces and len(spaces) > 1 else
+                         f"{spaces[0]}::{name}" if spaces else
+                         f"{name} (namespace unknown: stripped)")
     parts += [f"{p} (Python extension)" for p in section.get("pyinit", [])]
     tf = section.get("tensorflow") or {}
     if tf.get("op_registrations"):
@@ -128,7 +139,9 @@ def ops_summary(report: Report) -> str:
     if tf.get("static_ops"):
         return ", ".join(tf["static_ops"])
     reg = report.sections.get("registration")
-    return inventory_line(reg) if reg else ""
+    probe = report.sections.get("probe") or {}
+    return inventory_line(reg, probe.get("new_ops") if probe.get("ran") else None) \
+        if reg else ""
 
 
 def package_inventory(report: Report, limit: int | None = 6) -> str:
