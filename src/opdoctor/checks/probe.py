@@ -892,9 +892,6 @@ def _classify_load_error(facts: Facts, res: ProbeOutcome, text: str) -> Iterator
     yield OD420.finding(facts.path, "the load failed", text.strip().splitlines()[-4:])
 
 
-_MAP_SEGMENT = re.compile(r"(?:([^\s:'\"]{1,300}): )?failed to map segment from shared object")
-
-
 def _map_failure(facts: Facts, text: str) -> Finding | None:
     """The loader's "failed to map segment from shared object" on a file system that allows
     execution (OD419 covers a noexec one): the process's address-space limit (``ulimit -v``,
@@ -902,7 +899,9 @@ def _map_failure(facts: Facts, text: str) -> Finding | None:
     said with the limit and the file's size, rather than "the load failed"."""
     import resource
 
-    m = _MAP_SEGMENT.search(text)
+    from opdoctor.facts.loaderror import MAP_SEGMENT
+
+    m = MAP_SEGMENT.search(text)
     if m is None:
         return None
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 NOT_FOUND = re.compile(r"([^\s:'\"]+): cannot open shared object file")
 UNDEFINED = re.compile(r"undefined symbol: ([^\s'\"\],;)]+)")
 VERSION = re.compile(r"version `([^']+)' not found")
+# The file was found and could not be mapped (a noexec mount, an address-space limit): the
+# library named when the message names one (a token's start, so a long line stays linear).
+MAP_SEGMENT = re.compile(r"(?<![^\s:'\"(\[])([^\s:'\"(\[]{1,300}): failed to map segment from "
+                         r"shared object|failed to map segment from shared object")
 
 
 def soname_stem(name: str) -> str:
