@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fixture
+from tests.conftest import BUILD, fixture
 from tests.helpers import cli
 
 
@@ -170,3 +170,26 @@ def test_an_address_space_limit_below_the_library_is_said_with_both_sizes(
     assert res.returncode == 1 and "address-space limit (300 MiB)" in f["message"], f
     assert "libbig.so maps 400 MiB (its PT_LOAD segments)" in " ".join(f["evidence"]), f
     assert "ulimit -v unlimited" in f["fix"], f
+
+
+@pytest.mark.probe
+def test_a_wheel_with_nowhere_to_run_its_copy_is_a_note_on_the_machine(
+        noexec: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the temporary directory, opdoctor's cache directory and the working directory
+    are all noexec, the wheel's copy cannot be loaded anywhere: the reference wheel (healthy)
+    was cause 5, "import myop raised … failed to map segment". It is a warning about this
+    machine (OD419, exit 0) and the probe is not run."""
+    wheel = BUILD / "fixtures" / "wheels" / "good" / "myop-0.1.0-cp311-cp311-linux_x86_64.whl"
+    assert wheel.exists(), f"{wheel} is missing: run `make fixtures`"
+    (noexec / "cwd").mkdir()
+    monkeypatch.chdir(noexec / "cwd")
+    monkeypatch.setenv("TMPDIR", str(noexec))
+    monkeypatch.setenv("OPDOCTOR_CACHE_DIR", str(noexec / "cache"))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    res = cli(capsys, "check", "-f", "json", str(wheel))
+    rep = res.json()["reports"][0]
+    assert res.code == 0, rep["diagnosis"]
+    found = [(f["code"], f["severity"]) for f in rep["findings"] if f["severity"] != "info"]
+    assert found == [("OD419", "warning")], rep["findings"]
+    assert not rep["sections"].get("probe", {}).get("ran"), rep["sections"].get("probe")

@@ -170,7 +170,8 @@ def run_check(
             kind = (f"Python package {facts.options.package}, loads "
                     f"{os.path.basename(path)}" + (f": {kind}" if kind else ""))
         target = TargetInfo(display or path, data.size, kind)
-        if facts.options.probe and not facts.blocker and not facts.framework_library:
+        if facts.options.probe and not facts.blocker and not facts.framework_library and \
+                not facts.unpacked_on_noexec:
             facts.start_probe()  # runs concurrently with the static checks below
     checks: list[CheckRun] = []
     findings: list[Finding] = []

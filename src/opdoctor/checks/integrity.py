@@ -558,10 +558,10 @@ def _noexec_finding(facts: Facts) -> Finding | None:
           "mount point: not listed in /proc/self/mountinfo")
     if facts.options.wheel:
         return OD419.finding(facts.path, f"opdoctor's unpacked copy of the wheel is on {point}, "
-                             "mounted noexec: nothing of it can be loaded here (the probe's "
-                             "failure is this machine's, not the wheel's)", ev,
+                             "mounted noexec: nothing of it can be loaded here, so the probe "
+                             "was not run (a fact of this machine, not of the wheel)", ev,
                              severity=Severity.WARNING,
-                             fix="set TMPDIR (or XDG_CACHE_HOME) to a directory where code may "
+                             fix="set TMPDIR (or OPDOCTOR_CACHE_DIR) to a directory where code may "
                              "run, and check the wheel again")
     return OD419.finding(facts.path, f"the library is on {point}, a file system mounted "
                          "noexec: the loader opens it but cannot map its code (\"failed to "

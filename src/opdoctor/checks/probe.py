@@ -1064,6 +1064,9 @@ def _applies(facts: Facts) -> str:
         if facts.options.wheel and facts.is_package_dir:
             return "a pure-Python wheel: nothing compiled to execute"
         return "--static: the probe (which executes the library) was not run"
+    if facts.unpacked_on_noexec:
+        return (f"the wheel's unpacked copy is on {facts.unpacked_on_noexec}, mounted noexec: "
+                "nothing of it can be loaded here (OD419)")
     if _import_only(facts):
         return ""  # package mode: the probe imports the package (see run)
     if facts.blocker:

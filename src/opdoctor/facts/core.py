@@ -265,6 +265,18 @@ class Facts:
         return ""
 
     @cached_property
+    def unpacked_on_noexec(self) -> str:
+        """The noexec mount opdoctor's unpacked copy of a wheel's library is on ("" when it is
+        not): where no place that allows execution was found to unpack it
+        (``mounts.exec_tempdir``), nothing of the copy can be loaded — a fact of this machine,
+        not of the wheel, so the probe is not run (OD419 says why)."""
+        if not self.options.wheel or not os.path.isfile(self.path):
+            return ""
+        from opdoctor.facts.mounts import noexec_mount
+
+        return noexec_mount(self.path) or ""
+
+    @cached_property
     def foreign_libc(self) -> str:
         """The musl C library the file links (``libc.musl-x86_64.so.1``: a musllinux wheel,
         an Alpine build) when this host runs glibc — no search path makes it load here; ""
