@@ -914,7 +914,9 @@ def _map_failure(facts: Facts, text: str) -> Finding | None:
     if img is not None and os.path.basename(named) == os.path.basename(facts.path):
         # what mapping it takes: its loadable segments' memory sizes (.bss included), not
         # the file's size
-        span = sum(seg.memsz for seg in img.segments if seg.p_type == 1)
+        from opdoctor.facts.elf.validate import PT_LOAD
+
+        span = sum(seg.memsz for seg in img.segments if seg.p_type == PT_LOAD)
         ev.append(f"{os.path.basename(named)} maps {span >> 20} MiB (its PT_LOAD segments), "
                   "beside what the process has mapped already")
     return OD420.finding(
